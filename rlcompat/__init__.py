@@ -1,0 +1,46 @@
+"""rlcompat: find and fix what stops LLM RL post-training on older NVIDIA GPUs.
+
+The library API is small and imports nothing heavy (no torch, no verl):
+
+    from rlcompat import scan_paths, fix_paths, resolve_target, Settings
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "__version__",
+    "Finding",
+    "Fix",
+    "Edit",
+    "FixSafety",
+    "Settings",
+    "Target",
+    "TargetError",
+    "resolve_target",
+    "scan_paths",
+    "scan_source",
+    "fix_paths",
+]
+
+
+def __getattr__(name: str):
+    # Lazy so that `import rlcompat` stays cheap for the CLI and the pre-commit hook.
+    if name in ("Finding", "Fix", "Edit", "FixSafety"):
+        from rlcompat import model
+
+        return getattr(model, name)
+    if name in ("Target", "TargetError", "resolve_target"):
+        from rlcompat import targets
+
+        return getattr(targets, name)
+    if name == "Settings":
+        from rlcompat.config import Settings
+
+        return Settings
+    if name in ("scan_paths", "scan_source", "fix_paths"):
+        from rlcompat import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'rlcompat' has no attribute {name!r}")

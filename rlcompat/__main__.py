@@ -1,0 +1,3 @@
+from rlcompat.cli import main
+
+main()

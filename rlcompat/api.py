@@ -1,0 +1,89 @@
+"""The library API: what the CLI, the pre-commit hook and other tools call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rlcompat.config import Settings
+from rlcompat.discovery import discover
+from rlcompat.engine import Checker, FileResult, check_files
+from rlcompat.fixer import FileFix, fix_file
+from rlcompat.model import FileError, Finding
+from rlcompat.targets import Target
+
+
+@dataclass
+class ScanReport:
+    target: Target
+    results: list[FileResult]
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [f for r in self.results for f in r.findings]
+
+    @property
+    def errors(self) -> list[FileError]:
+        return [r.error for r in self.results if r.error] + [FileError(m, "no such file or directory") for m in self.missing]
+
+    @property
+    def files_checked(self) -> int:
+        return len(self.results)
+
+    @property
+    def suppressed(self) -> int:
+        return sum(r.suppressed for r in self.results)
+
+
+@dataclass
+class FixReport:
+    target: Target
+    fixes: list[FileFix]
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def applied(self) -> list[Finding]:
+        return [f for x in self.fixes for f in x.applied]
+
+    @property
+    def remaining(self) -> list[Finding]:
+        return [f for x in self.fixes if x.remaining for f in x.remaining.findings]
+
+    @property
+    def errors(self) -> list[FileError]:
+        errs = [x.error for x in self.fixes if x.error]
+        errs += [x.remaining.error for x in self.fixes if x.remaining and x.remaining.error]
+        return errs + [FileError(m, "no such file or directory") for m in self.missing]
+
+    @property
+    def changed_files(self) -> list[FileFix]:
+        return [x for x in self.fixes if x.changed]
+
+
+def scan_paths(paths: list[str], target: Target, settings: Settings | None = None, jobs: int | None = None, progress=None) -> ScanReport:
+    settings = settings or Settings()
+    files, missing = discover(paths, settings)
+    checker = Checker(target, settings)
+    return ScanReport(target, check_files(checker, files, jobs=jobs, progress=progress), missing)
+
+
+def scan_source(text: str, target: Target, path: str = "<string>.py", language: str = "python", settings: Settings | None = None) -> list[Finding]:
+    """Findings for one piece of source text (no file needed)."""
+    result = Checker(target, settings or Settings()).check_text(path, text, language)
+    if result.error:
+        raise ValueError(result.error.one_line())
+    return result.findings
+
+
+def fix_paths(paths: list[str], target: Target, settings: Settings | None = None, unsafe: bool | None = None,
+              write: bool = True, progress=None) -> FixReport:
+    settings = settings or Settings()
+    unsafe = settings.unsafe_fixes if unsafe is None else unsafe
+    files, missing = discover(paths, settings)
+    checker = Checker(target, settings)
+    out = []
+    for path, lang in files:
+        out.append(fix_file(checker, path, lang, unsafe=unsafe, write=write))
+        if progress:
+            progress(1)
+    return FixReport(target, out, missing)

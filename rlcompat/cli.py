@@ -1,0 +1,249 @@
+"""The command line: a thin layer over rlcompat.api. Exit codes: 0 clean, 1 findings remain, 2 usage or internal error."""
+
+from __future__ import annotations
+
+import os
+import sys
+from enum import Enum
+from typing import Annotated, List, Optional
+
+import typer
+
+app = typer.Typer(
+    name="rlcompat",
+    help="Find and fix what stops LLM RL post-training (verl, OpenRLHF, TRL) on older NVIDIA GPUs.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class OutputFormat(str, Enum):
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+    github = "github"
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"rlcompat: error: {message}", err=True)
+    return typer.Exit(EXIT_ERROR)
+
+
+def _split_codes(values: Optional[List[str]]) -> Optional[tuple[str, ...]]:
+    if not values:
+        return None
+    return tuple(c.strip().upper() for v in values for c in v.split(",") if c.strip())
+
+
+def _settings(paths, config, select, ignore, extend_exclude, force_exclude, unsafe_fixes=None):
+    from rlcompat.config import ConfigError, load_settings
+
+    try:
+        settings = load_settings(list(paths), config)
+    except ConfigError as exc:
+        raise _fail(str(exc))
+    ext = tuple(settings.extend_exclude) + tuple(extend_exclude or ())
+    return settings.with_overrides(
+        select=_split_codes(select),
+        ignore=_split_codes(ignore),
+        extend_exclude=ext or None,
+        force_exclude=force_exclude or None,
+        unsafe_fixes=unsafe_fixes or None,
+    )
+
+
+def _target(spec: Optional[str], settings):
+    from rlcompat.targets import TargetError, resolve_target
+
+    spec = spec or settings.target
+    if not spec:
+        raise _fail('no target GPU: pass --target (e.g. --target sm61, --target P40, --target auto) or set target = "sm61" under [tool.rlcompat] in pyproject.toml')
+    try:
+        return resolve_target(spec)
+    except TargetError as exc:
+        raise _fail(str(exc))
+
+
+def _color() -> bool:
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+def _progress(total: int):
+    """A progress bar on stderr for long runs in a terminal; otherwise nothing."""
+    if total < 200 or not sys.stderr.isatty():
+        return None, None
+    from rich.console import Console
+    from rich.progress import Progress
+
+    bar = Progress(console=Console(stderr=True), transient=True)
+    task = bar.add_task("checking", total=total)
+    return bar, lambda n: bar.advance(task, n)
+
+
+TargetOpt = Annotated[Optional[str], typer.Option("--target", "-t", help="GPU to check for: sm61, 7.5, P40, T4, ... or auto (read through NVML).")]
+SelectOpt = Annotated[Optional[List[str]], typer.Option("--select", help="Only these codes or prefixes (RLC1, RLC201). Comma-separated or repeated.")]
+IgnoreOpt = Annotated[Optional[List[str]], typer.Option("--ignore", help="Skip these codes or prefixes.")]
+ExcludeOpt = Annotated[Optional[List[str]], typer.Option("--extend-exclude", help="More paths or patterns to skip.")]
+ForceExcludeOpt = Annotated[bool, typer.Option("--force-exclude", help="Apply excludes to files named on the command line too (for pre-commit).")]
+FormatOpt = Annotated[OutputFormat, typer.Option("--output-format", help="text, json, sarif or github.")]
+ConfigOpt = Annotated[Optional[str], typer.Option("--config", help="A pyproject.toml to read [tool.rlcompat] from.")]
+PathsArg = Annotated[Optional[List[str]], typer.Argument(help="Files or directories (default: .).", show_default=False)]
+
+
+def _emit(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def _discovered_count(paths, settings) -> int:
+    from rlcompat.discovery import discover
+
+    return len(discover(paths, settings)[0])
+
+
+@app.command()
+def scan(
+    paths: PathsArg = None,
+    target: TargetOpt = None,
+    select: SelectOpt = None,
+    ignore: IgnoreOpt = None,
+    extend_exclude: ExcludeOpt = None,
+    force_exclude: ForceExcludeOpt = False,
+    output_format: FormatOpt = OutputFormat.text,
+    statistics: Annotated[bool, typer.Option("--statistics", help="Count findings per rule.")] = False,
+    exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when findings remain.")] = False,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help="Worker processes (default: all cores).")] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """List every hazard for the target GPU with file:line, why, and the fix."""
+    from rlcompat.api import scan_paths
+    from rlcompat.report import Summary, render
+
+    paths = paths or ["."]
+    settings = _settings(paths, config, select, ignore, extend_exclude, force_exclude)
+    tgt = _target(target, settings)
+    bar, advance = _progress(_discovered_count(paths, settings)) if output_format is OutputFormat.text else (None, None)
+    if bar:
+        with bar:
+            report = scan_paths(paths, tgt, settings, jobs=jobs, progress=advance)
+    else:
+        report = scan_paths(paths, tgt, settings, jobs=jobs)
+    if report.missing:
+        raise _fail(f"{report.missing[0]}: no such file or directory; check the path")
+    summary = Summary("scan", tgt, report.findings, report.errors, report.files_checked, report.suppressed,
+                      unsafe_fixes=settings.unsafe_fixes, statistics=statistics, color=_color())
+    _emit(render(output_format.value, summary))
+    if exit_zero:
+        raise typer.Exit(EXIT_CLEAN)
+    raise typer.Exit(EXIT_FINDINGS if (report.findings or report.errors) else EXIT_CLEAN)
+
+
+@app.command()
+def fix(
+    paths: PathsArg = None,
+    target: TargetOpt = None,
+    unsafe_fixes: Annotated[bool, typer.Option("--unsafe-fixes", help="Also apply fixes that may change numerics (e.g. bf16 -> fp16).")] = False,
+    diff: Annotated[bool, typer.Option("--diff", help="Show the changes as a diff; write nothing.")] = False,
+    select: SelectOpt = None,
+    ignore: IgnoreOpt = None,
+    extend_exclude: ExcludeOpt = None,
+    force_exclude: ForceExcludeOpt = False,
+    output_format: FormatOpt = OutputFormat.text,
+    exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when findings remain.")] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Rewrite the hazards that have a fix (safe ones by default); report what is left."""
+    from rlcompat.api import fix_paths
+    from rlcompat.fixer import FixBroke, unified_diff
+    from rlcompat.report import Summary, render
+
+    paths = paths or ["."]
+    settings = _settings(paths, config, select, ignore, extend_exclude, force_exclude, unsafe_fixes)
+    tgt = _target(target, settings)
+    try:
+        report = fix_paths(paths, tgt, settings, write=not diff)
+    except FixBroke as exc:
+        raise _fail(str(exc))
+    if report.missing:
+        raise _fail(f"{report.missing[0]}: no such file or directory; check the path")
+    if diff:
+        _emit("".join(unified_diff(x) for x in report.changed_files))
+        if output_format is OutputFormat.text:
+            n = len(report.applied)
+            typer.echo(f"Would fix {n} finding{'s' if n != 1 else ''} in {len(report.changed_files)} file(s); "
+                       f"{len(report.remaining)} would remain.", err=True)
+            raise typer.Exit(EXIT_FINDINGS if (report.applied or report.remaining or report.errors) else EXIT_CLEAN)
+    summary = Summary("fix", tgt, report.remaining, report.errors, len(report.fixes),
+                      fixed=report.applied, unsafe_fixes=settings.unsafe_fixes, color=_color())
+    _emit(render(output_format.value, summary))
+    if exit_zero:
+        raise typer.Exit(EXIT_CLEAN)
+    raise typer.Exit(EXIT_FINDINGS if (report.remaining or report.errors) else EXIT_CLEAN)
+
+
+@app.command("rules")
+def list_rules(
+    target: TargetOpt = None,
+    output_format: Annotated[OutputFormat, typer.Option("--output-format", help="text or json.")] = OutputFormat.text,
+) -> None:
+    """List the rule catalog (only those that apply to --target, if given)."""
+    import json
+
+    from rlcompat.rules import all_rules
+
+    tgt = _target(target, _settings([], None, None, None, None, False)) if target else None
+    rules = [r for r in all_rules() if tgt is None or r.applies_to(tgt)]
+    if output_format is OutputFormat.json:
+        _emit(json.dumps([_rule_dict(r) for r in rules], indent=2) + "\n")
+        return
+    for r in rules:
+        fixable = "fix" if r.has_fix() else "   "
+        typer.echo(f"{r.code}  {fixable}  {r.name:<34} {r.title}")
+
+
+def _rule_dict(r) -> dict:
+    return {"code": r.code, "name": r.name, "title": r.title, "languages": sorted(r.languages), "severity": r.severity,
+            "fixable": r.has_fix(), "targets": r.targets(), "what": r.what, "why": r.why, "fix_safety": r.fix_safety}
+
+
+@app.command("rule")
+def explain_rule(code: Annotated[str, typer.Argument(help="A rule code (RLC101) or name (torch-bfloat16-dtype).")]) -> None:
+    """Explain one rule: what it finds, why it breaks which GPUs, the fix and its safety, examples."""
+    from rlcompat.docs import rule_markdown
+    from rlcompat.rules import all_rules
+
+    wanted = code.strip()
+    match = next((r for r in all_rules() if r.code == wanted.upper() or r.name == wanted.lower()), None)
+    if match is None:
+        raise _fail(f"no rule {code!r}; `rlcompat rules` lists them")
+    _emit(rule_markdown(match))
+
+
+@app.command()
+def targets(
+    name: Annotated[Optional[str], typer.Argument(help="One target (sm61, P40, 7.5) to show in full.")] = None,
+    output_format: Annotated[OutputFormat, typer.Option("--output-format", help="text or json.")] = OutputFormat.text,
+) -> None:
+    """Print the GPU target table, or one target's profile with sources."""
+    from rlcompat.targets import TargetError, all_targets, resolve_target
+    from rlcompat import target_view
+
+    if name:
+        try:
+            t = resolve_target(name)
+        except TargetError as exc:
+            raise _fail(str(exc))
+        _emit(target_view.profile_json(t) if output_format is OutputFormat.json else target_view.profile_text(t))
+    else:
+        _emit(target_view.table_json(all_targets()) if output_format is OutputFormat.json else target_view.table_text(all_targets()))
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        typer.echo("rlcompat: interrupted; files already written are complete, the rest untouched", err=True)
+        sys.exit(EXIT_ERROR)

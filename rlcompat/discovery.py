@@ -1,0 +1,79 @@
+"""Which files to look at: walk directories (honouring .gitignore and excludes), keep explicit files."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from rlcompat.config import Settings
+
+LANGUAGES = {".py": "python", ".pyi": "python", ".yaml": "yaml", ".yml": "yaml", ".sh": "shell", ".bash": "shell"}
+
+
+def language_of(path: str) -> str | None:
+    return LANGUAGES.get(os.path.splitext(path)[1].lower())
+
+
+def discover(paths: list[str], settings: Settings) -> tuple[list[tuple[str, str]], list[str]]:
+    """Files to check as (path, language), sorted and unique; and paths that do not exist."""
+    found: dict[str, str] = {}
+    missing: list[str] = []
+    for given in paths:
+        if os.path.isfile(given):
+            lang = language_of(given)
+            if lang and not (settings.force_exclude and settings.is_excluded(given)):
+                found.setdefault(os.path.normpath(given), lang)
+        elif os.path.isdir(given):
+            for path in _walk(given, settings):
+                lang = language_of(path)
+                if lang:
+                    found.setdefault(path, lang)
+        else:
+            missing.append(given)
+    return sorted(found.items()), missing
+
+
+def _walk(root: str, settings: Settings):
+    ignored = _git_ignored(root) if settings.respect_gitignore else None
+    root_real = os.path.realpath(root)
+    for directory, dirnames, filenames in os.walk(root):  # os.walk does not follow directory links: no loops
+        keep = []
+        for d in sorted(dirnames):
+            full = os.path.join(directory, d)
+            if settings.is_excluded(full, root) or (ignored is not None and _is_ignored(full, ignored, is_dir=True)):
+                continue
+            keep.append(d)
+        dirnames[:] = keep
+        for f in sorted(filenames):
+            full = os.path.normpath(os.path.join(directory, f))
+            if language_of(f) is None or settings.is_excluded(full, root):
+                continue
+            if ignored is not None and _is_ignored(full, ignored, is_dir=False):
+                continue
+            if os.path.islink(full) and not _inside(os.path.realpath(full), root_real):
+                continue  # a link out of the tree: not this tree's file to rewrite
+            if not os.path.isfile(full):
+                continue  # dangling link, socket, ...
+            yield full
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _git_ignored(root: str) -> set[str] | None:
+    """Absolute paths git ignores under `root` (files and whole directories), or None outside a git work tree."""
+    try:
+        out = subprocess.run(
+            ["git", "-C", root, "ls-files", "--others", "--ignored", "--exclude-standard", "--directory", "-z"],
+            capture_output=True,
+            timeout=30,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    base = os.path.abspath(root)  # git prints paths relative to the directory given with -C
+    return {os.path.normpath(os.path.join(base, p.decode("utf-8", "surrogateescape"))) for p in out.split(b"\0") if p}
+
+
+def _is_ignored(path: str, ignored: set[str], is_dir: bool) -> bool:
+    return os.path.normpath(os.path.abspath(path)) in ignored

@@ -1,0 +1,122 @@
+"""Applying fixes: non-overlapping edits, repeated until nothing more applies, re-parsed before any write."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+from rlcompat.engine import Checker, FileResult, ParseFailure, parse
+from rlcompat.model import Edit, Finding, FileError
+from rlcompat.source import SourceError, SourceFile, encode, read, write_atomic
+
+MAX_PASSES = 10
+
+
+class FixBroke(Exception):
+    """A fix produced text that does not parse: a bug in a rule. The file is left untouched."""
+
+
+@dataclass
+class FileFix:
+    path: str
+    applied: list[Finding] = field(default_factory=list)  # findings whose fix was applied
+    remaining: FileResult | None = None  # the check of the fixed text
+    original: str = ""
+    fixed: str = ""
+    error: FileError | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.fixed != self.original
+
+
+def apply_edits(text: str, edits: list[Edit]) -> tuple[str, list[Edit]]:
+    """Apply edits that do not overlap an earlier one; returns the text and the edits applied."""
+    chosen: list[Edit] = []
+    last_end = -1
+    for e in sorted(edits):
+        if e.start < last_end or (chosen and e.start == chosen[-1].start and e.end == chosen[-1].start):
+            continue
+        chosen.append(e)
+        last_end = e.end
+    out, pos = [], 0
+    for e in chosen:
+        out.append(text[pos:e.start])
+        out.append(e.content)
+        pos = e.end
+    out.append(text[pos:])
+    return "".join(out), chosen
+
+
+def fix_source(checker: Checker, source: SourceFile, language: str, unsafe: bool) -> FileFix:
+    result = FileFix(source.path, original=source.text, fixed=source.text)
+    text = source.text
+    current = checker.check_source(source, language)
+    for _ in range(MAX_PASSES):
+        if current.error:
+            break
+        fixable = [f for f in current.findings if f.fix is not None and f.fix.applies(unsafe)]
+        if not fixable:
+            break
+        # A fix's edits go in together or not at all, so one finding never ends half-fixed.
+        taken_edits: list[Edit] = []
+        taken: list[Finding] = []
+        for f in fixable:
+            if all(not _overlaps(e, t) for e in f.fix.edits for t in taken_edits):
+                taken_edits.extend(f.fix.edits)
+                taken.append(f)
+        new_text, _ = apply_edits(text, taken_edits)
+        try:
+            parse(language, new_text)
+        except ParseFailure as exc:
+            raise FixBroke(
+                f"{source.path}: fixing {', '.join(sorted({f.code for f in taken}))} would make the file unparsable "
+                f"({exc}); nothing was written, please report this"
+            ) from exc
+        text = new_text
+        result.applied.extend(taken)
+        current = checker.check_source(_with_text(source, text), language)
+    result.fixed = text
+    result.remaining = current
+    return result
+
+
+def _overlaps(a: Edit, b: Edit) -> bool:
+    return a.start < b.end and b.start < a.end or (a.start == b.start)
+
+
+def _with_text(source: SourceFile, text: str) -> SourceFile:
+    return SourceFile(source.path, text, source.encoding, source.bom, source.raw)
+
+
+def fix_file(checker: Checker, path: str, language: str, unsafe: bool, write: bool) -> FileFix:
+    try:
+        source = read(path, language)
+    except SourceError as exc:
+        return FileFix(path, error=FileError(path, str(exc)))
+    outcome = fix_source(checker, source, language, unsafe)
+    if outcome.changed and write:
+        try:
+            current = open(path, "rb").read()
+        except OSError as exc:
+            outcome.error = FileError(path, f"cannot be re-read before writing ({exc.strerror}); nothing was written")
+            return outcome
+        if current != source.raw:
+            outcome.error = FileError(path, "changed on disk while being fixed; nothing was written, run fix again")
+            return outcome
+        try:
+            write_atomic(path, encode(source, outcome.fixed))
+        except (OSError, UnicodeEncodeError) as exc:
+            outcome.error = FileError(path, f"cannot be written ({exc}); the file is unchanged")
+    return outcome
+
+
+def unified_diff(outcome: FileFix) -> str:
+    return "".join(
+        difflib.unified_diff(
+            outcome.original.splitlines(keepends=True),
+            outcome.fixed.splitlines(keepends=True),
+            fromfile=f"a/{outcome.path}",
+            tofile=f"b/{outcome.path}",
+        )
+    )

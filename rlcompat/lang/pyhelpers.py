@@ -1,0 +1,208 @@
+"""Reusable CST questions for rules: where does an expression sit, is it guarded, what string is it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+# Calls whose positional arguments are read, printed or compared, never selected.
+_NON_SELECTING_CALLS = frozenset(
+    {"print", "isinstance", "issubclass", "str", "repr", "format", "id", "hash", "type", "finfo", "iinfo",
+     "debug", "info", "warning", "warn", "error", "exception", "critical", "log", "append_log", "assertEqual",
+     "assertIs", "assertIn", "assert_close", "index", "count", "remove", "startswith", "endswith"}
+)
+# Methods whose positional argument at the given index is a default value.
+_DEFAULT_ARG_INDEX = {"get": 1, "pop": 1, "setdefault": 1, "getattr": 2, "get_or": 1}
+
+
+@dataclass(frozen=True)
+class Role:
+    """How an expression's value is used.
+
+    kind: keyword | positional | default | assign | param-default | dict-value | compare | table | return | index | other
+    name: the keyword, assigned target, parameter or dict key it is bound to ("" if none)
+    """
+
+    kind: str
+    name: str = ""
+    call: cst.Call | None = None
+    call_name: str = ""
+
+
+def call_name(call: cst.Call) -> str:
+    """The last component of what is called: `cfg.get` -> "get", `getattr` -> "getattr"."""
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    if isinstance(func, cst.Name):
+        return func.value
+    return ""
+
+
+def target_name(node: cst.BaseExpression) -> str:
+    """The name an assignment target binds: `x`, `self.x` -> "x", `d["x"]` -> "x"."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1:
+        index = node.slice[0].slice
+        if isinstance(index, cst.Index):
+            value = string_value(index.value)
+            if value is not None:
+                return value
+    return ""
+
+
+def string_value(node: cst.CSTNode) -> str | None:
+    """The value of a plain (non-f, non-bytes) string literal, else None."""
+    if isinstance(node, cst.SimpleString):
+        if "b" in node.prefix.lower():
+            return None
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def requote(node: cst.SimpleString, new_value: str) -> str:
+    """The literal with a new value in the same quotes and prefix."""
+    return f"{node.prefix}{node.quote}{new_value}{node.quote}"
+
+
+def role_of(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Role:
+    """Where `node` (whose ancestors are given, nearest last) sits, seen through if-else and or/and."""
+    child = node
+    i = len(ancestors) - 1
+    while i >= 0:
+        parent = ancestors[i]
+        if isinstance(parent, cst.IfExp) and child is not parent.test:
+            child, i = parent, i - 1
+            continue
+        if isinstance(parent, cst.BooleanOperation):
+            child, i = parent, i - 1
+            continue
+        break
+    if i < 0:
+        return Role("other")
+    parent = ancestors[i]
+    if isinstance(parent, cst.Arg):
+        call = ancestors[i - 1] if i >= 1 and isinstance(ancestors[i - 1], cst.Call) else None
+        name = call_name(call) if call is not None else ""
+        if parent.keyword is not None:
+            return Role("keyword", parent.keyword.value, call, name)
+        if call is None or parent.star:
+            return Role("other")
+        position = next((n for n, a in enumerate(call.args) if a is parent), -1)
+        if _DEFAULT_ARG_INDEX.get(name) == position:
+            key = string_value(call.args[position - 1].value) if position >= 1 else None
+            return Role("default", key or "", call, name)
+        if name in _NON_SELECTING_CALLS:
+            return Role("other", "", call, name)
+        return Role("positional", "", call, name)
+    if isinstance(parent, cst.Assign) and child is parent.value:
+        names = [target_name(t.target) for t in parent.targets]
+        return Role("assign", next((n for n in names if n), ""))
+    if isinstance(parent, cst.AnnAssign) and child is parent.value:
+        return Role("assign", target_name(parent.target))
+    if isinstance(parent, cst.Param) and child is parent.default:
+        return Role("param-default", parent.name.value)
+    if isinstance(parent, cst.DictElement):
+        if child is parent.value:
+            key = string_value(parent.key)
+            return Role("dict-value", key or "") if key is not None else Role("table")
+        return Role("table")
+    if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
+        return Role("compare")
+    if isinstance(parent, (cst.Element, cst.List, cst.Tuple, cst.Set)):
+        return Role("table")
+    if isinstance(parent, cst.Return):
+        return Role("return")
+    if isinstance(parent, (cst.Index, cst.SubscriptElement)):
+        return Role("index")
+    return Role("other")
+
+
+def enclosing_assign_name(ancestors: list[cst.CSTNode]) -> str:
+    """The target of the nearest enclosing assignment, for `x: str = field(default=...)`."""
+    for parent in reversed(ancestors):
+        if isinstance(parent, cst.AnnAssign):
+            return target_name(parent.target)
+        if isinstance(parent, cst.Assign):
+            return next((target_name(t.target) for t in parent.targets if target_name(t.target)), "")
+        if isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.SimpleStatementLine)):
+            if isinstance(parent, cst.SimpleStatementLine):
+                continue
+            return ""
+    return ""
+
+
+def guarded_by(ancestors: list[cst.CSTNode], is_guard) -> bool:
+    """True when an enclosing `if`/conditional expression tests something `is_guard(call)` accepts."""
+    for parent in ancestors:
+        test = parent.test if isinstance(parent, (cst.If, cst.IfExp, cst.While)) else None
+        if test is not None and any(is_guard(c) for c in _calls_in(test)):
+            return True
+    return False
+
+
+def _calls_in(expr: cst.CSTNode):
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call):
+            yield node
+        stack.extend(node.children)
+
+
+def is_capability_guard(call: cst.Call) -> bool:
+    """A check that really tells pre-Ampere cards apart.
+
+    `torch.cuda.is_bf16_supported()` without `including_emulation=False` is not one: on torch >= 2.3
+    it returns True on V100/T4/P40 by emulation [S3][S4].
+    """
+    name = call_name(call)
+    if name in ("get_device_capability", "get_device_properties"):
+        return True
+    if name == "is_bf16_supported":
+        return any(
+            a.keyword is not None and a.keyword.value == "including_emulation" and isinstance(a.value, cst.Name)
+            and a.value.value == "False"
+            for a in call.args
+        )
+    return False
+
+
+def in_try_importerror(ancestors: list[cst.CSTNode]) -> bool:
+    """True when the node is in the body of a `try` whose handlers catch ImportError (or broader)."""
+    for i, parent in enumerate(ancestors[:-1]):
+        if isinstance(parent, cst.Try) and ancestors[i + 1] is parent.body:
+            for handler in parent.handlers:
+                if handler.type is None or _names_import_error(handler.type):
+                    return True
+    return False
+
+
+def _names_import_error(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, cst.Name):
+        return expr.value in ("ImportError", "ModuleNotFoundError", "Exception", "BaseException")
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value in ("ImportError", "ModuleNotFoundError")
+    if isinstance(expr, cst.Tuple):
+        return any(_names_import_error(e.value) for e in expr.elements)
+    return False
+
+
+def inside_function(ancestors: list[cst.CSTNode]) -> bool:
+    return any(isinstance(a, (cst.FunctionDef, cst.Lambda)) for a in ancestors)
+
+
+def under_type_checking(ancestors: list[cst.CSTNode]) -> bool:
+    for a in ancestors:
+        if isinstance(a, cst.If):
+            t = a.test
+            if (isinstance(t, cst.Name) and t.value == "TYPE_CHECKING") or (
+                isinstance(t, cst.Attribute) and t.attr.value == "TYPE_CHECKING"
+            ):
+                return True
+    return False

@@ -1,0 +1,68 @@
+"""The data model shared by every front end, rule and report: edits, fixes, findings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class FixSafety(str, Enum):
+    SAFE = "safe"  # keeps the program's meaning on the target (e.g. bf16 -> fp32: same math, more precision)
+    UNSAFE = "unsafe"  # may change numerics or behaviour (e.g. bf16 -> fp16: smaller range); needs --unsafe-fixes
+
+
+@dataclass(frozen=True, order=True)
+class Edit:
+    """Replace text[start:end] (character offsets into the decoded file) with `content`."""
+
+    start: int
+    end: int
+    content: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    edits: tuple[Edit, ...]
+    safety: FixSafety
+    description: str  # "use torch.float32"
+
+    def applies(self, unsafe_fixes: bool) -> bool:
+        return self.safety is FixSafety.SAFE or unsafe_fixes
+
+
+@dataclass(frozen=True)
+class Location:
+    line: int  # 1-based
+    column: int  # 1-based, in characters
+    end_line: int
+    end_column: int
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str  # "RLC101"
+    name: str  # "bf16-dtype"
+    message: str
+    path: str  # as given or discovered, with forward slashes
+    location: Location
+    target: str  # "sm61"
+    severity: str = "error"  # "error" breaks at run time on the target; "warning" is slow or fragile
+    fix: Fix | None = None
+    source_line: str = field(default="", compare=False)  # the first line of the finding, for reports
+
+    def sort_key(self) -> tuple:
+        return (self.path, self.location.line, self.location.column, self.code)
+
+
+@dataclass(frozen=True)
+class FileError:
+    """A file that could not be read or parsed: reported, never fatal for the rest of the run."""
+
+    path: str
+    message: str
+    line: int | None = None
+    column: int | None = None
+
+    def one_line(self) -> str:
+        where = f"{self.path}:{self.line}:{self.column}" if self.line else self.path
+        return f"{where}: {self.message}"

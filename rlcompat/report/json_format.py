@@ -1,0 +1,56 @@
+"""Machine output; the schema is documented in docs/output-formats.md and versioned by `schema_version`."""
+
+from __future__ import annotations
+
+import json
+
+from rlcompat import __version__
+from rlcompat.report import Summary, fixable_counts
+
+SCHEMA_VERSION = 1
+
+
+def finding_dict(f) -> dict:
+    loc = f.location
+    return {
+        "code": f.code,
+        "name": f.name,
+        "message": f.message,
+        "severity": f.severity,
+        "path": f.path,
+        "line": loc.line,
+        "column": loc.column,
+        "end_line": loc.end_line,
+        "end_column": loc.end_column,
+        "target": f.target,
+        "fix": None
+        if f.fix is None
+        else {
+            "safety": f.fix.safety.value,
+            "description": f.fix.description,
+            "edits": [{"start": e.start, "end": e.end, "content": e.content} for e in f.fix.edits],
+        },
+    }
+
+
+def render(summary: Summary) -> str:
+    t = summary.target
+    safe, unsafe_only = fixable_counts(summary.findings, summary.unsafe_fixes)
+    doc = {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "rlcompat", "version": __version__},
+        "command": summary.command,
+        "target": {"name": t.name, "capability": t.capability_text, "architecture": t.architecture},
+        "summary": {
+            "files": summary.files,
+            "findings": len(summary.findings),
+            "fixable": safe,
+            "fixable_with_unsafe_fixes": unsafe_only,
+            "fixed": len(summary.fixed),
+            "suppressed": summary.suppressed,
+            "errors": len(summary.errors),
+        },
+        "findings": [finding_dict(f) for f in summary.findings],
+        "errors": [{"path": e.path, "line": e.line, "column": e.column, "message": e.message} for e in summary.errors],
+    }
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,88 @@
+"""SARIF 2.1.0, for GitHub code scanning and other CI dashboards."""
+
+from __future__ import annotations
+
+import json
+from pathlib import PurePath
+
+from rlcompat import __version__
+from rlcompat.report import Summary
+
+_LEVEL = {"error": "error", "warning": "warning"}
+
+
+def _uri(path: str) -> str:
+    return PurePath(path).as_posix().lstrip("./") if not path.startswith("/") else PurePath(path).as_uri()
+
+
+def render(summary: Summary) -> str:
+    from rlcompat.rules import all_rules
+
+    rules = list(all_rules())
+    index = {r.code: i for i, r in enumerate(rules)}
+    results = []
+    for f in summary.findings:
+        loc = f.location
+        results.append(
+            {
+                "ruleId": f.code,
+                "ruleIndex": index[f.code],
+                "level": _LEVEL.get(f.severity, "warning"),
+                "message": {"text": f.message},
+                "locations": [
+                    {
+                        "physicalLocation": {
+                            "artifactLocation": {"uri": _uri(f.path)},
+                            "region": {
+                                "startLine": loc.line,
+                                "startColumn": loc.column,
+                                "endLine": loc.end_line,
+                                "endColumn": max(loc.end_column, 1),
+                            },
+                        }
+                    }
+                ],
+                "properties": {"target": f.target, "fixable": f.fix is not None},
+            }
+        )
+    notifications = [
+        {
+            "level": "error",
+            "message": {"text": e.message},
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(e.path)}}}],
+        }
+        for e in summary.errors
+    ]
+    doc = {
+        "$schema": "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "rlcompat",
+                        "version": __version__,
+                        "informationUri": "https://github.com/rlcompat/rlcompat",
+                        "rules": [
+                            {
+                                "id": r.code,
+                                "name": r.name,
+                                "shortDescription": {"text": r.title},
+                                "fullDescription": {"text": r.what},
+                                "help": {"text": f"{r.why}\n\nFix safety: {r.fix_safety}"},
+                                "defaultConfiguration": {"level": _LEVEL.get(r.severity, "warning")},
+                                "properties": {"targets": r.targets()},
+                            }
+                            for r in rules
+                        ],
+                    }
+                },
+                "invocations": [
+                    {"executionSuccessful": not summary.errors, "toolExecutionNotifications": notifications}
+                ],
+                "properties": {"target": summary.target.name},
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,67 @@
+"""What a rule is: metadata, the targets it applies to, and its own examples (which run as tests).
+
+A rule lives in one file under rules/, named after its code (rules/rlc101_torch_bfloat16_dtype.py).
+Whether a rule has an autofix is derived from its examples, so the docs cannot drift from the code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from rlcompat.targets import Target
+
+
+@dataclass(frozen=True)
+class Bad:
+    """Code the rule reports on `target`; `fixed` is what `fix` makes of it (None: no autofix)."""
+
+    code: str
+    target: str = "sm61"
+    fixed: str | None = None
+    unsafe: bool = False  # the fix needs --unsafe-fixes
+    path: str = "example.py"
+
+
+@dataclass(frozen=True)
+class Good:
+    """Code the rule must not report on `target`."""
+
+    code: str
+    target: str = "sm61"
+    path: str = "example.py"
+
+
+class Rule:
+    code: ClassVar[str]  # "RLC101"
+    name: ClassVar[str]  # "torch-bfloat16-dtype"
+    title: ClassVar[str]  # one line, shown in listings
+    what: ClassVar[str]  # what it does
+    why: ClassVar[str]  # why it breaks which targets, with sources [Sxx] from rules/sources.toml
+    fix_safety: ClassVar[str]  # when the fix is safe, when not
+    languages: ClassVar[frozenset[str]] = frozenset({"python"})
+    # Substrings one of which a file must contain for the rule to be able to match: files without any
+    # are never parsed for this rule.
+    triggers: ClassVar[tuple[str, ...]] = ()
+    severity: ClassVar[str] = "error"
+    sources: ClassVar[tuple[str, ...]] = ()
+    bad: ClassVar[tuple[Bad, ...]] = ()
+    good: ClassVar[tuple[Good, ...]] = ()
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+
+    @classmethod
+    def applies_to(cls, target: Target) -> bool:
+        raise NotImplementedError
+
+    @classmethod
+    def has_fix(cls) -> bool:
+        return any(b.fixed is not None for b in cls.bad)
+
+    @classmethod
+    def targets(cls) -> list[str]:
+        from rlcompat.targets import all_targets
+
+        return [t.name for t in all_targets() if cls.applies_to(t)]

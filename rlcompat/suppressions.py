@@ -1,0 +1,82 @@
+"""Inline suppressions: `# rlcompat: ignore[RLC101, RLC2]` (codes or prefixes) or `# rlcompat: ignore` (all).
+
+The comment silences findings whose range includes its line. It works the same in Python, YAML and shell,
+which all use `#` comments. A suppression that silences nothing is reported (RLC001).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from dataclasses import dataclass, field
+
+from rlcompat.textpos import LineIndex
+
+PATTERN = re.compile(r"#\s*rlcompat:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?", re.IGNORECASE)
+
+
+@dataclass
+class Suppression:
+    line: int
+    column: int  # 1-based
+    codes: tuple[str, ...]  # empty: every code
+    used: set[str] = field(default_factory=set)
+
+    def covers(self, code: str) -> bool:
+        return not self.codes or any(code.startswith(c) for c in self.codes)
+
+
+def find(text: str, language: str) -> list[Suppression]:
+    if "rlcompat" not in text:
+        return []
+    if language == "python":
+        return _from_python_comments(text)
+    out = []
+    index = LineIndex(text)
+    for m in PATTERN.finditer(text):
+        line, col = index.position(m.start())
+        out.append(Suppression(line, col + 1, _codes(m.group(1))))
+    return out
+
+
+def _codes(group: str | None) -> tuple[str, ...]:
+    if not group:
+        return ()
+    return tuple(c.strip().upper() for c in group.split(",") if c.strip())
+
+
+def _from_python_comments(text: str) -> list[Suppression]:
+    # Only real comments count: the same text inside a string literal suppresses nothing.
+    out = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.COMMENT:
+                m = PATTERN.search(tok.string)
+                if m:
+                    out.append(Suppression(tok.start[0], tok.start[1] + m.start() + 1, _codes(m.group(1))))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass
+    return out
+
+
+def apply(findings: list, suppressions: list[Suppression]) -> tuple[list, int]:
+    """Drop suppressed findings; returns what is left and how many were suppressed."""
+    if not suppressions:
+        return findings, 0
+    by_line: dict[int, list[Suppression]] = {}
+    for s in suppressions:
+        by_line.setdefault(s.line, []).append(s)
+    kept, dropped = [], 0
+    for f in findings:
+        hit = None
+        for line in range(f.location.line, f.location.end_line + 1):
+            hit = next((s for s in by_line.get(line, ()) if s.covers(f.code)), None)
+            if hit:
+                break
+        if hit:
+            hit.used.add(f.code)
+            dropped += 1
+        else:
+            kept.append(f)
+    return kept, dropped

@@ -1,0 +1,74 @@
+"""Printing the target table and one target's profile."""
+
+from __future__ import annotations
+
+import json
+
+from rlcompat.targets import Target, sources
+
+_COLUMNS = [
+    ("bf16", "bf16_native"),
+    ("fp16 TC", "fp16_tensor_cores"),
+    ("FA2", "flash_attn_2"),
+    ("FA3", "flash_attn_3"),
+    ("SDPA flash", "sdpa_flash"),
+    ("inductor", "inductor"),
+    ("smem opt-in", "smem_per_block_optin"),
+    ("vLLM", "vllm"),
+    ("SGLang", "sglang"),
+    ("last CUDA", "last_cuda_toolkit"),
+]
+
+
+def _cell(value) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def table_text(targets) -> str:
+    header = ["target", "cc", "GPUs", *[c for c, _ in _COLUMNS]]
+    rows = [[t.name, t.capability_text, ", ".join(t.gpus[:2]), *[_cell(t.fact(k)) for _, k in _COLUMNS]] for t in targets]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines.append("")
+    lines.append("`rlcompat targets sm61` shows one target with every fact and its sources.")
+    return "\n".join(lines) + "\n"
+
+
+def profile_text(t: Target) -> str:
+    lines = [f"{t.name}: compute capability {t.capability_text} ({t.architecture})", f"GPUs: {', '.join(t.gpus)}",
+             f"Also accepted as --target: {', '.join(t.aliases) or '-'}", f"Trains in: {t.training_dtype}", ""]
+    width = max(len(k) for k in t.facts)
+    used = []
+    for key, fact in t.facts.items():
+        note = f"  ({fact.note})" if fact.note else ""
+        lines.append(f"  {key.ljust(width)}  {_cell(fact.value)}  [{', '.join(fact.sources)}]{note}")
+        used.extend(s for s in fact.sources if s not in used)
+    lines += ["", "Sources:"]
+    table = sources()
+    lines += [f"  [{s}] {table.get(s, '(missing)')}" for s in sorted(used, key=lambda s: int(s[1:]))]
+    return "\n".join(lines) + "\n"
+
+
+def _as_dict(t: Target) -> dict:
+    return {
+        "name": t.name,
+        "capability": t.capability_text,
+        "architecture": t.architecture,
+        "gpus": list(t.gpus),
+        "aliases": list(t.aliases),
+        "training_dtype": t.training_dtype,
+        "facts": {k: {"value": f.value, "sources": list(f.sources), "note": f.note} for k, f in t.facts.items()},
+    }
+
+
+def profile_json(t: Target) -> str:
+    doc = _as_dict(t)
+    doc["sources"] = {s: sources()[s] for f in t.facts.values() for s in f.sources}
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def table_json(targets) -> str:
+    return json.dumps([_as_dict(t) for t in targets], indent=2) + "\n"

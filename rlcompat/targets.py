@@ -1,0 +1,142 @@
+"""GPU targets: the table in rules/targets.toml, and resolving `--target` to one entry."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from rlcompat._toml import load_toml_text
+
+
+class TargetError(Exception):
+    """A target that cannot be resolved; the message is one line meant for the user."""
+
+
+@dataclass(frozen=True)
+class Fact:
+    value: Any
+    sources: tuple[str, ...]
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str  # "sm61"
+    capability: tuple[int, int]  # (6, 1)
+    architecture: str
+    gpus: tuple[str, ...]
+    aliases: tuple[str, ...]
+    facts: dict[str, Fact] = field(hash=False, compare=False)
+
+    @property
+    def cc(self) -> int:
+        """Capability as an integer, 61 for 6.1, for comparisons."""
+        return self.capability[0] * 10 + self.capability[1]
+
+    @property
+    def capability_text(self) -> str:
+        return f"{self.capability[0]}.{self.capability[1]}"
+
+    def fact(self, key: str) -> Any:
+        return self.facts[key].value
+
+    def __getattr__(self, key: str) -> Any:
+        # target.bf16_native, target.smem_per_block_optin, ... read straight from the table.
+        facts = self.__dict__.get("facts")
+        if facts is not None and key in facts:
+            return facts[key].value
+        raise AttributeError(key)
+
+    @property
+    def training_dtype(self) -> str:
+        """The dtype to train in when bf16 is not native: fp32 where fp16 is slow or lacks tensor cores."""
+        if self.bf16_native:
+            return "bfloat16"
+        if self.fp16_tensor_cores and not self.fp16_slow:
+            return "float16"
+        return "float32"
+
+    def describe(self) -> str:
+        return f"{self.name} ({self.capability_text}, {self.architecture}: {', '.join(self.gpus[:2])})"
+
+
+@lru_cache(maxsize=1)
+def all_targets() -> tuple[Target, ...]:
+    data = load_toml_text(resources.files("rlcompat.rules").joinpath("targets.toml").read_text("utf-8"))
+    out = []
+    for entry in data["target"]:
+        major, minor = (int(p) for p in entry["capability"].split("."))
+        facts = {
+            key: Fact(value=f["value"], sources=tuple(f["sources"]), note=f.get("note"))
+            for key, f in entry["facts"].items()
+        }
+        out.append(
+            Target(
+                name=entry["name"],
+                capability=(major, minor),
+                architecture=entry["architecture"],
+                gpus=tuple(entry["gpus"]),
+                aliases=tuple(entry["aliases"]),
+                facts=facts,
+            )
+        )
+    return tuple(sorted(out, key=lambda t: t.cc))
+
+
+@lru_cache(maxsize=1)
+def sources() -> dict[str, str]:
+    return load_toml_text(resources.files("rlcompat.rules").joinpath("sources.toml").read_text("utf-8"))["sources"]
+
+
+def _normalise(spec: str) -> str:
+    s = spec.strip().lower()
+    s = re.sub(r"^(nvidia|geforce|tesla)[\s_-]+", "", s)
+    return re.sub(r"[\s_]+", "-", s)
+
+
+def _lookup_table() -> dict[str, Target]:
+    table: dict[str, Target] = {}
+    for t in all_targets():
+        table[t.name] = t
+        table[t.capability_text] = t
+        table[str(t.cc)] = t
+        table[f"sm-{t.cc}"] = t
+        table[f"compute-{t.cc}"] = t
+        for alias in t.aliases:
+            table[_normalise(alias)] = t
+    return table
+
+
+def target_for_capability(major: int, minor: int) -> Target:
+    """The table entry for a capability; an unknown minor version falls back to the closest lower one."""
+    cc = major * 10 + minor
+    exact = [t for t in all_targets() if t.cc == cc]
+    if exact:
+        return exact[0]
+    lower = [t for t in all_targets() if t.cc < cc and t.capability[0] == major]
+    if lower:
+        return lower[-1]
+    raise TargetError(
+        f"compute capability {major}.{minor} is not in rlcompat's target table; pass --target with the closest entry (see `rlcompat targets`)"
+    )
+
+
+def resolve_target(spec: str) -> Target:
+    """`sm61`, `sm_61`, `6.1`, `61`, `P40`, `tesla-p40`, or `auto` (NVML: the lowest capability among visible GPUs)."""
+    if spec.strip().lower() == "auto":
+        from rlcompat import nvml
+
+        return nvml.lowest_visible_target()
+    key = _normalise(spec)
+    table = _lookup_table()
+    if key in table:
+        return table[key]
+    close = difflib.get_close_matches(key, list(table), n=3, cutoff=0.6)
+    hint = f" (did you mean {', '.join(close)}?)" if close else ""
+    raise TargetError(
+        f"unknown target {spec!r}{hint}: use a compute capability like sm61 or 7.5, a GPU name like P40 or T4, or auto; `rlcompat targets` lists them"
+    )

@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from rlcompat.lang import pyhelpers as h
+from rlcompat.lang.python import PendingFix, PythonRule
+from rlcompat.model import FixSafety
+from rlcompat.rule import Bad, Good
+
+_SELECTING_ROLES = {"keyword", "positional", "default", "assign", "param-default"}
+
+
+class TorchBfloat16Dtype(PythonRule):
+    code = "RLC101"
+    name = "torch-bfloat16-dtype"
+    title = "`torch.bfloat16` selected as a dtype on a GPU without bf16"
+    what = (
+        "Finds `torch.bfloat16` (however imported or aliased, and through `getattr(torch, \"bfloat16\")`) where it "
+        "is chosen as a dtype: passed to a call (`torch_dtype=`, `dtype=`, `.to(...)`, `autocast(dtype=...)`, "
+        "`MixedPrecision(param_dtype=...)`), given as a default (`getattr(obj, name, torch.bfloat16)`, a parameter "
+        "default) or assigned. Comparisons, dtype tables, subscripts and capability-guarded choices are not findings."
+    )
+    why = (
+        "GPUs before Ampere (compute capability < 8.0: P40, P100, V100, T4, RTX 20xx) have no bf16 hardware [S1]. "
+        "PyTorch emulates some bf16 ops slowly, but vLLM refuses bf16 below 8.0 [S6], no fused SDPA backend "
+        "accepts bf16 there [S16], Triton kernels that touch bf16 fail in ptxas (`Feature '.bf16' requires .target "
+        "sm_80 or higher`) [S37], and inductor skips bf16 graphs [S5]."
+    )
+    fix_safety = (
+        "Replacing with `torch.float32` (targets where fp16 is slow or has no tensor cores, e.g. sm61 [S8]) is safe: "
+        "the same computation with more precision and range, at more memory. Replacing with `torch.float16` (sm70, "
+        "sm75) is unsafe: fp16 overflows above 65504, so training may need loss scaling."
+    )
+    triggers = ("bfloat16",)
+    sources = ("S1", "S5", "S6", "S8", "S16", "S37")
+
+    bad = (
+        Bad("import torch\nmodel = AutoModel.from_pretrained(p, torch_dtype=torch.bfloat16)\n",
+            fixed="import torch\nmodel = AutoModel.from_pretrained(p, torch_dtype=torch.float32)\n"),
+        Bad("import torch as th\nx = y.to(th.bfloat16)\n", fixed="import torch as th\nx = y.to(th.float32)\n"),
+        Bad("import torch\nwith torch.autocast(device_type='cuda', dtype=torch.bfloat16):\n    pass\n",
+            target="sm75", unsafe=True,
+            fixed="import torch\nwith torch.autocast(device_type='cuda', dtype=torch.float16):\n    pass\n"),
+        Bad("import torch\nmp = MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)\n",
+            fixed="import torch\nmp = MixedPrecision(param_dtype=torch.float32, reduce_dtype=torch.float32)\n"),
+        Bad("import torch\nclass E:\n    def __init__(self):\n        self._autocast_dtype = torch.bfloat16\n",
+            fixed="import torch\nclass E:\n    def __init__(self):\n        self._autocast_dtype = torch.float32\n"),
+        Bad("import torch\ndtype = getattr(self, '_autocast_dtype', torch.bfloat16)\n",
+            fixed="import torch\ndtype = getattr(self, '_autocast_dtype', torch.float32)\n"),
+        Bad("import torch\ndef load(dtype=torch.bfloat16):\n    pass\n",
+            fixed="import torch\ndef load(dtype=torch.float32):\n    pass\n"),
+        Bad("import torch\nd = torch.float32 if training else torch.bfloat16\n",
+            fixed="import torch\nd = torch.float32 if training else torch.float32\n"),
+        Bad("import torch\nx = t.to(getattr(torch, 'bfloat16'))\n", fixed="import torch\nx = t.to(getattr(torch, 'float32'))\n"),
+        Bad("import torch\nfrom torch import bfloat16\nx = t.to(bfloat16)\n",
+            fixed="import torch\nfrom torch import bfloat16\nx = t.to(torch.float32)\n"),
+        Bad("from torch import bfloat16 as bf\nx = t.to(bf)\n"),  # no `torch` name to write the fix with
+    )
+    good = (
+        Good("import torch\nif dtype == torch.bfloat16:\n    pass\n"),
+        Good("import torch\nBFLOAT_LIST = ['bf16', 'bfloat16', torch.bfloat16]\n"),
+        Good("import torch\nNAMES = {torch.bfloat16: 'bf16'}\n"),
+        Good("import torch\ndef to_dtype(p):\n    return torch.bfloat16\n"),
+        Good("import torch\nx = torch.zeros(3, dtype=torch.bfloat16)\n", target="sm80"),
+        Good("import torch\nd = torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) else torch.float32\n"),
+        Good("import torch\nif torch.cuda.get_device_capability()[0] >= 8:\n    dtype = torch.bfloat16\n"),
+        Good("# torch_dtype=torch.bfloat16 in a comment\nx = 1\n"),
+        Good("'''torch.bfloat16 in a docstring'''\n"),
+        Good("import torch\nlogger.info('using %s', torch.bfloat16)\n"),
+        Good("bfloat16 = 3\nx = t.to(bfloat16)\n"),  # not torch's
+        Good("import torch\nprint(torch.finfo(torch.bfloat16).max)\n"),
+    )
+
+    @classmethod
+    def applies_to(cls, target) -> bool:
+        return not target.bf16_native
+
+    def visit_Attribute(self, node: cst.Attribute, ctx) -> None:
+        if node.attr.value == "bfloat16" and ctx.qualname(node) == "torch.bfloat16":
+            self._check(node, ctx, fix_node=node.attr, fix_text=self._dtype())
+
+    def visit_Name(self, node: cst.Name, ctx) -> None:
+        if ctx.imports.names.get(node.value) != "torch.bfloat16":
+            return
+        parent = ctx.ancestors[-1] if ctx.ancestors else None
+        if isinstance(parent, (cst.ImportAlias, cst.AsName, cst.Attribute)):
+            return  # the import itself, or `x.bfloat16` (handled by visit_Attribute)
+        torch_name = ctx.imports.local_name_for("torch")
+        self._check(node, ctx, fix_node=node if torch_name else None, fix_text=f"{torch_name}.{self._dtype()}")
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        if ctx.qualname(node) == "torch.bfloat16":
+            literal = node.args[1].value
+            self._check(node, ctx, fix_node=literal, fix_text=h.requote(literal, self._dtype()))
+
+    def _dtype(self) -> str:
+        return "float16" if self.target.training_dtype == "float16" else "float32"
+
+    def _check(self, node, ctx, fix_node, fix_text) -> None:
+        role = h.role_of(node, ctx.ancestors)
+        if role.kind not in _SELECTING_ROLES:
+            return
+        if h.guarded_by(ctx.ancestors, h.is_capability_guard):
+            return
+        dtype = self._dtype()
+        safety = FixSafety.SAFE if dtype == "float32" else FixSafety.UNSAFE
+        where = f" as `{role.name}`" if role.name else ""
+        message = (
+            f"torch.bfloat16 selected{where}: {self.target.name} ({self.target.architecture}) has no bf16 hardware; "
+            f"use torch.{dtype}"
+        )
+        fix = PendingFix([(fix_node, fix_text)], safety, f"use torch.{dtype}") if fix_node is not None else None
+        ctx.report(node, message, fix)

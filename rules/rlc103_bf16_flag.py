@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from rlcompat.lang import pyhelpers as h
+from rlcompat.lang.python import PendingFix, PythonRule
+from rlcompat.model import FixSafety
+from rlcompat.rule import Bad, Good
+
+
+class Bf16Flag(PythonRule):
+    code = "RLC103"
+    name = "bf16-flag"
+    title = "`bf16=True` switched on for a trainer on a GPU without bf16"
+    what = (
+        "Finds `bf16=True` passed to a call (transformers `TrainingArguments`, TRL's `GRPOConfig`/`PPOConfig`/"
+        "`SFTConfig`, OpenRLHF strategies) or assigned to a `bf16` attribute."
+    )
+    why = (
+        "It turns on bf16 mixed precision. On compute capability < 8.0 there is no bf16 hardware [S1]; since torch 2.3 "
+        "`is_bf16_supported()` says True there by emulation, so transformers no longer stops the run with its "
+        "`Your setup doesn't support bf16/gpu` error [S3][S15] and training runs slow or fails later in fused kernels."
+    )
+    fix_safety = (
+        "On targets that train in fp32 (sm5x, sm6x) the fix writes `bf16=False`, which is safe. On sm70/sm75 it "
+        "writes `fp16=True`, which is unsafe: fp16 has a smaller range and relies on the trainer's loss scaling."
+    )
+    triggers = ("bf16",)
+    sources = ("S1", "S3", "S15")
+
+    bad = (
+        Bad("args = TrainingArguments(output_dir='o', bf16=True)\n",
+            fixed="args = TrainingArguments(output_dir='o', bf16=False)\n"),
+        Bad("cfg = GRPOConfig(bf16=True, learning_rate=1e-6)\n", target="sm75", unsafe=True,
+            fixed="cfg = GRPOConfig(fp16=True, learning_rate=1e-6)\n"),
+        Bad("args.bf16 = True\n", fixed="args.bf16 = False\n"),
+    )
+    good = (
+        Good("args = TrainingArguments(output_dir='o', bf16=False)\n"),
+        Good("args = TrainingArguments(output_dir='o', bf16=True)\n", target="sm86"),
+        Good("parser.add_argument('--bf16', action='store_true')\n"),
+        Good("if args.bf16 == True:\n    pass\n"),
+    )
+
+    @classmethod
+    def applies_to(cls, target) -> bool:
+        return not target.bf16_native
+
+    def visit_Arg(self, node: cst.Arg, ctx) -> None:
+        if node.keyword is None or node.keyword.value != "bf16" or not _is_true(node.value):
+            return
+        if h.guarded_by(ctx.ancestors, h.is_capability_guard):
+            return
+        if self.target.training_dtype == "float16":
+            fix = PendingFix([(node.keyword, "fp16")], FixSafety.UNSAFE, "use fp16=True")
+        else:
+            fix = PendingFix([(node.value, "False")], FixSafety.SAFE, "use bf16=False (fp32)")
+        ctx.report(node, self._message(fix.description), fix)
+
+    def visit_Assign(self, node: cst.Assign, ctx) -> None:
+        if not _is_true(node.value) or not any(
+            isinstance(t.target, cst.Attribute) and t.target.attr.value == "bf16" for t in node.targets
+        ):
+            return
+        if h.guarded_by(ctx.ancestors, h.is_capability_guard):
+            return
+        if self.target.training_dtype == "float16":
+            ctx.report(node, self._message("set fp16 = True instead"))  # two statements to change: report only
+        else:
+            ctx.report(node, self._message("set it to False"),
+                       PendingFix([(node.value, "False")], FixSafety.SAFE, "set bf16 = False (fp32)"))
+
+    def _message(self, advice: str) -> str:
+        return f"bf16 mixed precision switched on: {self.target.name} ({self.target.architecture}) has no bf16 hardware; {advice}"
+
+
+def _is_true(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "True"
