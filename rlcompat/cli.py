@@ -241,6 +241,12 @@ def targets(
         _emit(target_view.table_json(all_targets()) if output_format is OutputFormat.json else target_view.table_text(all_targets()))
 
 
+# Commands that live in their own modules are registered here, one line each. Those modules must keep heavy
+# imports (torch, verl, transformers) inside the command function, so `rlcompat scan` starts fast.
+# --- extra commands ---
+# --- end extra commands ---
+
+
 def main() -> None:
     try:
         app()

@@ -46,6 +46,8 @@ class Rule:
     triggers: ClassVar[tuple[str, ...]] = ()
     severity: ClassVar[str] = "error"
     sources: ClassVar[tuple[str, ...]] = ()
+    # Codes also selected when this rule's examples run (a meta rule needs the rules it watches).
+    examples_select: ClassVar[tuple[str, ...]] = ()
     bad: ClassVar[tuple[Bad, ...]] = ()
     good: ClassVar[tuple[Good, ...]] = ()
 

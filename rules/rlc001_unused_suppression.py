@@ -18,6 +18,7 @@ class UnusedSuppression(Rule):
     fix_safety = "No autofix; delete the comment or the code."
     languages = frozenset({"python", "yaml", "shell"})
     severity = "warning"
+    examples_select = ("ALL",)
 
     bad = (
         Bad("x = 1  # rlcompat: ignore[RLC101]\n"),

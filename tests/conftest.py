@@ -1,0 +1,23 @@
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def run_cli(tmp_path):
+    """Run the real `rlcompat` CLI in a subprocess: returns (exit code, stdout, stderr)."""
+    import subprocess
+
+    def run(*args, cwd=None, env=None):
+        full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
+        proc = subprocess.run([sys.executable, "-m", "rlcompat", *args], capture_output=True, text=True,
+                              cwd=cwd or tmp_path, env=full_env, timeout=300)
+        return proc.returncode, proc.stdout, proc.stderr
+
+    return run
