@@ -106,8 +106,9 @@ def _lookup_table() -> dict[str, Target]:
         table[str(t.cc)] = t
         table[f"sm-{t.cc}"] = t
         table[f"compute-{t.cc}"] = t
-        for alias in t.aliases:
+        for alias in (*t.aliases, *t.gpus):
             table[_normalise(alias)] = t
+            table[_normalise(alias).replace("-", "")] = t
     return table
 
 
@@ -133,8 +134,9 @@ def resolve_target(spec: str) -> Target:
         return nvml.lowest_visible_target()
     key = _normalise(spec)
     table = _lookup_table()
-    if key in table:
-        return table[key]
+    for candidate in (key, key.replace("-", "")):
+        if candidate in table:
+            return table[candidate]
     close = difflib.get_close_matches(key, list(table), n=3, cutoff=0.6)
     hint = f" (did you mean {', '.join(close)}?)" if close else ""
     raise TargetError(

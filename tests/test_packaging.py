@@ -1,0 +1,60 @@
+"""The package imports the same way from a wheel as from the editable install, and the CLI starts light."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_scan_imports_neither_torch_nor_verl(tmp_path):
+    (tmp_path / "m.py").write_text("import torch\nx = t.to(torch.bfloat16)\n")
+    code = (
+        "import sys, json\n"
+        "from rlcompat.cli import main\n"
+        "sys.argv = ['rlcompat', 'scan', sys.argv[1], '--target', 'sm61', '--output-format', 'json']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'verl', 'transformers', 'triton'))\n"
+        "print(json.dumps(heavy), file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert json.loads(proc.stdout)["summary"]["findings"] == 1
+    assert json.loads(proc.stderr.strip().splitlines()[-1]) == []
+
+
+@pytest.mark.slow
+def test_wheel_contains_rules_and_data_and_works(tmp_path):
+    out = tmp_path / "dist"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(REPO)],
+                   check=True, capture_output=True, timeout=300)
+    wheel = next(out.glob("rlcompat-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "rlcompat/rules/targets.toml" in names and "rlcompat/rules/sources.toml" in names
+    assert "rlcompat/rules/rlc101_torch_bfloat16_dtype.py" in names
+    assert not any(n.startswith(("tests/", "fixtures/", "rules/")) for n in names)
+    # Import from the unpacked wheel alone (no editable finder) and scan with it.
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    (tmp_path / "m.py").write_text("import torch\nx = t.to(torch.bfloat16)\n")
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "import rlcompat, rlcompat.rules\n"
+        "assert rlcompat.__file__.startswith(sys.argv[1]), rlcompat.__file__\n"
+        "from rlcompat import scan_paths, resolve_target\n"
+        "r = scan_paths([sys.argv[2]], resolve_target('P40'), jobs=1)\n"
+        "print(len(rlcompat.rules.all_rules()), [f.code for f in r.findings])\n"
+    )
+    # The wheel's copy comes first on sys.path, ahead of the editable install's finder (which Python asks last).
+    proc = subprocess.run([sys.executable, "-c", code, str(site), str(tmp_path / "m.py")],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    from rlcompat.rules import all_rules
+
+    assert proc.stdout.split()[0] == str(len(all_rules()))
+    assert "RLC101" in proc.stdout
