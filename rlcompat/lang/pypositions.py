@@ -1,0 +1,168 @@
+"""Where reported nodes are in the text, without regenerating whole files.
+
+LibCST's PositionProvider regenerates a whole module to learn positions; for a finding inside a 1,500-line
+class that is most of the run's time. Here only the innermost statement holding a node is regenerated (a
+compound statement with its body replaced by `pass`), CPython's `ast` (in C) says on which line that statement
+starts, and the statement's indentation gives the column shift. Every computed range is checked against the
+text; anything that does not check out falls back to the whole-module provider, so results never differ.
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from rlcompat.textpos import LineIndex
+
+
+@dataclass(frozen=True)
+class Pos:
+    line: int
+    column: int  # 0-based
+
+
+@dataclass(frozen=True)
+class Range:
+    start: Pos
+    end: Pos
+
+
+_PASS_BLOCK = cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[cst.Pass()])])
+
+
+def locate(module: cst.Module, text: str, requests: list[tuple[cst.CSTNode, tuple]]) -> dict:
+    """Ranges for each (node, statement chain from the module down) request."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return _whole(module)
+    index = LineIndex(text)
+    out: dict = {}
+    by_holder: dict[int, tuple[tuple, list]] = {}
+    for node, chain in requests:
+        if not chain:
+            return _whole(module)
+        by_holder.setdefault(id(chain[-1]), (chain, []))[1].append(node)
+    for chain, nodes in by_holder.values():
+        line = _ast_line(module, tree, chain)
+        found = _locate_in_holder(module, index, chain[-1], line, nodes) if line else None
+        if found is None:
+            return _whole(module)
+        out.update(found)
+    return out
+
+
+def _whole(module: cst.Module) -> dict:
+    return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+
+
+def _locate_in_holder(module, index: LineIndex, holder, line: int, nodes) -> dict | None:
+    stand_in = _without_body(holder)
+    mini = module.with_changes(body=[stand_in], header=(), footer=())
+    local = MetadataWrapper(mini, unsafe_skip_copy=True).resolve(PositionProvider)
+    shift = line - local[stand_in].start.line
+    first = index.line_text(line)
+    indent = len(first) - len(first.lstrip(" \t"))
+    out = {}
+    for node in nodes:
+        rng = local.get(node)
+        if rng is None:
+            return None
+        expected = _squash(mini.code_for_node(node))
+        for start_shift in (indent, 0):
+            for end_shift in (indent, 0):
+                start = Pos(rng.start.line + shift, rng.start.column + start_shift)
+                end = Pos(rng.end.line + shift, rng.end.column + end_shift)
+                if _matches(index, start, end, expected):
+                    out[node] = Range(start, end)
+                    break
+            if node in out:
+                break
+        else:
+            return None
+    return out
+
+
+def _matches(index: LineIndex, start: Pos, end: Pos, expected: str) -> bool:
+    if start.line < 1 or end.line > index.line_count:
+        return False
+    a, b = index.offset(start.line, start.column), index.offset(end.line, end.column)
+    got = _squash(index.text[a:b])
+    return bool(got) and expected.startswith(got) and len(got) * 2 >= len(expected)
+
+
+def _squash(code: str) -> str:
+    return "".join(code.split())
+
+
+def _without_body(stmt):
+    """The statement with its own indented body replaced by `pass`: the header is all that is regenerated."""
+    if isinstance(stmt, cst.SimpleStatementLine) or not isinstance(getattr(stmt, "body", None), cst.IndentedBlock):
+        return stmt
+    changes = {"body": _PASS_BLOCK}
+    if isinstance(stmt, (cst.If, cst.For, cst.While)) and stmt.orelse is not None:
+        changes["orelse"] = None
+    if isinstance(stmt, cst.Try):
+        changes["handlers"] = [h.with_changes(body=_PASS_BLOCK) for h in stmt.handlers]
+        changes["orelse"] = None
+        if stmt.finalbody is not None:
+            changes["finalbody"] = stmt.finalbody.with_changes(body=_PASS_BLOCK)
+    return stmt.with_changes(**changes)
+
+
+def _ast_line(module: cst.Module, tree: ast.Module, chain: tuple) -> int | None:
+    """The line CPython gives the last statement of `chain`, found by walking both trees in step."""
+    cst_body, py_body = list(module.body), tree.body
+    py_node = None
+    for depth, stmt in enumerate(chain):
+        py_node = _matching(cst_body, py_body, stmt)
+        if py_node is None:
+            return None
+        if depth + 1 < len(chain):
+            pair = _child_bodies(stmt, py_node, chain[depth + 1])
+            if pair is None:
+                return None
+            cst_body, py_body = pair
+    return py_node.lineno if py_node is not None else None
+
+
+def _matching(cst_body: list, py_body: list, stmt):
+    j = 0
+    for s in cst_body:
+        if j >= len(py_body):
+            return None
+        if s is stmt:
+            return py_body[j]
+        j += len(s.body) if isinstance(s, cst.SimpleStatementLine) else 1
+    return None
+
+
+def _block(node) -> list:
+    return list(node.body) if isinstance(node, cst.IndentedBlock) else []
+
+
+def _child_bodies(stmt, py_node, child):
+    """The (LibCST statements, ast statements) pair of the block of `stmt` that holds `child`."""
+    pairs = []
+    if isinstance(getattr(stmt, "body", None), cst.IndentedBlock):
+        pairs.append((_block(stmt.body), getattr(py_node, "body", [])))
+    orelse = getattr(stmt, "orelse", None)
+    if isinstance(orelse, cst.If):
+        pairs.append(([orelse], getattr(py_node, "orelse", [])))
+    elif orelse is not None and isinstance(getattr(orelse, "body", None), cst.IndentedBlock):
+        pairs.append((_block(orelse.body), getattr(py_node, "orelse", [])))
+    if isinstance(stmt, cst.Try) and isinstance(py_node, ast.Try):
+        for h, ph in zip(stmt.handlers, py_node.handlers):
+            pairs.append((_block(h.body), ph.body))
+        if stmt.finalbody is not None:
+            pairs.append((_block(stmt.finalbody.body), py_node.finalbody))
+    for cst_body, py_body in pairs:
+        if any(s is child for s in cst_body):
+            return cst_body, py_body
+    return None
