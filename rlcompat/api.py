@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 from rlcompat.config import Settings
 from rlcompat.discovery import discover
-from rlcompat.engine import Checker, FileResult, check_files
-from rlcompat.fixer import FileFix, fix_file
+from rlcompat.engine import Checker, FileResult, check_files, run_parallel
+from rlcompat.fixer import FileFix, fix_one
 from rlcompat.model import FileError, Finding
 from rlcompat.targets import Target
 
@@ -60,10 +60,12 @@ class FixReport:
         return [x for x in self.fixes if x.changed]
 
 
-def scan_paths(paths: list[str], target: Target, settings: Settings | None = None, jobs: int | None = None, progress=None) -> ScanReport:
+def scan_paths(paths: list[str], target: Target, settings: Settings | None = None, jobs: int | None = None,
+               progress=None, use_cache: bool = False) -> ScanReport:
+    """Check files and directories. `use_cache` reads and writes `.rlcompat_cache/` under the config root."""
     settings = settings or Settings()
     files, missing = discover(paths, settings)
-    checker = Checker(target, settings)
+    checker = Checker(target, settings, use_cache=use_cache)
     return ScanReport(target, check_files(checker, files, jobs=jobs, progress=progress), missing)
 
 
@@ -76,14 +78,11 @@ def scan_source(text: str, target: Target, path: str = "<string>.py", language: 
 
 
 def fix_paths(paths: list[str], target: Target, settings: Settings | None = None, unsafe: bool | None = None,
-              write: bool = True, progress=None) -> FixReport:
+              write: bool = True, progress=None, jobs: int | None = None, use_cache: bool = False) -> FixReport:
+    """Apply fixes (safe ones, plus unsafe ones if asked) file by file, in parallel; `write=False` only computes them."""
     settings = settings or Settings()
     unsafe = settings.unsafe_fixes if unsafe is None else unsafe
     files, missing = discover(paths, settings)
-    checker = Checker(target, settings)
-    out = []
-    for path, lang in files:
-        out.append(fix_file(checker, path, lang, unsafe=unsafe, write=write))
-        if progress:
-            progress(1)
+    checker = Checker(target, settings, use_cache=use_cache)
+    out = run_parallel(checker, fix_one, [(p, lang, unsafe, write) for p, lang in files], jobs, progress)
     return FixReport(target, out, missing)

@@ -89,6 +89,7 @@ IgnoreOpt = Annotated[Optional[List[str]], typer.Option("--ignore", help="Skip t
 ExcludeOpt = Annotated[Optional[List[str]], typer.Option("--extend-exclude", help="More paths or patterns to skip.")]
 ForceExcludeOpt = Annotated[bool, typer.Option("--force-exclude", help="Apply excludes to files named on the command line too (for pre-commit).")]
 FormatOpt = Annotated[OutputFormat, typer.Option("--output-format", help="text, json, sarif or github.")]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Neither read nor write .rlcompat_cache/.")]
 ConfigOpt = Annotated[Optional[str], typer.Option("--config", help="A pyproject.toml to read [tool.rlcompat] from.")]
 PathsArg = Annotated[Optional[List[str]], typer.Argument(help="Files or directories (default: .).", show_default=False)]
 
@@ -116,6 +117,7 @@ def scan(
     statistics: Annotated[bool, typer.Option("--statistics", help="Count findings per rule.")] = False,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when findings remain.")] = False,
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help="Worker processes (default: all cores).")] = None,
+    no_cache: NoCacheOpt = False,
     config: ConfigOpt = None,
 ) -> None:
     """List every hazard for the target GPU with file:line, why, and the fix."""
@@ -125,12 +127,13 @@ def scan(
     paths = paths or ["."]
     settings = _settings(paths, config, select, ignore, extend_exclude, force_exclude)
     tgt = _target(target, settings)
-    bar, advance = _progress(_discovered_count(paths, settings)) if output_format is OutputFormat.text else (None, None)
+    show_bar = output_format is OutputFormat.text and sys.stderr.isatty()
+    bar, advance = _progress(_discovered_count(paths, settings)) if show_bar else (None, None)
     if bar:
         with bar:
-            report = scan_paths(paths, tgt, settings, jobs=jobs, progress=advance)
+            report = scan_paths(paths, tgt, settings, jobs=jobs, progress=advance, use_cache=not no_cache)
     else:
-        report = scan_paths(paths, tgt, settings, jobs=jobs)
+        report = scan_paths(paths, tgt, settings, jobs=jobs, use_cache=not no_cache)
     if report.missing:
         raise _fail(f"{report.missing[0]}: no such file or directory; check the path")
     summary = Summary("scan", tgt, report.findings, report.errors, report.files_checked, report.suppressed,
@@ -153,6 +156,8 @@ def fix(
     force_exclude: ForceExcludeOpt = False,
     output_format: FormatOpt = OutputFormat.text,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when findings remain.")] = False,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help="Worker processes (default: all cores).")] = None,
+    no_cache: NoCacheOpt = False,
     config: ConfigOpt = None,
 ) -> None:
     """Rewrite the hazards that have a fix (safe ones by default); report what is left."""
@@ -164,7 +169,7 @@ def fix(
     settings = _settings(paths, config, select, ignore, extend_exclude, force_exclude, unsafe_fixes)
     tgt = _target(target, settings)
     try:
-        report = fix_paths(paths, tgt, settings, write=not diff)
+        report = fix_paths(paths, tgt, settings, write=not diff, jobs=jobs, use_cache=not no_cache)
     except FixBroke as exc:
         raise _fail(str(exc))
     if report.missing:

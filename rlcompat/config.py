@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 
 from rlcompat._toml import TOMLDecodeError, load_toml_text
@@ -62,12 +64,36 @@ class Settings:
     def is_excluded(self, path: str, walk_root: str | None = None) -> bool:
         """Name patterns (no `/`) match a component below the walk root, so scanning a tree that itself lives
         under `.venv/` works; path patterns match from the config root."""
-        rel_root = self.relative(path)
-        rel_walk = _relative_to(path, walk_root) if walk_root else rel_root
-        for pattern in (*self.exclude, *self.extend_exclude):
-            if _path_matches(rel_walk if "/" not in pattern.rstrip("/") else rel_root, pattern):
-                return True
-        return False
+        names, paths = self._exclude_matchers()
+        rel_walk = _relative_to(path, walk_root) if walk_root else self.relative(path)
+        if names is not None and any(names.fullmatch(part) for part in rel_walk.split("/")):
+            return True
+        return paths is not None and paths.fullmatch(self.relative(path)) is not None
+
+    def is_name_excluded(self, name: str) -> bool:
+        """The cheap check for a walk that already checked every parent directory."""
+        names, _ = self._exclude_matchers()
+        return names is not None and names.fullmatch(name) is not None
+
+    def is_path_excluded(self, path: str) -> bool:
+        _, paths = self._exclude_matchers()
+        return paths is not None and paths.fullmatch(self.relative(path)) is not None
+
+    def _exclude_matchers(self):
+        return _compile_excludes(tuple(self.exclude) + tuple(self.extend_exclude))
+
+
+@lru_cache(maxsize=32)
+def _compile_excludes(patterns: tuple[str, ...]):
+    """One regex for name patterns and one for path patterns (a path pattern also matches everything under it)."""
+    names = [fnmatch.translate(p.rstrip("/")) for p in patterns if "/" not in p.rstrip("/")]
+    paths = []
+    for p in patterns:
+        p = p.rstrip("/")
+        if "/" in p:
+            p = p[2:] if p.startswith("./") else p.lstrip("/")
+            paths += [fnmatch.translate(p), fnmatch.translate(p + "/*")]
+    return (re.compile("|".join(names)) if names else None, re.compile("|".join(paths)) if paths else None)
 
 
 def _relative_to(path: str, base: str) -> str:

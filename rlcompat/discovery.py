@@ -36,18 +36,23 @@ def _walk(root: str, settings: Settings):
     ignored = _git_ignored(root) if settings.respect_gitignore else None
     root_real = os.path.realpath(root)
     for directory, dirnames, filenames in os.walk(root):  # os.walk does not follow directory links: no loops
+        # Every parent directory was checked on the way down, so only each entry's own name is new here.
         keep = []
         for d in sorted(dirnames):
             full = os.path.join(directory, d)
-            if settings.is_excluded(full, root) or (ignored is not None and _is_ignored(full, ignored, is_dir=True)):
+            if settings.is_name_excluded(d) or settings.is_path_excluded(full):
+                continue
+            if ignored and os.path.normpath(os.path.abspath(full)) in ignored:
                 continue
             keep.append(d)
         dirnames[:] = keep
         for f in sorted(filenames):
-            full = os.path.normpath(os.path.join(directory, f))
-            if language_of(f) is None or settings.is_excluded(full, root):
+            if language_of(f) is None or settings.is_name_excluded(f):
                 continue
-            if ignored is not None and _is_ignored(full, ignored, is_dir=False):
+            full = os.path.normpath(os.path.join(directory, f))
+            if settings.is_path_excluded(full):
+                continue
+            if ignored and os.path.normpath(os.path.abspath(full)) in ignored:
                 continue
             if os.path.islink(full) and not _inside(os.path.realpath(full), root_real):
                 continue  # a link out of the tree: not this tree's file to rewrite
@@ -73,7 +78,3 @@ def _git_ignored(root: str) -> set[str] | None:
         return None
     base = os.path.abspath(root)  # git prints paths relative to the directory given with -C
     return {os.path.normpath(os.path.join(base, p.decode("utf-8", "surrogateescape"))) for p in out.split(b"\0") if p}
-
-
-def _is_ignored(path: str, ignored: set[str], is_dir: bool) -> bool:
-    return os.path.normpath(os.path.abspath(path)) in ignored

@@ -14,7 +14,7 @@ from typing import Iterable, Sequence
 from rlcompat import suppressions
 from rlcompat.config import Settings
 from rlcompat.model import FileError, Finding, Location
-from rlcompat.source import SourceError, SourceFile, decode, read
+from rlcompat.source import SourceError, SourceFile, decode, read_bytes
 from rlcompat.targets import Target, resolve_target
 
 FRONTENDS = {"python": "rlcompat.lang.python"}
@@ -35,6 +35,7 @@ class FileResult:
     error: FileError | None = None
     suppressed: int = 0
     parsed: bool = False
+    content_sha: str | None = None  # SHA-256 of the bytes checked, for the cache
 
 
 def frontend(language: str):
@@ -54,7 +55,7 @@ def parse(language: str, text: str):
 class Checker:
     """Every selected rule that applies to the target, instantiated once, grouped by language."""
 
-    def __init__(self, target: Target, settings: Settings) -> None:
+    def __init__(self, target: Target, settings: Settings, use_cache: bool = False) -> None:
         from rlcompat.rules import all_rules
 
         self.target = target
@@ -71,13 +72,33 @@ class Checker:
             lang: tuple({t for r in rules for t in r.triggers}) for lang, rules in self.rules_by_language.items()
         }
         self._active_codes = {r.code for rules in self.rules_by_language.values() for r in rules}
+        self.cache = None
+        if use_cache and settings.cache_dir:
+            from rlcompat.cache import ResultCache, run_key
+
+            directory = os.path.join(settings.root, settings.cache_dir)
+            self.cache = ResultCache(directory, run_key(target.name, settings))
 
     def check_file(self, path: str, language: str) -> FileResult:
         try:
-            source = read(path, language)
+            raw = read_bytes(path)
         except SourceError as exc:
             return FileResult(path, language, error=FileError(path, str(exc)))
-        return self.check_source(source, language)
+        from rlcompat.cache import content_hash
+
+        sha = content_hash(raw)
+        if self.cache is not None:
+            hit = self.cache.get(path, sha)
+            if hit is not None:
+                return hit
+        try:
+            result = self.check_source(decode(path, raw, language), language)
+        except SourceError as exc:
+            result = FileResult(path, language, error=FileError(path, str(exc)))
+        result.content_sha = sha
+        if self.cache is not None:
+            self.cache.put(result, sha)
+        return result
 
     def check_text(self, path: str, text: str, language: str) -> FileResult:
         return self.check_source(decode(path, text.encode("utf-8"), language), language)
@@ -137,43 +158,90 @@ class Checker:
 _worker_checker: Checker | None = None
 
 
-def _init_worker(target_name: str, settings: Settings) -> None:
+def _init_worker(target_name: str, settings: Settings, use_cache: bool) -> None:
     global _worker_checker
-    _worker_checker = Checker(resolve_target(target_name), settings)
+    # Workers read the cache but never save it: the parent stores what they found.
+    _worker_checker = Checker(resolve_target(target_name), settings, use_cache=use_cache)
 
 
-def _check_batch(batch: list[tuple[str, str]]) -> list[FileResult]:
+def _run_batch(func, batch: list) -> list:
     assert _worker_checker is not None
-    return [_worker_checker.check_file(p, lang) for p, lang in batch]
+    return [func(_worker_checker, item) for item in batch]
+
+
+def _check_one(checker: Checker, item: tuple[str, str]) -> FileResult:
+    return checker.check_file(*item)
+
+
+def run_parallel(checker: Checker, func, items: Sequence, jobs: int | None = None, progress=None) -> list:
+    """`func(checker, item)` for every item: in this process for few items, else in worker processes
+    (each with its own Checker for the same target and settings). Results come back in input order."""
+    jobs = jobs or os.cpu_count() or 1
+    if jobs <= 1 or len(items) < 16:
+        out = []
+        for item in items:
+            out.append(func(checker, item))
+            if progress:
+                progress(1)
+        return out
+    import functools
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
+    batches = _batches(items, jobs * 4)
+    out_by_batch = []
+    with ProcessPoolExecutor(
+        max_workers=jobs, mp_context=ctx, initializer=_init_worker, initargs=(checker.target.name, checker.settings, checker.cache is not None)
+    ) as pool:
+        for batch_result in pool.map(functools.partial(_run_batch, func), [b for _, b in batches]):
+            out_by_batch.append(batch_result)
+            if progress:
+                progress(len(batch_result))
+    out: list = [None] * len(items)
+    for (indices, _), batch_result in zip(batches, out_by_batch):
+        for i, r in zip(indices, batch_result):
+            out[i] = r
+    return out
 
 
 def check_files(checker: Checker, files: Sequence[tuple[str, str]], jobs: int | None = None, progress=None) -> list[FileResult]:
-    """Check files, in parallel when there are enough of them; results sorted by path."""
-    jobs = jobs or os.cpu_count() or 1
-    results: list[FileResult] = []
-    if jobs <= 1 or len(files) < 16:
-        for path, lang in files:
-            results.append(checker.check_file(path, lang))
-            if progress:
-                progress(1)
-    else:
-        batches = _batches(files, jobs * 4)
-        import multiprocessing
+    """Check files, in parallel when there are enough of them; results sorted by path.
 
-        ctx = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
-        with ProcessPoolExecutor(
-            max_workers=jobs, mp_context=ctx, initializer=_init_worker, initargs=(checker.target.name, checker.settings)
-        ) as pool:
-            for batch_result in pool.map(_check_batch, batches):
-                results.extend(batch_result)
-                if progress:
-                    progress(len(batch_result))
+    The parent answers what the cache knows; workers check the rest, and the parent stores their results.
+    """
+    results: list[FileResult] = []
+    todo: list[tuple[str, str]] = []
+    if checker.cache is not None:
+        from rlcompat.cache import content_hash
+
+        for path, lang in files:
+            try:
+                hit = checker.cache.get(path, content_hash(read_bytes(path)))
+            except SourceError:
+                hit = None
+            if hit is not None:
+                results.append(hit)
+            else:
+                todo.append((path, lang))
+        if progress and results:
+            progress(len(results))
+    else:
+        todo = list(files)
+    fresh = run_parallel(checker, _check_one, todo, jobs, progress)
+    if checker.cache is not None:
+        for r in fresh:
+            if r.content_sha is not None:
+                checker.cache.put(r, r.content_sha)
+    results.extend(fresh)
+    if checker.cache is not None:
+        checker.cache.save()
     return sorted(results, key=lambda r: r.path)
 
 
-def _batches(items: Sequence, count: int) -> list[list]:
+def _batches(items: Sequence, count: int) -> list[tuple[list[int], list]]:
+    """Round-robin batches of (indices, items), so big and small files spread over the workers."""
     count = max(1, min(count, len(items)))
-    return [list(items[i::count]) for i in range(count)]
+    return [(list(range(i, len(items), count)), list(items[i::count])) for i in range(count)]
 
 
 def all_findings(results: Iterable[FileResult]) -> list[Finding]:

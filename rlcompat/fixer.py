@@ -94,6 +94,13 @@ def fix_file(checker: Checker, path: str, language: str, unsafe: bool, write: bo
         source = read(path, language)
     except SourceError as exc:
         return FileFix(path, error=FileError(path, str(exc)))
+    if checker.cache is not None:
+        # Unchanged since a scan that found nothing to fix: no need to parse it again.
+        from rlcompat.cache import content_hash
+
+        hit = checker.cache.get(path, content_hash(source.raw))
+        if hit is not None and not any(f.fix and f.fix.applies(unsafe) for f in hit.findings):
+            return FileFix(path, remaining=hit, original=source.text, fixed=source.text)
     outcome = fix_source(checker, source, language, unsafe)
     if outcome.changed and write:
         try:
@@ -120,3 +127,9 @@ def unified_diff(outcome: FileFix) -> str:
             tofile=f"b/{outcome.path}",
         )
     )
+
+
+def fix_one(checker: Checker, item: tuple[str, str, bool, bool]) -> FileFix:
+    """Worker entry for parallel fixing: (path, language, unsafe, write)."""
+    path, language, unsafe, write = item
+    return fix_file(checker, path, language, unsafe=unsafe, write=write)

@@ -47,13 +47,16 @@ def decode(path: str, raw: bytes, language: str) -> SourceFile:
     return SourceFile(path, text, encoding, bom, raw)
 
 
-def read(path: str, language: str) -> SourceFile:
+def read_bytes(path: str) -> bytes:
     try:
         with open(path, "rb") as fh:
-            raw = fh.read()
+            return fh.read()
     except OSError as exc:
         raise SourceError(f"cannot be read ({exc.strerror or exc}); check its permissions") from exc
-    return decode(path, raw, language)
+
+
+def read(path: str, language: str) -> SourceFile:
+    return decode(path, read_bytes(path), language)
 
 
 def encode(source: SourceFile, new_text: str) -> bytes:

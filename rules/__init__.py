@@ -14,8 +14,10 @@ from functools import lru_cache
 @lru_cache(maxsize=1)
 def all_rules() -> tuple[type, ...]:
     """Every rule class in the catalog, ordered by code."""
+    from rlcompat._lazy import lazy_import
     from rlcompat.rule import Rule
 
+    lazy_import("libcst")  # rule modules import it at top level; defer the cost to the first parse
     found = []
     for info in pkgutil.iter_modules(__path__):
         if not info.name.startswith("rlc"):

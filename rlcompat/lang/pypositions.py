@@ -31,7 +31,8 @@ class Range:
     end: Pos
 
 
-_PASS_BLOCK = cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[cst.Pass()])])
+def _pass_block():
+    return cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[cst.Pass()])])
 
 
 def locate(module: cst.Module, text: str, requests: list[tuple[cst.CSTNode, tuple]]) -> dict:
@@ -105,14 +106,14 @@ def _without_body(stmt):
     """The statement with its own indented body replaced by `pass`: the header is all that is regenerated."""
     if isinstance(stmt, cst.SimpleStatementLine) or not isinstance(getattr(stmt, "body", None), cst.IndentedBlock):
         return stmt
-    changes = {"body": _PASS_BLOCK}
+    changes = {"body": _pass_block()}
     if isinstance(stmt, (cst.If, cst.For, cst.While)) and stmt.orelse is not None:
         changes["orelse"] = None
     if isinstance(stmt, cst.Try):
-        changes["handlers"] = [h.with_changes(body=_PASS_BLOCK) for h in stmt.handlers]
+        changes["handlers"] = [h.with_changes(body=_pass_block()) for h in stmt.handlers]
         changes["orelse"] = None
         if stmt.finalbody is not None:
-            changes["finalbody"] = stmt.finalbody.with_changes(body=_PASS_BLOCK)
+            changes["finalbody"] = stmt.finalbody.with_changes(body=_pass_block())
     return stmt.with_changes(**changes)
 
 

@@ -11,13 +11,14 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from rlcompat._lazy import lazy_import
 
-from rlcompat.lang.pypositions import locate
 from rlcompat.model import Edit, Finding, Fix, FixSafety, Location
 from rlcompat.rule import Rule
 from rlcompat.textpos import LineIndex
+
+
+cst = lazy_import("libcst")  # loaded on first use: cached and trigger-free runs never parse Python
 
 
 class PythonRule(Rule):
@@ -125,9 +126,9 @@ class Context:
 
 # Fields that hold only whitespace, comments or punctuation: no rule looks inside them, so the walk skips them.
 _SKIPPED_FIELD_PREFIXES = ("whitespace", "lpar", "rpar", "leading_lines", "lines_after_decorators", "header", "footer")
-_SKIPPED_TYPES = (
-    cst.BaseParenthesizableWhitespace, cst.EmptyLine, cst.TrailingWhitespace, cst.Newline, cst.Comment,
-    cst.LeftParen, cst.RightParen, cst.Comma, cst.Semicolon, cst.Colon, cst.Dot, cst.AssignEqual,
+_SKIPPED_TYPE_NAMES = (
+    "BaseParenthesizableWhitespace", "EmptyLine", "TrailingWhitespace", "Newline", "Comment",
+    "LeftParen", "RightParen", "Comma", "Semicolon", "Colon", "Dot", "AssignEqual",
 )
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 
@@ -148,7 +149,8 @@ def _role(cls: type) -> int:
     """Whether values of this type are walked; cached because isinstance against LibCST's ABCs is slow."""
     role = _TYPE_ROLE.get(cls)
     if role is None:
-        role = _WALK if issubclass(cls, cst.CSTNode) and not issubclass(cls, _SKIPPED_TYPES) else _SKIP
+        skipped = tuple(getattr(cst, n) for n in _SKIPPED_TYPE_NAMES)
+        role = _WALK if issubclass(cls, cst.CSTNode) and not issubclass(cls, skipped) else _SKIP
         _TYPE_ROLE[cls] = role
     return role
 
@@ -230,6 +232,8 @@ def check(module: cst.Module, text: str, path: str, rules: Sequence[PythonRule],
         return []
     requests = [(p.node, p.statements) for p in ctx.pending]
     requests += [(n, p.statements) for p in ctx.pending if p.fix for n, _ in p.fix.replacements]
+    from rlcompat.lang.pypositions import locate
+
     positions = locate(module, text, requests)
     index = LineIndex(text)
     findings = []
