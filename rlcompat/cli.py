@@ -118,6 +118,8 @@ def scan(
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when findings remain.")] = False,
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help="Worker processes (default: all cores).")] = None,
     no_cache: NoCacheOpt = False,
+    baseline: Annotated[Optional[str], typer.Option("--baseline", help="Report only findings not recorded in this baseline file.")] = None,
+    write_baseline: Annotated[Optional[str], typer.Option("--write-baseline", help="Record every current finding in this file and exit 0.")] = None,
     config: ConfigOpt = None,
 ) -> None:
     """List every hazard for the target GPU with file:line, why, and the fix."""
@@ -136,12 +138,26 @@ def scan(
         report = scan_paths(paths, tgt, settings, jobs=jobs, use_cache=not no_cache)
     if report.missing:
         raise _fail(f"{report.missing[0]}: no such file or directory; check the path")
-    summary = Summary("scan", tgt, report.findings, report.errors, report.files_checked, report.suppressed,
+    from rlcompat import baseline as baseline_file
+
+    findings = report.findings
+    if write_baseline:
+        n = baseline_file.write(write_baseline, findings, tgt.name)
+        typer.echo(f"Wrote {n} finding{'s' if n != 1 else ''} to {write_baseline}; scan with --baseline {write_baseline} to see only new ones.", err=True)
+        raise typer.Exit(EXIT_CLEAN)
+    if baseline:
+        try:
+            findings, known = baseline_file.new_findings(findings, baseline)
+        except baseline_file.BaselineError as exc:
+            raise _fail(str(exc))
+        if output_format is OutputFormat.text and known:
+            typer.echo(f"{known} finding{'s' if known != 1 else ''} already in {baseline} not shown.", err=True)
+    summary = Summary("scan", tgt, findings, report.errors, report.files_checked, report.suppressed,
                       unsafe_fixes=settings.unsafe_fixes, statistics=statistics, color=_color())
     _emit(render(output_format.value, summary))
     if exit_zero:
         raise typer.Exit(EXIT_CLEAN)
-    raise typer.Exit(EXIT_FINDINGS if (report.findings or report.errors) else EXIT_CLEAN)
+    raise typer.Exit(EXIT_FINDINGS if (findings or report.errors) else EXIT_CLEAN)
 
 
 @app.command()
