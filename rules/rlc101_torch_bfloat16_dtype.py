@@ -18,7 +18,9 @@ class TorchBfloat16Dtype(PythonRule):
         "Finds `torch.bfloat16` (however imported or aliased, and through `getattr(torch, \"bfloat16\")`) where it "
         "is chosen as a dtype: passed to a call (`torch_dtype=`, `dtype=`, `.to(...)`, `autocast(dtype=...)`, "
         "`MixedPrecision(param_dtype=...)`), given as a default (`getattr(obj, name, torch.bfloat16)`, a parameter "
-        "default) or assigned. Comparisons, dtype tables, subscripts and capability-guarded choices are not findings."
+        "default) or assigned. Comparisons, dtype tables, subscripts, capability-guarded choices and choices that "
+        "follow a bf16 switch (`if args.bf16: dtype = torch.bfloat16`; the switch is reported where it is set) are "
+        "not findings."
     )
     why = (
         "GPUs before Ampere (compute capability < 8.0: P40, P100, V100, T4, RTX 20xx) have no bf16 hardware [S1]. "
@@ -55,8 +57,12 @@ class TorchBfloat16Dtype(PythonRule):
         Bad("import torch\nfrom torch import bfloat16\nx = t.to(bfloat16)\n",
             fixed="import torch\nfrom torch import bfloat16\nx = t.to(torch.float32)\n"),
         Bad("from torch import bfloat16 as bf\nx = t.to(bf)\n"),  # no `torch` name to write the fix with
+        Bad("import torch\nif p.dtype != torch.bfloat16:\n    p = p.to(torch.bfloat16)\n",
+            fixed="import torch\nif p.dtype != torch.bfloat16:\n    p = p.to(torch.float32)\n"),
     )
     good = (
+        Good("import torch\nif args.bf16:\n    dtype = torch.bfloat16\nelif args.fp16:\n    dtype = torch.float16\n"),
+        Good("import torch\nm = m.to(dtype=torch.bfloat16) if cfg.bf16_full_eval else m\n"),
         Good("import torch\nif dtype == torch.bfloat16:\n    pass\n"),
         Good("import torch\nBFLOAT_LIST = ['bf16', 'bfloat16', torch.bfloat16]\n"),
         Good("import torch\nNAMES = {torch.bfloat16: 'bf16'}\n"),
@@ -100,7 +106,7 @@ class TorchBfloat16Dtype(PythonRule):
         role = h.role_of(node, ctx.ancestors)
         if role.kind not in _SELECTING_ROLES:
             return
-        if h.guarded_by(ctx.ancestors, h.is_capability_guard):
+        if h.guarded_by(ctx.ancestors, h.is_capability_guard) or h.test_mentions(ctx.ancestors, ("bf16", "bfloat16")):
             return
         dtype = self._dtype()
         safety = FixSafety.SAFE if dtype == "float32" else FixSafety.UNSAFE

@@ -31,7 +31,8 @@ class Bf16DtypeString(PythonRule):
         "default of `.get(...)`/`getattr(...)`, as a keyword whose name says dtype or precision (`torch_dtype=`, "
         "`dtype=`, `param_dtype=`, `mixed_precision=`), as the argument of a `*dtype*` converter "
         "(`PrecisionType.to_dtype(\"bf16\")`), or as the default of a dtype-named parameter, field or variable. "
-        "Comparisons, name tables, log strings and docstrings are not findings."
+        "Comparisons, name tables, log strings, docstrings and choices that follow a bf16 switch "
+        "(`elif self.bf16: mixed_precision = \"bf16\"`) are not findings."
     )
     why = (
         "The name is turned into `torch.bfloat16` later, far from the line a person would grep for; on compute "
@@ -60,6 +61,7 @@ class Bf16DtypeString(PythonRule):
         Bad("class C:\n    dtype: str = field(default='bf16')\n", fixed="class C:\n    dtype: str = field(default='fp32')\n"),
     )
     good = (
+        Good("if self.bf16:\n    self.mixed_precision = 'bf16'\n"),
         Good("if dtype == 'bf16':\n    pass\n"),
         Good("BFLOAT_LIST = ['bf16', 'bfloat16']\n"),
         Good("class PrecisionType:\n    BFLOAT = 'bf16'\n"),
@@ -81,7 +83,7 @@ class Bf16DtypeString(PythonRule):
         role = h.role_of(node, ctx.ancestors)
         if not self._selects(role, ctx):
             return
-        if h.guarded_by(ctx.ancestors, h.is_capability_guard):
+        if h.guarded_by(ctx.ancestors, h.is_capability_guard) or h.test_mentions(ctx.ancestors, ("bf16", "bfloat16")):
             return
         dtype = "float16" if self.target.training_dtype == "float16" else "float32"
         new = _MIXED_PRECISION[dtype] if role.name == "mixed_precision" else _REPLACEMENTS[value][dtype]

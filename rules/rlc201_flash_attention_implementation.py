@@ -29,7 +29,8 @@ class FlashAttentionImplementation(PythonRule):
         "Finds `\"flash_attention_2\"` / `\"flash_attention_3\"` (and their `paged|` forms) where code selects the "
         "attention implementation: `attn_implementation=` keywords, `.get(\"attn_implementation\", ...)` defaults, "
         "assignments to `attn_implementation`/`_attn_implementation`, parameter and field defaults, config dicts. "
-        "Comparisons and choices guarded by `is_flash_attn_2_available()` or a capability check are not findings."
+        "Comparisons, choices guarded by `is_flash_attn_2_available()` or a capability check, and choices that "
+        "follow a flash-attention switch set elsewhere (`if use_flash_attn: ...`) are not findings."
     )
     why = (
         "FlashAttention-2 needs compute capability 8.0 or newer: on older cards it fails with `FlashAttention only "
@@ -59,6 +60,7 @@ class FlashAttentionImplementation(PythonRule):
         Bad('cfg = {"attn_implementation": "flash_attention_2"}\n', fixed='cfg = {"attn_implementation": "sdpa"}\n'),
     )
     good = (
+        Good('if use_flash_attn:\n    attn_implementation = "flash_attention_2"\n'),
         Good('if attn_implementation == "flash_attention_2":\n    pass\n'),
         Good('m = load(p, attn_implementation="flash_attention_2")\n', target="sm80"),
         Good('m = load(p, attn_implementation="flash_attention_3")\n', target="sm90"),
@@ -89,7 +91,7 @@ class FlashAttentionImplementation(PythonRule):
             return
         if role.kind not in ("default", "keyword", "assign", "param-default", "dict-value"):
             return
-        if h.guarded_by(ctx.ancestors, is_flash_attn_guard):
+        if h.guarded_by(ctx.ancestors, is_flash_attn_guard) or h.test_mentions(ctx.ancestors, ("flash",)):
             return
         ctx.report(
             node,

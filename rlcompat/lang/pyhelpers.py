@@ -155,6 +155,33 @@ def _calls_in(expr: cst.CSTNode):
         stack.extend(node.children)
 
 
+def test_mentions(ancestors: list[cst.CSTNode], words: tuple[str, ...]) -> bool:
+    """True when an enclosing `if`/conditional expression's test names one of `words` (in a name, attribute or
+    string): `elif args.bf16: dtype = torch.bfloat16` follows a bf16 switch set elsewhere, which is where the
+    hazard is reported, not here."""
+    for parent in ancestors:
+        test = parent.test if isinstance(parent, (cst.If, cst.IfExp)) else None
+        if test is not None and _names_in(test, words):
+            return True
+    return False
+
+
+def _names_in(expr: cst.CSTNode, words: tuple[str, ...]) -> bool:
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        text = None
+        if isinstance(node, cst.Name):
+            # `x.dtype != torch.bfloat16` tests the dtype itself, not a switch a user set
+            text = None if node.value == "bfloat16" else node.value
+        elif isinstance(node, cst.SimpleString):
+            text = node.value
+        if text is not None and any(w in text.lower() for w in words):
+            return True
+        stack.extend(node.children)
+    return False
+
+
 def is_capability_guard(call: cst.Call) -> bool:
     """A check that really tells pre-Ampere cards apart.
 
