@@ -101,7 +101,11 @@ class Checker:
         return result
 
     def check_text(self, path: str, text: str, language: str) -> FileResult:
-        return self.check_source(decode(path, text.encode("utf-8"), language), language)
+        try:
+            source = decode(path, text.encode("utf-8", "surrogatepass"), language)
+        except SourceError as exc:
+            return FileResult(path, language, error=FileError(path, str(exc)))
+        return self.check_source(source, language)
 
     def check_source(self, source: SourceFile, language: str) -> FileResult:
         path, text = source.path, source.text

@@ -46,8 +46,15 @@ class ImportMap:
 
     def __init__(self) -> None:
         self.names: dict[str, str] = {}
+        self.module_level: dict[str, str] = {}  # bound for the whole file, usable by fixes anywhere
 
-    def record(self, node: cst.Import | cst.ImportFrom) -> None:
+    def record(self, node: cst.Import | cst.ImportFrom, module_level: bool = True) -> None:
+        before = dict(self.names)
+        self._record(node)
+        if module_level:
+            self.module_level.update({k: v for k, v in self.names.items() if before.get(k) != v})
+
+    def _record(self, node: cst.Import | cst.ImportFrom) -> None:
         if isinstance(node, cst.Import):
             for alias in node.names:
                 dotted = _dotted(alias.name)
@@ -70,8 +77,8 @@ class ImportMap:
                 self.names[local] = f"{module}.{name}"
 
     def local_name_for(self, dotted: str) -> str | None:
-        """A name in this file bound to `dotted` (e.g. `th` for torch), if any."""
-        for local, full in self.names.items():
+        """A name bound to `dotted` at module level (e.g. `th` for torch), if any: a fix may write it anywhere."""
+        for local, full in self.module_level.items():
             if full == dotted:
                 return local
         return None
@@ -175,7 +182,7 @@ def _walk(node: cst.CSTNode, handlers: dict[type, list], ctx: Context) -> None:
     """
     cls = type(node)
     if cls is cst.Import or cls is cst.ImportFrom:
-        ctx.imports.record(node)
+        ctx.imports.record(node, module_level=not any(type(a) is cst.FunctionDef for a in ctx.ancestors))
     for rule, handler in handlers.get(cls, ()):
         ctx._rule = rule
         handler(node, ctx)
