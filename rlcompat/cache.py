@@ -113,7 +113,7 @@ def _finding_from_dict(path: str, d: dict) -> Finding:
 
 def _result_to_dict(r) -> dict:
     return {
-        "language": r.language, "suppressed": r.suppressed, "parsed": r.parsed,
+        "language": r.language, "suppressed": r.suppressed,
         "findings": [_finding_to_dict(f) for f in r.findings],
         "error": None if r.error is None else [r.error.message, r.error.line, r.error.column],
     }
@@ -124,5 +124,5 @@ def _result_from_dict(cls, path: str, d: dict):
     return cls(
         path=path, language=d["language"], findings=[_finding_from_dict(path, f) for f in d["findings"]],
         error=None if err is None else FileError(path, err[0], err[1], err[2]), suppressed=d["suppressed"],
-        parsed=d["parsed"],
+        from_cache=True,
     )

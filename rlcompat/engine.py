@@ -34,7 +34,8 @@ class FileResult:
     findings: list[Finding] = field(default_factory=list)
     error: FileError | None = None
     suppressed: int = 0
-    parsed: bool = False
+    parsed: bool = False  # parsed in this run (False when answered from the cache)
+    from_cache: bool = False
     content_sha: str | None = None  # SHA-256 of the bytes checked, for the cache
 
 

@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+import json
+
+from rlcompat.api import fix_paths, scan_paths
+from rlcompat.config import Settings
+from rlcompat.targets import resolve_target
+
+BAD = "import torch\nx = t.to(torch.bfloat16)\n"
+
+
+def _scan(tmp_path, target="sm61"):
+    settings = Settings(root=str(tmp_path))
+    return scan_paths([str(tmp_path / "src")], resolve_target(target), settings, jobs=1, use_cache=True)
+
+
+def _tree(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.py").write_text(BAD)
+    (tmp_path / "src" / "b.py").write_text("y = 2\n")
+
+
+def test_warm_scan_gives_the_same_findings_without_parsing(tmp_path):
+    _tree(tmp_path)
+    cold = _scan(tmp_path)
+    assert any(r.parsed for r in cold.results)
+    warm = _scan(tmp_path)
+    assert not any(r.parsed for r in warm.results), "a cached file was parsed again"
+    assert warm.findings == cold.findings
+    assert (tmp_path / ".rlcompat_cache" / ".gitignore").exists()
+
+
+def test_an_edited_file_is_checked_again(tmp_path):
+    _tree(tmp_path)
+    _scan(tmp_path)
+    (tmp_path / "src" / "a.py").write_text(BAD + "z = t.to(torch.bfloat16)\n")
+    again = _scan(tmp_path)
+    assert [f.location.line for f in again.findings] == [2, 3]
+
+
+def test_another_target_does_not_reuse_results(tmp_path):
+    _tree(tmp_path)
+    assert len(_scan(tmp_path, "sm61").findings) == 1
+    assert len(_scan(tmp_path, "sm90").findings) == 0
+    assert len(_scan(tmp_path, "sm61").findings) == 1
+
+
+def test_a_forged_or_corrupt_cache_cannot_hide_findings(tmp_path):
+    _tree(tmp_path)
+    _scan(tmp_path)
+    [cache_file] = (tmp_path / ".rlcompat_cache").glob("results-*.json")
+    doc = json.loads(cache_file.read_text())
+    # An entry claiming a.py is clean, but for other bytes than a.py has: must be ignored.
+    for path, entry in doc["files"].items():
+        entry[1]["findings"] = []
+        if path.endswith("a.py"):
+            entry[0] = "0" * 64
+    cache_file.write_text(json.dumps(doc))
+    assert len(_scan(tmp_path).findings) == 1
+    cache_file.write_text("{not json")
+    assert len(_scan(tmp_path).findings) == 1
+
+
+def test_fix_skips_files_the_cache_knows_are_clean_and_still_fixes_the_rest(tmp_path):
+    _tree(tmp_path)
+    _scan(tmp_path)
+    report = fix_paths([str(tmp_path / "src")], resolve_target("sm61"), Settings(root=str(tmp_path)), jobs=1, use_cache=True)
+    assert len(report.applied) == 1 and "torch.float32" in (tmp_path / "src" / "a.py").read_text()
+    assert _scan(tmp_path).findings == []
