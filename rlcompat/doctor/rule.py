@@ -1,0 +1,103 @@
+"""Environment rules (RLC5xx): checks of the installed stack and the machine against a target GPU.
+
+An environment rule is a catalog rule like any other (code, name, what/why/fix_safety, sources, examples), with
+`languages = {"environment"}` so that `scan` never runs it, and a `check(env)` method instead of visitors. Its
+Bad/Good examples describe an `Environment` in TOML (path "env.toml"); tests/test_environment_rules.py runs them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rlcompat.doctor import facts
+from rlcompat.doctor.snapshot import ENVIRONMENT_PATH, Environment, Package
+from rlcompat.model import Finding, Location
+from rlcompat.rule import Rule
+
+_START = Location(1, 1, 1, 1)
+
+
+@dataclass(frozen=True)
+class EnvFinding(Finding):
+    """A finding about the environment: also the exact error it prevents and what to do."""
+
+    error_id: str = ""  # "E8": an id in rules/environment.toml [errors]
+    error_text: str = ""  # the message the user would otherwise meet
+    remedy: str = ""  # what to do, as a command where there is one
+
+
+class EnvironmentRule(Rule):
+    languages = frozenset({"environment"})
+
+    @classmethod
+    def applies_to(cls, target) -> bool:
+        return True
+
+    def check(self, env: Environment) -> list[Finding]:
+        raise NotImplementedError
+
+    def where(self) -> str:
+        """The target in words, for messages: "sm61 (6.1, Pascal: Tesla P40, Tesla P4)"."""
+        return self.target.describe()
+
+    def finding(self, message: str, *, error: str, remedy: str, package: Package | None = None,
+                severity: str | None = None, **fmt) -> EnvFinding:
+        text = facts.error_text(error).format_map(_Defaults(fmt)) if error else ""
+        return EnvFinding(
+            code=self.code,
+            name=self.name,
+            message=f"{message}; {remedy}",
+            path=(package.metadata_path if package and package.metadata_path else ENVIRONMENT_PATH),
+            location=_START,
+            target=self.target.name,
+            severity=severity or self.severity,
+            error_id=error,
+            error_text=text,
+            remedy=remedy,
+        )
+
+
+class _Defaults(dict):
+    """str.format_map that leaves unknown placeholders as they are ("{name}")."""
+
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def below(cc: tuple[int, int], threshold: str | None) -> bool:
+    return threshold is not None and cc < facts.capability(threshold)
+
+
+class PackageRequirementRule(EnvironmentRule):
+    """An installed distribution that needs a minimum capability (rules/environment.toml [packages.NAME]):
+    an error below `min_capability`, a warning below `warn_below`."""
+
+    package_name: str = ""
+
+    @classmethod
+    def requirement(cls) -> dict:
+        return facts.package_facts(cls.package_name)
+
+    @classmethod
+    def applies_to(cls, target) -> bool:
+        req = cls.requirement()
+        return below(target.capability, req.get("warn_below") or req.get("min_capability"))
+
+    def remedy(self, pkg: Package, failing: bool) -> str:
+        raise NotImplementedError
+
+    def check(self, env):
+        pkg = env.package(self.package_name)
+        if pkg is None:
+            return []
+        req, cc = self.requirement(), self.target.capability
+        if below(cc, req.get("min_capability")):
+            failing, need, error, severity = True, req["min_capability"], req["error"], "error"
+        elif below(cc, req.get("warn_below")):
+            failing, need, error, severity = False, req["warn_below"], req.get("warn_error", req.get("error", "")), "warning"
+        else:
+            return []
+        verb = "cannot run" if failing else "runs only in part"
+        message = f"{pkg.name} {pkg.version} is installed but {verb} on {self.where()}: {req['why']} (needs {need}+)"
+        return [self.finding(message, error=error, remedy=self.remedy(pkg, failing), package=pkg, severity=severity,
+                             gpu=self.target.gpus[0], cc=self.target.capability_text)]

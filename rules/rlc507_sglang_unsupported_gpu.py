@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+from rlcompat.doctor.rule import PackageRequirementRule
+from rlcompat.rule import Bad, Good
+
+
+class SglangUnsupportedGpu(PackageRequirementRule):
+    code = "RLC507"
+    name = "sglang-unsupported-gpu"
+    title = "SGLang is installed for rollout on a GPU it does not support"
+    what = "Reports an installed `sglang` below compute capability 7.5 (error) and from 7.5 to 7.9 (warning)."
+    why = (
+        "SGLang raises `SGLang only supports sm75 and above.` on older cards, and several sgl-kernel ops are "
+        "compiled for sm80+ only, so on a T4 it fails with `no kernel image is available` inside ops such as "
+        "GemmaRMSNorm [S35]."
+    )
+    fix_safety = "No autofix: switch the rollout engine (verl: actor_rollout_ref.rollout.name=hf) or the GPU."
+    sources = ("S35",)
+    package_name = "sglang"
+
+    bad = (
+        Bad('[packages]\nsglang = "0.5.2"\n', path="env.toml"),
+        Bad('[packages]\nsglang = "0.5.2"\n', target="sm75", path="env.toml"),
+    )
+    good = (Good('[packages]\nsglang = "0.5.2"\n', target="sm80", path="env.toml"), Good("", path="env.toml"))
+
+    def remedy(self, pkg, failing):
+        return "use another rollout engine (verl: actor_rollout_ref.rollout.name=hf) and pip uninstall -y sglang"

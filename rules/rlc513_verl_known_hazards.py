@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+from rlcompat.doctor import facts
+from rlcompat.doctor.rule import EnvironmentRule, below
+from rlcompat.rule import Bad, Good
+
+
+def _hazards(version: str, target) -> list[dict]:
+    return [h for h in facts.environment_facts()["verl"]
+            if facts.version_in(version, h["min"], h["below"]) and below(target.capability, h["min_capability_ok"])]
+
+
+class VerlKnownHazards(EnvironmentRule):
+    code = "RLC513"
+    name = "verl-known-hazards"
+    title = "The installed verl release has known hazards on the target GPU"
+    what = (
+        "Reports, for the installed verl release, the hazards rules/environment.toml lists for it below the "
+        "capability they need: the critic loader that hard-codes flash_attention_2, and flash-attention/bf16/"
+        "torch.compile defaults."
+    )
+    why = (
+        "verl's defaults are `attn_implementation=flash_attention_2`, bf16 actor/ref/rollout and "
+        "`use_torch_compile=true` [S40]; config overrides fix most of them, but `load_valuehead_model` passes "
+        "`attn_implementation=\"flash_attention_2\"` unconditionally (verl 0.9.1 `utils/model.py:649,674`), so PPO "
+        "with a critic fails on a card without flash-attn whatever the config says [S40]."
+    )
+    fix_safety = (
+        "No autofix here: `rlcompat scan` lists the places in verl's source and `rlcompat fix` rewrites the ones "
+        "with a safe fix (attention implementation, bf16 dtypes)."
+    )
+    sources = ("S40",)
+
+    bad = (Bad('[packages]\nverl = "0.9.1"\n', path="env.toml"),)
+    good = (
+        Good('[packages]\nverl = "0.9.1"\n', target="sm80", path="env.toml"),
+        Good('[packages]\nverl = "0.3.0"\n', path="env.toml"),
+    )
+
+    def check(self, env):
+        pkg = env.package("verl")
+        if pkg is None:
+            return []
+        out = []
+        for h in _hazards(pkg.version, self.target):
+            out.append(self.finding(
+                f"verl {pkg.version} on {self.where()}: {h['what']}", error=h["error"], package=pkg,
+                remedy=(f"run `rlcompat scan \"$(python -c 'import verl, os; print(os.path.dirname(verl.__file__))')\" "
+                        f"--target {self.target.name}` and `rlcompat fix` on the same path")))
+        return out
