@@ -44,7 +44,8 @@ class VerlKnownHazards(EnvironmentRule):
         out = []
         for h in _hazards(pkg.version, self.target):
             out.append(self.finding(
-                f"verl {pkg.version} on {self.where()}: {h['what']}", error=h["error"], package=pkg,
+                f"verl {pkg.version} on {self.where()}: {h['what']}", package=pkg,
+                error=h.get("error_with_flash_attn", h["error"]) if env.package("flash-attn") else h["error"],
                 remedy=(f"run `rlcompat scan \"$(python -c 'import verl, os; print(os.path.dirname(verl.__file__))')\" "
                         f"--target {self.target.name}` and `rlcompat fix` on the same path")))
         return out

@@ -21,6 +21,7 @@ _START = Location(1, 1, 1, 1)
 class EnvFinding(Finding):
     """A finding about the environment: also the exact error it prevents and what to do."""
 
+    problem: str = ""  # what is wrong (the message without the remedy)
     error_id: str = ""  # "E8": an id in rules/environment.toml [errors]
     error_text: str = ""  # the message the user would otherwise meet
     remedy: str = ""  # what to do, as a command where there is one
@@ -51,6 +52,7 @@ class EnvironmentRule(Rule):
             location=_START,
             target=self.target.name,
             severity=severity or self.severity,
+            problem=message,
             error_id=error,
             error_text=text,
             remedy=remedy,

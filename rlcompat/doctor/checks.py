@@ -1,0 +1,25 @@
+"""Running the environment rules of the catalog over a snapshot."""
+
+from __future__ import annotations
+
+from rlcompat.config import Settings
+from rlcompat.doctor.rule import EnvironmentRule
+from rlcompat.doctor.snapshot import Environment
+from rlcompat.model import Finding
+from rlcompat.targets import Target
+
+
+def environment_rules() -> list[type[EnvironmentRule]]:
+    from rlcompat.rules import all_rules
+
+    return [r for r in all_rules() if issubclass(r, EnvironmentRule)]
+
+
+def run_checks(env: Environment, target: Target, settings: Settings | None = None) -> list[Finding]:
+    """Every selected environment rule that applies to `target`, in code order."""
+    settings = settings or Settings()
+    findings: list[Finding] = []
+    for rule_cls in environment_rules():
+        if rule_cls.applies_to(target) and settings.is_selected(rule_cls.code):
+            findings.extend(rule_cls(target).check(env))
+    return findings
