@@ -1,0 +1,160 @@
+"""`rlcompat doctor` end to end: the machine is a fake (NVML and package metadata), the command is the real one."""
+
+from __future__ import annotations
+
+import importlib.metadata as metadata
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from rlcompat.cli import app
+from rlcompat.doctor import environment
+from rlcompat.doctor.snapshot import Environment, Package, TorchBuild
+from doctor_fakes import H100, P40, FakeNvml
+
+CU130 = TorchBuild("2.11.0+cu130", "13.0", arches=("sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120", "compute_120"))
+
+
+def _machine(nvml, packages=(), torch=None, nvcc=None, env=None) -> Environment:
+    gpus, problem, total = environment.read_machine(nvml, env=env or {})
+    pkgs = {n: Package(n, v, f"/venv/site-packages/{n.replace('-', '_')}-{v}.dist-info/METADATA") for n, v in packages}
+    if torch is not None:
+        pkgs["torch"] = Package("torch", torch.version, f"/venv/site-packages/torch-{torch.version}.dist-info/METADATA")
+    return Environment(gpus=gpus, gpu_problem=problem, all_gpus=total, packages=pkgs, torch=torch, nvcc=nvcc,
+                       python="3.12.3 at /venv/bin/python")
+
+
+@pytest.fixture
+def doctor(monkeypatch, tmp_path):
+    """Run the doctor over a given machine: returns (exit code, stdout, stderr)."""
+    monkeypatch.chdir(tmp_path)  # no pyproject.toml with a target around
+
+    def run(machine: Environment, *args):
+        monkeypatch.setattr(environment, "collect", lambda *a, **k: machine)
+        result = CliRunner().invoke(app, ["doctor", *args], env={"NO_COLOR": "1"})
+        return result.exit_code, result.stdout, result.stderr
+
+    return run
+
+
+def test_no_gpu_says_so_in_one_line_and_exits_zero(doctor):
+    nvml = FakeNvml([], init_error=FakeNvml.NVMLError_LibraryNotFound("NVML Shared Library Not Found"))
+    code, out, _ = doctor(_machine(nvml, torch=CU130))
+    assert code == 0
+    assert out.count("\n") == 1 and out.startswith("rlcompat doctor: no GPU here") and "--target" in out
+
+
+def test_no_gpu_with_a_target_checks_the_stack(doctor):
+    nvml = FakeNvml([], init_error=FakeNvml.NVMLError_LibraryNotFound("NVML Shared Library Not Found"))
+    code, out, _ = doctor(_machine(nvml, torch=CU130, packages=[("flash-attn", "2.8.3")]), "--target", "sm61")
+    assert code == 1
+    assert "RLC501 torch-wheel-lacks-arch" in out and "no kernel image is available for execution on the device" in out
+    assert "pip install 'torch==2.11.0' --index-url https://download.pytorch.org/whl/cu126" in out
+    assert "RLC503 flash-attn-unsupported-gpu" in out and "pip uninstall -y flash-attn" in out
+    assert "installed at: /venv/site-packages/flash_attn-2.8.3.dist-info/METADATA" in out
+
+
+def test_h100_is_reported_and_auto_target_is_clean(doctor):
+    code, out, _ = doctor(_machine(FakeNvml([H100]), torch=CU130, packages=[("flash-attn", "2.8.3")], nvcc="13.0"))
+    assert code == 0, out
+    assert "GPU 0  NVIDIA H100 80GB HBM3  capability 9.0  79.6 GiB  GPU-1111aaaa" in out
+    assert "driver 580.159.04, CUDA driver API 13.0" in out
+    assert "Checked for sm90" in out and "from GPU 0 (NVIDIA H100 80GB HBM3)" in out
+    assert out.rstrip().splitlines()[-1].startswith("All clear")
+
+
+def test_h100_with_target_sm61_lists_what_would_fail_on_a_p40(doctor):
+    machine = _machine(FakeNvml([H100]), torch=CU130, nvcc="13.0",
+                       packages=[("flash-attn", "2.8.3"), ("vllm", "0.11.0"), ("verl", "0.9.1")])
+    code, out, _ = doctor(machine, "--target", "P40", "--output-format", "json")
+    assert code == 1
+    doc = json.loads(out)
+    assert doc["command"] == "doctor" and doc["target"] == {"name": "sm61", "capability": "6.1", "architecture": "Pascal", "from": "--target"}
+    assert doc["machine"]["gpus"][0]["capability"] == "9.0" and doc["machine"]["gpus"][0]["memory_bytes"] == H100[3]
+    codes = [f["code"] for f in doc["findings"]]
+    assert codes == ["RLC501", "RLC503", "RLC506", "RLC510", "RLC513", "RLC513"]
+    first = doc["findings"][0]
+    assert first["error_text"].startswith("torch.AcceleratorError: CUDA error: no kernel image")
+    assert first["remedy"] in first["message"] and first["path"].endswith("torch-2.11.0+cu130.dist-info/METADATA")
+    assert doc["summary"] == {"findings": 6, "errors": 6, "warnings": 0, "memory_fits": None}
+
+
+def test_json_without_gpu_or_target_is_a_document_with_no_target(doctor):
+    code, out, err = doctor(_machine(FakeNvml([])), "--output-format", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["target"] is None and doc["findings"] == [] and "no GPU" in doc["machine"]["gpu_problem"]
+    assert "no GPU here" in err
+
+
+def test_sarif_and_github_use_the_shared_formats(doctor):
+    machine = _machine(FakeNvml([P40]), torch=CU130)
+    code, out, _ = doctor(machine, "--output-format", "github")
+    assert code == 1 and out.startswith("::error file=/venv/site-packages/torch-2.11.0+cu130.dist-info/METADATA,line=1")
+    code, out, _ = doctor(machine, "--output-format", "sarif")
+    run = json.loads(out)["runs"][0]
+    assert [r["ruleId"] for r in run["results"]] == ["RLC501"]
+    assert any(r["id"] == "RLC501" for r in run["tool"]["driver"]["rules"])
+
+
+def test_p40_notes_the_last_driver_branch_and_auto_picks_the_lowest_gpu(doctor):
+    code, out, _ = doctor(_machine(FakeNvml([H100, P40]), torch=CU130))
+    assert "Checked for sm61" in out and "from GPU 1 (Tesla P40)" in out
+    assert "note: driver R580 is the last branch for Tesla P40" in out
+    assert code == 1
+
+
+def test_select_and_ignore(doctor):
+    machine = _machine(FakeNvml([P40]), torch=CU130, nvcc="13.0")
+    _, out, _ = doctor(machine, "--select", "RLC510")
+    assert "RLC510" in out and "RLC501" not in out
+    code, out, _ = doctor(machine, "--ignore", "RLC501,RLC510")
+    assert code == 0 and "All clear" in out
+
+
+def test_memory_check_uses_the_gpu_and_suggests_settings(doctor):
+    code, out, _ = doctor(_machine(FakeNvml([P40]), torch=TorchBuild("2.8.0+cu126", "12.6", arches=("sm_60",))),
+                          "--model-params", "0.5B", "--algo", "ppo", "--output-format", "json")
+    doc = json.loads(out)
+    mem = doc["memory"]
+    assert mem["dtype"] == "float32" and mem["card_bytes"] == 24 * 2**30 and mem["card_from"] == "GPU 0 (Tesla P40)"
+    assert mem["fits"] is True and mem["peak_bytes"] <= mem["budget_bytes"]
+    assert "critic.ppo_micro_batch_size_per_gpu=%d" % mem["micro_batch"] in mem["verl_overrides"]
+    assert code == 0
+
+
+def test_memory_check_that_does_not_fit_exits_one(doctor):
+    code, out, _ = doctor(_machine(FakeNvml([P40]), torch=TorchBuild("2.8.0+cu126", "12.6", arches=("sm_60",))),
+                          "--model-params", "7B")
+    assert code == 1 and "does not fit" in out and "trainer.n_gpus_per_node=" in out
+
+
+def test_memory_check_without_the_card_asks_for_its_memory(doctor):
+    code, out, _ = doctor(_machine(FakeNvml([H100]), torch=CU130), "--target", "sm61", "--model-params", "0.5B")
+    assert "pass --gpu-memory" in out and code == 1  # code 1: the cu130 torch fails on sm61
+    code, out, _ = doctor(_machine(FakeNvml([H100]), torch=CU130), "-t", "sm61", "--model-params", "lots")
+    assert code == 2 and "cannot read model size 'lots'" in out + _
+
+
+def test_bad_target_is_a_usage_error(doctor):
+    code, out, err = doctor(_machine(FakeNvml([])), "--target", "sm999")
+    assert code == 2 and "unknown target" in err
+
+
+def test_real_cli_on_this_machine(run_cli):
+    """The acceptance path on a machine without a GPU (CI, this box): one line and 0; with --target, the torch
+    build that is installed here is judged (a CPU-only build is RLC502)."""
+    code, out, err = run_cli("doctor")
+    if "no GPU here" not in out:
+        pytest.skip("this machine has a GPU")
+    assert code == 0 and out.count("\n") == 1
+    code, out, err = run_cli("doctor", "--target", "sm61", "--output-format", "json")
+    doc = json.loads(out)
+    try:
+        torch_version = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        torch_version = None
+    codes = {f["code"] for f in doc["findings"]}
+    if torch_version and torch_version.endswith("+cpu"):
+        assert "RLC502" in codes and doc["stack"]["torch"]["cuda"] is None
+    assert code == (1 if codes else 0)

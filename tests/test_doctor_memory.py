@@ -1,0 +1,104 @@
+"""The PPO/GRPO memory estimate: the documented formula, term by term, and the search for settings that fit."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlcompat.doctor import memory
+from rlcompat.doctor.memory import GIB, Plan, Shape
+
+
+@pytest.mark.parametrize("text,count", [("0.5B", 500_000_000), ("1.5b", 1_500_000_000), ("350M", 350_000_000),
+                                        ("494032768", 494_032_768), (" 7B ", 7_000_000_000)])
+def test_parse_params(text, count):
+    assert memory.parse_params(text) == count
+
+
+@pytest.mark.parametrize("text", ["", "big", "0B", "-1B", "1.5X"])
+def test_parse_params_rejects(text):
+    with pytest.raises(memory.MemoryInputError):
+        memory.parse_params(text)
+
+
+def test_parse_bytes():
+    assert memory.parse_bytes("24GiB") == 24 * GIB == memory.parse_bytes("24")
+    assert memory.parse_bytes("16GB") == 16 * 10**9
+    with pytest.raises(memory.MemoryInputError):
+        memory.parse_bytes("lots")
+
+
+def test_nearest_shape_keeps_the_requested_count():
+    s = memory.nearest_shape(memory.parse_params("0.5B"))
+    assert s.name == "Qwen2.5-0.5B" and s.params == 500_000_000
+    assert memory.nearest_shape(memory.parse_params("6B")).name == "Qwen2.5-7B"
+
+
+TINY = Shape("tiny", params=1000, hidden=8, layers=2, intermediate=16, vocab=10, kv_dim=4)
+
+
+def test_formula_term_by_term():
+    """Every term of the docstring formula, on numbers small enough to check by hand."""
+    e = memory.estimate(1000, algo="ppo", dtype="float32", gpus=1, seq_len=5, rollout="hf", shape=TINY,
+                        plan=Plan(micro_batch=2))
+    b, s, h, L, V, d = 2, 5, 8, 2, 10, 4
+    assert e.parts["actor weights (fp32)"] == 4000 and e.parts["actor AdamW moments (fp32)"] == 8000
+    assert e.parts["critic weights+gradients+AdamW (fp32)"] == 16000
+    activations = L * b * s * h * d + 17 * d * b * s * h
+    assert e.parts["actor activations (one micro-batch)"] == activations
+    assert e.parts["logits (one micro-batch)"] == 3 * b * s * V * 4
+    assert e.parts["rollout KV cache (HF generate)"] == 2 * L * b * s * 4 * d
+    assert e.phases["actor update"] == 16000 + activations + 3 * b * s * V * 4 + 16000 + 4000 + memory.CUDA_CONTEXT
+    assert e.peak == max(e.phases.values()) and e.fits is None
+
+
+def test_sharding_offload_and_algo_change_what_they_should():
+    base = dict(dtype="float32", seq_len=1024, rollout="hf", card_bytes=24 * GIB)
+    one = memory.estimate(500_000_000, **base)
+    two = memory.estimate(500_000_000, gpus=2, **base)
+    assert two.parts["actor weights (fp32)"] == one.parts["actor weights (fp32)"] // 2
+    grpo = memory.estimate(500_000_000, algo="grpo", **base)
+    assert "critic update" not in grpo.phases and grpo.peak < one.peak
+    offloaded = memory.estimate(500_000_000, plan=Plan(ref_param_offload=True, critic_param_offload=True,
+                                                       critic_optimizer_offload=True), **base)
+    assert offloaded.phases["actor update"] == one.phases["actor update"] - 16 * 500_000_000 // 1 - 4 * 500_000_000
+    bf16 = memory.estimate(500_000_000, **{**base, "dtype": "bfloat16"})
+    assert bf16.parts["actor activations (one micro-batch)"] * 2 == one.parts["actor activations (one micro-batch)"]
+
+
+def test_vllm_rollout_takes_its_fraction_of_the_card():
+    e = memory.estimate(500_000_000, rollout="vllm", card_bytes=80 * GIB, plan=Plan(rollout_memory_fraction=0.4))
+    assert e.parts["rollout (vllm, gpu_memory_utilization)"] == int(0.4 * 80 * GIB)
+
+
+def test_suggest_returns_defaults_when_they_fit_and_a_fitting_plan_otherwise():
+    est, changes = memory.suggest(500_000_000, dtype="bfloat16", rollout="hf", card_bytes=80 * GIB)
+    assert est.fits and changes == [] and est.plan == Plan()
+    est, changes = memory.suggest(500_000_000, dtype="float32", rollout="hf", card_bytes=24 * GIB)
+    assert est.fits and est.peak <= est.budget and changes
+    assert est.plan != Plan()
+
+
+def test_suggest_gives_up_honestly_and_counts_gpus():
+    kwargs = dict(dtype="float32", rollout="hf", card_bytes=24 * GIB)
+    est, _ = memory.suggest(7_000_000_000, **kwargs)
+    assert est.fits is False
+    needed = memory.gpus_needed(7_000_000_000, **kwargs)
+    assert needed is not None and needed > 1
+    assert memory.estimate(7_000_000_000, gpus=needed, plan=Plan(micro_batch=1, ref_param_offload=True,
+                           critic_param_offload=True, critic_optimizer_offload=True, actor_optimizer_offload=True,
+                           actor_param_offload=True), **kwargs).fits
+
+
+def test_overrides_are_verl_keys():
+    keys = Plan(micro_batch=2, actor_optimizer_offload=True, critic_param_offload=True).overrides("ppo", "vllm")
+    assert "actor_rollout_ref.actor.fsdp_config.optimizer_offload=True" in keys
+    assert "critic.fsdp.param_offload=True" in keys
+    assert "actor_rollout_ref.rollout.gpu_memory_utilization=0.50" in keys
+    assert not any(k.startswith("critic.") for k in Plan(critic_param_offload=True).overrides("grpo", "hf"))
+
+
+def test_unknown_algo_or_rollout():
+    with pytest.raises(memory.MemoryInputError):
+        memory.estimate(1000, algo="dpo")
+    with pytest.raises(memory.MemoryInputError):
+        memory.estimate(1000, rollout="trt")
