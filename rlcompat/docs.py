@@ -12,7 +12,8 @@ def rule_markdown(rule) -> str:
     lines += ["## What it does", "", rule.what, "", "## Why is this bad?", "", rule.why, ""]
     bad = rule.bad[0] if rule.bad else None
     if bad is not None:
-        lang = "python" if bad.path.endswith(".py") else ("yaml" if bad.path.endswith((".yaml", ".yml")) else "bash")
+        lang = {".py": "python", ".yaml": "yaml", ".yml": "yaml", ".toml": "toml"}.get(
+            bad.path[bad.path.rfind("."):], "bash")
         lines += ["## Example", "", f"On `{bad.target}`:", "", f"```{lang}", bad.code.rstrip("\n"), "```", ""]
         fixed = next((b for b in rule.bad if b.fixed is not None), None)
         if fixed is not None:

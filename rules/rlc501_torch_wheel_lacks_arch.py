@@ -4,8 +4,7 @@ from rlcompat.doctor import facts
 from rlcompat.doctor.rule import EnvironmentRule
 from rlcompat.rule import Bad, Good
 
-_P40_CU128 = '''
-[[gpu]]
+_P40_CU128 = '''[[gpu]]
 name = "Tesla P40"
 capability = "6.1"
 [torch]
@@ -38,6 +37,7 @@ class TorchWheelLacksArch(EnvironmentRule):
         "release where a fitting variant of it exists; reinstall torchvision/torchaudio from the same index."
     )
     sources = ("S1", "S29", "S30", "S31", "S32", "S34")
+    prevents = ("E1", "E2")
 
     bad = (
         Bad(_P40_CU128, path="env.toml"),

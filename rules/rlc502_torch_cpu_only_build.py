@@ -17,6 +17,7 @@ class TorchCpuOnlyBuild(EnvironmentRule):
     )
     fix_safety = "No autofix: install a CUDA wheel variant that ships the target (see RLC501 for which)."
     sources = ("S46", "S29", "S30")
+    prevents = ("X1",)
 
     bad = (
         Bad('[torch]\nversion = "2.13.0+cpu"\n', path="env.toml"),

@@ -25,6 +25,7 @@ class FlashAttnUnsupportedGpu(PackageRequirementRule):
         "flash_attn unconditionally then fails to import (`rlcompat scan`, RLC203, finds those imports)."
     )
     sources = ("S9", "S10", "S12")
+    prevents = ("E8", "E1")
     package_name = "flash-attn"
 
     bad = (

@@ -15,6 +15,7 @@ class FlashAttn3UnsupportedGpu(PackageRequirementRule):
     )
     fix_safety = "No autofix. Uninstalling is safe: without it transformers falls back to the implementation you select."
     sources = ("S9", "S13", "S15")
+    prevents = ("E10",)
     package_name = "flash-attn-3"
 
     bad = (Bad('[packages]\nflash_attn_3 = "3.0.0b1"\n', target="sm86", path="env.toml"),)

@@ -16,6 +16,7 @@ class FlashAttn4UnsupportedGpu(PackageRequirementRule):
     )
     fix_safety = "No autofix. Uninstalling is safe where the code falls back to SDPA."
     sources = ("S14",)
+    prevents = ("E12",)
     package_name = "flash-attn-4"
 
     bad = (Bad('[packages]\nflash-attn-4 = "4.0.0"\n', target="sm80", path="env.toml"),)

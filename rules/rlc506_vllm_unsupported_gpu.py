@@ -22,6 +22,7 @@ class VllmUnsupportedGpu(PackageRequirementRule):
         "uninstall vLLM; on 7.x pin a release that still supports the card and set the rollout dtype to float16."
     )
     sources = ("S6", "S7")
+    prevents = ("E1", "E4")
     package_name = "vllm"
 
     bad = (

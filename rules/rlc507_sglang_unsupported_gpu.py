@@ -16,6 +16,7 @@ class SglangUnsupportedGpu(PackageRequirementRule):
     )
     fix_safety = "No autofix: switch the rollout engine (verl: actor_rollout_ref.rollout.name=hf) or the GPU."
     sources = ("S35",)
+    prevents = ("E19", "E20")
     package_name = "sglang"
 
     bad = (

@@ -16,6 +16,7 @@ class LigerKernelPreAmpere(PackageRequirementRule):
     )
     fix_safety = "No autofix: keep `use_liger` off (verl's default) or uninstall the package."
     sources = ("S37", "S43")
+    prevents = ("E7",)
     severity = "warning"
     package_name = "liger-kernel"
 

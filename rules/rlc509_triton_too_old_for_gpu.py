@@ -23,6 +23,7 @@ class TritonTooOldForGpu(EnvironmentRule):
     )
     fix_safety = "No autofix: upgrade torch, which pins its Triton, or Triton alone."
     sources = ("S38",)
+    prevents = ("E16",)
 
     bad = (
         Bad('[packages]\ntriton = "3.2.0"\n', target="sm120", path="env.toml"),

@@ -21,6 +21,7 @@ class NvccCannotTargetGpu(EnvironmentRule):
     )
     fix_safety = "No autofix: install a CUDA 12.x toolkit (12.9 is the last for sm<75) and put it first on PATH."
     sources = ("S27", "S28", "S48")
+    prevents = ("X2",)
 
     bad = (
         Bad('nvcc = "13.0"\n', path="env.toml"),

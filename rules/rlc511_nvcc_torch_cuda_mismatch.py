@@ -17,6 +17,7 @@ class NvccTorchCudaMismatch(EnvironmentRule):
     )
     fix_safety = "No autofix: point CUDA_HOME at a toolkit of torch's major version before building."
     sources = ("S46",)
+    prevents = ("X3",)
     severity = "warning"
 
     bad = (Bad('nvcc = "13.0"\n[torch]\nversion = "2.8.0+cu126"\ncuda = "12.6"\narches = ["sm_60"]\n', path="env.toml"),)

@@ -25,6 +25,7 @@ class DriverTooOldForTorch(EnvironmentRule):
     )
     fix_safety = "No autofix: upgrade the driver, or install a torch variant for an older CUDA (cu126 needs 525+)."
     sources = ("S47", "S41")
+    prevents = ("X5",)
 
     bad = (Bad('[[gpu]]\nname = "Tesla P40"\ncapability = "6.1"\ndriver = "550.163.01"\n'
                '[torch]\nversion = "2.11.0+cu130"\ncuda = "13.0"\narches = ["sm_75"]\n', path="env.toml"),)

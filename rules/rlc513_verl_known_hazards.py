@@ -30,6 +30,7 @@ class VerlKnownHazards(EnvironmentRule):
         "with a safe fix (attention implementation, bf16 dtypes)."
     )
     sources = ("S40",)
+    prevents = ("X4", "E11", "E8")
 
     bad = (Bad('[packages]\nverl = "0.9.1"\n', path="env.toml"),)
     good = (

@@ -40,6 +40,7 @@ def test_bad_environment_is_reported(rule, example):
         assert isinstance(f, EnvFinding)
         assert f.target == target.name and f.fix is None
         assert f.error_id in facts.environment_facts()["errors"] and f.error_text.strip()
+        assert f.error_id in rule.prevents, f"{rule.code} reports {f.error_id}, not in its `prevents`"
         assert f.remedy and f.remedy in f.message
         assert f.path == ENVIRONMENT_PATH  # examples carry no METADATA path
 
@@ -60,6 +61,8 @@ def test_every_error_id_and_source_in_the_tables_resolves():
     referenced += [v["error"] for v in env["verl"]] + [t["error"] for t in env["triton_min_version"]]
     for error_id in filter(None, referenced):
         assert error_id in env["errors"], error_id
+    for rule in ENV_RULES:
+        assert rule.prevents and set(rule.prevents) <= set(env["errors"]), rule.code
     for variant in facts.wheel_variants():
         assert set(variant.sources) <= set(known)
         assert all(facts.parse_arch(a) for a in variant.arches), variant
@@ -73,3 +76,14 @@ def test_package_finding_points_at_the_distribution_metadata():
     [finding] = rule(resolve_target("sm61")).check(env)
     assert finding.path.endswith("flash_attn-2.8.3.dist-info/METADATA")
     assert finding.error_text == "RuntimeError: FlashAttention only supports Ampere GPUs or newer."
+
+
+def test_troubleshooting_page_is_up_to_date():
+    from pathlib import Path
+
+    from rlcompat.doctor.troubleshooting import markdown
+
+    page = Path(__file__).resolve().parents[1] / "docs" / "troubleshooting.md"
+    assert page.read_text(encoding="utf-8") == markdown(), "run: python -m rlcompat.doctor.troubleshooting > docs/troubleshooting.md"
+    for rule in ENV_RULES:
+        assert f"**{rule.code} {rule.name}**" in page.read_text(encoding="utf-8"), rule.code

@@ -51,10 +51,13 @@ def doctor_command(
     from rlcompat.targets import TargetError, resolve_target, target_for_capability
 
     settings = _settings(["."], config, select, ignore, None, False)
-    env = collect()
     spec = target or settings.target or "auto"
+    auto = spec.strip().lower() == "auto"
+    env = collect(stack=False) if auto else None  # without a GPU and a target, nothing else is worth reading
+    if env is None or env.gpus:
+        env = collect()
     try:
-        if spec.strip().lower() == "auto":
+        if auto:
             if not env.gpus:
                 _no_gpu(env, output_format, render, _emit)
                 raise typer.Exit(EXIT_CLEAN)
@@ -85,7 +88,7 @@ def doctor_command(
 
 
 def _no_gpu(env, output_format, render, emit) -> None:
-    line = (f"rlcompat doctor: no GPU here ({env.gpu_problem}); pass --target (e.g. --target sm61) to check the "
+    line = (f"rlcompat doctor: no GPU here: {env.gpu_problem}; pass --target (e.g. --target sm61) to check the "
             "installed stack for a card")
     if output_format is DoctorFormat.json:
         emit(render.json_text(render.DoctorResult(env, None, "")))

@@ -129,8 +129,12 @@ def read_machine(pynvml_module=None, env=None):
     return visible, None, len(gpus)
 
 
-def collect(pynvml_module=None, env=None) -> Environment:
+def collect(pynvml_module=None, env=None, stack: bool = True) -> Environment:
+    """The machine, and with `stack` the installed packages, torch's build and nvcc (seconds: torch is imported
+    in a child process)."""
     gpus, problem, total = read_machine(pynvml_module, env)
+    if not stack:
+        return Environment(gpus=gpus, gpu_problem=problem, all_gpus=total)
     packages = read_packages()
     nvcc_path = find_nvcc(env)
     torch_version = packages["torch"].version if "torch" in packages else None

@@ -8,6 +8,7 @@ Bad/Good examples describe an `Environment` in TOML (path "env.toml"); tests/tes
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from rlcompat.doctor import facts
 from rlcompat.doctor.snapshot import ENVIRONMENT_PATH, Environment, Package
@@ -29,6 +30,9 @@ class EnvFinding(Finding):
 
 class EnvironmentRule(Rule):
     languages = frozenset({"environment"})
+    # The error ids (rules/environment.toml [errors]) whose messages this rule's findings forestall; the
+    # troubleshooting page (docs/troubleshooting.md) is generated from them.
+    prevents: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def applies_to(cls, target) -> bool:

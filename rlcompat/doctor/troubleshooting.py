@@ -1,0 +1,68 @@
+"""docs/troubleshooting.md, generated: each well-known error message -> the doctor rule that forestalls it -> what
+to do. `python -m rlcompat.doctor.troubleshooting > docs/troubleshooting.md`; a test fails when the page is stale."""
+
+from __future__ import annotations
+
+import re
+
+from rlcompat.doctor import facts
+from rlcompat.doctor.checks import environment_rules
+from rlcompat.targets import sources
+
+
+def markdown() -> str:
+    errors = facts.environment_facts()["errors"]
+    rules = environment_rules()
+    table = sources()
+    out = ["# Troubleshooting: error messages and the doctor findings that prevent them", "",
+           "Generated from `rules/environment.toml` and the RLC5xx rules by "
+           "`python -m rlcompat.doctor.troubleshooting`; do not edit by hand.", "",
+           "Paste the message you got into your browser's find box. `rlcompat doctor` (on the machine) or "
+           "`rlcompat doctor --target sm61` (anywhere) reports the finding before the error happens; "
+           "`rlcompat rule CODE` explains a rule. `{...}` marks a part that varies.", ""]
+    for error_id, e in errors.items():
+        preventing = [r for r in rules if error_id in r.prevents]
+        if not preventing:
+            continue
+        out += [f"## {_heading(e['text'])}", "", "```text", e["text"], "```", ""]
+        if e.get("also"):
+            out += ["Also seen as:", "", "```text", e["also"], "```", ""]
+        if e.get("note"):
+            out += [f"Note: {e['note']}.", ""]
+        for r in preventing:
+            out.append(f"- **{r.code} {r.name}**: {r.title}.")
+            example = _example_finding(r, error_id)
+            if example is not None:
+                out.append(f"  What to do (for example, on {example.target}): {example.remedy}")
+        cited = sorted(set(e["sources"]), key=lambda s: int(s[1:]))
+        out += ["", "Sources: " + "; ".join(f"[{s}] {table[s]}" for s in cited), ""]
+    out += ["## Errors from code rather than the installation", "",
+            "bf16 dtypes, `attn_implementation=\"flash_attention_2\"`, unguarded `import flash_attn` and the other "
+            "hazards written in source or configs are found by `rlcompat scan PATH --target sm61` "
+            "(`rlcompat rules` lists those rules) and rewritten by `rlcompat fix`.", ""]
+    return "\n".join(out)
+
+
+def _example_finding(rule, error_id: str):
+    """The finding of the rule's own Bad example that names this error (its remedy is real output)."""
+    from rlcompat.doctor.snapshot import Environment
+    from rlcompat.targets import resolve_target
+
+    found = [f for b in rule.bad for f in rule(resolve_target(b.target)).check(Environment.from_toml(b.code))]
+    return next((f for f in found if f.error_id == error_id), found[0] if found else None)
+
+
+def _heading(text: str) -> str:
+    words = re.sub(r"\{[^}]*\}", "…", text).split()
+    heading = ""
+    for w in words:
+        if len(heading) + len(w) > 80:
+            return heading + " …"
+        heading = f"{heading} {w}".strip()
+    return heading
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.stdout.write(markdown())
