@@ -18,8 +18,9 @@ class VllmUnsupportedGpu(PackageRequirementRule):
         "capability of at least 8.0`) [S6], and bf16 is verl's default rollout dtype."
     )
     fix_safety = (
-        "No autofix. On cards below 7.0 use verl's Hugging Face rollout (actor_rollout_ref.rollout.name=hf) and "
-        "uninstall vLLM; on 7.x pin a release that still supports the card and set the rollout dtype to float16."
+        "No autofix. Below 7.0 no vLLM runs: roll out elsewhere or with transformers (verl 0.9.1's trainer has no "
+        "Hugging Face rollout engine, see RLC513); on 7.x pin a release that still supports the card and set the "
+        "rollout dtype to float16."
     )
     sources = ("S6", "S7")
     prevents = ("E1", "E4")
@@ -36,7 +37,7 @@ class VllmUnsupportedGpu(PackageRequirementRule):
 
     def remedy(self, pkg, failing):
         if failing:
-            return ("use the Hugging Face rollout (actor_rollout_ref.rollout.name=hf) and pip uninstall -y vllm, or "
-                    "train on a 7.5+ card")
+            return ("no vLLM release runs on this card: pip uninstall -y vllm and generate with transformers "
+                    "(as `rlcompat verify` does), or run the rollout on a 7.5+ card")
         return ("pin a vLLM that still supports the card (its docs for v0.14.0 list 7.0+) and set "
                 "actor_rollout_ref.rollout.dtype=float16")

@@ -14,7 +14,7 @@ class SglangUnsupportedGpu(PackageRequirementRule):
         "compiled for sm80+ only, so on a T4 it fails with `no kernel image is available` inside ops such as "
         "GemmaRMSNorm [S35]."
     )
-    fix_safety = "No autofix: switch the rollout engine (verl: actor_rollout_ref.rollout.name=hf) or the GPU."
+    fix_safety = "No autofix: switch the rollout engine (verl: actor_rollout_ref.rollout.name=vllm on 7.0+) or the GPU."
     sources = ("S35",)
     prevents = ("E19", "E20")
     package_name = "sglang"
@@ -26,4 +26,7 @@ class SglangUnsupportedGpu(PackageRequirementRule):
     good = (Good('[packages]\nsglang = "0.5.2"\n', target="sm80", path="env.toml"), Good("", path="env.toml"))
 
     def remedy(self, pkg, failing):
-        return "use another rollout engine (verl: actor_rollout_ref.rollout.name=hf) and pip uninstall -y sglang"
+        if failing:
+            return ("pip uninstall -y sglang; on 7.0+ use actor_rollout_ref.rollout.name=vllm with "
+                    "actor_rollout_ref.rollout.dtype=float16, below that generate with transformers")
+        return "use actor_rollout_ref.rollout.name=vllm with actor_rollout_ref.rollout.dtype=float16"

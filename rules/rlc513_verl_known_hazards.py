@@ -23,19 +23,25 @@ class VerlKnownHazards(EnvironmentRule):
         "verl's defaults are `attn_implementation=flash_attention_2`, bf16 actor/ref/rollout and "
         "`use_torch_compile=true` [S40]; config overrides fix most of them, but `load_valuehead_model` passes "
         "`attn_implementation=\"flash_attention_2\"` unconditionally (verl 0.9.1 `utils/model.py:649,674`), so PPO "
-        "with a critic fails on a card without flash-attn whatever the config says [S40]."
+        "with a critic fails on a card without flash-attn whatever the config says [S40][S51]. verl 0.9.1's trainer "
+        "also registers only the vLLM, SGLang and TensorRT-LLM rollout engines [S51], which need capability 7.0+ "
+        "[S7][S35], so below 7.0 `main_ppo` has no rollout engine at all."
     )
     fix_safety = (
         "No autofix here: `rlcompat scan` lists the places in verl's source and `rlcompat fix` rewrites the ones "
         "with a safe fix (attention implementation, bf16 dtypes)."
     )
-    sources = ("S40",)
-    prevents = ("X4", "E11", "E8")
+    sources = ("S40", "S51", "S7", "S35")
+    prevents = ("X4", "E11", "E8", "X6")
 
-    bad = (Bad('[packages]\nverl = "0.9.1"\n', path="env.toml"),)
+    bad = (
+        Bad('[packages]\nverl = "0.9.1"\n', path="env.toml"),
+        Bad('[packages]\nverl = "0.9.1"\nflash-attn = "2.8.3"\n', target="sm75", path="env.toml"),
+    )
     good = (
         Good('[packages]\nverl = "0.9.1"\n', target="sm80", path="env.toml"),
         Good('[packages]\nverl = "0.3.0"\n', path="env.toml"),
+        Good('[packages]\nverl = "0.9.1"\nflash-attn = "2.8.3"\n', target="sm90", path="env.toml"),
     )
 
     def check(self, env):
@@ -44,6 +50,12 @@ class VerlKnownHazards(EnvironmentRule):
             return []
         out = []
         for h in _hazards(pkg.version, self.target):
+            if h["hazard"] == "no-rollout-engine":
+                out.append(self.finding(
+                    f"verl {pkg.version} on {self.where()}: {h['what']}", package=pkg, error=h["error"], name="hf",
+                    remedy=("generate with transformers and drive verl's workers directly (as `rlcompat verify` "
+                            "does), or run the rollout on a 7.5+ card")))
+                continue
             out.append(self.finding(
                 f"verl {pkg.version} on {self.where()}: {h['what']}", package=pkg,
                 error=h.get("error_with_flash_attn", h["error"]) if env.package("flash-attn") else h["error"],

@@ -73,11 +73,11 @@ def test_h100_with_target_sm61_lists_what_would_fail_on_a_p40(doctor):
     assert doc["command"] == "doctor" and doc["target"] == {"name": "sm61", "capability": "6.1", "architecture": "Pascal", "from": "--target"}
     assert doc["machine"]["gpus"][0]["capability"] == "9.0" and doc["machine"]["gpus"][0]["memory_bytes"] == H100[3]
     codes = [f["code"] for f in doc["findings"]]
-    assert codes == ["RLC501", "RLC503", "RLC506", "RLC510", "RLC513", "RLC513"]
+    assert codes == ["RLC501", "RLC503", "RLC506", "RLC510", "RLC513", "RLC513", "RLC513"]
     first = doc["findings"][0]
     assert first["error_text"].startswith("torch.AcceleratorError: CUDA error: no kernel image")
     assert first["remedy"] in first["message"] and first["path"].endswith("torch-2.11.0+cu130.dist-info/METADATA")
-    assert doc["summary"] == {"findings": 6, "errors": 6, "warnings": 0, "memory_fits": None}
+    assert doc["summary"] == {"findings": 7, "errors": 7, "warnings": 0, "memory_fits": None}
 
 
 def test_json_without_gpu_or_target_is_a_document_with_no_target(doctor):

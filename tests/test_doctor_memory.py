@@ -95,6 +95,10 @@ def test_overrides_are_verl_keys():
     assert "critic.fsdp.param_offload=True" in keys
     assert "actor_rollout_ref.rollout.gpu_memory_utilization=0.50" in keys
     assert not any(k.startswith("critic.") for k in Plan(critic_param_offload=True).overrides("grpo", "hf"))
+    fp32 = Plan().overrides("ppo", "hf", "float32")
+    assert "critic.fsdp.dtype=float32" in fp32 and not any("rollout.name" in k for k in fp32)  # verl has no hf engine
+    assert "actor_rollout_ref.rollout.name=vllm" in Plan().overrides("ppo", "vllm")
+    assert not any("dtype" in k for k in Plan().overrides("ppo", "vllm", "bfloat16"))
 
 
 def test_unknown_algo_or_rollout():

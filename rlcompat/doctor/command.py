@@ -144,4 +144,4 @@ def _memory(result, model_params, algo, gpu_memory, gpus, seq_len, micro_batch, 
     except memory.MemoryInputError as exc:
         raise fail(str(exc))
     needed = memory.gpus_needed(params, **kwargs) if est.fits is False else None
-    result.memory = MemoryCheck(est, changes, est.plan.overrides(algo, engine), needed, card_from)
+    result.memory = MemoryCheck(est, changes, est.plan.overrides(algo, engine, est.dtype), needed, card_from)

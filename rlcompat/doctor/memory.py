@@ -91,9 +91,13 @@ class Plan:
     ref_param_offload: bool = False
     rollout_memory_fraction: float = 0.5  # actor_rollout_ref.rollout.gpu_memory_utilization (verl's default)
 
-    def overrides(self, algo: str, rollout: str) -> list[str]:
-        """The verl command-line overrides that realise this plan."""
-        out = [f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={self.micro_batch}",
+    def overrides(self, algo: str, rollout: str, dtype: str = "bfloat16") -> list[str]:
+        """The verl (0.9.1 key names) command-line overrides that realise this plan for a compute dtype."""
+        out = [f"actor_rollout_ref.rollout.name={rollout}"] if rollout != "hf" else []
+        if dtype != "bfloat16":  # verl's default mixed-precision and rollout dtype
+            out += [f"actor_rollout_ref.actor.fsdp_config.dtype={dtype}", f"actor_rollout_ref.ref.fsdp_config.dtype={dtype}",
+                    f"actor_rollout_ref.rollout.dtype={dtype}"] + ([f"critic.fsdp.dtype={dtype}"] if algo == "ppo" else [])
+        out += [f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={self.micro_batch}",
                f"actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu={self.micro_batch}",
                f"actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu={self.micro_batch}"]
         if algo == "ppo":
