@@ -40,7 +40,7 @@ def doctor_command(
     select: Annotated[Optional[List[str]], typer.Option("--select", help="Only these codes or prefixes (RLC5).")] = None,
     ignore: Annotated[Optional[List[str]], typer.Option("--ignore", help="Skip these codes or prefixes.")] = None,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when problems are found.")] = False,
-    config: Annotated[Optional[str], typer.Option("--config", help="A pyproject.toml to read [tool.rlcompat] from.")] = None,
+    config: Annotated[Optional[str], typer.Option("--config", help="A pyproject.toml to read \\[tool.rlcompat] from.")] = None,
 ) -> None:
     """Check this machine's GPUs and installed stack (torch build, flash-attn, vLLM, SGLang, nvcc, driver, verl)
     against the target GPU; optionally estimate whether PPO/GRPO fits in its memory."""
