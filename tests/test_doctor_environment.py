@@ -104,10 +104,18 @@ def test_nvcc_version_and_discovery(tmp_path):
 
 
 def test_doctor_imports_neither_torch_nor_verl():
-    code = ("import sys\nfrom rlcompat.cli import app\nfrom rlcompat.doctor import checks, environment, memory, render\n"
-            "checks.environment_rules()\nbad = [m for m in ('torch', 'verl', 'transformers') if m in sys.modules]\n"
-            "assert not bad, bad\n")
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    """A whole doctor run (stack, rules, memory estimate): torch is asked in a child process, never imported here."""
+    code = (
+        "import sys, json\n"
+        "from rlcompat.cli import main\n"
+        "sys.argv = ['rlcompat', 'doctor', '--target', 'sm61', '--model-params', '0.5B', '--output-format', 'json']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'verl', 'transformers', 'triton'))\n"
+        "print(json.dumps(heavy), file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
+    assert json.loads(proc.stdout)["target"]["name"] == "sm61"
+    assert json.loads(proc.stderr.strip().splitlines()[-1]) == []
 
 
 def test_snapshot_from_toml():
