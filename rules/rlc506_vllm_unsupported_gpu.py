@@ -9,8 +9,8 @@ class VllmUnsupportedGpu(PackageRequirementRule):
     name = "vllm-unsupported-gpu"
     title = "vLLM is installed for rollout on a GPU it does not support"
     what = (
-        "Reports an installed `vllm` below compute capability 7.0 (error: no vLLM release supports it) and from "
-        "7.0 to 7.4 (warning: supported up to v0.14.0, while current docs require 7.5)."
+        "Reports an installed `vllm` below compute capability 7.0 (error: no vLLM release supports it) and, for "
+        "releases after v0.14.0, from 7.0 to 7.4 (warning: documented for 7.0+ up to v0.14.0, 7.5+ since)."
     )
     why = (
         "vLLM's installation docs require capability 7.0+ up to v0.14.0 and 7.5+ since [S7]; its kernels are not "
@@ -32,6 +32,7 @@ class VllmUnsupportedGpu(PackageRequirementRule):
     )
     good = (
         Good('[packages]\nvllm = "0.11.0"\n', target="sm75", path="env.toml"),
+        Good('[packages]\nvllm = "0.14.0"\n', target="sm70", path="env.toml"),
         Good('[packages]\nsglang = "0.5.2"\n', target="sm90", path="env.toml"),
     )
 

@@ -99,11 +99,11 @@ class PackageRequirementRule(EnvironmentRule):
         req, cc = self.requirement(), self.target.capability
         if below(cc, req.get("min_capability")):
             failing, need, error, severity = True, req["min_capability"], req["error"], "error"
-        elif below(cc, req.get("warn_below")):
+        elif below(cc, req.get("warn_below")) and facts.release(pkg.version) > facts.release(req.get("warn_after_version", "0")):
             failing, need, error, severity = False, req["warn_below"], req.get("warn_error", req.get("error", "")), "warning"
         else:
             return []
-        verb = "cannot run" if failing else "runs only in part"
+        verb = "cannot run" if failing else "is only partly supported"
         message = f"{pkg.name} {pkg.version} is installed but {verb} on {self.where()}: {req['why']} (needs {need}+)"
         return [self.finding(message, error=error, remedy=self.remedy(pkg, failing), package=pkg, severity=severity,
                              gpu=self.target.gpus[0], cc=self.target.capability_text)]
