@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from rlcompat.cli import app
 from rlcompat.doctor import environment
 from rlcompat.doctor.snapshot import Environment, Package, TorchBuild
-from doctor_fakes import H100, P40, FakeNvml
+from tests.doctor_fakes import H100, P40, FakeNvml
 
 CU130 = TorchBuild("2.11.0+cu130", "13.0", arches=("sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120", "compute_120"))
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from rlcompat.doctor import environment
-from doctor_fakes import H100, P40, FakeNvml
+from tests.doctor_fakes import H100, P40, FakeNvml
 from rlcompat.doctor.snapshot import Environment
 
 
