@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import importlib.metadata as metadata
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -147,15 +150,27 @@ def test_bad_target_is_a_usage_error(doctor):
     assert code == 2 and "unknown target" in err
 
 
-def test_real_cli_on_this_machine(run_cli):
-    """The acceptance path on a machine without a GPU (CI, this box): one line and 0; with --target, the torch
-    build that is installed here is judged (a CPU-only build is RLC502)."""
+def test_real_doctor_on_this_machine(run_cli):
+    """The acceptance path on a machine without a GPU (CI, this box): one line and exit 0; with --target, the torch
+    build installed here is judged (a CPU-only build is RLC502), in a process that never imports torch or verl
+    (one run: the torch probe is the slow part)."""
     code, out, err = run_cli("doctor")
     if "no GPU here" not in out:
         pytest.skip("this machine has a GPU")
     assert code == 0 and out.count("\n") == 1
-    code, out, err = run_cli("doctor", "--target", "sm61", "--output-format", "json")
-    doc = json.loads(out)
+    script = (
+        "import sys, json\n"
+        "from rlcompat.cli import main\n"
+        "sys.argv = ['rlcompat', 'doctor', '--target', 'sm61', '--model-params', '0.5B', '--output-format', 'json']\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    print(json.dumps({'exit': exc.code}), file=sys.stderr)\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'verl', 'transformers', 'triton'))\n"
+        "print(json.dumps(heavy), file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "NO_COLOR": "1"})
+    doc = json.loads(proc.stdout)
+    *_, exit_line, heavy_line = proc.stderr.strip().splitlines()
+    assert json.loads(heavy_line) == [], "doctor imported a heavy package"
     try:
         torch_version = metadata.version("torch")
     except metadata.PackageNotFoundError:
@@ -163,4 +178,5 @@ def test_real_cli_on_this_machine(run_cli):
     codes = {f["code"] for f in doc["findings"]}
     if torch_version and torch_version.endswith("+cpu"):
         assert "RLC502" in codes and doc["stack"]["torch"]["cuda"] is None
-    assert code == (1 if codes else 0)
+    assert doc["memory"]["shape"] == "Qwen2.5-0.5B" and doc["memory"]["dtype"] == "float32"
+    assert json.loads(exit_line)["exit"] == (1 if codes else 0)
