@@ -44,6 +44,10 @@ class VerlKnownHazards(EnvironmentRule):
         Good('[packages]\nverl = "0.9.1"\nflash-attn = "2.8.3"\n', target="sm90", path="env.toml"),
     )
 
+    @classmethod
+    def applies_to(cls, target) -> bool:
+        return any(below(target.capability, h["min_capability_ok"]) for h in facts.environment_facts()["verl"])
+
     def check(self, env):
         pkg = env.package("verl")
         if pkg is None:
