@@ -23,15 +23,15 @@ class VerlKnownHazards(EnvironmentRule):
         "verl's defaults are `attn_implementation=flash_attention_2`, bf16 actor/ref/rollout and "
         "`use_torch_compile=true` [S40]; config overrides fix most of them, but `load_valuehead_model` passes "
         "`attn_implementation=\"flash_attention_2\"` unconditionally (verl 0.9.1 `utils/model.py:649,674`), so PPO "
-        "with a critic fails on a card without flash-attn whatever the config says [S40][S51]. verl 0.9.1's trainer "
-        "also registers only the vLLM, SGLang and TensorRT-LLM rollout engines [S51], which need capability 7.0+ "
+        "with a critic fails on a card without flash-attn whatever the config says [S40][S50]. verl 0.9.1's trainer "
+        "also registers only the vLLM, SGLang and TensorRT-LLM rollout engines [S50], which need capability 7.0+ "
         "[S7][S35], so below 7.0 `main_ppo` has no rollout engine at all."
     )
     fix_safety = (
         "No autofix here: `rlcompat scan` lists the places in verl's source and `rlcompat fix` rewrites the ones "
         "with a safe fix (attention implementation, bf16 dtypes)."
     )
-    sources = ("S40", "S51", "S7", "S35")
+    sources = ("S40", "S50", "S7", "S35")
     prevents = ("X4", "E11", "E8", "X6")
 
     bad = (

@@ -43,7 +43,7 @@ def test_formula_term_by_term():
     b, s, h, L, V, d = 2, 5, 8, 2, 10, 4
     assert e.parts["actor weights (fp32)"] == 4000 and e.parts["actor AdamW moments (fp32)"] == 8000
     assert e.parts["critic weights+gradients+AdamW (fp32)"] == 16000
-    activations = L * b * s * h * d + 17 * d * b * s * h
+    activations = L * b * s * h * d + (8.5 * h + 4 * 16) * b * s * d
     assert e.parts["actor activations (one micro-batch)"] == activations
     assert e.parts["logits (one micro-batch)"] == 3 * b * s * V * 4
     assert e.parts["rollout KV cache (HF generate)"] == 2 * L * b * s * 4 * d

@@ -5,8 +5,10 @@ Per GPU, with P parameters sharded over G GPUs by FSDP (verl keeps fp32 master w
     trained model (actor, critic): weights 4P/G + gradients 4P/G + AdamW moments 8P/G
     reference model:               weights 4P/G (forward only)
     activations, one micro-batch b of s tokens, L layers, hidden h, vocabulary V, compute dtype of d bytes:
-        gradient checkpointing on:  L*b*s*h*d (saved layer inputs) + 17*d*b*s*h (one layer recomputed) [S50]
-        off:                        L * 17*d*b*s*h
+        one layer saves A = b*s*(8.5*h + 4*i)*d for backward (i the MLP width; measured with SDPA attention by
+        bench/activation_bytes.py: eager attention adds the attention scores)
+        gradient checkpointing on:  L*b*s*h*d (saved layer inputs) + A (one layer recomputed)
+        off:                        L * A
         logits (actor, ref only):   3 * b*s*V * 4 (fp32 logits, log-softmax, its gradient)
     rollout: vLLM/SGLang take gpu_memory_utilization * card memory; Hugging Face generate takes a KV cache of
         2*L*b*s*kv_dim*d plus the logits of one step
@@ -154,7 +156,7 @@ def estimate(params: int, *, algo: str = "ppo", dtype: str = "float32", gpus: in
     d, P, G = DTYPE_BYTES[dtype], params, max(1, gpus)
     b, s, h, L = plan.micro_batch, seq_len, shape.hidden, shape.layers
     weights, grads, moments = 4 * P // G, 4 * P // G, 8 * P // G
-    layer = 17 * d * b * s * h  # one layer's activations (34 bytes per element at 2-byte activations) [S50]
+    layer = (17 * h + 8 * shape.intermediate) * b * s * d // 2  # one layer, saved for backward (bench/activation_bytes.py)
     activations = (L * b * s * h * d + layer) if plan.gradient_checkpointing else L * layer
     logits = 3 * b * s * shape.vocab * 4
     parts = {
