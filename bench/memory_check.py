@@ -6,7 +6,7 @@ with torch's allocator statistics (torch.cuda.max_memory_allocated, CUDA context
   2. trained state:      after one AdamW step: weights + gradients + moments
   3. actor update peak:  one micro-batch forward (fp32 logits, log-probs and entropy as verl computes them),
                          backward and AdamW step, gradient checkpointing on
-  4. reference forward:  a second copy under no_grad, one micro-batch, log-probs only
+  4. reference forward:  a second copy under no_grad, one micro-batch, log-probs only (above what is resident)
 and compares each with rlcompat.doctor.memory.estimate() for the same shape, micro-batch and sequence length.
 
 usage (on the device machine; torch and transformers come with its image):
@@ -111,7 +111,6 @@ def main() -> int:
     train_step()  # the first step creates the AdamW moments
     measured["trained state"] = allocated()
     reset()
-    base = allocated()
     train_step()
     measured["actor update peak"] = peak_since_reset()
     del optim
@@ -122,7 +121,8 @@ def main() -> int:
     before_ref_forward = allocated()
     with torch.no_grad(), torch.autocast(dev.type, dtype=dtype, enabled=dtype != torch.float32):
         out = ref(input_ids=ids, attention_mask=mask)
-        logprobs_and_entropy(out.logits[:, :-1], ids[:, 1:])
+        # verl's reference pass: log-probs of the chosen tokens, no entropy.
+        torch.log_softmax(out.logits[:, :-1].float(), dim=-1).gather(-1, ids[:, 1:].unsqueeze(-1))
     measured["reference forward peak (above resident)"] = peak_since_reset() - before_ref_forward
 
     est = memory.estimate(params, algo="grpo", dtype=args.dtype, gpus=1, seq_len=s, rollout="hf", use_ref=False,
@@ -133,9 +133,8 @@ def main() -> int:
         "weights": w,
         "trained state": w + p["actor gradients (fp32)"] + p["actor AdamW moments (fp32)"],
         "actor update peak": est.phases["actor update"] - memory.CUDA_CONTEXT,
-        "reference forward peak (above resident)": p["logits (one micro-batch)"] // 3 + p["actor activations (one micro-batch)"],
+        "reference forward peak (above resident)": 2 * p["logits (one micro-batch)"] // 3,
     }
-    del base
     print(f"{shape.name}: {params:,} parameters, micro-batch {b} x {s} tokens, compute {args.dtype}, on "
           f"{torch.cuda.get_device_name(dev) if cuda else 'cpu (no figures)'}, torch {torch.__version__}")
     print(f"{'':42} {'measured':>10} {'estimated':>10} {'ratio':>7}")

@@ -193,7 +193,8 @@ def estimate(params: int, *, algo: str = "ppo", dtype: str = "float32", gpus: in
     if algo == "ppo":
         phases["critic update"] = critic_all + activations + actor_res + ref_res
     if use_ref:
-        phases["reference log-probs"] = ref_all + logits // 3 + actor_res + critic_res
+        # Forward only, no entropy: the fp32 logits and their log-softmax.
+        phases["reference log-probs"] = ref_all + 2 * logits // 3 + actor_res + critic_res
     phases = {k: v + CUDA_CONTEXT for k, v in phases.items()}
     return Estimate(shape, algo, dtype, rollout, G, s, card_bytes, plan, parts, phases)
 
