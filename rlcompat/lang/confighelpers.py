@@ -1,0 +1,65 @@
+"""Questions config rules ask again and again: is this value bf16, which dtype replaces it, set-or-add a key."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from rlcompat.lang.settings import ConfigContext, ConfigView, Setting
+from rlcompat.model import FixSafety
+
+BF16_SPELLINGS = {"bf16": ("fp32", "fp16"), "bfloat16": ("float32", "float16"), "torch.bfloat16": ("torch.float32", "torch.float16")}
+
+
+def is_bf16(value: str | None) -> bool:
+    return value is not None and value.strip().lower() in BF16_SPELLINGS
+
+
+def dtype_replacement(target, value: str) -> tuple[str, FixSafety]:
+    """What replaces a bf16 spelling on `target`, in the same spelling family, and whether that is safe."""
+    fp32, fp16 = BF16_SPELLINGS.get(value.strip().lower(), ("float32", "float16"))
+    if target.training_dtype == "float16":
+        return fp16, FixSafety.UNSAFE
+    return fp32, FixSafety.SAFE
+
+
+def where(setting: Setting) -> str:
+    return f" (from {setting.via})" if setting.via else ""
+
+
+def critic_trained(view: ConfigView) -> bool:
+    """verl trains a critic for GAE, the default advantage estimator."""
+    estimator = view.get("algorithm.adv_estimator")
+    return estimator is None or estimator.value in (None, "gae")
+
+
+def rollout_engine(view: ConfigView) -> str | None:
+    setting = view.get("actor_rollout_ref.rollout.name")
+    return setting.value if setting is not None else None
+
+
+def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Callable[[str], bool],
+               new_value: Callable[[str], tuple[str, FixSafety]], describe: Callable[[str, str, str], str],
+               roles: tuple[str, ...] = ("actor", "ref", "critic")) -> None:
+    """Report a known verl setting whose value (set, or left at verl's default) is bad on the target.
+
+    Set in the file: the value is rewritten in place. Left at the default in a launch script: the override is
+    added. `describe(key, value, origin)` words the finding; `origin` says where the value came from.
+    """
+    for known in ctx.verl.by_id(setting_id):
+        if known.role not in roles or (known.role == "critic" and not critic_trained(view)):
+            continue
+        setting = view.get(known.key)
+        if setting is not None:
+            if setting.value is None or not is_bad(setting.value):
+                continue
+            value, safety = new_value(setting.value)
+            message = describe(view.full_key(setting) if view.kind == "yaml" else known.key, setting.value, where(setting))
+            ctx.report(setting.key_span, message, [setting.rewrite(value)], safety, f"set it to {value}")
+        elif view.kind == "command" and view.is_verl and view.can_add and is_bad(known.default):
+            if any(view.get(alias) is not None for alias in ctx.verl.dead_aliases_of(known.key)):
+                continue  # the dead-key rule renames the user's key to this one: adding it too would duplicate it
+            value, safety = new_value(known.default)
+            origin = f" (not set here, so {ctx.verl.label} uses its default, {known.proof.split(' (')[0]})"
+            message = describe(known.key, known.default, origin)
+            ctx.report(view.anchor, message, [view.add(known.add_prefix + known.key, value)], safety,
+                       f"add {known.add_prefix}{known.key}={value}")
