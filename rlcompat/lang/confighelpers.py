@@ -7,6 +7,7 @@ from typing import Callable
 from rlcompat.lang.settings import ConfigContext, ConfigView, Setting
 from rlcompat.model import FixSafety
 
+TRUE_WORDS = {"true", "yes", "on", "1"}
 BF16_SPELLINGS = {"bf16": ("fp32", "fp16"), "bfloat16": ("float32", "float16"), "torch.bfloat16": ("torch.float32", "torch.float16")}
 
 
@@ -38,7 +39,7 @@ def rollout_engine(view: ConfigView) -> str | None:
 
 
 def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Callable[[str], bool],
-               new_value: Callable[[str], tuple[str, FixSafety]], describe: Callable[[str, str, str], str],
+               new_value: Callable[[str], tuple[str | bool, FixSafety]], describe: Callable[[str, str, str], str],
                roles: tuple[str, ...] = ("actor", "ref", "critic")) -> None:
     """Report a known verl setting whose value (set, or left at verl's default) is bad on the target.
 
@@ -59,6 +60,7 @@ def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Ca
             if any(view.get(alias) is not None for alias in ctx.verl.dead_aliases_of(known.key)):
                 continue  # the dead-key rule renames the user's key to this one: adding it too would duplicate it
             value, safety = new_value(known.default)
+            value = value if isinstance(value, str) else str(value)  # Hydra spells booleans True/False
             origin = f" (not set here, so {ctx.verl.label} uses its default, {known.proof.split(' (')[0]})"
             message = describe(known.key, known.default, origin)
             ctx.report(view.anchor, message, [view.add(known.add_prefix + known.key, value)], safety,

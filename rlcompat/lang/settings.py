@@ -132,8 +132,9 @@ class _Pending:
 class ConfigContext:
     """What a rule sees: the target, verl's knowledge for the scanned version, and `report`."""
 
-    def __init__(self, target, path: str, knowledge) -> None:
+    def __init__(self, target, path: str, knowledge, source_text: str = "") -> None:
         self.target = target
+        self.source_text = source_text
         self.path = path
         self.verl = knowledge
         self.pending: list[_Pending] = []
@@ -150,7 +151,7 @@ class ConfigContext:
 def run_rules(views: Sequence[ConfigView], text: str, path: str, rules: Sequence[ConfigRule], target) -> list[Finding]:
     from rlcompat.verl_knowledge import knowledge_for
 
-    ctx = ConfigContext(target, path, knowledge_for(path))
+    ctx = ConfigContext(target, path, knowledge_for(path), text)
     for view in views:
         for rule in rules:
             ctx._rule = rule

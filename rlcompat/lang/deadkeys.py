@@ -1,0 +1,30 @@
+"""Keys that look like switches but that the scanned verl version never reads (rules/verl/<version>.toml `[[dead]]`)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from rlcompat.lang.settings import ConfigContext, ConfigView
+from rlcompat.model import Edit, FixSafety
+
+
+def report_dead_keys(view: ConfigView, ctx: ConfigContext, suffix: str, value_map: Callable[[str], str]) -> None:
+    """Report every dead key ending in `suffix`; in a script, rename it to the live key (with the mapped value)."""
+    for dead in ctx.verl.dead.values():
+        if not dead.key.endswith(suffix):
+            continue
+        setting = view.get(dead.key)
+        if setting is None:
+            continue
+        message = (f"{dead.key} does nothing in {ctx.verl.label} for the FSDP engine ({dead.why}); "
+                   f"use {dead.add_prefix}{dead.use} instead")
+        live_set = view.get(dead.use) is not None
+        if view.kind == "command" and setting.word_span is not None and setting.value is not None and not live_set:
+            value = value_map(setting.value)
+            start = setting.key_span.start - len(setting.prefix)
+            edits = [Edit(start, setting.key_span.end, dead.add_prefix + dead.use)]
+            if value != setting.value:
+                edits.append(setting.rewrite(value))
+            ctx.report(setting.key_span, message, edits, FixSafety.SAFE, f"set {dead.use} instead")
+        else:
+            ctx.report(setting.key_span, message)
