@@ -33,6 +33,24 @@ def critic_trained(view: ConfigView) -> bool:
     return estimator is None or estimator.value in (None, "gae")
 
 
+FSDP_ONLY = {"param-dtype", "torch-compile"}
+ROLE_STRATEGY = {"actor": "actor_rollout_ref.actor.strategy", "ref": "actor_rollout_ref.ref.strategy",
+                 "critic": "critic.strategy"}
+
+
+def training_engine(view: ConfigView, role: str = "actor") -> str:
+    """The training engine of a role: `fsdp` (verl's default), `megatron`, `torchtitan`, ..."""
+    for key in (ROLE_STRATEGY.get(role, ""), ROLE_STRATEGY["actor"]):
+        setting = view.get(key) if key else None
+        if setting is not None and setting.value and "${" not in setting.value and setting.value != "???":
+            return "fsdp" if setting.value.startswith("fsdp") else setting.value
+    words = " ".join(view.command_words)
+    for engine in ("megatron", "torchtitan", "veomni"):
+        if f"ppo_{engine}_trainer" in words:
+            return engine
+    return "fsdp"
+
+
 def rollout_engine(view: ConfigView) -> str | None:
     setting = view.get("actor_rollout_ref.rollout.name")
     return setting.value if setting is not None else None
@@ -48,6 +66,8 @@ def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Ca
     """
     for known in ctx.verl.by_id(setting_id):
         if known.role not in roles or (known.role == "critic" and not critic_trained(view)):
+            continue
+        if setting_id in FSDP_ONLY and training_engine(view, known.role) != "fsdp":
             continue
         setting = view.get(known.key)
         if setting is not None:

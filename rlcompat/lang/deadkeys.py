@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from rlcompat.lang.confighelpers import training_engine
 from rlcompat.lang.settings import ConfigContext, ConfigView
 from rlcompat.model import Edit, FixSafety
 
@@ -14,7 +15,8 @@ def report_dead_keys(view: ConfigView, ctx: ConfigContext, suffix: str, value_ma
         if not dead.key.endswith(suffix):
             continue
         setting = view.get(dead.key)
-        if setting is None:
+        role = "critic" if dead.key.startswith("critic.") else dead.key.split(".")[1]
+        if setting is None or training_engine(view, role) != "fsdp":
             continue
         message = (f"{dead.key} does nothing in {ctx.verl.label} for the FSDP engine ({dead.why}); "
                    f"use {dead.add_prefix}{dead.use} instead")

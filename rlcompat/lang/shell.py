@@ -101,6 +101,7 @@ def _logical_line_starts(text: str) -> list[int]:
     starts = [0]
     i, n = 0, len(text)
     quote: str | None = None
+    quote_start = 0
     pending_heredocs: list[tuple[str, bool]] = []  # (delimiter, strip leading tabs)
     at_word_start = True
     while i < n:
@@ -123,7 +124,7 @@ def _logical_line_starts(text: str) -> list[int]:
             at_word_start = False
             continue
         if ch in "'\"":
-            quote = ch
+            quote, quote_start = ch, i
             at_word_start = False
             i += 1
             continue
@@ -155,7 +156,7 @@ def _logical_line_starts(text: str) -> list[int]:
         at_word_start = ch in " \t;&|()"
         i += 1
     if quote is not None:
-        raise ShellSyntaxError(f"unterminated {quote} quote", starts[-1])
+        raise ShellSyntaxError(f"unterminated {quote} quote", quote_start)
     if starts[-1] != n:
         starts.append(n)
     return starts
