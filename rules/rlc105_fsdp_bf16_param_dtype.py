@@ -23,14 +23,14 @@ class FsdpBf16ParamDtype(ConfigRule):
     )
     fix_safety = (
         "`fp32` (sm5x, sm6x) is safe. `fp16` (sm70, sm75) is unsafe: a smaller range, and verl then needs loss scaling. "
-        "In a script the override is added with `+`, since `mixed_precision` is not in verl's YAML tree."
+        "In a script the override is added with `++` (add, or override a custom config's value), since `mixed_precision` is not in verl's YAML tree."
     )
     triggers = ("verl.", "param_dtype")
     sources = ("S1", "S5", "S46")
 
     bad = (
         Bad(CMD.format(extra=""), path="run.sh",
-            fixed=CMD.format(extra="").replace("=1\n", "=1 \\\n    +" + KEY.format(role="actor") + "=fp32 \\\n    +"
+            fixed=CMD.format(extra="").replace("=1\n", "=1 \\\n    ++" + KEY.format(role="actor") + "=fp32 \\\n    ++"
                                                 + KEY.format(role="ref") + "=fp32\n")),
         Bad(CMD.format(extra="+" + KEY.format(role="actor") + "=bf16 \\\n    +" + KEY.format(role="ref") + "=fp32 \\\n    "),
             path="run.sh", target="sm75", unsafe=True,

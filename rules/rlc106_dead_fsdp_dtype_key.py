@@ -21,7 +21,7 @@ class DeadFsdpDtypeKey(ConfigRule):
         "compute capability < 8.0 only emulates [S1]."
     )
     fix_safety = (
-        "In a script the override is renamed to `+...fsdp_config.mixed_precision.param_dtype` with the user's value "
+        "In a script the override is renamed to `++...fsdp_config.mixed_precision.param_dtype` with the user's value "
         "(bf16 spellings become the target's dtype), which is what was meant: safe. In YAML no fix is offered; verl's own "
         "`engine/fsdp.yaml` is reported as a warning so that nobody edits the wrong key."
     )
@@ -31,9 +31,9 @@ class DeadFsdpDtypeKey(ConfigRule):
 
     bad = (
         Bad(CMD.format(extra="actor_rollout_ref.actor.fsdp_config.dtype=float32"), path="run.sh",
-            fixed=CMD.format(extra="+actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype=float32")),
+            fixed=CMD.format(extra="++actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype=float32")),
         Bad(CMD.format(extra="actor_rollout_ref.ref.fsdp_config.dtype=bfloat16"), path="run.sh",
-            fixed=CMD.format(extra="+actor_rollout_ref.ref.fsdp_config.mixed_precision.param_dtype=float32")),
+            fixed=CMD.format(extra="++actor_rollout_ref.ref.fsdp_config.mixed_precision.param_dtype=float32")),
         Bad("# Mixed precision training param dtype\ndtype: bfloat16 # [\"bfloat16\", \"float16\"]\n",
             path="verl/trainer/config/engine/fsdp.yaml"),
     )

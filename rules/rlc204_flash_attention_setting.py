@@ -28,7 +28,7 @@ class FlashAttentionSetting(ConfigRule):
     )
     fix_safety = (
         "`sdpa` (PyTorch's scaled-dot-product attention, memory-efficient kernel on pre-Ampere [S16]) computes the same "
-        "attention: safe. In a verl script the override is added with `+`. `--flash_attn` is removed (OpenRLHF then "
+        "attention: safe. In a verl script the override is added with `++`. `--flash_attn` is removed (OpenRLHF then "
         "uses its default attention)."
     )
     triggers = ("flash_attention_", "flash_attn", "flash-attn", "verl.")
@@ -36,7 +36,7 @@ class FlashAttentionSetting(ConfigRule):
 
     bad = (
         Bad(CMD.format(extra=""), path="run.sh",
-            fixed=CMD.format(extra="").replace("=1\n", f"=1 \\\n    +{KEY}=sdpa\n")),
+            fixed=CMD.format(extra="").replace("=1\n", f"=1 \\\n    ++{KEY}=sdpa\n")),
         Bad(CMD.format(extra=f"+{KEY}=flash_attention_2 \\\n    "), path="run.sh",
             fixed=CMD.format(extra=f"+{KEY}=sdpa \\\n    ")),
         Bad("# attention implementation\nattn_implementation: flash_attention_2\n",

@@ -14,7 +14,7 @@ from rlcompat.api import fix_paths, scan_paths
 from rlcompat.targets import resolve_target
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-CASES = sorted(p for kind in ("scripts", "yaml") for p in (FIXTURES / kind).iterdir() if p.is_dir())
+CASES = sorted(p for kind in ("scripts", "yaml", "markdown") for p in (FIXTURES / kind).iterdir() if p.is_dir())
 
 
 def _case(case: Path, tmp_path: Path):
@@ -128,3 +128,12 @@ def test_fix_on_verl_yaml_changes_only_the_reported_values(tmp_path):
     # sm80 needs none of these changes
     assert not [f for f in scan_paths([str(config / "rollout"), str(config / "engine" / "fsdp.yaml")],
                                       resolve_target("sm80")).findings]
+
+
+def test_markdown_is_checked_only_when_named(tmp_path):
+    readme = tmp_path / "README.md"
+    shutil.copy(FIXTURES / "markdown" / "readme_blocks" / "input.md", readme)
+    sm61 = resolve_target("sm61")
+    assert scan_paths([str(tmp_path)], sm61).files_checked == 0
+    named = scan_paths([str(readme)], sm61)
+    assert named.files_checked == 1 and {f.location.line for f in named.findings} >= {8, 18}

@@ -115,7 +115,7 @@ class ConfigView:
 class ConfigRule(Rule):
     """Base for rules over configuration settings (YAML files and launch scripts)."""
 
-    languages = frozenset({"yaml", "shell"})
+    languages = frozenset({"yaml", "shell", "markdown"})  # markdown: its shell code blocks
 
     def check_config(self, view: ConfigView, ctx: "ConfigContext") -> None:
         raise NotImplementedError
