@@ -24,7 +24,7 @@ class RolloutBf16Dtype(ConfigRule):
         "The value is rewritten in place (or the override added to the script). `float32` (sm5x, sm6x) is safe; "
         "`float16` (sm70, sm75, what vLLM itself suggests) is unsafe: a smaller range than bf16."
     )
-    triggers = ("dtype", "verl.")
+    triggers = ("dtype",) + h.ENTRY_TRIGGERS
     sources = ("S6", "S35", "S46")
 
     bad = (

@@ -25,7 +25,7 @@ class FsdpBf16ParamDtype(ConfigRule):
         "`fp32` (sm5x, sm6x) is safe. `fp16` (sm70, sm75) is unsafe: a smaller range, and verl then needs loss scaling. "
         "In a script the override is added with `++` (add, or override a custom config's value), since `mixed_precision` is not in verl's YAML tree."
     )
-    triggers = ("verl.", "param_dtype")
+    triggers = ("param_dtype",) + h.ENTRY_TRIGGERS
     sources = ("S1", "S5", "S46")
 
     bad = (

@@ -31,7 +31,7 @@ class FlashAttentionSetting(ConfigRule):
         "attention: safe. In a verl script the override is added with `++`. `--flash_attn` is removed (OpenRLHF then "
         "uses its default attention)."
     )
-    triggers = ("flash_attention_", "flash_attn", "flash-attn", "verl.")
+    triggers = ("flash_attention_", "flash_attn", "flash-attn") + h.ENTRY_TRIGGERS
     sources = ("S9", "S10", "S16", "S46")
 
     bad = (

@@ -23,7 +23,7 @@ class RemovePaddingVisionFlash(ConfigRule):
         "when remove-padding is on, and FlashAttention-2 needs compute capability 8.0 [S10]."
     )
     fix_safety = "`use_remove_padding=False` trains on padded batches: the same result with more compute, safe."
-    triggers = ("use_remove_padding", "verl.")
+    triggers = ("use_remove_padding",) + h.ENTRY_TRIGGERS
     sources = ("S10", "S46")
 
     bad = (

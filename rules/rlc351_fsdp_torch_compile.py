@@ -24,7 +24,7 @@ class FsdpTorchCompile(ConfigRule):
         "switch, `actor.use_torch_compile`, is not read at all (RLC352)."
     )
     fix_safety = "Setting it to false runs the same computation eagerly: safe."
-    triggers = ("use_torch_compile", "verl.")
+    triggers = ("use_torch_compile",) + h.ENTRY_TRIGGERS
     sources = ("S17", "S46")
 
     bad = (

@@ -34,7 +34,7 @@ class RolloutEngineUnsupported(ConfigRule):
         "the rollout needs other hardware or another verl."
     )
     fix_safety = "No autofix: switching engines changes the whole rollout, and on sm6x/sm70 there is nothing to switch to."
-    triggers = ("name",)
+    triggers = ("rollout",)
     sources = ("S7", "S35", "S46", "S48")
 
     bad = (

@@ -22,7 +22,7 @@ class RolloutCompiledGraphs(ConfigRule):
         "generates Triton kernels and refuses compute capability < 7.0 with `GPUTooOldForTriton` [S17]."
     )
     fix_safety = "`enforce_eager: True` runs the same model without compilation or CUDA graphs: slower decoding, safe."
-    triggers = ("enforce_eager", "verl.")
+    triggers = ("enforce_eager",) + h.ENTRY_TRIGGERS
     sources = ("S17", "S46", "S47")
 
     bad = (

@@ -8,6 +8,8 @@ from rlcompat.lang.settings import ConfigContext, ConfigView, Setting
 from rlcompat.model import FixSafety
 
 TRUE_WORDS = {"true", "yes", "on", "1"}
+# Substrings of a verl training command: rules that add missing overrides need one of them (rule `triggers`).
+ENTRY_TRIGGERS = ("verl.trainer.main_", "verl.trainer.sft_", "main_ppo", "recipe.")
 BF16_SPELLINGS = {"bf16": ("fp32", "fp16"), "bfloat16": ("float32", "float16"), "torch.bfloat16": ("torch.float32", "torch.float16")}
 
 
