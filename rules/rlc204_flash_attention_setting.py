@@ -75,7 +75,7 @@ class FlashAttentionSetting(ConfigRule):
         generic = view.by_name("attn_implementation", "_attn_implementation") + view.flags(
             "--attn_implementation", "--attn-implementation")
         for s in generic:
-            if s.flag is False and view.full_key(s) in known or s.value is None or not self._bad(s.value, target):
+            if not s.flag and known & set(view.paths_of(s)) or s.value is None or not self._bad(s.value, target):
                 continue
             ctx.report(s.key_span, describe(s.key if s.flag else view.full_key(s), s.value, h.where(s)),
                        [s.rewrite("sdpa")], FixSafety.SAFE, "use sdpa")

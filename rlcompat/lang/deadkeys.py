@@ -18,8 +18,9 @@ def report_dead_keys(view: ConfigView, ctx: ConfigContext, suffix: str, value_ma
         role = "critic" if dead.key.startswith("critic.") else dead.key.split(".")[1]
         if setting is None or training_engine(view, role) != "fsdp":
             continue
+        prefix = dead.add_prefix if view.kind == "command" else ""  # Hydra's ++ means nothing in a YAML file
         message = (f"{dead.key} does nothing in {ctx.verl.label} for the FSDP engine ({dead.why}); "
-                   f"use {dead.add_prefix}{dead.use} instead")
+                   f"use {prefix}{dead.use} instead")
         live_set = view.get(dead.use) is not None
         if view.kind == "command" and setting.word_span is not None and setting.value is not None and not live_set:
             value = value_map(setting.value)

@@ -100,8 +100,16 @@ class ConfigView:
         """Settings (not flags) whose last key segment is one of `names`, at any depth: for generic keys."""
         return [s for s in self.settings if not s.flag and s.name in names]
 
+    def paths_of(self, setting: Setting) -> list[str]:
+        """Every full key the setting stands for (one per mount point)."""
+        return [f"{m}.{setting.key}" if m else setting.key for m in self.mounts]
+
     def full_key(self, setting: Setting) -> str:
-        return f"{self.mounts[0]}.{setting.key}" if self.mounts[0] else setting.key
+        """How a finding names the key: its full path (a config-group file mounted twice says so)."""
+        if not self.mounts[0]:
+            return setting.key
+        also = f" (this file is also mounted at {', '.join(self.mounts[1:])})" if len(self.mounts) > 1 else ""
+        return f"{self.mounts[0]}.{setting.key}{also}"
 
     @property
     def can_add(self) -> bool:
