@@ -22,7 +22,7 @@ class FsdpBf16ParamDtype(ConfigRule):
         "[S1][S5]. `fsdp_config.dtype` looks like the switch but is Megatron-only (RLC106)."
     )
     fix_safety = (
-        "`fp32` (sm5x, sm6x) is safe. `fp16` (sm70, sm75) is unsafe: a smaller range, and verl then needs loss scaling. "
+        "`fp32` (sm5x, sm6x) is safe. `fp16` (sm70, sm75) is unsafe: a smaller range; verl then adds a ShardedGradScaler for loss scaling. "
         "In a script the override is added with `++` (add, or override a custom config's value), since `mixed_precision` is not in verl's YAML tree."
     )
     triggers = ("param_dtype",) + h.ENTRY_TRIGGERS

@@ -18,9 +18,13 @@ def report_dead_keys(view: ConfigView, ctx: ConfigContext, suffix: str, value_ma
         role = "critic" if dead.key.startswith("critic.") else dead.key.split(".")[1]
         if setting is None or training_engine(view, role) != "fsdp":
             continue
-        prefix = dead.add_prefix if view.kind == "command" else ""  # Hydra's ++ means nothing in a YAML file
-        message = (f"{dead.key} does nothing in {ctx.verl.label} for the FSDP engine ({dead.why}); "
-                   f"use {prefix}{dead.use} instead")
+        if view.kind == "command":
+            shown, use = dead.key, dead.add_prefix + dead.use
+        else:  # Hydra's ++ means nothing in YAML; a config-group file names keys relative to where it is mounted
+            shown = view.full_key(setting)
+            mount = next((m for m in view.mounts if m and dead.key == f"{m}.{setting.key}"), "")
+            use = f"{dead.use[len(mount) + 1:]} in this file" if mount and dead.use.startswith(mount + ".") else dead.use
+        message = f"{shown} does nothing in {ctx.verl.label} for the FSDP engine ({dead.why}); use {use} instead"
         live_set = view.get(dead.use) is not None
         if view.kind == "command" and setting.word_span is not None and setting.value is not None and not live_set:
             value = value_map(setting.value)

@@ -167,10 +167,11 @@ def run_rules(views: Sequence[ConfigView], text: str, path: str, rules: Sequence
     index = LineIndex(text)
     findings, seen = [], set()
     for p in ctx.pending:
-        # One YAML file can be mounted at several places (engine/fsdp.yaml: actor, ref, critic): one finding each.
-        if (p.rule.code, p.span.start) in seen:
+        # One YAML file can be mounted at several places (engine/fsdp.yaml: actor, ref, critic): one finding per
+        # line, not one per mount. Findings about different keys at one anchor (a script's missing overrides) stay.
+        if (p.rule.code, p.span.start, p.message) in seen:
             continue
-        seen.add((p.rule.code, p.span.start))
+        seen.add((p.rule.code, p.span.start, p.message))
         line, col = index.position(p.span.start)
         end_line, end_col = index.position(max(p.span.start, p.span.end))
         findings.append(
