@@ -153,3 +153,14 @@ def test_scanned_verl_version_is_read_from_the_tree(tmp_path):
     (tmp_path / "verl" / "trainer" / "config" / "rollout").mkdir(parents=True)
     k = knowledge_for(str(tmp_path / "verl" / "trainer" / "config" / "rollout" / "rollout.yaml"))
     assert (k.version, k.detected) == ("0.9.1", "0.9.3") and "rules for 0.9.1" in k.label
+
+
+def test_commands_in_functions_with_arithmetic_are_read():
+    text = ("run()\n{\n  local n=$((2 * 4))\n"
+            "  python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.dtype=bfloat16 trainer.n_gpus_per_node=$n\n}\n"
+            "run\n")
+    script = shell.parse(text)
+    assert not script.skipped
+    [view] = [v for v in _views(shell, text, "run.sh") if v.is_verl]
+    assert view.get("actor_rollout_ref.rollout.dtype").value == "bfloat16"
+    assert view.get("trainer.n_gpus_per_node").value is None  # $n is computed: not guessed

@@ -32,7 +32,9 @@ VALUE_FLAGS = ("--attn_implementation", "--attn-implementation", "--dtype", "--t
                "--mixed_precision", "--mixed-precision", "--bf16", "--flash_attn", "--flash-attn", "--quantization",
                "--enforce_eager", "--enforce-eager", "--use_liger_kernel", "--use-liger-kernel")
 BOOL_WORDS = {"true", "false", "True", "False", "TRUE", "FALSE", "1", "0", "yes", "no"}
-MAX_CHUNK_LINES = 400
+
+
+MAX_EXTRA_LINES = 50
 
 
 class ShellSyntaxError(Exception):
@@ -61,31 +63,112 @@ def parse(text: str) -> ShellScript:
         exc.line, column0 = LineIndex(text).position(exc.offset)
         exc.column = column0 + 1
         raise
+    masked = _mask_arithmetic(text)
+    lines = list(zip(bounds, bounds[1:]))
     i = 0
-    while i < len(bounds) - 1:
-        start = bounds[i]
-        j, done = i + 1, False
-        while j < len(bounds) and j - i <= MAX_CHUNK_LINES:
-            chunk = text[start:bounds[j]]
-            if _blank_or_comment(chunk):
-                done = True
-                break
-            try:
-                parts = bashlex.parse(chunk)
-            except bashlex.errors.ParsingError as exc:
-                if "unexpected EOF" in str(exc) and j + 1 < len(bounds):
-                    j += 1
-                    continue  # an `if`/`for`/function body or a pipe still open: read one more line
-                script.skipped.append((start, str(exc)))
-                break
-            except (NotImplementedError, AttributeError, TypeError, ValueError, IndexError, AssertionError) as exc:
-                script.skipped.append((start, f"not supported by the shell parser ({exc})"))
-                break
+    while i < len(lines):
+        j = _chunk_end(masked, lines, i)
+        start = lines[i][0]
+        if _blank_or_comment(masked[start:lines[j - 1][1]]):
+            i = j
+            continue
+        parts, why = _parse_chunk(masked[start:lines[j - 1][1]])
+        extra = 0
+        while parts is None and why.startswith("unexpected EOF") and j < len(lines) and extra < MAX_EXTRA_LINES:
+            j, extra = j + 1, extra + 1  # the keyword count closed the block too early: read one more line
+            parts, why = _parse_chunk(masked[start:lines[j - 1][1]])
+        if parts is not None:
             script.nodes.extend((start, node) for node in parts)
-            done = True
-            break
-        i = j if done else i + 1
+        elif j - i == 1:
+            script.skipped.append((start, why))
+        else:
+            # Something in the block is beyond bashlex: read its lines one by one, so only that command is lost.
+            for a, b in lines[i:j]:
+                if _blank_or_comment(masked[a:b]):
+                    continue
+                parts, why = _parse_chunk(masked[a:b])
+                if parts is None:
+                    script.skipped.append((a, why))
+                else:
+                    script.nodes.extend((a, node) for node in parts)
+        i = j
     return script
+
+
+def _parse_chunk(chunk: str):
+    try:
+        return bashlex.parse(chunk), ""
+    except bashlex.errors.ParsingError as exc:
+        return None, str(exc)
+    except (NotImplementedError, AttributeError, TypeError, ValueError, IndexError, AssertionError, RecursionError) as exc:
+        return None, f"not supported by the shell parser ({exc})"
+
+
+_OPENERS = {"if", "for", "while", "until", "case", "select", "{", "("}
+_CLOSERS = {"fi", "done", "esac", "}"}
+_COMMAND_START = {";", "&&", "||", "|", "&", ";;", "then", "do", "else", "elif", "{", "(", "!", "time", ")"}
+_TOKEN = re.compile(r"\|\||&&|;;|[;&|()]|[^\s;&|()]+")
+
+
+def _chunk_end(text: str, lines: list[tuple[int, int]], i: int) -> int:
+    """Index after the last logical line of the top-level command starting at line i (by counting keywords)."""
+    depth = subshells = 0
+    j = i
+    while j < len(lines):
+        at_command = True
+        for token in _TOKEN.findall(_strip_quotes_and_comment(text[lines[j][0]:lines[j][1]])):
+            if token == ")" and subshells:
+                subshells -= 1
+                depth -= 1
+            elif at_command and token in _OPENERS:
+                depth += 1
+                subshells += token == "("
+            elif at_command and token in _CLOSERS:
+                depth -= 1
+            at_command = token in _COMMAND_START
+        j += 1
+        if depth <= 0 and not _continues(text[lines[j - 1][0]:lines[j - 1][1]]):
+            break
+    return j
+
+
+def _continues(line: str) -> bool:
+    """A logical line ending in a pipe, `&&`/`||` or a function header: the command goes on on the next line."""
+    stripped = _strip_quotes_and_comment(line).rstrip()
+    if stripped.endswith(("|", "&&")):
+        return True
+    # A function header whose body starts on the next line: `name()` or `function name`.
+    return bool(re.search(r"\(\s*\)$", stripped) or re.fullmatch(r"\s*function\s+\S+", stripped))
+
+
+def _strip_quotes_and_comment(line: str) -> str:
+    line = re.sub(r"'[^']*'|\"(?:\\.|[^\"\\])*\"", "''", line)
+    return re.sub(r"(^|\s)#.*", "", line)
+
+
+def _mask_arithmetic(text: str) -> str:
+    """`$((...))` (which bashlex does not implement) becomes `$___...`, a variable of the same length."""
+    out, i = [], 0
+    while True:
+        k = text.find("$((", i)
+        if k < 0:
+            out.append(text[i:])
+            return "".join(out)
+        depth, j = 0, k + 1
+        while j < len(text):
+            if text[j] == "(":
+                depth += 1
+            elif text[j] == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+            j += 1
+        if j >= len(text) or "\n" in text[k:j]:
+            out.append(text[i:k + 3])
+            i = k + 3
+            continue
+        out.append(text[i:k] + "$" + "_" * (j - k))
+        i = j + 1
 
 
 def _blank_or_comment(chunk: str) -> bool:
@@ -133,7 +216,7 @@ def _logical_line_starts(text: str) -> list[int]:
                 i += 1
             continue
         if ch == "<" and text.startswith("<<", i) and not text.startswith("<<<", i):
-            m = re.match(r"<<(-?)\s*(['\"]?)([A-Za-z_][\w\-]*)\2", text[i:])
+            m = re.match(r"<<(-?)\s*\\?(['\"]?)([A-Za-z_][\w\-]*)\2", text[i:])
             if m:
                 pending_heredocs.append((m.group(3), bool(m.group(1))))
                 i += m.end()
