@@ -123,7 +123,7 @@ def knowledge_for(path: str) -> Knowledge:
 
 
 def detect_version(path: str) -> str | None:
-    return _version_in_tree(os.path.dirname(os.path.abspath(path))) or _installed_version()
+    return _version_in_tree(os.path.dirname(os.path.abspath(path))) or installed_version()
 
 
 @lru_cache(maxsize=256)
@@ -141,7 +141,7 @@ def _version_in_tree(directory: str) -> str | None:
 
 
 @lru_cache(maxsize=1)
-def _installed_version() -> str | None:
+def installed_version() -> str | None:
     try:
         return metadata.version("verl")
     except metadata.PackageNotFoundError:

@@ -1,11 +1,12 @@
-"""Questions config rules ask again and again: is this value bf16, which dtype replaces it, set-or-add a key."""
+"""Questions config rules ask again and again: is this value bf16, which dtype replaces it, set-or-add a key,
+remove a flag. Nothing here imports a parser, so loading the rule catalog stays cheap."""
 
 from __future__ import annotations
 
 from typing import Callable
 
-from rlcompat.lang.settings import ConfigContext, ConfigView, Setting
-from rlcompat.model import FixSafety
+from rlcompat.lang.settings import ConfigContext, ConfigView, Setting, Span
+from rlcompat.model import Edit, FixSafety
 
 TRUE_WORDS = {"true", "yes", "on", "1"}
 # Substrings of a verl training command: rules that add missing overrides need one of them (rule `triggers`).
@@ -87,3 +88,26 @@ def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Ca
             message = describe(known.key, known.default, origin)
             ctx.report(view.anchor, message, [view.add(known.add_prefix + known.key, value)], safety,
                        f"add {known.add_prefix}{known.key}={value}")
+
+
+def remove_flag(text: str, span: Span) -> Edit:
+    """An edit removing a flag (and its value): the whole line when the flag stands alone on a continued line."""
+    line_start = text.rfind("\n", 0, span.start) + 1
+    line_end = text.find("\n", span.end)
+    line_end = len(text) if line_end < 0 else line_end
+    before, after = text[line_start:span.start], text[span.end:line_end]
+    if not before.strip() and after.strip() in ("\\", ""):
+        if after.strip() == "\\":
+            return Edit(line_start, min(line_end + 1, len(text)), "")
+        # the last line of a continued command: drop it and the `\` that continued the line before
+        prev_end = line_start - 1
+        cont = text.rfind("\\", 0, prev_end)
+        if cont >= 0 and not text[cont + 1:prev_end].strip():
+            head = cont
+            while head > 0 and text[head - 1] in " \t":
+                head -= 1
+            return Edit(head, line_end, "")
+    start = span.start
+    while start > 0 and text[start - 1] in " \t":
+        start -= 1
+    return Edit(start, span.end, "")

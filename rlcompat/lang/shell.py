@@ -554,26 +554,3 @@ def _adder(text: str, index: LineIndex, command: Command, after: Word):
 
 def _quote(value: str) -> str:
     return value if re.fullmatch(r"[\w.+\-/:@,]+", value) else shlex.quote(value)
-
-
-def remove_flag(text: str, span: Span) -> Edit:
-    """An edit removing a flag (and its value): the whole line when the flag stands alone on a continued line."""
-    line_start = text.rfind("\n", 0, span.start) + 1
-    line_end = text.find("\n", span.end)
-    line_end = len(text) if line_end < 0 else line_end
-    before, after = text[line_start:span.start], text[span.end:line_end]
-    if not before.strip() and after.strip() in ("\\", ""):
-        if after.strip() == "\\":
-            return Edit(line_start, min(line_end + 1, len(text)), "")
-        # the last line of a continued command: drop it and the `\` that continued the line before
-        prev_end = line_start - 1
-        cont = text.rfind("\\", 0, prev_end)
-        if cont >= 0 and not text[cont + 1:prev_end].strip():
-            head = cont
-            while head > 0 and text[head - 1] in " \t":
-                head -= 1
-            return Edit(head, line_end, "")
-    start = span.start
-    while start > 0 and text[start - 1] in " \t":
-        start -= 1
-    return Edit(start, span.end, "")

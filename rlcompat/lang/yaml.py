@@ -79,19 +79,14 @@ def _collect(node: CommentedMap, prefix: str, text: str, index: LineIndex, out: 
             continue  # a key merged in from an anchor (`<<: *base`) has no position of its own here
         key_start = index.offset(kline + 1, kcol)
         key_span = Span(key_start, key_start + len(str(key)))
-        if isinstance(value, CommentedSeq) or value is None and _is_empty(node, key, text, index):
+        if isinstance(value, CommentedSeq) or value is None:
+            # A list, or no value (`key:`, `key: null`, `key: ~`): nothing a rule rewrites in place.
             out.append(Setting(dotted, None if isinstance(value, CommentedSeq) else "", key_span, None))
             continue
         vline, vcol = node.lc.value(key)
         start = index.offset(vline + 1, vcol)
         literal, span = _scalar_at(text, start, flow)
         out.append(Setting(dotted, literal, key_span, span))
-
-
-def _is_empty(node: CommentedMap, key, text: str, index: LineIndex) -> bool:
-    vline, vcol = node.lc.value(key)
-    kline, _ = node.lc.key(key)
-    return vline != kline  # `key:` with nothing after it: the value position points past the line
 
 
 def _scalar_at(text: str, start: int, flow: bool) -> tuple[str | None, Span | None]:
