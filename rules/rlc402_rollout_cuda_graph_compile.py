@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from rlcompat.lang import confighelpers as h
-from rlcompat.lang.settings import ConfigRule
+from rlcompat.lang.settings import FALSE_WORDS, ConfigRule
 from rlcompat.model import FixSafety
 from rlcompat.rule import Bad, Good
 
@@ -53,5 +53,5 @@ class RolloutCompiledGraphs(ConfigRule):
             return (f"{key} is {value}{origin}: vLLM then compiles with Inductor, which refuses {target.name} "
                     f"(compute capability {target.capability_text} < 7.0); set it to True")
 
-        h.set_or_add(view, ctx, "rollout-enforce-eager", lambda v: v.strip().lower() in ("false", "no", "off", "0"),
+        h.set_or_add(view, ctx, "rollout-enforce-eager", lambda v: v.strip().lower() in FALSE_WORDS,
                      lambda v: (True, FixSafety.SAFE), describe)

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from rlcompat.lang.settings import ConfigContext, ConfigView, Setting, Span
+from rlcompat.lang.settings import TRUE_WORDS, ConfigContext, ConfigView, Setting, Span
 from rlcompat.model import Edit, FixSafety
 
-TRUE_WORDS = {"true", "yes", "on", "1"}
 # Substrings of a verl training command: rules that add missing overrides need one of them (rule `triggers`).
 ENTRY_TRIGGERS = ("verl.trainer.main_", "verl.trainer.sft_", "main_ppo", "recipe.")
 BF16_SPELLINGS = {"bf16": ("fp32", "fp16"), "bfloat16": ("float32", "float16"), "torch.bfloat16": ("torch.float32", "torch.float16")}
