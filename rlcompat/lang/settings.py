@@ -13,6 +13,7 @@ for a key that the script leaves at a hazardous code default.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Sequence
 
 from rlcompat.model import Edit, Finding, Fix, FixSafety, Location
@@ -83,15 +84,16 @@ class ConfigView:
 
     def get(self, key: str) -> Setting | None:
         """The last setting of `key` (Hydra: the last override wins), under any of the view's mount points."""
-        found = None
+        return self._by_key.get(key)
+
+    @cached_property
+    def _by_key(self) -> dict[str, Setting]:
+        index: dict[str, Setting] = {}
         for s in self.settings:
-            if s.flag:
-                continue
-            for mount in self.mounts:
-                full = f"{mount}.{s.key}" if mount else s.key
-                if full == key:
-                    found = s
-        return found
+            if not s.flag:
+                for path in self.paths_of(s):
+                    index[path] = s  # a later setting of the same key replaces an earlier one
+        return index
 
     def flags(self, *names: str) -> list[Setting]:
         return [s for s in self.settings if s.flag and s.key in names]
