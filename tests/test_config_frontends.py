@@ -164,3 +164,15 @@ def test_commands_in_functions_with_arithmetic_are_read():
     [view] = [v for v in _views(shell, text, "run.sh") if v.is_verl]
     assert view.get("actor_rollout_ref.rollout.dtype").value == "bfloat16"
     assert view.get("trainer.n_gpus_per_node").value is None  # $n is computed: not guessed
+
+
+def test_commands_in_case_arms_are_read():
+    text = ('case "$ENGINE" in\n'
+            '  vllm) python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.dtype=bfloat16 ;;\n'
+            '  sglang)\n    python3 -m verl.trainer.main_ppo \\\n      actor_rollout_ref.rollout.name=sglang\n    ;;\n'
+            'esac\n')
+    views = [v for v in _views(shell, text, "run.sh") if v.is_verl]
+    assert len(views) == 2
+    dtype = views[0].get("actor_rollout_ref.rollout.dtype")
+    assert text[dtype.value_span.start:dtype.value_span.end] == "bfloat16"
+    assert views[1].get("actor_rollout_ref.rollout.name").value == "sglang"

@@ -87,12 +87,23 @@ def parse(text: str) -> ShellScript:
                 if _blank_or_comment(masked[a:b]):
                     continue
                 parts, why = _parse_chunk(masked[a:b])
+                if parts is None and CASE_ARM.match(masked[a:b]):
+                    parts, why = _parse_chunk(_blank_case_arm(masked[a:b]))
                 if parts is None:
                     script.skipped.append((a, why))
                 else:
                     script.nodes.extend((a, node) for node in parts)
         i = j
     return script
+
+
+# `pattern)` at the start and `;;` at the end of a one-line `case` arm: blanked so the command in between is read.
+CASE_ARM = re.compile(r"^([ \t]*)(\(?[^()\s;|]+(?:\|[^()\s;|]+)*\))(.*?)(;;&?|;&)?([ \t]*(?:#.*)?\r?\n?)$", re.DOTALL)
+
+
+def _blank_case_arm(line: str) -> str:
+    m = CASE_ARM.match(line)
+    return m.group(1) + " " * len(m.group(2)) + m.group(3) + " " * len(m.group(4) or "") + m.group(5)
 
 
 def _parse_chunk(chunk: str):
