@@ -14,7 +14,7 @@ class RolloutBf16Dtype(ConfigRule):
     what = (
         "Finds `actor_rollout_ref.rollout.dtype` set to `bfloat16` in verl's YAML (`trainer/config/rollout/rollout.yaml`, "
         "a user config) or as a Hydra override in a launch script, and launch scripts that leave it at verl's default, "
-        "`bfloat16` [S46]."
+        "`bfloat16` [S51]."
     )
     why = (
         "The rollout engine loads the model in this dtype. vLLM refuses bf16 below compute capability 8.0 (`Bfloat16 is "
@@ -25,7 +25,7 @@ class RolloutBf16Dtype(ConfigRule):
         "`float16` (sm70, sm75, what vLLM itself suggests) is unsafe: a smaller range than bf16."
     )
     triggers = ("dtype",) + h.ENTRY_TRIGGERS
-    sources = ("S6", "S35", "S46")
+    sources = ("S6", "S35", "S51")
 
     bad = (
         Bad("# for vllm rollout\ndtype: bfloat16\n", fixed="# for vllm rollout\ndtype: float32\n",

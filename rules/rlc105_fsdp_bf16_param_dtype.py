@@ -14,7 +14,7 @@ class FsdpBf16ParamDtype(ConfigRule):
     title = "verl's FSDP engine computes in bf16 (mixed_precision.param_dtype) on a GPU without bf16"
     what = (
         "Finds `fsdp_config.mixed_precision.param_dtype` set to `bf16`/`bfloat16` for the actor, reference or critic, "
-        "and launch scripts that leave it unset: verl's FSDP engine then uses `torch.bfloat16` [S46]."
+        "and launch scripts that leave it unset: verl's FSDP engine then uses `torch.bfloat16` [S51]."
     )
     why = (
         "FSDP casts parameters to param_dtype for every forward and backward, and verl autocasts to it. On compute "
@@ -26,7 +26,7 @@ class FsdpBf16ParamDtype(ConfigRule):
         "In a script the override is added with `++` (add, or override a custom config's value), since `mixed_precision` is not in verl's YAML tree."
     )
     triggers = ("param_dtype",) + h.ENTRY_TRIGGERS
-    sources = ("S1", "S5", "S46")
+    sources = ("S1", "S5", "S51")
 
     bad = (
         Bad(CMD.format(extra=""), path="run.sh",

@@ -14,7 +14,7 @@ class DeadFsdpDtypeKey(ConfigRule):
     what = (
         "Finds `fsdp_config.dtype` (actor, ref) and `critic.fsdp.dtype` in launch scripts and configs. In verl 0.9.1 "
         "only the Megatron engine reads `EngineConfig.dtype`; the FSDP engine takes its compute dtype from "
-        "`mixed_precision.param_dtype` (defaulting to bf16) [S46]."
+        "`mixed_precision.param_dtype` (defaulting to bf16) [S51]."
     )
     why = (
         "Changing it looks like a fix for bf16 on an old GPU and changes nothing: the run still computes in bf16, which "
@@ -27,7 +27,7 @@ class DeadFsdpDtypeKey(ConfigRule):
     )
     severity = "warning"
     triggers = ("dtype",)
-    sources = ("S1", "S46")
+    sources = ("S1", "S51")
 
     bad = (
         Bad(CMD.format(extra="actor_rollout_ref.actor.fsdp_config.dtype=float32"), path="run.sh",

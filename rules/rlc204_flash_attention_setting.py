@@ -19,7 +19,7 @@ class FlashAttentionSetting(ConfigRule):
     what = (
         "Finds `attn_implementation: flash_attention_2|3` at any depth of a YAML config, as a Hydra override or as "
         "`--attn_implementation` flag; OpenRLHF's `--flash_attn`; and verl launch scripts that do not set "
-        "`override_config.attn_implementation`, whose default in verl is flash_attention_2 [S46]."
+        "`override_config.attn_implementation`, whose default in verl is flash_attention_2 [S51]."
     )
     why = (
         "FlashAttention-2 needs compute capability 8.0 (`FlashAttention only supports Ampere GPUs or newer.`) [S10]; "
@@ -32,7 +32,7 @@ class FlashAttentionSetting(ConfigRule):
         "uses its default attention)."
     )
     triggers = ("flash_attention_", "flash_attn", "flash-attn") + h.ENTRY_TRIGGERS
-    sources = ("S9", "S10", "S16", "S46")
+    sources = ("S9", "S10", "S16", "S51")
 
     bad = (
         Bad(CMD.format(extra=""), path="run.sh",

@@ -15,7 +15,7 @@ class RemovePaddingVisionFlash(ConfigRule):
     title = "`use_remove_padding` on a vision-language model whose patched attention is FlashAttention-only"
     what = (
         "Finds verl launch scripts training a Qwen2-VL, Qwen2.5-VL, GLM-4V or Kimi-VL model (by its path) with "
-        "`actor_rollout_ref.model.use_remove_padding` true, set or left at verl's default (true) [S46]. Text-only models "
+        "`actor_rollout_ref.model.use_remove_padding` true, set or left at verl's default (true) [S51]. Text-only models "
         "are not reported: their remove-padding path does not need flash-attn."
     )
     why = (
@@ -24,7 +24,7 @@ class RemovePaddingVisionFlash(ConfigRule):
     )
     fix_safety = "`use_remove_padding=False` trains on padded batches: the same result with more compute, safe."
     triggers = ("use_remove_padding",) + h.ENTRY_TRIGGERS
-    sources = ("S10", "S46")
+    sources = ("S10", "S51")
 
     bad = (
         Bad(CMD.format(model="Qwen/Qwen2.5-VL-3B-Instruct", extra=""), path="run.sh",

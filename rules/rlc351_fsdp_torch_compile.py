@@ -16,7 +16,7 @@ class FsdpTorchCompile(ConfigRule):
     title = "verl's FSDP engine compiles with torch.compile on a GPU Inductor refuses"
     what = (
         "Finds `fsdp_config.use_torch_compile: true` (verl's `engine/fsdp.yaml`, user configs, Hydra overrides for the "
-        "actor, ref and critic) and launch scripts that leave it at verl's default, true [S46]."
+        "actor, ref and critic) and launch scripts that leave it at verl's default, true [S51]."
     )
     why = (
         "With it on, the FSDP engine wraps its entropy computation in `torch.compile`, whose Inductor backend generates "
@@ -25,7 +25,7 @@ class FsdpTorchCompile(ConfigRule):
     )
     fix_safety = "Setting it to false runs the same computation eagerly: safe."
     triggers = ("use_torch_compile",) + h.ENTRY_TRIGGERS
-    sources = ("S17", "S46")
+    sources = ("S17", "S51")
 
     bad = (
         Bad("# Whether to use torch compile in fsdp.\nuse_torch_compile: true\n",

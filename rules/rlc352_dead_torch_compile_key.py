@@ -14,7 +14,7 @@ class DeadTorchCompileKey(ConfigRule):
     what = (
         "Finds `actor_rollout_ref.actor.use_torch_compile` and `actor_rollout_ref.ref.use_torch_compile` in launch "
         "scripts and configs. In verl 0.9.1 the FSDP engine reads `fsdp_config.use_torch_compile`; the role-level key "
-        "is declared and never read [S46]."
+        "is declared and never read [S51]."
     )
     why = (
         "`actor_rollout_ref.actor.use_torch_compile=False` is the switch people find in older examples; with it the "
@@ -23,7 +23,7 @@ class DeadTorchCompileKey(ConfigRule):
     fix_safety = "In a script the key is renamed to `...fsdp_config.use_torch_compile`, keeping the value: safe."
     severity = "warning"
     triggers = ("use_torch_compile",)
-    sources = ("S17", "S46")
+    sources = ("S17", "S51")
 
     bad = (
         Bad(CMD.format(extra="actor_rollout_ref.actor.use_torch_compile=False"), path="run.sh",

@@ -14,7 +14,7 @@ class FusedKernelsTriton(ConfigRule):
     title = "verl's fused kernels with the Triton backend on a GPU Triton does not run on"
     what = (
         "Finds `use_fused_kernels: true` together with `fused_kernel_options.impl_backend: triton` (verl's model config, "
-        "or Hydra overrides) [S46]."
+        "or Hydra overrides) [S51]."
     )
     why = (
         "The Triton backend compiles Triton kernels for the fused linear + log-prob computation; Triton needs compute "
@@ -22,7 +22,7 @@ class FusedKernelsTriton(ConfigRule):
     )
     fix_safety = "`impl_backend: torch` computes the same fused op with PyTorch ops: safe."
     triggers = ("impl_backend",)
-    sources = ("S17", "S18", "S46")
+    sources = ("S17", "S18", "S51")
 
     bad = (
         Bad(CMD.format(fused="True", extra=f"{BACKEND}=triton \\\n    "), path="run.sh",

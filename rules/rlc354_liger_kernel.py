@@ -13,7 +13,7 @@ class LigerKernel(ConfigRule):
     name = "liger-kernel"
     title = "Liger kernels switched on for a GPU Triton does not run on"
     what = (
-        "Finds verl's `use_liger: true` (actor or critic model) [S46], TRL/transformers' `use_liger_kernel: true` in "
+        "Finds verl's `use_liger: true` (actor or critic model) [S51], TRL/transformers' `use_liger_kernel: true` in "
         "YAML and the `--use_liger_kernel` flag."
     )
     why = (
@@ -22,7 +22,7 @@ class LigerKernel(ConfigRule):
     )
     fix_safety = "Turning it off uses the model's own PyTorch layers: the same math with more memory, safe."
     triggers = ("liger",)
-    sources = ("S17", "S37", "S46")
+    sources = ("S17", "S37", "S51")
 
     bad = (
         Bad(CMD.format(extra="actor_rollout_ref.model.use_liger=True"), path="run.sh",

@@ -3,7 +3,7 @@ from __future__ import annotations
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.rule import Bad, Good
 
-# TensorRT-LLM lists Ampere (sm80) and newer as its supported hardware [S48]; not in targets.toml, which has
+# TensorRT-LLM lists Ampere (sm80) and newer as its supported hardware [S53]; not in targets.toml, which has
 # no TensorRT-LLM column.
 TRTLLM_MIN_CC = 80
 CMD = "python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.rollout.name={name} \\\n    trainer.n_gpus_per_node=1\n"
@@ -26,16 +26,16 @@ class RolloutEngineUnsupported(ConfigRule):
     what = (
         "Reports `actor_rollout_ref.rollout.name` (YAML or Hydra override) when the engine it names does not run on the "
         "target, and says which engines the scanned verl version registers that do. verl 0.9.1 registers only vllm, "
-        "sglang and trtllm [S46]."
+        "sglang and trtllm [S51]."
     )
     why = (
         "vLLM needs compute capability 7.5 (7.0 in docs up to v0.14) [S7]; SGLang raises `SGLang only supports sm75 and "
-        "above.` [S35]; TensorRT-LLM supports Ampere and newer [S48]. Where none runs, no configuration change helps: "
+        "above.` [S35]; TensorRT-LLM supports Ampere and newer [S53]. Where none runs, no configuration change helps: "
         "the rollout needs other hardware or another verl."
     )
     fix_safety = "No autofix: switching engines changes the whole rollout, and on sm6x/sm70 there is nothing to switch to."
     triggers = ("rollout",)
-    sources = ("S7", "S35", "S46", "S48")
+    sources = ("S7", "S35", "S51", "S53")
 
     bad = (
         Bad(CMD.format(name="vllm"), path="run.sh"),

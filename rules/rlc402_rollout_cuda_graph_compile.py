@@ -14,16 +14,16 @@ class RolloutCompiledGraphs(ConfigRule):
     name = "rollout-compiled-graphs"
     title = "vLLM rollout with `enforce_eager: False` compiles with Inductor on a GPU it refuses"
     what = (
-        "Finds `actor_rollout_ref.rollout.enforce_eager` set to false (verl's `rollout/rollout.yaml` default [S46], user "
+        "Finds `actor_rollout_ref.rollout.enforce_eager` set to false (verl's `rollout/rollout.yaml` default [S51], user "
         "configs, Hydra overrides) and vLLM launch scripts that leave it unset."
     )
     why = (
-        "Without eager mode vLLM compiles the model with torch.compile and captures CUDA graphs [S47]; Inductor "
+        "Without eager mode vLLM compiles the model with torch.compile and captures CUDA graphs [S52]; Inductor "
         "generates Triton kernels and refuses compute capability < 7.0 with `GPUTooOldForTriton` [S17]."
     )
     fix_safety = "`enforce_eager: True` runs the same model without compilation or CUDA graphs: slower decoding, safe."
     triggers = ("enforce_eager",) + h.ENTRY_TRIGGERS
-    sources = ("S17", "S46", "S47")
+    sources = ("S17", "S51", "S52")
 
     bad = (
         Bad("# Whether to disable CUDA graph. Default False to best performance.\nenforce_eager: False\n",

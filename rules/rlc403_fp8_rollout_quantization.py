@@ -13,7 +13,7 @@ class Fp8RolloutQuantization(ConfigRule):
     name = "fp8-rollout-quantization"
     title = "fp8 quantization asked of the rollout engine on a GPU without fp8"
     what = (
-        "Finds `actor_rollout_ref.rollout.quantization: fp8` (verl [S46]) and `--quantization fp8` (vLLM, SGLang "
+        "Finds `actor_rollout_ref.rollout.quantization: fp8` (verl [S51]) and `--quantization fp8` (vLLM, SGLang "
         "command lines)."
     )
     why = "vLLM supports fp8 from compute capability 8.9 (`supports_fp8`) [S6]; Triton's fp8e4nv type needs 8.9 too [S20]."
@@ -22,7 +22,7 @@ class Fp8RolloutQuantization(ConfigRule):
         "not fit; unsafe."
     )
     triggers = ("fp8",)
-    sources = ("S6", "S20", "S46")
+    sources = ("S6", "S20", "S51")
 
     bad = (
         Bad(CMD.format(q="fp8"), path="run.sh", unsafe=True, fixed=CMD.format(q="null")),
