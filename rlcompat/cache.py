@@ -27,7 +27,10 @@ def code_fingerprint() -> str:
     digest = hashlib.sha256()
     for package in ("rlcompat", "rlcompat.lang", "rlcompat.rules"):
         root = resources.files(package)
-        for entry in sorted(root.iterdir(), key=lambda e: e.name):
+        entries = sorted(root.iterdir(), key=lambda e: e.name)
+        if package == "rlcompat.rules":  # verl knowledge lives in rules/verl/<version>.toml
+            entries += sorted(root.joinpath("verl").iterdir(), key=lambda e: e.name)
+        for entry in entries:
             if entry.name.endswith((".py", ".toml")) and entry.is_file():
                 digest.update(entry.name.encode())
                 digest.update(entry.read_bytes())
@@ -38,10 +41,17 @@ def content_hash(raw: bytes) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
+def installed_verl_version() -> str | None:
+    from rlcompat.verl_knowledge import installed_version
+
+    return installed_version()
+
+
 def run_key(target_name: str, settings) -> str:
     parts = [
         str(FORMAT), __version__, code_fingerprint(), target_name, ",".join(settings.select), ",".join(settings.ignore),
         json.dumps(sorted((k, list(v)) for k, v in settings.per_file_ignores.items())), settings.root,
+        installed_verl_version() or "",  # config rules follow the verl version when the tree does not say
     ]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
 

@@ -7,6 +7,8 @@ import subprocess
 from rlcompat.config import Settings
 
 LANGUAGES = {".py": "python", ".pyi": "python", ".yaml": "yaml", ".yml": "yaml", ".sh": "shell", ".bash": "shell"}
+# Checked only when named on the command line: the shell code blocks of a README are not part of every walk.
+EXPLICIT_ONLY = {".md": "markdown", ".markdown": "markdown"}
 
 
 def language_of(path: str) -> str | None:
@@ -19,7 +21,7 @@ def discover(paths: list[str], settings: Settings) -> tuple[list[tuple[str, str]
     missing: list[str] = []
     for given in paths:
         if os.path.isfile(given):
-            lang = language_of(given)
+            lang = language_of(given) or EXPLICIT_ONLY.get(os.path.splitext(given)[1].lower())
             if lang and not (settings.force_exclude and settings.is_excluded(given)):
                 found.setdefault(os.path.normpath(given), lang)
         elif os.path.isdir(given):

@@ -17,7 +17,8 @@ from rlcompat.model import FileError, Finding, Location
 from rlcompat.source import SourceError, SourceFile, decode, read_bytes
 from rlcompat.targets import Target, resolve_target
 
-FRONTENDS = {"python": "rlcompat.lang.python"}
+FRONTENDS = {"python": "rlcompat.lang.python", "yaml": "rlcompat.lang.yaml", "shell": "rlcompat.lang.shell",
+             "markdown": "rlcompat.lang.markdown"}
 META_UNUSED = "RLC001"
 
 

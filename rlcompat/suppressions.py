@@ -22,6 +22,11 @@ class Suppression:
     column: int  # 1-based
     codes: tuple[str, ...]  # empty: every code
     used: set[str] = field(default_factory=set)
+    first_line: int = 0  # a shell comment ending a `\`-continued command covers the command's lines from here
+
+    @property
+    def lines(self) -> range:
+        return range(self.first_line or self.line, self.line + 1)
 
     def covers(self, code: str) -> bool:
         return not self.codes or any(code.startswith(c) for c in self.codes)
@@ -36,7 +41,12 @@ def find(text: str, language: str) -> list[Suppression]:
     index = LineIndex(text)
     for m in PATTERN.finditer(text):
         line, col = index.position(m.start())
-        out.append(Suppression(line, col + 1, _codes(m.group(1))))
+        first = line
+        if language in ("shell", "markdown"):
+            # A comment cannot sit inside a continued command, only after its last line: it covers all of them.
+            while first > 1 and index.line_text(first - 1).rstrip().endswith("\\"):
+                first -= 1
+        out.append(Suppression(line, col + 1, _codes(m.group(1)), first_line=first))
     return out
 
 
@@ -66,7 +76,8 @@ def apply(findings: list, suppressions: list[Suppression]) -> tuple[list, int]:
         return findings, 0
     by_line: dict[int, list[Suppression]] = {}
     for s in suppressions:
-        by_line.setdefault(s.line, []).append(s)
+        for line in s.lines:
+            by_line.setdefault(line, []).append(s)
     kept, dropped = [], 0
     for f in findings:
         hit = None

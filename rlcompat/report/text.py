@@ -24,7 +24,9 @@ def render(summary: Summary) -> str:
         if f.source_line:
             gutter = len(str(loc.line))
             console.print(f"[blue]{' ' * gutter} |[/]")
-            console.print(f"[blue]{loc.line} |[/] {escape(f.source_line)}")
+            # Printed without markup: rich's escape() doubles a trailing backslash, as ends every continued shell line.
+            console.print(f"[blue]{loc.line} |[/] ", end="")
+            console.print(f.source_line, markup=False)
             width = (loc.end_column - loc.column) if loc.end_line == loc.line else len(f.source_line) - loc.column + 1
             console.print(f"[blue]{' ' * gutter} |[/] {' ' * (loc.column - 1)}[{colour}]{'^' * max(1, width)} {f.name}[/]")
         if f.fix:

@@ -1,0 +1,112 @@
+"""Questions config rules ask again and again: is this value bf16, which dtype replaces it, set-or-add a key,
+remove a flag. Nothing here imports a parser, so loading the rule catalog stays cheap."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from rlcompat.lang.settings import TRUE_WORDS, ConfigContext, ConfigView, Setting, Span
+from rlcompat.model import Edit, FixSafety
+
+# Substrings of a verl training command: rules that add missing overrides need one of them (rule `triggers`).
+ENTRY_TRIGGERS = ("verl.trainer.main_", "verl.trainer.sft_", "main_ppo", "recipe.")
+BF16_SPELLINGS = {"bf16": ("fp32", "fp16"), "bfloat16": ("float32", "float16"), "torch.bfloat16": ("torch.float32", "torch.float16")}
+
+
+def is_bf16(value: str | None) -> bool:
+    return value is not None and value.strip().lower() in BF16_SPELLINGS
+
+
+def dtype_replacement(target, value: str) -> tuple[str, FixSafety]:
+    """What replaces a bf16 spelling on `target`, in the same spelling family, and whether that is safe."""
+    fp32, fp16 = BF16_SPELLINGS.get(value.strip().lower(), ("float32", "float16"))
+    if target.training_dtype == "float16":
+        return fp16, FixSafety.UNSAFE
+    return fp32, FixSafety.SAFE
+
+
+def where(setting: Setting) -> str:
+    return f" (from {setting.via})" if setting.via else ""
+
+
+def critic_trained(view: ConfigView) -> bool:
+    """verl trains a critic for GAE, the default advantage estimator."""
+    estimator = view.get("algorithm.adv_estimator")
+    return estimator is None or estimator.value in (None, "gae")
+
+
+FSDP_ONLY = {"param-dtype", "torch-compile"}
+ROLE_STRATEGY = {"actor": "actor_rollout_ref.actor.strategy", "ref": "actor_rollout_ref.ref.strategy",
+                 "critic": "critic.strategy"}
+
+
+def training_engine(view: ConfigView, role: str = "actor") -> str:
+    """The training engine of a role: `fsdp` (verl's default), `megatron`, `torchtitan`, ..."""
+    for key in (ROLE_STRATEGY.get(role, ""), ROLE_STRATEGY["actor"]):
+        setting = view.get(key) if key else None
+        if setting is not None and setting.value and "${" not in setting.value and setting.value != "???":
+            return "fsdp" if setting.value.startswith("fsdp") else setting.value
+    words = " ".join(view.command_words)
+    for engine in ("megatron", "torchtitan", "veomni"):
+        if f"ppo_{engine}_trainer" in words:
+            return engine
+    return "fsdp"
+
+
+def rollout_engine(view: ConfigView) -> str | None:
+    setting = view.get("actor_rollout_ref.rollout.name")
+    return setting.value if setting is not None else None
+
+
+def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Callable[[str], bool],
+               new_value: Callable[[str], tuple[str | bool, FixSafety]], describe: Callable[[str, str, str], str],
+               roles: tuple[str, ...] = ("actor", "ref", "critic")) -> None:
+    """Report a known verl setting whose value (set, or left at verl's default) is bad on the target.
+
+    Set in the file: the value is rewritten in place. Left at the default in a launch script: the override is
+    added. `describe(key, value, origin)` words the finding; `origin` says where the value came from.
+    """
+    for known in ctx.verl.by_id(setting_id):
+        if known.role not in roles or (known.role == "critic" and not critic_trained(view)):
+            continue
+        if setting_id in FSDP_ONLY and training_engine(view, known.role) != "fsdp":
+            continue
+        setting = view.get(known.key)
+        if setting is not None:
+            if setting.value is None or not is_bad(setting.value):
+                continue
+            value, safety = new_value(setting.value)
+            message = describe(view.full_key(setting) if view.kind == "yaml" else known.key, setting.value, where(setting))
+            ctx.report(setting.key_span, message, [setting.rewrite(value)], safety, f"set it to {value}")
+        elif view.kind == "command" and view.is_verl and view.can_add and is_bad(known.default):
+            if any(view.get(alias) is not None for alias in ctx.verl.dead_aliases_of(known.key)):
+                continue  # the dead-key rule renames the user's key to this one: adding it too would duplicate it
+            value, safety = new_value(known.default)
+            value = value if isinstance(value, str) else str(value)  # Hydra spells booleans True/False
+            origin = f" (not set here, so {ctx.verl.label} uses its default, {known.proof.split(' (')[0]})"
+            message = describe(known.key, known.default, origin)
+            ctx.report(view.anchor, message, [view.add(known.add_prefix + known.key, value)], safety,
+                       f"add {known.add_prefix}{known.key}={value}")
+
+
+def remove_flag(text: str, span: Span) -> Edit:
+    """An edit removing a flag (and its value): the whole line when the flag stands alone on a continued line."""
+    line_start = text.rfind("\n", 0, span.start) + 1
+    line_end = text.find("\n", span.end)
+    line_end = len(text) if line_end < 0 else line_end
+    before, after = text[line_start:span.start], text[span.end:line_end]
+    if not before.strip() and after.strip() in ("\\", ""):
+        if after.strip() == "\\":
+            return Edit(line_start, min(line_end + 1, len(text)), "")
+        # the last line of a continued command: drop it and the `\` that continued the line before
+        prev_end = line_start - 1
+        cont = text.rfind("\\", 0, prev_end)
+        if cont >= 0 and not text[cont + 1:prev_end].strip():
+            head = cont
+            while head > 0 and text[head - 1] in " \t":
+                head -= 1
+            return Edit(head, line_end, "")
+    start = span.start
+    while start > 0 and text[start - 1] in " \t":
+        start -= 1
+    return Edit(start, span.end, "")

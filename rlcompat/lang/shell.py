@@ -1,0 +1,567 @@
+"""The shell front end: launch scripts parsed with bashlex, one top-level command at a time.
+
+bashlex is a port of bash's own grammar and gives every word's position in the file, quotes included. It does
+not implement everything (arithmetic `$((...))`, `case`): the script is first split into logical lines
+(quotes, `\\` continuations and heredoc bodies respected), and each command is parsed on its own, so a
+construct bashlex cannot read costs that command only, not the file.
+
+From each command come settings: Hydra overrides of a verl training command (`python3 -m
+verl.trainer.main_ppo`, through `torchrun`, `ray job submit --`, or a wrapper variable like `$PY`) and
+argparse-style flags of any command (`--bf16`, `--attn_implementation flash_attention_2`). Values from
+variables (`dtype=$DTYPE`, `${DTYPE:-bfloat16}`) resolve to the assignment that sets them, which is where
+a fix rewrites them.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import bashlex
+import bashlex.errors
+
+from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span, run_rules
+from rlcompat.model import Edit, Finding
+from rlcompat.textpos import LineIndex
+
+OVERRIDE = re.compile(r"^(\+\+|\+|~)?([A-Za-z_][\w\-]*(?:[./@][\w\-]+)*)=(.*)$", re.DOTALL)
+# argparse-style flags whose values decide dtype or attention: `--flag value`, `--flag=value` or bare `--flag`.
+VALUE_FLAGS = ("--attn_implementation", "--attn-implementation", "--dtype", "--torch_dtype", "--torch-dtype",
+               "--mixed_precision", "--mixed-precision", "--bf16", "--flash_attn", "--flash-attn", "--quantization",
+               "--enforce_eager", "--enforce-eager", "--use_liger_kernel", "--use-liger-kernel")
+BOOL_WORDS = {"true", "false", "True", "False", "TRUE", "FALSE", "1", "0", "yes", "no"}
+
+
+MAX_EXTRA_LINES = 50
+
+
+class ShellSyntaxError(Exception):
+    def __init__(self, message: str, offset: int) -> None:
+        super().__init__(message)
+        self.offset = offset
+        self.line = 1
+        self.column = 1
+
+
+PARSE_ERRORS = (ShellSyntaxError,)
+
+
+@dataclass
+class ShellScript:
+    text: str
+    nodes: list[tuple[int, object]] = field(default_factory=list)  # (offset of the chunk, bashlex node)
+    skipped: list[tuple[int, str]] = field(default_factory=list)  # (offset, why) of commands bashlex cannot read
+
+
+def parse(text: str) -> ShellScript:
+    script = ShellScript(text)
+    try:
+        bounds = _logical_line_starts(text)
+    except ShellSyntaxError as exc:
+        exc.line, column0 = LineIndex(text).position(exc.offset)
+        exc.column = column0 + 1
+        raise
+    masked = _mask_arithmetic(text)
+    lines = list(zip(bounds, bounds[1:]))
+    i = 0
+    while i < len(lines):
+        j = _chunk_end(masked, lines, i)
+        start = lines[i][0]
+        if _blank_or_comment(masked[start:lines[j - 1][1]]):
+            i = j
+            continue
+        parts, why = _parse_chunk(masked[start:lines[j - 1][1]])
+        extra = 0
+        while parts is None and why.startswith("unexpected EOF") and j < len(lines) and extra < MAX_EXTRA_LINES:
+            j, extra = j + 1, extra + 1  # the keyword count closed the block too early: read one more line
+            parts, why = _parse_chunk(masked[start:lines[j - 1][1]])
+        if parts is not None:
+            script.nodes.extend((start, node) for node in parts)
+        elif j - i == 1:
+            script.skipped.append((start, why))
+        else:
+            # Something in the block is beyond bashlex: read its lines one by one, so only that command is lost.
+            for a, b in lines[i:j]:
+                if _blank_or_comment(masked[a:b]):
+                    continue
+                parts, why = _parse_chunk(masked[a:b])
+                if parts is None and CASE_ARM.match(masked[a:b]):
+                    parts, why = _parse_chunk(_blank_case_arm(masked[a:b]))
+                if parts is None:
+                    script.skipped.append((a, why))
+                else:
+                    script.nodes.extend((a, node) for node in parts)
+        i = j
+    return script
+
+
+# `pattern)` at the start and `;;` at the end of a one-line `case` arm: blanked so the command in between is read.
+CASE_ARM = re.compile(r"^([ \t]*)(\(?[^()\s;|]+(?:\|[^()\s;|]+)*\))(.*?)(;;&?|;&)?([ \t]*(?:#.*)?\r?\n?)$", re.DOTALL)
+
+
+def _blank_case_arm(line: str) -> str:
+    m = CASE_ARM.match(line)
+    return m.group(1) + " " * len(m.group(2)) + m.group(3) + " " * len(m.group(4) or "") + m.group(5)
+
+
+def _parse_chunk(chunk: str):
+    try:
+        return bashlex.parse(chunk), ""
+    except bashlex.errors.ParsingError as exc:
+        return None, str(exc)
+    except (NotImplementedError, AttributeError, TypeError, ValueError, IndexError, AssertionError, RecursionError) as exc:
+        return None, f"not supported by the shell parser ({exc})"
+
+
+_OPENERS = {"if", "for", "while", "until", "case", "select", "{", "("}
+_CLOSERS = {"fi", "done", "esac", "}"}
+_COMMAND_START = {";", "&&", "||", "|", "&", ";;", "then", "do", "else", "elif", "{", "(", "!", "time", ")"}
+_TOKEN = re.compile(r"\|\||&&|;;|[;&|()]|[^\s;&|()]+")
+
+
+def _chunk_end(text: str, lines: list[tuple[int, int]], i: int) -> int:
+    """Index after the last logical line of the top-level command starting at line i (by counting keywords)."""
+    depth = subshells = 0
+    j = i
+    while j < len(lines):
+        at_command = True
+        for token in _TOKEN.findall(_strip_quotes_and_comment(text[lines[j][0]:lines[j][1]])):
+            if token == ")" and subshells:
+                subshells -= 1
+                depth -= 1
+            elif at_command and token in _OPENERS:
+                depth += 1
+                subshells += token == "("
+            elif at_command and token in _CLOSERS:
+                depth -= 1
+            at_command = token in _COMMAND_START
+        j += 1
+        if depth <= 0 and not _continues(text[lines[j - 1][0]:lines[j - 1][1]]):
+            break
+    return j
+
+
+def _continues(line: str) -> bool:
+    """A logical line ending in a pipe, `&&`/`||` or a function header: the command goes on on the next line."""
+    stripped = _strip_quotes_and_comment(line).rstrip()
+    if stripped.endswith(("|", "&&")):
+        return True
+    # A function header whose body starts on the next line: `name()` or `function name`.
+    return bool(re.search(r"\(\s*\)$", stripped) or re.fullmatch(r"\s*function\s+\S+", stripped))
+
+
+def _strip_quotes_and_comment(line: str) -> str:
+    line = re.sub(r"'[^']*'|\"(?:\\.|[^\"\\])*\"", "''", line)
+    return re.sub(r"(^|\s)#.*", "", line)
+
+
+def _mask_arithmetic(text: str) -> str:
+    """`$((...))` (which bashlex does not implement) becomes `$___...`, a variable of the same length."""
+    out, i = [], 0
+    while True:
+        k = text.find("$((", i)
+        if k < 0:
+            out.append(text[i:])
+            return "".join(out)
+        depth, j = 0, k + 1
+        while j < len(text):
+            if text[j] == "(":
+                depth += 1
+            elif text[j] == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+            j += 1
+        if j >= len(text) or "\n" in text[k:j]:
+            out.append(text[i:k + 3])
+            i = k + 3
+            continue
+        out.append(text[i:k] + "$" + "_" * (j - k))
+        i = j + 1
+
+
+def _blank_or_comment(chunk: str) -> bool:
+    return all(not line.strip() or line.lstrip().startswith("#") for line in chunk.splitlines())
+
+
+def syntax_error_location(exc: ShellSyntaxError) -> tuple[int, int, str]:
+    return exc.line, exc.column, str(exc)
+
+
+def _logical_line_starts(text: str) -> list[int]:
+    """Offsets where a logical line starts (plus len(text)): newlines outside quotes, continuations, heredocs."""
+    starts = [0]
+    i, n = 0, len(text)
+    quote: str | None = None
+    quote_start = 0
+    pending_heredocs: list[tuple[str, bool]] = []  # (delimiter, strip leading tabs)
+    at_word_start = True
+    while i < n:
+        ch = text[i]
+        if quote == "'":
+            if ch == "'":
+                quote = None
+            i += 1
+            continue
+        if quote == '"':
+            if ch == "\\":
+                i += 2
+                continue
+            if ch == '"':
+                quote = None
+            i += 1
+            continue
+        if ch == "\\":
+            i += 2  # an escaped character; `\` + newline continues the line
+            at_word_start = False
+            continue
+        if ch in "'\"":
+            quote, quote_start = ch, i
+            at_word_start = False
+            i += 1
+            continue
+        if ch == "#" and at_word_start:
+            while i < n and text[i] != "\n":
+                i += 1
+            continue
+        if ch == "<" and text.startswith("<<", i) and not text.startswith("<<<", i):
+            m = re.match(r"<<(-?)\s*\\?(['\"]?)([A-Za-z_][\w\-]*)\2", text[i:])
+            if m:
+                pending_heredocs.append((m.group(3), bool(m.group(1))))
+                i += m.end()
+                at_word_start = False
+                continue
+        if ch == "\n":
+            i += 1
+            for delimiter, strip_tabs in pending_heredocs:
+                while i < n:
+                    end = text.find("\n", i)
+                    end = n if end < 0 else end + 1
+                    line = text[i:end].rstrip("\r\n")
+                    i = end
+                    if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+                        break
+            pending_heredocs = []
+            starts.append(i)
+            at_word_start = True
+            continue
+        at_word_start = ch in " \t;&|()"
+        i += 1
+    if quote is not None:
+        raise ShellSyntaxError(f"unterminated {quote} quote", quote_start)
+    if starts[-1] != n:
+        starts.append(n)
+    return starts
+
+
+# --- words ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Word:
+    raw: str  # as written, quotes included
+    start: int  # offset in the file
+    chars: list[tuple[str, int]]  # the unquoted characters and their offsets in the file
+    dynamic: bool  # contains an expansion ($VAR, $(...), `...`)
+    params: list[tuple[str, int, int]]  # ($VAR name or ${...} body, file start, file end)
+
+    @property
+    def text(self) -> str:
+        return "".join(c for c, _ in self.chars)
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.raw)
+
+    def span_of(self, i: int, j: int) -> Span | None:
+        """File span of unquoted characters i..j, if they are written contiguously (no quote in between)."""
+        if i >= j:
+            return Span(self.chars[i - 1][1] + 1, self.chars[i - 1][1] + 1) if i and i == j else None
+        first, last = self.chars[i][1], self.chars[j - 1][1]
+        return Span(first, last + 1) if last - first == j - i - 1 else None
+
+
+def _word(raw: str, start: int) -> Word:
+    chars: list[tuple[str, int]] = []
+    params: list[tuple[str, int, int]] = []
+    dynamic = False
+    i, quote = 0, None
+    while i < len(raw):
+        ch = raw[i]
+        if quote == "'":
+            if ch == "'":
+                quote = None
+            else:
+                chars.append((ch, start + i))
+            i += 1
+            continue
+        if ch == "\\" and i + 1 < len(raw) and (quote is None or raw[i + 1] in '"\\$`'):
+            chars.append((raw[i + 1], start + i + 1))
+            i += 2
+            continue
+        if ch == '"':
+            quote = None if quote == '"' else '"'
+            i += 1
+            continue
+        if ch == "'" and quote is None:
+            quote = "'"
+            i += 1
+            continue
+        if ch in "$`":
+            dynamic = True
+            m = re.match(r"\$\{([^}]*)\}|\$([A-Za-z_]\w*)", raw[i:])
+            if m:
+                params.append((m.group(1) if m.group(1) is not None else m.group(2), start + i, start + i + m.end()))
+        chars.append((ch, start + i))
+        i += 1
+    return Word(raw, start, chars, dynamic, params)
+
+
+@dataclass
+class Assignment:
+    name: str
+    word: Word  # the whole `NAME=value` word
+    value_index: int  # index in word.chars where the value starts
+
+
+class Variables:
+    """Shell variables set by plain assignments, in script order (the last one before a use wins)."""
+
+    def __init__(self) -> None:
+        self.assignments: dict[str, list[Assignment]] = {}
+
+    def record(self, word: Word) -> None:
+        text = word.text
+        m = re.match(r"^([A-Za-z_]\w*)=", text)
+        if m:
+            self.assignments.setdefault(m.group(1), []).append(Assignment(m.group(1), word, m.end()))
+
+    def value_of(self, name: str, before: int, depth: int = 0) -> tuple[str | None, Span | None, str]:
+        """(literal value, span to rewrite it, where it was set) of `$name` used at offset `before`."""
+        if depth > 5:
+            return None, None, ""
+        candidates = [a for a in self.assignments.get(name, ()) if a.word.start < before]
+        if not candidates:
+            return None, None, ""
+        a = candidates[-1]
+        value = a.word.text[a.value_index:]
+        where = f"{name}=... on line {{line:{a.word.start}}}"
+        if not a.word.dynamic:
+            return value, a.word.span_of(a.value_index, len(a.word.chars)), where
+        return _resolve_expansion(a.word, a.value_index, self, a.word.start, depth + 1, where)
+
+
+def _resolve_expansion(word: Word, from_index: int, variables: Variables, before: int, depth: int,
+                       where: str) -> tuple[str | None, Span | None, str]:
+    """A value that is exactly one `$VAR`, `${VAR}` or `${VAR:-default}`: what it is, and where to rewrite it."""
+    text = word.text[from_index:]
+    m = re.fullmatch(r"\$([A-Za-z_]\w*)|\$\{([A-Za-z_]\w*|\d+)\}|\$\{([A-Za-z_]\w*|\d+):?[-=]([^}]*)\}", text)
+    if not m:
+        return None, None, ""
+    name = m.group(1) or m.group(2) or m.group(3)
+    value, span, set_where = variables.value_of(name, before, depth)
+    if value is not None:
+        return value, span, set_where
+    if m.group(3) is not None:
+        default = m.group(4)
+        if "$" in default or "`" in default:
+            return None, None, ""
+        offset = from_index + len(m.group(0)) - 1 - len(default)
+        return default, word.span_of(offset, offset + len(default)), f"the default in ${{{name}:-...}}"
+    return None, None, ""
+
+
+# --- commands ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Command:
+    words: list[Word]
+    assignments: list[Word]  # `VAR=value` before the command name
+    start: int
+    end: int
+
+
+def _commands(script: ShellScript) -> list[Command]:
+    out: list[Command] = []
+
+    def visit(node, base: int) -> None:
+        kind = getattr(node, "kind", "")
+        if kind == "command":
+            words, prefix = [], []
+            for part in node.parts:
+                if part.kind == "word":
+                    words.append(_word(script.text[base + part.pos[0]: base + part.pos[1]], base + part.pos[0]))
+                elif part.kind == "assignment" and not words:
+                    prefix.append(_word(script.text[base + part.pos[0]: base + part.pos[1]], base + part.pos[0]))
+            out.append(Command(words, prefix, base + node.pos[0], base + node.pos[1]))
+        for attr in ("parts", "list"):
+            for child in getattr(node, attr, None) or ():
+                visit(child, base)
+        for attr in ("command",):
+            child = getattr(node, attr, None)
+            if child is not None and hasattr(child, "kind"):
+                visit(child, base)
+
+    for base, node in script.nodes:
+        visit(node, base)
+    return sorted(out, key=lambda c: c.start)
+
+
+def _expanded_words(command: Command, variables: Variables) -> list[tuple[str, Word]]:
+    """The command's words with a leading wrapper variable (`$PY` = "python3 -m") split into its words."""
+    out: list[tuple[str, Word]] = []
+    for w in command.words:
+        if w.dynamic and re.fullmatch(r"\$\{?[A-Za-z_]\w*\}?", w.raw):
+            value, _, _ = _resolve_expansion(w, 0, variables, w.start, 0, "")
+            if value is not None:
+                try:
+                    out.extend((part, w) for part in shlex.split(value))
+                    continue
+                except ValueError:
+                    pass
+        out.append((w.text, w))
+    return out
+
+
+def _entry_index(expanded: list[tuple[str, Word]], knowledge) -> int | None:
+    """Index (in `expanded`) of the word naming a verl training entry point, if the command runs one."""
+    for i, (text, _) in enumerate(expanded):
+        if text == "-m" and i + 1 < len(expanded):
+            module = expanded[i + 1][0]
+            if module in knowledge.entry_modules or module.startswith(knowledge.entry_prefixes):
+                return i + 1
+        if text.endswith(".py") and ("/verl/" in "/" + text or text.startswith("recipe/")):
+            if any(text.endswith(m.replace(".", "/") + ".py") for m in knowledge.entry_modules) or "main_" in text:
+                return i
+    return None
+
+
+def check(script: ShellScript, text: str, path: str, rules: Sequence[ConfigRule], target) -> list[Finding]:
+    from rlcompat.verl_knowledge import knowledge_for
+
+    knowledge = knowledge_for(path)
+    index = LineIndex(text)
+    variables = Variables()
+    views = []
+    for command in _commands(script):
+        if not command.words:
+            for a in command.assignments:
+                variables.record(a)
+            continue
+        if command.words[0].text in ("export", "declare", "local", "readonly"):
+            for w in command.words[1:]:
+                variables.record(w)
+            continue
+        views.append(_view(command, variables, knowledge, text, index))
+    return run_rules(views, text, path, rules, target)
+
+
+def _view(command: Command, variables: Variables, knowledge, text: str, index: LineIndex) -> ConfigView:
+    expanded = _expanded_words(command, variables)
+    entry = _entry_index(expanded, knowledge)
+    settings: list[Setting] = []
+    last_override: Word | None = None
+    if entry is not None:
+        entry_word = expanded[entry][1]
+        seen_entry = False
+        for w in command.words:
+            if w is entry_word:
+                seen_entry = True
+                continue
+            if not seen_entry:
+                continue
+            setting = _override(w, variables, index)
+            if setting is not None:
+                settings.append(setting)
+                last_override = w
+    settings.extend(_flags(command.words, variables, index))
+    anchor_word = expanded[entry][1] if entry is not None else command.words[0]
+    view = ConfigView("command", settings, is_verl=entry is not None, anchor=Span(anchor_word.start, anchor_word.end),
+                      command_words=tuple(t for t, _ in expanded))
+    if entry is not None:
+        view._adder = _adder(text, index, command, last_override or anchor_word)
+    return view
+
+
+def _override(w: Word, variables: Variables, index: LineIndex) -> Setting | None:
+    m = OVERRIDE.match(w.text)
+    if not m or w.text.startswith("-"):
+        return None
+    prefix, key = m.group(1) or "", m.group(2)
+    value_index = m.start(3)
+    key_start = len(prefix)
+    key_span = w.span_of(key_start, key_start + len(key)) or Span(w.start, w.end)
+    if not w.dynamic:
+        value = w.text[value_index:]
+        return Setting(key, value, key_span, w.span_of(value_index, len(w.chars)), prefix=prefix,
+                       word_span=Span(w.start, w.end))
+    value, span, where = _resolve_expansion(w, value_index, variables, w.start, 0, "")
+    return Setting(key, value, key_span, span, via=_where(where, index), prefix=prefix, word_span=Span(w.start, w.end))
+
+
+def _flags(words: list[Word], variables: Variables, index: LineIndex) -> list[Setting]:
+    out = []
+    for i, w in enumerate(words):
+        text = w.text
+        name, _, inline = text.partition("=")
+        if name not in VALUE_FLAGS:
+            continue
+        name_span = w.span_of(0, len(name)) or Span(w.start, w.end)
+        if inline or text.endswith("="):
+            vi = len(name) + 1
+            if w.dynamic:
+                value, span, where = _resolve_expansion(w, vi, variables, w.start, 0, "")
+            else:
+                value, span, where = text[vi:], w.span_of(vi, len(w.chars)), ""
+            out.append(Setting(name, value, name_span, span, via=_where(where, index), flag=True,
+                               word_span=Span(w.start, w.end)))
+            continue
+        nxt = words[i + 1] if i + 1 < len(words) else None
+        takes_value = nxt is not None and not nxt.text.startswith("-") and (
+            name not in ("--bf16", "--flash_attn", "--flash-attn", "--enforce_eager", "--enforce-eager",
+                         "--use_liger_kernel", "--use-liger-kernel") or nxt.text in BOOL_WORDS)
+        if takes_value and not OVERRIDE.match(nxt.text):
+            if nxt.dynamic:
+                value, span, where = _resolve_expansion(nxt, 0, variables, nxt.start, 0, "")
+            else:
+                value, span, where = nxt.text, nxt.span_of(0, len(nxt.chars)), ""
+            out.append(Setting(name, value, name_span, span, via=_where(where, index), flag=True,
+                               word_span=Span(w.start, nxt.end)))
+        else:
+            out.append(Setting(name, "", name_span, None, flag=True, word_span=Span(w.start, w.end)))
+    return out
+
+
+def _where(where: str, index: LineIndex) -> str:
+    m = re.search(r"\{line:(\d+)\}", where)
+    if m:
+        return where.replace(m.group(0), str(index.position(int(m.group(1)))[0]))
+    return where
+
+
+def _adder(text: str, index: LineIndex, command: Command, after: Word):
+    """Adds `key=value` after `after`, as the script writes overrides: on its own continued line or inline."""
+    first_line = index.position(command.start)[0]
+    line, _ = index.position(after.start)
+    line_text = index.line_text(line)
+    multiline = line > first_line or text[after.end:command.end].lstrip(" \t").startswith("\\")
+    if multiline:
+        indent = re.match(r"[ \t]*", line_text).group(0)
+        if line == first_line:
+            next_line = index.line_text(line + 1)
+            indent = re.match(r"[ \t]*", next_line).group(0) or "    "
+
+    def add(key: str, value: str) -> Edit:
+        word = f"{key}={_quote(value)}"
+        if multiline:
+            return Edit(after.end, after.end, f" \\\n{indent}{word}")
+        return Edit(after.end, after.end, f" {word}")
+
+    return add
+
+
+def _quote(value: str) -> str:
+    return value if re.fullmatch(r"[\w.+\-/:@,]+", value) else shlex.quote(value)

@@ -1,0 +1,148 @@
+"""verl's configuration knowledge, per verl version, from rules/verl/<version>.toml.
+
+Which version applies is read from the scanned tree (`verl/version/version` in an ancestor directory), else from
+the installed `verl` distribution's metadata (never by importing verl), else the newest rule set rlcompat has.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import metadata, resources
+
+from rlcompat._toml import load_toml_text
+
+
+@dataclass(frozen=True)
+class KnownSetting:
+    id: str  # "torch-compile": the same hazard for several roles
+    key: str  # full dotted Hydra key
+    default: str
+    proof: str
+    role: str = "actor"
+    add_prefix: str = ""  # "+" where the key is not in the YAML tree and Hydra must add it
+
+
+@dataclass(frozen=True)
+class DeadKey:
+    key: str
+    use: str  # the live key to set instead
+    why: str
+    proof: str
+    add_prefix: str = ""
+
+
+@dataclass(frozen=True)
+class Knowledge:
+    version: str  # the rule set's version
+    detected: str | None  # the version found for the scanned file, None if none was found
+    rollout_engines: tuple[str, ...]
+    rollout_engines_proof: str
+    mounts: dict[str, tuple[str, ...]]  # "rollout/rollout.yaml" -> ("actor_rollout_ref.rollout",)
+    settings: tuple[KnownSetting, ...]
+    dead: dict[str, DeadKey]
+    remove_padding_patterns: tuple[str, ...]
+    remove_padding_proof: str
+    entry_modules: tuple[str, ...]
+    entry_prefixes: tuple[str, ...]
+
+    def by_id(self, setting_id: str) -> tuple[KnownSetting, ...]:
+        return tuple(s for s in self.settings if s.id == setting_id)
+
+    def setting(self, setting_id: str, role: str = "actor") -> KnownSetting | None:
+        return next((s for s in self.settings if s.id == setting_id and s.role == role), None)
+
+    def dead_aliases_of(self, live_key: str) -> tuple[str, ...]:
+        return tuple(d.key for d in self.dead.values() if d.use == live_key)
+
+    @property
+    def label(self) -> str:
+        """How messages name the version: `verl 0.9.1`, or which rule set was assumed."""
+        if self.detected == self.version:
+            return f"verl {self.version}"
+        if self.detected:
+            return f"verl {self.detected} (rules for {self.version})"
+        return f"verl {self.version} (version not found; assumed)"
+
+
+def _parse_version(text: str) -> tuple[int, ...]:
+    out = []
+    for part in text.strip().split("."):
+        digits = "".join(ch for ch in part if ch.isdigit())
+        if not digits:
+            break
+        out.append(int(digits))
+        if not part.isdigit():
+            break
+    return tuple(out)
+
+
+@lru_cache(maxsize=1)
+def available_versions() -> tuple[str, ...]:
+    folder = resources.files("rlcompat.rules").joinpath("verl")
+    names = [entry.name[: -len(".toml")] for entry in folder.iterdir() if entry.name.endswith(".toml")]
+    return tuple(sorted(names, key=_parse_version))
+
+
+def choose_version(detected: str | None) -> str:
+    """The newest rule set not newer than `detected`; the oldest if all are newer; the newest if unknown."""
+    versions = available_versions()
+    if detected is None:
+        return versions[-1]
+    wanted = _parse_version(detected)
+    older = [v for v in versions if _parse_version(v) <= wanted]
+    return older[-1] if older else versions[0]
+
+
+@lru_cache(maxsize=None)
+def _load(version: str, detected: str | None) -> Knowledge:
+    text = resources.files("rlcompat.rules").joinpath("verl", f"{version}.toml").read_text("utf-8")
+    data = load_toml_text(text)
+    return Knowledge(
+        version=data["version"],
+        detected=detected,
+        rollout_engines=tuple(data["rollout_engines"]),
+        rollout_engines_proof=data["rollout_engines_proof"],
+        mounts={m["file"]: tuple(m["at"]) for m in data["mount"]},
+        settings=tuple(
+            KnownSetting(s["id"], s["key"], str(s["default"]), s["proof"], s.get("role", "actor"), s.get("add", ""))
+            for s in data["setting"]
+        ),
+        dead={d["key"]: DeadKey(d["key"], d["use"], d["why"], d["proof"], d.get("add", "")) for d in data["dead"]},
+        remove_padding_patterns=tuple(data["remove_padding_flash"]["path_patterns"]),
+        remove_padding_proof=data["remove_padding_flash"]["proof"],
+        entry_modules=tuple(data["entry_points"]["modules"]),
+        entry_prefixes=tuple(data["entry_points"]["module_prefixes"]),
+    )
+
+
+def knowledge_for(path: str) -> Knowledge:
+    detected = detect_version(path)
+    return _load(choose_version(detected), detected)
+
+
+def detect_version(path: str) -> str | None:
+    return _version_in_tree(os.path.dirname(os.path.abspath(path))) or installed_version()
+
+
+@lru_cache(maxsize=256)
+def _version_in_tree(directory: str) -> str | None:
+    # The scanned file is inside a verl checkout or package: <...>/verl/version/version holds its version.
+    for candidate in (os.path.join(directory, "version", "version"), os.path.join(directory, "verl", "version", "version")):
+        if os.path.basename(os.path.dirname(os.path.dirname(candidate))) == "verl" and os.path.isfile(candidate):
+            try:
+                with open(candidate, encoding="utf-8") as fh:
+                    return fh.read().strip() or None
+            except OSError:
+                return None
+    parent = os.path.dirname(directory)
+    return None if parent == directory else _version_in_tree(parent)
+
+
+@lru_cache(maxsize=1)
+def installed_version() -> str | None:
+    try:
+        return metadata.version("verl")
+    except metadata.PackageNotFoundError:
+        return None
