@@ -79,7 +79,7 @@ class TritonSharedMemory(PythonRule):
                                        '"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64'))),
     )
     good = (
-        # nominally 3 x (128 + 128) x 64 x 2 = 192 KiB, but nothing is pipelined on sm61: max(32, 32) KiB
+        # nominally 3 x (128 + 128) x 64 x 2 = 96 KiB, but nothing is pipelined on sm61: max(32, 32) KiB
         Good(_matmul('triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}, num_stages=3, num_warps=8)')),
         Good(_matmul(_BIG), target="sm90"),
         Good(_matmul(_SMALL)),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from pathlib import Path
 
@@ -140,7 +141,6 @@ def launch(a, n):
 # ---------------------------------------------------------------------------------------------------------------
 # The pinned verl 0.9.1, as a new user would try it
 
-VERL = Path(__file__).resolve().parents[1] / ".venv"
 try:
     import verl  # noqa: F401  (only to find its files; nothing of it runs)
 
@@ -151,6 +151,7 @@ except ImportError:  # pragma: no cover - verl is in the dev environment
 needs_verl = pytest.mark.skipif(VERL_DIR is None, reason="verl is not installed")
 
 
+@functools.lru_cache(maxsize=None)
 def _scan(relative: str, target: str, select: str):
     path = VERL_DIR / relative
     return scan_source(path.read_text(), resolve_target(target), path=str(path), settings=Settings(select=(select,)))
@@ -189,7 +190,7 @@ def test_verl_kernels_sm61_atomics_and_only_the_fused_backward_too_big():
 
 @needs_verl
 def test_verl_kernels_sm75_and_sm90():
-    sm75 = [f for f in _scan("utils/kernel/kernels.py", "sm75", "RLC3")]
+    sm75 = _scan("utils/kernel/kernels.py", "sm75", "RLC3")
     assert [(f.code, f.message.split("`")[1]) for f in sm75] == [
         ("RLC301", "efficient_entropy_backward_kernel_general_mainloop_MN")]
     assert _scan("utils/kernel/kernels.py", "sm90", "RLC3") == []
@@ -197,6 +198,6 @@ def test_verl_kernels_sm75_and_sm90():
 
 @needs_verl
 def test_verl_fsdp_engine_torch_compile():
-    sm61 = [f for f in _scan("workers/engine/fsdp/transformer_impl.py", "sm61", "RLC304")]
+    sm61 = _scan("workers/engine/fsdp/transformer_impl.py", "sm61", "RLC304")
     assert len(sm61) == 1 and "torch.compile" in sm61[0].message and sm61[0].fix is not None
     assert _scan("workers/engine/fsdp/transformer_impl.py", "sm75", "RLC304") == []
