@@ -6,13 +6,14 @@ Pure Python over LibCST nodes; Triton is never imported. For each `@triton.jit` 
   (inline or a module-level list), `@triton.heuristics({...: lambda args: 64})`, `tl.constexpr` defaults and the
   meta-parameters passed at launch sites in the same file (`kernel[grid](..., BLOCK=128, num_stages=2)`);
 - the tiles that reach each `tl.dot`: their shapes in constexpr block sizes (from `tl.arange`, `tl.zeros`,
-  pointer arithmetic, broadcasting, `.T`) and element sizes (the pointer's element type, `.to(...)` casts).
+  pointer arithmetic, broadcasting, `.T`), element sizes (the pointer's element type, `.to(...)` casts) and the
+  loop each was produced in.
 
-Shared memory of one configuration is then estimated per target. Where Triton software-pipelines (sm80 and newer
-[S20]) a dot operand loaded inside a loop is held in `num_stages` buffers; elsewhere `num_stages` is ignored and
-each operand is staged once. Operands computed in registers are staged at the width they were computed in (a
-narrowing `.to()` happens after the layout conversion). The estimate for a kernel is the largest dot's need;
-reductions and epilogue layout conversions are not modelled. docs/triton.md gives the measured error.
+Shared memory of one configuration is then estimated per target. Below 8.0 (no pipelining [S20], FMA dot [S19])
+operands are staged as fp32, one after the other unless produced before the dot's loop. From 8.0 an operand loaded
+in an innermost loop is held in one buffer per pipeline stage (`pipeline_buffers`). The kernel's need is its
+largest dot. Calibrated against Triton's compiler; docs/triton.md gives the measured error and what is not modelled
+(epilogue layout conversions, reduction scratch).
 """
 
 from __future__ import annotations
@@ -41,9 +42,6 @@ _ELEMENTWISE = frozenset(
      "fdiv", "div_rn", "cos", "sin", "erf", "floor", "ceil", "clamp", "softmax"}
 )
 _REDUCTIONS = frozenset({"max", "min", "sum", "argmax", "argmin", "xor_sum", "reduce", "cumsum", "cumprod"})
-
-Dim = "int | str | None"  # a literal size, a constexpr name, or unknown
-
 
 @dataclass(frozen=True)
 class Tile:
