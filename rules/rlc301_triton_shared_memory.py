@@ -74,6 +74,8 @@ class TritonSharedMemory(PythonRule):
         Bad(_matmul(_BIG, _SMALL), fixed=_matmul(_SMALL)),
         Bad(_matmul(_DEEP), target="sm86",
             fixed=_matmul(_DEEP.replace("num_stages=5", "num_stages=4"))),
+        Bad(_matmul(_BIG.replace("num_stages=3, ", "")), target="sm86",  # default num_stages=3
+            fixed=_matmul(_BIG.replace("num_stages=3, num_warps=8", "num_warps=8, num_stages=2"))),
         Bad(_matmul(_BIG), unsafe=True,
             fixed=_matmul(_BIG.replace('"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 128',
                                        '"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64'))),
