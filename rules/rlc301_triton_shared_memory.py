@@ -60,7 +60,7 @@ class TritonSharedMemory(PythonRule):
         "software-pipelines only on sm80 and newer [S20], so num_stages does not multiply anything there, but the "
         "FMA dot used below 8.0 [S19] stages its operands as fp32, and a tile computed in registers (logits) is "
         "staged whole. Limits are the per-block opt-in figures [S23][S24]. Estimates were checked against Triton's "
-        "compiler [S46]."
+        "compiler [S54]."
     )
     fix_safety = (
         "Dropping the config from an autotune list that keeps another fitting config is safe: the autotuner already "
@@ -68,7 +68,7 @@ class TritonSharedMemory(PythonRule):
         "Halving a block size is unsafe: a kernel may assume a block spans a whole row or divides a dimension."
     )
     triggers = ("triton",)
-    sources = ("S19", "S20", "S21", "S22", "S23", "S24", "S46")
+    sources = ("S19", "S20", "S21", "S22", "S23", "S24", "S54")
 
     bad = (
         Bad(_matmul(_BIG, _SMALL), fixed=_matmul(_SMALL)),

@@ -42,7 +42,7 @@ class TritonAtomicBelowSm70(PythonRule):
         "`atom....relaxed...` with sem=\"relaxed\". Those qualifiers belong to the memory model introduced with sm_70 "
         "[S45], and ptxas rejects them below it: `Feature '.acq_rel' requires .target sm_70 or higher`. Measured "
         "with Triton 3.1 and 3.9 for sm61: every sem (relaxed, acquire, release, acq_rel) and scope (gpu, cta, sys) "
-        "fails the same way, so passing sem= does not help [S46]. The kernel cannot be compiled, on its first launch."
+        "fails the same way, so passing sem= does not help [S54]. The kernel cannot be compiled, on its first launch."
     )
     fix_safety = (
         "No autofix: no spelling of the atomic compiles for sm6x with current Triton. Write per-program partial "
@@ -50,7 +50,7 @@ class TritonAtomicBelowSm70(PythonRule):
         "Triton path on `torch.cuda.get_device_capability() >= (7, 0)` and keep a PyTorch fallback."
     )
     triggers = ("atomic_",)
-    sources = ("S45", "S46")
+    sources = ("S45", "S54")
 
     bad = (
         Bad(_kernel("tl.atomic_add(out_ptr, tl.sum(x, axis=0))")),

@@ -33,8 +33,8 @@ class TritonBf16InKernel(PythonRule):
     why = (
         "bf16 instructions need sm_80 [S1]. Triton up to at least 3.1 (PyTorch 2.5) lowers bf16 casts and "
         "arithmetic to them and ptxas fails: `Feature '.bf16' requires .target sm_80 or higher` [S37]; a bf16 "
-        "`tl.dot` crashes the compiler on sm61 (`Unsupported rounding mode for conversion`) [S46]. Triton 3.9 emulates "
-        "the conversions below 8.0 and compiles the same kernels [S46], so this is an error with the Triton that "
+        "`tl.dot` crashes the compiler on sm61 (`Unsupported rounding mode for conversion`) [S54]. Triton 3.9 emulates "
+        "the conversions below 8.0 and compiles the same kernels [S54], so this is an error with the Triton that "
         "ships with the PyTorch versions most often used on these cards, and a slow path with newer ones."
     )
     fix_safety = (
@@ -44,7 +44,7 @@ class TritonBf16InKernel(PythonRule):
     )
     triggers = ("bfloat16",)
     severity = "warning"
-    sources = ("S1", "S37", "S46")
+    sources = ("S1", "S37", "S54")
 
     bad = (
         Bad(_kernel("tl.store(y_ptr + offs, (x * 2.0).to(tl.bfloat16), mask=offs < n)")),
