@@ -265,6 +265,9 @@ def targets(
 # Commands that live in their own modules are registered here, one line each. Those modules must keep heavy
 # imports (torch, verl, transformers) inside the command function, so `rlcompat scan` starts fast.
 # --- extra commands ---
+from rlcompat.verify.command import verify_command  # noqa: E402
+
+app.command("verify")(verify_command)
 # --- end extra commands ---
 
 

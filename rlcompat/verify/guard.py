@@ -233,7 +233,7 @@ class TargetGuard:
                 return lambda fn: compile_(fn, *args, backend=backend, **kwargs)
             if backend != "inductor":
                 return original_compile(model, *args, backend=backend, **kwargs)
-            return _refuse_when_called(model, guard, "torch.compile")
+            return _refuse_when_called(model, guard, "torch.compile", guard.locate()[0])
 
         torch.compile = compile_
         self._undo.append(lambda: setattr(torch, "compile", original_compile))
@@ -247,7 +247,8 @@ class TargetGuard:
             backend = kwargs.get("backend", args[0] if args else "inductor")
             if backend not in ("inductor", None):
                 return original_optimize(*args, **kwargs)
-            return lambda fn: _refuse_when_called(fn, guard, "torch._dynamo.optimize")
+            where = guard.locate()[0]
+            return lambda fn: _refuse_when_called(fn, guard, "torch._dynamo.optimize", where)
 
         dynamo.optimize = optimize
         self._undo.append(lambda: setattr(dynamo, "optimize", original_optimize))
@@ -287,15 +288,17 @@ def check_triton_smem(guard: TargetGuard, kernel: str, shared_bytes: int | None)
         )
 
 
-def _refuse_when_called(fn: Any, guard: TargetGuard, entry: str):
+def _refuse_when_called(fn: Any, guard: TargetGuard, entry: str, compiled_at: Frame | None):
     """What inductor does on a card below sm70: compiling succeeds lazily, the first call fails."""
+    name = getattr(fn, "__qualname__", None) or type(fn).__name__
+    origin = f" (compiled at {compiled_at.file}:{compiled_at.line})" if compiled_at else ""
 
     @functools.wraps(fn)
     def refused(*args, **kwargs):
         guard.violation(
-            "inductor", f"{entry}({getattr(fn, '__qualname__', fn)!s})",
-            f"{entry}'d {getattr(fn, '__qualname__', fn)} called on {guard.target.name}: inductor/Triton need "
-            f"sm70+ (disable compilation, e.g. use_torch_compile=False)",
+            "inductor", f"{entry}({name})",
+            f"{entry}'d {name}{origin} called on {guard.target.name}: inductor/Triton need sm70+ "
+            f"(turn compilation off there, e.g. use_torch_compile=False)",
         )
         return fn(*args, **kwargs)  # watch mode: behave as uncompiled
 

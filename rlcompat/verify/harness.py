@@ -75,7 +75,7 @@ class Harness:
         device = self._pick_device(torch)
         if device is None:
             return self.finish_env("--device cuda given but torch.cuda.is_available() is False")
-        native = device == "cuda" and torch.cuda.get_device_capability(0)[0] == target.capability[0] and not a.force_enforce
+        native = device == "cuda" and not a.force_enforce and _same_generation(torch, target)
         self.result["device"] = self._describe_device(torch, device)
         self.result["target"] = {"name": target.name, "describe": target.describe(), "emulated": not native}
         self.result["torch"] = torch.__version__
@@ -423,6 +423,16 @@ class Harness:
         return self.result["exit_code"]
 
 
+def _same_generation(torch, target) -> bool:
+    """A GPU of the target's own architecture: the card is the judge, so the guard only watches."""
+    from rlcompat.targets import TargetError, target_for_capability
+
+    try:
+        return target_for_capability(*torch.cuda.get_device_capability(0)).architecture == target.architecture
+    except TargetError:
+        return False
+
+
 def _free_port() -> int:
     import socket
 
@@ -476,7 +486,7 @@ def _error_dict(exc, tree) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m rlcompat.verify.harness")
-    p.add_argument("--tree", required=True, help="the directory that contains the verl package under test")
+    p.add_argument("--tree", required=True, help="the verl package directory under test (its parent is on sys.path)")
     p.add_argument("--target", required=True)
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--strategy", choices=["fsdp2", "fsdp"], default="fsdp2")
