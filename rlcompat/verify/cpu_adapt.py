@@ -128,7 +128,6 @@ def patch_fsdp_engine_for_cpu() -> None:
         def __init__(self, module, *args, **kwargs):
             kwargs["sync_module_states"] = False  # one rank: nothing to broadcast, and it demands GPU tensors
             kwargs["cpu_offload"] = None  # the parameters already live on the CPU; pinning needs an accelerator
-            kwargs.pop("device_id", None)
             super().__init__(module, *args, **kwargs)
 
     transformer_impl.FSDP = CPUFSDP

@@ -40,7 +40,6 @@ def render_text(result: dict) -> str:
         rows.append(("run", f"strategy {settings.get('strategy')}, algo {settings.get('algo')}, {settings.get('steps')} step(s), "
                             f"batch {settings.get('batch')}, seed {settings.get('seed')}"))
         rows.append(("tree defaults", f"attn_implementation={settings.get('attn_implementation')}, "
-                                      f"mixed_precision={settings.get('mixed_precision')}, "
                                       f"use_torch_compile={settings.get('use_torch_compile')}, "
                                       f"use_remove_padding={settings.get('use_remove_padding')}"))
     if result.get("torch"):

@@ -1,8 +1,8 @@
 """Run the harness in a child process against the tree under test, and collect its JSON result.
 
 The child imports verl from the tree given, not from wherever pip put it: the tree's parent directory goes first on
-PYTHONPATH. Hub access is off, the working directory is a fresh temp folder, and bytecode goes to a cache outside
-the tree so the tree is left exactly as it was.
+PYTHONPATH. Hub access is off and the working directory is a fresh temp folder. Like any import, it may write
+__pycache__/ next to the tree's modules; it changes nothing else there.
 """
 
 from __future__ import annotations
@@ -62,15 +62,10 @@ def child_environment(package: Path) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     env.update(
         HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
-        PYTHONPYCACHEPREFIX=str(_pycache_dir()), VERL_LOGGING_LEVEL=env.get("VERL_LOGGING_LEVEL", "WARN"),
+        VERL_LOGGING_LEVEL=env.get("VERL_LOGGING_LEVEL", "WARN"),
         RAY_DEDUP_LOGS="0", WANDB_MODE="disabled",
     )
     return env
-
-
-def _pycache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "rlcompat" / "pycache"
 
 
 def run_verify(req: VerifyRequest) -> dict:
