@@ -66,6 +66,7 @@ def test_verl_that_cannot_import_exits_2_with_the_reason(run_cli, tmp_path):
     assert "cannot import verl" in result["reason"] and "verl_missing_dependency" in result["reason"]
 
 
+@pytest.mark.slow
 @needs_verl
 def test_pristine_verl_fails_on_a_p40_naming_the_first_violation(run_cli):
     code, out, _ = run_cli("verify", str(VERL), "--target", "sm61", "--device", "cpu")
@@ -76,6 +77,7 @@ def test_pristine_verl_fails_on_a_p40_naming_the_first_violation(run_cli):
     assert re.search(r"at .*verl/workers/engine/fsdp/transformer_impl\.py:\d+ in _build_module", out)
 
 
+@pytest.mark.slow  # about a minute on a busy 2-core machine, most of it importing torch and verl twice
 @needs_verl
 def test_fixed_copy_trains_one_ppo_step_on_cpu(run_cli, tmp_path):
     copy = tmp_path / "verl"

@@ -43,11 +43,12 @@ class Harness:
     # ---- bookkeeping --------------------------------------------------------------------------------------------
     @contextmanager
     def phase(self, name: str):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         try:
             yield
         finally:
-            self.result["phases"].append({"name": name, "seconds": round(time.perf_counter() - start, 3)})
+            self.result["phases"].append({"name": name, "seconds": round(time.perf_counter() - start, 3),
+                                          "cpu_seconds": round(time.process_time() - cpu, 3)})
 
     def check(self, name: str, ok: bool, detail: str) -> None:
         self.result["checks"].append({"name": name, "ok": bool(ok), "detail": detail})

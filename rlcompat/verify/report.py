@@ -49,8 +49,11 @@ def render_text(result: dict) -> str:
     phases = result.get("phases") or []
     if phases:
         out.append("")
-        out += _table([(p["name"], f"{p['seconds']:7.2f} s") for p in phases]
-                      + [("total (wall, incl. interpreter start)", f"{result.get('wall_seconds', 0):7.2f} s")])
+        rows = [(p["name"], f"{p['seconds']:7.2f} s") for p in phases]
+        rows.append(("total (wall, incl. interpreter start)", f"{result.get('wall_seconds', 0):7.2f} s"))
+        if result.get("cpu_seconds"):
+            rows.append(("total CPU time (user+sys)", f"{result['cpu_seconds']:7.2f} s"))
+        out += _table(rows)
 
     metrics = result.get("metrics") or {}
     figures = []

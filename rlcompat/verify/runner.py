@@ -80,6 +80,7 @@ def run_verify(req: VerifyRequest) -> dict:
         "--workdir", str(workdir), "--result", str(result_file),
     ]
     start = time.perf_counter()
+    cpu_before = _children_cpu()
     with open(log_file, "wb") as log:
         try:
             proc = subprocess.run(cmd, cwd=workdir, env=child_environment(req.package), stdout=log,
@@ -88,6 +89,7 @@ def run_verify(req: VerifyRequest) -> dict:
         except subprocess.TimeoutExpired:
             rc = None
     wall = time.perf_counter() - start
+    cpu = _children_cpu() - cpu_before
     log_tail = _tail(log_file)
     if result_file.is_file():
         result = json.loads(result_file.read_text("utf-8"))
@@ -96,6 +98,7 @@ def run_verify(req: VerifyRequest) -> dict:
         result = {"status": "error", "exit_code": EXIT_ENV, "reason": f"the verify child process {why}",
                   "phases": [], "checks": [], "metrics": {}, "violations": []}
     result["wall_seconds"] = round(wall, 2)
+    result["cpu_seconds"] = round(cpu, 2)  # user+sys of the child: a figure that a busy machine inflates less
     result["command"] = cmd
     result["log_tail"] = log_tail
     if req.keep:
@@ -103,6 +106,15 @@ def run_verify(req: VerifyRequest) -> dict:
     else:
         shutil.rmtree(workdir, ignore_errors=True)
     return result
+
+
+def _children_cpu() -> float:
+    try:
+        import resource
+    except ImportError:  # Windows
+        return 0.0
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _tail(path: Path, lines: int = 25) -> str:
