@@ -119,10 +119,21 @@ def register_cpu_platform() -> None:
     ADAPTATIONS.append("VERL_ENGINE_DEVICE=cuda, so EngineRegistry picks the FSDP engines on the CPU platform")
 
 
-def patch_fsdp_engine_for_cpu() -> None:
+def patch_fsdp_engine_for_cpu(strategy: str) -> None:
     """FSDP1 sync_module_states and pinned offload for forward-only engines: both need an accelerator."""
     from torch.distributed.fsdp import FullyShardedDataParallel
     from verl.workers.engine.fsdp import transformer_impl
+
+    if strategy == "fsdp2":
+        original_policy = transformer_impl.CPUOffloadPolicy
+
+        def unpinned_policy(*args, **kwargs):
+            kwargs["pin_memory"] = False
+            return original_policy(*args, **kwargs)
+
+        transformer_impl.CPUOffloadPolicy = unpinned_policy
+        ADAPTATIONS.append("FSDP2: CPUOffloadPolicy(pin_memory=False) for forward-only engines (pinning needs an accelerator)")
+        return
 
     class CPUFSDP(FullyShardedDataParallel):
         def __init__(self, module, *args, **kwargs):
@@ -132,12 +143,3 @@ def patch_fsdp_engine_for_cpu() -> None:
 
     transformer_impl.FSDP = CPUFSDP
     ADAPTATIONS.append("FSDP1: sync_module_states=False, no CPU offload (both need an accelerator)")
-
-    original_policy = transformer_impl.CPUOffloadPolicy
-    if original_policy is not None:
-        def unpinned_policy(*args, **kwargs):
-            kwargs["pin_memory"] = False
-            return original_policy(*args, **kwargs)
-
-        transformer_impl.CPUOffloadPolicy = unpinned_policy
-        ADAPTATIONS.append("FSDP2: CPUOffloadPolicy(pin_memory=False) for forward-only engines (pinning needs an accelerator)")

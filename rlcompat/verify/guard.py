@@ -93,8 +93,7 @@ class TargetGuard:
         self.dtypes_seen: Counter[str] = Counter()
         self.notes: list[str] = []
         self._undo: list[Callable[[], None]] = []
-        self._lock = threading.Lock()
-        self._mode = None
+        self._lock = threading.Lock()  # backward may run on autograd's device threads
 
     # ---- recording ---------------------------------------------------------------------------------------
     def locate(self) -> tuple[Frame | None, bool, list[Frame]]:
@@ -102,7 +101,9 @@ class TargetGuard:
         in_tree: list[Frame] = []
         first_outside: Frame | None = None
         while frame is not None:
-            filename = os.path.realpath(frame.f_code.co_filename) if not frame.f_code.co_filename.startswith("<") else frame.f_code.co_filename
+            filename = frame.f_code.co_filename
+            if not filename.startswith("<"):  # "<frozen ...>", "<string>" have no real path
+                filename = os.path.realpath(filename)
             here = Frame(filename, frame.f_lineno, frame.f_code.co_name)
             if self.tree_root and filename.startswith(self.tree_root):
                 in_tree.append(here)
@@ -113,12 +114,13 @@ class TargetGuard:
             return in_tree[0], True, in_tree[:8]
         return first_outside, False, []
 
-    def violation(self, kind: str, op: str, message: str, *, raise_now: bool = True) -> None:
+    def violation(self, kind: str, op: str, message: str) -> None:
+        """Record a violation where the caller stands; raise it unless only watching."""
         location, in_tree, stack = self.locate()
         v = Violation(kind, message, op, location, in_tree, stack)
         with self._lock:
             self.violations.append(v)
-        if self.enforce and raise_now:
+        if self.enforce:
             where = f" at {location}" if location else ""
             raise TargetViolation(f"[rlcompat guard, {self.target.name}] {message}{where}")
 
@@ -182,7 +184,6 @@ class TargetGuard:
 
         mode = _DtypeWatch()
         mode.__enter__()
-        self._mode = mode
         self._undo.append(lambda: mode.__exit__(None, None, None))
 
     def _install_attention_checks(self) -> None:

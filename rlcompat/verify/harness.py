@@ -72,11 +72,14 @@ class Harness:
 
         target = resolve_target(a.target)
         with self.phase("import torch"):
-            import torch
+            try:
+                import torch
+            except ImportError as exc:
+                return self.finish_env(f"torch is not importable ({exc}); pip install 'rlcompat[verify]'", exc)
         device = self._pick_device(torch)
         if device is None:
             return self.finish_env("--device cuda given but torch.cuda.is_available() is False")
-        native = device == "cuda" and not a.force_enforce and _same_generation(torch, target)
+        native = device == "cuda" and _same_generation(torch, target)
         self.result["device"] = self._describe_device(torch, device)
         self.result["target"] = {"name": target.name, "describe": target.describe(), "emulated": not native}
         self.result["torch"] = torch.__version__
@@ -116,8 +119,8 @@ class Harness:
                 if device == "cpu":
                     from rlcompat.verify import cpu_adapt
 
-                    cpu_adapt.patch_fsdp_engine_for_cpu()
-                self._ppo_step(torch, str(model_dir), device, target)
+                    cpu_adapt.patch_fsdp_engine_for_cpu(a.strategy)
+                self._ppo_step(torch, str(model_dir), device)
         except BaseException as exc:  # the step's own failure; classified below
             if isinstance(exc, KeyboardInterrupt):
                 raise
@@ -186,7 +189,8 @@ class Harness:
             return HFModelConfig(path=model_dir, model_type=model_type)
 
         actor_model = model("language_model")
-        self.result["settings"]["attn_implementation"] = actor_model.hf_config._attn_implementation if hasattr(actor_model.hf_config, "_attn_implementation") else None
+        # What the tree chose, as transformers will see it.
+        self.result["settings"]["attn_implementation"] = getattr(actor_model.hf_config, "_attn_implementation", None)
         self.result["settings"]["use_remove_padding"] = actor_model.use_remove_padding
         actor_engine = engine()
         self.result["settings"]["use_torch_compile"] = actor_engine.use_torch_compile
@@ -209,7 +213,7 @@ class Harness:
             "critic": (critic_cfg, worker("value_model", critic_model, critic_engine, critic_cfg.optim)),
         }
 
-    def _ppo_step(self, torch, model_dir, device, target):
+    def _ppo_step(self, torch, model_dir, device):
         from functools import partial
 
         from verl.workers.engine_workers import TrainingWorker
@@ -248,7 +252,6 @@ class Harness:
         import numpy as np
         from verl.trainer.ppo import core_algos
         from verl.utils import tensordict_utils as tu
-        from verl.utils.model import compute_position_id_with_mask
         from verl.utils.reward_score import gsm8k
         from verl.workers.utils.padding import left_right_2_no_padding, no_padding_2_padding
 
@@ -355,12 +358,10 @@ class Harness:
         hf_log_probs = logp.gather(-1, batch["responses"].unsqueeze(-1)).squeeze(-1)
         mask = response_mask.bool()
         diff = float((hf_log_probs[mask] - verl_log_probs[mask]).abs().max())
-        dtype = self.result["settings"].get("compute_dtype") or "float32"
         tol = LOGPROB_TOLERANCE["float32"] if self._all_fp32() else LOGPROB_TOLERANCE["other"]
         self.result["metrics"]["logprob_max_abs_diff"] = diff
         self.check("actor log-probs match a plain HF forward", diff <= tol,
                    f"max |diff| {diff:.2e} <= {tol:g}" if diff <= tol else f"max |diff| {diff:.2e} > {tol:g}")
-        del dtype
 
     def _all_fp32(self) -> bool:
         seen = set(self.guard.dtypes_seen) if self.guard else set()
@@ -498,7 +499,6 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workdir", required=True)
     p.add_argument("--result", required=True)
-    p.add_argument("--force-enforce", action="store_true", help="enforce even on a GPU of the target's generation")
     args = p.parse_args(argv)
     harness = Harness(args)
     try:
