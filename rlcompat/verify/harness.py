@@ -406,6 +406,10 @@ class Harness:
                         f"{', at ' + where['file'] + ':' + str(where['line']) if where else ''}), which {target.name} supports, "
                         f"but flash-attn cannot run here ({'no CUDA device' if self.result['device']['kind'] == 'cpu' else 'flash_attn not installed'}); "
                         f"verify on a GPU with flash-attn installed, or against a tree that selects sdpa"))
+        elif not error["in_tree"]:  # no frame of the tree in the traceback: the harness or its environment broke
+            self.result.update(status="error", exit_code=EXIT_ENV,
+                               reason=f"verify could not run the step (raised outside the tree under test) "
+                                      f"{type(exc).__name__}: {_first_line(exc)}")
         else:
             self.result.update(status="fail", exit_code=EXIT_FAIL,
                                reason=f"the PPO step raised {type(exc).__name__}: {_first_line(exc)}")
@@ -480,7 +484,7 @@ def _error_dict(exc, tree) -> dict:
     in_tree = [f for f in frames if os.path.realpath(f.filename).startswith(tree_root)]
     loc = in_tree[-1] if in_tree else (frames[-1] if frames else None)
     return {
-        "type": type(exc).__name__, "message": str(exc)[:2000],
+        "type": type(exc).__name__, "message": str(exc)[:2000], "in_tree": bool(in_tree),
         "location": {"file": os.path.realpath(loc.filename), "line": loc.lineno, "function": loc.name} if loc else None,
         "traceback": "".join(traceback.format_exception(exc))[-6000:],
     }
