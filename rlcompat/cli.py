@@ -266,7 +266,6 @@ def targets(
 # imports (torch, verl, transformers) inside the command function, so `rlcompat scan` starts fast.
 # --- extra commands ---
 from rlcompat.verify.command import verify_command  # noqa: E402
-
 app.command("verify")(verify_command)
 # --- end extra commands ---
 

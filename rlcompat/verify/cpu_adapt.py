@@ -3,7 +3,7 @@
 verl has no CPU platform; its FSDP engines hard-code two things a CPU cannot do (FSDP1 `sync_module_states=True`,
 pinned CPU offload for forward-only engines). Each adaptation below goes through verl's public plugin registry or
 wraps a name verl looks up at call time, and each is reported so nobody mistakes it for a fix to the tree.
-See /docs/verify.md ("CPU adaptations").
+See docs/verify.md ("CPU adaptations").
 """
 
 from __future__ import annotations
