@@ -108,6 +108,10 @@ def _verdict(result: dict) -> list[str]:
             lines.append(f"  at {loc['file']}:{loc['line']} in {loc['function']}{where}")
         for f in (v.get("stack") or [])[1:5]:
             lines.append(f"     from {f['file']}:{f['line']} in {f['function']}")
+        verl_path = (result.get("verl") or {}).get("path")
+        if v.get("kind") in ("bf16", "flash_attn_selected") and verl_path:
+            target = (result.get("target") or {}).get("name", "TARGET")
+            lines.append(f"  where the tree selects it: rlcompat scan {verl_path} --target {target}  (rlcompat fix rewrites it)")
         if len(violations) > 1:
             lines.append(f"  ({len(violations)} violations recorded; the first is shown, all are in --output-format json)")
     elif result.get("error") and result["error"].get("location"):
