@@ -268,6 +268,9 @@ def targets(
 from rlcompat.doctor.command import doctor_command  # noqa: E402
 
 app.command("doctor")(doctor_command)
+
+from rlcompat.verify.command import verify_command  # noqa: E402
+app.command("verify")(verify_command)
 # --- end extra commands ---
 
 

@@ -1,0 +1,76 @@
+"""`rlcompat verify`: the command function. Nothing heavy at import time: torch and verl live in the child process."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from typing import Annotated, Optional
+
+import typer
+
+
+class Device(str, Enum):
+    auto = "auto"
+    cpu = "cpu"
+    cuda = "cuda"
+
+
+class Strategy(str, Enum):
+    fsdp2 = "fsdp2"
+    fsdp = "fsdp"
+
+
+class Algo(str, Enum):
+    gae = "gae"
+    grpo = "grpo"
+
+
+class VerifyFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+def verify_command(
+    path: Annotated[str, typer.Argument(help="The verl package directory under test, or the directory that contains verl/.")],
+    target: Annotated[Optional[str], typer.Option("--target", "-t", help="GPU to emulate or check: sm61, 7.5, P40, T4, ... or auto.")] = None,
+    device: Annotated[Device, typer.Option("--device", help="Where to run the step: auto (CUDA if present), cpu or cuda.")] = Device.auto,
+    strategy: Annotated[Strategy, typer.Option("--strategy", help="verl FSDP engine: fsdp2 or fsdp (FSDP1).")] = Strategy.fsdp2,
+    algo: Annotated[Algo, typer.Option("--algo", help="gae (actor, reference and critic) or grpo (no critic).")] = Algo.gae,
+    steps: Annotated[int, typer.Option("--steps", min=1, max=20, help="PPO steps to run.")] = 1,
+    seed: Annotated[int, typer.Option("--seed", help="Seed for the tiny model and the step.")] = 0,
+    keep: Annotated[bool, typer.Option("--keep", help="Keep the temp folder (tiny model, child log, result.json).")] = False,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds before the child process is stopped.")] = 600.0,
+    output_format: Annotated[VerifyFormat, typer.Option("--output-format", help="text or json.")] = VerifyFormat.text,
+) -> None:
+    """Run one tiny PPO step through the tree's own verl code under the target GPU's limits; PASS or FAIL."""
+    from rlcompat.targets import TargetError, resolve_target
+    from rlcompat.verify.report import render_json, render_text
+    from rlcompat.verify.result import EXIT_ENV
+    from rlcompat.verify.runner import VerifyRequest, VerifyUsageError, resolve_package, run_verify
+
+    def fail(message: str) -> typer.Exit:
+        typer.echo(f"rlcompat: error: {message}", err=True)
+        return typer.Exit(EXIT_ENV)
+
+    if not target:
+        from rlcompat.config import ConfigError, load_settings
+
+        try:
+            target = load_settings([path], None).target
+        except ConfigError as exc:
+            raise fail(str(exc))
+    if not target:
+        raise fail("no target GPU: pass --target (e.g. --target sm61, --target P40, --target auto)")
+    try:
+        tgt = resolve_target(target)
+        package = resolve_package(path)
+    except (TargetError, VerifyUsageError) as exc:
+        raise fail(str(exc))
+    if output_format is VerifyFormat.text and sys.stderr.isatty():
+        typer.echo(f"rlcompat verify: one PPO step of {package} for {tgt.name} ...", err=True)
+    result = run_verify(VerifyRequest(package=package, target=tgt.name, device=device.value, strategy=strategy.value,
+                                      algo=algo.value, steps=steps, seed=seed, keep=keep, timeout=timeout))
+    render = render_json if output_format is VerifyFormat.json else render_text
+    sys.stdout.write(render(result))
+    sys.stdout.flush()
+    raise typer.Exit(int(result.get("exit_code", EXIT_ENV)))
