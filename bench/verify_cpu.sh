@@ -13,9 +13,6 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 cp -r "$VERL_SRC" "$WORK/verl" && find "$WORK" -name __pycache__ -prune -exec rm -rf {} +
 $RL fix "$WORK/verl" --target sm61 --unsafe-fixes | tail -n 1
-# No rule rewrites verl's use_torch_compile defaults yet; inductor cannot run on sm61 (see docs/verify.md).
-sed -i 's/use_torch_compile: bool = True/use_torch_compile: bool = False/' "$WORK/verl/workers/config/engine.py" \
-  "$WORK/verl/workers/config/actor.py"
 
 echo "cores: $(nproc), $(.venv/bin/python -c 'import torch; print("torch", torch.__version__)')"
 for case in "pristine:$VERL_SRC" "fixed:$WORK/verl"; do

@@ -10,8 +10,7 @@
 #    It prints each run's report and leaves them, with the JSON results, under $OUT (default /tmp/verify-out).
 #
 # The runs: (a) the pristine verl 0.9.1 for sm61 (expected FAIL, exit 1, naming the first violation);
-# (b) a copy fixed by `rlcompat fix --unsafe-fixes` with verl's use_torch_compile defaults turned off (no rule does
-# that yet, see docs/verify.md) for sm61 (expected PASS, exit 0); (c) the pristine tree for sm80 (emulated on the
+# (b) a copy fixed by `rlcompat fix --unsafe-fixes` (RLC306 turns verl's use_torch_compile defaults off) for sm61 (expected PASS, exit 0); (c) the pristine tree for sm80 (emulated on the
 # Hopper: expected CANNOT RUN, exit 2, as flash-attn is not installed in the image); (d) the fixed copy for sm61
 # with --strategy fsdp --algo grpo.
 set -uo pipefail
@@ -45,8 +44,6 @@ export PYTHONPATH="$SITE:$PWD"
 FIXED=/tmp/fixed
 rm -rf "$FIXED" && mkdir -p "$FIXED" && cp -r "$SITE/verl" "$FIXED/verl" && find "$FIXED" -name __pycache__ -prune -exec rm -rf {} +
 python3 -m rlcompat fix "$FIXED/verl" --target sm61 --unsafe-fixes | tail -n 1 | tee "$OUT/fix.txt"
-sed -i 's/use_torch_compile: bool = True/use_torch_compile: bool = False/' "$FIXED/verl/workers/config/engine.py" \
-  "$FIXED/verl/workers/config/actor.py"
 
 run() {  # name, then the verify arguments
   local name=$1; shift

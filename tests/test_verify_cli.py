@@ -90,15 +90,12 @@ def test_fixed_copy_trains_one_ppo_step_on_cpu(run_cli, tmp_path):
     copy = tmp_path / "verl"
     shutil.copytree(VERL, copy, ignore=shutil.ignore_patterns("__pycache__"))
     # The files verify pointed at, fixed by rlcompat itself.
-    touched = ["workers/config/model.py", "workers/config/engine.py", "utils/model.py",
+    # The files verify pointed at, including verl's `use_torch_compile: bool = True` defaults (RLC306).
+    touched = ["workers/config/model.py", "workers/config/engine.py", "workers/config/actor.py", "utils/model.py",
                "workers/engine/fsdp/transformer_impl.py"]
     code, _, err = run_cli("fix", *[str(copy / f) for f in touched], "--target", "sm61", "--unsafe-fixes")
     assert code == 0, err
-    # No rule rewrites verl's `use_torch_compile: bool = True` defaults yet, and verify rightly refuses inductor on
-    # sm61 (see docs/verify.md); turn them off by hand, as a P40 user must (actor.use_torch_compile=False).
-    for f in ("workers/config/engine.py", "workers/config/actor.py"):
-        p = copy / f
-        p.write_text(p.read_text().replace("use_torch_compile: bool = True", "use_torch_compile: bool = False"))
+    assert "use_torch_compile: bool = True" not in (copy / "workers/config/engine.py").read_text()
 
     sources = {p: p.read_bytes() for p in copy.rglob("*.py")}
     code, out, _ = run_cli("verify", str(copy), "--target", "sm61", "--device", "cpu", "--output-format", "json")
