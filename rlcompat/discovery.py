@@ -31,7 +31,22 @@ def discover(paths: list[str], settings: Settings) -> tuple[list[tuple[str, str]
                     found.setdefault(path, lang)
         else:
             missing.append(given)
-    return sorted(found.items()), missing
+    return sorted(_one_path_per_file(found).items()), missing
+
+
+def _one_path_per_file(found: dict[str, str]) -> dict[str, str]:
+    """Drop symbolic links to a file that is already on the list under another name.
+
+    A link inside the tree to another file of the tree would otherwise be checked twice (every finding reported
+    twice) and, when fixing in parallel, rewritten twice at once. The real path is kept over a link to it.
+    """
+    by_real: dict[str, str] = {}
+    for path in sorted(found, key=lambda p: (os.path.islink(p), p)):
+        by_real.setdefault(os.path.realpath(path), path)
+    if len(by_real) == len(found):
+        return found
+    kept = set(by_real.values())
+    return {p: lang for p, lang in found.items() if p in kept}
 
 
 def _walk(root: str, settings: Settings):

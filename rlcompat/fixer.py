@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from rlcompat.engine import Checker, FileResult, ParseFailure, parse
 from rlcompat.model import Edit, Finding, FileError
-from rlcompat.source import SourceError, SourceFile, encode, read, write_atomic
+from rlcompat.source import SourceError, SourceFile, encode, read, read_bytes, write_atomic
 
 MAX_PASSES = 10
 
@@ -104,18 +104,33 @@ def fix_file(checker: Checker, path: str, language: str, unsafe: bool, write: bo
     outcome = fix_source(checker, source, language, unsafe)
     if outcome.changed and write:
         try:
-            current = open(path, "rb").read()
-        except OSError as exc:
-            outcome.error = FileError(path, f"cannot be re-read before writing ({exc.strerror}); nothing was written")
-            return outcome
+            current = read_bytes(path)
+        except SourceError as exc:
+            return _not_written(outcome, source, None, f"{exc}; nothing was written")
         if current != source.raw:
-            outcome.error = FileError(path, "changed on disk while being fixed; nothing was written, run fix again")
-            return outcome
+            # Edited (or checked out) while we worked: writing now would throw the new content away.
+            return _not_written(outcome, source, None, "changed on disk while being fixed; nothing was written, run fix again")
         try:
-            write_atomic(path, encode(source, outcome.fixed))
-        except (OSError, UnicodeEncodeError) as exc:
-            outcome.error = FileError(path, f"cannot be written ({exc}); the file is unchanged")
+            data = encode(source, outcome.fixed)
+        except UnicodeEncodeError as exc:
+            return _not_written(outcome, source, checker.check_source(source, language),
+                                f"the fixed text cannot be saved as {source.encoding} ({exc.reason}); the file is "
+                                "unchanged, please report this")
+        try:
+            write_atomic(path, data)
+        except SourceError as exc:
+            return _not_written(outcome, source, checker.check_source(source, language), str(exc))
     return outcome
+
+
+def _not_written(outcome: FileFix, source: SourceFile, on_disk: FileResult | None, message: str) -> FileFix:
+    """A fix computed but not written: report the file as it is on disk, not as the fix would have left it.
+
+    `on_disk` is the check of the unchanged file (None when the file changed under us and what it holds now is
+    unknown), so its findings still count as remaining and nothing is reported as fixed that was not written.
+    """
+    return FileFix(outcome.path, remaining=on_disk, original=source.text, fixed=source.text,
+                   error=FileError(outcome.path, message))
 
 
 def unified_diff(outcome: FileFix) -> str:

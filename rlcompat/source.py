@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import codecs
+import errno
 import io
 import os
 import re
+import stat
 import tempfile
 import tokenize
 from dataclasses import dataclass
@@ -41,9 +43,16 @@ def decode(path: str, raw: bytes, language: str) -> SourceFile:
         raise SourceError("contains NUL bytes (binary?); exclude it or remove the NUL bytes")
     try:
         text = body.decode(encoding)
-    except (UnicodeDecodeError, LookupError) as exc:
+    except LookupError as exc:  # a cookie naming an encoding Python does not know
+        raise SourceError(f"declares an unknown encoding {encoding!r}; fix the coding cookie in the first two lines") from exc
+    except UnicodeDecodeError as exc:
         hint = "declare its encoding with a `# -*- coding: ... -*-` line" if language == "python" else "save it as UTF-8"
-        raise SourceError(f"is not valid {encoding} ({exc.reason if hasattr(exc, 'reason') else exc}); {hint}") from exc
+        # Say where: in a large file "invalid continuation byte" alone leaves the user searching.
+        line = body.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (body.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise SourceError(
+            f"is not valid {encoding} (byte 0x{body[exc.start]:02x} at line {line}, column {column}: {exc.reason}); {hint}"
+        ) from exc
     return SourceFile(path, text, encoding, bom, raw)
 
 
@@ -52,7 +61,7 @@ def read_bytes(path: str) -> bytes:
         with open(path, "rb") as fh:
             return fh.read()
     except OSError as exc:
-        raise SourceError(f"cannot be read ({exc.strerror or exc}); check its permissions") from exc
+        raise SourceError(f"cannot be read ({exc.strerror or exc}); {_os_hint(exc, 'read')}") from exc
 
 
 def read(path: str, language: str) -> SourceFile:
@@ -64,21 +73,62 @@ def encode(source: SourceFile, new_text: str) -> bytes:
     return codecs.BOM_UTF8 + data if source.bom else data
 
 
+def _os_hint(exc: OSError, doing: str) -> str:
+    """What the user can do about an OSError while reading or writing one of their files."""
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "check the permissions of the file and its directory" if doing == "write" else "check its permissions"
+    if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        return "free some disk space and run fix again"
+    if exc.errno == errno.EROFS:
+        return "the file system is mounted read-only; fix a writable copy"
+    if exc.errno == errno.ENOENT:
+        return "it was removed or renamed during the run; run again"
+    return f"run {'fix' if doing == 'write' else 'it'} again, or exclude the file"
+
+
 def write_atomic(path: str, data: bytes) -> None:
-    """Replace `path` with `data` in one rename: readers see the old file or the new one, never half of one."""
-    directory = os.path.dirname(os.path.abspath(path))
-    st = os.stat(path)
-    fd, tmp = tempfile.mkstemp(prefix=".rlcompat-", suffix=".tmp", dir=directory)
+    """Replace `path` with `data` in one rename: readers see the old file or the new one, never half of one.
+
+    Raises SourceError with a one-line message; the original file is untouched and no temporary file is left,
+    whatever goes wrong (a full disk, a permission, Ctrl-C).
+    """
+    # A symbolic link is written through to its file: replacing the link itself would turn it into a copy and
+    # leave the file it points at unfixed.
+    real = os.path.realpath(path)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        st = os.stat(real)
+    except OSError as exc:
+        raise SourceError(f"cannot be written ({exc.strerror or exc}); {_os_hint(exc, 'write')}") from exc
+    # A rename would go through a read-only file (only the directory's permission counts), and root may write any
+    # file: look at the mode bits, so a file the user made read-only stays as it is.
+    if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(real, os.W_OK):
+        raise SourceError("is read-only; nothing was written: make it writable (chmod u+w) or exclude it")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".rlcompat-", suffix=".tmp", dir=os.path.dirname(real))
+    except OSError as exc:
+        raise SourceError(f"cannot be written: its directory refuses a temporary file ({exc.strerror or exc}); "
+                          f"{_os_hint(exc, 'write')}") from exc
+    try:
+        try:
+            view = memoryview(data)
+            while view:  # os.write may write less than asked
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.chmod(tmp, st.st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
+        if hasattr(os, "geteuid") and os.geteuid() == 0 and (st.st_uid, st.st_gid) != (0, 0):
+            try:  # root fixing a user's tree: the new file keeps its owner
+                os.chown(tmp, st.st_uid, st.st_gid)
+            except OSError:
+                pass
+        os.replace(tmp, real)
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError):
+            raise SourceError(f"cannot be written ({exc.strerror or exc}); the file is unchanged: "
+                              f"{_os_hint(exc, 'write')}") from exc
         raise

@@ -174,23 +174,31 @@ def _children(node: cst.CSTNode):
             yield value
 
 
-def _walk(node: cst.CSTNode, handlers: dict[type, list], ctx: Context) -> None:
+def _walk(root: cst.CSTNode, handlers: dict[type, list], ctx: Context) -> None:
     """Pre-order walk keeping the ancestor chain.
 
     LibCST's own `visit` rebuilds every node it passes through, even for read-only visitors; reading the
-    dataclass fields directly does the same walk several times faster.
+    dataclass fields directly does the same walk several times faster. The walk keeps its own stack instead of
+    recursing: valid Python nests deeper than Python's recursion limit (a 1,000-term `a + b + ...` or `elif`
+    chain is 1,000 levels of LibCST nodes), and a RecursionError here would crash the whole run.
     """
-    cls = type(node)
-    if cls is cst.Import or cls is cst.ImportFrom:
-        ctx.imports.record(node, module_level=not any(type(a) is cst.FunctionDef for a in ctx.ancestors))
-    for rule, handler in handlers.get(cls, ()):
-        ctx._rule = rule
-        handler(node, ctx)
     ancestors = ctx.ancestors
-    ancestors.append(node)
-    for child in _children(node):
-        _walk(child, handlers, ctx)
-    ancestors.pop()
+    stack = [iter((root,))]  # stack[i + 1] iterates over the children of ancestors[i]
+    while stack:
+        node = next(stack[-1], None)
+        if node is None:
+            stack.pop()
+            if stack:
+                ancestors.pop()
+            continue
+        cls = type(node)
+        if cls is cst.Import or cls is cst.ImportFrom:
+            ctx.imports.record(node, module_level=not any(type(a) is cst.FunctionDef for a in ancestors))
+        for rule, handler in handlers.get(cls, ()):
+            ctx._rule = rule
+            handler(node, ctx)
+        ancestors.append(node)
+        stack.append(_children(node))
 
 
 def _handlers(rules: Sequence[PythonRule]) -> dict[type, list[tuple[PythonRule, Callable]]]:
