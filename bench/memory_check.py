@@ -101,7 +101,9 @@ def main() -> int:
 
     def train_step():
         optim.zero_grad(set_to_none=True)
-        with torch.autocast(dev.type, dtype=dtype, enabled=dtype != torch.float32):
+        # cache_enabled=False: autocast would otherwise keep a bf16 copy of every weight for the whole pass, which
+        # verl's FSDP mixed precision (per-unit casts, freed after each unit) does not.
+        with torch.autocast(dev.type, dtype=dtype, enabled=dtype != torch.float32, cache_enabled=False):
             out = model(input_ids=ids, attention_mask=mask)
             chosen, entropy = logprobs_and_entropy(out.logits[:, :-1], ids[:, 1:])
             loss = -(chosen.mean()) - 0.001 * entropy.mean()
@@ -116,13 +118,15 @@ def main() -> int:
     del optim
     model.zero_grad(set_to_none=True)
 
-    ref = Qwen2ForCausalLM(config).to(dev, torch.float32).eval()
+    ref = Qwen2ForCausalLM(config).to(dev, torch.float32).eval().requires_grad_(False)
     reset()
     before_ref_forward = allocated()
-    with torch.no_grad(), torch.autocast(dev.type, dtype=dtype, enabled=dtype != torch.float32):
+    with torch.no_grad(), torch.autocast(dev.type, dtype=dtype, enabled=dtype != torch.float32, cache_enabled=False):
         out = ref(input_ids=ids, attention_mask=mask)
-        # verl's reference pass: log-probs of the chosen tokens, no entropy.
-        torch.log_softmax(out.logits[:, :-1].float(), dim=-1).gather(-1, ids[:, 1:].unsqueeze(-1))
+        # verl's reference pass with remove-padding (its default): log-probs of the next tokens (labels rolled, not
+        # the logits sliced, so no strided copy), no entropy.
+        labels = torch.roll(ids, shifts=-1, dims=1)
+        torch.log_softmax(out.logits.float(), dim=-1).gather(-1, labels.unsqueeze(-1))
     measured["reference forward peak (above resident)"] = peak_since_reset() - before_ref_forward
 
     est = memory.estimate(params, algo="grpo", dtype=args.dtype, gpus=1, seq_len=s, rollout="hf", use_ref=False,
@@ -133,7 +137,8 @@ def main() -> int:
         "weights": w,
         "trained state": w + p["actor gradients (fp32)"] + p["actor AdamW moments (fp32)"],
         "actor update peak": est.phases["actor update"] - memory.CUDA_CONTEXT,
-        "reference forward peak (above resident)": 2 * p["logits (one micro-batch)"] // 3,
+        "reference forward peak (above resident)": memory.logits_bytes(b, s, shape.vocab, memory.DTYPE_BYTES[args.dtype],
+                                                                        training=False),
     }
     print(f"{shape.name}: {params:,} parameters, micro-batch {b} x {s} tokens, compute {args.dtype}, on "
           f"{torch.cuda.get_device_name(dev) if cuda else 'cpu (no figures)'}, torch {torch.__version__}")

@@ -3,7 +3,7 @@
 #
 # 1. Here (a machine with the registry), pack the wheels into .whl/ and keep them out of git:
 #      bash /work/shared/device/pack-verify-wheels.sh .whl     # verl 0.9.1 and what it imports (44 MB)
-#      bash bench/verify_on_device.sh pack .whl                  # rlcompat's own dependencies (5 MB)
+#      bash bench/verify_on_device.sh pack .whl                  # rlcompat and its own dependencies (5 MB)
 #      echo /.whl/ >> "$(git rev-parse --git-common-dir)/info/exclude"
 # 2. On the device, from the repo root, with carry [".whl"]:
 #      bash bench/verify_on_device.sh
@@ -24,6 +24,7 @@ if [ "${1:-}" = "pack" ]; then
     libcst==1.9.0 pyyaml==6.0.3 typer==0.29.2 click==8.5.1 shellingham==1.5.4 annotated-doc==0.0.7 rich==15.0.0 \
     markdown-it-py==4.3.0 mdurl==0.1.2 pygments==2.21.0 typing_extensions==4.16.0 ruamel.yaml==0.19.1 bashlex==0.18 \
     nvidia-ml-py==13.615.71
+  python3 -m pip wheel -q --no-deps --no-build-isolation -w "$DIR" .   # rlcompat itself, with rules/ as rlcompat.rules
   du -sh "$DIR"
   exit 0
 fi
@@ -34,7 +35,10 @@ mkdir -p "$OUT"
 [ -d .whl ] || { echo "no .whl/ here: pack it first (see the top of this script) and carry it"; exit 2; }
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl \
   2>&1 | grep -v -e "is ignored" -e "WARNING: Target directory" || true
-export PYTHONPATH="$SITE:$PWD"
+export PYTHONPATH="$SITE"
+# Run from outside the checkout: `python -m` puts the working directory first on sys.path, and the checkout's
+# rlcompat/ (without rules/ mapped in as rlcompat.rules) would shadow the installed wheel.
+cd "$(mktemp -d)"
 {
   nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader
   python3 -c "import sys, torch, transformers; print('python', sys.version.split()[0], '| torch', torch.__version__, '| transformers', transformers.__version__)"

@@ -45,10 +45,18 @@ def test_formula_term_by_term():
     assert e.parts["critic weights+gradients+AdamW (fp32)"] == 16000
     activations = L * b * s * h * d + (8.5 * h + 4 * 16) * b * s * d
     assert e.parts["actor activations (one micro-batch)"] == activations
-    assert e.parts["logits (one micro-batch)"] == 3 * b * s * V * 4
+    assert e.parts["logits (one micro-batch)"] == 4 * b * s * V * 4
     assert e.parts["rollout KV cache (HF generate)"] == 2 * L * b * s * 4 * d
-    assert e.phases["actor update"] == 16000 + activations + 3 * b * s * V * 4 + 16000 + 4000 + memory.CUDA_CONTEXT
+    assert e.phases["actor update"] == 16000 + activations + 4 * b * s * V * 4 + 16000 + 4000 + memory.CUDA_CONTEXT
+    assert e.phases["reference log-probs"] == 4000 + 2 * b * s * V * 4 + 16000 + 16000 + memory.CUDA_CONTEXT
     assert e.peak == max(e.phases.values()) and e.fits is None
+
+
+def test_logits_below_fp32_keep_the_lm_head_output_beside_its_upcast():
+    b, s, V = 2, 5, 10
+    assert memory.logits_bytes(b, s, V, 4, training=True) == 4 * b * s * V * 4
+    assert memory.logits_bytes(b, s, V, 2, training=True) == 4 * b * s * V * 4 + b * s * V * 2
+    assert memory.logits_bytes(b, s, V, 2, training=False) == 2 * b * s * V * 4 + b * s * V * 2
 
 
 def test_sharding_offload_and_algo_change_what_they_should():

@@ -9,7 +9,9 @@ Per GPU, with P parameters sharded over G GPUs by FSDP (verl keeps fp32 master w
         bench/activation_bytes.py: eager attention adds the attention scores)
         gradient checkpointing on:  L*b*s*h*d (saved layer inputs) + A (one layer recomputed)
         off:                        L * A
-        logits (actor, ref only):   3 * b*s*V * 4 (fp32 logits, log-softmax, its gradient)
+        logits, actor update:       4 * b*s*V * 4 (fp32 logits, log-softmax, softmax for the entropy, gradient)
+        logits, reference pass:     2 * b*s*V * 4 (fp32 logits, log-softmax)
+        both, when d < 4:           + b*s*V*d (the lm_head's output before the fp32 upcast)
     rollout: vLLM/SGLang take gpu_memory_utilization * card memory; Hugging Face generate takes a KV cache of
         2*L*b*s*kv_dim*d plus the logits of one step
 A phase holds its own model whole plus what the others keep resident (an offloaded model keeps nothing):
@@ -145,6 +147,17 @@ class Estimate:
         return None if self.budget is None else self.peak <= self.budget
 
 
+def logits_bytes(micro_batch: int, seq_len: int, vocab: int, compute_bytes: int, *, training: bool) -> int:
+    """Vocabulary-sized tensors alive at once for one micro-batch (measured by bench/memory_check.py).
+
+    Training: fp32 logits, their log-softmax, the softmax for the entropy and the gradient; the reference pass
+    (forward only, no entropy): fp32 logits and log-softmax. Below fp32 the lm_head's output in the compute dtype
+    is alive beside its fp32 upcast.
+    """
+    one = micro_batch * seq_len * vocab
+    return (4 if training else 2) * one * 4 + (one * compute_bytes if compute_bytes < 4 else 0)
+
+
 def estimate(params: int, *, algo: str = "ppo", dtype: str = "float32", gpus: int = 1, seq_len: int = 1024,
              rollout: str = "hf", card_bytes: int | None = None, plan: Plan = Plan(), use_ref: bool = True,
              shape: Shape | None = None) -> Estimate:
@@ -158,7 +171,7 @@ def estimate(params: int, *, algo: str = "ppo", dtype: str = "float32", gpus: in
     weights, grads, moments = 4 * P // G, 4 * P // G, 8 * P // G
     layer = (17 * h + 8 * shape.intermediate) * b * s * d // 2  # one layer, saved for backward (bench/activation_bytes.py)
     activations = (L * b * s * h * d + layer) if plan.gradient_checkpointing else L * layer
-    logits = 3 * b * s * shape.vocab * 4
+    logits = logits_bytes(b, s, shape.vocab, d, training=True)
     parts = {
         "actor weights (fp32)": weights,
         "actor gradients (fp32)": grads,
@@ -193,8 +206,7 @@ def estimate(params: int, *, algo: str = "ppo", dtype: str = "float32", gpus: in
     if algo == "ppo":
         phases["critic update"] = critic_all + activations + actor_res + ref_res
     if use_ref:
-        # Forward only, no entropy: the fp32 logits and their log-softmax.
-        phases["reference log-probs"] = ref_all + 2 * logits // 3 + actor_res + critic_res
+        phases["reference log-probs"] = ref_all + logits_bytes(b, s, shape.vocab, d, training=False) + actor_res + critic_res
     phases = {k: v + CUDA_CONTEXT for k, v in phases.items()}
     return Estimate(shape, algo, dtype, rollout, G, s, card_bytes, plan, parts, phases)
 
