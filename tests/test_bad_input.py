@@ -396,3 +396,30 @@ def test_shell_script_that_does_not_parse_is_located_and_the_rest_still_runs(tmp
     assert line.startswith("error: broken.sh:4:26: cannot be parsed: unterminated ' quote; fix the syntax or exclude")
     assert (tmp_path / "broken.sh").read_text() == bad
     assert (tmp_path / "good.py").read_text() == FIXED
+
+
+def test_shell_commands_bashlex_cannot_read_are_reported_and_the_rest_is_fixed(tmp_path):
+    script = (
+        "#!/bin/bash\n"
+        "ARGS=(actor_rollout_ref.rollout.dtype=bfloat16)\n"  # bash arrays: bashlex refuses the line
+        "coproc python3 -m verl.trainer.main_ppo \\\n"
+        "    actor_rollout_ref.model.override_config.attn_implementation=flash_attention_2\n"
+        "[[ -f ckpt ]] && python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.dtype=bfloat16\n"
+        "GPUS=(0 1 2 3)\n"  # unread too, but nothing in it the rules look for
+    )
+    (tmp_path / "run.sh").write_text(script)
+    code, out, _ = invoke("fix", "run.sh", "--no-cache", "--select", "RLC002,RLC104", cwd=tmp_path)
+    assert code == 1 and not error_lines(out)
+    assert "run.sh:2:1: RLC002 command not checked: the shell parser cannot read it (unexpected token '(') and it " \
+           "mentions `bfloat16`; check it by hand for sm61, then add `# rlcompat: ignore[RLC002]` after it" in out
+    assert "run.sh:3:1: RLC002 command not checked: the shell parser cannot read it (bashlex does not implement " \
+           "coproc) and it mentions `flash_attention_2`" in out
+    assert "run.sh:6" not in out
+    # the `[[ ... ]] &&` command is read (the test is masked for bashlex) and fixed; the unread ones are untouched
+    assert (tmp_path / "run.sh").read_text() == script.replace("main_ppo actor_rollout_ref.rollout.dtype=bfloat16",
+                                                               "main_ppo actor_rollout_ref.rollout.dtype=float32")
+    # checked by hand: a suppression after the command's last line silences it
+    fixed = (tmp_path / "run.sh").read_text()
+    (tmp_path / "run.sh").write_text(fixed.replace("flash_attention_2\n", "flash_attention_2  # rlcompat: ignore[RLC002]\n"))
+    code, out, _ = invoke("scan", "run.sh", "--no-cache", "--select", "RLC002,RLC104", cwd=tmp_path)
+    assert "run.sh:2:1: RLC002" in out and "run.sh:3:1" not in out and "1 suppressed" in out

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 from rlcompat.model import Edit, Finding, Fix, FixSafety, Location
 from rlcompat.rule import Rule
@@ -74,13 +74,14 @@ def _bool_like(value: bool, original: str) -> str:
 class ConfigView:
     """The settings of one run: one YAML document or one command in a script."""
 
-    kind: str  # "yaml" | "command"
+    kind: str  # "yaml" | "command" | "unread" (a command the shell parser could not read: `anchor`, `unread`)
     settings: list[Setting] = field(default_factory=list)
     mounts: tuple[str, ...] = ("",)  # where the keys sit in verl's tree ("" for a whole config)
     is_verl: bool = False  # a verl config file or a verl training command
     anchor: Span | None = None  # what a finding about a missing key points at (the command's entry word)
     command_words: tuple[str, ...] = ()  # the resolved words of a command (for engines and flags)
     _adder: object = None  # shell: callable(key_with_prefix, value) -> Edit
+    unread: str = ""  # kind "unread": why the parser refused the command
 
     def get(self, key: str) -> Setting | None:
         """The last setting of `key` (Hydra: the last override wins), under any of the view's mount points."""
@@ -126,6 +127,8 @@ class ConfigRule(Rule):
     """Base for rules over configuration settings (YAML files and launch scripts)."""
 
     languages = frozenset({"yaml", "shell", "markdown"})  # markdown: its shell code blocks
+    # Rules that look at commands the shell parser could not read (views of kind "unread"); the others never see them.
+    reads_unread: ClassVar[bool] = False
 
     def check_config(self, view: ConfigView, ctx: "ConfigContext") -> None:
         raise NotImplementedError

@@ -52,7 +52,7 @@ PARSE_ERRORS = (ShellSyntaxError,)
 class ShellScript:
     text: str
     nodes: list[tuple[int, object]] = field(default_factory=list)  # (offset of the chunk, bashlex node)
-    skipped: list[tuple[int, str]] = field(default_factory=list)  # (offset, why) of commands bashlex cannot read
+    skipped: list[tuple[int, int, str]] = field(default_factory=list)  # (start, end, why) of commands bashlex cannot read
 
 
 def parse(text: str) -> ShellScript:
@@ -63,7 +63,7 @@ def parse(text: str) -> ShellScript:
         exc.line, column0 = LineIndex(text).position(exc.offset)
         exc.column = column0 + 1
         raise
-    masked = _mask_arithmetic(text)
+    masked = _mask_tests(_mask_arithmetic(text))
     lines = list(zip(bounds, bounds[1:]))
     i = 0
     while i < len(lines):
@@ -80,7 +80,7 @@ def parse(text: str) -> ShellScript:
         if parts is not None:
             script.nodes.extend((start, node) for node in parts)
         elif j - i == 1:
-            script.skipped.append((start, why))
+            script.skipped.append((start, lines[i][1], why))
         else:
             # Something in the block is beyond bashlex: read its lines one by one, so only that command is lost.
             for a, b in lines[i:j]:
@@ -90,7 +90,7 @@ def parse(text: str) -> ShellScript:
                 if parts is None and CASE_ARM.match(masked[a:b]):
                     parts, why = _parse_chunk(_blank_case_arm(masked[a:b]))
                 if parts is None:
-                    script.skipped.append((a, why))
+                    script.skipped.append((a, b, why))
                 else:
                     script.nodes.extend((a, node) for node in parts)
         i = j
@@ -111,8 +111,12 @@ def _parse_chunk(chunk: str):
         return bashlex.parse(chunk), ""
     except bashlex.errors.ParsingError as exc:
         return None, str(exc)
-    except (NotImplementedError, AttributeError, TypeError, ValueError, IndexError, AssertionError, RecursionError) as exc:
-        return None, f"not supported by the shell parser ({exc})"
+    except NotImplementedError as exc:
+        # bashlex's message dumps its whole parse tree; the construct's name is what a reader needs.
+        construct = re.search(r"type = \{([^}]*)\}", str(exc))
+        return None, f"bashlex does not implement {construct.group(1) if construct else 'a construct in it'}"
+    except (AttributeError, TypeError, ValueError, IndexError, AssertionError, RecursionError) as exc:
+        return None, f"not supported by the shell parser ({type(exc).__name__}: {str(exc)[:80]})"
 
 
 _OPENERS = {"if", "for", "while", "until", "case", "select", "{", "("}
@@ -180,6 +184,26 @@ def _mask_arithmetic(text: str) -> str:
             continue
         out.append(text[i:k] + "$" + "_" * (j - k))
         i = j + 1
+
+
+# bashlex reads neither bash's `[[ ... ]]` test (`[[ -n $X ]]` fails alike) nor the C-style `for ((...))`, and a
+# command holding one was lost whole: `[[ -f $CKPT ]] && python3 -m verl.trainer.main_ppo ...` on one line. A test
+# never holds a setting, so it becomes `:` (the no-op command), and `for ((...))` becomes `for _ in _`, padded to the
+# same length so every position stays exact. Only one-line forms with balanced quotes are masked; anything else
+# is left for bashlex to refuse (and RLC002 to report).
+_DOUBLE_BRACKET_TEST = re.compile(r"(?<![^\s;&|(!])\[\[(?=\s)[^\n]*?\s\]\](?=[\s;&|)]|$)", re.MULTILINE)
+_C_STYLE_FOR = re.compile(r"(?<![^\s;&|(])for[ \t]*\(\((?:[^()\n]|\([^()\n]*\))*\)\)")
+
+
+def _mask_tests(text: str) -> str:
+    def blank(m: re.Match, word: str) -> str:
+        s = m.group(0)
+        if s.count('"') % 2 or s.count("'") % 2 or "`" in s:
+            return s
+        return word + " " * (len(s) - len(word))
+
+    text = _DOUBLE_BRACKET_TEST.sub(lambda m: blank(m, ":"), text)
+    return _C_STYLE_FOR.sub(lambda m: blank(m, "for _ in _"), text)
 
 
 def _blank_or_comment(chunk: str) -> bool:
@@ -456,7 +480,37 @@ def check(script: ShellScript, text: str, path: str, rules: Sequence[ConfigRule]
                 variables.record(w)
             continue
         views.append(_view(command, variables, knowledge, text, index))
-    return run_rules(views, text, path, rules, target)
+    findings = run_rules(views, text, path, [r for r in rules if not r.reads_unread], target)
+    watchers = [r for r in rules if r.reads_unread]
+    if watchers and script.skipped:
+        # A command bashlex refused is not silently dropped: RLC002 says where it is, so a hazard in it is not lost.
+        unread = [ConfigView("unread", anchor=_command_span(text, start, end), unread=why)
+                  for start, end, why in script.skipped]
+        findings += run_rules(unread, text, path, watchers, target)
+    return findings
+
+
+def _command_span(text: str, start: int, end: int) -> Span:
+    """A logical line (continuations included) without its indent, trailing blanks and comment: a finding on it
+    starts at the command, and a suppression comment after its last line covers it."""
+    chunk = text[start:end]
+    body = _strip_trailing_comment(chunk).rstrip()
+    lead = len(body) - len(body.lstrip())
+    return Span(start + lead, start + max(lead, len(body)))
+
+
+def _strip_trailing_comment(chunk: str) -> str:
+    """`chunk` up to a `#` comment that starts a word outside quotes (the last line's), if any."""
+    quote = None
+    for i, ch in enumerate(chunk):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or chunk[i - 1] in " \t"):
+            return chunk[:i]
+    return chunk
 
 
 def _view(command: Command, variables: Variables, knowledge, text: str, index: LineIndex) -> ConfigView:
