@@ -21,7 +21,7 @@ if [ "${1:-}" = "pack" ]; then
   mkdir -p "$DIR"
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$DIR" \
-    libcst==1.9.0 pyyaml==6.0.3 typer==0.29.2 click==8.5.1 shellingham==1.5.4 annotated-doc==0.0.7 rich==15.0.0 \
+    libcst==1.9.0 pyyaml==6.0.3 typer==0.28.0 click==8.5.1 shellingham==1.5.4 annotated-doc==0.0.7 rich==15.0.0 \
     markdown-it-py==4.3.0 mdurl==0.1.2 pygments==2.21.0 typing_extensions==4.16.0 ruamel.yaml==0.19.1 bashlex==0.18 \
     nvidia-ml-py==13.615.71
   python3 -m pip wheel -q --no-deps --no-build-isolation -w "$DIR" .   # rlcompat itself, with rules/ as rlcompat.rules

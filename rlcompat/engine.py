@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import importlib
 import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Iterable, Sequence
 
 from rlcompat import suppressions
@@ -58,28 +58,37 @@ class Checker:
     """Every selected rule that applies to the target, instantiated once, grouped by language."""
 
     def __init__(self, target: Target, settings: Settings, use_cache: bool = False) -> None:
-        from rlcompat.rules import all_rules
-
         self.target = target
         self.settings = settings
-        self.rules_by_language: dict[str, list] = {}
         self.report_unused = settings.is_selected(META_UNUSED)
-        for rule_cls in all_rules():
-            if rule_cls.code == META_UNUSED or not rule_cls.applies_to(target) or not settings.is_selected(rule_cls.code):
-                continue
-            rule = rule_cls(target)
-            for language in rule_cls.languages:
-                self.rules_by_language.setdefault(language, []).append(rule)
-        self.triggers = {
-            lang: tuple({t for r in rules for t in r.triggers}) for lang, rules in self.rules_by_language.items()
-        }
-        self._active_codes = {r.code for rules in self.rules_by_language.values() for r in rules}
         self.cache = None
         if use_cache and settings.cache_dir:
             from rlcompat.cache import ResultCache, run_key
 
             directory = os.path.join(settings.root, settings.cache_dir)
             self.cache = ResultCache(directory, run_key(target.name, settings))
+
+    # The rules are loaded on first use: a run answered wholly from the cache never imports them (nor LibCST).
+    @cached_property
+    def rules_by_language(self) -> dict[str, list]:
+        from rlcompat.rules import all_rules
+
+        by_language: dict[str, list] = {}
+        for rule_cls in all_rules():
+            if rule_cls.code == META_UNUSED or not rule_cls.applies_to(self.target) or not self.settings.is_selected(rule_cls.code):
+                continue
+            rule = rule_cls(self.target)
+            for language in rule_cls.languages:
+                by_language.setdefault(language, []).append(rule)
+        return by_language
+
+    @cached_property
+    def triggers(self) -> dict[str, tuple[str, ...]]:
+        return {lang: tuple({t for r in rules for t in r.triggers}) for lang, rules in self.rules_by_language.items()}
+
+    @cached_property
+    def _active_codes(self) -> set[str]:
+        return {r.code for rules in self.rules_by_language.values() for r in rules}
 
     def check_file(self, path: str, language: str) -> FileResult:
         try:
@@ -115,8 +124,12 @@ class Checker:
         rules = [r for r in self.rules_by_language.get(language, ()) if self.settings.is_selected(r.code, path)]
         triggers = self.triggers.get(language, ())
         if rules and language in FRONTENDS and any(t in text for t in triggers):
+            runnable = [r for r in rules if any(t in text for t in r.triggers)]
+            fe = frontend(language)
+            # A front end may leave out what no runnable rule can match (the Python one: lang/pynarrow.py).
+            narrowed = fe.narrow(text, runnable) if hasattr(fe, "narrow") else None
             try:
-                tree = parse(language, text)
+                tree = self._parse(language, text, narrowed)
             except ParseFailure as exc:
                 result.error = FileError(path, f"cannot be parsed: {exc}; fix the syntax or exclude the file", exc.line, exc.column)
                 return result
@@ -124,8 +137,10 @@ class Checker:
                 result.error = FileError(path, "is nested too deeply to parse; exclude the file")
                 return result
             result.parsed = True
-            runnable = [r for r in rules if any(t in text for t in r.triggers)]
-            findings = frontend(language).check(tree, text, path, runnable, self.target)
+            if narrowed is not None and tree[1]:
+                findings = fe.check(tree[0], text, path, runnable, self.target, narrowed=narrowed)
+            else:
+                findings = fe.check(tree[0], text, path, runnable, self.target)
         else:
             findings = []
         sups = suppressions.find(text, language)
@@ -134,6 +149,16 @@ class Checker:
             findings.extend(self._unused(sups, path))
         result.findings = sorted(findings, key=Finding.sort_key)
         return result
+
+    @staticmethod
+    def _parse(language: str, text: str, narrowed) -> tuple[object, bool]:
+        """(tree, whether it is of the narrowed text)."""
+        if narrowed is not None:
+            try:
+                return parse(language, narrowed.text), True
+            except (ParseFailure, RecursionError):
+                pass  # never report an error the narrowing made: the whole file decides
+        return parse(language, text), False
 
     def _unused(self, sups, path: str) -> list[Finding]:
         out = []
@@ -192,6 +217,7 @@ def run_parallel(checker: Checker, func, items: Sequence, jobs: int | None = Non
         return out
     import functools
     import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
 
     ctx = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
     batches = _batches(items, jobs * 4)

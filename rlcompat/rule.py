@@ -44,6 +44,9 @@ class Rule:
     # Substrings one of which a file must contain for the rule to be able to match: files without any
     # are never parsed for this rule.
     triggers: ClassVar[tuple[str, ...]] = ()
+    # Python rules see a node, its ancestors and the imports before it, so statements without a trigger are
+    # blanked before parsing (rlcompat/lang/pynarrow.py). A rule that reads other statements says so here.
+    whole_module: ClassVar[bool] = False
     severity: ClassVar[str] = "error"
     sources: ClassVar[tuple[str, ...]] = ()
     # Codes also selected when this rule's examples run (a meta rule needs the rules it watches).

@@ -68,6 +68,7 @@ class TritonSharedMemory(PythonRule):
         "Halving a block size is unsafe: a kernel may assume a block spans a whole row or divides a dimension."
     )
     triggers = ("triton",)
+    whole_module = True  # a kernel's launch sites and autotune configs may sit in statements without a trigger
     sources = ("S19", "S20", "S21", "S22", "S23", "S24", "S54")
 
     bad = (

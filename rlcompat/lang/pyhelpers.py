@@ -58,8 +58,12 @@ def target_name(node: cst.BaseExpression) -> str:
 def string_value(node: cst.CSTNode) -> str | None:
     """The value of a plain (non-f, non-bytes) string literal, else None."""
     if isinstance(node, cst.SimpleString):
-        if "b" in node.prefix.lower():
+        prefix = node.prefix.lower()
+        if "b" in prefix:
             return None
+        body = node.value[len(prefix) + len(node.quote) : -len(node.quote)]
+        if "\\" not in body and "\r" not in body:
+            return body  # nothing to unescape: skip `evaluated_value`, which runs CPython's parser per string
         value = node.evaluated_value
         return value if isinstance(value, str) else None
     return None

@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 
 from rlcompat._lazy import lazy_import
 
+from rlcompat.lang.pynarrow import Narrowed, narrow  # noqa: F401  (the engine asks the front end to narrow)
 from rlcompat.model import Edit, Finding, Fix, FixSafety, Location
 from rlcompat.rule import Rule
 from rlcompat.textpos import LineIndex
@@ -201,6 +202,19 @@ def _walk(root: cst.CSTNode, handlers: dict[type, list], ctx: Context) -> None:
         stack.append(_children(node))
 
 
+def _statements_to(node: cst.CSTNode, target: cst.CSTNode, chain: tuple = ()) -> tuple | None:
+    """The statements holding `target` below `node`, outermost first (None if it is not there)."""
+    if node is target:
+        return chain
+    if isinstance(node, cst.BaseStatement):
+        chain = (*chain, node)
+    for child in _children(node):
+        found = _statements_to(child, target, chain)
+        if found is not None:
+            return found
+    return None
+
+
 def _handlers(rules: Sequence[PythonRule]) -> dict[type, list[tuple[PythonRule, Callable]]]:
     table: dict[type, list[tuple[PythonRule, Callable]]] = {}
     for rule in rules:
@@ -220,7 +234,15 @@ class PythonSyntaxError(Exception):
 PARSE_ERRORS = (PythonSyntaxError,)
 
 
+def _skip_validation(self) -> None:
+    pass
+
+
 def parse(text: str) -> cst.Module:
+    # LibCST validates every node it builds (CSTNode.__post_init__); nodes the parser builds from valid source need
+    # none of it (LibCST's own comment there says so), and it is about a fifth of the parse. Only for this call.
+    validate = cst.CSTNode.__post_init__
+    cst.CSTNode.__post_init__ = _skip_validation
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
@@ -234,35 +256,46 @@ def parse(text: str) -> cst.Module:
         except (ValueError, RecursionError, MemoryError):
             pass
         raise PythonSyntaxError(exc.message, exc.raw_line, exc.raw_column + 1) from exc
+    finally:
+        cst.CSTNode.__post_init__ = validate
 
 
 def syntax_error_location(exc: PythonSyntaxError) -> tuple[int, int, str]:
     return exc.line, exc.column, exc.message
 
 
-def check(module: cst.Module, text: str, path: str, rules: Sequence[PythonRule], target) -> list[Finding]:
+def check(module: cst.Module, text: str, path: str, rules: Sequence[PythonRule], target,
+          narrowed: Narrowed | None = None) -> list[Finding]:
+    """Findings in `text`. With `narrowed`, `module` was parsed from `narrowed.text` (lang/pynarrow.py): positions
+    are found there and mapped back to `text` line by line (columns are the same)."""
     ctx = Context(target, path)
     _walk(module, _handlers(rules), ctx)
     if not ctx.pending:
         return []
     requests = [(p.node, p.statements) for p in ctx.pending]
     requests += [(n, p.statements) for p in ctx.pending if p.fix for n, _ in p.fix.replacements]
+    # A rule may report a node outside the statement it was visiting (RLC301: a `triton.Config` in a module-level
+    # list the decorator names); find that node's own statements rather than locating in the whole module.
+    requests = [(n, chain if chain else (_statements_to(module, n) or ())) for n, chain in requests]
     from rlcompat.lang.pypositions import locate
 
-    positions = locate(module, text, requests)
+    positions = locate(module, narrowed.text if narrowed else text, requests)
+    line = narrowed.original_line if narrowed else (lambda n: n)
+    if narrowed and any(line(r.end.line) - line(r.start.line) != r.end.line - r.start.line for r in positions.values()):
+        # A reported node spans lines that were left out: only the whole file gives its true extent.
+        return check(parse(text), text, path, rules, target)
     index = LineIndex(text)
     findings = []
     for p in ctx.pending:
         rng = positions[p.node]
-        loc = Location(rng.start.line, rng.start.column + 1, rng.end.line, rng.end.column + 1)
+        loc = Location(line(rng.start.line), rng.start.column + 1, line(rng.end.line), rng.end.column + 1)
         fix = None
         if p.fix is not None:
             edits = []
             for node, new_text in p.fix.replacements:
                 r = positions[node]
-                edits.append(
-                    Edit(index.offset(r.start.line, r.start.column), index.offset(r.end.line, r.end.column), new_text)
-                )
+                edits.append(Edit(index.offset(line(r.start.line), r.start.column),
+                                  index.offset(line(r.end.line), r.end.column), new_text))
             fix = Fix(tuple(sorted(edits)), p.fix.safety, p.fix.description)
         findings.append(
             Finding(
