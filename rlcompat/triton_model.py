@@ -23,7 +23,7 @@ from typing import Callable, Iterable
 
 import libcst as cst
 
-QualName = Callable[[cst.CSTNode], "str | None"]
+QualName = Callable[["cst.CSTNode"], "str | None"]
 
 DEFAULT_NUM_STAGES = 3  # triton's CUDA backend default
 DEFAULT_NUM_WARPS = 4

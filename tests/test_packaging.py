@@ -28,6 +28,29 @@ def test_scan_imports_neither_torch_nor_verl(tmp_path):
     assert json.loads(proc.stderr.strip().splitlines()[-1]) == []
 
 
+def _modules_after_scan(args: list[str], cwd: Path) -> list[str]:
+    code = (
+        "import sys, json\n"
+        "from rlcompat.cli import main\n"
+        "sys.argv = ['rlcompat', 'scan', *sys.argv[1:]]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        # `libcst` itself may be the unloaded stand-in of rlcompat._lazy; its submodules are the real thing.
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('libcst.'))), file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+    return json.loads(proc.stderr.strip().splitlines()[-1])
+
+
+def test_libcst_is_loaded_only_when_a_file_needs_parsing(tmp_path):
+    """A pre-commit run on files without a trigger, or a cached re-scan, pays nothing for LibCST's import."""
+    (tmp_path / "pyproject.toml").write_text('[tool.rlcompat]\ntarget = "sm61"\n')
+    (tmp_path / "plain.py").write_text("import os\nprint(os.getcwd())\n")
+    (tmp_path / "hazard.py").write_text("import torch\nx = t.to(torch.bfloat16)\n")
+    assert _modules_after_scan(["plain.py", "--no-cache"], tmp_path) == []
+    assert "libcst._nodes.module" in _modules_after_scan(["hazard.py"], tmp_path)  # parsed, and cached now
+    assert _modules_after_scan(["hazard.py"], tmp_path) == []
+
+
 @pytest.mark.slow
 def test_wheel_contains_rules_and_data_and_works(tmp_path):
     out = tmp_path / "dist"
