@@ -64,7 +64,8 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="rlcompat-bench-"))
     tree = work / "verl"
     shutil.copytree(verl_dir(), tree, ignore=shutil.ignore_patterns("__pycache__"))
-    one_file = tree / "workers" / "rollout" / "hf_rollout.py"
+    one_file = tree / "workers" / "rollout" / "hf_rollout.py"  # a bf16 autocast to report: LibCST must parse it
+    plain_file = tree / "trainer" / "ppo" / "core_algos.py"  # 104 KB, no trigger: the usual commit
     t = args.target
     cache_env_dir = work  # rlcompat's cache lives under the working directory when no pyproject config exists
 
@@ -77,7 +78,8 @@ def main() -> None:
     cases = {
         "rlcompat scan (cold, no cache)": (lambda: [*RL, "scan", str(tree), "--target", t, "--no-cache"], args.reps),
         "rlcompat scan (warm, cached)": (lambda: [*RL, "scan", str(tree), "--target", t], args.reps),
-        "rlcompat scan one file (pre-commit)": (lambda: [*RL, "scan", str(one_file), "--target", t, "--no-cache"], args.reps),
+        "rlcompat scan one file with a hazard (pre-commit)": (lambda: [*RL, "scan", str(one_file), "--target", t, "--no-cache"], args.reps),
+        "rlcompat scan one file without a trigger (pre-commit)": (lambda: [*RL, "scan", str(plain_file), "--target", t, "--no-cache"], args.reps),
         "rlcompat fix (copy of the tree)": (fix_copy, args.reps),
         "ruff check --select ALL --no-cache": (lambda: [str(peers / "ruff"), "check", "--select", "ALL", "--no-cache", "--exit-zero", "-q", str(tree)], args.reps),
         "grep -rE (bf16|flash|triton|compile)": (lambda: ["grep", "-rEn", "bfloat16|bf16|flash_attn|flash_attention|triton|compile", str(tree)], args.reps),
