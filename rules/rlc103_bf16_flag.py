@@ -34,6 +34,9 @@ class Bf16Flag(PythonRule):
         Bad("cfg = GRPOConfig(bf16=True, learning_rate=1e-6)\n", target="sm75", unsafe=True,
             fixed="cfg = GRPOConfig(fp16=True, learning_rate=1e-6)\n"),
         Bad("args.bf16 = True\n", fixed="args.bf16 = False\n"),
+        # verl 0.9.1 utils/megatron_utils.py: renaming bf16 to fp16 here would repeat the `fp16` keyword
+        Bad("cfg = ModelParallelConfig(bf16=True, fp16=False, timers=None)\n", target="sm70", unsafe=True,
+            fixed="cfg = ModelParallelConfig(bf16=False, fp16=True, timers=None)\n"),
     )
     good = (
         Good("args = TrainingArguments(output_dir='o', bf16=False)\n"),
@@ -52,7 +55,13 @@ class Bf16Flag(PythonRule):
         if h.guarded_by(ctx.ancestors, h.is_capability_guard):
             return
         if self.target.training_dtype == "float16":
-            fix = PendingFix([(node.keyword, "fp16")], FixSafety.UNSAFE, "use fp16=True")
+            call = ctx.ancestors[-1] if ctx.ancestors else None
+            fp16 = [a for a in getattr(call, "args", ()) if a.keyword is not None and a.keyword.value == "fp16"]
+            if fp16:  # `bf16=True, fp16=False`: renaming would repeat the keyword (a SyntaxError); flip both values
+                fix = PendingFix([(node.value, "False"), (fp16[0].value, "True")], FixSafety.UNSAFE,
+                                 "use bf16=False, fp16=True")
+            else:
+                fix = PendingFix([(node.keyword, "fp16")], FixSafety.UNSAFE, "use fp16=True")
         else:
             fix = PendingFix([(node.value, "False")], FixSafety.SAFE, "use bf16=False (fp32)")
         ctx.report(node, self._message(fix.description), fix)
