@@ -423,3 +423,20 @@ def test_shell_commands_bashlex_cannot_read_are_reported_and_the_rest_is_fixed(t
     (tmp_path / "run.sh").write_text(fixed.replace("flash_attention_2\n", "flash_attention_2  # rlcompat: ignore[RLC002]\n"))
     code, out, _ = invoke("scan", "run.sh", "--no-cache", "--select", "RLC002,RLC104", cwd=tmp_path)
     assert "run.sh:2:1: RLC002" in out and "run.sh:3:1" not in out and "1 suppressed" in out
+
+
+def test_crlf_launch_script_is_read_as_meant_and_stays_crlf(tmp_path):
+    # Saved on Windows: every line ends in CR LF, continuations included.
+    script = ("#!/bin/bash\r\ncat > notes.txt <<'EOF'\r\nactor_rollout_ref.rollout.dtype=bfloat16 is text\r\nEOF\r\n"
+              "python3 -m verl.trainer.main_ppo \\\r\n    actor_rollout_ref.rollout.dtype=bfloat16 \\\r\n"
+              "    trainer.n_gpus_per_node=1\r\n")
+    (tmp_path / "run.sh").write_bytes(script.encode())
+    code, out, _ = invoke("fix", "run.sh", "--no-cache", "--select", "RLC002,RLC104,RLC351", cwd=tmp_path)
+    assert code == 0, out
+    fixed = (tmp_path / "run.sh").read_bytes()
+    assert b"\n" not in fixed.replace(b"\r\n", b"")  # still CRLF throughout, the added override line too
+    assert fixed.startswith(script.replace("dtype=bfloat16 \\", "dtype=float32 \\").encode().rstrip(b"\r\n"))
+    assert fixed.endswith(b"trainer.n_gpus_per_node=1 \\\r\n    actor_rollout_ref.actor.fsdp_config.use_torch_compile=False"
+                          b" \\\r\n    actor_rollout_ref.ref.fsdp_config.use_torch_compile=False \\\r\n"
+                          b"    critic.fsdp.use_torch_compile=False\r\n")
+    assert b"dtype=bfloat16 is text" in fixed  # the heredoc is text, not a command

@@ -28,6 +28,10 @@ class Narrowed:
     lines: tuple[int, ...]  # the original 1-based line number of each line of `text`
 
     def original_line(self, line: int) -> int:
+        if line > len(self.lines):
+            # Just past the narrowed text (LibCST ends a node that takes the last newline at (last line + 1, 0)):
+            # the line after the last kept one. Found by tests/test_fuzz.py: a `match` statement kept last crashed.
+            return (self.lines[-1] if self.lines else 0) + line - len(self.lines)
         return self.lines[line - 1]
 
 

@@ -75,26 +75,33 @@ def _locate_in_holder(module, index: LineIndex, holder, line: int, nodes) -> dic
         rng = local.get(node)
         if rng is None:
             return None
-        expected = _squash(mini.code_for_node(node))
-        for start_shift in (indent, 0):
-            for end_shift in (indent, 0):
-                start = Pos(rng.start.line + shift, rng.start.column + start_shift)
-                end = Pos(rng.end.line + shift, rng.end.column + end_shift)
-                if _matches(index, start, end, expected):
-                    out[node] = Range(start, end)
-                    break
-            if node in out:
-                break
-        else:
+        code = mini.code_for_node(node)
+        expected = _squash(code)
+        # A line after a `\` continuation is not indented by the block (its columns need no shift), so both shifts
+        # are tried; an exact match wins over a partial one, which an end past the node could also give.
+        candidates = [(Pos(rng.start.line + shift, rng.start.column + s), Pos(rng.end.line + shift, rng.end.column + e))
+                      for s in (indent, 0) for e in (indent, 0)]
+        found = next((c for exact in (code, None) for c in candidates if _matches(index, *c, expected, exact)), None)
+        if found is None:
             return None
+        out[node] = Range(*found)
     return out
 
 
-def _matches(index: LineIndex, start: Pos, end: Pos, expected: str) -> bool:
+def _matches(index: LineIndex, start: Pos, end: Pos, expected: str, exact: str | None = None) -> bool:
+    """Whether start..end holds `expected` (the node's code without whitespace); with `exact` (the node's code),
+    all of it and no more: not even a blank the node does not start or end with."""
     if start.line < 1 or end.line > index.line_count:
         return False
+    # A column past the end of its line is no position at all: its offset runs on into the next line (found by
+    # tests/test_fuzz.py: `x = \` continued in an indented block gave a fix that ate the newline).
+    if start.column > len(index.line_text(start.line)) or end.column > len(index.line_text(end.line)):
+        return False
     a, b = index.offset(start.line, start.column), index.offset(end.line, end.column)
-    got = _squash(index.text[a:b])
+    raw = index.text[a:b]
+    got = _squash(raw)
+    if exact is not None:
+        return got == expected and raw[:1].isspace() == exact[:1].isspace() and raw[-1:].isspace() == exact[-1:].isspace()
     return bool(got) and expected.startswith(got) and len(got) * 2 >= len(expected)
 
 

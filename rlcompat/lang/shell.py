@@ -57,13 +57,15 @@ class ShellScript:
 
 def parse(text: str) -> ShellScript:
     script = ShellScript(text)
+    plain = _crlf_as_lf(text)
+    heredocs: list[tuple[int, int, int, int]] = []
     try:
-        bounds = _logical_line_starts(text)
+        bounds = _logical_line_starts(plain, heredocs)
     except ShellSyntaxError as exc:
         exc.line, column0 = LineIndex(text).position(exc.offset)
         exc.column = column0 + 1
         raise
-    masked = _mask_tests(_mask_arithmetic(text))
+    masked = _mask_tests(_mask_arithmetic(_mask_heredocs(plain, heredocs)))
     lines = list(zip(bounds, bounds[1:]))
     i = 0
     while i < len(lines):
@@ -186,6 +188,18 @@ def _mask_arithmetic(text: str) -> str:
         i = j + 1
 
 
+def _crlf_as_lf(text: str) -> str:
+    """A script saved with CRLF line ends, read as the LF script its author meant, at the same offsets.
+
+    Read as is, each CR would end the last word of its line (the value `bf16` plus a CR), and a backslash before
+    CR LF would continue nothing. A continuation's CR swaps places with its backslash (space, backslash, LF); any
+    other CR becomes an empty line, so a heredoc's closing word still stands alone on its line.
+    """
+    if "\r\n" not in text:
+        return text
+    return text.replace("\\\r\n", " \\\n").replace("\r\n", "\n\n")
+
+
 # bashlex reads neither bash's `[[ ... ]]` test (`[[ -n $X ]]` fails alike) nor the C-style `for ((...))`, and a
 # command holding one was lost whole: `[[ -f $CKPT ]] && python3 -m verl.trainer.main_ppo ...` on one line. A test
 # never holds a setting, so it becomes `:` (the no-op command), and `for ((...))` becomes `for _ in _`, padded to the
@@ -206,6 +220,21 @@ def _mask_tests(text: str) -> str:
     return _C_STYLE_FOR.sub(lambda m: blank(m, "for _ in _"), text)
 
 
+def _mask_heredocs(text: str, heredocs: list[tuple[int, int, int, int]]) -> str:
+    """Heredoc bodies blanked (they are text, never commands) and quoted delimiters unquoted, for bashlex: it
+    refuses `<<'EOF'` and `<<"EOF"` ("delimited by end-of-file"), which cost the whole command."""
+    if not heredocs:
+        return text
+    out = list(text)
+    for word_start, word_end, body_start, body_end in heredocs:
+        word = "".join(ch for ch in text[word_start:word_end] if ch not in "'\"\\")
+        out[word_start:word_end] = list(word.ljust(word_end - word_start))
+        for k in range(body_start, body_end):
+            if out[k] not in "\r\n":
+                out[k] = " "
+    return "".join(out)
+
+
 def _blank_or_comment(chunk: str) -> bool:
     return all(not line.strip() or line.lstrip().startswith("#") for line in chunk.splitlines())
 
@@ -214,8 +243,10 @@ def syntax_error_location(exc: ShellSyntaxError) -> tuple[int, int, str]:
     return exc.line, exc.column, str(exc)
 
 
-def _logical_line_starts(text: str) -> list[int]:
-    """Offsets where a logical line starts (plus len(text)): newlines outside quotes, continuations, heredocs."""
+def _logical_line_starts(text: str, heredocs: list | None = None) -> list[int]:
+    """Offsets where a logical line starts (plus len(text)): newlines outside quotes, continuations, heredocs.
+
+    `heredocs`, if given, receives each heredoc's (delimiter word start, end, body start, body end)."""
     starts = [0]
     i, n = 0, len(text)
     quote: str | None = None
@@ -251,22 +282,27 @@ def _logical_line_starts(text: str) -> list[int]:
                 i += 1
             continue
         if ch == "<" and text.startswith("<<", i) and not text.startswith("<<<", i):
-            m = re.match(r"<<(-?)\s*\\?(['\"]?)([A-Za-z_][\w\-]*)\2", text[i:])
+            m = re.match(r"<<(-?)\s*(?P<word>\\?(['\"]?)([A-Za-z_][\w\-]*)\3)", text[i:])
             if m:
-                pending_heredocs.append((m.group(3), bool(m.group(1))))
+                pending_heredocs.append((m.group(4), bool(m.group(1)), i + m.start("word"), i + m.end("word")))
                 i += m.end()
                 at_word_start = False
                 continue
         if ch == "\n":
             i += 1
-            for delimiter, strip_tabs in pending_heredocs:
+            for delimiter, strip_tabs, word_start, word_end in pending_heredocs:
+                body_start = body_end = i
                 while i < n:
                     end = text.find("\n", i)
                     end = n if end < 0 else end + 1
                     line = text[i:end].rstrip("\r\n")
-                    i = end
+                    body_end, i = i, end
                     if (line.lstrip("\t") if strip_tabs else line) == delimiter:
                         break
+                else:
+                    body_end = n
+                if heredocs is not None:
+                    heredocs.append((word_start, word_end, body_start, body_end))
             pending_heredocs = []
             starts.append(i)
             at_word_start = True
@@ -608,10 +644,14 @@ def _adder(text: str, index: LineIndex, command: Command, after: Word):
             next_line = index.line_text(line + 1)
             indent = re.match(r"[ \t]*", next_line).group(0) or "    "
 
+    line_end = text.find("\n", after.end)
+    # The new continuation line ends as the script's lines do: a CRLF script stays CRLF.
+    newline = "\r\n" if (text[line_end - 1] == "\r" if line_end > 0 else "\r\n" in text) else "\n"
+
     def add(key: str, value: str) -> Edit:
         word = f"{key}={_quote(value)}"
         if multiline:
-            return Edit(after.end, after.end, f" \\\n{indent}{word}")
+            return Edit(after.end, after.end, f" \\{newline}{indent}{word}")
         return Edit(after.end, after.end, f" {word}")
 
     return add
