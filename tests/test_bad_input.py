@@ -61,6 +61,8 @@ def test_nul_bytes_are_one_error_and_the_file_is_never_rewritten(tmp_path):
     line = one_error_for(out, "blob.py")
     assert "NUL bytes" in line and "exclude it" in line
     assert "ok.py:2:10: RLC101" in out  # the rest of the run went on
+    code, out, _ = invoke("scan", "blob.py", "--no-cache", cwd=tmp_path)
+    assert code == 1 and "No findings, 1 file error in 1 file" in out and "All clear" not in out
     code, out, _ = invoke("fix", ".", "--no-cache", cwd=tmp_path)
     assert code == 1 and "NUL bytes" in one_error_for(out, "blob.py")
     assert (tmp_path / "blob.py").read_bytes() == raw

@@ -57,6 +57,8 @@ def _summary_line(summary: Summary) -> str:
         parts.append(f"{len(summary.findings)} remaining" if summary.findings else "nothing remaining")
     elif summary.findings:
         parts.append(f"Found {len(summary.findings)} finding{'s' if len(summary.findings) != 1 else ''}")
+    elif summary.errors:
+        parts.append("No findings")  # not "all clear": some files could not be checked
     else:
         parts.append("All clear: no findings")
     safe, unsafe_only = fixable_counts(summary.findings, summary.unsafe_fixes)
