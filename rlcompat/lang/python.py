@@ -202,16 +202,17 @@ def _walk(root: cst.CSTNode, handlers: dict[type, list], ctx: Context) -> None:
         stack.append(_children(node))
 
 
-def _statements_to(node: cst.CSTNode, target: cst.CSTNode, chain: tuple = ()) -> tuple | None:
-    """The statements holding `target` below `node`, outermost first (None if it is not there)."""
-    if node is target:
-        return chain
-    if isinstance(node, cst.BaseStatement):
-        chain = (*chain, node)
-    for child in _children(node):
-        found = _statements_to(child, target, chain)
-        if found is not None:
-            return found
+def _statements_to(root: cst.CSTNode, target: cst.CSTNode) -> tuple | None:
+    """The statements holding `target` below `root`, outermost first (None if it is not there). Iterative, as
+    `_walk` is, for the same reason."""
+    stack: list[tuple[cst.CSTNode, tuple]] = [(root, ())]
+    while stack:
+        node, chain = stack.pop()
+        if node is target:
+            return chain
+        if isinstance(node, cst.BaseStatement):
+            chain = (*chain, node)
+        stack.extend((child, chain) for child in _children(node))
     return None
 
 
