@@ -56,6 +56,10 @@ class FixReport:
         return errs + [FileError(m, "no such file or directory") for m in self.missing]
 
     @property
+    def broken(self) -> list[FileFix]:
+        return [x for x in self.fixes if x.broken]
+
+    @property
     def changed_files(self) -> list[FileFix]:
         return [x for x in self.fixes if x.changed]
 

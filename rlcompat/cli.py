@@ -18,6 +18,7 @@ app = typer.Typer(
 )
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 
 
 class OutputFormat(str, Enum):
@@ -178,7 +179,7 @@ def fix(
 ) -> None:
     """Rewrite the hazards that have a fix (safe ones by default); report what is left."""
     from rlcompat.api import fix_paths
-    from rlcompat.fixer import FixBroke, unified_diff
+    from rlcompat.fixer import unified_diff
     from rlcompat.report import Summary, render
 
     paths = paths or ["."]
@@ -186,8 +187,10 @@ def fix(
     tgt = _target(target, settings)
     try:
         report = fix_paths(paths, tgt, settings, write=not diff, jobs=jobs, use_cache=not no_cache)
-    except FixBroke as exc:
-        raise _fail(str(exc))
+    except KeyboardInterrupt:
+        # Each write is one rename (source.write_atomic): a file is either fixed whole or untouched.
+        typer.echo("rlcompat: interrupted; files already written are complete, the rest untouched", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED)
     if report.missing:
         raise _fail(f"{report.missing[0]}: no such file or directory; check the path")
     if diff:
@@ -200,6 +203,8 @@ def fix(
     summary = Summary("fix", tgt, report.remaining, report.errors, len(report.fixes),
                       fixed=report.applied, unsafe_fixes=settings.unsafe_fixes, color=_color())
     _emit(render(output_format.value, summary))
+    if report.broken:
+        raise typer.Exit(EXIT_ERROR)  # a rule produced unparsable code: an internal error, whatever --exit-zero says
     if exit_zero:
         raise typer.Exit(EXIT_CLEAN)
     raise typer.Exit(EXIT_FINDINGS if (report.remaining or report.errors) else EXIT_CLEAN)
@@ -277,6 +282,6 @@ app.command("verify")(verify_command)
 def main() -> None:
     try:
         app()
-    except KeyboardInterrupt:
-        typer.echo("rlcompat: interrupted; files already written are complete, the rest untouched", err=True)
-        sys.exit(EXIT_ERROR)
+    except KeyboardInterrupt:  # outside a command body (fix handles its own)
+        typer.echo("rlcompat: interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)

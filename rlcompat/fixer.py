@@ -24,6 +24,7 @@ class FileFix:
     original: str = ""
     fixed: str = ""
     error: FileError | None = None
+    broken: bool = False  # a rule's fix would have made this file unparsable: a bug in rlcompat (exit 2)
 
     @property
     def changed(self) -> bool:
@@ -101,7 +102,13 @@ def fix_file(checker: Checker, path: str, language: str, unsafe: bool, write: bo
         hit = checker.cache.get(path, content_hash(source.raw))
         if hit is not None and not any(f.fix and f.fix.applies(unsafe) for f in hit.findings):
             return FileFix(path, remaining=hit, original=source.text, fixed=source.text)
-    outcome = fix_source(checker, source, language, unsafe)
+    try:
+        outcome = fix_source(checker, source, language, unsafe)
+    except FixBroke as exc:
+        # Only this file is left alone; the others are still fixed and the run ends with exit 2.
+        broken = _not_written(FileFix(path), source, checker.check_source(source, language), str(exc).split(": ", 1)[1])
+        broken.broken = True
+        return broken
     if outcome.changed and write:
         try:
             current = read_bytes(path)
