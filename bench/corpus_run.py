@@ -406,7 +406,9 @@ def check_one(task: tuple[str, str, str, str, bool]) -> dict:
         # exactly what a scan finds; for a changed file, replay() scans the original again (its first pass).
         outcome = fix_file(checker, path, language, unsafe=unsafe, write=True)
         scan = outcome.remaining
-        if outcome.error:
+        if getattr(outcome, "broken", False):  # a fix that would not parse: fix_file spared the file (a rule bug)
+            rec["crash"] = f"FixBroke: {outcome.error.one_line() if outcome.error else ''}"
+        elif outcome.error:
             rec["problems"].append(f"fix-error: {outcome.error.one_line()}")
         rec["applied"] = len(outcome.applied)
         rec["applied_codes"] = sorted(f.code for f in outcome.applied)
@@ -647,7 +649,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--write", metavar="DOC", help="write the table into DOC between the corpus markers")
     ap.add_argument("--json", metavar="FILE", help="write every run's counts and problems as JSON")
     ap.add_argument("--keep", action="store_true", help="keep the temporary copies (their path is printed)")
+    ap.add_argument("--from-json", metavar="FILE", help="report a run saved with --json instead of running")
     args = ap.parse_args(argv)
+    if args.from_json:
+        saved = json.loads(Path(args.from_json).read_text("utf-8"))
+        runs = [Run(**{k: tuple(v) if k == "slowest" else v for k, v in r.items()}) for r in saved["runs"]]
+        print(text_table(runs))
+        if args.write:
+            write_section(Path(args.write), section(runs, saved["wall"], saved["command"]))
+            print(f"wrote {args.write}")
+        return 0
     packages = [p for p in args.packages.split(",") if p]
     sources = {p: package_source(p, args.refresh) for p in packages}
     workdir = Path(tempfile.mkdtemp(prefix="rlcompat-corpus-"))
@@ -682,10 +693,11 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(text_table(runs))
     print(f"\nwall time {wall:.1f} s")
+    command = "nice -n 10 .venv/bin/python bench/corpus_run.py " + " ".join(a for a in (argv or sys.argv[1:]))
     if args.json:
-        Path(args.json).write_text(json.dumps([r.__dict__ for r in runs], indent=1, default=str), "utf-8")
+        saved = {"wall": wall, "command": command.strip(), "runs": [r.__dict__ for r in runs]}
+        Path(args.json).write_text(json.dumps(saved, indent=1, default=str), "utf-8")
     if args.write:
-        command = "nice -n 10 .venv/bin/python bench/corpus_run.py " + " ".join(a for a in (argv or sys.argv[1:]))
         write_section(Path(args.write), section(runs, wall, command.strip()))
         print(f"wrote {args.write}")
     bad = sum(len(r.crashes) + len(r.problems) for r in runs)

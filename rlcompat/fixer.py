@@ -53,6 +53,7 @@ def fix_source(checker: Checker, source: SourceFile, language: str, unsafe: bool
     result = FileFix(source.path, original=source.text, fixed=source.text)
     text = source.text
     current = checker.check_source(source, language)
+    compiles: bool | None = None  # whether CPython compiles the original (asked once, only if a fix applies)
     for _ in range(MAX_PASSES):
         if current.error:
             break
@@ -74,12 +75,39 @@ def fix_source(checker: Checker, source: SourceFile, language: str, unsafe: bool
                 f"{source.path}: fixing {', '.join(sorted({f.code for f in taken}))} would make the file unparsable "
                 f"({exc}); nothing was written, please report this"
             ) from exc
+        if language == "python":
+            # LibCST's grammar accepts what CPython's compiler rejects (`f(fp16=True, fp16=False)`, a repeated
+            # keyword: found by bench/corpus_run.py). A file that compiled must still compile.
+            if compiles is None:
+                compiles = _compile_error(source.text) is None
+            error = _compile_error(new_text) if compiles else None
+            if error is not None:
+                raise FixBroke(
+                    f"{source.path}: fixing {', '.join(sorted({f.code for f in taken}))} would make the file "
+                    f"uncompilable ({error}); nothing was written, please report this"
+                )
         text = new_text
         result.applied.extend(taken)
         current = checker.check_source(_with_text(source, text), language)
     result.fixed = text
     result.remaining = current
     return result
+
+
+def _compile_error(text: str) -> str | None:
+    """CPython's complaint about `text` as a module (syntax the grammar allows but the compiler does not), or None."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # invalid escape sequences and the like: the user's, not ours
+        try:
+            compile(text, "<fixed>", "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as exc:
+            line = f"line {exc.lineno}: " if getattr(exc, "lineno", None) else ""
+            return f"{line}{getattr(exc, 'msg', None) or exc}"
+        except (RecursionError, MemoryError):
+            return None  # too deep for CPython's compiler here: nothing to compare against
+    return None
 
 
 def _overlaps(a: Edit, b: Edit) -> bool:
