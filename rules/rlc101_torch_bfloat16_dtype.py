@@ -75,6 +75,10 @@ class TorchBfloat16Dtype(PythonRule):
         Good("import torch\nlogger.info('using %s', torch.bfloat16)\n"),
         Good("bfloat16 = 3\nx = t.to(bfloat16)\n"),  # not torch's
         Good("import torch\nprint(torch.finfo(torch.bfloat16).max)\n"),
+        Good("import torch\nfor dtype in floating_types_and(torch.half, torch.bfloat16):\n    check(dtype)\n"),
+        Good("import torch\n@dtypes(torch.float32, torch.bfloat16)\ndef test_add(self, device, dtype):\n    pass\n"),
+        Good("import torch\nSUPPORTED = supported(torch.float16, torch.bfloat16)\n"),
+        Good("import torch\nclass T:\n    bfloat16 = _conversion_method_template(dtype=torch.bfloat16)\n"),
     )
 
     @classmethod
@@ -108,6 +112,8 @@ class TorchBfloat16Dtype(PythonRule):
             return
         if h.guarded_by(ctx.ancestors, h.is_capability_guard) or h.test_mentions(ctx.ancestors, ("bf16", "bfloat16")):
             return
+        if any(w in h.enclosing_assign_name(ctx.ancestors).lower() for w in ("bf16", "bfloat16")):
+            return  # defines the bf16 thing itself (`bfloat16 = _conversion_method(torch.bfloat16)`): not a choice
         dtype = self._dtype()
         safety = FixSafety.SAFE if dtype == "float32" else FixSafety.UNSAFE
         where = f" as `{role.name}`" if role.name else ""

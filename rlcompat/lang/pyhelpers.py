@@ -74,6 +74,14 @@ def requote(node: cst.SimpleString, new_value: str) -> str:
     return f"{node.prefix}{node.quote}{new_value}{node.quote}"
 
 
+_DTYPE_NAMES = frozenset({"bfloat16", "float16", "half", "float32", "float", "float64", "double", "int8", "uint8",
+                          "int16", "int32", "int64", "bool", "complex64", "complex128"})
+
+
+def _is_dtype_attribute(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Attribute) and expr.attr.value in _DTYPE_NAMES
+
+
 def role_of(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Role:
     """Where `node` (whose ancestors are given, nearest last) sits, seen through if-else and or/and."""
     child = node
@@ -103,6 +111,10 @@ def role_of(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Role:
             return Role("default", key or "", call, name)
         if name in _NON_SELECTING_CALLS:
             return Role("other", "", call, name)
+        if "types" in name.lower() or sum(_is_dtype_attribute(a.value) for a in call.args if a.keyword is None) >= 2:
+            # A list of dtypes built by a call (`floating_types_and(torch.half, torch.bfloat16)`, `@dtypes(...)`
+            # in torch's own tests): a table of what is supported, not a dtype chosen.
+            return Role("table", "", call, name)
         return Role("positional", "", call, name)
     if isinstance(parent, cst.Assign) and child is parent.value:
         names = [target_name(t.target) for t in parent.targets]
