@@ -129,7 +129,7 @@ class Checker:
             # A front end may leave out what no runnable rule can match (the Python one: lang/pynarrow.py).
             narrowed = fe.narrow(text, runnable) if hasattr(fe, "narrow") else None
             try:
-                tree = self._parse(language, text, narrowed)
+                tree, narrowed = self._parse(language, text, narrowed)
             except ParseFailure as exc:
                 result.error = FileError(path, f"cannot be parsed: {exc}; fix the syntax or exclude the file", exc.line, exc.column)
                 return result
@@ -137,10 +137,8 @@ class Checker:
                 result.error = FileError(path, "is nested too deeply to parse; exclude the file")
                 return result
             result.parsed = True
-            if narrowed is not None and tree[1]:
-                findings = fe.check(tree[0], text, path, runnable, self.target, narrowed=narrowed)
-            else:
-                findings = fe.check(tree[0], text, path, runnable, self.target)
+            narrowing = {"narrowed": narrowed} if narrowed is not None else {}
+            findings = fe.check(tree, text, path, runnable, self.target, **narrowing)
         else:
             findings = []
         sups = suppressions.find(text, language)
@@ -151,14 +149,14 @@ class Checker:
         return result
 
     @staticmethod
-    def _parse(language: str, text: str, narrowed) -> tuple[object, bool]:
-        """(tree, whether it is of the narrowed text)."""
+    def _parse(language: str, text: str, narrowed):
+        """(tree, `narrowed` if the tree is of the narrowed text, else None)."""
         if narrowed is not None:
             try:
-                return parse(language, narrowed.text), True
+                return parse(language, narrowed.text), narrowed
             except (ParseFailure, RecursionError):
                 pass  # never report an error the narrowing made: the whole file decides
-        return parse(language, text), False
+        return parse(language, text), None
 
     def _unused(self, sups, path: str) -> list[Finding]:
         out = []
