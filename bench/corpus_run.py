@@ -656,7 +656,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--packages", default=",".join(ALL_PACKAGES))
     ap.add_argument("--targets", default=",".join(TARGETS))
-    ap.add_argument("--modes", default=",".join(MODES), help="safe, unsafe or both")
+    ap.add_argument("--modes", default=",".join(MODES), choices=["safe", "unsafe", "safe,unsafe", "unsafe,safe"],
+                    help="safe, unsafe, or safe,unsafe (the default: both)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--cli", action="store_true", help="also fix a second copy with the CLI and compare the trees")
     ap.add_argument("--refresh", action="store_true", help="download the newest wheels again")
