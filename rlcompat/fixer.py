@@ -15,6 +15,10 @@ MAX_PASSES = 10
 class FixBroke(Exception):
     """A fix produced text that does not parse: a bug in a rule. The file is left untouched."""
 
+    def __init__(self, path: str, codes: set[str], problem: str) -> None:
+        self.reason = f"fixing {', '.join(sorted(codes))} would make the file {problem}; nothing was written, please report this"
+        super().__init__(f"{path}: {self.reason}")
+
 
 @dataclass
 class FileFix:
@@ -71,10 +75,7 @@ def fix_source(checker: Checker, source: SourceFile, language: str, unsafe: bool
         try:
             parse(language, new_text)
         except ParseFailure as exc:
-            raise FixBroke(
-                f"{source.path}: fixing {', '.join(sorted({f.code for f in taken}))} would make the file unparsable "
-                f"({exc}); nothing was written, please report this"
-            ) from exc
+            raise FixBroke(source.path, {f.code for f in taken}, f"unparsable ({exc})") from exc
         if language == "python":
             # LibCST's grammar accepts what CPython's compiler rejects (`f(fp16=True, fp16=False)`, a repeated
             # keyword: found by bench/corpus_run.py). A file that compiled must still compile.
@@ -82,10 +83,7 @@ def fix_source(checker: Checker, source: SourceFile, language: str, unsafe: bool
                 compiles = _compile_error(source.text) is None
             error = _compile_error(new_text) if compiles else None
             if error is not None:
-                raise FixBroke(
-                    f"{source.path}: fixing {', '.join(sorted({f.code for f in taken}))} would make the file "
-                    f"uncompilable ({error}); nothing was written, please report this"
-                )
+                raise FixBroke(source.path, {f.code for f in taken}, f"uncompilable ({error})")
         text = new_text
         result.applied.extend(taken)
         current = checker.check_source(_with_text(source, text), language)
@@ -134,7 +132,7 @@ def fix_file(checker: Checker, path: str, language: str, unsafe: bool, write: bo
         outcome = fix_source(checker, source, language, unsafe)
     except FixBroke as exc:
         # Only this file is left alone; the others are still fixed and the run ends with exit 2.
-        broken = _not_written(FileFix(path), source, checker.check_source(source, language), str(exc).split(": ", 1)[1])
+        broken = _not_written(FileFix(path), source, checker.check_source(source, language), exc.reason)
         broken.broken = True
         return broken
     if outcome.changed and write:

@@ -76,13 +76,14 @@ class _Words:
     def learn(self, node: ast.stmt, segment: str) -> None:
         if "import" not in segment or " as " not in segment:
             return
+        known = len(self.aliases)
         for imp in ast.walk(node):
             if isinstance(imp, (ast.Import, ast.ImportFrom)):
                 module = getattr(imp, "module", None) or ""
                 for alias in imp.names:
                     if alias.asname and any(t in f"{module}.{alias.name}" for t in self.triggers):
                         self.aliases.add(alias.asname)
-        if self.aliases:
+        if len(self.aliases) > known:
             self._alias_pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(self.aliases))) + r")\b")
 
 
