@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from enum import Enum
@@ -280,8 +281,19 @@ app.command("verify")(verify_command)
 
 
 def main() -> None:
+    # One run is short and makes few reference cycles, while LibCST's import alone makes tens of thousands of
+    # objects that every pass of the cyclic collector walks again. With the collector off (worker processes inherit
+    # it), a one-file scan is ~15% and a cold scan of verl ~15% faster; peak memory is within 1% (transformers'
+    # 107 MB package: 100.8 -> 102.0 MB). Freezing what is alive at the end spares the interpreter's exit the same
+    # walk (~40 ms). Measured in docs/performance.md.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         app()
     except KeyboardInterrupt:  # outside a command body (fix handles its own)
         typer.echo("rlcompat: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
+    finally:
+        gc.freeze()
+        if collecting:
+            gc.enable()  # for callers that run main() in their own process and go on

@@ -71,10 +71,10 @@ class Checker:
     # The rules are loaded on first use: a run answered wholly from the cache never imports them (nor LibCST).
     @cached_property
     def rules_by_language(self) -> dict[str, list]:
-        from rlcompat.rules import all_rules
+        from rlcompat.rules import file_rules
 
         by_language: dict[str, list] = {}
-        for rule_cls in all_rules():
+        for rule_cls in file_rules():
             if rule_cls.code == META_UNUSED or not rule_cls.applies_to(self.target) or not self.settings.is_selected(rule_cls.code):
                 continue
             rule = rule_cls(self.target)
@@ -95,10 +95,11 @@ class Checker:
             raw = read_bytes(path)
         except SourceError as exc:
             return FileResult(path, language, error=FileError(path, str(exc)))
-        from rlcompat.cache import content_hash
-
-        sha = content_hash(raw)
+        sha = None
         if self.cache is not None:
+            from rlcompat.cache import content_hash
+
+            sha = content_hash(raw)
             hit = self.cache.get(path, sha)
             if hit is not None:
                 return hit

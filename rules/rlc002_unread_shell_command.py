@@ -9,9 +9,9 @@ from rlcompat.rule import Bad, Good
 
 def _watched_rules(target):
     """The other launch-script rules that apply to `target`: what an unread command could hide."""
-    from rlcompat.rules import all_rules
+    from rlcompat.rules import file_rules
 
-    return [r for r in all_rules() if issubclass(r, ConfigRule) and not r.reads_unread and "shell" in r.languages
+    return [r for r in file_rules() if issubclass(r, ConfigRule) and not r.reads_unread and "shell" in r.languages
             and r.applies_to(target)]
 
 

@@ -8,7 +8,7 @@ import pytest
 from rlcompat.doctor import facts
 from rlcompat.doctor.rule import EnvFinding, EnvironmentRule
 from rlcompat.doctor.snapshot import ENVIRONMENT_PATH, Environment
-from rlcompat.rules import all_rules
+from rlcompat.rules import all_rules, environment_rules, file_rules
 from rlcompat.targets import resolve_target, sources
 
 ENV_RULES = [r for r in all_rules() if issubclass(r, EnvironmentRule)]
@@ -27,6 +27,9 @@ def test_environment_rules_are_rlc5xx_and_never_run_by_scan():
         assert rule.code.startswith("RLC5"), rule.code
         assert rule.languages == frozenset({"environment"})
     assert all(not r.code.startswith("RLC5") for r in all_rules() if not issubclass(r, EnvironmentRule))
+    # scan and fix load only the file rules, picked by file name: the split must be the same as by class.
+    assert set(environment_rules()) == set(ENV_RULES)
+    assert set(file_rules()) == set(all_rules()) - set(ENV_RULES)
 
 
 @pytest.mark.parametrize("rule,example", BAD)

@@ -28,15 +28,17 @@ def test_scan_imports_neither_torch_nor_verl(tmp_path):
     assert json.loads(proc.stderr.strip().splitlines()[-1]) == []
 
 
-def _modules_after_scan(args: list[str], cwd: Path) -> list[str]:
+def _modules_after_scan(args: list[str], cwd: Path, prefix: str = "libcst.") -> list[str]:
     code = (
         "import sys, json\n"
         "from rlcompat.cli import main\n"
-        "sys.argv = ['rlcompat', 'scan', *sys.argv[1:]]\n"
+        "prefix = sys.argv[1]\n"
+        "sys.argv = ['rlcompat', 'scan', *sys.argv[2:]]\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         # `libcst` itself may be the unloaded stand-in of rlcompat._lazy; its submodules are the real thing.
-        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('libcst.'))), file=sys.stderr)\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith(prefix))), file=sys.stderr)\n"
     )
+    args = [prefix, *args]
     proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120, cwd=cwd)
     return json.loads(proc.stderr.strip().splitlines()[-1])
 
@@ -49,6 +51,16 @@ def test_libcst_is_loaded_only_when_a_file_needs_parsing(tmp_path):
     assert _modules_after_scan(["plain.py", "--no-cache"], tmp_path) == []
     assert "libcst._nodes.module" in _modules_after_scan(["hazard.py"], tmp_path)  # parsed, and cached now
     assert _modules_after_scan(["hazard.py"], tmp_path) == []
+
+
+def test_a_scan_loads_neither_rich_nor_the_machine_rules_when_output_is_not_a_terminal(tmp_path):
+    """What a pre-commit hook or CI job starts: plain text output needs no rich, files need no RLC5xx rule."""
+    (tmp_path / "pyproject.toml").write_text('[tool.rlcompat]\ntarget = "sm61"\n')
+    (tmp_path / "hazard.py").write_text("import torch\nx = t.to(torch.bfloat16)\n")
+    assert _modules_after_scan(["hazard.py", "--no-cache"], tmp_path, prefix="rich") == []
+    loaded_rules = _modules_after_scan(["hazard.py", "--no-cache"], tmp_path, prefix="rlcompat.rules.rlc")
+    assert "rlcompat.rules.rlc101_torch_bfloat16_dtype" in loaded_rules
+    assert not [m for m in loaded_rules if m.startswith("rlcompat.rules.rlc5")]
 
 
 @pytest.mark.slow

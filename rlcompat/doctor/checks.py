@@ -10,9 +10,9 @@ from rlcompat.targets import Target
 
 
 def environment_rules() -> list[type[EnvironmentRule]]:
-    from rlcompat.rules import all_rules
+    from rlcompat.rules import environment_rules as catalog
 
-    return [r for r in all_rules() if issubclass(r, EnvironmentRule)]
+    return [r for r in catalog() if issubclass(r, EnvironmentRule)]
 
 
 def run_checks(env: Environment, target: Target, settings: Settings | None = None) -> list[Finding]:
