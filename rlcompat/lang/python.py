@@ -202,18 +202,20 @@ def _walk(root: cst.CSTNode, handlers: dict[type, list], ctx: Context) -> None:
         stack.append(_children(node))
 
 
-def _statements_to(root: cst.CSTNode, target: cst.CSTNode) -> tuple | None:
-    """The statements holding `target` below `root`, outermost first (None if it is not there). Iterative, as
-    `_walk` is, for the same reason."""
+def _statements_to(root: cst.CSTNode, targets: list[cst.CSTNode]) -> dict[int, tuple]:
+    """For each target (by id) found below `root`, the statements holding it, outermost first. One walk for all
+    of them (a Triton kernel's configs are many nodes of one module-level list); iterative, as `_walk` is."""
+    wanted = {id(t) for t in targets}
+    found: dict[int, tuple] = {}
     stack: list[tuple[cst.CSTNode, tuple]] = [(root, ())]
-    while stack:
+    while stack and len(found) < len(wanted):
         node, chain = stack.pop()
-        if node is target:
-            return chain
+        if id(node) in wanted:
+            found[id(node)] = chain
         if isinstance(node, cst.BaseStatement):
             chain = (*chain, node)
         stack.extend((child, chain) for child in _children(node))
-    return None
+    return found
 
 
 def _handlers(rules: Sequence[PythonRule]) -> dict[type, list[tuple[PythonRule, Callable]]]:
@@ -277,7 +279,10 @@ def check(module: cst.Module, text: str, path: str, rules: Sequence[PythonRule],
     requests += [(n, p.statements) for p in ctx.pending if p.fix for n, _ in p.fix.replacements]
     # A rule may report a node outside the statement it was visiting (RLC301: a `triton.Config` in a module-level
     # list the decorator names); find that node's own statements rather than locating in the whole module.
-    requests = [(n, chain if chain else (_statements_to(module, n) or ())) for n, chain in requests]
+    unplaced = [n for n, chain in requests if not chain]
+    if unplaced:
+        chains = _statements_to(module, unplaced)
+        requests = [(n, chain or chains.get(id(n), ())) for n, chain in requests]
     from rlcompat.lang.pypositions import locate
 
     positions = locate(module, narrowed.text if narrowed else text, requests)
