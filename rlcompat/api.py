@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rlcompat.config import Settings
-from rlcompat.discovery import discover
+from rlcompat.discovery import discover, why_not_checked
 from rlcompat.engine import Checker, FileResult, check_files, run_parallel
 from rlcompat.fixer import FileFix, fix_one
 from rlcompat.model import FileError, Finding
@@ -24,7 +24,7 @@ class ScanReport:
 
     @property
     def errors(self) -> list[FileError]:
-        return [r.error for r in self.results if r.error] + [FileError(m, "no such file or directory") for m in self.missing]
+        return [r.error for r in self.results if r.error] + [FileError(m, why_not_checked(m)) for m in self.missing]
 
     @property
     def files_checked(self) -> int:
@@ -53,7 +53,7 @@ class FixReport:
     def errors(self) -> list[FileError]:
         errs = [x.error for x in self.fixes if x.error]
         errs += [x.remaining.error for x in self.fixes if x.remaining and x.remaining.error]
-        return errs + [FileError(m, "no such file or directory") for m in self.missing]
+        return errs + [FileError(m, why_not_checked(m)) for m in self.missing]
 
     @property
     def broken(self) -> list[FileFix]:

@@ -139,7 +139,9 @@ def scan(
     else:
         report = scan_paths(paths, tgt, settings, jobs=jobs, use_cache=not no_cache)
     if report.missing:
-        raise _fail(f"{report.missing[0]}: no such file or directory; check the path")
+        from rlcompat.discovery import why_not_checked
+
+        raise _fail(f"{report.missing[0]}: {why_not_checked(report.missing[0])}")
     from rlcompat import baseline as baseline_file
 
     findings = report.findings
@@ -193,7 +195,9 @@ def fix(
         typer.echo("rlcompat: interrupted; files already written are complete, the rest untouched", err=True)
         raise typer.Exit(EXIT_INTERRUPTED)
     if report.missing:
-        raise _fail(f"{report.missing[0]}: no such file or directory; check the path")
+        from rlcompat.discovery import why_not_checked
+
+        raise _fail(f"{report.missing[0]}: {why_not_checked(report.missing[0])}")
     if diff:
         _emit("".join(unified_diff(x) for x in report.changed_files))
         if output_format is OutputFormat.text:

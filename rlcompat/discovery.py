@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 from rlcompat.config import Settings
@@ -16,7 +17,8 @@ def language_of(path: str) -> str | None:
 
 
 def discover(paths: list[str], settings: Settings) -> tuple[list[tuple[str, str]], list[str]]:
-    """Files to check as (path, language), sorted and unique; and paths that do not exist."""
+    """Files to check as (path, language), sorted and unique; and named paths that are neither files nor
+    directories (`why_not_checked` says what they are)."""
     found: dict[str, str] = {}
     missing: list[str] = []
     for given in paths:
@@ -32,6 +34,21 @@ def discover(paths: list[str], settings: Settings) -> tuple[list[tuple[str, str]
         else:
             missing.append(given)
     return sorted(_one_path_per_file(found).items()), missing
+
+
+def why_not_checked(path: str) -> str:
+    """For a path named on the command line that is neither a file nor a directory: what it is and what to do."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "is a symbolic link loop; fix or remove the link"
+        if os.path.islink(path):
+            return "is a symbolic link to nothing; fix the link or its target"
+        if exc.errno == errno.EACCES:
+            return "cannot be read (permission denied); check its permissions"
+        return "no such file or directory; check the path"
+    return "is neither a regular file nor a directory (a FIFO, socket or device); name files or directories"
 
 
 def _one_path_per_file(found: dict[str, str]) -> dict[str, str]:

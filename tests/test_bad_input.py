@@ -187,7 +187,19 @@ def test_a_link_named_on_the_command_line_is_fixed_through_and_stays_a_link(link
 
 def test_a_link_loop_named_on_the_command_line_is_a_usage_error(linked_tree):
     code, _, err = invoke("scan", "tree/a.py", "--no-cache", cwd=linked_tree)
-    assert code == 2 and "tree/a.py" in err and err.count("\n") == 1
+    assert code == 2 and "tree/a.py: is a symbolic link loop" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda p: os.symlink("gone.py", p), "is a symbolic link to nothing"),
+    (lambda p: os.mkfifo(p), "is neither a regular file nor a directory"),
+    (lambda p: None, "no such file or directory"),
+])
+def test_a_named_path_that_cannot_be_checked_says_what_it_is(tmp_path, make, words):
+    make(tmp_path / "x.py")
+    for command in ("scan", "fix"):
+        code, _, err = invoke(command, "x.py", "--no-cache", cwd=tmp_path)
+        assert code == 2 and f"x.py: {words}" in err and err.count("\n") == 1
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root reads a chmod 000 file anyway")

@@ -50,23 +50,37 @@ def locate(module: cst.Module, text: str, requests: list[tuple[cst.CSTNode, tupl
         if not chain:
             return _whole(module)
         by_holder.setdefault(id(chain[-1]), (chain, []))[1].append(node)
+    bodies = _BodyIndex()
+    holders = []
     for chain, nodes in by_holder.values():
-        line = _ast_line(module, tree, chain)
-        found = _locate_in_holder(module, index, chain[-1], line, nodes) if line else None
-        if found is None:
+        line = _ast_line(module, tree, chain, bodies)
+        if not line:
             return _whole(module)
-        out.update(found)
-    return out
+        holders.append((chain[-1], line, nodes))
+    found = _locate_in_holders(module, index, holders)
+    return _whole(module) if found is None else found
 
 
 def _whole(module: cst.Module) -> dict:
     return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
 
 
-def _locate_in_holder(module, index: LineIndex, holder, line: int, nodes) -> dict | None:
-    stand_in = _without_body(holder)
-    mini = module.with_changes(body=[stand_in], header=(), footer=())
+def _locate_in_holders(module, index: LineIndex, holders: list) -> dict | None:
+    """Every holder statement (its own body replaced by `pass`) is regenerated once, all in one small module, so a
+    file with thousands of findings costs one pass, not one per finding."""
+    stand_ins = [_without_body(holder) for holder, _, _ in holders]
+    mini = module.with_changes(body=stand_ins, header=(), footer=())
     local = MetadataWrapper(mini, unsafe_skip_copy=True).resolve(PositionProvider)
+    out: dict = {}
+    for stand_in, (_, line, nodes) in zip(stand_ins, holders):
+        found = _locate_in_holder(mini, local, index, stand_in, line, nodes)
+        if found is None:
+            return None
+        out.update(found)
+    return out
+
+
+def _locate_in_holder(mini, local, index: LineIndex, stand_in, line: int, nodes) -> dict | None:
     shift = line - local[stand_in].start.line
     first = index.line_text(line)
     indent = len(first) - len(first.lstrip(" \t"))
@@ -124,12 +138,34 @@ def _without_body(stmt):
     return stmt.with_changes(**changes)
 
 
-def _ast_line(module: cst.Module, tree: ast.Module, chain: tuple) -> int | None:
+class _BodyIndex:
+    """For each block seen, its LibCST statements mapped to CPython's, built once per block: a module of thousands
+    of findings would otherwise rescan its body for each (found with 4,000 findings in one file)."""
+
+    def __init__(self) -> None:
+        self._blocks: dict[int, dict[int, ast.stmt]] = {}
+
+    def matching(self, cst_body: list, py_body: list, stmt) -> ast.stmt | None:
+        key = id(cst_body[0]) if cst_body else 0
+        pairs = self._blocks.get(key)
+        if pairs is None:
+            pairs = {}
+            j = 0
+            for s in cst_body:
+                if j >= len(py_body):
+                    break
+                pairs[id(s)] = py_body[j]
+                j += len(s.body) if isinstance(s, cst.SimpleStatementLine) else 1
+            self._blocks[key] = pairs
+        return pairs.get(id(stmt))
+
+
+def _ast_line(module: cst.Module, tree: ast.Module, chain: tuple, bodies: _BodyIndex) -> int | None:
     """The line CPython gives the last statement of `chain`, found by walking both trees in step."""
     cst_body, py_body = list(module.body), tree.body
     py_node = None
     for depth, stmt in enumerate(chain):
-        py_node = _matching(cst_body, py_body, stmt)
+        py_node = bodies.matching(cst_body, py_body, stmt)
         if py_node is None:
             return None
         if depth + 1 < len(chain):
@@ -138,17 +174,6 @@ def _ast_line(module: cst.Module, tree: ast.Module, chain: tuple) -> int | None:
                 return None
             cst_body, py_body = pair
     return py_node.lineno if py_node is not None else None
-
-
-def _matching(cst_body: list, py_body: list, stmt):
-    j = 0
-    for s in cst_body:
-        if j >= len(py_body):
-            return None
-        if s is stmt:
-            return py_body[j]
-        j += len(s.body) if isinstance(s, cst.SimpleStatementLine) else 1
-    return None
 
 
 def _block(node) -> list:
