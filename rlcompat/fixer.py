@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+
 import difflib
 from dataclasses import dataclass, field
 
@@ -65,13 +67,13 @@ def fix_source(checker: Checker, source: SourceFile, language: str, unsafe: bool
         if not fixable:
             break
         # A fix's edits go in together or not at all, so one finding never ends half-fixed.
-        taken_edits: list[Edit] = []
+        taken_edits = _TakenEdits()
         taken: list[Finding] = []
         for f in fixable:
-            if all(not _overlaps(e, t) for e in f.fix.edits for t in taken_edits):
-                taken_edits.extend(f.fix.edits)
+            if not any(taken_edits.overlaps(e) for e in f.fix.edits):
+                taken_edits.add(f.fix.edits)
                 taken.append(f)
-        new_text, _ = apply_edits(text, taken_edits)
+        new_text, _ = apply_edits(text, taken_edits.edits)
         try:
             parse(language, new_text)
         except ParseFailure as exc:
@@ -110,6 +112,28 @@ def _compile_error(text: str) -> str | None:
 
 def _overlaps(a: Edit, b: Edit) -> bool:
     return a.start < b.end and b.start < a.end or (a.start == b.start)
+
+
+class _TakenEdits:
+    """The edits taken in one pass, kept sorted: none overlaps another, so an edit can only overlap the one that
+    starts at or before it and those starting inside it. Checking against every taken edit was quadratic: 20,000
+    findings in one file took 40 s."""
+
+    def __init__(self) -> None:
+        self.edits: list[Edit] = []
+        self._starts: list[int] = []
+
+    def overlaps(self, edit: Edit) -> bool:
+        i = bisect.bisect_right(self._starts, edit.start)
+        if i and _overlaps(edit, self.edits[i - 1]):
+            return True
+        return i < len(self.edits) and _overlaps(edit, self.edits[i])
+
+    def add(self, edits) -> None:
+        for edit in edits:
+            i = bisect.bisect_right(self._starts, edit.start)
+            self._starts.insert(i, edit.start)
+            self.edits.insert(i, edit)
 
 
 def _with_text(source: SourceFile, text: str) -> SourceFile:
