@@ -27,6 +27,8 @@ class FileFix:
     path: str
     applied: list[Finding] = field(default_factory=list)  # findings whose fix was applied
     remaining: FileResult | None = None  # the check of the fixed text
+    # The text before and after, kept only where they differ (for --diff): a fix of a big tree would otherwise hold,
+    # and send back from every worker, two copies of every file it did not change.
     original: str = ""
     fixed: str = ""
     error: FileError | None = None
@@ -151,43 +153,44 @@ def fix_file(checker: Checker, path: str, language: str, unsafe: bool, write: bo
 
         hit = checker.cache.get(path, content_hash(source.raw))
         if hit is not None and not any(f.fix and f.fix.applies(unsafe) for f in hit.findings):
-            return FileFix(path, remaining=hit, original=source.text, fixed=source.text)
+            return FileFix(path, remaining=hit)
     try:
         outcome = fix_source(checker, source, language, unsafe)
     except FixBroke as exc:
         # Only this file is left alone; the others are still fixed and the run ends with exit 2.
-        broken = _not_written(FileFix(path), source, checker.check_source(source, language), exc.reason)
+        broken = _not_written(FileFix(path), checker.check_source(source, language), exc.reason)
         broken.broken = True
         return broken
     if outcome.changed and write:
         try:
             current = read_bytes(path)
         except SourceError as exc:
-            return _not_written(outcome, source, None, f"{exc}; nothing was written")
+            return _not_written(outcome, None, f"{exc}; nothing was written")
         if current != source.raw:
             # Edited (or checked out) while we worked: writing now would throw the new content away.
-            return _not_written(outcome, source, None, "changed on disk while being fixed; nothing was written, run fix again")
+            return _not_written(outcome, None, "changed on disk while being fixed; nothing was written, run fix again")
         try:
             data = encode(source, outcome.fixed)
         except UnicodeEncodeError as exc:
-            return _not_written(outcome, source, checker.check_source(source, language),
+            return _not_written(outcome, checker.check_source(source, language),
                                 f"the fixed text cannot be saved as {source.encoding} ({exc.reason}); the file is "
                                 "unchanged, please report this")
         try:
             write_atomic(path, data)
         except SourceError as exc:
-            return _not_written(outcome, source, checker.check_source(source, language), str(exc))
+            return _not_written(outcome, checker.check_source(source, language), str(exc))
+    if not outcome.changed:
+        outcome.original = outcome.fixed = ""
     return outcome
 
 
-def _not_written(outcome: FileFix, source: SourceFile, on_disk: FileResult | None, message: str) -> FileFix:
+def _not_written(outcome: FileFix, on_disk: FileResult | None, message: str) -> FileFix:
     """A fix computed but not written: report the file as it is on disk, not as the fix would have left it.
 
     `on_disk` is the check of the unchanged file (None when the file changed under us and what it holds now is
     unknown), so its findings still count as remaining and nothing is reported as fixed that was not written.
     """
-    return FileFix(outcome.path, remaining=on_disk, original=source.text, fixed=source.text,
-                   error=FileError(outcome.path, message))
+    return FileFix(outcome.path, remaining=on_disk, error=FileError(outcome.path, message))
 
 
 def unified_diff(outcome: FileFix) -> str:
