@@ -122,6 +122,19 @@ def test_sarif_output_validates_against_the_sarif_2_1_0_schema(tree):
     assert results[0]["locations"][0]["physicalLocation"]["region"]["startLine"] == 5
 
 
+def test_sarif_uris_are_percent_encoded_and_keep_leading_dots(tmp_path):
+    from urllib.parse import unquote_to_bytes
+
+    names = [".hidden/m.py", "my file#1.py", "d\u00e9j\u00e0.py"]
+    for name in names:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("import torch\nx = t.to(torch.bfloat16)\n")
+    code, out, _ = invoke("scan", ".", "--target", "sm61", "--output-format", "sarif", "--no-cache", cwd=tmp_path)
+    uris = [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in json.loads(out)["runs"][0]["results"]]
+    assert code == 1 and all(" " not in u and "#" not in u for u in uris)
+    assert sorted(unquote_to_bytes(u) for u in uris) == sorted(n.encode() for n in names)
+
+
 def test_github_annotations(tree):
     code, out, _ = invoke("scan", str(tree), "--target", "sm61", "--output-format", "github")
     lines = out.strip().splitlines()

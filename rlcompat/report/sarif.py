@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import PurePath
+from urllib.parse import quote
 
 from rlcompat import __version__
 from rlcompat.report import Summary
@@ -12,7 +14,13 @@ _LEVEL = {"error": "error", "warning": "warning"}
 
 
 def _uri(path: str) -> str:
-    return PurePath(path).as_posix().lstrip("./") if not path.startswith("/") else PurePath(path).as_uri()
+    """A URI reference for the file: absolute paths as `file:` URIs, others relative (GitHub code scanning reads
+    them against the repository root), percent-encoded from the file name's bytes, so spaces, `#` and names that
+    are not UTF-8 survive."""
+    pure = PurePath(path)  # drops a leading `./`
+    if pure.is_absolute():
+        return pure.as_uri()
+    return quote(os.fsencode(pure.as_posix()), safe="/")
 
 
 def render(summary: Summary) -> str:
