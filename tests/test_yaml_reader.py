@@ -65,6 +65,13 @@ def test_merged_keys_are_not_settings_of_their_own():
     assert [e.key for e in doc.entries] == ["base.x", "c.y"]
 
 
+def test_a_quoted_key_is_spanned_inside_its_quotes():
+    text = 'rollout:\n  "dtype": bfloat16\n'
+    [doc] = yaml_fe.parse(text)
+    setting = yaml_fe._setting(doc.entries[0], text, LineIndex(text))
+    assert text[setting.key_span.start:setting.key_span.end] == "dtype"
+
+
 def test_a_key_with_dots_is_spanned_whole():
     text = "a.b: bfloat16\n"
     [doc] = yaml_fe.parse(text)

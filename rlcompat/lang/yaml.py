@@ -265,6 +265,8 @@ class _Reader:
         frame.seen[name] = mark[0] + 1
         if self.doc is not None and frame is self.stack[0]:
             self.doc.top_keys.add(name)
+        if event.style in ("'", '"'):
+            mark = (mark[0], mark[1] + 1)  # point at the key's text, inside its quotes
         frame.key = (name, mark, len(name))
 
     def _record(self, frame: _Frame, entry: Entry) -> None:

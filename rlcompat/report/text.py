@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from collections import Counter
+from typing import Iterator
 
 from rlcompat.report import Summary, fixable_counts
 
@@ -27,7 +28,7 @@ def render(summary: Summary) -> str:
     return buf.getvalue()
 
 
-def _lines(summary: Summary):
+def _lines(summary: Summary) -> Iterator[Line]:
     for e in summary.errors:
         yield [("error", "bold red"), (f": {e.one_line()}", "")]
     for f in summary.findings:
@@ -49,7 +50,7 @@ def _lines(summary: Summary):
     yield [(_summary_line(summary), "")]
 
 
-def _statistics(summary: Summary):
+def _statistics(summary: Summary) -> Iterator[Line]:
     counts = Counter((f.code, f.name) for f in summary.findings)
     fixable = Counter(f.code for f in summary.findings if f.fix)
     for (code, name), n in sorted(counts.items()):
