@@ -14,7 +14,7 @@ mkdir -p "$DIR"
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$DIR" \
   typer==0.28.0 annotated-doc==0.0.7 shellingham==1.5.4 rich==15.0.0 markdown-it-py==4.3.0 mdurl==0.1.2 \
-  pygments==2.21.0 libcst==1.9.0 bashlex==0.18 pyyaml==6.0.3 ruamel.yaml==0.19.1 nvidia-ml-py==13.615.71 \
+  pygments==2.21.0 libcst==1.9.0 bashlex==0.18 ruamel.yaml==0.19.1 nvidia-ml-py==13.615.71 \
   pytest==9.2.0 pluggy==1.7.0 iniconfig==2.3.1
 python3 -m pip wheel -q --no-deps --no-build-isolation -w "$DIR" .
 du -sh "$DIR"
