@@ -9,6 +9,8 @@ import os
 import pytest
 
 from rlcompat.api import scan_source
+from rlcompat.config import Settings
+from rlcompat.engine import Checker
 from rlcompat.lang import yaml as yaml_fe
 from rlcompat.targets import resolve_target
 from rlcompat.textpos import LineIndex
@@ -108,8 +110,28 @@ def test_without_libyaml_the_yaml_1_2_parser_reads_everything(monkeypatch):
     assert (finding.location.line, finding.location.column) == (3, 5)
 
 
-def test_nesting_deeper_than_the_recursion_limit_is_read():
-    depth = 3000
+def test_deep_nesting_is_read_iteratively_and_past_the_limit_is_too_deep():
+    depth = yaml_fe.MAX_NESTING - 2  # deeper than Python's own recursion limit allows a recursive reader
     text = "".join(f"{'  ' * i}k{i}:\n" for i in range(depth)) + f"{'  ' * depth}dtype: bfloat16\n"
     [doc] = yaml_fe.parse(text)
     assert doc.entries[-1].key.endswith(f"k{depth - 1}.dtype")
+
+
+@pytest.mark.parametrize("closed", [True, False])
+def test_pathological_flow_nesting_stops_at_the_limit(closed, tmp_path):
+    depth = 200_000  # libyaml alone takes over a minute on this: its time grows with the square of the depth
+    text = "rollout:\n  dtype: bfloat16\nb: " + "[" * depth + ("]" * depth if closed else "") + "\n"
+    read = []
+
+    def counted(events):
+        for event in events:
+            read.append(event)
+            yield event
+
+    source = libyaml or yaml_fe._ruamel_events
+    with pytest.raises(RecursionError):
+        yaml_fe._read_documents(counted(source(text)))
+    assert len(read) < yaml_fe.MAX_NESTING + 10  # stopped right there, not after the parser went all the way down
+    (tmp_path / "deep.yaml").write_text(text)
+    result = Checker(SM61, Settings()).check_file(str(tmp_path / "deep.yaml"), "yaml")
+    assert "is nested too deeply to parse" in result.error.message

@@ -30,6 +30,10 @@ VERL_TOP_KEYS = {"actor_rollout_ref", "critic", "trainer", "algorithm", "reward_
 # Plain scalars that YAML (1.1 and 1.2 core schema alike) reads as null; `key:` with nothing after it is one too.
 _NULL_WORDS = {"", "~", "null", "Null", "NULL"}
 _MERGE_KEY = "<<"
+# Both parsers check every open flow level for a pending key at each token, so time grows with the square of the
+# nesting depth (libyaml: 0.3 s at 10,000 levels, 96 s for a 200,000-level `[[[...]]]` file). Configs nest a few
+# dozen levels; past this the file is reported as too deep, as the Python front end reports one, after ~10 ms.
+MAX_NESTING = 1000
 
 
 class YamlSyntaxError(Exception):
@@ -194,6 +198,8 @@ class _Reader:
             self.stack[-1].key = None
 
     def _open(self, event, kind: str, prefix: str, flow: bool, settings: bool, scope: int | None, is_key: bool = False):
+        if len(self.stack) >= MAX_NESTING:
+            raise RecursionError(f"nested deeper than {MAX_NESTING} levels")
         if scope is None:
             self.scopes += 1
             scope = self.scopes
