@@ -52,6 +52,19 @@ def test_formula_term_by_term():
     assert e.peak == max(e.phases.values()) and e.fits is None
 
 
+def test_the_adamw_step_bounds_an_update_whose_activations_are_smaller():
+    """torch's foreach AdamW holds one fp32 temporary per parameter during the step, after activations are freed."""
+    e = memory.estimate(1000, algo="ppo", dtype="float32", gpus=1, seq_len=1, rollout="hf", shape=TINY,
+                        plan=Plan(micro_batch=1))
+    activations = e.parts["actor activations (one micro-batch)"]
+    assert activations + e.parts["logits (one micro-batch)"] < 4000
+    assert e.phases["actor update"] == 16000 + 4000 + 16000 + 4000 + memory.CUDA_CONTEXT
+    assert e.phases["critic update"] == 16000 + 4000 + 16000 + 4000 + memory.CUDA_CONTEXT
+    sharded = memory.estimate(1000, algo="grpo", dtype="float32", gpus=2, seq_len=1, rollout="hf", shape=TINY,
+                              plan=Plan(micro_batch=1), use_ref=False)
+    assert sharded.phases["actor update"] == 8000 + 2000 + memory.CUDA_CONTEXT
+
+
 def test_logits_below_fp32_keep_the_lm_head_output_beside_its_upcast():
     b, s, V = 2, 5, 10
     assert memory.logits_bytes(b, s, V, 4, training=True) == 4 * b * s * V * 4

@@ -12,6 +12,8 @@ Per GPU, with P parameters sharded over G GPUs by FSDP (verl keeps fp32 master w
         logits, actor update:       4 * b*s*V * 4 (fp32 logits, log-softmax, softmax for the entropy, gradient)
         logits, reference pass:     2 * b*s*V * 4 (fp32 logits, log-softmax)
         both, when d < 4:           + b*s*V*d (the lm_head's output before the fp32 upcast)
+    optimizer step: torch's foreach AdamW (what verl builds) holds sqrt(v) for every parameter at once, 4P/G, after
+        the backward pass has freed the activations: an update holds max(activations + logits, 4P/G)
     rollout: vLLM/SGLang take gpu_memory_utilization * card memory; Hugging Face generate takes a KV cache of
         2*L*b*s*kv_dim*d plus the logits of one step
 A phase holds its own model whole plus what the others keep resident (an offloaded model keeps nothing):
@@ -199,12 +201,13 @@ def estimate(params: int, *, algo: str = "ppo", dtype: str = "float32", gpus: in
     rollout_mem = next(v for k, v in parts.items() if k.startswith("rollout"))
     # HF rollout generates with the actor's own weights, so they are on the GPU even when offloaded.
     rollout_actor = max(actor_res, weights) if rollout == "hf" else actor_res
+    adamw_step = 4 * P // G  # sqrt of AdamW's second moment for every parameter (measured: bench/memory_check.py)
     phases = {
         "rollout": rollout_actor + critic_res + ref_res + rollout_mem + (b * shape.vocab * 4 if rollout == "hf" else 0),
-        "actor update": actor_all + activations + logits + critic_res + ref_res,
+        "actor update": actor_all + max(activations + logits, adamw_step) + critic_res + ref_res,
     }
     if algo == "ppo":
-        phases["critic update"] = critic_all + activations + actor_res + ref_res
+        phases["critic update"] = critic_all + max(activations, adamw_step) + actor_res + ref_res
     if use_ref:
         phases["reference log-probs"] = ref_all + logits_bytes(b, s, shape.vocab, d, training=False) + actor_res + critic_res
     phases = {k: v + CUDA_CONTEXT for k, v in phases.items()}
