@@ -123,9 +123,10 @@ class Checker:
         path, text = source.path, source.text
         result = FileResult(path, language)
         rules = [r for r in self.rules_by_language.get(language, ()) if self.settings.is_selected(r.code, path)]
-        triggers = self.triggers.get(language, ())
-        if rules and language in FRONTENDS and any(t in text for t in triggers):
-            runnable = [r for r in rules if any(t in text for t in r.triggers)]
+        # Each trigger word is looked for once; a rule runs if one of its own is present.
+        present = {t for t in self.triggers.get(language, ()) if t in text} if rules and language in FRONTENDS else ()
+        if present:
+            runnable = [r for r in rules if not present.isdisjoint(r.triggers)]
             fe = frontend(language)
             # A front end may leave out what no runnable rule can match (the Python one: lang/pynarrow.py).
             narrowed = fe.narrow(text, runnable) if hasattr(fe, "narrow") else None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import bisect
-
 import difflib
 from dataclasses import dataclass, field
 

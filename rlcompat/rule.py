@@ -45,7 +45,7 @@ class Rule:
     # are never parsed for this rule.
     triggers: ClassVar[tuple[str, ...]] = ()
     # Python rules see a node, its ancestors and the imports before it, so statements without a trigger are
-    # blanked before parsing (rlcompat/lang/pynarrow.py). A rule that reads other statements says so here.
+    # left out before parsing (rlcompat/lang/pynarrow.py). A rule that reads other statements says so here.
     whole_module: ClassVar[bool] = False
     severity: ClassVar[str] = "error"
     sources: ClassVar[tuple[str, ...]] = ()
