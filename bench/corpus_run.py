@@ -38,7 +38,6 @@ import difflib
 import importlib.util
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -71,6 +70,7 @@ from rlcompat.engine import Checker  # noqa: E402
 from rlcompat.fixer import FixBroke, apply_edits, fix_file  # noqa: E402
 from rlcompat.source import SourceError, SourceFile, decode, encode, read, read_bytes  # noqa: E402
 from rlcompat.targets import resolve_target  # noqa: E402
+from rlcompat.textpos import LineIndex  # noqa: E402
 
 SETTINGS = Settings(cache_dir=None)
 
@@ -115,17 +115,10 @@ def copy_tree(src: Path, dest: Path) -> None:
 
 # --- positions ---------------------------------------------------------------------------------------------------
 
-_NEWLINE = re.compile(r"\r\n|\r|\n")
+class Lines(LineIndex):
+    """rlcompat's line index (\\r\\n, \\r and \\n end a line, as for Python and YAML), plus `ast`'s byte columns."""
 
-
-class Lines:
-    """Character offsets of line starts, with Python's and YAML's idea of a line break (\\r\\n, \\r, \\n)."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
-
-    def offset(self, lineno: int, col_bytes: int) -> int:
+    def byte_offset(self, lineno: int, col_bytes: int) -> int:
         """1-based line, UTF-8 byte column (as in `ast`) -> character offset."""
         if lineno > len(self.starts):
             return len(self.text)
@@ -137,9 +130,7 @@ class Lines:
 
     def line_of(self, offset: int) -> int:
         """0-based line of a character offset."""
-        import bisect
-
-        return bisect.bisect_right(self.starts, offset) - 1
+        return self.position(offset)[0] - 1
 
 
 @dataclass
@@ -216,7 +207,7 @@ def replay(checker: Checker, source: SourceFile, language: str, applied, first_s
 def _span(node, lines: Lines) -> tuple[int, int]:
     if node is None:  # the module itself
         return 0, len(lines.text)
-    return lines.offset(node.lineno, node.col_offset), lines.offset(node.end_lineno, node.end_col_offset)
+    return lines.byte_offset(node.lineno, node.col_offset), lines.byte_offset(node.end_lineno, node.end_col_offset)
 
 
 def _located(node, ancestor):
