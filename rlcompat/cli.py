@@ -272,6 +272,23 @@ def targets(
         _emit(target_view.table_json(all_targets()) if output_format is OutputFormat.json else target_view.table_text(all_targets()))
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from rlcompat.version_info import version_text
+
+        _emit(version_text(verbose="--verbose" in sys.argv[1:] or "-v" in sys.argv[1:]))
+        raise typer.Exit(EXIT_CLEAN)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", "-V", is_eager=True, callback=_print_version,
+                                          help="Print the version and exit (with --verbose: the rule catalog and knowledge files).")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="With --version: also the rule catalog and knowledge files.")] = False,
+) -> None:
+    """Find and fix what stops LLM RL post-training (verl, OpenRLHF, TRL) on older NVIDIA GPUs."""
+
+
 # Commands that live in their own modules are registered here, one line each. Those modules must keep heavy
 # imports (torch, verl, transformers) inside the command function, so `rlcompat scan` starts fast.
 # --- extra commands ---
@@ -281,6 +298,9 @@ app.command("doctor")(doctor_command)
 
 from rlcompat.verify.command import verify_command  # noqa: E402
 app.command("verify")(verify_command)
+
+from rlcompat.matrix_command import matrix_command  # noqa: E402
+app.command("matrix")(matrix_command)
 # --- end extra commands ---
 
 
