@@ -272,19 +272,25 @@ def targets(
         _emit(target_view.table_json(all_targets()) if output_format is OutputFormat.json else target_view.table_text(all_targets()))
 
 
-def _print_version(value: bool) -> None:
-    if value:
+def _version_flags(ctx: typer.Context, param, value: bool) -> bool:
+    # Both flags are eager, so click calls this for each (given or not) before any command runs, in the order they
+    # were given: print once both are known, which works for `--version --verbose` and `--verbose --version` alike.
+    ctx.meta[f"rlcompat.{param.name}"] = value
+    flags = {k: ctx.meta.get(f"rlcompat.{k}") for k in ("version", "verbose")}
+    if flags["version"] and flags["verbose"] is not None:
         from rlcompat.version_info import version_text
 
-        _emit(version_text(verbose="--verbose" in sys.argv[1:] or "-v" in sys.argv[1:]))
+        _emit(version_text(verbose=bool(flags["verbose"])))
         raise typer.Exit(EXIT_CLEAN)
+    return value
 
 
 @app.callback()
 def _root(
-    version: Annotated[bool, typer.Option("--version", "-V", is_eager=True, callback=_print_version,
-                                          help="Print the version and exit (with --verbose: the rule catalog and knowledge files).")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="With --version: also the rule catalog and knowledge files.")] = False,
+    version: Annotated[bool, typer.Option("--version", "-V", is_eager=True, callback=_version_flags,
+                                          help="Print the version and exit.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", is_eager=True, callback=_version_flags,
+                                          help="With --version: also the rule catalog and knowledge files.")] = False,
 ) -> None:
     """Find and fix what stops LLM RL post-training (verl, OpenRLHF, TRL) on older NVIDIA GPUs."""
 
