@@ -22,9 +22,6 @@ from rlcompat.model import FileError, Finding
 from rlcompat.source import SourceError, decode, read_bytes
 from rlcompat.targets import Target, resolve_target
 
-DEFAULT_TARGETS = ("sm60", "sm61", "sm70", "sm75", "sm80", "sm86", "sm89", "sm90")
-
-
 class MatrixChecker:
     """One engine Checker per target (its rules, selection and cache), driven over a single parse per file."""
 
@@ -66,10 +63,16 @@ class MatrixChecker:
                 error = FileError(path, "is nested too deeply to parse; exclude the file")
                 return [FileResult(path, language, error=error) for _ in self.checkers]
             narrowing = {"narrowed": narrowed} if narrowed is not None else {}
-            for i, (checker, rules) in enumerate(zip(self.checkers, runnable)):
-                if rules:
-                    found[i] = fe.check(tree, text, path, rules, checker.target, **narrowing)
-                results[i].parsed = True
+            busy = [i for i, rules in enumerate(runnable) if rules]
+            if hasattr(fe, "check_targets"):  # the tree is read once for every target (Python: one walk)
+                groups = [(runnable[i], self.checkers[i].target) for i in busy]
+                for i, findings in zip(busy, fe.check_targets(tree, text, path, groups, **narrowing)):
+                    found[i] = findings
+            else:
+                for i in busy:
+                    found[i] = fe.check(tree, text, path, runnable[i], self.checkers[i].target, **narrowing)
+            for result in results:
+                result.parsed = True
         sups = suppressions.find(text, language)
         for checker, result, findings in zip(self.checkers, results, found):
             mine = [_fresh(s) for s in sups]

@@ -7,7 +7,8 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from rlcompat.matrix import DEFAULT_TARGETS
+# The GPUs people train on, oldest first: Pascal (P100, P40), Volta, Turing, Ampere (A100, RTX 30xx), Ada, Hopper.
+DEFAULT_TARGETS = ("sm60", "sm61", "sm70", "sm75", "sm80", "sm86", "sm89", "sm90")
 
 
 class MatrixFormat(str, Enum):
