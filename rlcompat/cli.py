@@ -272,6 +272,29 @@ def targets(
         _emit(target_view.table_json(all_targets()) if output_format is OutputFormat.json else target_view.table_text(all_targets()))
 
 
+def _version_flags(ctx: typer.Context, param, value: bool) -> bool:
+    # Both flags are eager, so click calls this for each (given or not) before any command runs, in the order they
+    # were given: print once both are known, which works for `--version --verbose` and `--verbose --version` alike.
+    ctx.meta[f"rlcompat.{param.name}"] = value
+    flags = {k: ctx.meta.get(f"rlcompat.{k}") for k in ("version", "verbose")}
+    if flags["version"] and flags["verbose"] is not None:
+        from rlcompat.version_info import version_text
+
+        _emit(version_text(verbose=bool(flags["verbose"])))
+        raise typer.Exit(EXIT_CLEAN)
+    return value
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", "-V", is_eager=True, callback=_version_flags,
+                                          help="Print the version and exit.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", is_eager=True, callback=_version_flags,
+                                          help="With --version: also the rule catalog and knowledge files.")] = False,
+) -> None:
+    """Find and fix what stops LLM RL post-training (verl, OpenRLHF, TRL) on older NVIDIA GPUs."""
+
+
 # Commands that live in their own modules are registered here, one line each. Those modules must keep heavy
 # imports (torch, verl, transformers) inside the command function, so `rlcompat scan` starts fast.
 # --- extra commands ---
@@ -281,6 +304,9 @@ app.command("doctor")(doctor_command)
 
 from rlcompat.verify.command import verify_command  # noqa: E402
 app.command("verify")(verify_command)
+
+from rlcompat.matrix_command import matrix_command  # noqa: E402
+app.command("matrix")(matrix_command)
 # --- end extra commands ---
 
 

@@ -106,7 +106,7 @@ def test_json_output_is_documented_shape(tree):
     assert code == 1 and doc["schema_version"] == 1 and doc["target"]["name"] == "sm61"
     assert doc["summary"]["findings"] == 2 and doc["summary"]["fixable"] == 2
     f = doc["findings"][0]
-    assert set(f) == {"code", "name", "message", "severity", "path", "line", "column", "end_line", "end_column", "target", "fix"}
+    assert set(f) == {"code", "name", "message", "severity", "path", "line", "column", "end_line", "end_column", "target", "fix", "uri"}
     edit = f["fix"]["edits"][0]
     assert BAD[: edit["start"]].count("\n") + 1 == f["line"]
 

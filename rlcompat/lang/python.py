@@ -176,7 +176,7 @@ def _children(node: cst.CSTNode):
 
 
 def _walk(root: cst.CSTNode, handlers: dict[type, list], ctx: Context) -> None:
-    """Pre-order walk keeping the ancestor chain.
+    """Pre-order walk keeping the ancestor chain (in `ctx`, which every rule's context shares).
 
     LibCST's own `visit` rebuilds every node it passes through, even for read-only visitors; reading the
     dataclass fields directly does the same walk several times faster. The walk keeps its own stack instead of
@@ -195,9 +195,9 @@ def _walk(root: cst.CSTNode, handlers: dict[type, list], ctx: Context) -> None:
         cls = type(node)
         if cls is cst.Import or cls is cst.ImportFrom:
             ctx.imports.record(node, module_level=not any(type(a) is cst.FunctionDef for a in ancestors))
-        for rule, handler in handlers.get(cls, ()):
-            ctx._rule = rule
-            handler(node, ctx)
+        for rule, handler, rule_ctx in handlers.get(cls, ()):
+            rule_ctx._rule = rule
+            handler(node, rule_ctx)
         ancestors.append(node)
         stack.append(_children(node))
 
@@ -218,13 +218,13 @@ def _statements_to(root: cst.CSTNode, targets: list[cst.CSTNode]) -> dict[int, t
     return found
 
 
-def _handlers(rules: Sequence[PythonRule]) -> dict[type, list[tuple[PythonRule, Callable]]]:
-    table: dict[type, list[tuple[PythonRule, Callable]]] = {}
+def _handlers(rules: Sequence[PythonRule], ctx: Context, table: dict | None = None) -> dict[type, list[tuple[PythonRule, Callable, Context]]]:
+    table = {} if table is None else table
     for rule in rules:
         for attr in dir(type(rule)):
             if attr.startswith("visit_"):
                 node_type = getattr(cst, attr[len("visit_"):])
-                table.setdefault(node_type, []).append((rule, getattr(rule, attr)))
+                table.setdefault(node_type, []).append((rule, getattr(rule, attr), ctx))
     return table
 
 
@@ -271,12 +271,25 @@ def check(module: cst.Module, text: str, path: str, rules: Sequence[PythonRule],
           narrowed: Narrowed | None = None) -> list[Finding]:
     """Findings in `text`. With `narrowed`, `module` was parsed from `narrowed.text` (lang/pynarrow.py): positions
     are found there and mapped back to `text` line by line (columns are the same)."""
-    ctx = Context(target, path)
-    _walk(module, _handlers(rules), ctx)
-    if not ctx.pending:
-        return []
-    requests = [(p.node, p.statements) for p in ctx.pending]
-    requests += [(n, p.statements) for p in ctx.pending if p.fix for n, _ in p.fix.replacements]
+    return check_targets(module, text, path, [(rules, target)], narrowed)[0]
+
+
+def check_targets(module: cst.Module, text: str, path: str, groups: Sequence[tuple[Sequence[PythonRule], object]],
+                  narrowed: Narrowed | None = None) -> list[list[Finding]]:
+    """`check` for several (rules, target) groups over one tree (`rlcompat matrix`): one walk and one position
+    lookup for all of them; a list of findings per group. Each group's rules see their own target in their context
+    and report into their own list; the walk's ancestors and imports are the same for all."""
+    contexts = [Context(target, path) for _, target in groups]
+    handlers: dict = {}
+    for (rules, _), ctx in zip(groups, contexts):
+        ctx.imports, ctx.ancestors = contexts[0].imports, contexts[0].ancestors
+        _handlers(rules, ctx, handlers)
+    _walk(module, handlers, contexts[0])
+    pending = [p for ctx in contexts for p in ctx.pending]
+    if not pending:
+        return [[] for _ in groups]
+    requests = [(p.node, p.statements) for p in pending]
+    requests += [(n, p.statements) for p in pending if p.fix for n, _ in p.fix.replacements]
     # A rule may report a node outside the statement it was visiting (RLC301: a `triton.Config` in a module-level
     # list the decorator names); find that node's own statements rather than locating in the whole module.
     unplaced = [n for n, chain in requests if not chain]
@@ -289,31 +302,30 @@ def check(module: cst.Module, text: str, path: str, rules: Sequence[PythonRule],
     line = narrowed.original_line if narrowed else (lambda n: n)
     if narrowed and any(line(r.end.line) - line(r.start.line) != r.end.line - r.start.line for r in positions.values()):
         # A reported node spans lines that were left out: only the whole file gives its true extent.
-        return check(parse(text), text, path, rules, target)
+        return check_targets(parse(text), text, path, groups)
     index = LineIndex(text)
-    findings = []
-    for p in ctx.pending:
-        rng = positions[p.node]
-        loc = Location(line(rng.start.line), rng.start.column + 1, line(rng.end.line), rng.end.column + 1)
-        fix = None
-        if p.fix is not None:
-            edits = []
-            for node, new_text in p.fix.replacements:
-                r = positions[node]
-                edits.append(Edit(index.offset(line(r.start.line), r.start.column),
-                                  index.offset(line(r.end.line), r.end.column), new_text))
-            fix = Fix(tuple(sorted(edits)), p.fix.safety, p.fix.description)
-        findings.append(
-            Finding(
-                code=p.rule.code,
-                name=p.rule.name,
-                message=p.message,
-                path=path,
-                location=loc,
-                target=target.name,
-                severity=p.rule.severity,
-                fix=fix,
-                source_line=index.line_text(loc.line),
-            )
-        )
-    return findings
+    return [[_finding(p, positions, line, index, path, ctx.target) for p in ctx.pending] for ctx in contexts]
+
+
+def _finding(p: _Pending, positions: dict, line: Callable[[int], int], index: LineIndex, path: str, target) -> Finding:
+    rng = positions[p.node]
+    loc = Location(line(rng.start.line), rng.start.column + 1, line(rng.end.line), rng.end.column + 1)
+    fix = None
+    if p.fix is not None:
+        edits = []
+        for node, new_text in p.fix.replacements:
+            r = positions[node]
+            edits.append(Edit(index.offset(line(r.start.line), r.start.column),
+                              index.offset(line(r.end.line), r.end.column), new_text))
+        fix = Fix(tuple(sorted(edits)), p.fix.safety, p.fix.description)
+    return Finding(
+        code=p.rule.code,
+        name=p.rule.name,
+        message=p.message,
+        path=path,
+        location=loc,
+        target=target.name,
+        severity=p.rule.severity,
+        fix=fix,
+        source_line=index.line_text(loc.line),
+    )

@@ -500,6 +500,16 @@ def _entry_index(expanded: list[tuple[str, Word]], knowledge) -> int | None:
 
 
 def check(script: ShellScript, text: str, path: str, rules: Sequence[ConfigRule], target) -> list[Finding]:
+    return _check_views(_views(script, text, path), script, text, path, rules, target)
+
+
+def check_targets(script: ShellScript, text: str, path: str, groups: Sequence[tuple[Sequence[ConfigRule], object]]) -> list[list[Finding]]:
+    """`check` for several (rules, target) groups (`rlcompat matrix`): the commands are read once for all."""
+    views = _views(script, text, path)
+    return [_check_views(views, script, text, path, rules, target) for rules, target in groups]
+
+
+def _views(script: ShellScript, text: str, path: str) -> list[ConfigView]:
     from rlcompat.verl_knowledge import knowledge_for
 
     knowledge = knowledge_for(path)
@@ -516,6 +526,10 @@ def check(script: ShellScript, text: str, path: str, rules: Sequence[ConfigRule]
                 variables.record(w)
             continue
         views.append(_view(command, variables, knowledge, text, index))
+    return views
+
+
+def _check_views(views: list[ConfigView], script: ShellScript, text: str, path: str, rules: Sequence[ConfigRule], target) -> list[Finding]:
     findings = run_rules(views, text, path, [r for r in rules if not r.reads_unread], target)
     watchers = [r for r in rules if r.reads_unread]
     if watchers and script.skipped:

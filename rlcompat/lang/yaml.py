@@ -293,6 +293,16 @@ def _is_null(event) -> bool:
 # --- entries -> settings ----------------------------------------------------------------------------------
 
 def check(docs: YamlDocuments, text: str, path: str, rules: Sequence[ConfigRule], target) -> list[Finding]:
+    return run_rules(_views(docs, text, path), text, path, rules, target)
+
+
+def check_targets(docs: YamlDocuments, text: str, path: str, groups: Sequence[tuple[Sequence[ConfigRule], object]]) -> list[list[Finding]]:
+    """`check` for several (rules, target) groups (`rlcompat matrix`): the settings are read once for all."""
+    views = _views(docs, text, path)
+    return [run_rules(views, text, path, rules, target) for rules, target in groups]
+
+
+def _views(docs: YamlDocuments, text: str, path: str) -> list[ConfigView]:
     from rlcompat.verl_knowledge import knowledge_for
 
     index = LineIndex(text)
@@ -302,7 +312,7 @@ def check(docs: YamlDocuments, text: str, path: str, rules: Sequence[ConfigRule]
         settings = [_setting(entry, text, index) for entry in doc.entries]
         is_verl = mounts != ("",) or bool(VERL_TOP_KEYS & doc.top_keys)
         views.append(ConfigView("yaml", settings, mounts=mounts, is_verl=is_verl))
-    return run_rules(views, text, path, rules, target)
+    return views
 
 
 def _setting(entry: Entry, text: str, index: LineIndex) -> Setting:

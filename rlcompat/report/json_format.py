@@ -6,6 +6,7 @@ import json
 
 from rlcompat import __version__
 from rlcompat.report import Summary, fixable_counts
+from rlcompat.report.paths import display_path, uri_reference
 
 SCHEMA_VERSION = 1
 
@@ -17,7 +18,8 @@ def finding_dict(f) -> dict:
         "name": f.name,
         "message": f.message,
         "severity": f.severity,
-        "path": f.path,
+        "path": display_path(f.path),
+        "uri": uri_reference(f.path),
         "line": loc.line,
         "column": loc.column,
         "end_line": loc.end_line,
@@ -31,6 +33,10 @@ def finding_dict(f) -> dict:
             "edits": [{"start": e.start, "end": e.end, "content": e.content} for e in f.fix.edits],
         },
     }
+
+
+def error_dict(e) -> dict:
+    return {"path": display_path(e.path), "uri": uri_reference(e.path), "line": e.line, "column": e.column, "message": e.message}
 
 
 def render(summary: Summary) -> str:
@@ -51,6 +57,6 @@ def render(summary: Summary) -> str:
             "errors": len(summary.errors),
         },
         "findings": [finding_dict(f) for f in summary.findings],
-        "errors": [{"path": e.path, "line": e.line, "column": e.column, "message": e.message} for e in summary.errors],
+        "errors": [error_dict(e) for e in summary.errors],
     }
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"

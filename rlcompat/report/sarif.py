@@ -3,24 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-from pathlib import PurePath
-from urllib.parse import quote
 
 from rlcompat import __version__
 from rlcompat.report import Summary
+from rlcompat.report.paths import uri_reference as _uri
 
 _LEVEL = {"error": "error", "warning": "warning"}
-
-
-def _uri(path: str) -> str:
-    """A URI reference for the file: absolute paths as `file:` URIs, others relative (GitHub code scanning reads
-    them against the repository root), percent-encoded from the file name's bytes, so spaces, `#` and names that
-    are not UTF-8 survive."""
-    pure = PurePath(path)  # drops a leading `./`
-    if pure.is_absolute():
-        return pure.as_uri()
-    return quote(os.fsencode(pure.as_posix()), safe="/")
 
 
 def render(summary: Summary) -> str:

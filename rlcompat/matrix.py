@@ -1,0 +1,183 @@
+"""`rlcompat matrix`: every target from one pass over the files.
+
+Each file is read, decoded and parsed once. The rules of every target run over that one tree; a file is parsed
+when a trigger of any target's rules is in it, and the Python front end keeps the statements that any of them can
+match (the union of their triggers), so each target's rules see what a scan for that target alone would give
+them. Select/ignore, per-file ignores, excludes and inline suppressions apply per target exactly as in `scan`
+(tests/test_matrix.py compares the two on the fixtures), and each target's results go to (and come from) the same
+cache entries `scan --target` uses.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from rlcompat import suppressions
+from rlcompat.config import Settings
+from rlcompat.discovery import discover, why_not_checked
+from rlcompat.engine import FRONTENDS, Checker, FileResult, ParseFailure, frontend
+from rlcompat.model import FileError, Finding
+from rlcompat.source import SourceError, decode, read_bytes
+from rlcompat.targets import Target, resolve_target
+
+class MatrixChecker:
+    """One engine Checker per target (its rules, selection and cache), driven over a single parse per file."""
+
+    def __init__(self, targets: Sequence[Target], settings: Settings, use_cache: bool = False) -> None:
+        self.targets = list(targets)
+        self.settings = settings
+        self.checkers = [Checker(t, settings, use_cache=use_cache) for t in self.targets]
+
+    def check_file(self, path: str, language: str) -> list[FileResult]:
+        """One FileResult per target, in target order."""
+        try:
+            raw = read_bytes(path)
+        except SourceError as exc:
+            return [FileResult(path, language, error=FileError(path, str(exc))) for _ in self.checkers]
+        try:
+            source = decode(path, raw, language)
+        except SourceError as exc:
+            return [FileResult(path, language, error=FileError(path, str(exc))) for _ in self.checkers]
+        return self.check_text(path, source.text, language)
+
+    def check_text(self, path: str, text: str, language: str) -> list[FileResult]:
+        per_target = [[r for r in c.rules_by_language.get(language, ()) if self.settings.is_selected(r.code, path)]
+                      for c in self.checkers]
+        triggers = {t for rules in per_target for r in rules for t in r.triggers}
+        present = {t for t in triggers if t in text} if language in FRONTENDS else set()
+        runnable = [[r for r in rules if not present.isdisjoint(r.triggers)] for rules in per_target]
+        everything = [r for rules in runnable for r in rules]
+        results = [FileResult(path, language) for _ in self.checkers]
+        found: list[list[Finding]] = [[] for _ in self.checkers]
+        if everything:
+            fe = frontend(language)
+            narrowed = fe.narrow(text, everything) if hasattr(fe, "narrow") else None
+            try:
+                tree, narrowed = Checker._parse(language, text, narrowed)
+            except ParseFailure as exc:
+                error = FileError(path, f"cannot be parsed: {exc}; fix the syntax or exclude the file", exc.line, exc.column)
+                return [FileResult(path, language, error=error) for _ in self.checkers]
+            except RecursionError:
+                error = FileError(path, "is nested too deeply to parse; exclude the file")
+                return [FileResult(path, language, error=error) for _ in self.checkers]
+            narrowing = {"narrowed": narrowed} if narrowed is not None else {}
+            busy = [i for i, rules in enumerate(runnable) if rules]
+            if hasattr(fe, "check_targets"):  # the tree is read once for every target (Python: one walk)
+                groups = [(runnable[i], self.checkers[i].target) for i in busy]
+                for i, findings in zip(busy, fe.check_targets(tree, text, path, groups, **narrowing)):
+                    found[i] = findings
+            else:
+                for i in busy:
+                    found[i] = fe.check(tree, text, path, runnable[i], self.checkers[i].target, **narrowing)
+            for result in results:
+                result.parsed = True
+        sups = suppressions.find(text, language)
+        for checker, result, findings in zip(self.checkers, results, found):
+            mine = [_fresh(s) for s in sups]
+            findings, result.suppressed = suppressions.apply(findings, mine)
+            if checker.report_unused and self.settings.is_selected("RLC001", path):
+                findings.extend(checker._unused(mine, path))
+            result.findings = sorted(findings, key=Finding.sort_key)
+        return results
+
+
+def _fresh(s: suppressions.Suppression) -> suppressions.Suppression:
+    """A copy whose record of what it silenced starts empty: each target uses every suppression afresh."""
+    from dataclasses import replace
+
+    return replace(s, used=set())
+
+
+@dataclass
+class MatrixRun:
+    targets: list[Target]
+    files: list[str]
+    results: list[list[FileResult]]  # per target, per file (in `files` order)
+    missing: list[str] = field(default_factory=list)
+
+    def findings(self, index: int) -> list[Finding]:
+        return [f for r in self.results[index] for f in r.findings]
+
+    @property
+    def errors(self) -> list[FileError]:
+        """Files that could not be read or parsed (the same for every target), then paths that do not exist."""
+        first = self.results[0] if self.results else []
+        return [r.error for r in first if r.error] + [FileError(m, why_not_checked(m)) for m in self.missing]
+
+    @property
+    def suppressed(self) -> list[int]:
+        return [sum(r.suppressed for r in per_file) for per_file in self.results]
+
+
+# --- parallel runs (as engine.run_parallel, with a MatrixChecker in each worker) ---------------------------------
+
+_worker: MatrixChecker | None = None
+
+
+def _init_worker(target_names: list[str], settings: Settings) -> None:
+    global _worker
+    _worker = MatrixChecker([resolve_target(n) for n in target_names], settings)
+
+
+def _run_batch(batch: list) -> list:
+    assert _worker is not None
+    return [_worker.check_file(*item) for item in batch]
+
+
+def _check_all(checker: MatrixChecker, items: list[tuple[str, str]], jobs: int | None) -> list[list[FileResult]]:
+    jobs = jobs or os.cpu_count() or 1
+    if jobs <= 1 or len(items) < 16:
+        return [checker.check_file(*item) for item in items]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from rlcompat.engine import _batches
+
+    ctx = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
+    batches = _batches(items, jobs)
+    out: list = [None] * len(items)
+    names = [t.name for t in checker.targets]
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker, initargs=(names, checker.settings)) as pool:
+        for (indices, _), batch_result in zip(batches, pool.map(_run_batch, [b for _, b in batches])):
+            for i, r in zip(indices, batch_result):
+                out[i] = r
+    return out
+
+
+def run_matrix(paths: list[str], targets: Sequence[Target], settings: Settings | None = None, jobs: int | None = None,
+               use_cache: bool = False) -> MatrixRun:
+    """Check `paths` for every target in one pass. With `use_cache`, a file every target's cache knows is not read
+    again, and what is checked is stored for each target (so a later `scan --target` is answered from it too)."""
+    settings = settings or Settings()
+    files, missing = discover(paths, settings)
+    checker = MatrixChecker(targets, settings, use_cache=use_cache)
+    caches = [c.cache for c in checker.checkers]
+    by_file: list[list[FileResult] | None] = [None] * len(files)
+    todo: list[int] = []
+    shas: dict[int, str] = {}
+    for i, (path, _) in enumerate(files):
+        if use_cache and all(c is not None for c in caches):
+            from rlcompat.cache import content_hash
+
+            try:
+                shas[i] = content_hash(read_bytes(path))
+            except SourceError:
+                todo.append(i)
+                continue
+            hits = [c.get(path, shas[i]) for c in caches]
+            if all(h is not None for h in hits):
+                by_file[i] = hits
+                continue
+        todo.append(i)
+    for i, results in zip(todo, _check_all(checker, [files[i] for i in todo], jobs)):
+        by_file[i] = results
+        if i in shas:
+            for cache, result in zip(caches, results):
+                cache.put(result, shas[i])
+    for cache in caches:
+        if cache is not None:
+            cache.save()
+    per_target = [[results[t] for results in by_file] for t in range(len(checker.targets))]  # type: ignore[index]
+    return MatrixRun(list(checker.targets), [p for p, _ in files], per_target, missing)

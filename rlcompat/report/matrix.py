@@ -1,0 +1,138 @@
+"""The compatibility matrix: targets x rule families, with a verdict per target, as text or JSON.
+
+A finding counts as a note when its severity is below error (slow, fragile or stale: it does not stop a run);
+otherwise as a blocker (no autofix), fixable (a safe fix) or unsafe-fixable (a fix that needs --unsafe-fixes).
+The JSON schema is documented in docs/output-formats.md.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from rlcompat import __version__
+from rlcompat.model import FileError, Finding, FixSafety
+from rlcompat.targets import Target
+
+# Rule families by code prefix; RLC0xx (suppressions, shell commands no rule reads) are "other".
+FAMILIES = (("RLC1", "dtype"), ("RLC2", "attention"), ("RLC3", "triton/compile"), ("RLC4", "rollout"), ("RLC0", "other"))
+KINDS = ("blockers", "fixable", "unsafe_fixable", "notes")
+
+RUNS, RUNS_AFTER_FIX, RUNS_AFTER_UNSAFE_FIX, BLOCKED = "runs", "runs_after_fix", "runs_after_unsafe_fix", "blocked"
+
+
+def family_of(code: str) -> str:
+    return next((name for prefix, name in FAMILIES if code.startswith(prefix)), "other")
+
+
+def kind_of(f: Finding) -> str:
+    if f.severity != "error":
+        return "notes"
+    if f.fix is None:
+        return "blockers"
+    return "fixable" if f.fix.safety is FixSafety.SAFE else "unsafe_fixable"
+
+
+@dataclass
+class TargetRow:
+    target: Target
+    cells: dict[str, dict[str, int]]  # family -> kind -> count
+    status: str
+    verdict: str
+    first_blocker: Finding | None
+    suppressed: int = 0
+
+    @property
+    def totals(self) -> dict[str, int]:
+        return {k: sum(c[k] for c in self.cells.values()) for k in KINDS}
+
+
+@dataclass
+class Matrix:
+    rows: list[TargetRow]
+    files: int
+    errors: list[FileError] = field(default_factory=list)
+
+    @property
+    def all_run(self) -> bool:
+        return all(r.status == RUNS for r in self.rows) and not self.errors
+
+
+def build(run, unsafe_fixes: bool = False) -> Matrix:
+    """The matrix of a `rlcompat.matrix.MatrixRun`. With `unsafe_fixes` (configured), plain `fix` applies unsafe fixes."""
+    rows = []
+    for i, target in enumerate(run.targets):
+        findings = sorted(run.findings(i), key=Finding.sort_key)
+        cells = {name: dict.fromkeys(KINDS, 0) for _, name in FAMILIES}
+        for f in findings:
+            cells[family_of(f.code)][kind_of(f)] += 1
+        blocker = next((f for f in findings if kind_of(f) == "blockers"), None)
+        if blocker is not None:
+            loc = blocker.location
+            status, verdict = BLOCKED, f"blocked: {blocker.code} {blocker.message} ({blocker.path}:{loc.line})"
+        elif any(kind_of(f) == "unsafe_fixable" for f in findings):
+            status = RUNS_AFTER_UNSAFE_FIX
+            verdict = "runs after `rlcompat fix`" if unsafe_fixes else "runs after `rlcompat fix --unsafe-fixes`"
+        elif any(kind_of(f) == "fixable" for f in findings):
+            status, verdict = RUNS_AFTER_FIX, "runs after `rlcompat fix`"
+        else:
+            status, verdict = RUNS, "runs"
+        rows.append(TargetRow(target, cells, status, verdict, blocker, run.suppressed[i]))
+    return Matrix(rows, len(run.files), run.errors)
+
+
+def _cell(counts: dict[str, int]) -> str:
+    if not any(counts.values()):
+        return "."
+    return "/".join(str(counts[k]) if counts[k] else "-" for k in KINDS)
+
+
+def render_text(matrix: Matrix) -> str:
+    names = [name for _, name in FAMILIES]
+    header = ["target", "GPU"] + names
+    table = [header]
+    for row in matrix.rows:
+        t = row.target
+        table.append([t.name, f"{t.gpus[0] if t.gpus else ''} ({t.architecture})"] + [_cell(row.cells[n]) for n in names])
+    widths = [max(len(r[c]) for r in table) for c in range(len(header))]
+    lines = [f"{matrix.files} file{'s' if matrix.files != 1 else ''} checked for {len(matrix.rows)} targets; "
+             "each cell: blockers/fixable/unsafe-fixable/notes ('.' = none)", ""]
+    lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in table]
+    lines.append("")
+    name_width = max((len(r.target.name) for r in matrix.rows), default=0)
+    lines += [f"{r.target.name.ljust(name_width)}  {r.verdict}" for r in matrix.rows]
+    if matrix.errors:
+        lines.append("")
+        lines += [f"error: {e.one_line()}" for e in matrix.errors]
+        lines.append(f"{len(matrix.errors)} file{'s' if len(matrix.errors) != 1 else ''} could not be checked: "
+                     "the verdicts hold for the rest only.")
+    return "\n".join(lines) + "\n"
+
+
+def render_json(matrix: Matrix) -> str:
+    from rlcompat.report.json_format import SCHEMA_VERSION, error_dict, finding_dict
+
+    doc = {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "rlcompat", "version": __version__},
+        "command": "matrix",
+        "files": matrix.files,
+        "families": [{"prefix": prefix, "name": name} for prefix, name in FAMILIES],
+        "targets": [
+            {
+                "name": r.target.name,
+                "capability": r.target.capability_text,
+                "architecture": r.target.architecture,
+                "gpus": list(r.target.gpus),
+                "cells": r.cells,
+                "totals": r.totals,
+                "suppressed": r.suppressed,
+                "status": r.status,
+                "verdict": r.verdict,
+                "first_blocker": None if r.first_blocker is None else finding_dict(r.first_blocker),
+            }
+            for r in matrix.rows
+        ],
+        "errors": [error_dict(e) for e in matrix.errors],
+    }
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"

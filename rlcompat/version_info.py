@@ -1,0 +1,82 @@
+"""What `rlcompat --version` prints: the installed version, and with --verbose what the knowledge is.
+
+The rule catalog has no version number of its own; it changes with every rule or knowledge file, so its version
+is a digest of exactly those files (the same bytes whatever the install method). A knowledge file that declares
+the version of what it describes (rules/verl/0.9.1.toml: `version = "0.9.1"`) shows that version; the others
+show their own digest, so two installs can be compared line by line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from importlib import resources
+
+from rlcompat import __version__
+
+_RULES_PACKAGE = "rlcompat.rules"
+
+
+def installed_version() -> str:
+    """The version in the installed distribution's metadata; the source's own when run from a bare checkout."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("rlcompat")
+    except metadata.PackageNotFoundError:
+        return __version__
+
+
+@dataclass(frozen=True)
+class KnowledgeFile:
+    path: str  # relative to the rules package, with forward slashes: "verl/0.9.1.toml"
+    version: str  # what the file declares (`version = ...`), else "sha256:<first 12 hex digits>"
+
+
+def _catalog_entries(folder=None, prefix: str = ""):
+    """(relative path, Traversable) of every .py and .toml file of the catalog, at any depth, sorted by path."""
+    folder = folder or resources.files(_RULES_PACKAGE)
+    found = []
+    for entry in folder.iterdir():
+        if entry.name.startswith((".", "__pycache__")):
+            continue
+        if entry.is_dir():
+            found.extend(_catalog_entries(entry, f"{prefix}{entry.name}/"))
+        elif entry.name.endswith((".py", ".toml")):
+            found.append((f"{prefix}{entry.name}", entry))
+    return sorted(found, key=lambda item: item[0])
+
+
+def catalog_version() -> str:
+    """A digest of every rule module and knowledge file: equal catalogs give equal versions."""
+    digest = hashlib.sha256()
+    for name, entry in _catalog_entries():
+        digest.update(name.encode() + b"\0")
+        digest.update(entry.read_bytes())
+    return f"sha256:{digest.hexdigest()[:12]}"
+
+
+def knowledge_files() -> list[KnowledgeFile]:
+    from rlcompat._toml import load_toml_text
+
+    out = []
+    for name, entry in _catalog_entries():
+        if not name.endswith(".toml"):
+            continue
+        raw = entry.read_bytes()
+        declared = load_toml_text(raw.decode("utf-8")).get("version")
+        version = str(declared) if isinstance(declared, (str, int, float)) else f"sha256:{hashlib.sha256(raw).hexdigest()[:12]}"
+        out.append(KnowledgeFile(name, version))
+    return out
+
+
+def version_text(verbose: bool) -> str:
+    lines = [f"rlcompat {installed_version()}"]
+    if verbose:
+        from rlcompat.rules import environment_rules, file_rules
+
+        files, machine = len(file_rules()), len(environment_rules())
+        lines.append(f"rule catalog {catalog_version()}: {files + machine} rules ({files} for files, {machine} for the machine)")
+        lines.append("knowledge files (rlcompat/rules/):")
+        lines.extend(f"  {k.path}  {k.version}" for k in knowledge_files())
+    return "\n".join(lines) + "\n"
