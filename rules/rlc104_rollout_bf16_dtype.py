@@ -56,8 +56,8 @@ class RolloutBf16Dtype(ConfigRule):
         target = ctx.target
 
         def describe(key: str, value: str, origin: str) -> str:
-            new, _ = h.dtype_replacement(target, value)
+            new, _ = h.dtype_replacement(target, value, "rollout")
             return (f"{key} is {value}{origin}: the rollout engine loads the model in bf16, which {target.name} "
                     f"({target.architecture}) lacks and vLLM refuses below 8.0; use {new}")
 
-        h.set_or_add(view, ctx, "rollout-dtype", h.is_bf16, lambda v: h.dtype_replacement(target, v), describe)
+        h.set_or_add(view, ctx, "rollout-dtype", h.is_bf16, lambda v: h.dtype_replacement(target, v, "rollout"), describe)
