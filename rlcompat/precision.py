@@ -56,6 +56,24 @@ def fp16_overflow_models() -> dict[str, dict]:
     return policy_data()["fp16_overflow"]
 
 
+def refuses_fp16(model_name: str | None) -> bool:
+    """True when `model_name` belongs to a model type vLLM refuses to run in float16."""
+    low = (model_name or "").lower()
+    return any(m["refused_by_vllm"] and any(p in low for p in m["name_patterns"])
+               for m in fp16_overflow_models().values())
+
+
+def fp16_overflow_note(model_name: str | None) -> str:
+    """A warning to add when `model_name` (a hub id or path) belongs to a model type known to overflow in fp16."""
+    low = (model_name or "").lower()
+    for model_type, m in fp16_overflow_models().items():
+        if any(p in low for p in m["name_patterns"]):
+            refused = "; vLLM refuses float16 for it" if m["refused_by_vllm"] else ""
+            return (f" ({m['models']} ({model_type}) is known to overflow in fp16{refused}: "
+                    f"prefer float32 [{', '.join(m['sources'])}])")
+    return ""
+
+
 def errors() -> dict[str, dict]:
     return policy_data()["errors"]
 
@@ -95,7 +113,7 @@ def markdown() -> str:
             tags = "".join(f"[{s}]" for s in e["sources"])
             cells.append(f"**{e['dtype']}**: {e['why']} {tags}")
         out.append(f"| {c['label']} | " + " | ".join(cells) + " |")
-    out += ["", "Model types known to overflow in fp16 (rollout on sm70/sm75 warns for them):", "",
+    out += ["", "Model types known to overflow in fp16 (rollout fixes on sm70/sm75 name them in the message; for those vLLM refuses in fp16 they write float32):", "",
             "| model_type | models | vLLM refuses float16 | sources |", "|---|---|---|---|"]
     for model_type, m in data["fp16_overflow"].items():
         cited.update(m["sources"])

@@ -29,7 +29,8 @@ class DtypeAutoFromCheckpoint(PythonRule):
     fix_safety = (
         "The dtype is written out as the precision policy's (docs/precision.md): transformers weights become "
         "`\"float32\"`, safe; vLLM's rollout dtype becomes `\"float16\"` on sm70/sm75, unsafe (what vLLM would pick, "
-        "made visible; overflow-prone models need `\"float32\"` [S66]), `\"float32\"` on sm5x/sm6x (safe)."
+        "made visible; the message names model types known to overflow [S66]), `\"float32\"` on sm5x/sm6x and for model "
+        "types vLLM refuses in fp16 (Gemma 2/3, GLM-4: safe) [S65]."
     )
     triggers = ("auto",)
     sources = ("S1", "S61", "S65", "S66")
@@ -41,6 +42,8 @@ class DtypeAutoFromCheckpoint(PythonRule):
             fixed='m = AutoModel.from_pretrained(p, dtype="float32", device_map="auto")\n'),
         Bad("llm = LLM(model='Qwen/Qwen2.5-0.5B', dtype='auto')\n", target="sm75", unsafe=True,
             fixed="llm = LLM(model='Qwen/Qwen2.5-0.5B', dtype='float16')\n"),
+        Bad("llm = LLM('google/gemma-2-2b-it', dtype='auto')\n", target="sm75",
+            fixed="llm = LLM('google/gemma-2-2b-it', dtype='float32')\n"),
     )
     good = (
         Good("m = AutoModelForCausalLM.from_pretrained(p, torch_dtype='auto')\n", target="sm80"),
@@ -69,7 +72,20 @@ class DtypeAutoFromCheckpoint(PythonRule):
         if h.guarded_by(ctx.ancestors, h.is_capability_guard):
             return
         dtype = "float16" if precision.dtype_for(self.target, role) == "float16" else "float32"
+        if role == "rollout" and precision.refuses_fp16(_model_name(call)):
+            dtype = "float32"  # vLLM raises for float16 on this model type [S65]
         safety = FixSafety.SAFE if dtype == "float32" else FixSafety.UNSAFE
+        note = precision.fp16_overflow_note(_model_name(call)) if dtype == "float16" else ""
         ctx.report(node, f"{node.keyword.value}=\"auto\" in {name}(...): {what}; {self.target.name} "
-                         f"({self.target.architecture}) has no bf16; use \"{dtype}\"",
+                         f"({self.target.architecture}) has no bf16; use \"{dtype}\"{note}",
                    PendingFix([(node.value, h.requote(node.value, dtype))], safety, f'use "{dtype}"'))
+
+
+def _model_name(call: cst.Call) -> str | None:
+    """The model id a loader or engine is given: `model=`/first positional string."""
+    for i, arg in enumerate(call.args):
+        if (arg.keyword is None and i == 0) or (arg.keyword is not None and arg.keyword.value in ("model", "model_name")):
+            value = h.string_value(arg.value)
+            if value is not None:
+                return value
+    return None
