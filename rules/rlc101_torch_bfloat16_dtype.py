@@ -116,7 +116,7 @@ class TorchBfloat16Dtype(PythonRule):
 
     def _dtype(self, role, ctx) -> str:
         """The policy's dtype for the role this bf16 plays; float32 wherever the policy would keep bf16."""
-        name = role.name or h.enclosing_assign_name(ctx.ancestors)
+        name = f"{role.name or h.enclosing_assign_name(ctx.ancestors)} {h.enclosing_class_name(ctx.ancestors)}"
         wanted = precision.dtype_for(self.target, precision.role_of_binding(role.call_name, name))
         return "float16" if wanted == "float16" else "float32"
 

@@ -65,6 +65,8 @@ class Bf16DtypeString(PythonRule):
         Bad('acc = Accelerator(mixed_precision="bf16")\n', fixed='acc = Accelerator(mixed_precision="no")\n'),
         Bad('kwargs = {"torch_dtype": "bfloat16"}\n', fixed='kwargs = {"torch_dtype": "float32"}\n'),
         Bad("class C:\n    dtype: str = field(default='bf16')\n", fixed="class C:\n    dtype: str = field(default='fp32')\n"),
+        Bad("@dataclass\nclass RolloutConfig:\n    dtype: str = 'bfloat16'\n", target="sm70", unsafe=True,
+            fixed="@dataclass\nclass RolloutConfig:\n    dtype: str = 'float16'\n"),
     )
     good = (
         Good("if self.bf16:\n    self.mixed_precision = 'bf16'\n"),
@@ -92,6 +94,7 @@ class Bf16DtypeString(PythonRule):
         if h.guarded_by(ctx.ancestors, h.is_capability_guard) or h.test_mentions(ctx.ancestors, ("bf16", "bfloat16")):
             return
         name = role.name if role.name not in ("", "default") else h.enclosing_assign_name(ctx.ancestors)
+        name = f"{name} {h.enclosing_class_name(ctx.ancestors)}"  # `dtype` of a `RolloutConfig` is a rollout dtype
         wanted = precision.dtype_for(self.target, precision.role_of_binding(role.call_name, name))
         dtype = "float16" if wanted == "float16" else "float32"
         new = _MIXED_PRECISION[dtype] if role.name == "mixed_precision" else _REPLACEMENTS[value][dtype]

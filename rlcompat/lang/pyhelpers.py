@@ -249,3 +249,11 @@ def under_type_checking(ancestors: list[cst.CSTNode]) -> bool:
             ):
                 return True
     return False
+
+
+def enclosing_class_name(ancestors: list[cst.CSTNode]) -> str:
+    """The innermost class the node is defined in ("" at module level): `RolloutConfig` for its `dtype` field."""
+    for parent in reversed(ancestors):
+        if isinstance(parent, cst.ClassDef):
+            return parent.name.value
+    return ""
