@@ -80,6 +80,7 @@ class TorchBfloat16Dtype(PythonRule):
         Good("import torch\ndef to_dtype(p):\n    return torch.bfloat16\n"),
         Good("import torch\nx = torch.zeros(3, dtype=torch.bfloat16)\n", target="sm80"),
         Good("import torch\nd = torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) else torch.float32\n"),
+        Good("import torch\nd = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16\n", target="sm70"),  # RLC110
         Good("import torch\nif torch.cuda.get_device_capability()[0] >= 8:\n    dtype = torch.bfloat16\n"),
         Good("# torch_dtype=torch.bfloat16 in a comment\nx = 1\n"),
         Good("'''torch.bfloat16 in a docstring'''\n"),
@@ -124,7 +125,7 @@ class TorchBfloat16Dtype(PythonRule):
         role = h.role_of(node, ctx.ancestors)
         if role.kind not in _SELECTING_ROLES:
             return
-        if h.guarded_by(ctx.ancestors, h.is_capability_guard) or h.test_mentions(ctx.ancestors, ("bf16", "bfloat16")):
+        if h.guarded_by(ctx.ancestors, h.is_capability_guard) or h.guarded_by(ctx.ancestors, h.is_bf16_probe) or h.test_mentions(ctx.ancestors, ("bf16", "bfloat16")):
             return
         if any(w in h.enclosing_assign_name(ctx.ancestors).lower() for w in ("bf16", "bfloat16")):
             return  # defines the bf16 thing itself (`bfloat16 = _conversion_method(torch.bfloat16)`): not a choice

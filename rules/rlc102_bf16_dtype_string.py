@@ -91,7 +91,7 @@ class Bf16DtypeString(PythonRule):
         role = h.role_of(node, ctx.ancestors)
         if not self._selects(role, ctx):
             return
-        if h.guarded_by(ctx.ancestors, h.is_capability_guard) or h.test_mentions(ctx.ancestors, ("bf16", "bfloat16")):
+        if h.guarded_by(ctx.ancestors, h.is_capability_guard) or h.guarded_by(ctx.ancestors, h.is_bf16_probe) or h.test_mentions(ctx.ancestors, ("bf16", "bfloat16")):
             return
         name = role.name if role.name not in ("", "default") else h.enclosing_assign_name(ctx.ancestors)
         name = f"{name} {h.enclosing_class_name(ctx.ancestors)}"  # `dtype` of a `RolloutConfig` is a rollout dtype
