@@ -38,8 +38,9 @@ class Fp16AmpHalfWeights(PythonRule):
         "what fp16 AMP expects (the precision policy's training-weights dtype below sm80, docs/precision.md) and costs "
         "only weight memory."
     )
-    triggers = ("fp16", "GradScaler", "float16")
-    whole_module = True  # the weights and the AMP switch are usually different statements
+    # Every statement the rule reads holds one of these (the AMP switch: fp16, GradScaler, float16; the weights:
+    # float16, bfloat16, .half), so the narrowed module keeps them all: no need to parse files whole.
+    triggers = ("fp16", "GradScaler", "float16", "bfloat16", ".half")
     sources = ("S1", "S60", "S66")
 
     bad = (
@@ -68,31 +69,35 @@ class Fp16AmpHalfWeights(PythonRule):
     def applies_to(cls, target) -> bool:
         return True  # the grad scaler refuses fp16 gradients on every GPU
 
-    def visit_Module(self, node: cst.Module, ctx) -> None:
-        imports = ImportMap()
-        amp: list[str] = []
-        weights: list[tuple[cst.CSTNode, str, str, str]] = []  # (node to replace, its new text, dtype, what it is)
-        stack: list[cst.CSTNode] = [node]
-        while stack:
-            n = stack.pop()
-            if isinstance(n, (cst.Import, cst.ImportFrom)):
-                imports.record(n)
-            elif isinstance(n, cst.Call):
-                amp.extend(_amp_switches(n, imports))
-                weights.extend(_half_weights(n, imports))
-            stack.extend(reversed(n.children))
-        if not amp:
-            return
-        switch = amp[0]
-        for replaced, new_text, dtype, what in weights:
-            ctx.report(
-                replaced,
-                f"model weights in {dtype} ({what}) in a file that trains with fp16 AMP ({switch}): "
-                + ("the grad scaler raises `Attempting to unscale FP16 gradients.`" if dtype == "float16" else
-                   "bf16 weights under fp16 autocast mix two half formats and can overflow in fp16")
-                + "; load the weights in float32 (AMP keeps fp32 master weights)",
-                PendingFix([(replaced, new_text)], FixSafety.SAFE, "load the weights in float32"),
-            )
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        # One pass: weights seen before the file's AMP switch wait for it; after it they are reported at once.
+        state = ctx.__dict__.setdefault("_fp16_amp", {"switch": None, "waiting": []})
+        for replaced, new_text, dtype, what in _half_weights(node, ctx.imports):
+            if state["switch"] is None:
+                state["waiting"].append((replaced, new_text, dtype, what))
+            else:
+                self._report(ctx, state["switch"], replaced, new_text, dtype, what)
+        switches = _amp_switches(node, ctx.imports)
+        if switches and state["switch"] is None:
+            state["switch"] = switches[0]
+            ancestors, ctx.ancestors = ctx.ancestors, []  # earlier nodes: the front end finds their statements
+            try:
+                for waiting in state["waiting"]:
+                    self._report(ctx, state["switch"], *waiting)
+            finally:
+                ctx.ancestors = ancestors
+            state["waiting"].clear()
+
+    @staticmethod
+    def _report(ctx, switch, replaced, new_text, dtype, what) -> None:
+        ctx.report(
+            replaced,
+            f"model weights in {dtype} ({what}) in a file that trains with fp16 AMP ({switch}): "
+            + ("the grad scaler raises `Attempting to unscale FP16 gradients.`" if dtype == "float16" else
+               "bf16 weights under fp16 autocast mix two half formats and can overflow in fp16")
+            + "; load the weights in float32 (AMP keeps fp32 master weights)",
+            PendingFix([(replaced, new_text)], FixSafety.SAFE, "load the weights in float32"),
+        )
 
 
 def _is_true(expr: cst.BaseExpression) -> bool:

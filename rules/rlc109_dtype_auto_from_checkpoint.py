@@ -32,7 +32,7 @@ class DtypeAutoFromCheckpoint(PythonRule):
         "made visible; the message names model types known to overflow [S66]), `\"float32\"` on sm5x/sm6x and for model "
         "types vLLM refuses in fp16 (Gemma 2/3, GLM-4: safe) [S65]."
     )
-    triggers = ("auto",)
+    triggers = ('"auto"', "'auto'")
     sources = ("S1", "S61", "S65", "S66")
 
     bad = (
