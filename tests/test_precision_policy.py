@@ -74,3 +74,10 @@ def test_precision_doc_is_current():
     text = DOC.read_text("utf-8")
     assert precision.START in text and precision.END in text
     assert text == precision.refresh(text), "docs/precision.md is stale: run `python -m rlcompat.precision docs/precision.md`"
+
+
+def test_target_view_shows_the_policy():
+    from rlcompat.target_view import profile_text
+
+    assert "Precision policy: weights float32, autocast float16, rollout float16" in profile_text(resolve_target("t4"))
+    assert "weights float32, autocast float32, rollout float32" in profile_text(resolve_target("p40"))
