@@ -113,7 +113,8 @@ def markdown() -> str:
             tags = "".join(f"[{s}]" for s in e["sources"])
             cells.append(f"**{e['dtype']}**: {e['why']} {tags}")
         out.append(f"| {c['label']} | " + " | ".join(cells) + " |")
-    out += ["", "Model types known to overflow in fp16 (rollout fixes on sm70/sm75 name them in the message; for those vLLM refuses in fp16 they write float32):", "",
+    out += ["", "Model types known to overflow in fp16 (rollout fixes on sm70/sm75 name them in the message; for "
+            "those vLLM refuses in fp16 they write float32):", "",
             "| model_type | models | vLLM refuses float16 | sources |", "|---|---|---|---|"]
     for model_type, m in data["fp16_overflow"].items():
         cited.update(m["sources"])

@@ -40,7 +40,8 @@ def table_text(targets) -> str:
 
 def profile_text(t: Target) -> str:
     lines = [f"{t.name}: compute capability {t.capability_text} ({t.architecture})", f"GPUs: {', '.join(t.gpus)}",
-             f"Also accepted as --target: {', '.join(t.aliases) or '-'}", f"Trains in: {t.training_dtype}", _precision_line(t), ""]
+             f"Also accepted as --target: {', '.join(t.aliases) or '-'}", f"Trains in: {t.training_dtype}",
+             _precision_line(t), ""]
     width = max(len(k) for k in t.facts)
     used = []
     for key, fact in t.facts.items():

@@ -282,7 +282,6 @@ class TargetGuard:
         CompiledKernel._init_handles = init_handles
         self._undo.append(lambda: setattr(CompiledKernel, "_init_handles", original))
 
-
     def _install_amp_checks(self) -> None:
         from rlcompat.precision import dtype_for
 
