@@ -8,11 +8,11 @@ from rlcompat.lang.python import PendingFix, PythonRule
 from rlcompat.model import FixSafety
 from rlcompat.rule import Bad, Good
 
-# TRL's configs whose `bf16` field defaults to None and resolves to `not fp16` [S63].
+# TRL's configs whose `bf16` field defaults to None and resolves to `not fp16` [S63]. `PPOConfig` is left out: before
+# trl 0.12 it was not a TrainingArguments and has no `fp16` field to add.
 TRL_CONFIGS = frozenset({
     "GRPOConfig", "SFTConfig", "DPOConfig", "KTOConfig", "ORPOConfig", "CPOConfig", "BCOConfig", "RewardConfig",
     "PRMConfig", "OnlineDPOConfig", "IterativeSFTConfig", "RLOOConfig", "GKDConfig", "XPOConfig", "NashMDConfig",
-    "PPOConfig",
 })
 
 
