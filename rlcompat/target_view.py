@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from rlcompat.precision import ROLES, dtype_for
 from rlcompat.targets import Target, sources
 
 _COLUMNS = [
@@ -39,7 +40,8 @@ def table_text(targets) -> str:
 
 def profile_text(t: Target) -> str:
     lines = [f"{t.name}: compute capability {t.capability_text} ({t.architecture})", f"GPUs: {', '.join(t.gpus)}",
-             f"Also accepted as --target: {', '.join(t.aliases) or '-'}", f"Trains in: {t.training_dtype}", ""]
+             f"Also accepted as --target: {', '.join(t.aliases) or '-'}", f"Trains in: {t.training_dtype}",
+             _precision_line(t), ""]
     width = max(len(k) for k in t.facts)
     used = []
     for key, fact in t.facts.items():
@@ -52,6 +54,11 @@ def profile_text(t: Target) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _precision_line(t: Target) -> str:
+    return ("Precision policy: " + ", ".join(f"{role} {dtype_for(t, role)}" for role in ROLES)
+            + " (docs/precision.md)")
+
+
 def _as_dict(t: Target) -> dict:
     return {
         "name": t.name,
@@ -60,6 +67,7 @@ def _as_dict(t: Target) -> dict:
         "gpus": list(t.gpus),
         "aliases": list(t.aliases),
         "training_dtype": t.training_dtype,
+        "precision": {role: dtype_for(t, role) for role in ROLES},
         "facts": {k: {"value": f.value, "sources": list(f.sources), "note": f.note} for k, f in t.facts.items()},
     }
 

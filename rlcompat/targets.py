@@ -53,7 +53,8 @@ class Target:
 
     @property
     def training_dtype(self) -> str:
-        """The dtype to train in when bf16 is not native: fp32 where fp16 is slow or lacks tensor cores."""
+        """The compute (autocast) dtype: bf16 where native, fp16 on sm70/sm75, fp32 where fp16 is slow or lacks tensor
+        cores. Weights stay fp32 below sm80: rules ask rlcompat.precision (rules/precision.toml) for each role."""
         if self.bf16_native:
             return "bfloat16"
         if self.fp16_tensor_cores and not self.fp16_slow:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from rlcompat import precision
 from rlcompat.lang import pyhelpers as h
 from rlcompat.lang.python import PendingFix, PythonRule
 from rlcompat.model import FixSafety
@@ -29,12 +30,15 @@ class TorchBfloat16Dtype(PythonRule):
         "sm_80 or higher`) [S37], and inductor skips bf16 graphs [S5]."
     )
     fix_safety = (
-        "Replacing with `torch.float32` (targets where fp16 is slow or has no tensor cores, e.g. sm61 [S8]) is safe: "
-        "the same computation with more precision and range, at more memory. Replacing with `torch.float16` (sm70, "
-        "sm75) is unsafe: fp16 overflows above 65504, so training may need loss scaling."
+        "The replacement follows the precision policy (rules/precision.toml, docs/precision.md) for the role the dtype "
+        "plays. Training weights (`torch_dtype=`, `.to(...)`, `param_dtype=`, defaults) become `torch.float32` on every "
+        "target without bf16: safe, the same computation with more precision and range (fp16 AMP needs fp32 master "
+        "weights anyway [S60]). Autocast and compute dtypes (`autocast(dtype=)`, `bnb_4bit_compute_dtype=`) and rollout "
+        "dtypes (vLLM's `LLM(dtype=)`) become `torch.float16` on sm70/sm75, which is unsafe: fp16 overflows above "
+        "65504 where bf16 did not, and bf16-pretrained models can turn NaN [S66]; `torch.float32` on sm5x/sm6x (safe)."
     )
     triggers = ("bfloat16",)
-    sources = ("S1", "S5", "S6", "S8", "S16", "S37")
+    sources = ("S1", "S5", "S6", "S8", "S16", "S37", "S60", "S66")
 
     bad = (
         Bad("import torch\nmodel = AutoModel.from_pretrained(p, torch_dtype=torch.bfloat16)\n",
@@ -59,6 +63,13 @@ class TorchBfloat16Dtype(PythonRule):
         Bad("from torch import bfloat16 as bf\nx = t.to(bf)\n"),  # no `torch` name to write the fix with
         Bad("import torch\nif p.dtype != torch.bfloat16:\n    p = p.to(torch.bfloat16)\n",
             fixed="import torch\nif p.dtype != torch.bfloat16:\n    p = p.to(torch.float32)\n"),
+        Bad("import torch\nmodel = AutoModelForCausalLM.from_pretrained(p, torch_dtype=torch.bfloat16)\n", target="sm70",
+            fixed="import torch\nmodel = AutoModelForCausalLM.from_pretrained(p, torch_dtype=torch.float32)\n"),
+        Bad("import torch\nq = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_compute_dtype=torch.bfloat16)\n",
+            target="sm75", unsafe=True,
+            fixed="import torch\nq = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_compute_dtype=torch.float16)\n"),
+        Bad("import torch\nllm = LLM(model=p, dtype=torch.bfloat16)\n", target="sm75", unsafe=True,
+            fixed="import torch\nllm = LLM(model=p, dtype=torch.float16)\n"),
     )
     good = (
         Good("import torch\nif args.bf16:\n    dtype = torch.bfloat16\nelif args.fp16:\n    dtype = torch.float16\n"),
@@ -69,6 +80,7 @@ class TorchBfloat16Dtype(PythonRule):
         Good("import torch\ndef to_dtype(p):\n    return torch.bfloat16\n"),
         Good("import torch\nx = torch.zeros(3, dtype=torch.bfloat16)\n", target="sm80"),
         Good("import torch\nd = torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) else torch.float32\n"),
+        Good("import torch\nd = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16\n", target="sm70"),  # RLC110
         Good("import torch\nif torch.cuda.get_device_capability()[0] >= 8:\n    dtype = torch.bfloat16\n"),
         Good("# torch_dtype=torch.bfloat16 in a comment\nx = 1\n"),
         Good("'''torch.bfloat16 in a docstring'''\n"),
@@ -87,7 +99,7 @@ class TorchBfloat16Dtype(PythonRule):
 
     def visit_Attribute(self, node: cst.Attribute, ctx) -> None:
         if node.attr.value == "bfloat16" and ctx.qualname(node) == "torch.bfloat16":
-            self._check(node, ctx, fix_node=node.attr, fix_text=self._dtype())
+            self._check(node, ctx, fix_node=node.attr, fix_text=lambda dtype: dtype)
 
     def visit_Name(self, node: cst.Name, ctx) -> None:
         if ctx.imports.names.get(node.value) != "torch.bfloat16":
@@ -96,30 +108,33 @@ class TorchBfloat16Dtype(PythonRule):
         if isinstance(parent, (cst.ImportAlias, cst.AsName, cst.Attribute)):
             return  # the import itself, or `x.bfloat16` (handled by visit_Attribute)
         torch_name = ctx.imports.local_name_for("torch")
-        self._check(node, ctx, fix_node=node if torch_name else None, fix_text=f"{torch_name}.{self._dtype()}")
+        self._check(node, ctx, fix_node=node if torch_name else None, fix_text=lambda dtype: f"{torch_name}.{dtype}")
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
         if ctx.qualname(node) == "torch.bfloat16":
             literal = node.args[1].value
-            self._check(node, ctx, fix_node=literal, fix_text=h.requote(literal, self._dtype()))
+            self._check(node, ctx, fix_node=literal, fix_text=lambda dtype: h.requote(literal, dtype))
 
-    def _dtype(self) -> str:
-        return "float16" if self.target.training_dtype == "float16" else "float32"
+    def _dtype(self, role, ctx) -> str:
+        """The policy's dtype for the role this bf16 plays; float32 wherever the policy would keep bf16."""
+        name = f"{role.name or h.enclosing_assign_name(ctx.ancestors)} {h.enclosing_class_name(ctx.ancestors)}"
+        wanted = precision.dtype_for(self.target, precision.role_of_binding(role.call_name, name))
+        return "float16" if wanted == "float16" else "float32"
 
     def _check(self, node, ctx, fix_node, fix_text) -> None:
         role = h.role_of(node, ctx.ancestors)
         if role.kind not in _SELECTING_ROLES:
             return
-        if h.guarded_by(ctx.ancestors, h.is_capability_guard) or h.test_mentions(ctx.ancestors, ("bf16", "bfloat16")):
+        if h.guarded_by(ctx.ancestors, h.is_capability_guard) or h.guarded_by(ctx.ancestors, h.is_bf16_probe) or h.test_mentions(ctx.ancestors, ("bf16", "bfloat16")):
             return
         if any(w in h.enclosing_assign_name(ctx.ancestors).lower() for w in ("bf16", "bfloat16")):
             return  # defines the bf16 thing itself (`bfloat16 = _conversion_method(torch.bfloat16)`): not a choice
-        dtype = self._dtype()
+        dtype = self._dtype(role, ctx)
         safety = FixSafety.SAFE if dtype == "float32" else FixSafety.UNSAFE
         where = f" as `{role.name}`" if role.name else ""
         message = (
             f"torch.bfloat16 selected{where}: {self.target.name} ({self.target.architecture}) has no bf16 hardware; "
             f"use torch.{dtype}"
         )
-        fix = PendingFix([(fix_node, fix_text)], safety, f"use torch.{dtype}") if fix_node is not None else None
+        fix = PendingFix([(fix_node, fix_text(dtype))], safety, f"use torch.{dtype}") if fix_node is not None else None
         ctx.report(node, message, fix)

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from rlcompat import precision
 from rlcompat.lang import pyhelpers as h
 from rlcompat.lang.python import PendingFix, PythonRule
 from rlcompat.model import FixSafety
@@ -39,11 +40,13 @@ class Bf16DtypeString(PythonRule):
         "capability < 8.0 that dtype has no hardware [S1] and is refused by vLLM [S6] and Triton kernels [S37]."
     )
     fix_safety = (
-        "Same as RLC101: `fp32`/`float32` is safe, `fp16`/`float16` (sm70, sm75) is unsafe. The spelling follows "
-        "the original (`bf16` -> `fp32`, `bfloat16` -> `float32`); accelerate's `mixed_precision` gets `\"no\"`."
+        "As RLC101, by the precision policy (docs/precision.md): a training dtype (`torch_dtype=`, `param_dtype`, a "
+        "default) becomes `fp32`/`float32`, safe; autocast (`mixed_precision=`, `*compute_dtype`) and rollout (vLLM "
+        "`LLM(dtype=)`) dtypes become `fp16`/`float16` on sm70/sm75, unsafe (fp16's smaller range [S66]). The spelling "
+        "follows the original (`bf16` -> `fp32`, `bfloat16` -> `float32`); accelerate's `mixed_precision` gets `\"no\"`."
     )
     triggers = ("bf16", "bfloat16")
-    sources = ("S1", "S6", "S37")
+    sources = ("S1", "S6", "S37", "S66")
 
     bad = (
         Bad("dtype = config.get('dtype', 'bfloat16')\n", fixed="dtype = config.get('dtype', 'float32')\n"),
@@ -52,13 +55,18 @@ class Bf16DtypeString(PythonRule):
         Bad('x = PrecisionType.to_dtype("bf16")\n', fixed='x = PrecisionType.to_dtype("fp32")\n'),
         Bad("@dataclass\nclass C:\n    mp_param_dtype: str = 'bf16'\n",
             fixed="@dataclass\nclass C:\n    mp_param_dtype: str = 'fp32'\n"),
-        Bad("def build(model, dtype='bfloat16'):\n    pass\n", target="sm70", unsafe=True,
-            fixed="def build(model, dtype='float16'):\n    pass\n"),
+        Bad("def build(model, dtype='bfloat16'):\n    pass\n", target="sm70",
+            fixed="def build(model, dtype='float32'):\n    pass\n"),
+        Bad("acc = Accelerator(mixed_precision='bf16')\n", target="sm75", unsafe=True,
+            fixed="acc = Accelerator(mixed_precision='fp16')\n"),
+        Bad("llm = LLM(model=p, dtype='bfloat16')\n", target="sm70", unsafe=True, fixed="llm = LLM(model=p, dtype='float16')\n"),
         Bad('m = AutoModel.from_pretrained(p, torch_dtype="bfloat16")\n',
             fixed='m = AutoModel.from_pretrained(p, torch_dtype="float32")\n'),
         Bad('acc = Accelerator(mixed_precision="bf16")\n', fixed='acc = Accelerator(mixed_precision="no")\n'),
         Bad('kwargs = {"torch_dtype": "bfloat16"}\n', fixed='kwargs = {"torch_dtype": "float32"}\n'),
         Bad("class C:\n    dtype: str = field(default='bf16')\n", fixed="class C:\n    dtype: str = field(default='fp32')\n"),
+        Bad("@dataclass\nclass RolloutConfig:\n    dtype: str = 'bfloat16'\n", target="sm70", unsafe=True,
+            fixed="@dataclass\nclass RolloutConfig:\n    dtype: str = 'float16'\n"),
     )
     good = (
         Good("if self.bf16:\n    self.mixed_precision = 'bf16'\n"),
@@ -83,9 +91,12 @@ class Bf16DtypeString(PythonRule):
         role = h.role_of(node, ctx.ancestors)
         if not self._selects(role, ctx):
             return
-        if h.guarded_by(ctx.ancestors, h.is_capability_guard) or h.test_mentions(ctx.ancestors, ("bf16", "bfloat16")):
+        if h.guarded_by(ctx.ancestors, h.is_capability_guard) or h.guarded_by(ctx.ancestors, h.is_bf16_probe) or h.test_mentions(ctx.ancestors, ("bf16", "bfloat16")):
             return
-        dtype = "float16" if self.target.training_dtype == "float16" else "float32"
+        name = role.name if role.name not in ("", "default") else h.enclosing_assign_name(ctx.ancestors)
+        name = f"{name} {h.enclosing_class_name(ctx.ancestors)}"  # `dtype` of a `RolloutConfig` is a rollout dtype
+        wanted = precision.dtype_for(self.target, precision.role_of_binding(role.call_name, name))
+        dtype = "float16" if wanted == "float16" else "float32"
         new = _MIXED_PRECISION[dtype] if role.name == "mixed_precision" else _REPLACEMENTS[value][dtype]
         safety = FixSafety.SAFE if dtype == "float32" else FixSafety.UNSAFE
         where = f" for `{role.name}`" if role.name else ""

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from rlcompat import precision
 from rlcompat.lang import pyhelpers as h
 from rlcompat.lang.python import PendingFix, PythonRule
 from rlcompat.model import FixSafety
@@ -22,11 +23,14 @@ class Bf16Flag(PythonRule):
         "`Your setup doesn't support bf16/gpu` error [S3][S15] and training runs slow or fails later in fused kernels."
     )
     fix_safety = (
-        "On targets that train in fp32 (sm5x, sm6x) the fix writes `bf16=False`, which is safe. On sm70/sm75 it "
-        "writes `fp16=True`, which is unsafe: fp16 has a smaller range and relies on the trainer's loss scaling."
+        "The flag is an autocast switch; the fix follows the precision policy (docs/precision.md). On sm5x/sm6x it "
+        "writes `bf16=False` (fp32 training, no autocast): safe, and `fp16=True` is never offered there (slow fp16, "
+        "DeepSpeed refuses it [S62]). On sm70/sm75 it writes `fp16=True`: fp16 autocast under the trainer's loss scaler, "
+        "which is unsafe because fp16 overflows above 65504 where bf16 did not (bf16-pretrained models can turn NaN "
+        "[S66]). It trains only with fp32 weights: RLC108 reports fp16/bf16 weights in the same file [S60]."
     )
     triggers = ("bf16",)
-    sources = ("S1", "S3", "S15")
+    sources = ("S1", "S3", "S15", "S60", "S62", "S66")
 
     bad = (
         Bad("args = TrainingArguments(output_dir='o', bf16=True)\n",
@@ -54,7 +58,7 @@ class Bf16Flag(PythonRule):
             return
         if h.guarded_by(ctx.ancestors, h.is_capability_guard):
             return
-        if self.target.training_dtype == "float16":
+        if precision.dtype_for(self.target, "autocast") == "float16":
             call = ctx.ancestors[-1] if ctx.ancestors else None
             fp16 = [a for a in getattr(call, "args", ()) if a.keyword is not None and a.keyword.value == "fp16"]
             if fp16:  # `bf16=True, fp16=False`: renaming would repeat the keyword (a SyntaxError); flip both values
@@ -73,7 +77,7 @@ class Bf16Flag(PythonRule):
             return
         if h.guarded_by(ctx.ancestors, h.is_capability_guard):
             return
-        if self.target.training_dtype == "float16":
+        if precision.dtype_for(self.target, "autocast") == "float16":
             ctx.report(node, self._message("set fp16 = True instead"))  # two statements to change: report only
         else:
             ctx.report(node, self._message("set it to False"),

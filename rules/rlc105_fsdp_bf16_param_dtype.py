@@ -22,19 +22,21 @@ class FsdpBf16ParamDtype(ConfigRule):
         "[S1][S5]. `fsdp_config.dtype` looks like the switch but is Megatron-only (RLC106)."
     )
     fix_safety = (
-        "`fp32` (sm5x, sm6x) is safe. `fp16` (sm70, sm75) is unsafe: a smaller range; verl then adds a ShardedGradScaler for loss scaling. "
+        "`fp32` on every target without bf16, which is safe: the precision policy keeps training weights in fp32 "
+        "below sm80 (docs/precision.md). fp16 with verl's ShardedGradScaler also trains on sm70/sm75 and is faster, but "
+        "a bf16-pretrained model may overflow in fp16 [S66], so rlcompat does not choose it for you. "
         "In a script the override is added with `++` (add, or override a custom config's value), since `mixed_precision` is not in verl's YAML tree."
     )
     triggers = ("param_dtype",) + h.ENTRY_TRIGGERS
-    sources = ("S1", "S5", "S51")
+    sources = ("S1", "S5", "S51", "S66")
 
     bad = (
         Bad(CMD.format(extra=""), path="run.sh",
             fixed=CMD.format(extra="").replace("=1\n", "=1 \\\n    ++" + KEY.format(role="actor") + "=fp32 \\\n    ++"
                                                 + KEY.format(role="ref") + "=fp32\n")),
         Bad(CMD.format(extra="+" + KEY.format(role="actor") + "=bf16 \\\n    +" + KEY.format(role="ref") + "=fp32 \\\n    "),
-            path="run.sh", target="sm75", unsafe=True,
-            fixed=CMD.format(extra="+" + KEY.format(role="actor") + "=fp16 \\\n    +" + KEY.format(role="ref") + "=fp32 \\\n    ")),
+            path="run.sh", target="sm75",
+            fixed=CMD.format(extra="+" + KEY.format(role="actor") + "=fp32 \\\n    +" + KEY.format(role="ref") + "=fp32 \\\n    ")),
         Bad("actor_rollout_ref:\n  actor:\n    fsdp_config:\n      mixed_precision:\n        param_dtype: bf16\n",
             fixed="actor_rollout_ref:\n  actor:\n    fsdp_config:\n      mixed_precision:\n        param_dtype: fp32\n",
             path="config.yaml"),

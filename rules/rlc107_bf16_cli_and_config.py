@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from rlcompat.lang import confighelpers as h
+from rlcompat.precision import dtype_for
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.lang.confighelpers import remove_flag
 from rlcompat.model import FixSafety
@@ -26,11 +27,14 @@ class Bf16CliAndConfig(ConfigRule):
         "refuses it [S6] and transformers no longer stops it early since torch reports emulated support [S3]."
     )
     fix_safety = (
-        "`--bf16` is removed and `bf16: true` becomes false (fp32 training): safe. A dtype value becomes `float32` "
-        "(safe) on sm5x/sm6x and `float16` (unsafe: smaller range) on sm70/sm75; `mixed_precision` becomes `no`/`fp16`."
+        "`--bf16` is removed and `bf16: true` becomes false (fp32 training): safe. A dtype value follows the precision "
+        "policy (docs/precision.md): a model's training dtype (`--torch_dtype`, `torch_dtype:`) becomes `float32`, safe; "
+        "an inference engine's (`vllm serve --dtype`, sglang) becomes `float16` on sm70/sm75, unsafe (a smaller range: "
+        "bf16-pretrained models can overflow [S66]), `float32` on sm5x/sm6x; `mixed_precision` becomes `no` (safe) or "
+        "`fp16` on sm70/sm75 (unsafe, autocast under a loss scaler)."
     )
     triggers = ("bf16", "bfloat16")
-    sources = ("S1", "S3", "S6")
+    sources = ("S1", "S3", "S6", "S66")
 
     bad = (
         Bad("deepspeed --module openrlhf.cli.train_ppo_ray \\\n   --bf16 \\\n   --zero_stage 2\n",
@@ -39,6 +43,8 @@ class Bf16CliAndConfig(ConfigRule):
             fixed="accelerate launch train.py --bf16 False --output_dir out\n", path="run.sh"),
         Bad("vllm serve Qwen/Qwen2.5-7B --dtype bfloat16\n", target="sm75", unsafe=True,
             fixed="vllm serve Qwen/Qwen2.5-7B --dtype float16\n", path="run.sh"),
+        Bad("python train.py --torch_dtype bfloat16 --fp16\n", target="sm70",
+            fixed="python train.py --torch_dtype float32 --fp16\n", path="run.sh"),
         Bad("accelerate launch --mixed_precision=bf16 train.py\n",
             fixed="accelerate launch --mixed_precision=no train.py\n", path="run.sh"),
         Bad("learning_rate: 1.0e-6\nbf16: true\n", fixed="learning_rate: 1.0e-6\nbf16: false\n", path="grpo.yaml"),
@@ -58,7 +64,7 @@ class Bf16CliAndConfig(ConfigRule):
 
     def check_config(self, view, ctx) -> None:
         target = ctx.target
-        fp16 = target.training_dtype == "float16"
+        fp16 = dtype_for(target, "autocast") == "float16"
         for s in view.flags("--bf16") + ([] if view.is_verl and view.kind == "yaml" else view.by_name("bf16")):
             if s.flag and s.value == "" and s.word_span is not None:
                 ctx.report(s.key_span, f"--bf16 trains in bf16, which {target.name} ({target.architecture}) lacks; "
@@ -72,7 +78,7 @@ class Bf16CliAndConfig(ConfigRule):
         for s in dtype_settings:
             if not h.is_bf16(s.value):
                 continue
-            new, safety = h.dtype_replacement(target, s.value)
+            new, safety = h.dtype_replacement(target, s.value, _dtype_role(view, s))
             ctx.report(s.key_span, f"{s.key} is {s.value}{h.where(s)}: {target.name} ({target.architecture}) has no "
                                    f"bf16; use {new}", [s.rewrite(new)], safety, f"use {new}")
         mixed = view.flags(*MIXED_FLAGS) + (view.by_name("mixed_precision") if not view.is_verl else [])
@@ -88,3 +94,14 @@ class Bf16CliAndConfig(ConfigRule):
             ctx.report(s.key_span, f"{s.key} is bf16{h.where(s)}: {target.name} ({target.architecture}) has no bf16; "
                                    f"use {new}", [s.rewrite(text)], FixSafety.UNSAFE if fp16 else FixSafety.SAFE,
                        f"use {new}")
+
+
+_ENGINES = ("vllm", "sglang")
+
+
+def _dtype_role(view, setting) -> str:
+    """An inference engine's `--dtype` is a rollout dtype; a trainer's `--dtype`/`torch_dtype` holds training weights."""
+    if setting.flag and setting.key.lstrip("-") == "dtype" and any(
+            e in w for w in view.command_words for e in _ENGINES):
+        return "rollout"
+    return "weights"

@@ -84,12 +84,16 @@ def test_fix_rewrites_then_nothing_remains(tree):
 
 
 def test_fix_leaves_unsafe_fixes_unless_asked_and_exits_1(tree):
+    # Weights go to fp32 on sm75 (safe, docs/precision.md); a bf16 autocast becomes fp16 only with --unsafe-fixes.
+    amp = tree / "amp.py"
+    amp.write_text("import torch\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n    pass\n")
     code, out, _ = invoke("fix", str(tree), "--target", "sm75")
     assert code == 1, "an unsafe bf16 -> fp16 fix remains, so fix must exit 1"
-    assert "torch.bfloat16" in (tree / "train.py").read_text()
+    assert "torch_dtype=torch.float32" in (tree / "train.py").read_text()
+    assert "torch.bfloat16" in amp.read_text()
     assert "1 more with `--unsafe-fixes`" in out
     code, _, _ = invoke("fix", str(tree), "--target", "sm75", "--unsafe-fixes")
-    assert code == 0 and "torch.float16" in (tree / "train.py").read_text()
+    assert code == 0 and "dtype=torch.float16" in amp.read_text()
 
 
 def test_fix_diff_writes_nothing(tree):

@@ -14,7 +14,7 @@ from rlcompat.api import fix_paths, scan_paths
 from rlcompat.targets import resolve_target
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-CASES = sorted(p for kind in ("scripts", "yaml", "markdown") for p in (FIXTURES / kind).iterdir() if p.is_dir())
+CASES = sorted(p for kind in ("scripts", "yaml", "markdown", "python") for p in (FIXTURES / kind).iterdir() if p.is_dir())
 
 
 def _case(case: Path, tmp_path: Path):
@@ -137,3 +137,12 @@ def test_markdown_is_checked_only_when_named(tmp_path):
     assert scan_paths([str(tmp_path)], sm61).files_checked == 0
     named = scan_paths([str(readme)], sm61)
     assert named.files_checked == 1 and {f.location.line for f in named.findings} >= {8, 18}
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if "codes" in load_toml_text((c / "fixture.toml").read_text())],
+                         ids=lambda c: f"{c.parent.name}/{c.name}")
+def test_fixture_input_reports_the_rules_it_was_written_for(case):
+    options = load_toml_text((case / "fixture.toml").read_text())
+    source = next(case.glob("input.*"))
+    found = {f.code for f in scan_paths([str(source)], resolve_target(options["target"])).findings}
+    assert set(options["codes"]) <= found, found

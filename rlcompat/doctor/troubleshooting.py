@@ -36,11 +36,35 @@ def markdown() -> str:
                 out.append(f"  What to do (for example, on {example.target}): {example.remedy}")
         cited = sorted(set(e["sources"]), key=lambda s: int(s[1:]))
         out += ["", "Sources: " + "; ".join(f"[{s}] {table[s]}" for s in cited), ""]
+    out += _precision_sections(table)
     out += ["## Errors from code rather than the installation", "",
             "bf16 dtypes, `attn_implementation=\"flash_attention_2\"`, unguarded `import flash_attn` and the other "
             "hazards written in source or configs are found by `rlcompat scan PATH --target sm61` "
             "(`rlcompat rules` lists those rules) and rewritten by `rlcompat fix`.", ""]
     return "\n".join(out)
+
+
+def _precision_sections(table: dict[str, str]) -> list[str]:
+    """Errors the precision rules (rules/precision.toml) prevent: found by `scan`, rewritten by `fix`."""
+    from rlcompat import precision
+    from rlcompat.rules import file_rules
+
+    by_code = {r.code: r for r in file_rules()}
+    out = ["## Precision: errors the dtype rules prevent", "",
+           "Found in code and configs by `rlcompat scan PATH --target sm70` and rewritten by `rlcompat fix` "
+           "following the precision policy (docs/precision.md).", ""]
+    for e in precision.errors().values():
+        out += [f"### {_heading(e['text'])}", "", "```text", e["text"], "```", ""]
+        if e.get("also"):
+            out += ["Also seen as:", "", "```text", e["also"], "```", ""]
+        for code in e["rules"]:
+            r = by_code[code]
+            targets = r.targets()
+            where = f"{targets[0]} ... {targets[-1]}" if len(targets) > 1 else ", ".join(targets)
+            out.append(f"- **{r.code} {r.name}** ({where}): {r.title}.")
+        cited = sorted(set(e["sources"]), key=lambda s: int(s[1:]))
+        out += ["", "Sources: " + "; ".join(f"[{s}] {table[s]}" for s in cited), ""]
+    return out
 
 
 def _example_finding(rule, error_id: str):

@@ -17,10 +17,13 @@ def is_bf16(value: str | None) -> bool:
     return value is not None and value.strip().lower() in BF16_SPELLINGS
 
 
-def dtype_replacement(target, value: str) -> tuple[str, FixSafety]:
-    """What replaces a bf16 spelling on `target`, in the same spelling family, and whether that is safe."""
+def dtype_replacement(target, value: str, role: str = "weights") -> tuple[str, FixSafety]:
+    """What replaces a bf16 spelling for `role` on `target` (the precision policy, rules/precision.toml), in the
+    same spelling family, and whether that is safe: fp32 always is; fp16 is not (a smaller range than bf16)."""
+    from rlcompat.precision import dtype_for
+
     fp32, fp16 = BF16_SPELLINGS.get(value.strip().lower(), ("float32", "float16"))
-    if target.training_dtype == "float16":
+    if dtype_for(target, role) == "float16":
         return fp16, FixSafety.UNSAFE
     return fp32, FixSafety.SAFE
 

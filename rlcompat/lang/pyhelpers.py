@@ -249,3 +249,17 @@ def under_type_checking(ancestors: list[cst.CSTNode]) -> bool:
             ):
                 return True
     return False
+
+
+def enclosing_class_name(ancestors: list[cst.CSTNode]) -> str:
+    """The innermost class the node is defined in ("" at module level): `RolloutConfig` for its `dtype` field."""
+    for parent in reversed(ancestors):
+        if isinstance(parent, cst.ClassDef):
+            return parent.name.value
+    return ""
+
+
+def is_bf16_probe(call: cst.Call) -> bool:
+    """`is_bf16_supported(...)` in any form. Without `including_emulation=False` it is not a capability guard, but
+    RLC110 reports and fixes the call itself; the bf16 choice it gates is then right, so it is not reported twice."""
+    return call_name(call) == "is_bf16_supported"

@@ -30,7 +30,7 @@ OVERRIDE = re.compile(r"^(\+\+|\+|~)?([A-Za-z_][\w\-]*(?:[./@][\w\-]+)*)=(.*)$",
 # argparse-style flags whose values decide dtype or attention: `--flag value`, `--flag=value` or bare `--flag`.
 VALUE_FLAGS = ("--attn_implementation", "--attn-implementation", "--dtype", "--torch_dtype", "--torch-dtype",
                "--mixed_precision", "--mixed-precision", "--bf16", "--flash_attn", "--flash-attn", "--quantization",
-               "--enforce_eager", "--enforce-eager", "--use_liger_kernel", "--use-liger-kernel")
+               "--enforce_eager", "--enforce-eager", "--use_liger_kernel", "--use-liger-kernel", "--tf32", "--fp16")
 BOOL_WORDS = {"true", "false", "True", "False", "TRUE", "FALSE", "1", "0", "yes", "no"}
 
 
@@ -626,7 +626,7 @@ def _flags(words: list[Word], variables: Variables, index: LineIndex) -> list[Se
         nxt = words[i + 1] if i + 1 < len(words) else None
         takes_value = nxt is not None and not nxt.text.startswith("-") and (
             name not in ("--bf16", "--flash_attn", "--flash-attn", "--enforce_eager", "--enforce-eager",
-                         "--use_liger_kernel", "--use-liger-kernel") or nxt.text in BOOL_WORDS)
+                         "--use_liger_kernel", "--use-liger-kernel", "--tf32", "--fp16") or nxt.text in BOOL_WORDS)
         if takes_value and not OVERRIDE.match(nxt.text):
             if nxt.dynamic:
                 value, span, where = _resolve_expansion(nxt, 0, variables, nxt.start, 0, "")

@@ -8,7 +8,10 @@ While installed it
 - turns the SDPA flash backend off where the target lacks it (CUDA only; CPU SDPA has no such backend);
 - makes functions compiled with torch.compile's default (inductor) backend raise when first called below sm70,
   as inductor does on the card ("GPU too old");
-- checks each Triton kernel's shared memory against the target's opt-in limit before it is loaded.
+- checks each Triton kernel's shared memory against the target's opt-in limit before it is loaded;
+- on targets whose precision policy is fp16 autocast (sm70, sm75: docs/precision.md), fails an optimizer step taken
+  under a grad scaler while the optimizer holds fp16 parameters (on the card: `Attempting to unscale FP16
+  gradients.`), and a loss or logits that turn non-finite, naming the dtypes, autocast and scaler that led there.
 
 `enforce=False` (running on a GPU of the target's own generation) only records: the card itself is the judge.
 Every violation is recorded before it is raised, so code that swallows exceptions (verl's value-head loader catches
@@ -56,7 +59,7 @@ class Frame:
 
 @dataclass
 class Violation:
-    kind: str  # bf16 | flash_attn_import | flash_attn_selected | inductor | triton_smem
+    kind: str  # bf16 | flash_attn_import | flash_attn_selected | inductor | triton_smem | fp16_params_scaler | non_finite
     message: str
     op: str
     location: Frame | None  # innermost frame inside the tree under test (or first frame outside torch)
@@ -92,6 +95,7 @@ class TargetGuard:
         self.blocked_imports: list[str] = []
         self.dtypes_seen: Counter[str] = Counter()
         self.notes: list[str] = []
+        self.precision = PrecisionTrail()
         self._undo: list[Callable[[], None]] = []
         self._lock = threading.Lock()  # backward may run on autograd's device threads
 
@@ -148,6 +152,7 @@ class TargetGuard:
         self._install_sdpa_policy()
         self._install_compile_block()
         self._install_triton_check()
+        self._install_amp_checks()
         return self
 
     def uninstall(self) -> None:
@@ -276,6 +281,125 @@ class TargetGuard:
 
         CompiledKernel._init_handles = init_handles
         self._undo.append(lambda: setattr(CompiledKernel, "_init_handles", original))
+
+    def _install_amp_checks(self) -> None:
+        from rlcompat.precision import dtype_for
+
+        if dtype_for(self.target, "autocast") != "float16":
+            return
+        import torch
+
+        guard, trail = self, self.precision
+        scalers = [torch.amp.GradScaler]
+        try:
+            from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
+
+            scalers.append(ShardedGradScaler)
+        except ImportError:  # torch built without distributed
+            pass
+        for cls in scalers:
+            for method in ("unscale_", "step"):
+                original = cls.__dict__.get(method)
+                if original is None:
+                    continue
+                setattr(cls, method, _checked_scaler_method(original, guard))
+                self._undo.append(lambda cls=cls, method=method, original=original: setattr(cls, method, original))
+            original_scale = cls.__dict__.get("scale")
+            if original_scale is not None:
+                def scale(scaler_self, outputs, _original=original_scale, _cls=cls):
+                    trail.scaler = _cls.__name__
+                    check_finite(guard, "loss", outputs)
+                    return _original(scaler_self, outputs)
+
+                setattr(cls, "scale", functools.wraps(original_scale)(scale))
+                self._undo.append(lambda cls=cls, original=original_scale: setattr(cls, "scale", original))
+
+        original_enter = torch.autocast.__enter__
+
+        def enter(autocast_self):
+            if getattr(autocast_self, "_enabled", True):
+                trail.autocast.add(f"{autocast_self.device} {str(autocast_self.fast_dtype).replace('torch.', '')}")
+            return original_enter(autocast_self)
+
+        torch.autocast.__enter__ = enter
+        self._undo.append(lambda: setattr(torch.autocast, "__enter__", original_enter))
+
+        original_backward = torch.Tensor.backward
+
+        def backward(tensor_self, *args, **kwargs):
+            if tensor_self.dim() == 0:
+                check_finite(guard, "loss", tensor_self)
+            return original_backward(tensor_self, *args, **kwargs)
+
+        torch.Tensor.backward = functools.wraps(original_backward)(backward)
+        self._undo.append(lambda: setattr(torch.Tensor, "backward", original_backward))
+
+        def logits_hook(module, inputs, output):
+            logits = getattr(output, "logits", None)
+            if isinstance(logits, torch.Tensor):
+                trail.parameters = sorted({str(p.dtype).replace("torch.", "") for p in module.parameters()})
+                check_finite(guard, f"logits of {type(module).__name__}", logits)
+
+        handle = torch.nn.modules.module.register_module_forward_hook(logits_hook)
+        self._undo.append(handle.remove)
+
+
+@dataclass
+class PrecisionTrail:
+    """The precision settings seen so far, named when a step fails."""
+
+    autocast: set[str] = field(default_factory=set)
+    scaler: str | None = None
+    parameters: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        parts = [f"autocast {', '.join(sorted(self.autocast))}" if self.autocast else "no autocast"]
+        parts.append(f"{self.scaler} in use" if self.scaler else "no grad scaler")
+        if self.parameters:
+            parts.append(f"model parameters {'/'.join(self.parameters)}")
+        return "; ".join(parts)
+
+
+def check_finite(guard: TargetGuard, what: str, value) -> None:
+    """Fail through the guard when a loss or logits tensor holds nan or inf."""
+    import torch
+
+    if not isinstance(value, torch.Tensor) or not value.is_floating_point():
+        return
+    with torch.no_grad():
+        finite = bool(torch.isfinite(value).all())
+    if finite:
+        return
+    guard.violation(
+        "non_finite", what,
+        f"{what} turned non-finite ({str(value.dtype).replace('torch.', '')}) on {guard.target.name}; settings: "
+        f"{guard.precision.describe()}. A bf16-pretrained model can overflow in fp16: keep weights in float32 and "
+        f"check the model type against docs/precision.md",
+    )
+
+
+def _checked_scaler_method(original, guard: TargetGuard):
+    """`GradScaler.unscale_`/`step` that first refuse an optimizer holding fp16 parameters."""
+
+    @functools.wraps(original)
+    def checked(scaler_self, optimizer, *args, **kwargs):
+        import torch
+
+        guard.precision.scaler = type(scaler_self).__name__
+        half = [p for g in optimizer.param_groups for p in g["params"]
+                if isinstance(p, torch.Tensor) and p.dtype == torch.float16 and p.requires_grad]
+        if half and getattr(scaler_self, "_enabled", True):
+            total = sum(1 for g in optimizer.param_groups for _ in g["params"])
+            guard.violation(
+                "fp16_params_scaler", f"{type(scaler_self).__name__}.{original.__name__}",
+                f"optimizer step under {type(scaler_self).__name__} with {len(half)} of {total} parameters in float16 on "
+                f"{guard.target.name} (the scaler raises `Attempting to unscale FP16 gradients.`); settings: "
+                f"{guard.precision.describe()}. fp16 AMP needs fp32 master weights: load the model in float32 "
+                f"(torch_dtype=torch.float32) and keep fp16 for autocast only (fp16=True)",
+            )
+        return original(scaler_self, optimizer, *args, **kwargs)
+
+    return checked
 
 
 def check_triton_smem(guard: TargetGuard, kernel: str, shared_bytes: int | None) -> None:
