@@ -24,6 +24,8 @@ from its key to its value, a shell command continued over lines). Per corpus and
 - recall = labeled hazards (for that target) hit by at least one finding / labeled hazards;
 - precision = findings that hit a hazard / (those + findings on lines judged clean, or on hazard lines whose
   hazard is not for this target). Findings on lines nobody judged are "unadjudicated": listed, not counted.
+  Notice rules (NOTICE_CODES: dead keys, unused suppressions) are listed, never counted: neither hits nor false
+  positives. A notice on a labeled hazard is marked: it calls a live setting dead.
 
 Kinds come from each finding's rule code through KIND_BY_CODE (longest matching prefix; unknown codes: "other").
 A hit does not require the kinds to agree (a bf16 hazard found by a generic rule still counts); disagreements are
@@ -76,6 +78,11 @@ KIND_BY_CODE = {
     "RLC403": "fp8",
     "RLC5": "other",  # RLC5xx: installed-environment checks (doctor); not expected from scan
 }
+
+# Rules whose findings say a line is stale or unread rather than hazardous (a dead key, an unused suppression, a
+# shell command rlcompat could not read). They are listed as notices, never counted as hits (a "this key does
+# nothing" notice on a live hazard is wrong advice, not a detection) nor as false positives.
+NOTICE_CODES = {"RLC001", "RLC002", "RLC106", "RLC352"}
 
 KINDS = (
     "bf16", "fa2", "flash-attn-import", "compile", "liger", "rollout-engine", "fp8", "tf32", "quantization",
@@ -243,6 +250,7 @@ class Result:
     true_positives: list[Finding] = field(default_factory=list)
     false_positives: list[tuple[Finding, str]] = field(default_factory=list)
     unadjudicated: list[Finding] = field(default_factory=list)
+    notices: list[Finding] = field(default_factory=list)
     kind_mismatch: list[tuple[Finding, dict]] = field(default_factory=list)
     errors: list[dict] = field(default_factory=list)
     seconds: float = 0.0
@@ -269,9 +277,11 @@ def evaluate(corpus: Corpus, target: str, findings: list[Finding]) -> Result:
     live = [h for h in corpus.hazards if target in h["targets"]]
     other_target = [h for h in corpus.hazards if target not in h["targets"]]
     result = Result(corpus, target, live, findings=findings)
+    claims = [f for f in findings if f.code not in NOTICE_CODES]
+    result.notices = [f for f in findings if f.code in NOTICE_CODES]
     for hazard in live:
-        (result.hit if any(_covers(f, hazard) for f in findings) else result.missed).append(hazard)
-    for finding in findings:
+        (result.hit if any(_covers(f, hazard) for f in claims) else result.missed).append(hazard)
+    for finding in claims:
         matched = [h for h in live if _covers(finding, h)]
         if matched:
             result.true_positives.append(finding)
@@ -296,13 +306,14 @@ def _ratio(value: float | None) -> str:
 def render(results: list[Result], seconds: float) -> str:
     lines = []
     lines.append("| corpus | split | target | files | hazards | found | recall | findings | true pos. | false pos. "
-                 "| unadjudicated | precision |")
-    lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+                 "| unadjudicated | notices | precision |")
+    lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
         lines.append(
             f"| {r.corpus.name} | {r.corpus.split} | {r.target} | {len(included_files(r.corpus))} | "
             f"{len(r.hazards)} | {len(r.hit)} | {_ratio(r.recall)} | {len(r.findings)} | "
-            f"{len(r.true_positives)} | {len(r.false_positives)} | {len(r.unadjudicated)} | {_ratio(r.precision)} |"
+            f"{len(r.true_positives)} | {len(r.false_positives)} | {len(r.unadjudicated)} | {len(r.notices)} | "
+            f"{_ratio(r.precision)} |"
         )
     total_h = sum(len(r.hazards) for r in results)
     total_hit = sum(len(r.hit) for r in results)
@@ -311,7 +322,7 @@ def render(results: list[Result], seconds: float) -> str:
     lines.append(
         f"| **all** | | | | {total_h} | {total_hit} | {_ratio(total_hit / total_h if total_h else None)} | "
         f"{sum(len(r.findings) for r in results)} | {total_tp} | {total_fp} | "
-        f"{sum(len(r.unadjudicated) for r in results)} | "
+        f"{sum(len(r.unadjudicated) for r in results)} | {sum(len(r.notices) for r in results)} | "
         f"{_ratio(total_tp / (total_tp + total_fp) if total_tp + total_fp else None)} |"
     )
     for split in SPLITS:
@@ -320,7 +331,7 @@ def render(results: list[Result], seconds: float) -> str:
         hit = sum(len(r.hit) for r in part)
         tp = sum(len(r.true_positives) for r in part)
         fp = sum(len(r.false_positives) for r in part)
-        lines.append(f"| **{split}** | | | | {h} | {hit} | {_ratio(hit / h if h else None)} | | {tp} | {fp} | | "
+        lines.append(f"| **{split}** | | | | {h} | {hit} | {_ratio(hit / h if h else None)} | | {tp} | {fp} | | | "
                      f"{_ratio(tp / (tp + fp) if tp + fp else None)} |")
     lines.append("")
     lines.append("Recall per hazard kind (all corpora):")
@@ -338,7 +349,7 @@ def render(results: list[Result], seconds: float) -> str:
     lines.append("")
     lines.append(f"Scan time, all corpora and targets: {seconds:.1f} s.")
     for r in results:
-        if not (r.missed or r.false_positives or r.unadjudicated or r.errors or r.kind_mismatch):
+        if not (r.missed or r.false_positives or r.unadjudicated or r.errors or r.kind_mismatch or r.notices):
             continue
         lines.append("")
         lines.append(f"### {r.corpus.name} on {r.target}")
@@ -357,6 +368,13 @@ def render(results: list[Result], seconds: float) -> str:
             lines.append(f"Unadjudicated findings ({len(r.unadjudicated)}):")
             for f in r.unadjudicated:
                 lines.append(f"- `{f.path}:{f.line}` {f.code} ({f.kind}): {_short(f.message)}")
+        if r.notices:
+            lines.append("")
+            lines.append(f"Notices, not counted ({len(r.notices)}):")
+            for f in r.notices:
+                on_hazard = any(_covers(f, h) for h in r.hazards)
+                mark = " **(on a labeled hazard: the setting is live)**" if on_hazard else ""
+                lines.append(f"- `{f.path}:{f.line}` {f.code}{mark}: {_short(f.message)}")
         if r.kind_mismatch:
             lines.append("")
             lines.append(f"Hits whose rule kind differs from the label ({len(r.kind_mismatch)}):")

@@ -143,3 +143,14 @@ def test_glob_match():
     assert BENCH._glob_match("verl/trainer/config/ppo.yaml", "verl/trainer/config/**/*.yaml")
     assert not BENCH._glob_match("trl/scripts/sub/x.py", "trl/scripts/*.py")
     assert BENCH._glob_match("docker/Dockerfile-uv", "docker/Dockerfile*")
+
+
+def test_notice_rules_are_not_false_positives():
+    corpus = _corpus(
+        hazards=[{"file": "a.yaml", "line": 3, "kind": "compile", "targets": ["sm61"], "fact": "f", "text": "t"}],
+        clean=[{"file": "a.yaml", "line": 7, "why": "dead key"}],
+    )
+    findings = [BENCH.Finding("RLC352", "a.yaml", 7, 7, "dead"), BENCH.Finding("RLC352", "a.yaml", 3, 3, "dead")]
+    result = BENCH.evaluate(corpus, "sm61", findings)
+    assert len(result.notices) == 2 and not result.false_positives and not result.true_positives
+    assert result.recall == 0.0 and result.precision is None
