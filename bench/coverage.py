@@ -5,6 +5,9 @@
     nice -n 10 .venv/bin/python bench/coverage.py --corpus trl-0.24.0 --targets sm61
     .venv/bin/python bench/coverage.py --candidates trl-0.24.0   # candidate lines not yet judged in its label file
 
+Misses and false positives are listed for dev corpora only; holdout corpora get counts per kind (rule writers must
+not tune on them). --holdout-details lists them too, for whoever adjudicates the holdout labels.
+
 Each corpus is one label file, bench/coverage/labels/<corpus>.toml: where to download it from (a PyPI sdist or
 wheel, pinned by sha256), which files inside the unpacked archive form the corpus (`include` globs), its split
 ("dev": rule writers may read it; "holdout": only measured), and every candidate line judged by hand from the GPU
@@ -303,7 +306,14 @@ def _ratio(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
-def render(results: list[Result], seconds: float) -> str:
+def _by_kind(entries) -> str:
+    counts: dict[str, int] = defaultdict(int)
+    for kind in entries:
+        counts[kind] += 1
+    return ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def render(results: list[Result], seconds: float, holdout_details: bool = False) -> str:
     lines = []
     lines.append("| corpus | split | target | files | hazards | found | recall | findings | true pos. | false pos. "
                  "| unadjudicated | notices | precision |")
@@ -353,6 +363,16 @@ def render(results: list[Result], seconds: float) -> str:
             continue
         lines.append("")
         lines.append(f"### {r.corpus.name} on {r.target}")
+        if r.corpus.split == "holdout" and not holdout_details:
+            lines.append("")
+            lines.append(
+                f"Holdout: details withheld (`--holdout-details` shows them). Missed {len(r.missed)}"
+                f"{' (' + _by_kind(h['kind'] for h in r.missed) + ')' if r.missed else ''}; "
+                f"false positives {len(r.false_positives)}"
+                f"{' (' + _by_kind(f.kind for f, _ in r.false_positives) + ')' if r.false_positives else ''}; "
+                f"unadjudicated {len(r.unadjudicated)}; notices {len(r.notices)}."
+            )
+            continue
         if r.missed:
             lines.append("")
             lines.append(f"Missed hazards ({len(r.missed)}):")
@@ -409,6 +429,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", type=Path, help="replace the generated block of this Markdown file")
     parser.add_argument("--candidates", metavar="CORPUS", help="print candidate lines not judged in the labels")
     parser.add_argument("--download-only", action="store_true", help="fetch and unpack the corpora, then stop")
+    parser.add_argument("--holdout-details", action="store_true",
+                        help="also list the misses and false positives of holdout corpora (not for rule writers)")
     args = parser.parse_args(argv)
 
     corpora = all_corpora()
@@ -454,7 +476,7 @@ def main(argv: list[str] | None = None) -> int:
             result.errors = errors
             result.seconds = time.perf_counter() - t0
             results.append(result)
-    body = render(results, time.perf_counter() - started)
+    body = render(results, time.perf_counter() - started, holdout_details=args.holdout_details)
     print(body)
     if args.write:
         write_doc(args.write, body)
