@@ -294,9 +294,12 @@ def evaluate(corpus: Corpus, target: str, findings: list[Finding]) -> Result:
         clean = [c for c in corpus.clean if _covers(finding, c)]
         elsewhere = [h for h in other_target if _covers(finding, h)]
         if clean:
-            result.false_positives.append((finding, clean[0]["why"]))
+            why = clean[0]["why"] + (f" (`{_short(clean[0]['text'], 70)}`)" if clean[0].get("text") else "")
+            result.false_positives.append((finding, why))
         elif elsewhere:
-            result.false_positives.append((finding, f"hazard only on {', '.join(elsewhere[0]['targets'])}"))
+            result.false_positives.append(
+                (finding, f"hazard only on {', '.join(elsewhere[0]['targets'])} (`{_short(elsewhere[0]['text'], 70)}`)")
+            )
         else:
             result.unadjudicated.append(finding)
     return result
