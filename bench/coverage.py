@@ -38,7 +38,6 @@ listed so they can be looked at.
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import hashlib
 import io
 import json
