@@ -1,0 +1,105 @@
+"""Dockerfiles: base images (`FROM`), build variables (`ENV`, `ARG`) and the `RUN` commands.
+
+`RUN` bodies (shell form) go through the shell front end: the file is blanked to spaces outside them (newlines
+kept), so commands keep their real offsets and a fix edits the Dockerfile itself, as for Markdown code blocks.
+The exec form (`RUN ["pip", "install", ...]`) and heredocs are not read.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+from rlcompat.lang import shell
+from rlcompat.lang.declared import BaseImage, Declared, IndexUrl, Variable, run
+from rlcompat.lang.requirements import logical_lines
+from rlcompat.lang.settings import Span
+from rlcompat.model import Finding
+from rlcompat.textpos import LineIndex
+
+PARSE_ERRORS = shell.PARSE_ERRORS
+syntax_error_location = shell.syntax_error_location
+INSTRUCTION = re.compile(r"^\s*(?P<op>[A-Za-z]+)\s+(?P<rest>.*)$", re.DOTALL)
+# `KEY=value` pairs of ENV/ARG: the value may be quoted.
+PAIR = re.compile(r"""(?P<key>[A-Za-z_]\w*)=(?:"(?P<dq>[^"]*)"|'(?P<sq>[^']*)'|(?P<bare>\S*))""")
+INDEX_VARIABLES = {"PIP_INDEX_URL": "index", "PIP_EXTRA_INDEX_URL": "extra", "UV_INDEX_URL": "index",
+                   "UV_EXTRA_INDEX_URL": "extra", "PIP_FIND_LINKS": "links"}
+
+
+@dataclass
+class Dockerfile:
+    group: Declared  # FROM, ENV and ARG of the whole file
+    shell_view: str  # the file blanked outside RUN bodies
+    script: shell.ShellScript
+
+
+def parse(text: str) -> Dockerfile:
+    group = Declared("dockerfile", anchor=Span(0, 0))
+    keep: list[tuple[int, int]] = []
+    for start, line in logical_lines(text):
+        if line.lstrip().startswith("#"):
+            continue
+        m = INSTRUCTION.match(line)
+        if not m:
+            continue
+        op, rest, rest_at = m.group("op").upper(), m.group("rest"), start + m.start("rest")
+        if op == "FROM":
+            _base_image(rest, rest_at, group)
+        elif op in ("ENV", "ARG"):
+            _variables(rest, rest_at, group)
+        elif op == "RUN" and not rest.lstrip().startswith(("[", "<<")):
+            keep.append((rest_at, start + len(line)))
+    view = _blank_outside(text, keep)
+    return Dockerfile(group, view, shell.parse(view))
+
+
+def _base_image(rest: str, at: int, group: Declared) -> None:
+    words = [(m.group(0), at + m.start()) for m in re.finditer(r"\S+", rest)]
+    words = [w for w in words if not w[0].startswith("--")]
+    if not words:
+        return
+    ref, start = words[0]
+    ref = ref.split("@", 1)[0]
+    image, colon, tag = ref.rpartition(":")
+    if not colon or "/" in tag:
+        return  # no tag (or a registry port): nothing to read
+    tag_start = start + len(image) + 1
+    group.images.append(BaseImage(image.lower(), tag, Span(tag_start, tag_start + len(tag))))
+
+
+def _variables(rest: str, at: int, group: Declared) -> None:
+    pairs = list(PAIR.finditer(rest))
+    if not pairs:
+        # the legacy form `ENV KEY value with spaces`
+        m = re.match(r"([A-Za-z_]\w*)\s+(\S.*?)\s*$", rest)
+        if m:
+            found = [(m.group(1), m.group(2).strip("\"'"), at + m.start(2) + (1 if m.group(2)[:1] in "\"'" else 0))]
+        else:
+            found = []
+    else:
+        found = []
+        for p in pairs:
+            which = "dq" if p.group("dq") is not None else "sq" if p.group("sq") is not None else "bare"
+            found.append((p.group("key"), p.group(which), at + p.start(which)))
+    for key, value, start in found:
+        span = Span(start, start + len(value))
+        group.variables.append(Variable(key, value, span))
+        if key in INDEX_VARIABLES:
+            for url in re.finditer(r"\S+", value):
+                group.indexes.append(IndexUrl(url.group(0), INDEX_VARIABLES[key],
+                                              Span(start + url.start(), start + url.end())))
+
+
+def _blank_outside(text: str, keep: list[tuple[int, int]]) -> str:
+    mask = bytearray(len(text))
+    for a, b in keep:
+        mask[a:b] = b"\x01" * (b - a)
+    return "".join(ch if mask[i] or ch in "\r\n" else " " for i, ch in enumerate(text))
+
+
+def check(dockerfile: Dockerfile, text: str, path: str, rules: Sequence, target) -> list[Finding]:
+    findings = run([dockerfile.group], text, path, rules, target)
+    from_runs = shell.check(dockerfile.script, dockerfile.shell_view, path, rules, target)
+    index = LineIndex(text)  # reports quote the Dockerfile line as written
+    return findings + [replace(f, source_line=index.line_text(f.location.line)) for f in from_runs]
