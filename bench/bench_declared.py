@@ -50,7 +50,9 @@ def verl_sdist(into: Path) -> Path:
     meta = json.load(urllib.request.urlopen("https://pypi.org/pypi/verl/0.9.1/json", timeout=60))
     url = next(u["url"] for u in meta["urls"] if u["packagetype"] == "sdist")
     archive = into / "verl.tar.gz"
-    urllib.request.urlretrieve(url, archive)
+    from declared_corpus import file_url
+
+    urllib.request.urlretrieve(file_url(url), archive)
     with tarfile.open(archive) as tar:
         tar.extractall(into, filter="data")
     return next(p for p in into.iterdir() if p.is_dir() and p.name.startswith("verl"))

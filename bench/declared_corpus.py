@@ -41,7 +41,7 @@ def fetch() -> None:
         if sdist is None or sdist["size"] > 80_000_000:
             print(f"{project}: no sdist under 80 MB")
             continue
-        data = urllib.request.urlopen(sdist["url"], timeout=300).read()
+        data = urllib.request.urlopen(file_url(sdist["url"]), timeout=300).read()
         out = CORPUS / f"{project}-{meta['info']['version']}"
         kept = 0
         for name, blob in _members(sdist["filename"], data):
@@ -52,6 +52,13 @@ def fetch() -> None:
                 dest.write_bytes(blob)
                 kept += 1
         print(f"{project} {meta['info']['version']}: {kept} files")
+
+
+def file_url(url: str) -> str:
+    """PyPI's JSON may give file URLs relative to a mirror (`../../packages/packages/ab/cd/...`)."""
+    if "://" in url:
+        return url
+    return "https://files.pythonhosted.org/packages/" + url.split("packages/packages/", 1)[-1].lstrip("/")
 
 
 def _members(filename: str, data: bytes):

@@ -43,6 +43,8 @@ class BaseImageCudaCannotTarget(DeclaredRule):
             target="sm70", unsafe=True, fixed="FROM --platform=linux/amd64 nvidia/cuda:12.9.1-devel-ubuntu22.04 AS build\n"),
         Bad("FROM pytorch/pytorch:2.8.0-cuda12.8-cudnn9-devel\n", path="Dockerfile"),
         Bad("FROM nvidia/cuda:12.4.1-devel-ubuntu22.04\n", path="Dockerfile", target="sm120"),
+        Bad('ARG CUDA_VERSION="13.0.3"\nFROM nvidia/cuda:${CUDA_VERSION}-cudnn-devel-ubuntu24.04 AS base\n',
+            path="Dockerfile", target="sm70"),
     )
     good = (
         Good("FROM nvidia/cuda:12.6.3-cudnn-devel-ubuntu22.04\n", path="Dockerfile"),
@@ -63,7 +65,8 @@ class BaseImageCudaCannotTarget(DeclaredRule):
                 continue
             problem = self._cuda_problem(cuda)
             if problem:
-                edits: list[Edit | None] = [self._retag(image)] if image.image.endswith("nvidia/cuda") else [None]
+                edits: list[Edit | None] = [self._retag(image)] if (
+                    image.image.endswith("nvidia/cuda") and image.literal) else [None]
                 ctx.report(image.tag_span, f"{image.image}:{image.tag} ships CUDA {cuda}, which {problem}", edits,
                            FixSafety.UNSAFE, "use the last CUDA 12 image")
                 continue

@@ -57,6 +57,9 @@ class TorchCudaArchList(DeclaredRule):
         Bad('FROM nvidia/cuda:13.0.1-devel-ubuntu24.04\nENV TORCH_CUDA_ARCH_LIST="7.0;7.5;8.0;8.6"\n',
             path="Dockerfile", target="sm86", fixed='FROM nvidia/cuda:13.0.1-devel-ubuntu24.04\nENV TORCH_CUDA_ARCH_LIST="7.5;8.0;8.6"\n'),
         Bad('FROM nvidia/cuda:13.0.1-devel-ubuntu24.04\nARG TORCH_CUDA_ARCH_LIST="6.1 7.0"\n', path="Dockerfile"),
+        Bad('ARG TORCH_CUDA_ARCH_LIST="9.0 10.0+PTX"\nENV TORCH_CUDA_ARCH_LIST=$TORCH_CUDA_ARCH_LIST\n',
+            path="Dockerfile", target="sm86", fixed='ARG TORCH_CUDA_ARCH_LIST="9.0 10.0+PTX 8.6"\n'
+            'ENV TORCH_CUDA_ARCH_LIST=$TORCH_CUDA_ARCH_LIST\n'),
     )
     good = (
         Good('FROM nvidia/cuda:12.6.3-devel-ubuntu22.04\nENV TORCH_CUDA_ARCH_LIST="6.1;7.0;8.0"\n', path="Dockerfile"),

@@ -59,6 +59,7 @@ class BaseImage:
     image: str  # "nvidia/cuda", "pytorch/pytorch", "nvcr.io/nvidia/pytorch"
     tag: str
     tag_span: Span
+    literal: bool = True  # the tag is written out (not built from ARG variables), so a fix can rewrite it
 
     @property
     def cuda(self) -> str | None:

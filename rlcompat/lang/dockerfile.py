@@ -54,18 +54,47 @@ def parse(text: str) -> Dockerfile:
     return Dockerfile(group, view, shell.parse(view))
 
 
+VARIABLE = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_]\w*)(?::?-(?P<default>[^}]*))?\}|(?P<bare>[A-Za-z_]\w*))")
+
+
+def _expand(value: str, group: Declared, depth: int = 0) -> str | None:
+    """`$NAME` / `${NAME}` / `${NAME:-default}` replaced by the ARG/ENV values set before (which may use others in
+    turn); None if one is unknown."""
+    unknown = False
+
+    def one(m: re.Match) -> str:
+        nonlocal unknown
+        known = group.variable(m.group("braced") or m.group("bare"))
+        inner = _expand(known.value, group, depth + 1) if known is not None and depth < 4 else None
+        if inner is not None:
+            return inner
+        if m.group("default") is not None:
+            return m.group("default")
+        unknown = True
+        return ""
+
+    out = VARIABLE.sub(one, value)
+    return None if unknown else out
+
+
 def _base_image(rest: str, at: int, group: Declared) -> None:
     words = [(m.group(0), at + m.start()) for m in re.finditer(r"\S+", rest)]
     words = [w for w in words if not w[0].startswith("--")]
     if not words:
         return
     ref, start = words[0]
+    literal = "$" not in ref
+    if not literal:
+        ref = _expand(ref, group)  # FROM nvidia/cuda:${CUDA_VERSION}-devel-ubuntu22.04 with ARG CUDA_VERSION=...
+        if ref is None:
+            return
     ref = ref.split("@", 1)[0]
     image, colon, tag = ref.rpartition(":")
     if not colon or "/" in tag:
         return  # no tag (or a registry port): nothing to read
-    tag_start = start + len(image) + 1
-    group.images.append(BaseImage(image.lower(), tag, Span(tag_start, tag_start + len(tag))))
+    # A tag built from variables is reported on the FROM reference, and not rewritten there.
+    span = Span(start + len(image) + 1, start + len(image) + 1 + len(tag)) if literal else Span(start, start + len(words[0][0]))
+    group.images.append(BaseImage(image.lower(), tag, span, literal))
 
 
 def _variables(rest: str, at: int, group: Declared) -> None:
@@ -84,6 +113,12 @@ def _variables(rest: str, at: int, group: Declared) -> None:
             found.append((p.group("key"), p.group(which), at + p.start(which)))
     for key, value, start in found:
         span = Span(start, start + len(value))
+        m = VARIABLE.fullmatch(value)
+        known = group.variable(m.group("braced") or m.group("bare")) if m else None
+        if known is not None:
+            # `ENV TORCH_CUDA_ARCH_LIST=$TORCH_CUDA_ARCH_LIST`: the value, and where to change it, are the ARG's.
+            group.variables.append(Variable(key, known.value, known.span))
+            continue
         group.variables.append(Variable(key, value, span))
         if key in INDEX_VARIABLES:
             for url in re.finditer(r"\S+", value):

@@ -1,4 +1,5 @@
-"""pyproject.toml as a declared environment: `[project] dependencies`, optional dependencies, dependency groups,
+"""pyproject.toml as a declared environment: `[build-system] requires`, `[project] dependencies`, optional
+dependencies, dependency groups,
 and uv's package indexes (`[[tool.uv.index]] url`). tomllib gives no positions, so each string is found in the
 text after the one before it; a string that cannot be found is still checked, with the file's start as anchor."""
 
@@ -24,7 +25,9 @@ def parse(text: str) -> Declared:
     data = load_toml_text(text)
     group = Declared("pyproject", anchor=Span(0, 0))
     project = data.get("project") or {}
-    strings: list[str] = list(_strings(project.get("dependencies")))
+    # Build requirements first: they come first in the file, and a source build installs them (vLLM pins torch there).
+    strings: list[str] = list(_strings((data.get("build-system") or {}).get("requires")))
+    strings += _strings(project.get("dependencies"))
     for extra in (project.get("optional-dependencies") or {}).values():
         strings += _strings(extra)
     for deps in (data.get("dependency-groups") or {}).values():
