@@ -47,8 +47,9 @@ def verl_package() -> Path:
 
 
 def verl_sdist(into: Path) -> Path:
-    meta = json.load(urllib.request.urlopen("https://pypi.org/pypi/verl/0.9.1/json", timeout=60))
-    url = next(u["url"] for u in meta["urls"] if u["packagetype"] == "sdist")
+    meta = json.load(urllib.request.urlopen("https://pypi.org/pypi/verl/json", timeout=60))
+    url = next(u["url"] for u in meta["releases"]["0.9.1"] if u["packagetype"] == "sdist")
+    into.mkdir(parents=True, exist_ok=True)
     archive = into / "verl.tar.gz"
     from declared_corpus import file_url
 

@@ -29,7 +29,8 @@ class VllmEngineQuantizationKeyword(PythonRule):
         "`kv_cache_dtype=\"fp8\"` becomes `\"float16\"`: safe (a smaller cache in tokens). Quantization methods get no "
         "fix (a checkpoint's method cannot be switched off by a keyword)."
     )
-    triggers = ("quantization", "kv_cache_dtype")
+    # Only string literals are judged, so only files that write one as the keyword's value are parsed for it.
+    triggers = ('quantization="', "quantization='", 'kv_cache_dtype="', "kv_cache_dtype='")
     sources = ("S56",)
     prevents = ("X8", "X9")
 
