@@ -94,7 +94,9 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             return
         fit = wheels.fitting_tag(version, cc)
         where = f"the {variant.tag} index" if index is not None or local else f"PyPI (its {variant.tag} build)"
-        message = (f"torch {version} from {where} has kernels for {', '.join(variant.arches)} only: none runs on "
+        pinned = torch.spec.startswith(("==", "===")) or (torch.conda and torch.spec.startswith("="))
+        release = version if pinned else f"{version} (the newest release `torch{torch.spec}` allows, per rules/torch_wheels.toml)"
+        message = (f"torch {release} from {where} has kernels for {', '.join(variant.arches)} only: none runs on "
                    f"{self.target.name} ({self.target.capability_text}), so the first CUDA call fails with `no "
                    f"kernel image is available`")
         edits: list[Edit | None] = []
