@@ -123,8 +123,9 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         cc = self.target.capability
         if not tagged or any(v.runs_on(cc) for v in tagged):
             return
-        fit = next((v.tag for v in sorted(facts.wheel_variants(), key=lambda v: facts.release(v.cuda))
-                    if v.runs_on(cc) and facts.release(v.torch_below)[0] >= 2), None)
+        newest = ".".join(map(str, wheels.torch_releases()[-1]))
+        found = facts.wheel_for_target(newest, cc)  # the variant doctor's RLC501 would recommend
+        fit = found[1].tag if found else None
         ctx.report(index.span, f"no torch build on the {index.pytorch_tag} index has kernels for "
                                f"{self.target.name} ({self.target.capability_text})"
                                + (f"; use {facts.index_url(fit)}" if fit else ""), [None])

@@ -52,6 +52,7 @@ class BaseImageCudaCannotTarget(DeclaredRule):
         Good("FROM pytorch/pytorch:2.8.0-cuda12.6-cudnn9-devel\n", path="Dockerfile"),
         Good("FROM pytorch/pytorch:2.8.0-cuda12.8-cudnn9-devel\n", path="Dockerfile", target="sm70"),
         Good("FROM python:3.11-slim\n", path="Dockerfile"),
+        Good("FROM nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04\n", path="Dockerfile", target="sm120"),
     )
 
     @classmethod
@@ -84,8 +85,9 @@ class BaseImageCudaCannotTarget(DeclaredRule):
             return (f"cannot compile for {self.target.name} ({self.target.capability_text}): CUDA {limit['cuda']}+ "
                     f"targets {limit['capability']}+ only (`nvcc fatal : Unsupported gpu architecture "
                     f"'compute_{self.target.cc}'`), and torch's CUDA 13 wheels have no kernels for it")
-        needed = [m["cuda"] for m in _nvcc()["min_cuda"] if facts.capability(m["capability"]) <= cc]
-        first = max(needed, key=facts.release) if needed else None
+        # The entry for the nearest capability at or below the card's (sm120 is 12.0's, not 11.0's).
+        known = [m for m in _nvcc()["min_cuda"] if facts.capability(m["capability"]) <= cc]
+        first = max(known, key=lambda m: facts.capability(m["capability"]))["cuda"] if known else None
         if first and wheels.cuda_below(cuda, first):
             return f"predates {self.target.name} ({self.target.capability_text}): CUDA {first}+ is needed"
         return None
