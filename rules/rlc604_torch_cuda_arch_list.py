@@ -4,7 +4,8 @@ import re
 
 from rlcompat import declared_facts as wheels
 from rlcompat.doctor import facts
-from rlcompat.lang.declared import DeclaredRule
+from rlcompat.lang.declared import Declared, DeclaredRule, GroupView, Variable, from_command
+from rlcompat.lang.settings import Span
 from rlcompat.model import Edit, FixSafety
 from rlcompat.rule import Bad, Good
 
@@ -13,6 +14,8 @@ NAMED = {"kepler": "3.5+PTX", "maxwell": "5.0;5.2+PTX", "pascal": "6.0;6.1+PTX",
          "turing": "7.5+PTX", "ampere": "8.0;8.6+PTX", "ada": "8.9+PTX", "hopper": "9.0+PTX",
          "blackwell": "10.0;10.3;12.0;12.1+PTX"}
 ENTRY = re.compile(r"^(\d+)\.(\d+)([af]?)(\+PTX)?$", re.IGNORECASE)
+# A script's `export TORCH_CUDA_ARCH_LIST=...` / `TORCH_CUDA_ARCH_LIST=... pip install ...`.
+SHELL_SETTING = re.compile(r"""\bTORCH_CUDA_ARCH_LIST=(?:"(?P<dq>[^"$]*)"|'(?P<sq>[^']*)'|(?P<bare>[^\s"'$;&|]+))""")
 
 
 def entries(value: str) -> list[tuple[tuple[int, int], bool]]:
@@ -31,9 +34,9 @@ class TorchCudaArchList(DeclaredRule):
     name = "torch-cuda-arch-list"
     title = "TORCH_CUDA_ARCH_LIST leaves out the target GPU, or names archs the declared CUDA cannot compile"
     what = (
-        "Reads `TORCH_CUDA_ARCH_LIST` set by `ENV`/`ARG` in a Dockerfile (the list extensions such as flash-attn, "
-        "apex or DeepSpeed ops are compiled for). Reports a list with no entry that runs on the target, and "
-        "entries below 7.5 under a CUDA 13 base image."
+        "Reads `TORCH_CUDA_ARCH_LIST` set by `ENV`/`ARG` in a Dockerfile, and in scripts the last value set before "
+        "a `pip install` (the list extensions such as flash-attn, apex or DeepSpeed ops are compiled for). Reports "
+        "a list with no entry that runs on the target, and entries below 7.5 under a CUDA 13 base image."
     )
     why = (
         "An extension built for other architectures has no code for the card: `no kernel image is available` at its "
@@ -49,7 +52,7 @@ class TorchCudaArchList(DeclaredRule):
     triggers = ("TORCH_CUDA_ARCH_LIST",)
     sources = ("S1", "S27", "S34", "S48", "S57")
     prevents = ("X2", "E1")
-    languages = frozenset({"dockerfile"})
+    languages = frozenset({"dockerfile", "shell", "markdown"})
 
     bad = (
         Bad('FROM nvidia/cuda:12.6.3-devel-ubuntu22.04\nENV TORCH_CUDA_ARCH_LIST="8.0;8.6;9.0"\n', path="Dockerfile",
@@ -57,12 +60,16 @@ class TorchCudaArchList(DeclaredRule):
         Bad('FROM nvidia/cuda:13.0.1-devel-ubuntu24.04\nENV TORCH_CUDA_ARCH_LIST="7.0;7.5;8.0;8.6"\n',
             path="Dockerfile", target="sm86", fixed='FROM nvidia/cuda:13.0.1-devel-ubuntu24.04\nENV TORCH_CUDA_ARCH_LIST="7.5;8.0;8.6"\n'),
         Bad('FROM nvidia/cuda:13.0.1-devel-ubuntu24.04\nARG TORCH_CUDA_ARCH_LIST="6.1 7.0"\n', path="Dockerfile"),
+        Bad('export TORCH_CUDA_ARCH_LIST="8.0;9.0"\nMAX_JOBS=4 pip install flash-attn --no-build-isolation\n',
+            path="build.sh", target="sm75",
+            fixed='export TORCH_CUDA_ARCH_LIST="8.0;9.0;7.5"\nMAX_JOBS=4 pip install flash-attn --no-build-isolation\n'),
         Bad('ARG TORCH_CUDA_ARCH_LIST="9.0 10.0+PTX"\nENV TORCH_CUDA_ARCH_LIST=$TORCH_CUDA_ARCH_LIST\n',
             path="Dockerfile", target="sm86", fixed='ARG TORCH_CUDA_ARCH_LIST="9.0 10.0+PTX 8.6"\n'
             'ENV TORCH_CUDA_ARCH_LIST=$TORCH_CUDA_ARCH_LIST\n'),
     )
     good = (
         Good('FROM nvidia/cuda:12.6.3-devel-ubuntu22.04\nENV TORCH_CUDA_ARCH_LIST="6.1;7.0;8.0"\n', path="Dockerfile"),
+        Good('export TORCH_CUDA_ARCH_LIST="8.0;9.0"\necho built\n', path="build.sh"),
         Good('ENV TORCH_CUDA_ARCH_LIST="Pascal;Volta"\n', path="Dockerfile"),
         Good('ENV TORCH_CUDA_ARCH_LIST="7.0;8.0+PTX"\n', path="Dockerfile", target="sm89"),
         Good('FROM nvidia/cuda:13.0.1-devel-ubuntu24.04\nENV TORCH_CUDA_ARCH_LIST="7.5;8.0;8.6"\n', path="Dockerfile",
@@ -72,6 +79,21 @@ class TorchCudaArchList(DeclaredRule):
     @classmethod
     def applies_to(cls, target) -> bool:
         return True
+
+    def check_config(self, view, ctx) -> None:
+        if isinstance(view, GroupView):
+            self.check_declared(view.group, ctx)
+            return
+        # Scripts: the value in force when a `pip install` builds an extension.
+        if from_command(view, ctx.source_text) is None or not view.word_spans:
+            return
+        settings = list(SHELL_SETTING.finditer(ctx.source_text, 0, view.word_spans[0].start))
+        if settings:
+            m = settings[-1]
+            which = next(k for k in ("dq", "sq", "bare") if m.group(k) is not None)
+            span = Span(m.start(which), m.end(which))
+            self.check_declared(Declared("command", variables=[Variable("TORCH_CUDA_ARCH_LIST", m.group(which), span)]),
+                                ctx)
 
     def check_declared(self, group, ctx) -> None:
         variable = group.variable("TORCH_CUDA_ARCH_LIST")
