@@ -84,6 +84,8 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             if index is not None and index.pytorch_tag.startswith("cu"):
                 self._index_only(index, ctx)
             return
+        if any("$" in i.url and i.kind == "index" for i in group.indexes):
+            return  # the index comes from a variable the shell front end could not resolve: unknown, not PyPI
         version = wheels.chosen_torch(torch.spec.split("+", 1)[0] if "+" in torch.spec else torch.spec)
         if version is None:
             return
@@ -101,10 +103,12 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
                    f"kernel image is available`")
         edits: list[Edit | None] = []
         safety, description = FixSafety.SAFE, ""
-        if fit is not None and index is not None:
+        if fit is not None and index is not None and not index.editable:
+            message += f"; set it to {facts.index_url(fit)} where the variable is defined"
+        elif fit is not None and index is not None:
             edits.append(_retag(index.tag_span(), fit))
             if local:
-                plus = ctx.source_text.find("+", torch.span.start, torch.span.end)
+                plus = ctx.source_text.find("+", torch.span.start, torch.span.end) if torch.editable else -1
                 edits.append(Edit(plus + 1, plus + 1 + len(local), fit) if plus >= 0 else None)
             description = f"install the {fit} build of torch {version}"
             message += f"; use {facts.index_url(fit)}"
@@ -152,6 +156,6 @@ def _extra_index_line(group, torch, tag: str, text: str) -> Edit | None:
         line_start = text.rfind("\n", 0, torch.span.start) + 1
         newline = "\r\n" if text[text.find("\n", line_start) - 1: text.find("\n", line_start)] == "\r" else "\n"
         return Edit(line_start, line_start, f"--extra-index-url {url}{newline}")
-    if group.kind == "command":
+    if group.kind == "command" and torch.editable:
         return Edit(torch.span.end, torch.span.end, f" --extra-index-url {url}")
     return None

@@ -74,7 +74,8 @@ def test_dockerfile_reads_images_variables_and_leaves_other_instructions_out():
     image = parsed.group.images[0]
     assert (image.cuda, image.torch_version) == ("12.8", "2.8.0")
     assert parsed.group.variable("TORCH_CUDA_ARCH_LIST").value == "8.0 8.6"
-    assert parsed.shell_view.strip() == ""  # no RUN body: nothing for the shell front end
+    # no RUN body: the shell front end sees only the ARG, as an assignment
+    assert parsed.shell_view.strip() == 'TORCH_CUDA_ARCH_LIST="8.0 8.6"'
 
 
 def test_conda_packages_and_pip_section():
@@ -95,3 +96,24 @@ def test_unpinned_torch_on_a_card_every_wheel_supports_is_clean(tmp_path):
     (tmp_path / "requirements.txt").write_text("torch\n--extra-index-url https://download.pytorch.org/whl/cu130\n")
     assert not scan_paths([str(tmp_path)], resolve_target("sm86")).findings
     assert [f.code for f in scan_paths([str(tmp_path)], resolve_target("sm70")).findings] == ["RLC601"]
+
+
+@pytest.mark.parametrize("name, text", [
+    ("Dockerfile", "ARG TORCH_INDEX=https://download.pytorch.org/whl/cu130\nFROM python:3.11\n"
+                   "RUN pip install torch==2.9.1 --index-url ${TORCH_INDEX}\n"),
+    ("setup.sh", 'IDX=https://download.pytorch.org/whl/cu130\npip install torch==2.9.1 --index-url $IDX\n'),
+])
+def test_an_index_from_a_variable_is_reported_but_never_edited_where_it_is_used(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    found = scan_paths([str(path)], resolve_target("sm61")).findings
+    assert [f.code for f in found] == ["RLC601"] and found[0].fix is None
+    assert "cu126" in found[0].message
+    fix_paths([str(path)], resolve_target("sm61"), unsafe=True)
+    assert path.read_text() == text
+
+
+def test_an_index_the_front_end_cannot_resolve_is_not_taken_for_pypi(tmp_path):
+    path = tmp_path / "setup.sh"
+    path.write_text('pip install torch==2.9.1 --index-url "$TORCH_INDEX"\n')
+    assert not scan_paths([str(path)], resolve_target("sm61")).findings

@@ -35,6 +35,7 @@ class Requirement:
     span: Span  # the whole requirement text
     spec_span: Span | None = None  # the specifier's text, for rewriting it
     conda: bool = False  # a conda package (`pytorch=2.5`, `pytorch-cuda=12.1`), not a pip one
+    editable: bool = True  # False when the text came from a variable: `span` is where it is used, not written
 
 
 @dataclass
@@ -42,6 +43,7 @@ class IndexUrl:
     url: str
     kind: str  # "index" | "extra" | "links"
     span: Span  # the URL's text
+    editable: bool = True  # False when the URL came from a variable (`--index-url $TORCH_INDEX`)
 
     @property
     def pytorch_tag(self) -> str | None:
@@ -50,7 +52,7 @@ class IndexUrl:
         return m.group("tag") if m else None
 
     def tag_span(self) -> Span | None:
-        m = PYTORCH_INDEX.search(self.url)
+        m = PYTORCH_INDEX.search(self.url) if self.editable else None
         return Span(self.span.start + m.start("tag"), self.span.start + m.end("tag")) if m else None
 
 
@@ -208,6 +210,12 @@ def from_command(view: ConfigView, text: str) -> Declared | None:
         return None
     group = Declared("command", anchor=spans[0])
     pip_arguments(list(zip(words[at + 1:], spans[at + 1:])), group)
+    # A word whose text is not what the file holds there (a variable the shell front end resolved) is reported
+    # where it is used but never edited there.
+    written = {(s.start, s.end) for w, s in zip(words, spans) if text[s.start:s.end] == w}
+    for item in (*group.requirements, *group.indexes):
+        if not any(a <= item.span.start and item.span.end <= b for a, b in written):
+            item.editable = False
     return group
 
 

@@ -2,6 +2,8 @@
 
 `RUN` bodies (shell form) go through the shell front end: the file is blanked to spaces outside them (newlines
 kept), so commands keep their real offsets and a fix edits the Dockerfile itself, as for Markdown code blocks.
+`ENV`/`ARG` lines of the `KEY=value` form are kept too (without the keyword): to the shell they are assignments,
+so `RUN pip install torch --index-url ${TORCH_INDEX}` resolves to the ARG's value, where a fix edits it.
 The exec form (`RUN ["pip", "install", ...]`) and heredocs are not read.
 """
 
@@ -48,6 +50,9 @@ def parse(text: str) -> Dockerfile:
             _base_image(rest, rest_at, group)
         elif op in ("ENV", "ARG"):
             _variables(rest, rest_at, group)
+            if re.fullmatch(r"\s*(?:" + PAIR.pattern + r"\s*(?:\\\s*)?)+", rest):
+                # `KEY=value ...` is also a shell assignment: RUN commands then resolve `$KEY` to it.
+                keep.append((rest_at, start + len(line)))
         elif op == "RUN" and not rest.lstrip().startswith(("[", "<<")):
             keep.append((rest_at, start + len(line)))
     view = _blank_outside(text, keep)
