@@ -25,7 +25,8 @@ def declared_language(path: str) -> str | None:
     if name.endswith(".txt") and (name.startswith(("requirements", "constraints"))
                                   or os.path.basename(os.path.dirname(path)).lower() == "requirements"):
         return "requirements"
-    if name == "dockerfile" or name.startswith(("dockerfile.", "dockerfile-", "dockerfile_")) or name.endswith(".dockerfile"):
+    if (name == "dockerfile" or name.startswith(("dockerfile.", "dockerfile-", "dockerfile_")) or name.endswith(".dockerfile")) \
+            and not name.endswith((".jinja", ".j2", ".tmpl", ".template", ".in")):  # templates are not Dockerfiles yet
         return "dockerfile"
     if name.endswith((".yml", ".yaml")) and name.startswith(("environment", "conda")):
         return "conda"

@@ -3,6 +3,7 @@ from __future__ import annotations
 import re
 
 from rlcompat import declared_facts as wheels
+from rlcompat.discovery import declared_language
 from rlcompat.doctor import facts
 from rlcompat.lang.declared import Declared, DeclaredRule, GroupView, Variable, from_command
 from rlcompat.lang.settings import Span
@@ -45,7 +46,8 @@ class TorchCudaArchList(DeclaredRule):
         "architecture 'compute_70'` [S27][S48]."
     )
     fix_safety = (
-        "Appending the target's capability only adds code (a longer build): safe. Entries below 7.5 under CUDA 13 "
+        "Appending the target's capability only adds code (a longer build): safe, except below 7.5 when the file "
+        "does not say its CUDA (a CUDA 13 image would then stop at the new entry): unsafe. Entries below 7.5 under CUDA 13 "
         "are removed only when the target is 7.5+ (safe: no card this image can serve uses them); for an older "
         "target the base image is what must change (RLC602)."
     )
@@ -60,6 +62,8 @@ class TorchCudaArchList(DeclaredRule):
         Bad('FROM nvidia/cuda:13.0.1-devel-ubuntu24.04\nENV TORCH_CUDA_ARCH_LIST="7.0;7.5;8.0;8.6"\n',
             path="Dockerfile", target="sm86", fixed='FROM nvidia/cuda:13.0.1-devel-ubuntu24.04\nENV TORCH_CUDA_ARCH_LIST="7.5;8.0;8.6"\n'),
         Bad('FROM nvidia/cuda:13.0.1-devel-ubuntu24.04\nARG TORCH_CUDA_ARCH_LIST="6.1 7.0"\n', path="Dockerfile"),
+        Bad('ARG CUDA=13.0.1\nFROM nvidia/cuda:${CUDA}-devel-ubuntu24.04\nENV TORCH_CUDA_ARCH_LIST="8.0;9.0"\n',
+            path="Dockerfile"),
         Bad('export TORCH_CUDA_ARCH_LIST="8.0;9.0"\nMAX_JOBS=4 pip install flash-attn --no-build-isolation\n',
             path="build.sh", target="sm75",
             fixed='export TORCH_CUDA_ARCH_LIST="8.0;9.0;7.5"\nMAX_JOBS=4 pip install flash-attn --no-build-isolation\n'),
@@ -84,8 +88,10 @@ class TorchCudaArchList(DeclaredRule):
         if isinstance(view, GroupView):
             self.check_declared(view.group, ctx)
             return
-        # Scripts: the value in force when a `pip install` builds an extension.
-        if from_command(view, ctx.source_text) is None or not view.word_spans:
+        # Scripts: the value in force when a `pip install` builds an extension. (A Dockerfile's RUN commands see
+        # its ENV/ARG lines too, but the file's group, which knows the base image's CUDA, judges those.)
+        if declared_language(ctx.path) == "dockerfile" or from_command(view, ctx.source_text) is None \
+                or not view.word_spans:
             return
         settings = list(SHELL_SETTING.finditer(ctx.source_text, 0, view.word_spans[0].start))
         if settings:
@@ -117,13 +123,18 @@ class TorchCudaArchList(DeclaredRule):
                                                                   f"12 base image (RLC602)"),
                        [edit], FixSafety.SAFE, f"drop {names}")
             return
-        if not runs:
+        if not runs and cuda and not wheels.cuda_below(cuda, limit["cuda"]) and cc < floor:
+            ctx.report(variable.span, f"TORCH_CUDA_ARCH_LIST has no entry that runs on {self.target.name} "
+                                      f"({self.target.capability_text}), and CUDA {cuda} cannot compile for it: the "
+                                      f"base image has to change first (RLC602)", [None])
+        elif not runs:
             sep = ";" if ";" in variable.value or " " not in variable.value.strip() else " "
             ctx.report(variable.span, f"TORCH_CUDA_ARCH_LIST has no entry that runs on {self.target.name} "
                                       f"({self.target.capability_text}): extensions built with it fail with `no "
                                       f"kernel image is available`",
                        [Edit(variable.span.end, variable.span.end, f"{sep}{self.target.capability_text}")],
-                       FixSafety.SAFE, f"add {self.target.capability_text}")
+                       # Below 7.5 the entry compiles only under CUDA 12 or older: unknown here without a base image.
+                       FixSafety.SAFE if cuda or cc >= floor else FixSafety.UNSAFE, f"add {self.target.capability_text}")
 
     @staticmethod
     def _without(variable, drop) -> Edit | None:

@@ -36,7 +36,7 @@ def test_fix_matches_golden_file_and_is_idempotent(case, tmp_path):
 @pytest.mark.parametrize("path, language", [
     ("requirements.txt", "requirements"), ("requirements-dev.txt", "requirements"),
     ("deps/requirements/base.txt", "requirements"), ("constraints.txt", "requirements"), ("notes.txt", None),
-    ("Dockerfile", "dockerfile"), ("docker/Dockerfile.cuda", "dockerfile"), ("gpu.dockerfile", "dockerfile"),
+    ("Dockerfile", "dockerfile"), ("docker/Dockerfile.cuda", "dockerfile"), ("gpu.dockerfile", "dockerfile"), ("cicd/Dockerfile-uv.jinja", None),
     ("environment.yml", "conda"), ("environment-cuda.yaml", "conda"), ("conf/ppo.yaml", "yaml"),
     ("pyproject.toml", "pyproject"), ("setup.cfg", None),
 ])

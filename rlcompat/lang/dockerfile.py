@@ -62,9 +62,9 @@ def parse(text: str) -> Dockerfile:
 VARIABLE = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_]\w*)(?::?-(?P<default>[^}]*))?\}|(?P<bare>[A-Za-z_]\w*))")
 
 
-def _expand(value: str, group: Declared, depth: int = 0) -> str | None:
+def _expand(value: str, group: Declared, depth: int = 0, partial: bool = False) -> str | None:
     """`$NAME` / `${NAME}` / `${NAME:-default}` replaced by the ARG/ENV values set before (which may use others in
-    turn); None if one is unknown."""
+    turn); None if one is unknown, or (`partial`) the unknown ones left empty."""
     unknown = False
 
     def one(m: re.Match) -> str:
@@ -79,7 +79,7 @@ def _expand(value: str, group: Declared, depth: int = 0) -> str | None:
         return ""
 
     out = VARIABLE.sub(one, value)
-    return None if unknown else out
+    return None if unknown and not partial else out
 
 
 def _base_image(rest: str, at: int, group: Declared) -> None:
@@ -90,7 +90,8 @@ def _base_image(rest: str, at: int, group: Declared) -> None:
     ref, start = words[0]
     literal = "$" not in ref
     if not literal:
-        ref = _expand(ref, group)  # FROM nvidia/cuda:${CUDA_VERSION}-devel-ubuntu22.04 with ARG CUDA_VERSION=...
+        # FROM nvidia/cuda:${CUDA_VERSION}-cudnn-devel-ubuntu${UBUNTU}: what is known is enough to read the CUDA.
+        ref = _expand(ref, group, partial=True)
         if ref is None:
             return
     ref = ref.split("@", 1)[0]
