@@ -55,9 +55,9 @@ def _allows(op: str, version: str, line: tuple[int, int]) -> bool:
         return False
     # Compare a minor line with the bound at the bound's precision ("<2.9" excludes 2.9.x; "<2.9.1" allows 2.9).
     candidate = line + (0,) * max(0, len(wanted) - 2)
-    prefix = candidate[: len(wanted)] if op in ("==", "=") and "*" in version else None
-    if prefix is not None:
-        return facts.release(version.replace(".*", "")) == candidate[: len(facts.release(version.replace(".*", "")))]
+    if op in ("==", "=") and "*" in version:  # "==2.8.*"
+        prefix = facts.release(version.replace(".*", ""))
+        return candidate[: len(prefix)] == prefix
     if op in ("==", "===", "="):
         return candidate[:2] == wanted[:2]
     if op == "!=":
