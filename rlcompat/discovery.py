@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import subprocess
 from rlcompat.config import Settings
 
@@ -13,7 +14,32 @@ EXPLICIT_ONLY = {".md": "markdown", ".markdown": "markdown"}
 
 
 def language_of(path: str) -> str | None:
-    return LANGUAGES.get(os.path.splitext(path)[1].lower())
+    return declared_language(path) or LANGUAGES.get(os.path.splitext(path)[1].lower())
+
+
+def declared_language(path: str) -> str | None:
+    """Files that declare an environment, known by name: their extensions (.txt, .yml, none) say nothing."""
+    name = os.path.basename(path).lower()
+    if name == "pyproject.toml":
+        return "pyproject"
+    if name.endswith(".txt") and (name.startswith(("requirements", "constraints"))
+                                  or os.path.basename(os.path.dirname(path)).lower() == "requirements"):
+        return "requirements"
+    if (name == "dockerfile" or name.startswith(("dockerfile.", "dockerfile-", "dockerfile_")) or name.endswith(".dockerfile")) \
+            and not name.endswith((".jinja", ".j2", ".tmpl", ".template", ".in")):  # templates are not Dockerfiles yet
+        return "dockerfile"
+    if name.endswith((".yml", ".yaml")) and name.startswith(("environment", "conda")):
+        return "conda"
+    return None
+
+
+def language_from_content(language: str, text: str) -> str:
+    """A YAML file named otherwise that is a conda environment (top-level `dependencies:` beside `channels:`, or
+    with a `- pip:` list) is read as one."""
+    if language != "yaml" or "dependencies:" not in text:
+        return language
+    top = set(re.findall(r"^(channels|dependencies):", text, re.MULTILINE))
+    return "conda" if "dependencies" in top and ("channels" in top or re.search(r"^\s+- pip:", text, re.MULTILINE)) else language
 
 
 def discover(paths: list[str], settings: Settings) -> tuple[list[tuple[str, str]], list[str]]:
@@ -81,9 +107,9 @@ def _walk(root: str, settings: Settings):
             keep.append(d)
         dirnames[:] = keep
         for f in sorted(filenames):
-            if language_of(f) is None or settings.is_name_excluded(f):
-                continue
             full = os.path.normpath(os.path.join(directory, f))
+            if language_of(full) is None or settings.is_name_excluded(f):
+                continue
             if settings.is_path_excluded(full):
                 continue
             if ignored and os.path.normpath(os.path.abspath(full)) in ignored:

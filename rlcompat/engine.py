@@ -13,12 +13,15 @@ from typing import Iterable, Sequence
 
 from rlcompat import suppressions
 from rlcompat.config import Settings
+from rlcompat.discovery import language_from_content
 from rlcompat.model import FileError, Finding, Location
 from rlcompat.source import SourceError, SourceFile, decode, read_bytes
 from rlcompat.targets import Target, resolve_target
 
 FRONTENDS = {"python": "rlcompat.lang.python", "yaml": "rlcompat.lang.yaml", "shell": "rlcompat.lang.shell",
-             "markdown": "rlcompat.lang.markdown"}
+             "markdown": "rlcompat.lang.markdown", "requirements": "rlcompat.lang.requirements",
+             "dockerfile": "rlcompat.lang.dockerfile", "conda": "rlcompat.lang.condaenv",
+             "pyproject": "rlcompat.lang.pyproject_deps"}
 META_UNUSED = "RLC001"
 
 
@@ -121,6 +124,7 @@ class Checker:
 
     def check_source(self, source: SourceFile, language: str) -> FileResult:
         path, text = source.path, source.text
+        language = language_from_content(language, text)
         result = FileResult(path, language)
         rules = [r for r in self.rules_by_language.get(language, ()) if self.settings.is_selected(r.code, path)]
         # Each trigger word is looked for once; a rule runs if one of its own is present.

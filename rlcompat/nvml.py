@@ -122,4 +122,6 @@ def lowest_visible_target(pynvml_module=None, env: dict[str, str] | None = None)
         found = f"{len(gpus)} GPU(s), none visible through CUDA_VISIBLE_DEVICES" if gpus else "no GPU"
         raise TargetError(f"--target auto found {found}; pass --target (e.g. --target sm61 or --target P40)")
     lowest = min(visible, key=lambda g: g.capability)
-    return target_for_capability(*lowest.capability)
+    from rlcompat.targets import product_for_gpu_name
+
+    return product_for_gpu_name(lowest.name, target_for_capability(*lowest.capability))

@@ -42,7 +42,7 @@ def find(text: str, language: str) -> list[Suppression]:
     for m in PATTERN.finditer(text):
         line, col = index.position(m.start())
         first = line
-        if language in ("shell", "markdown"):
+        if language in ("shell", "markdown", "dockerfile", "requirements"):
             # A comment cannot sit inside a continued command, only after its last line: it covers all of them.
             while first > 1 and index.line_text(first - 1).rstrip().endswith("\\"):
                 first -= 1

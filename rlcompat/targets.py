@@ -89,6 +89,30 @@ def all_targets() -> tuple[Target, ...]:
 
 
 @lru_cache(maxsize=1)
+def products() -> tuple[Target, ...]:
+    """Named products (targets.toml `[[product]]`): their capability's entry, renamed, with their facts added."""
+    data = load_toml_text(resources.files("rlcompat.rules").joinpath("targets.toml").read_text("utf-8"))
+    out = []
+    for entry in data.get("product", ()):
+        major, minor = (int(p) for p in entry["capability"].split("."))
+        base = next(t for t in all_targets() if t.capability == (major, minor))
+        extra = {k: Fact(value=f["value"], sources=tuple(f["sources"]), note=f.get("note"))
+                 for k, f in entry["facts"].items()}
+        out.append(Target(name=entry["name"], capability=base.capability, architecture=base.architecture,
+                          gpus=tuple(entry["gpus"]), aliases=tuple(entry["aliases"]), facts={**base.facts, **extra}))
+    return tuple(out)
+
+
+def product_for_gpu_name(name: str, target: Target) -> Target:
+    """`auto`: the product entry when the card's NVML name marks one (\"NVIDIA GeForce RTX 4090\"), else `target`."""
+    data = load_toml_text(resources.files("rlcompat.rules").joinpath("targets.toml").read_text("utf-8"))
+    for entry, product in zip(data.get("product", ()), products()):
+        if entry["nvml_name_contains"] in name and product.capability == target.capability:
+            return product
+    return target
+
+
+@lru_cache(maxsize=1)
 def sources() -> dict[str, str]:
     return load_toml_text(resources.files("rlcompat.rules").joinpath("sources.toml").read_text("utf-8"))["sources"]
 
@@ -110,6 +134,10 @@ def _lookup_table() -> dict[str, Target]:
         for alias in (*t.aliases, *t.gpus):
             table[_normalise(alias)] = t
             table[_normalise(alias).replace("-", "")] = t
+    for p in products():  # a product's own names win over the capability entry's aliases
+        for alias in (p.name, *p.aliases, *p.gpus):
+            table[_normalise(alias)] = p
+            table[_normalise(alias).replace("-", "")] = p
     return table
 
 

@@ -4,6 +4,7 @@ from rlcompat.lang.settings import ConfigRule
 from rlcompat.lang.confighelpers import remove_flag
 from rlcompat.model import FixSafety
 from rlcompat.rule import Bad, Good
+from rlcompat.rules.rlc405_vllm_quantization_minimum import vllm_command
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.rollout.quantization={q} \\\n    trainer.n_gpus_per_node=1\n"
 
@@ -13,8 +14,8 @@ class Fp8RolloutQuantization(ConfigRule):
     name = "fp8-rollout-quantization"
     title = "fp8 quantization asked of the rollout engine on a GPU without fp8"
     what = (
-        "Finds `actor_rollout_ref.rollout.quantization: fp8` (verl [S51]) and `--quantization fp8` (vLLM, SGLang "
-        "command lines)."
+        "Finds `actor_rollout_ref.rollout.quantization: fp8` (verl [S51]) and `--quantization fp8` of other "
+        "command lines (SGLang); `vllm serve` lines are RLC405's."
     )
     why = "vLLM supports fp8 from compute capability 8.9 (`supports_fp8`) [S6]; Triton's fp8e4nv type needs 8.9 too [S20]."
     fix_safety = (
@@ -26,8 +27,6 @@ class Fp8RolloutQuantization(ConfigRule):
 
     bad = (
         Bad(CMD.format(q="fp8"), path="run.sh", unsafe=True, fixed=CMD.format(q="null")),
-        Bad("vllm serve m --quantization fp8\n", path="run.sh", target="sm86", unsafe=True,
-            fixed="vllm serve m\n"),
     )
     good = (
         Good(CMD.format(q="fp8"), path="run.sh", target="sm89"),
@@ -39,7 +38,9 @@ class Fp8RolloutQuantization(ConfigRule):
         return not target.fp8
 
     def check_config(self, view, ctx) -> None:
-        found = [s for s in (view.get("actor_rollout_ref.rollout.quantization"),) if s] + view.flags("--quantization")
+        # `vllm serve --quantization` is RLC405's, from vLLM's own per-method minimums (rules/vllm.toml).
+        flags = [] if vllm_command(view.command_words) else view.flags("--quantization")
+        found = [s for s in (view.get("actor_rollout_ref.rollout.quantization"),) if s] + flags
         for s in found:
             if s.value is None or s.value.strip().lower() != "fp8":
                 continue

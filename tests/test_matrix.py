@@ -156,7 +156,7 @@ def test_json_matrix_document_shape(tmp_path):
     code, out, _ = invoke("matrix", str(tmp_path), "--targets", "sm70", "--output-format", "json", "--no-cache")
     doc = json.loads(out)
     assert doc["command"] == "matrix" and doc["schema_version"] == 1 and doc["files"] == 1
-    assert [f["name"] for f in doc["families"]] == ["dtype", "attention", "triton/compile", "rollout", "other"]
+    assert [f["name"] for f in doc["families"]] == ["dtype", "attention", "triton/compile", "rollout", "environment", "other"]
     row = doc["targets"][0]
     assert set(row) == {"name", "capability", "architecture", "gpus", "cells", "totals", "suppressed", "status", "verdict", "first_blocker"}
     assert row["capability"] == "7.0" and row["totals"]["fixable"] + row["totals"]["unsafe_fixable"] == 1

@@ -11,7 +11,7 @@ from rlcompat.targets import TargetError, all_targets, resolve_target, sources, 
 @pytest.mark.parametrize(
     "spec,name",
     [("sm61", "sm61"), ("sm_61", "sm61"), ("6.1", "sm61"), ("61", "sm61"), ("P40", "sm61"), ("tesla-p40", "sm61"),
-     ("Tesla P40", "sm61"), ("V100", "sm70"), ("T4", "sm75"), ("A100", "sm80"), ("3090", "sm86"), ("RTX 4090", "sm89"),
+     ("Tesla P40", "sm61"), ("V100", "sm70"), ("T4", "sm75"), ("A100", "sm80"), ("3090", "sm86"), ("RTX 4090", "sm89-geforce"), ("L4", "sm89"),
      ("H100", "sm90"), ("p100", "sm60"), ("B200", "sm100"), ("rtx5090", "sm120")],
 )
 def test_resolve_accepts_capabilities_and_gpu_names(spec, name):

@@ -7,22 +7,27 @@ import re
 
 from rlcompat.doctor import facts
 from rlcompat.doctor.checks import environment_rules
+from rlcompat.rules import file_rules
 from rlcompat.targets import sources
 
 
 def markdown() -> str:
     errors = facts.environment_facts()["errors"]
     rules = environment_rules()
+    # Scan rules that name the error they prevent (declared environments, vLLM command lines) join the list.
+    scan_rules = [r for r in file_rules() if getattr(r, "prevents", ())]
     table = sources()
     out = ["# Troubleshooting: error messages and the doctor findings that prevent them", "",
-           "Generated from `rules/environment.toml` and the RLC5xx rules by "
+           "Generated from `rules/environment.toml`, the RLC5xx rules and the scan rules that name an error there by "
            "`python -m rlcompat.doctor.troubleshooting`; do not edit by hand.", "",
            "Paste the message you got into your browser's find box. `rlcompat doctor` (on the machine) or "
            "`rlcompat doctor --target sm61` (anywhere) reports the finding before the error happens; "
            "`rlcompat rule CODE` explains a rule. `{...}` marks a part that varies.", ""]
     for error_id, e in errors.items():
         preventing = [r for r in rules if error_id in r.prevents]
-        if not preventing:
+        declared = [r for r in scan_rules if error_id in r.prevents]
+        preventing_any = preventing + declared
+        if not preventing_any:
             continue
         out += [f"## {_heading(e['text'])}", "", "```text", e["text"], "```", ""]
         if e.get("also"):
@@ -34,6 +39,8 @@ def markdown() -> str:
             example = _example_finding(r, error_id)
             if example is not None:
                 out.append(f"  What to do (for example, on {example.target}): {example.remedy}")
+        for r in declared:
+            out.append(f"- **{r.code} {r.name}** (`rlcompat scan`, before anything is installed or run): {r.title}.")
         cited = sorted(set(e["sources"]), key=lambda s: int(s[1:]))
         out += ["", "Sources: " + "; ".join(f"[{s}] {table[s]}" for s in cited), ""]
     out += _precision_sections(table)

@@ -80,6 +80,7 @@ class ConfigView:
     is_verl: bool = False  # a verl config file or a verl training command
     anchor: Span | None = None  # what a finding about a missing key points at (the command's entry word)
     command_words: tuple[str, ...] = ()  # the resolved words of a command (for engines and flags)
+    word_spans: tuple[Span, ...] = ()  # where each of command_words is written (a wrapper's words share its span)
     _adder: object = None  # shell: callable(key_with_prefix, value) -> Edit
     unread: str = ""  # kind "unread": why the parser refused the command
 

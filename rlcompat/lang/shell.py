@@ -584,7 +584,8 @@ def _view(command: Command, variables: Variables, knowledge, text: str, index: L
     settings.extend(_flags(command.words, variables, index))
     anchor_word = expanded[entry][1] if entry is not None else command.words[0]
     view = ConfigView("command", settings, is_verl=entry is not None, anchor=Span(anchor_word.start, anchor_word.end),
-                      command_words=tuple(t for t, _ in expanded))
+                      command_words=tuple(t for t, _ in expanded),
+                      word_spans=tuple(Span(w.start, w.end) for _, w in expanded))
     if entry is not None:
         view._adder = _adder(text, index, command, last_override or anchor_word)
     return view

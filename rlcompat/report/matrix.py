@@ -15,7 +15,8 @@ from rlcompat.model import FileError, Finding, FixSafety
 from rlcompat.targets import Target
 
 # Rule families by code prefix; RLC0xx (suppressions, shell commands no rule reads) are "other".
-FAMILIES = (("RLC1", "dtype"), ("RLC2", "attention"), ("RLC3", "triton/compile"), ("RLC4", "rollout"), ("RLC0", "other"))
+FAMILIES = (("RLC1", "dtype"), ("RLC2", "attention"), ("RLC3", "triton/compile"), ("RLC4", "rollout"),
+            ("RLC6", "environment"), ("RLC0", "other"))
 KINDS = ("blockers", "fixable", "unsafe_fixable", "notes")
 
 RUNS, RUNS_AFTER_FIX, RUNS_AFTER_UNSAFE_FIX, BLOCKED = "runs", "runs_after_fix", "runs_after_unsafe_fix", "blocked"

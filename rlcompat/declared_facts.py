@@ -1,0 +1,98 @@
+"""Questions the declared-environment rules (RLC6xx) ask of the tables doctor reads (rules/torch_wheels.toml,
+rules/environment.toml through `rlcompat.doctor.facts`): which torch release a specifier installs, and which
+wheel variant that is. One table each for doctor and scan; nothing here restates a fact."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from rlcompat.doctor import facts
+
+CLAUSE = re.compile(r"^\s*(===|==|!=|~=|>=|<=|>|<|=)?\s*([0-9][\w.*+!-]*)\s*$")
+
+
+@lru_cache(maxsize=1)
+def torch_releases() -> tuple[tuple[int, int], ...]:
+    """Every torch minor release the wheel table speaks of (2.0 ... the last one a bounded range names)."""
+    lines = set()
+    for v in facts.wheel_variants():
+        low, high = facts.release(v.torch_min), facts.release(v.torch_below)
+        if high[0] >= 99:
+            high = low
+        for minor in range(low[1], high[1] if high[0] == low[0] else low[1] + 1):
+            lines.add((low[0], minor))
+        lines.add(low[:2])
+    return tuple(sorted(lines))
+
+
+def chosen_torch(spec: str) -> str | None:
+    """The torch release pip installs for a specifier: the newest known minor release it allows ("2.8" for
+    "<2.9", the newest line for ""). A `+cuXXX` local tag is kept ("2.8.0+cu128"). None when no known release
+    satisfies it, or the specifier cannot be read."""
+    spec = spec.strip()
+    if not spec:
+        return ".".join(map(str, torch_releases()[-1]))
+    clauses = [c for c in spec.split(",") if c.strip()]
+    parsed = []
+    for c in clauses:
+        m = CLAUSE.match(c)
+        if not m:
+            return None
+        parsed.append((m.group(1) or "==", m.group(2)))
+    exact = [v for op, v in parsed if op in ("==", "===", "=") and "*" not in v]
+    if exact:
+        return exact[0]
+    for line in reversed(torch_releases()):
+        if all(_allows(op, v, line) for op, v in parsed):
+            return ".".join(map(str, line))
+    return None
+
+
+def _allows(op: str, version: str, line: tuple[int, int]) -> bool:
+    wanted = facts.release(version.replace("*", "0"))
+    if not wanted:
+        return False
+    # Compare a minor line with the bound at the bound's precision ("<2.9" excludes 2.9.x; "<2.9.1" allows 2.9).
+    candidate = line + (0,) * max(0, len(wanted) - 2)
+    if op in ("==", "=") and "*" in version:  # "==2.8.*"
+        prefix = facts.release(version.replace(".*", ""))
+        return candidate[: len(prefix)] == prefix
+    if op in ("==", "===", "="):
+        return candidate[:2] == wanted[:2]
+    if op == "!=":
+        return True
+    if op == "~=":
+        return candidate >= wanted and candidate[: len(wanted) - 1] == wanted[: len(wanted) - 1]
+    if op == ">=":
+        return candidate >= wanted or candidate[:2] == wanted[:2]
+    if op == ">":
+        return candidate > wanted or (candidate[:2] == wanted[:2] and len(wanted) > 2)
+    if op == "<=":
+        return candidate <= wanted
+    if op == "<":
+        return candidate < wanted
+    return False
+
+
+def variant(tag: str | None, torch_version: str) -> facts.WheelVariant | None:
+    """The variant pip gets: the `+cuXXX` tag of the version or the index, else PyPI's default for the release."""
+    if tag is None:
+        tag = facts.local_tag(torch_version) or facts.pypi_default_tag(torch_version)
+    if tag is None or not tag.startswith("cu"):
+        return None
+    return next((v for v in facts.wheel_variants() if v.tag == tag and v.ships(torch_version)), None)
+
+
+def variants_tagged(tag: str) -> list[facts.WheelVariant]:
+    return [v for v in facts.wheel_variants() if v.tag == tag]
+
+
+def fitting_tag(torch_version: str, cc: tuple[int, int]) -> str | None:
+    """The tag of the lowest-CUDA variant of this torch release that runs on `cc` (None when no variant does)."""
+    fitting = [v for v in facts.wheel_variants() if v.ships(torch_version) and v.runs_on(cc)]
+    return min(fitting, key=lambda v: facts.release(v.cuda)).tag if fitting else None
+
+
+def cuda_below(cuda: str, other: str) -> bool:
+    return facts.release(cuda) < facts.release(other)

@@ -1,0 +1,227 @@
+"""What a project *declares* about its environment, whatever file says it: the packages it asks pip or conda for,
+the package indexes, the base image of a container and the build variables it sets.
+
+Front ends (`lang/requirements.py`, `lang/dockerfile.py`, `lang/condaenv.py`, `lang/pyproject_deps.py`, and
+`pip install` commands in launch scripts) turn their file into `Declared` groups: one group is what one install
+resolves together (a requirements file, one `RUN pip install`, one script command). `DeclaredRule`s are written
+once over groups. Every item knows the exact character range of its text, so a fix rewrites that text only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from rlcompat.lang.settings import ConfigContext, ConfigRule, ConfigView, Span, run_rules
+from rlcompat.model import Finding
+
+# PEP 508 name, optional extras, then the version specifier up to a marker or comment.
+REQUIREMENT = re.compile(r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?P<spec>[^;#@]*)")
+INDEX_OPTIONS = {"--index-url": "index", "-i": "index", "--extra-index-url": "extra", "-f": "links",
+                 "--find-links": "links"}
+PYTORCH_INDEX = re.compile(r"download\.pytorch\.org/whl/(?:nightly/|test/)?(?P<tag>cu\d+|cpu|rocm[\d.]+|xpu)\b")
+
+
+def normalise(name: str) -> str:
+    """A distribution name as pip compares them (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@dataclass
+class Requirement:
+    name: str  # normalised
+    spec: str  # the version part as written: "==2.8.0+cu128", ">=2.6,<2.9", "" (any)
+    span: Span  # the whole requirement text
+    spec_span: Span | None = None  # the specifier's text, for rewriting it
+    conda: bool = False  # a conda package (`pytorch=2.5`, `pytorch-cuda=12.1`), not a pip one
+    editable: bool = True  # False when the text came from a variable: `span` is where it is used, not written
+
+
+@dataclass
+class IndexUrl:
+    url: str
+    kind: str  # "index" | "extra" | "links"
+    span: Span  # the URL's text
+    editable: bool = True  # False when the URL came from a variable (`--index-url $TORCH_INDEX`)
+
+    @property
+    def pytorch_tag(self) -> str | None:
+        """`cu126` for https://download.pytorch.org/whl/cu126, None for any other index."""
+        m = PYTORCH_INDEX.search(self.url)
+        return m.group("tag") if m else None
+
+    def tag_span(self) -> Span | None:
+        m = PYTORCH_INDEX.search(self.url) if self.editable else None
+        return Span(self.span.start + m.start("tag"), self.span.start + m.end("tag")) if m else None
+
+
+@dataclass
+class BaseImage:
+    image: str  # "nvidia/cuda", "pytorch/pytorch", "nvcr.io/nvidia/pytorch"
+    tag: str
+    tag_span: Span
+    literal: bool = True  # the tag is written out (not built from ARG variables), so a fix can rewrite it
+
+    @property
+    def cuda(self) -> str | None:
+        """The CUDA version the image ships: the tag of nvidia/cuda, `-cudaX.Y-` of pytorch/pytorch."""
+        name = self.image.rsplit("/", 2)
+        if self.image.endswith("nvidia/cuda"):
+            m = re.match(r"(\d+\.\d+)", self.tag)
+            return m.group(1) if m else None
+        if name[-1] == "pytorch" and "nvcr.io" not in self.image:
+            m = re.search(r"-cuda(\d+\.\d+)", self.tag)
+            return m.group(1) if m else None
+        return None
+
+    @property
+    def torch_version(self) -> str | None:
+        """The torch release a pytorch/pytorch image ships (its tag starts with it)."""
+        if self.image.endswith("pytorch/pytorch") and "nvcr.io" not in self.image:
+            m = re.match(r"(\d+\.\d+(?:\.\d+)?)-cuda", self.tag)
+            return m.group(1) if m else None
+        return None
+
+
+@dataclass
+class Variable:
+    name: str
+    value: str
+    span: Span  # the value's text (inside quotes)
+
+
+@dataclass
+class Declared:
+    """What one install resolves together."""
+
+    kind: str  # "requirements" | "pyproject" | "conda" | "dockerfile" | "command"
+    requirements: list[Requirement] = field(default_factory=list)
+    indexes: list[IndexUrl] = field(default_factory=list)
+    images: list[BaseImage] = field(default_factory=list)
+    variables: list[Variable] = field(default_factory=list)
+    anchor: Span | None = None  # what a finding about the group as a whole points at
+
+    def requirement(self, name: str) -> Requirement | None:
+        return next((r for r in self.requirements if r.name == name and not r.conda), None)
+
+    def conda_package(self, name: str) -> Requirement | None:
+        return next((r for r in self.requirements if r.name == name and r.conda), None)
+
+    def variable(self, name: str) -> Variable | None:
+        found = [v for v in self.variables if v.name == name]
+        return found[-1] if found else None
+
+    @property
+    def cuda(self) -> str | None:
+        """The CUDA toolkit the group's base image declares, if one does."""
+        return next((i.cuda for i in self.images if i.cuda), None)
+
+
+class DeclaredRule(ConfigRule):
+    """A rule over declared environments: requirement files, pyproject dependencies, conda environment files,
+    Dockerfiles, and `pip install` commands in launch scripts (through the shell front end)."""
+
+    languages = frozenset({"requirements", "pyproject", "conda", "dockerfile", "shell", "markdown"})
+
+    def check_declared(self, group: Declared, ctx: ConfigContext) -> None:
+        raise NotImplementedError
+
+    def check_config(self, view: ConfigView, ctx: ConfigContext) -> None:
+        if isinstance(view, GroupView):
+            self.check_declared(view.group, ctx)
+            return
+        # Launch scripts: a `pip install` (or `uv pip install`, `python -m pip install`) command is a group.
+        group = from_command(view, ctx.source_text)
+        if group is not None:
+            self.check_declared(group, ctx)
+
+
+def run(groups: Sequence[Declared], text: str, path: str, rules: Sequence[DeclaredRule], target) -> list[Finding]:
+    """Run the rules over groups with the machinery (and report format) of the config rules."""
+    return run_rules([GroupView(g) for g in groups], text, path, rules, target)
+
+
+class GroupView(ConfigView):
+    """A declared group passed through `run_rules`, which hands rules views."""
+
+    def __init__(self, group: Declared) -> None:
+        super().__init__("declared")
+        self.group = group
+
+
+# --- pip arguments ---------------------------------------------------------------------------------------------
+
+
+def pip_arguments(words: Sequence[tuple[str, Span]], group: Declared) -> None:
+    """Add what pip arguments (`torch==2.8.0 --index-url URL -r file ...`) declare to `group`."""
+    i = 0
+    while i < len(words):
+        text, span = words[i]
+        name, eq, inline = text.partition("=")
+        if name in INDEX_OPTIONS:
+            if eq:
+                start = span.start + len(name) + 1
+                group.indexes.append(IndexUrl(inline, INDEX_OPTIONS[name], Span(start, start + len(inline))))
+            elif i + 1 < len(words):
+                group.indexes.append(IndexUrl(words[i + 1][0], INDEX_OPTIONS[name], words[i + 1][1]))
+                i += 1
+            i += 1
+            continue
+        if text.startswith("-"):
+            if text in ("-r", "-c", "--requirement", "--constraint", "-e", "--editable", "--target", "-t",
+                        "--prefix", "--root", "--python", "--cache-dir", "--trusted-host", "--upgrade-strategy",
+                        "--platform", "--python-version", "--only-binary", "--no-binary"):
+                i += 1  # skip the option's value
+            i += 1
+            continue
+        req = requirement_at(text, span.start)
+        if req is not None:
+            group.requirements.append(req)
+        i += 1
+
+
+def requirement_at(text: str, offset: int) -> Requirement | None:
+    """A PEP 508 requirement written at `offset` (its text `text`); None for paths, URLs and variables."""
+    if not text or "/" in text or "$" in text or text.startswith((".", "-")) or "://" in text:
+        return None
+    m = REQUIREMENT.match(text)
+    if not m:
+        return None
+    spec = m.group("spec").rstrip()
+    spec_start = offset + m.start("spec")
+    return Requirement(normalise(m.group("name")), spec.strip(), Span(offset, offset + len(text.rstrip())),
+                       Span(spec_start, spec_start + len(spec)) if spec.strip() else None)
+
+
+_PIP_INSTALL = re.compile(r"^(?:.*/)?(?:pip3?(?:\.\d+)?|uv)$")
+
+
+def from_command(view: ConfigView, text: str) -> Declared | None:
+    """The group a `pip install ...` command declares (also `python -m pip install`, `uv pip install`)."""
+    words = list(view.command_words)
+    spans = [_inside_quotes(text, w, s) for w, s in zip(words, view.word_spans)]
+    if "install" not in words or len(spans) != len(words):
+        return None
+    at = words.index("install")
+    head = words[:at]
+    if not head or not (_PIP_INSTALL.match(head[-1]) or head[-2:] == ["-m", "pip"]
+                        or head[-2:] == ["uv", "pip"] or (len(head) >= 2 and head[-1] == "pip")):
+        return None
+    group = Declared("command", anchor=spans[0])
+    pip_arguments(list(zip(words[at + 1:], spans[at + 1:])), group)
+    # A word whose text is not what the file holds there (a variable the shell front end resolved) is reported
+    # where it is used but never edited there.
+    written = {(s.start, s.end) for w, s in zip(words, spans) if text[s.start:s.end] == w}
+    for item in (*group.requirements, *group.indexes):
+        if not any(a <= item.span.start and item.span.end <= b for a, b in written):
+            item.editable = False
+    return group
+
+
+def _inside_quotes(text: str, word: str, span: Span) -> Span:
+    """The span of a word's characters without the quotes around the whole word ("torch==2.8" -> torch==2.8)."""
+    raw = text[span.start:span.end]
+    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"" and raw[1:-1] == word:
+        return Span(span.start + 1, span.end - 1)
+    return span

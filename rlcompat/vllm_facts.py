@@ -1,0 +1,28 @@
+"""rules/vllm.toml: what vLLM's quantization methods, KV-cache dtypes and attention backends need, for the rules
+over scripts and Python (RLC405, RLC406)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+
+from rlcompat._toml import load_toml_text
+
+
+@lru_cache(maxsize=1)
+def vllm_facts() -> dict:
+    return load_toml_text(resources.files("rlcompat.rules").joinpath("vllm.toml").read_text("utf-8"))
+
+
+def minimum(table: str, value: str) -> dict | None:
+    """The entry for `value` in `table` ("quantization", "kv_cache_dtype", "attention_backend"), or None."""
+    return vllm_facts()[table].get(value.strip().lower() if table != "attention_backend" else value.strip())
+
+
+def refused(table: str, value: str, capability: tuple[int, int]) -> dict | None:
+    """The entry when vLLM refuses `value` on `capability`, else None."""
+    entry = minimum(table, value)
+    if entry is None:
+        return None
+    major, minor = (int(p) for p in entry["min_capability"].split("."))
+    return entry if capability < (major, minor) else None

@@ -1,0 +1,161 @@
+from __future__ import annotations
+
+from rlcompat import declared_facts as wheels
+from rlcompat.doctor import facts
+from rlcompat.lang.declared import DeclaredRule
+from rlcompat.lang.settings import Span
+from rlcompat.model import Edit, FixSafety
+from rlcompat.rule import Bad, Good
+
+CU = "https://download.pytorch.org/whl/"
+
+
+class DeclaredTorchWheelLacksArch(DeclaredRule):
+    code = "RLC601"
+    name = "declared-torch-wheel-lacks-arch"
+    title = "A declared torch pin or wheel index installs a torch build without kernels for the target GPU"
+    what = (
+        "Reads `torch` requirements and PyTorch wheel indexes (`--index-url`/`--extra-index-url`/`-f "
+        "https://download.pytorch.org/whl/cuXXX`, `+cuXXX` versions, uv indexes, `PIP_INDEX_URL`, conda "
+        "`pytorch-cuda=X.Y`) in requirement files, pyproject.toml, conda environment files, Dockerfiles and `pip "
+        "install` commands of scripts. The release pip installs is the newest one the specifier allows; the variant is "
+        "the index's (or the version's `+cuXXX`) tag, else what PyPI ships for that release. Reports it when the "
+        "variant's architecture list (rules/torch_wheels.toml, the table `rlcompat doctor` reads) has no code for "
+        "the target."
+    )
+    why = (
+        "torch wheels hold cubins for a fixed list of architectures [S29][S30]: cu128/cu129 dropped sm_50-sm_61 from "
+        "torch 2.8 (and sm_70 in 2.7 and 2.11) [S31], cu130 and cu132 start at sm_75 [S29][S30], and PyPI's "
+        "default variant is cu128 from 2.8 and cu130 from 2.11 [S32]. Installing one of them for a P40 or V100 "
+        "succeeds; the first CUDA kernel then fails with `no kernel image is available for execution on the "
+        "device` [S34]."
+    )
+    fix_safety = (
+        "Where the declaration names the PyTorch index, the fix swaps its tag (and a `+cuXXX` pin's) for the "
+        "lowest-CUDA variant of the same torch release that runs on the target (cu126 for Pascal and Volta): the "
+        "torch version stays, so the fix is safe. A torch taken from PyPI's default variant gets an "
+        "`--extra-index-url` line for that variant (unsafe: pip then prefers the `+cuXXX` build of the same "
+        "release, which depends on resolution order)."
+    )
+    triggers = ("torch", "pytorch")
+    sources = ("S29", "S30", "S31", "S32", "S34")
+    prevents = ("E1", "E2")
+
+    bad = (
+        Bad(f"--index-url {CU}cu130\ntorch==2.9.1\ntransformers\n", path="requirements.txt",
+            fixed=f"--index-url {CU}cu126\ntorch==2.9.1\ntransformers\n"),
+        Bad(f"--extra-index-url {CU}cu128\ntorch==2.8.0+cu128\n", path="requirements.txt",
+            fixed=f"--extra-index-url {CU}cu126\ntorch==2.8.0+cu126\n"),
+        Bad(f"pip install torch==2.9.0 torchvision --index-url {CU}cu130\n", path="setup.sh", target="sm70",
+            fixed=f"pip install torch==2.9.0 torchvision --index-url {CU}cu126\n"),
+        Bad("torch>=2.6\naccelerate\n", path="requirements.txt", unsafe=True,
+            fixed=f"--extra-index-url {CU}cu126\ntorch>=2.6\naccelerate\n"),
+        Bad('[project]\nname = "x"\ndependencies = ["torch==2.8.0", "numpy"]\n', path="pyproject.toml"),
+        Bad(f"FROM python:3.11\nRUN pip install --no-cache-dir torch==2.8.0 --index-url {CU}cu128\n",
+            path="Dockerfile", fixed=f"FROM python:3.11\nRUN pip install --no-cache-dir torch==2.8.0 --index-url {CU}cu126\n"),
+        Bad("name: rl\nchannels:\n  - pytorch\n  - nvidia\ndependencies:\n  - pip:\n    - torch==2.9.0\n",
+            path="environment.yml"),
+    )
+    good = (
+        Good(f"--index-url {CU}cu126\ntorch==2.9.1\n", path="requirements.txt"),
+        Good(f"--index-url {CU}cu130\ntorch==2.9.1\n", path="requirements.txt", target="sm75"),
+        Good(f"--extra-index-url {CU}cu128\ntorch==2.9.0\n", path="requirements.txt", target="sm70"),
+        Good("torch==2.7.1\n", path="requirements.txt"),
+        Good("torch>=2.6\n", path="requirements.txt", target="sm80"),
+        Good("pip install -r requirements.txt\n", path="setup.sh"),
+        Good("name: rl\ndependencies:\n  - pytorch=2.1\n  - pytorch-cuda=12.1\n", path="environment.yml"),
+    )
+
+    @classmethod
+    def applies_to(cls, target) -> bool:
+        return not all(v.runs_on(target.capability) for v in facts.wheel_variants())
+
+    def check_declared(self, group, ctx) -> None:
+        cc = self.target.capability
+        torch = group.requirement("torch")
+        pytorch_indexes = [i for i in group.indexes if i.pytorch_tag]
+        index = next((i for i in pytorch_indexes if i.kind == "index"), None) or (
+            pytorch_indexes[0] if pytorch_indexes else None)
+        conda_cuda = group.conda_package("pytorch-cuda")
+        if torch is None and conda_cuda is not None and group.conda_package("pytorch") is not None:
+            self._conda(group, conda_cuda, ctx)
+            return
+        if torch is None:
+            if index is not None and index.pytorch_tag.startswith("cu"):
+                self._index_only(index, ctx)
+            return
+        if any("$" in i.url and i.kind == "index" for i in group.indexes):
+            return  # the index comes from a variable the shell front end could not resolve: unknown, not PyPI
+        version = wheels.chosen_torch(torch.spec.split("+", 1)[0] if "+" in torch.spec else torch.spec)
+        if version is None:
+            return
+        local = facts.local_tag(torch.spec)
+        tag = local or (index.pytorch_tag if index is not None else None)
+        variant = wheels.variant(tag, version)
+        if variant is None or variant.runs_on(cc):
+            return
+        fit = wheels.fitting_tag(version, cc)
+        where = f"the {variant.tag} index" if index is not None or local else f"PyPI (its {variant.tag} build)"
+        pinned = torch.spec.startswith(("==", "===")) or (torch.conda and torch.spec.startswith("="))
+        release = version if pinned else f"{version} (the newest release `torch{torch.spec}` allows, per rules/torch_wheels.toml)"
+        message = (f"torch {release} from {where} has kernels for {', '.join(variant.arches)} only: none runs on "
+                   f"{self.target.name} ({self.target.capability_text}), so the first CUDA call fails with `no "
+                   f"kernel image is available`")
+        edits: list[Edit | None] = []
+        safety, description = FixSafety.SAFE, ""
+        if fit is not None and index is not None and not index.editable:
+            message += f"; set it to {facts.index_url(fit)} where the variable is defined"
+        elif fit is not None and index is not None:
+            edits.append(_retag(index.tag_span(), fit))
+            if local:
+                plus = ctx.source_text.find("+", torch.span.start, torch.span.end) if torch.editable else -1
+                edits.append(Edit(plus + 1, plus + 1 + len(local), fit) if plus >= 0 else None)
+            description = f"install the {fit} build of torch {version}"
+            message += f"; use {facts.index_url(fit)}"
+        elif fit is not None and not local:
+            description = f"add the {fit} index, whose build of torch {version} runs on {self.target.name}"
+            message += f"; install from {facts.index_url(fit)}"
+            edits.append(_extra_index_line(group, torch, fit, ctx.source_text))
+            safety = FixSafety.UNSAFE
+        elif fit is None:
+            message += "; no official wheel of this release runs on it: pin an older torch"
+        ctx.report(torch.span if index is None or local else index.span, message,
+                   edits if edits else [None], safety, description)
+
+    def _index_only(self, index, ctx) -> None:
+        tagged = wheels.variants_tagged(index.pytorch_tag)
+        cc = self.target.capability
+        if not tagged or any(v.runs_on(cc) for v in tagged):
+            return
+        newest = ".".join(map(str, wheels.torch_releases()[-1]))
+        found = facts.wheel_for_target(newest, cc)  # the variant doctor's RLC501 would recommend
+        fit = found[1].tag if found else None
+        ctx.report(index.span, f"no torch build on the {index.pytorch_tag} index has kernels for "
+                               f"{self.target.name} ({self.target.capability_text})"
+                               + (f"; use {facts.index_url(fit)}" if fit else ""), [None])
+
+    def _conda(self, group, conda_cuda, ctx) -> None:
+        torch = group.conda_package("pytorch")
+        tag = "cu" + conda_cuda.spec.lstrip("=<>!~ ").replace(".", "")[:3]
+        version = wheels.chosen_torch(torch.spec)
+        variant = wheels.variant(tag, version) if version else None
+        if variant is None or variant.runs_on(self.target.capability):
+            return
+        ctx.report(conda_cuda.span, f"pytorch {version} built for CUDA {conda_cuda.spec.lstrip('=')} has kernels for "
+                                    f"{', '.join(variant.arches)} only: none runs on {self.target.name}", [None])
+
+
+def _retag(span: Span | None, tag: str) -> Edit | None:
+    return Edit(span.start, span.end, tag) if span is not None else None
+
+
+def _extra_index_line(group, torch, tag: str, text: str) -> Edit | None:
+    """`--extra-index-url URL` before the torch line of a requirement file, or after the torch word of a command."""
+    url = facts.index_url(tag)
+    if group.kind == "requirements":
+        line_start = text.rfind("\n", 0, torch.span.start) + 1
+        newline = "\r\n" if text[text.find("\n", line_start) - 1: text.find("\n", line_start)] == "\r" else "\n"
+        return Edit(line_start, line_start, f"--extra-index-url {url}{newline}")
+    if group.kind == "command" and torch.editable:
+        return Edit(torch.span.end, torch.span.end, f" --extra-index-url {url}")
+    return None

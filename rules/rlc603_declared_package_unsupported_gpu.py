@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+from rlcompat.doctor import facts
+from rlcompat.lang.declared import DeclaredRule
+from rlcompat.rule import Bad, Good
+
+
+def _minimums() -> dict[str, dict]:
+    """Packages rules/environment.toml gives a hard minimum capability (the table doctor's RLC503-RLC507 read)."""
+    return {name: p for name, p in facts.environment_facts()["packages"].items() if "min_capability" in p}
+
+
+class DeclaredPackageUnsupportedGpu(DeclaredRule):
+    code = "RLC603"
+    name = "declared-package-unsupported-gpu"
+    title = "A requirement (flash-attn, vLLM, SGLang, ...) for a package that cannot run on the target GPU"
+    what = (
+        "Reports a declared requirement (pip or conda; requirement files, pyproject.toml, environment files, "
+        "`pip install` in Dockerfiles and scripts) for a package whose minimum compute capability in "
+        "rules/environment.toml `[packages]` is above the target: flash-attn (8.0), flash-attn-3 and -4 (9.0), "
+        "vLLM (7.0), SGLang (7.5). `rlcompat doctor` reads the same table for what is installed."
+    )
+    why = (
+        "FlashAttention 2 refuses GPUs below Ampere (`FlashAttention only supports Ampere GPUs or newer.`) and its "
+        "wheels hold sm80+ code only [S10][S12]; a source build on an older card fails or takes an hour first. "
+        "FlashAttention 3/4 need Hopper [S13][S14]; vLLM and SGLang refuse older cards [S7][S35]. Installed, "
+        "flash-attn is picked up automatically by transformers and verl and the first attention call fails."
+    )
+    fix_safety = (
+        "No autofix: dropping a requirement is right only where the code falls back (SDPA for attention, "
+        "transformers for generation); `rlcompat scan` reports the code that does not (RLC201-RLC204, RLC401)."
+    )
+    triggers = ("flash", "vllm", "sglang", "flash_attn", "flash-attn")
+    sources = ("S7", "S10", "S12", "S13", "S14", "S35")
+    prevents = ("E8", "E19")
+
+    bad = (
+        Bad("torch==2.6.0\nflash-attn==2.7.4.post1\n", path="requirements.txt"),
+        Bad("pip install flash_attn --no-build-isolation\n", path="install.sh", target="sm75"),
+        Bad('[project]\nname = "x"\ndependencies = ["vllm>=0.8"]\n', path="pyproject.toml"),
+        Bad("FROM python:3.11\nRUN pip install sglang[all]\n", path="Dockerfile", target="sm70"),
+        Bad("name: rl\ndependencies:\n  - python=3.10\n  - pip:\n    - flash-attn==2.8.3\n", path="environment.yml"),
+    )
+    good = (
+        Good("flash-attn==2.7.4.post1\n", path="requirements.txt", target="sm80"),
+        Good("vllm>=0.8\n", path="requirements.txt", target="sm75"),
+        Good("# flash-attn  (Ampere only)\ntransformers\n", path="requirements.txt"),
+    )
+
+    @classmethod
+    def applies_to(cls, target) -> bool:
+        return any(target.capability < facts.capability(p["min_capability"]) for p in _minimums().values())
+
+    def check_declared(self, group, ctx) -> None:
+        minimums = _minimums()
+        for req in group.requirements:
+            name = "flash-attn" if req.name == "flash-attention" else req.name
+            p = minimums.get(name)
+            if p is None or self.target.capability >= facts.capability(p["min_capability"]):
+                continue
+            ctx.report(req.span, f"{req.name} needs compute capability {p['min_capability']}+, {self.target.name} is "
+                                 f"{self.target.capability_text}: {p['why']} (`{facts.error_text(p['error'])}`)", [None])

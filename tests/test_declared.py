@@ -1,0 +1,119 @@
+"""Declared environments: golden fixes of fixtures/declared, discovery by name and content, the front ends' edges."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rlcompat._toml import load_toml_text
+from rlcompat.api import fix_paths, scan_paths
+from rlcompat.config import Settings
+from rlcompat.discovery import discover, language_from_content, language_of
+from rlcompat.lang import condaenv, dockerfile, requirements
+from rlcompat.targets import resolve_target
+
+CASES = sorted(p for p in (Path(__file__).resolve().parents[1] / "fixtures" / "declared").iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_fix_matches_golden_file_and_is_idempotent(case, tmp_path):
+    options = load_toml_text((case / "fixture.toml").read_text())
+    name, target, unsafe = options["file"], resolve_target(options["target"]), options.get("unsafe", False)
+    work = tmp_path / name
+    shutil.copy(case / "input" / name, work)
+    expected = (case / "expected" / name).read_bytes()
+    assert expected != (case / "input" / name).read_bytes(), "a fixture whose fix changes nothing tests nothing"
+    report = fix_paths([str(tmp_path)], target, unsafe=unsafe)
+    assert not report.errors, report.errors
+    assert work.read_bytes() == expected  # line endings and every unowned byte kept
+    assert not fix_paths([str(tmp_path)], target, unsafe=unsafe).changed_files
+    left = sorted({f.code for f in scan_paths([str(tmp_path)], target).findings})
+    assert left == sorted(options["remaining"])
+
+
+@pytest.mark.parametrize("path, language", [
+    ("requirements.txt", "requirements"), ("requirements-dev.txt", "requirements"),
+    ("deps/requirements/base.txt", "requirements"), ("constraints.txt", "requirements"), ("notes.txt", None),
+    ("Dockerfile", "dockerfile"), ("docker/Dockerfile.cuda", "dockerfile"), ("gpu.dockerfile", "dockerfile"), ("cicd/Dockerfile-uv.jinja", None),
+    ("environment.yml", "conda"), ("environment-cuda.yaml", "conda"), ("conf/ppo.yaml", "yaml"),
+    ("pyproject.toml", "pyproject"), ("setup.cfg", None),
+])
+def test_declared_files_are_known_by_name(path, language):
+    assert language_of(path) == language
+
+
+def test_a_conda_environment_named_otherwise_is_read_by_content():
+    env = "name: x\nchannels:\n  - nvidia\ndependencies:\n  - pip:\n    - torch==2.9.0\n"
+    assert language_from_content("yaml", env) == "conda"
+    assert language_from_content("yaml", "trainer:\n  dependencies: 3\n") == "yaml"
+    assert language_from_content("shell", env) == "shell"
+
+
+def test_walk_finds_declared_files(tmp_path):
+    (tmp_path / "docker").mkdir()
+    for name in ("requirements.txt", "docker/Dockerfile", "environment.yml", "README.txt"):
+        (tmp_path / name).write_text("x\n")
+    found, _ = discover([str(tmp_path)], Settings(root=str(tmp_path), respect_gitignore=False))
+    assert sorted((Path(p).relative_to(tmp_path).as_posix(), lang) for p, lang in found) == [
+        ("docker/Dockerfile", "dockerfile"), ("environment.yml", "conda"), ("requirements.txt", "requirements")]
+
+
+def test_requirement_lines_keep_offsets_through_continuations_and_comments():
+    text = "torch==2.8.0 \\\n    --hash=sha256:abc  # pinned\n-i https://download.pytorch.org/whl/cu126\n"
+    group = requirements.parse(text)
+    torch = group.requirement("torch")
+    assert text[torch.span.start:torch.span.end] == "torch==2.8.0" and torch.spec == "==2.8.0"
+    assert [i.pytorch_tag for i in group.indexes] == ["cu126"]
+
+
+def test_dockerfile_reads_images_variables_and_leaves_other_instructions_out():
+    text = 'FROM pytorch/pytorch:2.8.0-cuda12.8-cudnn9-devel\nARG TORCH_CUDA_ARCH_LIST="8.0 8.6"\nCOPY . /app\n'
+    parsed = dockerfile.parse(text)
+    image = parsed.group.images[0]
+    assert (image.cuda, image.torch_version) == ("12.8", "2.8.0")
+    assert parsed.group.variable("TORCH_CUDA_ARCH_LIST").value == "8.0 8.6"
+    # no RUN body: the shell front end sees only the ARG, as an assignment
+    assert parsed.shell_view.strip() == 'TORCH_CUDA_ARCH_LIST="8.0 8.6"'
+
+
+def test_conda_packages_and_pip_section():
+    group = condaenv.parse("dependencies:\n  - pytorch::pytorch=2.1.0\n  - pytorch-cuda=12.1\n  - pip:\n    - vllm\n")
+    assert [(r.name, r.spec, r.conda) for r in group.requirements] == [
+        ("pytorch", "=2.1.0", True), ("pytorch-cuda", "=12.1", True), ("vllm", "", False)]
+
+
+def test_broken_pyproject_is_reported_and_the_rest_runs(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[project\ndependencies = [\"torch\"]\n")
+    (tmp_path / "requirements.txt").write_text("flash-attn\n")
+    report = scan_paths([str(tmp_path)], resolve_target("sm61"))
+    assert len(report.errors) == 1 and "pyproject.toml" in report.errors[0].path
+    assert [f.code for f in report.findings] == ["RLC603"]
+
+
+def test_unpinned_torch_on_a_card_every_wheel_supports_is_clean(tmp_path):
+    (tmp_path / "requirements.txt").write_text("torch\n--extra-index-url https://download.pytorch.org/whl/cu130\n")
+    assert not scan_paths([str(tmp_path)], resolve_target("sm86")).findings
+    assert [f.code for f in scan_paths([str(tmp_path)], resolve_target("sm70")).findings] == ["RLC601"]
+
+
+@pytest.mark.parametrize("name, text", [
+    ("Dockerfile", "ARG TORCH_INDEX=https://download.pytorch.org/whl/cu130\nFROM python:3.11\n"
+                   "RUN pip install torch==2.9.1 --index-url ${TORCH_INDEX}\n"),
+    ("setup.sh", 'IDX=https://download.pytorch.org/whl/cu130\npip install torch==2.9.1 --index-url $IDX\n'),
+])
+def test_an_index_from_a_variable_is_reported_but_never_edited_where_it_is_used(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    found = scan_paths([str(path)], resolve_target("sm61")).findings
+    assert [f.code for f in found] == ["RLC601"] and found[0].fix is None
+    assert "cu126" in found[0].message
+    fix_paths([str(path)], resolve_target("sm61"), unsafe=True)
+    assert path.read_text() == text
+
+
+def test_an_index_the_front_end_cannot_resolve_is_not_taken_for_pypi(tmp_path):
+    path = tmp_path / "setup.sh"
+    path.write_text('pip install torch==2.9.1 --index-url "$TORCH_INDEX"\n')
+    assert not scan_paths([str(path)], resolve_target("sm61")).findings
