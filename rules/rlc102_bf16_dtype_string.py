@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from rlcompat.lang import pyhelpers as h
+from rlcompat.lang.deadfields import dead_field, enclosing_class
 from rlcompat.lang.python import PendingFix, PythonRule
 from rlcompat.model import FixSafety
 from rlcompat.rule import Bad, Good
@@ -70,6 +71,7 @@ class Bf16DtypeString(PythonRule):
         Good("NAMES = {'bf16': torch.bfloat16}\n"),
         Good("help_text = 'bf16'\n"),
         Good("x = f'{dtype}bf16'\n"),
+        Good("@dataclass\nclass EngineConfig(BaseConfig):\n    dtype: str = 'bfloat16'\n", path="verl/workers/config/engine.py"),
     )
 
     @classmethod
@@ -85,6 +87,8 @@ class Bf16DtypeString(PythonRule):
             return
         if h.guarded_by(ctx.ancestors, h.is_capability_guard) or h.test_mentions(ctx.ancestors, ("bf16", "bfloat16")):
             return
+        if role.kind == "assign" and dead_field(ctx.path, enclosing_class(ctx.ancestors), role.name):
+            return  # a default the scanned verl version never reads: RLC356 says so instead of "fixing" it
         dtype = "float16" if self.target.training_dtype == "float16" else "float32"
         new = _MIXED_PRECISION[dtype] if role.name == "mixed_precision" else _REPLACEMENTS[value][dtype]
         safety = FixSafety.SAFE if dtype == "float32" else FixSafety.UNSAFE
