@@ -56,6 +56,8 @@ class FrameworkKey:
     live: bool = True
     scoped: bool = False  # only in commands or files of this framework (a generic name like `dtype`)
     proof: str = ""
+    commands: tuple[str, ...] = ()  # the commands this key belongs to, when narrower than the framework's
+    requires: tuple[str, ...] = ()  # its default matters only when one of these flags is passed
     examples: tuple = field(default=(), compare=False, hash=False)  # ("bad"|"good", dict) rows for the rule catalog
 
     @property
@@ -120,7 +122,7 @@ def _framework(data: dict, filename: str) -> Framework:
             fw, tuple(row["names"]), row.get("form", "any"), row.get("kind", "none"), row.get("role", ""),
             dict(row.get("spellings", {})), row.get("safe", ""), str(row.get("default", "")),
             row.get("default_at", "parse"), row.get("auto", ""), row.get("live", True), row.get("scoped", False),
-            row["proof"], examples))
+            row["proof"], tuple(row.get("commands", ())), tuple(row.get("requires", ())), examples))
     object.__setattr__(fw, "keys", tuple(keys))
     return fw
 
@@ -158,7 +160,3 @@ def installed_version(distribution: str) -> str | None:
     except metadata.PackageNotFoundError:
         return None
 
-
-def all_names() -> frozenset[str]:
-    """Every spelling any framework file knows (the generic net leaves these to the knowledge-backed rules)."""
-    return frozenset(n.lower() for fw in frameworks() for key in fw.keys for n in key.names)

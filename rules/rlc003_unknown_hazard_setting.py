@@ -70,15 +70,13 @@ class UnknownHazardSetting(ConfigRule):
         return not target.fp8
 
     def check_config(self, view, ctx) -> None:
-        from rlcompat.framework_knowledge import all_names
+        from rlcompat.lang.knowledgecheck import known
 
-        known_names = all_names()
         verl_keys = {s.key for s in ctx.verl.settings} | set(ctx.verl.dead)
         for s in view.settings:
             if s.value is None:
                 continue
-            bare = s.key.lstrip("-").lower()
-            if bare in known_names or bare.rsplit(".", 1)[-1] in known_names:
+            if known(view, ctx, s):
                 continue
             if not s.flag and verl_keys & set(view.paths_of(s)):
                 continue

@@ -31,7 +31,7 @@ class FrameworkDtypeSetting(ConfigRule):
         "framework has no spelling for the dtype (OpenRLHF's `--ds.param_dtype` takes bf16 or fp16 only) there is no "
         "fix. A default is reported with the flag to pass, not added."
     )
-    triggers = ("dtype", "bf16", "bfloat16", "precision", "PRECISION", "tf32", "fp8")
+    triggers = ("dtype", "bf16", "bfloat16", "precision", "PRECISION", "tf32", "fp8", "openrlhf", "trl ")
     sources = ("S1", "S6", "S15", "S20")
     kinds = KINDS
     precedence = 1

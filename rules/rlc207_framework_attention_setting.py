@@ -28,7 +28,7 @@ class FrameworkAttentionSetting(ConfigRule):
         "safe. Switches are turned off or dropped (packing off: more padding, same result). Ring attention has no fix "
         "(it changes the parallel layout)."
     )
-    triggers = ("attn", "attention", "ATTENTION", "flash", "packing")
+    triggers = ("attn", "attention", "ATTENTION", "flash", "packing", "openrlhf")
     sources = ("S9", "S10")
     kinds = KINDS
     precedence = 1

@@ -29,11 +29,11 @@ def form_fits(key: fk.FrameworkKey, setting: Setting) -> bool:
     return key.form in ("key", "any")
 
 
-def attributed(view: ConfigView, ctx: ConfigContext, framework: fk.Framework) -> bool:
-    """Whether the view is a command (or the file a config) of `framework`."""
+def attributed(view: ConfigView, ctx: ConfigContext, framework: fk.Framework, key: fk.FrameworkKey | None = None) -> bool:
+    """Whether the view is a command (or the file a config) of `framework` (of `key`'s own commands, if it has any)."""
     if view.kind == "command":
         words = " ".join(view.command_words)
-        return any(c in words for c in framework.commands)
+        return any(c in words for c in (key.commands if key is not None and key.commands else framework.commands))
     text = ctx.source_text
     return any(c in text for c in framework.files) or any(c.strip() in text for c in framework.commands if "." in c)
 
@@ -42,6 +42,7 @@ def chosen_version(view: ConfigView, framework_name: str) -> tuple[str | None, s
     """The version of `framework_name` a view runs, and how it was found ("markers", "installed", or "")."""
     versions = [f for f in fk.frameworks() if f.name == framework_name]
     flags = [fk.normalise(s.key) for s in view.settings if s.flag]
+    flags += [fk.normalise(w) for w in view.command_words if w.startswith("--")]
     for fw in versions:  # newest first
         if fw.markers and any(flag.startswith(m) for flag in flags for m in fw.markers):
             return fw.version, "markers"
@@ -55,7 +56,7 @@ def chosen_version(view: ConfigView, framework_name: str) -> tuple[str | None, s
 def matching_key(view: ConfigView, ctx: ConfigContext, setting: Setting, kinds: frozenset[str]):
     """(key, version known) for the framework key a setting stands for, or None."""
     found = [k for k in fk.candidates(setting.key) if k.kind in kinds and fk.name_matches(k, setting.key)
-             and form_fits(k, setting) and (not k.scoped or attributed(view, ctx, k.framework))]
+             and form_fits(k, setting) and (not k.scoped or attributed(view, ctx, k.framework, k))]
     if not found:
         return None
     # A framework the command runs comes first; then the version that command (or the machine) uses.
@@ -65,6 +66,12 @@ def matching_key(view: ConfigView, ctx: ConfigContext, setting: Setting, kinds: 
     same = [k for k in found if k.framework.name == name]
     exact = next((k for k in same if k.framework.version == version), None)
     return (exact, True) if exact else (same[0], False)
+
+
+def known(view: ConfigView, ctx: ConfigContext, setting: Setting) -> bool:
+    """Whether any framework key describes this setting (whatever its kind): the net then stays out of it."""
+    return any(fk.name_matches(k, setting.key) and form_fits(k, setting)
+               and (not k.scoped or attributed(view, ctx, k.framework, k)) for k in fk.candidates(setting.key))
 
 
 def hazard_of(key: fk.FrameworkKey, value: str | None, target):
@@ -101,8 +108,20 @@ def check(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:
         _defaults(view, ctx, kinds)
 
 
+def first_proof(proof: str) -> str:
+    """The first file:line of a proof list, without its parenthetical note."""
+    depth = 0
+    for i, ch in enumerate(proof):
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0 and proof.startswith(", ", i):
+            proof = proof[:i]
+            break
+    return proof.split(" (")[0]
+
+
 def _knowledge(key: fk.FrameworkKey, version_known: bool) -> str:
-    proof = key.proof.split(", ")[0]
+    proof = first_proof(key.proof)
     if version_known:
         return f"{key.label} knowledge: {proof}"
     return f"{key.framework.label} version not known here; {key.label} knowledge: {proof}"
@@ -156,6 +175,10 @@ def _defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> No
         for key in fw.keys:
             if key.kind not in kinds or key.form not in ("flag", "any") or key.scoped:
                 continue
+            if key.commands and not attributed(view, ctx, fw, key):
+                continue
+            if key.requires and not any(w.lstrip("-").split("=")[0] in key.requires for w in view.command_words):
+                continue  # the default matters only with the feature it belongs to
             if any(n.lower() in given for n in key.names) or key.default in ("", "None", "auto"):
                 continue
             found = hazard_of(key, key.default, ctx.target)
@@ -164,8 +187,9 @@ def _defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> No
             hazard, kind = found
             flag = "--" + key.names[0]
             suggestion = _suggest(key, kind, ctx.target)
-            ctx.report(view.anchor, f"{flag} is not passed, so {fw.label} {fw.version} uses its default, {key.default} "
-                                    f"({key.proof.split(', ')[0]}; version from {how}): {hazard.why}; "
+            resolved = " (resolved at run time)" if key.default_at == "runtime" else ""
+            ctx.report(view.anchor, f"{flag} is not passed, so {fw.label} {fw.version} uses its default, {key.default}{resolved} "
+                                    f"({first_proof(key.proof)}; version from {how}): {hazard.why}; "
                                     f"{ctx.target.name} is {ctx.target.capability_text}{suggestion}")
 
 
