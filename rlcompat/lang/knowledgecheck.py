@@ -189,7 +189,7 @@ def _defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> No
             suggestion = _suggest(key, kind, ctx.target)
             resolved = " (resolved at run time)" if key.default_at == "runtime" else ""
             ctx.report(view.anchor, f"{flag} is not passed, so {fw.label} {fw.version} uses its default, {key.default}{resolved} "
-                                    f"({first_proof(key.proof)}; version from {how}): {hazard.why}; "
+                                    f"({fw.label} {fw.version} knowledge: {first_proof(key.proof)}; version from {how}): {hazard.why}; "
                                     f"{ctx.target.name} is {ctx.target.capability_text}{suggestion}")
 
 

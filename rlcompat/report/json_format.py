@@ -49,6 +49,7 @@ def render(summary: Summary) -> str:
             "fixed": len(summary.fixed),
             "suppressed": summary.suppressed,
             "errors": len(summary.errors),
+            "knowledge": summary.knowledge,
         },
         "findings": [finding_dict(f) for f in summary.findings],
         "errors": [{"path": e.path, "line": e.line, "column": e.column, "message": e.message} for e in summary.errors],
