@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import re
 
 from rlcompat.lang.confighelpers import BF16_SPELLINGS, remove_flag, where
@@ -13,6 +14,9 @@ FA3 = {"flash_attention_3", "paged|flash_attention_3", "fa3", "flash_attn_3"}
 FA_BACKENDS = {"flash_attn", "flashinfer", "flash_attn_vllm_v1"}  # upper-case backend names of env variables
 FP8 = {"fp8", "float8", "float8_e4m3fn", "fp8_e4m3", "fp8_e5m2"}
 DTYPE_WORDS = {"dtype", "precision", "mp", "amp"}
+# verl's knowledge covers its FSDP engine; in verl's own configs the net leaves the other training engines' sections
+# and files alone rather than guess which engine a run uses.
+OTHER_ENGINES = {"megatron", "torchtitan", "veomni", "automodel", "turbo", "mindspeed"}
 ATTN_WORDS = {"attn", "attention"}
 
 
@@ -63,6 +67,7 @@ class UnknownHazardSetting(ConfigRule):
         Good("model:\n  param_dtype: bf16\n", path="mytool.yaml", target="sm80"),
         Good("notes: bf16 is not used\nname: flash_attention_2\n", path="mytool.yaml"),
         Good("trainer:\n  enable_compile: True\n", path="mytool.yaml", target="sm70"),
+        Good("# Megatron engine\ndtype: bfloat16\n", path="verl/trainer/config/engine/megatron.yaml"),
     )
 
     @classmethod
@@ -73,6 +78,9 @@ class UnknownHazardSetting(ConfigRule):
         from rlcompat.lang.knowledgecheck import known
 
         verl_keys = {s.key for s in ctx.verl.settings} | set(ctx.verl.dead)
+        in_verl = view.is_verl or "verl/trainer/config/" in ctx.path.replace(os.sep, "/")
+        if in_verl and OTHER_ENGINES & name_tokens(os.path.basename(ctx.path)):
+            return  # engine/megatron.yaml, _generated_ppo_torchtitan_trainer.yaml: see OTHER_ENGINES
         for s in view.settings:
             if s.value is None:
                 continue
@@ -80,7 +88,9 @@ class UnknownHazardSetting(ConfigRule):
                 continue
             if not s.flag and verl_keys & set(view.paths_of(s)):
                 continue
-            base = f"{ctx.verl.label} knowledge (its FSDP-engine keys)" if view.is_verl else "framework knowledge"
+            if in_verl and OTHER_ENGINES & name_tokens(s.key):
+                continue
+            base = f"{ctx.verl.label} knowledge (its FSDP-engine keys)" if in_verl else "framework knowledge"
             self._check(s, ctx, name_tokens(s.key), f"`{s.key}` is not in rlcompat's {base}, so this is matched by "
                                                     "name only (low confidence)")
 

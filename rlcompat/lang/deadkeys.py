@@ -11,10 +11,15 @@ from rlcompat.model import Edit, FixSafety
 
 def report_dead_keys(view: ConfigView, ctx: ConfigContext, suffix: str, value_map: Callable[[str], str]) -> None:
     """Report every dead key ending in `suffix`; in a script, rename it to the live key (with the mapped value)."""
+    reported: set[int] = set()  # a config-group file mounted for several roles: one finding per line
     for dead in ctx.verl.dead.values():
         if not dead.key.endswith(suffix):
             continue
         setting = view.get(dead.key)
+        if setting is not None and view.kind != "command":
+            if setting.key_span.start in reported:
+                continue
+            reported.add(setting.key_span.start)
         role = "critic" if dead.key.startswith("critic.") else dead.key.split(".")[1]
         if setting is None or training_engine(view, role) != "fsdp":
             continue
