@@ -93,6 +93,8 @@ def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Ca
             value, safety = new_value(setting.value)
             message = describe(view.full_key(setting) if view.kind == "yaml" else known.key, setting.value, where(setting))
             ctx.report(setting.key_span, message, [setting.rewrite(value)], safety, f"set it to {value}")
+        elif known.role == "reward":
+            continue  # the reward model's engine only runs when it is enabled: never add its settings
         elif known.follows and view.get(known.follows) is not None:
             continue  # unset, it takes the value of the key it follows, which the script sets
         elif view.kind == "command" and view.is_verl and view.can_add and is_bad(known.default):
