@@ -16,15 +16,15 @@ def report_dead_keys(view: ConfigView, ctx: ConfigContext, suffix: str, value_ma
         if not dead.key.endswith(suffix):
             continue
         setting = view.get(dead.key)
-        if setting is not None and view.kind != "command":
-            if setting.key_span.start in reported:
-                continue
-            reported.add(setting.key_span.start)
         role = "critic" if dead.key.startswith("critic.") else dead.key.split(".")[1]
         if setting is None or training_engine(view, role) != "fsdp":
             continue
         if dead.worker and dead.worker != worker_of(view, ctx.verl):
             continue
+        if view.kind != "command":
+            if setting.key_span.start in reported:
+                continue
+            reported.add(setting.key_span.start)
         if view.kind == "command":
             shown, use = dead.key, dead.add_prefix + dead.use
         else:  # Hydra's ++ means nothing in YAML; a config-group file names keys relative to where it is mounted
