@@ -114,7 +114,7 @@ def _load(version: str, detected: str | None) -> Knowledge:
         detected=detected,
         rollout_engines=tuple(data["rollout_engines"]),
         rollout_engines_proof=data["rollout_engines_proof"],
-        mounts={m["file"]: tuple(m["at"]) for m in data["mount"]},
+        mounts={m["file"]: tuple(m["at"]) for m in data.get("mount", ())},
         settings=tuple(
             KnownSetting(s["id"], s["key"], str(s["default"]), s["proof"], s.get("role", "actor"), s.get("add", ""),
                          s.get("worker", ""), s.get("follows", ""))

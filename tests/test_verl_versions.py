@@ -35,7 +35,7 @@ def _fresh_detection():
 
 
 def test_every_rule_set_loads_and_names_its_proofs():
-    assert set(vk.available_versions()) >= {"0.5.0", "0.6.1", "0.7.0", "0.8.0", "0.9.1"}
+    assert set(vk.available_versions()) >= {"0.4.1", "0.5.0", "0.6.1", "0.7.0", "0.8.0", "0.9.1"}
     for version in vk.available_versions():
         k = vk.load_version(version)
         assert k.version == version and k.rollout_engines and k.settings
@@ -45,7 +45,7 @@ def test_every_rule_set_loads_and_names_its_proofs():
 
 def test_actor_use_torch_compile_is_live_in_070_and_dead_in_091():
     assert vk.other_verdicts("actor_rollout_ref.actor.use_torch_compile") == [
-        ("0.5.0", "live"), ("0.6.1", "live"), ("0.7.0", "live"), ("0.8.0", "dead"), ("0.9.1", "dead")]
+        ("0.4.1", "live"), ("0.5.0", "live"), ("0.6.1", "live"), ("0.7.0", "live"), ("0.8.0", "dead"), ("0.9.1", "dead")]
 
 
 def test_a_070_tree_does_not_call_actor_use_torch_compile_dead(tmp_path):
@@ -80,7 +80,7 @@ def test_an_unknown_version_makes_no_dead_claim(tmp_path, monkeypatch):
     monkeypatch.setattr(vk, "installed_version", lambda: None)
     (note,) = [f for f in scan_source(SCRIPT, SM61, str(tmp_path / "run.sh"), "shell") if f.code == "RLC352"]
     assert "version was not found" in note.message and "does nothing in verl" not in note.message
-    assert "it is read in verl 0.5.0, 0.6.1, 0.7.0" in note.message and note.fix is None
+    assert "it is read in verl 0.4.1, 0.5.0, 0.6.1, 0.7.0" in note.message and note.fix is None
     # Python: with the version unknown, nobody says the dataclass default does nothing.
     codes = [f.code for f in scan_source(ACTOR_PY, SM61, str(tmp_path / "verl/workers/config/actor.py"))]
     assert "RLC356" not in codes
