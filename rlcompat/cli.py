@@ -126,6 +126,7 @@ def scan(
 ) -> None:
     """List every hazard for the target GPU with file:line, why, and the fix."""
     from rlcompat.api import scan_paths
+    from rlcompat.knowledge_summary import knowledge_applied
     from rlcompat.report import Summary, render
 
     paths = paths or ["."]
@@ -157,7 +158,8 @@ def scan(
         if output_format is OutputFormat.text and known:
             typer.echo(f"{known} finding{'s' if known != 1 else ''} already in {baseline} not shown.", err=True)
     summary = Summary("scan", tgt, findings, report.errors, report.files_checked, report.suppressed,
-                      unsafe_fixes=settings.unsafe_fixes, statistics=statistics, color=_color())
+                      unsafe_fixes=settings.unsafe_fixes, statistics=statistics, color=_color(),
+                      knowledge=knowledge_applied(paths or [], findings))
     _emit(render(output_format.value, summary))
     if exit_zero:
         raise typer.Exit(EXIT_CLEAN)
@@ -183,6 +185,7 @@ def fix(
     """Rewrite the hazards that have a fix (safe ones by default); report what is left."""
     from rlcompat.api import fix_paths
     from rlcompat.fixer import unified_diff
+    from rlcompat.knowledge_summary import knowledge_applied
     from rlcompat.report import Summary, render
 
     paths = paths or ["."]
@@ -206,7 +209,8 @@ def fix(
                        f"{len(report.remaining)} would remain.", err=True)
             raise typer.Exit(EXIT_FINDINGS if (report.applied or report.remaining or report.errors) else EXIT_CLEAN)
     summary = Summary("fix", tgt, report.remaining, report.errors, len(report.fixes),
-                      fixed=report.applied, unsafe_fixes=settings.unsafe_fixes, color=_color())
+                      fixed=report.applied, unsafe_fixes=settings.unsafe_fixes, color=_color(),
+                      knowledge=knowledge_applied(paths or [], report.applied + report.remaining))
     _emit(render(output_format.value, summary))
     if report.broken:
         raise typer.Exit(EXIT_ERROR)  # a rule produced unparsable code: an internal error, whatever --exit-zero says

@@ -8,6 +8,7 @@ from functools import lru_cache
 from importlib import resources
 
 from rlcompat._toml import load_toml_text
+from rlcompat.model import FixSafety
 
 ROLES = ("weights", "autocast", "rollout")
 ROLE_LABELS = {
@@ -141,3 +142,15 @@ if __name__ == "__main__":
 
     page = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/precision.md")
     page.write_text(refresh(page.read_text("utf-8")), "utf-8")
+
+
+# Framework-knowledge rows (rules/frameworks/) name a setting's role as weights, compute or inference.
+_KNOWLEDGE_ROLES = {"weights": "weights", "compute": "autocast", "inference": "rollout"}
+_SHORT_NAMES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+
+
+def knowledge_choice(role: str, target) -> tuple[str, FixSafety]:
+    """("fp32" | "fp16" | "bf16", the safety of moving a bf16 setting there) for a framework-knowledge role: a
+    move to fp32 keeps training numerically sound; one to fp16 narrows the range (unsafe)."""
+    dtype = dtype_for(target, _KNOWLEDGE_ROLES[role])
+    return _SHORT_NAMES[dtype], FixSafety.UNSAFE if dtype == "float16" else FixSafety.SAFE

@@ -48,6 +48,10 @@ class Rule:
     # left out before parsing (rlcompat/lang/pynarrow.py). A rule that reads other statements says so here.
     whole_module: ClassVar[bool] = False
     severity: ClassVar[str] = "error"
+    # 0: a rule written for its hazard; 1: a rule driven by framework knowledge data; 2: the generic net. A finding
+    # on the same characters as one from a rule of lower precedence is dropped (config rules), so data never
+    # repeats what a written rule already says.
+    precedence: ClassVar[int] = 0
     sources: ClassVar[tuple[str, ...]] = ()
     # Codes also selected when this rule's examples run (a meta rule needs the rules it watches).
     examples_select: ClassVar[tuple[str, ...]] = ()

@@ -22,6 +22,8 @@ class KnownSetting:
     proof: str
     role: str = "actor"
     add_prefix: str = ""  # "+" where the key is not in the YAML tree and Hydra must add it
+    worker: str = ""  # "legacy" | "engine": read only by that worker; "" by whichever the run uses
+    follows: str = ""  # the key whose value this one takes when unset (Hydra's oc.select)
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,8 @@ class DeadKey:
     why: str
     proof: str
     add_prefix: str = ""
+    worker: str = ""  # dead only when the run uses this worker ("" for any)
+    field: str = ""  # the Python declaration whose default nothing reads: "verl/workers/config/actor.py:ActorConfig.x"
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,12 @@ class Knowledge:
     remove_padding_proof: str
     entry_modules: tuple[str, ...]
     entry_prefixes: tuple[str, ...]
+    default_worker: str = "engine"  # "legacy" (verl/workers/fsdp_workers.py) or "engine" (engine_workers.py)
+
+    @property
+    def version_known(self) -> bool:
+        """Whether the scanned tree's verl version was found: only then may a rule say a key does nothing."""
+        return self.detected is not None
 
     def by_id(self, setting_id: str) -> tuple[KnownSetting, ...]:
         return tuple(s for s in self.settings if s.id == setting_id)
@@ -104,17 +114,38 @@ def _load(version: str, detected: str | None) -> Knowledge:
         detected=detected,
         rollout_engines=tuple(data["rollout_engines"]),
         rollout_engines_proof=data["rollout_engines_proof"],
-        mounts={m["file"]: tuple(m["at"]) for m in data["mount"]},
+        mounts={m["file"]: tuple(m["at"]) for m in data.get("mount", ())},
         settings=tuple(
-            KnownSetting(s["id"], s["key"], str(s["default"]), s["proof"], s.get("role", "actor"), s.get("add", ""))
+            KnownSetting(s["id"], s["key"], str(s["default"]), s["proof"], s.get("role", "actor"), s.get("add", ""),
+                         s.get("worker", ""), s.get("follows", ""))
             for s in data["setting"]
         ),
-        dead={d["key"]: DeadKey(d["key"], d["use"], d["why"], d["proof"], d.get("add", "")) for d in data["dead"]},
+        dead={d["key"]: DeadKey(d["key"], d["use"], d["why"], d["proof"], d.get("add", ""), d.get("worker", ""),
+                                d.get("field", "")) for d in data.get("dead", ())},
         remove_padding_patterns=tuple(data["remove_padding_flash"]["path_patterns"]),
         remove_padding_proof=data["remove_padding_flash"]["proof"],
         entry_modules=tuple(data["entry_points"]["modules"]),
         entry_prefixes=tuple(data["entry_points"]["module_prefixes"]),
+        default_worker=data.get("default_worker", "engine"),
     )
+
+
+def load_version(version: str) -> Knowledge:
+    """One rule set by its own version (for messages that compare releases)."""
+    return _load(version, version)
+
+
+def other_verdicts(key: str) -> list[tuple[str, str]]:
+    """(version, "live" | "dead") for every rule set that knows `key`: what a message can say when the scanned
+    tree's version is unknown."""
+    out = []
+    for version in available_versions():
+        known = load_version(version)
+        if key in known.dead:
+            out.append((version, "dead"))
+        elif any(s.key == key for s in known.settings):
+            out.append((version, "live"))
+    return out
 
 
 def knowledge_for(path: str) -> Knowledge:
@@ -136,8 +167,26 @@ def _version_in_tree(directory: str) -> str | None:
                     return fh.read().strip() or None
             except OSError:
                 return None
+    if os.path.basename(directory) == "verl" and os.path.isdir(os.path.join(directory, "trainer")):
+        by_files = _version_from_files(directory)
+        if by_files:
+            return by_files
     parent = os.path.dirname(directory)
     return None if parent == directory else _version_in_tree(parent)
+
+
+def _version_from_files(package: str) -> str | None:
+    """A verl package without `version/version` (a trimmed copy): the newest rule set whose `[detect]` files match."""
+    for version in reversed(available_versions()):
+        text = resources.files("rlcompat.rules").joinpath("verl", f"{version}.toml").read_text("utf-8")
+        detect = load_toml_text(text).get("detect")
+        if not detect:
+            continue
+        present = all(os.path.exists(os.path.join(package, p)) for p in detect.get("present", ()))
+        absent = not any(os.path.exists(os.path.join(package, p)) for p in detect.get("absent", ()))
+        if present and absent:
+            return version
+    return None
 
 
 @lru_cache(maxsize=1)

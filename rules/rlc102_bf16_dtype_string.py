@@ -4,6 +4,7 @@ import libcst as cst
 
 from rlcompat import precision
 from rlcompat.lang import pyhelpers as h
+from rlcompat.lang.deadfields import dead_field, enclosing_class
 from rlcompat.lang.python import PendingFix, PythonRule
 from rlcompat.model import FixSafety
 from rlcompat.rule import Bad, Good
@@ -78,6 +79,7 @@ class Bf16DtypeString(PythonRule):
         Good("NAMES = {'bf16': torch.bfloat16}\n"),
         Good("help_text = 'bf16'\n"),
         Good("x = f'{dtype}bf16'\n"),
+        Good("@dataclass\nclass EngineConfig(BaseConfig):\n    dtype: str = 'bfloat16'\n", path="verl/workers/config/engine.py"),
     )
 
     @classmethod
@@ -93,6 +95,8 @@ class Bf16DtypeString(PythonRule):
             return
         if h.guarded_by(ctx.ancestors, h.is_capability_guard) or h.guarded_by(ctx.ancestors, h.is_bf16_probe) or h.test_mentions(ctx.ancestors, ("bf16", "bfloat16")):
             return
+        if role.kind == "assign" and dead_field(ctx.path, enclosing_class(ctx.ancestors), role.name):
+            return  # a default the scanned verl version never reads: RLC356 says so instead of "fixing" it
         name = role.name if role.name not in ("", "default") else h.enclosing_assign_name(ctx.ancestors)
         name = f"{name} {h.enclosing_class_name(ctx.ancestors)}"  # `dtype` of a `RolloutConfig` is a rollout dtype
         wanted = precision.dtype_for(self.target, precision.role_of_binding(role.call_name, name))

@@ -54,6 +54,11 @@ class RolloutBf16Dtype(ConfigRule):
         Good("python3 train.py actor_rollout_ref.rollout.dtype=bfloat16\n", path="run.sh", target="sm86"),
         Good("echo dtype=bfloat16\n", path="run.sh"),
     )
+    bad = bad + (  # the reward model's rollout (verl 0.8+: reward/reward.yaml), when it is set
+        Bad("reward_model:\n  rollout:\n    name: ???\n    dtype: bfloat16\n",
+            fixed="reward_model:\n  rollout:\n    name: ???\n    dtype: float32\n",
+            path="verl/trainer/config/reward/reward.yaml"),
+    )
 
     @classmethod
     def applies_to(cls, target) -> bool:
@@ -77,4 +82,4 @@ class RolloutBf16Dtype(ConfigRule):
                     f"({target.architecture}) lacks and vLLM refuses below 8.0; use {new}"
                     + (note if new == "float16" else ""))
 
-        h.set_or_add(view, ctx, "rollout-dtype", h.is_bf16, replacement, describe)
+        h.set_or_add(view, ctx, "rollout-dtype", h.is_bf16, replacement, describe, roles=("actor", "reward"))

@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from rlcompat.lang import pyhelpers as h
+from rlcompat.lang.deadfields import dead_field, enclosing_class
 from rlcompat.lang.python import PendingFix, PythonRule
 from rlcompat.model import FixSafety
 from rlcompat.rule import Bad, Good
@@ -42,6 +43,8 @@ class TorchCompileSwitchDefault(PythonRule):
         Good("@dataclass\nclass C:\n    use_torch_compile: bool = True\n", target="sm70"),
         Good("if cfg.use_torch_compile == True:\n    pass\n"),
         Good("use_torch_compile = torch.cuda.get_device_capability()[0] >= 7\n"),
+        Good("@dataclass\nclass ActorConfig(BaseConfig):\n    use_torch_compile: bool = True\n",
+             path="verl/workers/config/actor.py"),
     )
 
     @classmethod
@@ -56,6 +59,8 @@ class TorchCompileSwitchDefault(PythonRule):
             return
         if h.guarded_by(ctx.ancestors, h.is_capability_guard):
             return
+        if role.kind == "assign" and dead_field(ctx.path, enclosing_class(ctx.ancestors), role.name):
+            return  # a default the scanned verl version never reads: RLC356 says so instead of "fixing" it
         ctx.report(
             node,
             f"`{role.name}` defaults to True: torch.compile's inductor refuses {self.target.name} "

@@ -13,7 +13,7 @@ class LigerKernel(ConfigRule):
     name = "liger-kernel"
     title = "Liger kernels switched on for a GPU Triton does not run on"
     what = (
-        "Finds verl's `use_liger: true` (actor or critic model) [S51], TRL/transformers' `use_liger_kernel: true` in "
+        "Finds verl's `use_liger: true` (actor or critic model, the SFT trainer's `model.use_liger`) [S51], TRL/transformers' `use_liger_kernel: true` in "
         "YAML and the `--use_liger_kernel` flag."
     )
     why = (
@@ -30,10 +30,13 @@ class LigerKernel(ConfigRule):
         Bad("use_liger_kernel: true\nbf16: false\n", fixed="use_liger_kernel: false\nbf16: false\n", path="sft.yaml"),
         Bad("accelerate launch sft.py --use_liger_kernel --lr 1e-5\n", fixed="accelerate launch sft.py --lr 1e-5\n",
             path="run.sh"),
+        Bad("torchrun -m verl.trainer.sft_trainer model.path=Qwen/Qwen2.5-0.5B model.use_liger=True\n", path="run.sh",
+            fixed="torchrun -m verl.trainer.sft_trainer model.path=Qwen/Qwen2.5-0.5B model.use_liger=False\n"),
     )
     good = (
         Good(CMD.format(extra="actor_rollout_ref.model.use_liger=False"), path="run.sh"),
         Good(CMD.format(extra="actor_rollout_ref.model.use_liger=True"), path="run.sh", target="sm75"),
+        Good("python3 serve.py model.use_liger=True\n", path="run.sh"),
     )
 
     @classmethod
@@ -42,7 +45,8 @@ class LigerKernel(ConfigRule):
 
     def check_config(self, view, ctx) -> None:
         target = ctx.target
-        found = [s for s in (view.get("actor_rollout_ref.model.use_liger"), view.get("critic.model.use_liger")) if s]
+        keys = [k.key for k in ctx.verl.by_id("use-liger") if k.role != "sft" or _sft_view(view)]
+        found = [s for s in (view.get(key) for key in dict.fromkeys(keys + ["critic.model.use_liger"])) if s]
         found += view.by_name("use_liger_kernel") + view.flags("--use_liger_kernel", "--use-liger-kernel")
         for s in found:
             why = f"Liger's Triton kernels do not run on {target.name} (compute capability {target.capability_text})"
@@ -52,3 +56,9 @@ class LigerKernel(ConfigRule):
             elif s.as_bool() is True:
                 ctx.report(s.key_span, f"{s.key} is {s.value}: {why}; set it to false", [s.rewrite(False)],
                            FixSafety.SAFE, "set it to false")
+
+
+def _sft_view(view) -> bool:
+    """verl's SFT trainer names its model block `model` (not actor_rollout_ref.model)."""
+    return view.is_verl and any("sft" in word for word in view.command_words) if view.kind == "command" else (
+        view.is_verl and view.mounts == ("",))

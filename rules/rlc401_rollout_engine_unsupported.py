@@ -10,6 +10,8 @@ CMD = "python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.rollout.name={
 
 
 def engine_runs(engine: str, target) -> tuple[bool, str]:
+    if engine == "hf":  # HF transformers' generate(): runs wherever torch runs (verl <= 0.5 registers it)
+        return True, ""
     if engine == "vllm":
         return target.vllm, "vLLM needs compute capability 7.5+ (its docs said 7.0+ up to v0.14)"
     if engine == "sglang":
@@ -42,6 +44,8 @@ class RolloutEngineUnsupported(ConfigRule):
         Bad(CMD.format(name="sglang"), path="run.sh", target="sm70"),
         Bad(CMD.format(name="trtllm"), path="run.sh", target="sm75"),
         Bad("actor_rollout_ref:\n  rollout:\n    name: vllm\n", path="ppo.yaml"),
+        Bad(CMD.format(name="sglang").replace("trainer.", "reward_model.rollout.name=vllm \\\n    trainer."), path="run.sh",
+            target="sm70"),
     )
     good = (
         Good(CMD.format(name="vllm"), path="run.sh", target="sm75"),
@@ -54,9 +58,14 @@ class RolloutEngineUnsupported(ConfigRule):
         return target.cc < TRTLLM_MIN_CC
 
     def check_config(self, view, ctx) -> None:
-        setting = view.get("actor_rollout_ref.rollout.name")
-        if setting is None or not setting.value or setting.value == "???":
-            return
+        # The actor's rollout and, where the version has one, the reward model's (reward_model.rollout.name).
+        keys = [k.key for k in ctx.verl.by_id("rollout-name")] or ["actor_rollout_ref.rollout.name"]
+        for key in keys:
+            setting = view.get(key)
+            if setting is not None and setting.value and setting.value not in ("???", "null"):
+                self._check(setting, ctx)
+
+    def _check(self, setting, ctx) -> None:
         engine, target, verl = setting.value, ctx.target, ctx.verl
         registered = ", ".join(verl.rollout_engines)
         if engine not in verl.rollout_engines:

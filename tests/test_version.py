@@ -26,8 +26,15 @@ def test_verbose_version_lists_the_catalog_and_every_knowledge_file():
     assert lines[1] == f"rule catalog {version_info.catalog_version()}: {n_files + n_machine} rules ({n_files} for files, {n_machine} for the machine)"
     listed = {line.split()[0]: line.split()[1] for line in lines[3:]}
     root = resources.files("rlcompat.rules")
-    on_disk = {e.name for e in root.iterdir() if e.name.endswith(".toml")}
-    on_disk |= {f"verl/{e.name}" for e in root.joinpath("verl").iterdir() if e.name.endswith(".toml")}
+    on_disk: set[str] = set()
+    folders = [(root, "")]
+    while folders:  # every knowledge file at any depth: rules/verl/, rules/frameworks/<framework>/, ...
+        folder, prefix = folders.pop()
+        for e in folder.iterdir():
+            if e.is_dir() and e.name != "__pycache__":
+                folders.append((e, f"{prefix}{e.name}/"))
+            elif e.name.endswith(".toml"):
+                on_disk.add(prefix + e.name)
     assert set(listed) == on_disk and {"targets.toml", "verl/0.9.1.toml"} <= on_disk
     assert listed["verl/0.9.1.toml"] == "0.9.1"  # declared by the file
     assert listed["targets.toml"].startswith("sha256:") and len(listed["targets.toml"]) == len("sha256:") + 12

@@ -38,7 +38,7 @@ def critic_trained(view: ConfigView) -> bool:
     return estimator is None or estimator.value in (None, "gae")
 
 
-FSDP_ONLY = {"param-dtype", "torch-compile"}
+FSDP_ONLY = {"param-dtype", "torch-compile", "model-dtype"}
 ROLE_STRATEGY = {"actor": "actor_rollout_ref.actor.strategy", "ref": "actor_rollout_ref.ref.strategy",
                  "critic": "critic.strategy"}
 
@@ -54,6 +54,19 @@ def training_engine(view: ConfigView, role: str = "actor") -> str:
         if f"ppo_{engine}_trainer" in words:
             return engine
     return "fsdp"
+
+
+def worker_of(view: ConfigView, knowledge) -> str:
+    """The verl worker a run uses: `engine` when `trainer.use_legacy_worker_impl=disable`, else the version's default
+    (`legacy` up to 0.7.x, where `auto` picks verl/workers/fsdp_workers.py)."""
+    setting = view.get("trainer.use_legacy_worker_impl")
+    if setting is not None and setting.value is not None:
+        value = setting.value.strip().lower()
+        if value == "disable":
+            return "engine"
+        if value == "enable":
+            return "legacy" if knowledge.default_worker == "legacy" else knowledge.default_worker
+    return knowledge.default_worker
 
 
 def rollout_engine(view: ConfigView) -> str | None:
@@ -74,6 +87,8 @@ def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Ca
             continue
         if setting_id in FSDP_ONLY and training_engine(view, known.role) != "fsdp":
             continue
+        if known.worker and known.worker != worker_of(view, ctx.verl):
+            continue
         setting = view.get(known.key)
         if setting is not None:
             if setting.value is None or not is_bad(setting.value):
@@ -81,6 +96,10 @@ def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Ca
             value, safety = new_value(setting.value)
             message = describe(view.full_key(setting) if view.kind == "yaml" else known.key, setting.value, where(setting))
             ctx.report(setting.key_span, message, [setting.rewrite(value)], safety, f"set it to {value}")
+        elif known.role == "reward":
+            continue  # the reward model's engine only runs when it is enabled: never add its settings
+        elif known.follows and view.get(known.follows) is not None:
+            continue  # unset, it takes the value of the key it follows, which the script sets
         elif view.kind == "command" and view.is_verl and view.can_add and is_bad(known.default):
             if any(view.get(alias) is not None for alias in ctx.verl.dead_aliases_of(known.key)):
                 continue  # the dead-key rule renames the user's key to this one: adding it too would duplicate it

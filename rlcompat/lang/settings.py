@@ -172,7 +172,16 @@ def run_rules(views: Sequence[ConfigView], text: str, path: str, rules: Sequence
             rule.check_config(view, ctx)
     index = LineIndex(text)
     findings, seen = [], set()
+    # A command's entry word anchors findings about different missing keys: those never replace each other.
+    anchors = {(v.anchor.start, v.anchor.end) for v in views if v.anchor is not None}
+    claimed: dict[tuple[int, int], int] = {}
     for p in ctx.pending:
+        key = (p.span.start, p.span.end)
+        claimed[key] = min(claimed.get(key, p.rule.precedence), p.rule.precedence)
+    for p in ctx.pending:
+        key = (p.span.start, p.span.end)
+        if p.rule.precedence > claimed[key] and key not in anchors:
+            continue  # a more specific rule reports these characters already
         # One YAML file can be mounted at several places (engine/fsdp.yaml: actor, ref, critic): one finding per
         # line, not one per mount. Findings about different keys at one anchor (a script's missing overrides) stay.
         if (p.rule.code, p.span.start, p.message) in seen:

@@ -30,6 +30,7 @@ class Summary:
     unsafe_fixes: bool = False
     statistics: bool = False
     color: bool = False
+    knowledge: list[str] = field(default_factory=list)  # framework knowledge applied: "verl 0.9.1", "OpenRLHF 0.11.2"
 
 
 def render(format_name: str, summary: Summary) -> str:

@@ -55,6 +55,7 @@ def render(summary: Summary) -> str:
             "fixed": len(summary.fixed),
             "suppressed": summary.suppressed,
             "errors": len(summary.errors),
+            "knowledge": summary.knowledge,
         },
         "findings": [finding_dict(f) for f in summary.findings],
         "errors": [error_dict(e) for e in summary.errors],

@@ -47,6 +47,8 @@ def _lines(summary: Summary) -> Iterator[Line]:
         yield []
     if summary.statistics:
         yield from _statistics(summary)
+    if summary.knowledge:
+        yield [(f"Framework knowledge applied: {'; '.join(summary.knowledge)}.", "")]
     yield [(_summary_line(summary), "")]
 
 

@@ -1,0 +1,162 @@
+"""Framework knowledge as data: rules/frameworks/<framework>/<version>.toml, and the hazard kinds in
+rules/frameworks/kinds.toml. Loaded on first use (a scan that never meets a framework key never reads them).
+
+A `FrameworkKey` is one setting a framework reads: its spellings (a flag without dashes, a dotted config key, an
+environment variable), what it selects (`kind`), the precision role of a dtype, its default and whether that is
+resolved at run time, and the file:line that proves it. docs/knowledge.md describes the schema.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import metadata, resources
+
+from rlcompat._toml import load_toml_text
+
+
+@dataclass(frozen=True)
+class Hazard:
+    values: tuple[str, ...]  # lower-cased; ">1" / ">0" match integers above that
+    needs: str  # the targets.toml fact the target must have
+    why: str
+    sources: tuple[str, ...]
+
+    def matches(self, value: str) -> bool:
+        low = value.strip().strip("'\"").lower()
+        for v in self.values:
+            if v.startswith(">") and re.fullmatch(r"\d+", low):
+                if int(low) > int(v[1:]):
+                    return True
+            elif low == v:
+                return True
+        return False
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    fix: str  # "dtype" | "off" | "on" | "value" | "none"
+    hazards: tuple[Hazard, ...]
+
+
+@dataclass(frozen=True)
+class FrameworkKey:
+    framework: "Framework" = field(repr=False, compare=False, hash=False)
+    names: tuple[str, ...] = ()
+    form: str = "any"  # "flag" | "key" | "env" | "any"
+    kind: str = "none"
+    role: str = ""  # precision role of a dtype: weights | compute | inference
+    spellings: dict = field(default_factory=dict, compare=False, hash=False)  # {"fp32": "float32", "fp16": ...}
+    safe: str = ""  # the value that avoids the hazard, for kinds fixed by value
+    default: str = ""
+    default_at: str = "parse"  # "parse" (a literal default) | "runtime" (resolved when the program runs)
+    auto: str = ""  # how an "auto" value is resolved, when the framework accepts one
+    live: bool = True
+    scoped: bool = False  # only in commands or files of this framework (a generic name like `dtype`)
+    proof: str = ""
+    commands: tuple[str, ...] = ()  # the commands this key belongs to, when narrower than the framework's
+    requires: tuple[str, ...] = ()  # its default matters only when one of these flags is passed
+    examples: tuple = field(default=(), compare=False, hash=False)  # ("bad"|"good", dict) rows for the rule catalog
+
+    @property
+    def label(self) -> str:
+        return f"{self.framework.label} {self.framework.version}"
+
+
+@dataclass(frozen=True)
+class Framework:
+    name: str
+    label: str
+    version: str
+    distribution: str
+    commands: tuple[str, ...]  # substrings of a command (or a file's text) that run this framework
+    markers: tuple[str, ...]  # flag-name prefixes only this version's CLI has
+    files: tuple[str, ...]  # substrings of a config file's text that make it this framework's
+    keys: tuple[FrameworkKey, ...] = ()
+
+
+def _version_key(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", text))
+
+
+@lru_cache(maxsize=1)
+def kinds() -> dict[str, Kind]:
+    text = resources.files("rlcompat.rules").joinpath("frameworks", "kinds.toml").read_text("utf-8")
+    out = {}
+    for name, body in load_toml_text(text).items():
+        hazards = tuple(Hazard(tuple(v.lower() for v in h["values"]), h["needs"], h["why"], tuple(h.get("sources", ())))
+                        for h in body.get("hazards", ()))
+        out[name] = Kind(name, body.get("fix", "none"), hazards)
+    return out
+
+
+@lru_cache(maxsize=1)
+def frameworks() -> tuple[Framework, ...]:
+    """Every framework version file, newest version first within a framework."""
+    root = resources.files("rlcompat.rules").joinpath("frameworks")
+    found = []
+    for folder in sorted((f for f in root.iterdir() if f.is_dir() and not f.name.startswith(("_", "."))),
+                         key=lambda f: f.name):
+        for entry in folder.iterdir():
+            if entry.name.endswith(".toml"):
+                found.append(_framework(load_toml_text(entry.read_text("utf-8")), entry.name))
+    return tuple(sorted(found, key=lambda f: (f.name, tuple(-p for p in _version_key(f.version)))))
+
+
+def _framework(data: dict, filename: str) -> Framework:
+    for required in ("framework", "label", "version"):
+        if required not in data:
+            raise ValueError(f"rules/frameworks/.../{filename}: `{required}` is missing")
+    fw = Framework(data["framework"], data["label"], data["version"], data.get("distribution", data["framework"]),
+                   tuple(data.get("commands", ())), tuple(data.get("markers", ())), tuple(data.get("files", ())))
+    keys = []
+    for row in data.get("key", ()):
+        if row.get("kind", "none") not in kinds() and row.get("kind", "none") != "none":
+            raise ValueError(f"rules/frameworks/{fw.name}/{filename}: unknown kind {row['kind']!r} for {row['names']}")
+        if not row.get("proof"):
+            raise ValueError(f"rules/frameworks/{fw.name}/{filename}: {row['names']} has no proof")
+        examples = tuple(("bad", e) for e in row.get("bad", ())) + tuple(("good", e) for e in row.get("good", ()))
+        keys.append(FrameworkKey(
+            fw, tuple(row["names"]), row.get("form", "any"), row.get("kind", "none"), row.get("role", ""),
+            dict(row.get("spellings", {})), row.get("safe", ""), str(row.get("default", "")),
+            row.get("default_at", "parse"), row.get("auto", ""), row.get("live", True), row.get("scoped", False),
+            row["proof"], tuple(row.get("commands", ())), tuple(row.get("requires", ())), examples))
+    object.__setattr__(fw, "keys", tuple(keys))
+    return fw
+
+
+def normalise(name: str) -> str:
+    """A setting's name as the knowledge spells it: no leading dashes (`--ds.param_dtype` -> `ds.param_dtype`)."""
+    return name.lstrip("-")
+
+
+@lru_cache(maxsize=1)
+def _index() -> dict[str, tuple[FrameworkKey, ...]]:
+    """Last name part -> keys that may match (a key `model_init_kwargs.torch_dtype` is found under `torch_dtype`)."""
+    index: dict[str, list[FrameworkKey]] = {}
+    for fw in frameworks():
+        for key in fw.keys:
+            for name in key.names:
+                index.setdefault(name.rsplit(".", 1)[-1].lower(), []).append(key)
+    return {k: tuple(v) for k, v in index.items()}
+
+
+def candidates(setting_key: str) -> tuple[FrameworkKey, ...]:
+    return _index().get(normalise(setting_key).rsplit(".", 1)[-1].lower(), ())
+
+
+def name_matches(key: FrameworkKey, setting_key: str) -> bool:
+    """`bf16.enabled` matches the setting `bf16.enabled` and `zero.bf16.enabled`; flags match whole."""
+    name = normalise(setting_key).lower()
+    return any(name == n.lower() or name.endswith("." + n.lower()) for n in key.names)
+
+
+@lru_cache(maxsize=32)
+def installed_version(distribution: str) -> str | None:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+

@@ -1,0 +1,181 @@
+"""Framework knowledge as data (rules/frameworks/): the schema holds, every row is sourced and reachable, the
+knowledge-backed rules and the generic net read settings from any front end, and neither repeats a finding."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from rlcompat import framework_knowledge as fk
+from rlcompat.api import scan_source
+from rlcompat.lang.settings import ConfigView, Setting, Span, run_rules
+from rlcompat.rules import file_rules
+from rlcompat.targets import resolve_target
+
+PROOF = re.compile(r"[\w./-]+\.(py|yaml|toml|json)(:\d+(-\d+)?)?|https?://")
+RULES = {r.code: r for r in file_rules()}
+KNOWLEDGE_RULES = [RULES[c] for c in ("RLC118", "RLC207", "RLC355", "RLC404")]
+
+
+def test_every_framework_file_loads_with_sourced_rows():
+    fws = fk.frameworks()
+    assert {f.name for f in fws} >= {"openrlhf", "trl", "transformers", "accelerate", "deepspeed", "vllm", "sglang",
+                                     "llamafactory", "torchtune", "ms-swift", "unsloth"}
+    assert {f.version for f in fws if f.name == "openrlhf"} == {"0.6.4", "0.8.11", "0.11.2"}
+    for fw in fws:
+        assert fw.keys, fw
+        for key in fw.keys:
+            assert key.names and PROOF.search(key.proof), (fw.name, key.names, key.proof)
+            if key.kind == "dtype":
+                assert key.role in ("weights", "compute", "inference"), key.names
+            kind = fk.kinds().get(key.kind)
+            if kind is not None and kind.fix == "value":
+                assert key.safe, f"{fw.name} {key.names}: kind {key.kind} is fixed by value but has no `safe`"
+
+
+def test_every_kind_names_facts_the_target_table_has():
+    sm61 = resolve_target("sm61")
+    for kind in fk.kinds().values():
+        for hazard in kind.hazards:
+            assert isinstance(getattr(sm61, hazard.needs), bool), hazard.needs
+            assert hazard.sources, kind.name
+
+
+def test_every_key_is_reached_by_a_rule_and_its_triggers():
+    handled = {kind: rule for rule in KNOWLEDGE_RULES for kind in rule.kinds}
+    for fw in fk.frameworks():
+        for key in fw.keys:
+            if key.kind == "none":
+                continue
+            rule = handled[key.kind]  # KeyError: a kind no rule reads
+            for name in key.names:
+                assert any(t in name for t in rule.triggers), f"{rule.code} never runs on a file with only `{name}`"
+
+
+def test_a_bad_framework_file_names_the_file_and_the_row():
+    with pytest.raises(ValueError, match=r"rules/frameworks/x/1\.0\.toml: unknown kind 'colour'"):
+        fk._framework({"framework": "x", "label": "X", "version": "1.0",
+                       "key": [{"names": ["a"], "kind": "colour", "proof": "x.py:1"}]}, "1.0.toml")
+    with pytest.raises(ValueError, match="has no proof"):
+        fk._framework({"framework": "x", "label": "X", "version": "1.0", "key": [{"names": ["a"], "kind": "dtype"}]},
+                      "1.0.toml")
+
+
+# Settings as the front ends being generalised on issue 13 will yield them: a dotted flag without dashes, an
+# environment variable, a JSON path. Built by hand where today's front ends do not read them yet.
+TEXT = "deepspeed --module openrlhf.cli.train_sft --ds.zero_stage 2 --ds.param_dtype bf16\n"
+
+
+def _command_view(settings, words=("deepspeed", "--module", "openrlhf.cli.train_sft", "--ds.zero_stage", "2")):
+    return ConfigView("command", settings, anchor=Span(0, 9), command_words=tuple(words))
+
+
+def _setting(text: str, key: str, value: str, flag: bool = True) -> Setting:
+    start = text.index(value, text.index(key.lstrip("-")))
+    k = text.index(key.lstrip("-"))
+    return Setting(key, value, Span(k, k + len(key.lstrip("-"))), Span(start, start + len(value)), flag=flag)
+
+
+def _run(views, text, target, codes):
+    rules = [RULES[c](resolve_target(target)) for c in codes]
+    return run_rules(views, text, "run.sh", rules, resolve_target(target))
+
+
+def test_openrlhf_param_dtype_has_no_fp32_spelling_so_sm61_gets_no_fix():
+    view = _command_view([_setting(TEXT, "ds.param_dtype", "bf16")])
+    found = [f for f in _run([view], TEXT, "sm61", ["RLC118"]) if f.location.line == 1 and "is bf16" in f.message]
+    assert len(found) == 1
+    assert "OpenRLHF 0.11.2 knowledge: openrlhf/cli/train_sft.py:179-185" in found[0].message
+    assert "no fp32 spelling" in found[0].message and found[0].fix is None
+
+
+def test_openrlhf_param_dtype_becomes_fp16_on_sm75_as_an_unsafe_fix():
+    view = _command_view([_setting(TEXT, "ds.param_dtype", "bf16")])
+    (found,) = [f for f in _run([view], TEXT, "sm75", ["RLC118"]) if "is bf16" in f.message]
+    assert found.fix is not None and found.fix.safety.value == "unsafe"
+    assert [e.content for e in found.fix.edits] == ["fp16"]
+
+
+def test_defaults_of_a_known_openrlhf_version_are_reported_at_the_command():
+    view = _command_view([])
+    messages = [f.message for f in _run([view], TEXT, "sm61", ["RLC118", "RLC207"])]
+    assert any(m.startswith("--ds.attn_implementation is not passed, so OpenRLHF 0.11.2 uses its default, "
+                            "flash_attention_2") and "pass --ds.attn_implementation sdpa" in m for m in messages)
+    assert any(m.startswith("--ds.param_dtype is not passed") for m in messages)
+    # Without a marker of the CLI generation (and no openrlhf installed) the version is unknown: no default claims.
+    plain = _command_view([], words=("deepspeed", "--module", "openrlhf.cli.train_sft", "--max_len", "2048"))
+    if fk.installed_version("openrlhf") is None:
+        assert not _run([plain], TEXT, "sm61", ["RLC118", "RLC207"])
+
+
+def test_vllm_attention_backend_env_var():
+    text = "export VLLM_ATTENTION_BACKEND=FLASH_ATTN\n"
+    start = text.index("FLASH_ATTN", 20)
+    env = Setting("VLLM_ATTENTION_BACKEND", "FLASH_ATTN", Span(7, 29), Span(start, start + 10))
+    (found,) = _run([ConfigView("command", [env], anchor=Span(0, 6))], text, "sm75", ["RLC207"])
+    assert "vLLM 0.11.0 knowledge: vllm/envs.py:612-614" in found.message
+    assert [e.content for e in found.fix.edits] == ["FLEX_ATTENTION"]
+    assert not _run([ConfigView("command", [env], anchor=Span(0, 6))], text, "sm80", ["RLC207"])
+
+
+def test_deepspeed_auto_bf16_is_resolved_at_run_time():
+    text = '{"bf16": {"enabled": "auto"}}'
+    start = text.index("auto")
+    auto = Setting("bf16.enabled", "auto", Span(text.index("enabled"), text.index("enabled") + 7),
+                   Span(start, start + 4))
+    (found,) = _run([ConfigView("json", [auto])], text, "sm61", ["RLC118"])
+    assert "runtime: TrainingArguments.bf16" in found.message and "DeepSpeed 0.18.1 knowledge" in found.message
+    assert [e.content for e in found.fix.edits] == ["false"]
+
+
+def test_a_data_row_is_enough_to_add_a_key(monkeypatch):
+    """A key only the data knows (here a made-up one) is found and fixed with no code change."""
+    base = fk.frameworks()
+    row = fk._framework({"framework": "newtool", "label": "NewTool", "version": "1.0", "key": [
+        {"names": ["model.precision_mode"], "kind": "dtype", "role": "compute", "spellings": {"fp32": "fp32"},
+         "proof": "newtool/config.py:12"}]}, "1.0.toml")
+    monkeypatch.setattr(fk, "frameworks", lambda: base + (row,))
+    fk._index.cache_clear()
+    try:
+        (found,) = scan_source("model:\n  precision_mode: bf16\n", resolve_target("sm61"), "tool.yaml", "yaml")
+        assert found.code == "RLC118" and "NewTool 1.0 knowledge: newtool/config.py:12" in found.message
+    finally:
+        fk._index.cache_clear()
+
+
+def test_the_net_reports_unknown_names_once_and_leaves_known_ones_to_the_knowledge():
+    text = "python train.py --model.dtype bfloat16 --ds.param_dtype bf16\n"
+    unknown = _setting(text, "--model.dtype", "bfloat16")
+    known = _setting(text, "--ds.param_dtype", "bf16")
+    view = _command_view([unknown, known], words=tuple(text.split()))
+    found = _run([view], text, "sm61", ["RLC003", "RLC118"])
+    net = [f for f in found if f.code == "RLC003"]
+    assert len(net) == 1 and net[0].severity == "warning"
+    assert "`--model.dtype` is not in rlcompat's framework knowledge" in net[0].message
+    assert [e.content for e in net[0].fix.edits] == ["float32"]
+
+
+def test_no_finding_is_repeated_by_the_knowledge_rules_or_the_net():
+    text = "deepspeed --module openrlhf.cli.train_ppo_ray --bf16 --attn_implementation flash_attention_2\n"
+    found = scan_source(text, resolve_target("sm61"), "run.sh", "shell")
+    spans = [(f.location.line, f.location.column) for f in found]
+    assert len(spans) == len(set(spans)), [(f.code, f.message) for f in found]
+    assert {f.code for f in found} >= {"RLC107", "RLC204"}
+
+
+def test_no_all_clear_for_bf16_in_an_unknown_tool():
+    found = scan_source("optim:\n  lr: 1e-5\nmodel:\n  compute_dtype: torch.bfloat16\n", resolve_target("sm61"),
+                        "unknown_tool.yaml", "yaml")
+    assert [f.code for f in found] == ["RLC003"]
+    assert found[0].fix.edits[0].content == "torch.float32"
+
+
+def test_loading_the_catalog_does_not_read_the_framework_files():
+    import subprocess
+    import sys
+
+    code = ("import rlcompat.rules as r, rlcompat.framework_knowledge as fk; r.file_rules(); "
+            "print(fk.frameworks.cache_info().currsize, fk.kinds.cache_info().currsize)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["0", "0"]
