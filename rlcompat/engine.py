@@ -20,6 +20,8 @@ from rlcompat.targets import Target, resolve_target
 FRONTENDS = {"python": "rlcompat.lang.python", "yaml": "rlcompat.lang.yaml", "shell": "rlcompat.lang.shell",
              "markdown": "rlcompat.lang.markdown"}
 META_UNUSED = "RLC001"
+# Languages whose files can hold code of another (`python - <<EOF` in a script): that language's rules run there too.
+EMBEDS = {"shell": ("python",), "markdown": ("python",)}
 
 
 class ParseFailure(Exception):
@@ -80,6 +82,11 @@ class Checker:
             rule = rule_cls(self.target)
             for language in rule_cls.languages:
                 by_language.setdefault(language, []).append(rule)
+        for outer, inner in EMBEDS.items():
+            own = by_language.get(outer, [])
+            extra = [r for lang in inner for r in by_language.get(lang, ()) if r not in own]
+            if extra:
+                by_language[outer] = own + extra
         return by_language
 
     @cached_property

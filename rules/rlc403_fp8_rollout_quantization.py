@@ -44,6 +44,6 @@ class Fp8RolloutQuantization(ConfigRule):
             if s.value is None or s.value.strip().lower() != "fp8":
                 continue
             edit = remove_flag(ctx.source_text, s.word_span) if s.flag and s.word_span else s.rewrite("null")
-            ctx.report(s.key_span, f"{s.key} is fp8: fp8 needs compute capability 8.9+, {ctx.target.name} is "
+            ctx.report(s.key_span, f"{s.label} is fp8: fp8 needs compute capability 8.9+, {ctx.target.name} is "
                                    f"{ctx.target.capability_text}; turn quantization off", [edit],
                        FixSafety.UNSAFE, "turn quantization off")

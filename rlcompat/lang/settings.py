@@ -1,9 +1,29 @@
-"""What the YAML and shell front ends share: a configuration *setting* and rules written once over settings.
+"""What every configuration front end shares: a configuration *setting* and rules written once over settings.
 
-A `Setting` is one dotted Hydra key with its value, wherever it was written: `dtype: bfloat16` under
-`rollout:` in a YAML file, `actor_rollout_ref.rollout.dtype=bfloat16` in a launch script, or an argparse flag
-(`--attn_implementation flash_attention_2`). It knows the exact character range of its value, so a fix
-rewrites that value and leaves every other byte of the file alone.
+A `Setting` is one key with its value, wherever it was written: `dtype: bfloat16` under `rollout:` in a YAML
+file, `actor_rollout_ref.rollout.dtype=bfloat16` in a launch script, an argparse flag
+(`--attn_implementation flash_attention_2`), an environment variable, a JSON value, a Python keyword argument.
+It knows the exact character range of its value, so a fix rewrites that value and leaves every other byte of
+the file alone.
+
+Keys, by `origin` (the field says which front end construct produced the setting):
+
+| origin | key | example -> key |
+|---|---|---|
+| `yaml` | dotted path of mapping keys | `rollout:` / `dtype:` -> `rollout.dtype` |
+| `hydra-override` | the override's key, without `+`/`++`/`~` (kept in `prefix`) | `+a.b=1` -> `a.b` |
+| `flag` (`flag=True`) | argparse's *dest*: leading dashes dropped, `-` -> `_`, dots kept | `--ds.param_dtype` -> `ds.param_dtype`, `--flash-attn` -> `flash_attn` |
+| `env` | the variable's name, as written (`export X=...`, `X=... cmd`, `os.environ[...]`) | `VLLM_ATTENTION_BACKEND` |
+| `json` | dotted path of object keys (array items by index) | `{"bf16": {"enabled": true}}` -> `bf16.enabled` |
+| `argparse-default` (`flag=True`) | the flag's dest, as for `flag`; the value span is the `default=` literal | `add_argument("--dtype", default="bf16")` -> `dtype` |
+| `python-keyword` | the keyword, prefixed by the called name's last part in `call` | `GRPOConfig(bf16=True)` -> `bf16` |
+| `python-field` | a class-body field default (dataclass, pydantic, config class) | `bf16: bool = True` -> `bf16` |
+| `python-dict` | dotted path of a dict literal's string keys | `{"bf16": {"enabled": True}}` -> `bf16.enabled` |
+
+`written` keeps a flag as the user wrote it (`--flash-attn`), for messages: `label` is `written or key`. A bare switch (`--bf16` with no value) has `value == ""` and `switch=True`.
+`flag_key("--x-y")` is the normalisation, and `ConfigView.flags()` accepts names either way.
+Values are strings as written (unquoted): a Python `True` is "True", a JSON `true` is "true", `None`/`null`
+stay words; a value rlcompat cannot know is None.
 
 A `ConfigView` is the set of settings that configure one run: a YAML document, or one training command in
 a script. Rules (`ConfigRule.check_config`) ask a view for keys; a shell view can also *add* an override
@@ -40,6 +60,19 @@ class Setting:
     prefix: str = ""  # Hydra's "+", "++" or "~"
     flag: bool = False  # an argparse flag rather than a Hydra key
     word_span: Span | None = None  # the whole shell word (or words, for `--flag value`), for removal
+    origin: str = ""  # which construct wrote it (module docstring); "" for YAML and Hydra overrides of old callers
+    written: str = ""  # a flag as written (`--flash-attn`); "" where the key is what was written
+    switch: bool = False  # a flag given with no value (`--bf16`)
+    call: str = ""  # Python: the called name of a keyword argument (`GRPOConfig`), the class of a field
+
+    @property
+    def label(self) -> str:
+        """How a message names the setting: as the user wrote it."""
+        return self.written or self.key
+
+    @property
+    def env(self) -> bool:
+        return self.origin == "env"
 
     def as_bool(self) -> bool | None:
         if self.value is None:
@@ -59,6 +92,11 @@ class Setting:
         return Edit(self.value_span.start, self.value_span.end, text)
 
 
+def flag_key(flag: str) -> str:
+    """The key of a command-line flag: argparse's dest (`--ds.param-dtype` -> `ds.param_dtype`)."""
+    return flag.lstrip("-").replace("-", "_")
+
+
 def _bool_like(value: bool, original: str) -> str:
     word = "true" if value else "false"
     if original.isupper():
@@ -74,7 +112,8 @@ def _bool_like(value: bool, original: str) -> str:
 class ConfigView:
     """The settings of one run: one YAML document or one command in a script."""
 
-    kind: str  # "yaml" | "command" | "unread" (a command the shell parser could not read: `anchor`, `unread`)
+    kind: str  # "yaml" | "command" | "env" (a script's exports) | "json" | "python" | "unread" (a command the
+    # shell parser could not read: `anchor`, `unread`)
     settings: list[Setting] = field(default_factory=list)
     mounts: tuple[str, ...] = ("",)  # where the keys sit in verl's tree ("" for a whole config)
     is_verl: bool = False  # a verl config file or a verl training command
@@ -91,17 +130,23 @@ class ConfigView:
     def _by_key(self) -> dict[str, Setting]:
         index: dict[str, Setting] = {}
         for s in self.settings:
-            if not s.flag:
+            if not s.flag and s.origin != "env":
                 for path in self.paths_of(s):
                     index[path] = s  # a later setting of the same key replaces an earlier one
         return index
 
     def flags(self, *names: str) -> list[Setting]:
-        return [s for s in self.settings if s.flag and s.key in names]
+        """Flags by name, written either way (`--flash-attn`, `flash_attn`): see `flag_key`."""
+        keys = {flag_key(n) for n in names}
+        return [s for s in self.settings if s.flag and s.key in keys]
+
+    def env(self, *names: str) -> list[Setting]:
+        """Environment variables in force for this view (`export`ed before it, or set inline)."""
+        return [s for s in self.settings if s.origin == "env" and s.key in names]
 
     def by_name(self, *names: str) -> list[Setting]:
-        """Settings (not flags) whose last key segment is one of `names`, at any depth: for generic keys."""
-        return [s for s in self.settings if not s.flag and s.name in names]
+        """Settings (not flags or env vars) whose last key segment is one of `names`, at any depth: for generic keys."""
+        return [s for s in self.settings if not s.flag and s.origin != "env" and s.name in names]
 
     def paths_of(self, setting: Setting) -> list[str]:
         """Every full key the setting stands for (one per mount point)."""
