@@ -7,7 +7,17 @@ import os
 import subprocess
 from rlcompat.config import Settings
 
-LANGUAGES = {".py": "python", ".pyi": "python", ".yaml": "yaml", ".yml": "yaml", ".sh": "shell", ".bash": "shell"}
+LANGUAGES = {".py": "python", ".pyi": "python", ".yaml": "yaml", ".yml": "yaml", ".sh": "shell", ".bash": "shell",
+             ".json": "json"}
+# JSON in a directory walk: configs, not data. Files JSON tools and model checkpoints write are left out by name
+# (a checkpoint's config.json records the dtype it was saved in, not what a run selects), and any JSON file over
+# the size cap is data. A file named on the command line is always read.
+JSON_SKIPPED_NAMES = {"package.json", "package-lock.json", "tsconfig.json", "jsconfig.json", "composer.json",
+                      "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "vocab.json",
+                      "special_tokens_map.json", "added_tokens.json", "preprocessor_config.json", "adapter_config.json",
+                      "trainer_state.json", "model.safetensors.index.json", "pytorch_model.bin.index.json",
+                      "launch.json", "settings.json", "extensions.json", "devcontainer.json", ".eslintrc.json"}
+JSON_MAX_BYTES = 256 * 1024
 # Checked only when named on the command line: the shell code blocks of a README are not part of every walk.
 EXPLICIT_ONLY = {".md": "markdown", ".markdown": "markdown"}
 
@@ -83,6 +93,8 @@ def _walk(root: str, settings: Settings):
         for f in sorted(filenames):
             if language_of(f) is None or settings.is_name_excluded(f):
                 continue
+            if f.endswith(".json") and json_skip_reason(os.path.join(directory, f)):
+                continue
             full = os.path.normpath(os.path.join(directory, f))
             if settings.is_path_excluded(full):
                 continue
@@ -93,6 +105,19 @@ def _walk(root: str, settings: Settings):
             if not os.path.isfile(full):
                 continue  # dangling link, socket, ...
             yield full
+
+
+def json_skip_reason(path: str) -> str:
+    """Why a directory walk does not read this JSON file ("" when it does)."""
+    name = os.path.basename(path).lower()
+    if name in JSON_SKIPPED_NAMES or name.endswith((".index.json", ".lock.json")):
+        return "a JSON file tools or checkpoints write, not a run's config"
+    try:
+        if os.path.getsize(path) > JSON_MAX_BYTES:
+            return f"JSON over {JSON_MAX_BYTES // 1024} KiB: data, not a config"
+    except OSError:
+        return ""
+    return ""
 
 
 def _inside(path: str, root: str) -> bool:

@@ -18,7 +18,7 @@ from rlcompat.source import SourceError, SourceFile, decode, read_bytes
 from rlcompat.targets import Target, resolve_target
 
 FRONTENDS = {"python": "rlcompat.lang.python", "yaml": "rlcompat.lang.yaml", "shell": "rlcompat.lang.shell",
-             "markdown": "rlcompat.lang.markdown"}
+             "markdown": "rlcompat.lang.markdown", "json": "rlcompat.lang.jsonfile"}
 META_UNUSED = "RLC001"
 # Languages whose files can hold code of another (`python - <<EOF` in a script): that language's rules run there too.
 EMBEDS = {"shell": ("python",), "markdown": ("python",)}

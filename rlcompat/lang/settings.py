@@ -171,7 +171,7 @@ class ConfigView:
 class ConfigRule(Rule):
     """Base for rules over configuration settings (YAML files and launch scripts)."""
 
-    languages = frozenset({"yaml", "shell", "markdown"})  # markdown: its shell code blocks
+    languages = frozenset({"yaml", "shell", "markdown", "json"})  # markdown: its shell code blocks
     # Rules that look at commands the shell parser could not read (views of kind "unread"); the others never see them.
     reads_unread: ClassVar[bool] = False
 
