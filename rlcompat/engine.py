@@ -42,6 +42,13 @@ class FileResult:
     content_sha: str | None = None  # SHA-256 of the bytes checked, for the cache
 
 
+def triggers_in(rule, language: str) -> tuple[str, ...]:
+    """What makes `rule` run on a file of `language`: a config rule reads Python through its `python_triggers`."""
+    if language == "python" and hasattr(rule, "python_triggers"):
+        return rule.python_triggers
+    return rule.triggers
+
+
 def frontend(language: str):
     return importlib.import_module(FRONTENDS[language])
 
@@ -91,7 +98,7 @@ class Checker:
 
     @cached_property
     def triggers(self) -> dict[str, tuple[str, ...]]:
-        return {lang: tuple({t for r in rules for t in r.triggers}) for lang, rules in self.rules_by_language.items()}
+        return {lang: tuple({t for r in rules for t in triggers_in(r, lang)}) for lang, rules in self.rules_by_language.items()}
 
     @cached_property
     def _active_codes(self) -> set[str]:
@@ -133,7 +140,7 @@ class Checker:
         # Each trigger word is looked for once; a rule runs if one of its own is present.
         present = {t for t in self.triggers.get(language, ()) if t in text} if rules and language in FRONTENDS else ()
         if present:
-            runnable = [r for r in rules if not present.isdisjoint(r.triggers)]
+            runnable = [r for r in rules if not present.isdisjoint(triggers_in(r, language))]
             fe = frontend(language)
             # A front end may leave out what no runnable rule can match (the Python one: lang/pynarrow.py).
             narrowed = fe.narrow(text, runnable) if hasattr(fe, "narrow") else None

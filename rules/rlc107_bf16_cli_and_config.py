@@ -30,6 +30,7 @@ class Bf16CliAndConfig(ConfigRule):
         "(safe) on sm5x/sm6x and `float16` (unsafe: smaller range) on sm70/sm75; `mixed_precision` becomes `no`/`fp16`."
     )
     triggers = ("bf16", "bfloat16")
+    python_triggers = ("bf16", "bfloat16")
     sources = ("S1", "S3", "S6")
 
     bad = (

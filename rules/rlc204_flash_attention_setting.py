@@ -32,6 +32,7 @@ class FlashAttentionSetting(ConfigRule):
         "uses its default attention)."
     )
     triggers = ("flash_attention_", "flash_attn", "flash-attn") + h.ENTRY_TRIGGERS
+    python_triggers = ("flash_attention_", "flash_attn", "flash-attn")
     sources = ("S9", "S10", "S16", "S51")
 
     bad = (

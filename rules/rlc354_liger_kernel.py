@@ -22,6 +22,7 @@ class LigerKernel(ConfigRule):
     )
     fix_safety = "Turning it off uses the model's own PyTorch layers: the same math with more memory, safe."
     triggers = ("liger",)
+    python_triggers = ("liger",)
     sources = ("S17", "S37", "S51")
 
     bad = (

@@ -22,6 +22,7 @@ class Fp8RolloutQuantization(ConfigRule):
         "not fit; unsafe."
     )
     triggers = ("fp8",)
+    python_triggers = ("fp8",)
     sources = ("S6", "S20", "S51")
 
     bad = (

@@ -55,7 +55,9 @@ def map_findings(block: Embedded, findings: Sequence[Finding], index: LineIndex)
 
 def _map_fix(block: Embedded, fix: Fix) -> Fix | None:
     edits = []
+    code = block.code
     for e in fix.edits:
+        e = _trimmed(code, e)
         if not block.contiguous(e.start, e.end) or any(ch in block.forbidden for ch in e.content):
             return None
         start = block.file_offset(e.start)
@@ -64,12 +66,27 @@ def _map_fix(block: Embedded, fix: Fix) -> Fix | None:
     return Fix(tuple(sorted(edits)), fix.safety, fix.description)
 
 
+def _trimmed(code: str, e: Edit) -> Edit:
+    """The edit without the characters it leaves as they are (`"bfloat16"` -> `"float32"` edits inside the quotes),
+    so a fix whose changed part needs no quoting applies inside a quoted shell word."""
+    old, new = code[e.start:e.end], e.content
+    head = 0
+    while head < min(len(old), len(new)) and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(old), len(new)) - head and old[len(old) - 1 - tail] == new[len(new) - 1 - tail]:
+        tail += 1
+    return Edit(e.start + head, e.end - tail, new[head:len(new) - tail])
+
+
 def check_python(block: Embedded, path: str, rules: Sequence, target, index: LineIndex) -> list[Finding]:
     """Python rules over one embedded block; code that does not parse is left alone (the file is not Python)."""
     if not rules or not block.chars:
         return []
     code = block.code
-    triggered = [r for r in rules if any(t in code for t in r.triggers)]
+    from rlcompat.engine import triggers_in
+
+    triggered = [r for r in rules if any(t in code for t in triggers_in(r, "python"))]
     if not triggered:
         return []
     from rlcompat.lang import python as py

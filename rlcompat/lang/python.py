@@ -13,7 +13,9 @@ from typing import Callable, Sequence
 
 from rlcompat._lazy import lazy_import
 
-from rlcompat.lang.pynarrow import Narrowed, narrow  # noqa: F401  (the engine asks the front end to narrow)
+from rlcompat.lang import pynarrow
+from rlcompat.lang.pynarrow import Narrowed
+from rlcompat.lang.settings import ConfigRule, ConfigView, run_rules
 from rlcompat.model import Edit, Finding, Fix, FixSafety, Location
 from rlcompat.rule import Rule
 from rlcompat.textpos import LineIndex
@@ -241,7 +243,18 @@ def _skip_validation(self) -> None:
     pass
 
 
-def parse(text: str) -> cst.Module:
+def narrow(text: str, rules: Sequence) -> Narrowed | None:
+    """What LibCST parses: only for the Python rules (config rules read settings from CPython's `ast`, see
+    lang/pysettings.py); nothing at all when only config rules run."""
+    python_rules = [r for r in rules if not isinstance(r, ConfigRule)]
+    if not python_rules:
+        return Narrowed("", ())
+    return pynarrow.narrow(text, python_rules)
+
+
+def parse(text: str) -> cst.Module | None:
+    if not text:
+        return None  # nothing to parse (narrowed to nothing): no LibCST import, no statements, no findings
     # LibCST validates every node it builds (CSTNode.__post_init__); nodes the parser builds from valid source need
     # none of it (LibCST's own comment there says so), and it is about a fifth of the parse. Only for this call.
     validate = cst.CSTNode.__post_init__
@@ -267,8 +280,40 @@ def syntax_error_location(exc: PythonSyntaxError) -> tuple[int, int, str]:
     return exc.line, exc.column, exc.message
 
 
-def check(module: cst.Module, text: str, path: str, rules: Sequence[PythonRule], target,
+def check(module: cst.Module | None, text: str, path: str, rules: Sequence, target,
           narrowed: Narrowed | None = None) -> list[Finding]:
+    """Findings of Python rules (LibCST) and of config rules over the file's settings (lang/pysettings.py)."""
+    from rlcompat.lang.pysettings import drop_overlaps, settings_of
+
+    config = [r for r in rules if isinstance(r, ConfigRule)]
+    python_rules = [r for r in rules if not isinstance(r, ConfigRule)]
+    findings = _check_python(module, text, path, python_rules, target, narrowed) if python_rules and module else []
+    if config:
+        settings = settings_of(text, tuple({t for r in config for t in r.python_triggers}))
+        if settings:
+            found = run_rules([ConfigView("python", settings)], text, path, [r for r in config if not r.reads_unread],
+                              target)
+            if found:
+                # Overlaps are judged against every Python rule for the target, selected or not: `--ignore RLC201`
+                # or `# rlcompat: ignore[RLC201]` must not bring the same hazard back under a config rule's code.
+                found = drop_overlaps(found, _all_python_findings(text, path, target))
+            findings += found
+    return findings
+
+
+def _all_python_findings(text: str, path: str, target) -> list[Finding]:
+    from rlcompat.rules import file_rules
+
+    rules = [cls(target) for cls in file_rules() if "python" in cls.languages and not issubclass(cls, ConfigRule)
+             and cls.applies_to(target)]
+    try:
+        return _check_python(parse(text), text, path, rules, target)
+    except (PythonSyntaxError, RecursionError):
+        return []
+
+
+def _check_python(module: cst.Module, text: str, path: str, rules: Sequence[PythonRule], target,
+                  narrowed: Narrowed | None = None) -> list[Finding]:
     """Findings in `text`. With `narrowed`, `module` was parsed from `narrowed.text` (lang/pynarrow.py): positions
     are found there and mapped back to `text` line by line (columns are the same)."""
     ctx = Context(target, path)
@@ -289,7 +334,7 @@ def check(module: cst.Module, text: str, path: str, rules: Sequence[PythonRule],
     line = narrowed.original_line if narrowed else (lambda n: n)
     if narrowed and any(line(r.end.line) - line(r.start.line) != r.end.line - r.start.line for r in positions.values()):
         # A reported node spans lines that were left out: only the whole file gives its true extent.
-        return check(parse(text), text, path, rules, target)
+        return _check_python(parse(text), text, path, rules, target)
     index = LineIndex(text)
     findings = []
     for p in ctx.pending:

@@ -171,7 +171,12 @@ class ConfigView:
 class ConfigRule(Rule):
     """Base for rules over configuration settings (YAML files and launch scripts)."""
 
-    languages = frozenset({"yaml", "shell", "markdown", "json"})  # markdown: its shell code blocks
+    # markdown: its shell code blocks; python: settings read by lang/pysettings.py
+    languages = frozenset({"yaml", "shell", "markdown", "json", "python"})
+    # Python files: the substrings that make this rule read a file's Python settings (lang/pysettings.py). Empty by
+    # default: most config rules ask for verl's full Hydra keys, which Python code does not write, and reading
+    # settings costs an `ast` parse of every file holding a trigger.
+    python_triggers: ClassVar[tuple[str, ...]] = ()
     # Rules that look at commands the shell parser could not read (views of kind "unread"); the others never see them.
     reads_unread: ClassVar[bool] = False
 

@@ -636,7 +636,7 @@ def check(script: ShellScript, text: str, path: str, rules: Sequence, target) ->
                   for start, end, why in script.skipped]
         findings += run_rules(unread, text, path, watchers, target)
     for block in embedded:
-        findings += check_python(block, path, python_rules, target, index)
+        findings += check_python(block, path, rules, target, index)
     return findings
 
 
