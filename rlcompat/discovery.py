@@ -8,7 +8,7 @@ import subprocess
 from rlcompat.config import Settings
 
 LANGUAGES = {".py": "python", ".pyi": "python", ".yaml": "yaml", ".yml": "yaml", ".sh": "shell", ".bash": "shell",
-             ".json": "json"}
+             ".json": "json", ".ipynb": "notebook"}
 # JSON in a directory walk: configs, not data. Files JSON tools and model checkpoints write are left out by name
 # (a checkpoint's config.json records the dtype it was saved in, not what a run selects), and any JSON file over
 # the size cap is data. A file named on the command line is always read.

@@ -18,10 +18,11 @@ from rlcompat.source import SourceError, SourceFile, decode, read_bytes
 from rlcompat.targets import Target, resolve_target
 
 FRONTENDS = {"python": "rlcompat.lang.python", "yaml": "rlcompat.lang.yaml", "shell": "rlcompat.lang.shell",
-             "markdown": "rlcompat.lang.markdown", "json": "rlcompat.lang.jsonfile"}
+             "markdown": "rlcompat.lang.markdown", "json": "rlcompat.lang.jsonfile",
+             "notebook": "rlcompat.lang.notebook"}
 META_UNUSED = "RLC001"
 # Languages whose files can hold code of another (`python - <<EOF` in a script): that language's rules run there too.
-EMBEDS = {"shell": ("python",), "markdown": ("python",)}
+EMBEDS = {"shell": ("python",), "markdown": ("python",), "notebook": ("python", "shell")}
 
 
 class ParseFailure(Exception):
@@ -89,11 +90,13 @@ class Checker:
             rule = rule_cls(self.target)
             for language in rule_cls.languages:
                 by_language.setdefault(language, []).append(rule)
+        own_rules = {lang: list(rules) for lang, rules in by_language.items()}
         for outer, inner in EMBEDS.items():
-            own = by_language.get(outer, [])
-            extra = [r for lang in inner for r in by_language.get(lang, ()) if r not in own]
-            if extra:
-                by_language[outer] = own + extra
+            merged = list(own_rules.get(outer, []))
+            for lang in inner:
+                merged += [r for r in own_rules.get(lang, ()) if r not in merged]
+            if merged:
+                by_language[outer] = merged
         return by_language
 
     @cached_property

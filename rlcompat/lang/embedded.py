@@ -22,6 +22,7 @@ class Embedded:
     language: str  # "python" | "shell"
     chars: list[tuple[str, int]]  # the code's characters and their offsets in the file
     forbidden: str = ""  # characters a fix may not write here (they would end or change the enclosing quoting)
+    escape: Callable[[str], str] | None = None  # how a fix's text is written here (a JSON string: json escapes)
 
     @property
     def code(self) -> str:
@@ -62,7 +63,7 @@ def _map_fix(block: Embedded, fix: Fix) -> Fix | None:
             return None
         start = block.file_offset(e.start)
         end = start if e.end == e.start else block.file_offset(e.end - 1) + 1
-        edits.append(Edit(start, end, e.content))
+        edits.append(Edit(start, end, block.escape(e.content) if block.escape else e.content))
     return Fix(tuple(sorted(edits)), fix.safety, fix.description)
 
 

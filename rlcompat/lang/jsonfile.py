@@ -5,7 +5,8 @@
 character range: a string's value span is inside its quotes, a number's or `true`/`false`/`null`'s is the
 literal, so a fix rewrites those characters and every other byte (indentation, key order, spacing, line
 endings) stays. Values are the text as written for literals and the decoded string for strings; DeepSpeed's
-`"auto"` is the string `auto`. A string written with escapes gets no value span (it is not rewritten).
+`"auto"` is the string `auto`. A string written with escapes gets no value span (it is not rewritten); a string's
+`word_span` is its whole token, quotes included (the notebook front end decodes cell sources from it).
 
 The file is validated by the standard library's parser first, so a broken file is reported with its line and
 column and the parser's words; only then does a small scanner of our own collect the positions. Objects and arrays
@@ -93,7 +94,7 @@ def scan(text: str):
                 inner = raw[1:-1]
                 value_span = Span(i + 1, m.end() - 1) if "\\" not in inner else None
                 if key:
-                    yield Setting(key, json.loads(raw), span, value_span, origin="json")
+                    yield Setting(key, json.loads(raw), span, value_span, origin="json", word_span=Span(i, m.end()))
             i = m.end()
         else:
             m = _LITERAL.match(text, i)
