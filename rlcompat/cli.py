@@ -157,7 +157,7 @@ def scan(
         if output_format is OutputFormat.text and known:
             typer.echo(f"{known} finding{'s' if known != 1 else ''} already in {baseline} not shown.", err=True)
     summary = Summary("scan", tgt, findings, report.errors, report.files_checked, report.suppressed,
-                      unsafe_fixes=settings.unsafe_fixes, statistics=statistics, color=_color())
+                      unsafe_fixes=settings.unsafe_fixes, statistics=statistics, color=_color(), not_read=report.not_read)
     _emit(render(output_format.value, summary))
     if exit_zero:
         raise typer.Exit(EXIT_CLEAN)
@@ -206,7 +206,7 @@ def fix(
                        f"{len(report.remaining)} would remain.", err=True)
             raise typer.Exit(EXIT_FINDINGS if (report.applied or report.remaining or report.errors) else EXIT_CLEAN)
     summary = Summary("fix", tgt, report.remaining, report.errors, len(report.fixes),
-                      fixed=report.applied, unsafe_fixes=settings.unsafe_fixes, color=_color())
+                      fixed=report.applied, unsafe_fixes=settings.unsafe_fixes, color=_color(), not_read=report.not_read)
     _emit(render(output_format.value, summary))
     if report.broken:
         raise typer.Exit(EXIT_ERROR)  # a rule produced unparsable code: an internal error, whatever --exit-zero says

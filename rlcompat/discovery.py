@@ -26,9 +26,14 @@ def language_of(path: str) -> str | None:
     return LANGUAGES.get(os.path.splitext(path)[1].lower())
 
 
-def discover(paths: list[str], settings: Settings) -> tuple[list[tuple[str, str]], list[str]]:
+UNKNOWN_TYPE = "no front end reads this file type"
+
+
+def discover(paths: list[str], settings: Settings, not_read: list | None = None) -> tuple[list[tuple[str, str]], list[str]]:
     """Files to check as (path, language), sorted and unique; and named paths that are neither files nor
-    directories (`why_not_checked` says what they are)."""
+    directories (`why_not_checked` says what they are). `not_read`, if given, receives (path, why) for files
+    seen but not read: a named file of a type no front end reads, JSON a walk leaves out (`json_skip_reason`),
+    and (reason UNKNOWN_TYPE) every walked file of another type."""
     found: dict[str, str] = {}
     missing: list[str] = []
     for given in paths:
@@ -36,8 +41,11 @@ def discover(paths: list[str], settings: Settings) -> tuple[list[tuple[str, str]
             lang = language_of(given) or EXPLICIT_ONLY.get(os.path.splitext(given)[1].lower())
             if lang and not (settings.force_exclude and settings.is_excluded(given)):
                 found.setdefault(os.path.normpath(given), lang)
+            elif not lang and not_read is not None:
+                ext = os.path.splitext(given)[1].lower()
+                not_read.append((os.path.normpath(given), f"named, but no front end reads {ext or 'files without an extension'} files"))
         elif os.path.isdir(given):
-            for path in _walk(given, settings):
+            for path in _walk(given, settings, not_read):
                 lang = language_of(path)
                 if lang:
                     found.setdefault(path, lang)
@@ -76,7 +84,7 @@ def _one_path_per_file(found: dict[str, str]) -> dict[str, str]:
     return {p: lang for p, lang in found.items() if p in kept}
 
 
-def _walk(root: str, settings: Settings):
+def _walk(root: str, settings: Settings, not_read: list | None = None):
     ignored = _git_ignored(root) if settings.respect_gitignore else None
     root_real = os.path.realpath(root)
     for directory, dirnames, filenames in os.walk(root):  # os.walk does not follow directory links: no loops
@@ -91,9 +99,16 @@ def _walk(root: str, settings: Settings):
             keep.append(d)
         dirnames[:] = keep
         for f in sorted(filenames):
-            if language_of(f) is None or settings.is_name_excluded(f):
+            if settings.is_name_excluded(f):
                 continue
-            if f.endswith(".json") and json_skip_reason(os.path.join(directory, f)):
+            if language_of(f) is None:
+                if not_read is not None:
+                    not_read.append((os.path.normpath(os.path.join(directory, f)), UNKNOWN_TYPE))
+                continue
+            why = json_skip_reason(os.path.join(directory, f)) if f.endswith(".json") else ""
+            if why:
+                if not_read is not None:
+                    not_read.append((os.path.normpath(os.path.join(directory, f)), why))
                 continue
             full = os.path.normpath(os.path.join(directory, f))
             if settings.is_path_excluded(full):

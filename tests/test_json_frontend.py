@@ -106,3 +106,22 @@ def test_every_scalar_is_a_setting_whose_span_holds_its_literal(value, indent):
     for s in jsonfile.parse(text).settings:
         if s.value_span is not None:
             assert text[s.value_span.start:s.value_span.end] == s.value
+
+
+def test_reports_say_which_files_were_not_read_and_why(tmp_path):
+    from tests.test_cli import invoke
+
+    (tmp_path / "config.json").write_text('{"torch_dtype": "bfloat16"}')
+    (tmp_path / "ds.json").write_text('{"bf16": true}')
+    (tmp_path / "notes.txt").write_text("bf16")
+    (tmp_path / "x.toml").write_text("bf16 = true\n")
+    code, out, _ = invoke("scan", ".", "x.toml", "--target", "sm61", "--no-cache", cwd=tmp_path)
+    assert ("Not read: 1 file (a JSON file tools or checkpoints write, not a run's config: config.json); "
+            "1 file (named, but no front end reads .toml files: x.toml).") in out
+    code, out, _ = invoke("scan", ".", "--target", "sm61", "--no-cache", "--output-format", "json", cwd=tmp_path)
+    doc = json.loads(out)
+    assert doc["not_read"] == [{"path": "config.json", "reason": "a JSON file tools or checkpoints write, not a run's config"}]
+    assert doc["not_read_other_types"] == 2
+    # nothing left out: no line, and the text report is as before
+    code, out, _ = invoke("scan", "ds.json", "--target", "sm61", "--no-cache", cwd=tmp_path)
+    assert "Not read" not in out

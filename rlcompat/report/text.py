@@ -47,6 +47,11 @@ def _lines(summary: Summary) -> Iterator[Line]:
         yield []
     if summary.statistics:
         yield from _statistics(summary)
+    from rlcompat.report import not_read_line
+
+    skipped = not_read_line(summary.not_read)
+    if skipped:
+        yield [(skipped, "")]
     yield [(_summary_line(summary), "")]
 
 
