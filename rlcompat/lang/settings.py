@@ -171,14 +171,19 @@ class ConfigView:
 class ConfigRule(Rule):
     """Base for rules over configuration settings (YAML files and launch scripts)."""
 
-    # markdown: its shell code blocks; python: settings read by lang/pysettings.py
-    languages = frozenset({"yaml", "shell", "markdown", "json", "python"})
+    # markdown: its shell code blocks; json: JSON configs; python is added for a rule that names python_triggers
+    languages = frozenset({"yaml", "shell", "markdown", "json"})
     # Python files: the substrings that make this rule read a file's Python settings (lang/pysettings.py). Empty by
     # default: most config rules ask for verl's full Hydra keys, which Python code does not write, and reading
     # settings costs an `ast` parse of every file holding a trigger.
     python_triggers: ClassVar[tuple[str, ...]] = ()
     # Rules that look at commands the shell parser could not read (views of kind "unread"); the others never see them.
     reads_unread: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.python_triggers and "python" not in cls.languages:
+            cls.languages = cls.languages | {"python"}  # reads Python settings (lang/pysettings.py)
 
     def check_config(self, view: ConfigView, ctx: "ConfigContext") -> None:
         raise NotImplementedError
