@@ -182,3 +182,16 @@ def test_python_settings_are_not_double_reported_even_when_the_python_rule_is_ig
 def test_setting_defaults_keep_old_callers_working():
     s = Setting("a.b", "x", Span(0, 1), Span(2, 3))
     assert s.origin == "" and not s.flag and not s.switch and s.label == "a.b" and not s.env
+
+
+def test_bash_c_strings_are_scripts_with_findings_and_fixes_in_the_string(tmp_path):
+    script = tmp_path / "run.sh"
+    text = ('srun -N1 bash -c \\\n"pip install x==$V \\\n&& python3 train.py \\\n    --bf16 \\\n'
+            '    --attn_implementation flash_attention_2 \\\n    --x 1" &>> log\n'
+            "docker run img sh -c 'accelerate launch --mixed_precision=bf16 t.py'\n")
+    script.write_text(text)
+    found = sorted((f.code, f.location.line) for f in scan_paths([str(script)], SM61).findings)
+    assert found == [("RLC107", 4), ("RLC107", 7), ("RLC204", 5)]
+    fix_paths([str(script)], SM61)
+    assert script.read_text() == (text.replace("    --bf16 \\\n", "").replace("flash_attention_2", "sdpa")
+                                  .replace("=bf16", "=no"))

@@ -583,7 +583,7 @@ def _entry_index(expanded: list[tuple[str, Word]], knowledge) -> int | None:
     return None
 
 
-def check(script: ShellScript, text: str, path: str, rules: Sequence, target) -> list[Finding]:
+def check(script: ShellScript, text: str, path: str, rules: Sequence, target, _depth: int = 0) -> list[Finding]:
     from rlcompat.verl_knowledge import knowledge_for
 
     config_rules = [r for r in rules if isinstance(r, ConfigRule)]
@@ -618,6 +618,9 @@ def check(script: ShellScript, text: str, path: str, rules: Sequence, target) ->
                 variables.record_heredoc(HeredocValue(name, command.start, heredoc[2], heredoc[3],
                                                       is_quoted_delimiter(text, heredoc[0], heredoc[1])))
             continue
+        inner = _shell_code(command)
+        if inner is not None:
+            embedded.append(inner)
         if python_rules and PYTHON_COMMAND.match(head):
             block = _python_code(command, heredoc, text)
             if block is not None:
@@ -636,8 +639,42 @@ def check(script: ShellScript, text: str, path: str, rules: Sequence, target) ->
                   for start, end, why in script.skipped]
         findings += run_rules(unread, text, path, watchers, target)
     for block in embedded:
-        findings += check_python(block, path, rules, target, index)
+        if block.language == "python":
+            findings += check_python(block, path, rules, target, index)
+        elif _depth < MAX_NESTED_SHELL:
+            findings += _check_shell_block(block, path, rules, target, index, _depth + 1)
     return findings
+
+
+MAX_NESTED_SHELL = 3  # `bash -c "... bash -c '...'"`: deeper nesting is not followed
+
+
+def _shell_code(command: Command) -> Embedded | None:
+    """The script `bash -c CODE` / `sh -c CODE` runs (srun, docker and ssh wrap launches this way)."""
+    words = command.words
+    for i, w in enumerate(words):
+        if re.fullmatch(r"(?:.*/)?(?:ba)?sh", w.text) and i + 2 < len(words) + 1:
+            rest = words[i + 1:]
+            for j, opt in enumerate(rest):
+                if opt.text == "-c" and j + 1 < len(rest) and "`" not in rest[j + 1].text:
+                    code = rest[j + 1]
+                    quote = code.raw[:1]
+                    forbidden = "'" if quote == "'" else '"$`\\' if quote == '"' else " \t\n'\"$`\\;&|<>()"
+                    return Embedded("shell", list(code.chars), forbidden)
+                if not opt.text.startswith("-"):
+                    break
+    return None
+
+
+def _check_shell_block(block: Embedded, path: str, rules, target, index: LineIndex, depth: int) -> list[Finding]:
+    from rlcompat.lang.embedded import map_findings
+
+    code = block.code
+    try:
+        script = parse(code)
+    except ShellSyntaxError:
+        return []
+    return map_findings(block, check(script, code, path, rules, target, _depth=depth), index)
 
 
 def _env_setting(w: Word, variables: Variables, index: LineIndex) -> Setting | None:
