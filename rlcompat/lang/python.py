@@ -296,16 +296,21 @@ def check(module: cst.Module | None, text: str, path: str, rules: Sequence, targ
             if found:
                 # Overlaps are judged against every Python rule for the target, selected or not: `--ignore RLC201`
                 # or `# rlcompat: ignore[RLC201]` must not bring the same hazard back under a config rule's code.
-                found = drop_overlaps(found, _all_python_findings(text, path, target))
+                found = drop_overlaps(found, findings + _unselected_python_findings(text, path, target, python_rules))
             findings += found
     return findings
 
 
-def _all_python_findings(text: str, path: str, target) -> list[Finding]:
+def _unselected_python_findings(text: str, path: str, target, ran: Sequence) -> list[Finding]:
+    """Findings of the Python rules for the target that did not run here although their triggers are in `text`
+    (deselected with --ignore/--select/per-file-ignores): usually none, and then nothing is parsed."""
     from rlcompat.rules import file_rules
 
+    codes = {r.code for r in ran}
     rules = [cls(target) for cls in file_rules() if "python" in cls.languages and not issubclass(cls, ConfigRule)
-             and cls.applies_to(target)]
+             and cls.code not in codes and cls.applies_to(target) and any(t in text for t in cls.triggers)]
+    if not rules:
+        return []
     try:
         return _check_python(parse(text), text, path, rules, target)
     except (PythonSyntaxError, RecursionError):
