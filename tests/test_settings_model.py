@@ -195,3 +195,13 @@ def test_bash_c_strings_are_scripts_with_findings_and_fixes_in_the_string(tmp_pa
     fix_paths([str(script)], SM61)
     assert script.read_text() == (text.replace("    --bf16 \\\n", "").replace("flash_attention_2", "sdpa")
                                   .replace("=bf16", "=no"))
+
+
+def test_overrides_of_other_hydra_entry_points_are_settings():
+    text = ("torchrun --nnodes=1 sft.py model.torch_dtype=bfloat16 +trainer.x=1\n"
+            "tune run lora --config c dtype=bf16\necho a.b=1\n")
+    views = shell_views(text)
+    keys = [[(s.origin, s.key, s.prefix) for s in v.settings if s.origin == "hydra-override"] for v in views]
+    assert keys == [[("hydra-override", "model.torch_dtype", ""), ("hydra-override", "trainer.x", "+")],
+                    [("hydra-override", "dtype", "")], []]
+    assert not views[0].is_verl and views[0].get("model.torch_dtype").value == "bfloat16"

@@ -753,6 +753,8 @@ def _view(command: Command, variables: Variables, knowledge, text: str, index: L
             if setting is not None:
                 settings.append(setting)
                 last_override = w
+    else:
+        settings.extend(_other_overrides(command.words, variables, index))
     settings.extend(_flags(command.words, variables, index))
     anchor_word = expanded[entry][1] if entry is not None else command.words[0]
     view = ConfigView("command", settings, is_verl=entry is not None, anchor=Span(anchor_word.start, anchor_word.end),
@@ -760,6 +762,31 @@ def _view(command: Command, variables: Variables, knowledge, text: str, index: L
     if entry is not None:
         view._adder = _adder(text, index, command, last_override or anchor_word)
     return view
+
+
+# Programs that take Hydra / OmegaConf `key=value` overrides after their config (besides `python script.py` and
+# `python -m module`): LLaMA-Factory, torchtune, ms-swift, axolotl.
+OVERRIDE_CLIS = {"llamafactory-cli", "tune", "swift", "axolotl"}
+
+
+def _other_overrides(words: list[Word], variables: Variables, index: LineIndex) -> list[Setting]:
+    """`key=value` words after the program of a command that runs Python (a `*.py` script, `-m module`, a trainer
+    CLI): other Hydra entry points' overrides. Words before the program (`torchrun --nnodes=1`) are not."""
+    start = None
+    for i, w in enumerate(words):
+        text = w.text
+        if text.endswith(".py") or (text == "-m" and i + 1 < len(words)) or text.rsplit("/", 1)[-1] in OVERRIDE_CLIS:
+            start = i + (2 if text == "-m" else 1)
+            break
+    if start is None:
+        return []
+    out = []
+    for w in words[start:]:
+        if OVERRIDE.match(w.text) and not w.text.startswith("-") and re.match(r"^[+~]*[A-Za-z_][\w\-]*[.=/@]", w.text):
+            setting = _override(w, variables, index)
+            if setting is not None:
+                out.append(setting)
+    return out
 
 
 def _split_variables(words: list[Word], variables: Variables) -> list[Word]:
