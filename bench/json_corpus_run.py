@@ -1,6 +1,6 @@
 """Robustness run of the JSON and notebook front ends: scan and fix every `.json` and `.ipynb` file under the given
 directories (default: this checkout's .venv, whose packages ship many JSON files), each on a copy in a temporary
-directory, named explicitly so the walk's skip list does not hide any. Checks, per file:
+directory, checked directly through the engine (the discovery skip list hides none). Checks, per file:
 
 1. no exception out of rlcompat (a crash);
 2. a changed file still loads with `json.loads` and has the original's structure (the same keys, in the same

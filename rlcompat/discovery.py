@@ -9,9 +9,9 @@ from rlcompat.config import Settings
 
 LANGUAGES = {".py": "python", ".pyi": "python", ".yaml": "yaml", ".yml": "yaml", ".sh": "shell", ".bash": "shell",
              ".json": "json", ".ipynb": "notebook"}
-# JSON in a directory walk: configs, not data. Files JSON tools and model checkpoints write are left out by name
-# (a checkpoint's config.json records the dtype it was saved in, not what a run selects), and any JSON file over
-# the size cap is data. A file named on the command line is always read.
+# JSON: configs, not data. Files JSON tools and model checkpoints write are left out by name (a checkpoint's
+# config.json records the dtype it was saved in, not what a run selects), and any JSON file over the size cap is
+# data; named on the command line too (pre-commit names every staged file). Reports list what was left out.
 JSON_SKIPPED_NAMES = {"package.json", "package-lock.json", "tsconfig.json", "jsconfig.json", "composer.json",
                       "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "vocab.json",
                       "special_tokens_map.json", "added_tokens.json", "preprocessor_config.json", "adapter_config.json",
@@ -39,7 +39,12 @@ def discover(paths: list[str], settings: Settings, not_read: list | None = None)
     for given in paths:
         if os.path.isfile(given):
             lang = language_of(given) or EXPLICIT_ONLY.get(os.path.splitext(given)[1].lower())
-            if lang and not (settings.force_exclude and settings.is_excluded(given)):
+            # Named JSON is held to the same skip list: pre-commit names every staged file, checkpoints included.
+            why = json_skip_reason(given) if lang == "json" else ""
+            if why:
+                if not_read is not None:
+                    not_read.append((os.path.normpath(given), why))
+            elif lang and not (settings.force_exclude and settings.is_excluded(given)):
                 found.setdefault(os.path.normpath(given), lang)
             elif not lang and not_read is not None:
                 ext = os.path.splitext(given)[1].lower()

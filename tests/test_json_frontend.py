@@ -85,9 +85,12 @@ def test_walk_reads_configs_but_not_checkpoint_or_tool_json_or_data(tmp_path):
     files, _ = discover([str(tmp_path)], Settings())
     assert [p.rsplit("/", 1)[1] for p, lang in files] == ["ds_config.json"]
     assert {lang for _, lang in files} == {"json"}
-    # named on the command line, a file is always read
-    named, _ = discover([str(tmp_path / "config.json")], Settings())
-    assert [lang for _, lang in named] == ["json"]
+    # named on the command line (pre-commit names every staged file) the same files are left out, and said so
+    not_read = []
+    named, _ = discover([str(tmp_path / "config.json"), str(tmp_path / "ds_config.json")], Settings(), not_read)
+    assert [p.rsplit("/", 1)[1] for p, _ in named] == ["ds_config.json"]
+    assert [(p.rsplit("/", 1)[1], why) for p, why in not_read] == [
+        ("config.json", "a JSON file tools or checkpoints write, not a run's config")]
 
 
 hypothesis = pytest.importorskip("hypothesis")
@@ -116,6 +119,7 @@ def test_reports_say_which_files_were_not_read_and_why(tmp_path):
     (tmp_path / "notes.txt").write_text("bf16")
     (tmp_path / "x.toml").write_text("bf16 = true\n")
     code, out, _ = invoke("scan", ".", "x.toml", "--target", "sm61", "--no-cache", cwd=tmp_path)
+    assert code == 1
     assert ("Not read: 1 file (a JSON file tools or checkpoints write, not a run's config: config.json); "
             "1 file (named, but no front end reads .toml files: x.toml).") in out
     code, out, _ = invoke("scan", ".", "--target", "sm61", "--no-cache", "--output-format", "json", cwd=tmp_path)
