@@ -16,18 +16,24 @@ Keys, by `origin` (the field says which front end construct produced the setting
 | `env` | the variable's name, as written (`export X=...`, `X=... cmd`, `os.environ[...]`) | `VLLM_ATTENTION_BACKEND` |
 | `json` | dotted path of object keys (array items by index) | `{"bf16": {"enabled": true}}` -> `bf16.enabled` |
 | `argparse-default` (`flag=True`) | the flag's dest, as for `flag`; the value span is the `default=` literal | `add_argument("--dtype", default="bf16")` -> `dtype` |
-| `python-keyword` | the keyword, prefixed by the called name's last part in `call` | `GRPOConfig(bf16=True)` -> `bf16` |
+| `python-keyword` | the keyword; `call` holds the called name as written | `GRPOConfig(bf16=True)` -> `bf16`, call `GRPOConfig` |
 | `python-field` | a class-body field default (dataclass, pydantic, config class) | `bf16: bool = True` -> `bf16` |
 | `python-dict` | dotted path of a dict literal's string keys | `{"bf16": {"enabled": True}}` -> `bf16.enabled` |
 
-`written` keeps a flag as the user wrote it (`--flash-attn`), for messages: `label` is `written or key`. A bare switch (`--bf16` with no value) has `value == ""` and `switch=True`.
-`flag_key("--x-y")` is the normalisation, and `ConfigView.flags()` accepts names either way.
-Values are strings as written (unquoted): a Python `True` is "True", a JSON `true` is "true", `None`/`null`
-stay words; a value rlcompat cannot know is None.
+(`origin == ""` only from callers that predate the field.) `written` keeps a flag as the user wrote it
+(`--flash-attn`), for messages: `label` is `written or key`. A bare switch (`--bf16` with no value) has
+`value == ""` and `switch=True`. `flag_key("--x-y")` is the normalisation, and `ConfigView.flags()` accepts names
+either way. Values are strings as written (unquoted): a Python `True` is "True", a JSON `true` is "true",
+`None`/`null` stay words; a value rlcompat cannot know is None (then `value_span` is None too). `via` says where
+a value from a shell variable was set; `value_span` then points there (the assignment, a `${X:-default}`, a heredoc
+line), which is where a fix edits.
 
-A `ConfigView` is the set of settings that configure one run: a YAML document, or one training command in
-a script. Rules (`ConfigRule.check_config`) ask a view for keys; a shell view can also *add* an override
-for a key that the script leaves at a hazardous code default.
+A `ConfigView` is the set of settings that configure one run: a YAML document, one command in a script (with the
+environment variables in force for it), a script's exports (`kind == "env"`), a JSON file, a Python file's
+settings. Rules (`ConfigRule.check_config`) ask a view for keys: `get(key)` and `by_name(*names)` for keys (never
+flags or env vars), `flags(*names)`, `env(*names)`; a shell view of a verl command can also *add* an override for
+a key that the script leaves at a hazardous code default. A config rule reads Python files only if it names
+`python_triggers`.
 """
 
 from __future__ import annotations
