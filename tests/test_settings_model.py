@@ -146,6 +146,8 @@ ds = {"bf16": {"enabled": True}, "fp16": {"enabled": "auto"}}
 cfg = GRPOConfig(use_vllm=True, bf16=True, dtype=get())
 if bf16:
     ds["x"] = {"bf16": True}
+training_args.bf16 = True
+ds["fp16"] = "bf16"
 '''
 
 
@@ -164,6 +166,9 @@ def test_python_settings_cover_argparse_fields_dicts_environ_and_keywords():
     kw = by[("python-keyword", "use_vllm")]
     assert kw.call == "GRPOConfig" and kw.value == "True" and at(PY, kw.key_span) == "use_vllm"
     assert by[("python-keyword", "dtype")].value is None and by[("python-keyword", "dtype")].value_span is None
+    attr = by[("python-assign", "bf16")]
+    assert attr.call == "training_args" and attr.value == "True" and at(PY, attr.key_span) == "bf16"
+    assert by[("python-assign", "fp16")].value == "bf16" and by[("python-assign", "fp16")].call == "ds"
     # under `if bf16:` the dict only follows a choice made elsewhere
     assert not [s for s in found if s.origin == "python-dict" and s.key == "bf16" ]
 

@@ -11,6 +11,7 @@ repeats a choice made elsewhere and is left out.
 | `bf16: bool = True`, `x = "..."`, `x: str = field(default="...")` in a class body | `python-field` | the field name; `call` is the class |
 | `{"bf16": {"enabled": True}}` | `python-dict` | dotted string keys (`bf16.enabled`) |
 | `os.environ["X"] = "v"`, `os.environ.setdefault("X", "v")` | `env` | `X` |
+| `args.bf16 = True`, `cfg["bf16"] = True` | `python-assign` | the attribute or string subscript; `call` is the object's name |
 | `GRPOConfig(use_vllm=True, bf16=True)` | `python-keyword` | the keyword; `call` is the called name as written |
 
 Values: a string constant's text, `True`/`False`/`None`, a number as written; anything computed is None (no value
@@ -169,12 +170,17 @@ class _Reader:
                 self.add(target.id, target, value, "python-field", call=cls.name)
 
     def statement(self, stmt: ast.stmt) -> None:
-        if isinstance(stmt, ast.Assign):
-            for t in stmt.targets:
-                if isinstance(t, ast.Subscript) and _name(t.value) == "os.environ":
-                    key = t.slice
-                    if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                        self.add(key.value, key, stmt.value, "env")
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            for t in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
+                if isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant) and isinstance(t.slice.value, str):
+                    origin = "env" if _name(t.value) == "os.environ" else "python-assign"
+                    self.add(t.slice.value, t.slice, stmt.value, origin, call=_name(t.value) if origin != "env" else "")
+                elif isinstance(t, ast.Attribute):
+                    start = self.pos.offset(t.end_lineno, t.end_col_offset) - len(t.attr)
+                    if t.attr not in self.guards:
+                        value, span = self.literal(stmt.value)
+                        self.out.append(Setting(t.attr, value, Span(start, start + len(t.attr)), span,
+                                                origin="python-assign", call=_name(t.value)))
         self.expression(stmt)
 
     def expression(self, root: ast.AST) -> None:

@@ -19,6 +19,7 @@ Keys, by `origin` (the field says which front end construct produced the setting
 | `python-keyword` | the keyword; `call` holds the called name as written | `GRPOConfig(bf16=True)` -> `bf16`, call `GRPOConfig` |
 | `python-field` | a class-body field default (dataclass, pydantic, config class) | `bf16: bool = True` -> `bf16` |
 | `python-dict` | dotted path of a dict literal's string keys | `{"bf16": {"enabled": True}}` -> `bf16.enabled` |
+| `python-assign` | the attribute or string subscript assigned; `call` is the object's name | `args.bf16 = True` -> `bf16` |
 
 (`origin == ""` only from callers that predate the field.) `written` keeps a flag as the user wrote it
 (`--flash-attn`), for messages: `label` is `written or key`. A bare switch (`--bf16` with no value) has
