@@ -81,3 +81,16 @@ def test_decoded_sources_keep_every_character_and_its_offset(source, ascii_only)
     chars = notebook.decode(text, 2, len(text))
     assert "".join(c for c, _ in chars) == source
     assert all(text[o] == c or text[o] == "\\" for c, o in chars)
+
+
+def test_writefile_cells_are_read_as_the_file_they_write(tmp_path):
+    path = tmp_path / "a.ipynb"
+    text = _nb(("code", ["%%writefile config.yaml\n", "base_model: m\n", "bf16: true\n"]),
+               ("code", ["%%writefile run.sh\n", "accelerate launch t.py --attn_implementation flash_attention_2\n"]),
+               ("code", ["%%writefile notes.txt\n", "bf16: true\n"]))
+    path.write_text(text)
+    found = sorted((f.code, f.message.rsplit("(", 1)[1]) for f in scan_paths([str(path)], SM61).findings)
+    assert found == [("RLC107", "cell 1, line 3)"), ("RLC204", "cell 2, line 2)")]
+    fix_paths([str(path)], SM61)
+    assert path.read_text() == text.replace('"bf16: true\\n"', '"bf16: false\\n"', 1).replace(
+        "flash_attention_2", "sdpa")

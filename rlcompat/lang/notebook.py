@@ -16,11 +16,14 @@ and fix lands on the notebook file's own characters:
   IPython lines (`!cmd`, `%magic`, `%%cell magic` cells) blanked. If that program does not parse (a cell mid-edit),
   each cell is checked on its own.
 - **Shell**: every `!cmd` line and the body of every `%%bash`, `%%sh` or `%%script bash` cell, in order.
+- **`%%writefile NAME`** cells: the body through the front end NAME's extension selects (`.yaml`, `.yml`, `.json`,
+  `.py`, `.sh`), as if it were that file.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field, replace
 from typing import Sequence
@@ -174,7 +177,37 @@ def check(nb: Notebook, text: str, path: str, rules: Sequence, target) -> list[F
             script = None
         if script is not None:
             findings += map_findings(block, shell.check(script, code, path, shell_rules, target), index)
+    findings += _written_files(code_cells, path, rules, target, index)
     return [_with_cell(f, nb, index) for f in findings]
+
+
+WRITEFILE = re.compile(r"^%%writefile(?:[ \t]+-a)?[ \t]+(\S+)")
+WRITTEN_LANGUAGES = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".py": "python", ".sh": "shell"}
+
+
+def _written_files(cells: list[Cell], path: str, rules: Sequence, target, index: LineIndex) -> list[Finding]:
+    """`%%writefile config.yaml` cells (how Colab notebooks write a trainer's config): the body through the front
+    end of the file it writes."""
+    from rlcompat import engine
+
+    out: list[Finding] = []
+    for cell in cells:
+        lines = _lines(cell.chars)
+        m = WRITEFILE.match("".join(c for c, _ in lines[0])) if lines else None
+        language = WRITTEN_LANGUAGES.get(os.path.splitext(m.group(1))[1].lower()) if m else None
+        if language is None:
+            continue
+        block = Embedded(language, [ch for line in lines[1:] for ch in line], escape=_json_escape)
+        code = block.code
+        own = [r for r in rules if language in r.languages and any(t in code for t in engine.triggers_in(r, language))]
+        if not own:
+            continue
+        try:
+            tree = engine.parse(language, code)
+        except (engine.ParseFailure, RecursionError):
+            continue
+        out += map_findings(block, engine.frontend(language).check(tree, code, path, own, target), index)
+    return out
 
 
 def _parses(code: str) -> bool:
