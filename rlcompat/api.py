@@ -17,6 +17,7 @@ class ScanReport:
     target: Target
     results: list[FileResult]
     missing: list[str] = field(default_factory=list)
+    not_read: list[tuple[str, str]] = field(default_factory=list)  # (path, why): discovery.discover
 
     @property
     def findings(self) -> list[Finding]:
@@ -40,6 +41,7 @@ class FixReport:
     target: Target
     fixes: list[FileFix]
     missing: list[str] = field(default_factory=list)
+    not_read: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def applied(self) -> list[Finding]:
@@ -68,9 +70,10 @@ def scan_paths(paths: list[str], target: Target, settings: Settings | None = Non
                progress=None, use_cache: bool = False) -> ScanReport:
     """Check files and directories. `use_cache` reads and writes `.rlcompat_cache/` under the config root."""
     settings = settings or Settings()
-    files, missing = discover(paths, settings)
+    not_read: list[tuple[str, str]] = []
+    files, missing = discover(paths, settings, not_read)
     checker = Checker(target, settings, use_cache=use_cache)
-    return ScanReport(target, check_files(checker, files, jobs=jobs, progress=progress), missing)
+    return ScanReport(target, check_files(checker, files, jobs=jobs, progress=progress), missing, not_read)
 
 
 def scan_source(text: str, target: Target, path: str = "<string>.py", language: str = "python", settings: Settings | None = None) -> list[Finding]:
@@ -86,7 +89,8 @@ def fix_paths(paths: list[str], target: Target, settings: Settings | None = None
     """Apply fixes (safe ones, plus unsafe ones if asked) file by file, in parallel; `write=False` only computes them."""
     settings = settings or Settings()
     unsafe = settings.unsafe_fixes if unsafe is None else unsafe
-    files, missing = discover(paths, settings)
+    not_read: list[tuple[str, str]] = []
+    files, missing = discover(paths, settings, not_read)
     checker = Checker(target, settings, use_cache=use_cache)
     out = run_parallel(checker, fix_one, [(p, lang, unsafe, write) for p, lang in files], jobs, progress)
-    return FixReport(target, out, missing)
+    return FixReport(target, out, missing, not_read)

@@ -159,7 +159,8 @@ def scan(
             typer.echo(f"{known} finding{'s' if known != 1 else ''} already in {baseline} not shown.", err=True)
     summary = Summary("scan", tgt, findings, report.errors, report.files_checked, report.suppressed,
                       unsafe_fixes=settings.unsafe_fixes, statistics=statistics, color=_color(),
-                      knowledge=knowledge_applied(paths or [], findings))
+                      knowledge=knowledge_applied(paths or [], findings),
+                      not_read=report.not_read)
     _emit(render(output_format.value, summary))
     if exit_zero:
         raise typer.Exit(EXIT_CLEAN)
@@ -210,7 +211,8 @@ def fix(
             raise typer.Exit(EXIT_FINDINGS if (report.applied or report.remaining or report.errors) else EXIT_CLEAN)
     summary = Summary("fix", tgt, report.remaining, report.errors, len(report.fixes),
                       fixed=report.applied, unsafe_fixes=settings.unsafe_fixes, color=_color(),
-                      knowledge=knowledge_applied(paths or [], report.applied + report.remaining))
+                      knowledge=knowledge_applied(paths or [], report.applied + report.remaining),
+                      not_read=report.not_read)
     _emit(render(output_format.value, summary))
     if report.broken:
         raise typer.Exit(EXIT_ERROR)  # a rule produced unparsable code: an internal error, whatever --exit-zero says

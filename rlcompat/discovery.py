@@ -8,7 +8,17 @@ import re
 import subprocess
 from rlcompat.config import Settings
 
-LANGUAGES = {".py": "python", ".pyi": "python", ".yaml": "yaml", ".yml": "yaml", ".sh": "shell", ".bash": "shell"}
+LANGUAGES = {".py": "python", ".pyi": "python", ".yaml": "yaml", ".yml": "yaml", ".sh": "shell", ".bash": "shell",
+             ".json": "json", ".ipynb": "notebook"}
+# JSON: configs, not data. Files JSON tools and model checkpoints write are left out by name (a checkpoint's
+# config.json records the dtype it was saved in, not what a run selects), and any JSON file over the size cap is
+# data; named on the command line too (pre-commit names every staged file). Reports list what was left out.
+JSON_SKIPPED_NAMES = {"package.json", "package-lock.json", "tsconfig.json", "jsconfig.json", "composer.json",
+                      "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "vocab.json",
+                      "special_tokens_map.json", "added_tokens.json", "preprocessor_config.json", "adapter_config.json",
+                      "trainer_state.json", "model.safetensors.index.json", "pytorch_model.bin.index.json",
+                      "launch.json", "settings.json", "extensions.json", "devcontainer.json", ".eslintrc.json"}
+JSON_MAX_BYTES = 256 * 1024
 # Checked only when named on the command line: the shell code blocks of a README are not part of every walk.
 EXPLICIT_ONLY = {".md": "markdown", ".markdown": "markdown"}
 
@@ -42,18 +52,31 @@ def language_from_content(language: str, text: str) -> str:
     return "conda" if "dependencies" in top and ("channels" in top or re.search(r"^\s+- pip:", text, re.MULTILINE)) else language
 
 
-def discover(paths: list[str], settings: Settings) -> tuple[list[tuple[str, str]], list[str]]:
+UNKNOWN_TYPE = "no front end reads this file type"
+
+
+def discover(paths: list[str], settings: Settings, not_read: list | None = None) -> tuple[list[tuple[str, str]], list[str]]:
     """Files to check as (path, language), sorted and unique; and named paths that are neither files nor
-    directories (`why_not_checked` says what they are)."""
+    directories (`why_not_checked` says what they are). `not_read`, if given, receives (path, why) for files
+    seen but not read: a named file of a type no front end reads, JSON a walk leaves out (`json_skip_reason`),
+    and (reason UNKNOWN_TYPE) every walked file of another type."""
     found: dict[str, str] = {}
     missing: list[str] = []
     for given in paths:
         if os.path.isfile(given):
             lang = language_of(given) or EXPLICIT_ONLY.get(os.path.splitext(given)[1].lower())
-            if lang and not (settings.force_exclude and settings.is_excluded(given)):
+            # Named JSON is held to the same skip list: pre-commit names every staged file, checkpoints included.
+            why = json_skip_reason(given) if lang == "json" else ""
+            if why:
+                if not_read is not None:
+                    not_read.append((os.path.normpath(given), why))
+            elif lang and not (settings.force_exclude and settings.is_excluded(given)):
                 found.setdefault(os.path.normpath(given), lang)
+            elif not lang and not_read is not None:
+                ext = os.path.splitext(given)[1].lower()
+                not_read.append((os.path.normpath(given), f"named, but no front end reads {ext or 'files without an extension'} files"))
         elif os.path.isdir(given):
-            for path in _walk(given, settings):
+            for path in _walk(given, settings, not_read):
                 lang = language_of(path)
                 if lang:
                     found.setdefault(path, lang)
@@ -92,7 +115,7 @@ def _one_path_per_file(found: dict[str, str]) -> dict[str, str]:
     return {p: lang for p, lang in found.items() if p in kept}
 
 
-def _walk(root: str, settings: Settings):
+def _walk(root: str, settings: Settings, not_read: list | None = None):
     ignored = _git_ignored(root) if settings.respect_gitignore else None
     root_real = os.path.realpath(root)
     for directory, dirnames, filenames in os.walk(root):  # os.walk does not follow directory links: no loops
@@ -108,7 +131,16 @@ def _walk(root: str, settings: Settings):
         dirnames[:] = keep
         for f in sorted(filenames):
             full = os.path.normpath(os.path.join(directory, f))
-            if language_of(full) is None or settings.is_name_excluded(f):
+            if settings.is_name_excluded(f):
+                continue
+            if language_of(full) is None:
+                if not_read is not None:
+                    not_read.append((full, UNKNOWN_TYPE))
+                continue
+            why = json_skip_reason(full) if f.endswith(".json") else ""
+            if why:
+                if not_read is not None:
+                    not_read.append((full, why))
                 continue
             if settings.is_path_excluded(full):
                 continue
@@ -119,6 +151,19 @@ def _walk(root: str, settings: Settings):
             if not os.path.isfile(full):
                 continue  # dangling link, socket, ...
             yield full
+
+
+def json_skip_reason(path: str) -> str:
+    """Why a directory walk does not read this JSON file ("" when it does)."""
+    name = os.path.basename(path).lower()
+    if name in JSON_SKIPPED_NAMES or name.endswith((".index.json", ".lock.json")):
+        return "a JSON file tools or checkpoints write, not a run's config"
+    try:
+        if os.path.getsize(path) > JSON_MAX_BYTES:
+            return f"JSON over {JSON_MAX_BYTES // 1024} KiB: data, not a config"
+    except OSError:
+        return ""
+    return ""
 
 
 def _inside(path: str, root: str) -> bool:

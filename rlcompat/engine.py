@@ -21,8 +21,11 @@ from rlcompat.targets import Target, resolve_target
 FRONTENDS = {"python": "rlcompat.lang.python", "yaml": "rlcompat.lang.yaml", "shell": "rlcompat.lang.shell",
              "markdown": "rlcompat.lang.markdown", "requirements": "rlcompat.lang.requirements",
              "dockerfile": "rlcompat.lang.dockerfile", "conda": "rlcompat.lang.condaenv",
-             "pyproject": "rlcompat.lang.pyproject_deps"}
+             "pyproject": "rlcompat.lang.pyproject_deps",
+             "json": "rlcompat.lang.jsonfile", "notebook": "rlcompat.lang.notebook"}
 META_UNUSED = "RLC001"
+# Languages whose files can hold code of another (`python - <<EOF` in a script): that language's rules run there too.
+EMBEDS = {"shell": ("python",), "markdown": ("python",), "notebook": ("python", "shell")}
 
 
 class ParseFailure(Exception):
@@ -41,6 +44,13 @@ class FileResult:
     parsed: bool = False  # parsed in this run (False when answered from the cache)
     from_cache: bool = False
     content_sha: str | None = None  # SHA-256 of the bytes checked, for the cache
+
+
+def triggers_in(rule, language: str) -> tuple[str, ...]:
+    """What makes `rule` run on a file of `language`: a config rule reads Python through its `python_triggers`."""
+    if language == "python" and hasattr(rule, "python_triggers"):
+        return rule.python_triggers
+    return rule.triggers
 
 
 def frontend(language: str):
@@ -83,11 +93,18 @@ class Checker:
             rule = rule_cls(self.target)
             for language in rule_cls.languages:
                 by_language.setdefault(language, []).append(rule)
+        own_rules = {lang: list(rules) for lang, rules in by_language.items()}
+        for outer, inner in EMBEDS.items():
+            merged = list(own_rules.get(outer, []))
+            for lang in inner:
+                merged += [r for r in own_rules.get(lang, ()) if r not in merged]
+            if merged:
+                by_language[outer] = merged
         return by_language
 
     @cached_property
     def triggers(self) -> dict[str, tuple[str, ...]]:
-        return {lang: tuple({t for r in rules for t in r.triggers}) for lang, rules in self.rules_by_language.items()}
+        return {lang: tuple({t for r in rules for t in triggers_in(r, lang)}) for lang, rules in self.rules_by_language.items()}
 
     @cached_property
     def _active_codes(self) -> set[str]:
@@ -130,7 +147,7 @@ class Checker:
         # Each trigger word is looked for once; a rule runs if one of its own is present.
         present = {t for t in self.triggers.get(language, ()) if t in text} if rules and language in FRONTENDS else ()
         if present:
-            runnable = [r for r in rules if not present.isdisjoint(r.triggers)]
+            runnable = [r for r in rules if not present.isdisjoint(triggers_in(r, language))]
             fe = frontend(language)
             # A front end may leave out what no runnable rule can match (the Python one: lang/pynarrow.py).
             narrowed = fe.narrow(text, runnable) if hasattr(fe, "narrow") else None

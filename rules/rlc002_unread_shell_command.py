@@ -28,8 +28,7 @@ class UnreadShellCommand(ConfigRule):
     )
     why = (
         "A bf16 or FlashAttention override in a command rlcompat could not read would otherwise pass the gate "
-        "unseen and fail at run time on the target: an override list in a bash array (`ARGS=(... dtype=bfloat16)`), "
-        "`select` or `coproc`, or a `[[ ... ]]` test continued over several lines."
+        "unseen and fail at run time on the target: a command inside `select` or `coproc`, or a `[[ ... ]]` test continued over several lines."
     )
     fix_safety = (
         "No autofix. Check the command by hand for the target, then silence this finding with "
@@ -40,15 +39,15 @@ class UnreadShellCommand(ConfigRule):
     reads_unread = True
 
     bad = (
-        Bad("ARGS=(actor_rollout_ref.rollout.dtype=bfloat16 trainer.n_gpus_per_node=1)\n"
-            "python3 -m verl.trainer.main_ppo \"${ARGS[@]}\"\n", path="run.sh"),
+        Bad("select opt in a b; do python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.dtype=bfloat16; done\n",
+            path="run.sh"),
         Bad("coproc python3 -m verl.trainer.main_ppo actor_rollout_ref.model.override_config.attn_implementation=flash_attention_2\n",
             path="run.sh"),
     )
     good = (
         Good("GPUS=(0 1 2 3)\necho ${GPUS[@]}\n", path="run.sh"),
         Good("[[ -f ckpt ]] && python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.dtype=float32\n", path="run.sh"),
-        Good("ARGS=(actor_rollout_ref.rollout.dtype=float32)  # rlcompat: ignore[RLC002] checked by hand\n", path="run.sh"),
+        Good("coproc python3 -m verl.trainer.main_ppo a.b=1  # rlcompat: ignore[RLC002] checked by hand\n", path="run.sh"),
     )
 
     def __init__(self, target) -> None:

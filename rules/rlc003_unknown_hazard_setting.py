@@ -91,7 +91,7 @@ class UnknownHazardSetting(ConfigRule):
             if in_verl and OTHER_ENGINES & name_tokens(s.key):
                 continue
             base = f"{ctx.verl.label} knowledge (its FSDP-engine keys)" if in_verl else "framework knowledge"
-            self._check(s, ctx, name_tokens(s.key), f"`{s.key}` is not in rlcompat's {base}, so this is matched by "
+            self._check(s, ctx, name_tokens(s.key), f"`{s.label}` is not in rlcompat's {base}, so this is matched by "
                                                     "name only (low confidence)")
 
     def _check(self, s, ctx, tokens: set[str], note: str) -> None:
@@ -104,23 +104,23 @@ class UnknownHazardSetting(ConfigRule):
                 new, safety = (fp16, FixSafety.UNSAFE) if target.training_dtype == "float16" else (fp32, FixSafety.SAFE)
                 if value.isupper():
                     new = new.upper()
-                self._report(ctx, s, f"{s.key} is {value}{where(s)}: bf16 has no hardware on {target.name} "
+                self._report(ctx, s, f"{s.label} is {value}{where(s)}: bf16 has no hardware on {target.name} "
                                      f"({target.capability_text}); use {new}. {note}", s.rewrite(new), safety,
                              f"use {new}")
                 return
             if low in FP8 and not target.fp8:
-                self._report(ctx, s, f"{s.key} is {value}{where(s)}: fp8 needs compute capability 8.9, {target.name} "
+                self._report(ctx, s, f"{s.label} is {value}{where(s)}: fp8 needs compute capability 8.9, {target.name} "
                                      f"is {target.capability_text}. {note}", None)
                 return
         if tokens & ATTN_WORDS:
             if (low in FA3 and not target.flash_attn_3) or (low in FA2 and not target.flash_attn_2):
-                self._report(ctx, s, f"{s.key} is {value}{where(s)}: FlashAttention needs compute capability "
+                self._report(ctx, s, f"{s.label} is {value}{where(s)}: FlashAttention needs compute capability "
                                      f"{'9.0' if low in FA3 else '8.0'}+, {target.name} is {target.capability_text}; "
                                      f"use sdpa. {note}", None if value.isupper() else s.rewrite("sdpa"),
                              FixSafety.SAFE, "use sdpa")
                 return
             if value.isupper() and low in FA_BACKENDS and not target.flash_attn_2:
-                self._report(ctx, s, f"{s.key} is {value}{where(s)}: a FlashAttention backend, which needs compute "
+                self._report(ctx, s, f"{s.label} is {value}{where(s)}: a FlashAttention backend, which needs compute "
                                      f"capability 8.0+; {target.name} is {target.capability_text}. {note}", None)
                 return
         if not is_switch:
@@ -135,7 +135,7 @@ class UnknownHazardSetting(ConfigRule):
                 edit, how = remove_flag(ctx.source_text, s.word_span), "drop the flag"
             else:
                 edit, how = s.rewrite(False), "set it to false"
-            self._report(ctx, s, f"{s.key} turns on {what}, which {target.name} ({target.capability_text}) lacks; "
+            self._report(ctx, s, f"{s.label} turns on {what}, which {target.name} ({target.capability_text}) lacks; "
                                  f"{how}. {note}", edit, FixSafety.SAFE, how)
             return
 

@@ -34,6 +34,7 @@ class Bf16CliAndConfig(ConfigRule):
         "`fp16` on sm70/sm75 (unsafe, autocast under a loss scaler)."
     )
     triggers = ("bf16", "bfloat16")
+    python_triggers = ("bf16", "bfloat16")
     sources = ("S1", "S3", "S6", "S66")
 
     bad = (
@@ -71,7 +72,7 @@ class Bf16CliAndConfig(ConfigRule):
                                        "drop the flag" + (" (or use --fp16)" if fp16 else ""),
                            [remove_flag(ctx.source_text, s.word_span)], FixSafety.SAFE, "remove --bf16")
             elif s.as_bool() is True:
-                ctx.report(s.key_span, f"{s.key} is {s.value}{h.where(s)}: bf16 training on {target.name} "
+                ctx.report(s.key_span, f"{s.label} is {s.value}{h.where(s)}: bf16 training on {target.name} "
                                        f"({target.architecture}), which lacks bf16; set it to false",
                            [s.rewrite(False)], FixSafety.SAFE, "set it to false")
         dtype_settings = view.flags(*DTYPE_FLAGS) + (view.by_name(*DTYPE_NAMES) if not view.is_verl else [])
@@ -79,7 +80,7 @@ class Bf16CliAndConfig(ConfigRule):
             if not h.is_bf16(s.value):
                 continue
             new, safety = h.dtype_replacement(target, s.value, _dtype_role(view, s))
-            ctx.report(s.key_span, f"{s.key} is {s.value}{h.where(s)}: {target.name} ({target.architecture}) has no "
+            ctx.report(s.key_span, f"{s.label} is {s.value}{h.where(s)}: {target.name} ({target.architecture}) has no "
                                    f"bf16; use {new}", [s.rewrite(new)], safety, f"use {new}")
         mixed = view.flags(*MIXED_FLAGS) + (view.by_name("mixed_precision") if not view.is_verl else [])
         for s in mixed:
@@ -91,7 +92,7 @@ class Bf16CliAndConfig(ConfigRule):
             if view.kind == "yaml" and new == "no" and s.value_span is not None:
                 quoted = ctx.source_text[s.value_span.start - 1: s.value_span.start] in "'\""
                 text = new if quoted and s.value_span.start > 0 else "'no'"
-            ctx.report(s.key_span, f"{s.key} is bf16{h.where(s)}: {target.name} ({target.architecture}) has no bf16; "
+            ctx.report(s.key_span, f"{s.label} is bf16{h.where(s)}: {target.name} ({target.architecture}) has no bf16; "
                                    f"use {new}", [s.rewrite(text)], FixSafety.UNSAFE if fp16 else FixSafety.SAFE,
                        f"use {new}")
 

@@ -63,7 +63,7 @@ class PrecisionFlagsCliAndConfig(ConfigRule):
                     ctx.report(s.key_span, f"--{key} on {target.name} ({target.architecture}): {reason}",
                                [remove_flag(ctx.source_text, s.word_span)], FixSafety.SAFE, f"remove --{key}")
                 elif s.as_bool() is True:
-                    ctx.report(s.key_span, f"{s.key} is {s.value}{h.where(s)} on {target.name} "
+                    ctx.report(s.key_span, f"{s.label} is {s.value}{h.where(s)} on {target.name} "
                                            f"({target.architecture}): {reason}",
                                [s.rewrite(False)], FixSafety.SAFE, "set it to false")
         if target.cc >= 70:
@@ -76,6 +76,6 @@ class PrecisionFlagsCliAndConfig(ConfigRule):
             if view.kind == "yaml" and s.value_span is not None:  # YAML reads a bare `no` as false
                 quoted = s.value_span.start > 0 and ctx.source_text[s.value_span.start - 1] in "'\""
                 text = "no" if quoted else "'no'"
-            ctx.report(s.key_span, f"{s.key} is fp16{h.where(s)} on {target.name} ({target.architecture}): DeepSpeed "
+            ctx.report(s.key_span, f"{s.label} is fp16{h.where(s)} on {target.name} ({target.architecture}): DeepSpeed "
                                    "refuses fp16 below 7.0 and fp16 has no tensor cores here; use no (fp32)",
                        [s.rewrite(text)], FixSafety.SAFE, "use no")

@@ -67,6 +67,6 @@ class Fp16AmpHalfWeightsConfig(ConfigRule):
             new = HALF.get(value.lower())
             if new is None:
                 continue
-            ctx.report(s.key_span, f"{s.key} is {value}{h.where(s)} with fp16 AMP ({switch.key}): fp16 AMP needs fp32 "
+            ctx.report(s.key_span, f"{s.label} is {value}{h.where(s)} with fp16 AMP ({switch.key}): fp16 AMP needs fp32 "
                                    "master weights (the grad scaler raises `Attempting to unscale FP16 gradients.`); "
                                    f"use {new}", [s.rewrite(new)], FixSafety.SAFE, f"use {new}")

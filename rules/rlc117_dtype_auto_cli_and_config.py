@@ -57,9 +57,9 @@ class DtypeAutoCliAndConfig(ConfigRule):
         for s in settings:
             if (s.value or "").strip().lower() != "auto":
                 continue
-            role = "rollout" if s.key == "--dtype" else "weights"
+            role = "rollout" if s.flag and s.key == "dtype" else "weights"
             fp16 = precision.dtype_for(target, role) == "float16"
             new = "float16" if fp16 else "float32"
-            ctx.report(s.key_span, f"{s.key} is auto{h.where(s)}: the checkpoint's dtype, bf16 for most current models, "
+            ctx.report(s.key_span, f"{s.label} is auto{h.where(s)}: the checkpoint's dtype, bf16 for most current models, "
                                    f"which {target.name} ({target.architecture}) lacks; use {new}",
                        [s.rewrite(new)], FixSafety.UNSAFE if fp16 else FixSafety.SAFE, f"use {new}")

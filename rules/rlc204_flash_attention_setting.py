@@ -32,6 +32,7 @@ class FlashAttentionSetting(ConfigRule):
         "uses its default attention)."
     )
     triggers = ("flash_attention_", "flash_attn", "flash-attn") + h.ENTRY_TRIGGERS
+    python_triggers = ("flash_attention_", "flash_attn", "flash-attn")
     sources = ("S9", "S10", "S16", "S51")
 
     bad = (
@@ -77,13 +78,13 @@ class FlashAttentionSetting(ConfigRule):
         for s in generic:
             if not s.flag and known & set(view.paths_of(s)) or s.value is None or not self._bad(s.value, target):
                 continue
-            ctx.report(s.key_span, describe(s.key if s.flag else view.full_key(s), s.value, h.where(s)),
+            ctx.report(s.key_span, describe(s.label if s.flag else view.full_key(s), s.value, h.where(s)),
                        [s.rewrite("sdpa")], FixSafety.SAFE, "use sdpa")
         if not target.flash_attn_2:
             for s in view.flags("--flash_attn", "--flash-attn"):
                 if s.value and s.as_bool() is False:
                     continue
                 edit = remove_flag(ctx.source_text, s.word_span) if s.word_span else None
-                ctx.report(s.key_span, f"{s.key} turns on FlashAttention-2, which needs compute capability 8.0+; "
+                ctx.report(s.key_span, f"{s.label} turns on FlashAttention-2, which needs compute capability 8.0+; "
                                        f"{target.name} is {target.capability_text}: drop the flag", [edit],
-                           FixSafety.SAFE, f"remove {s.key}")
+                           FixSafety.SAFE, f"remove {s.label}")

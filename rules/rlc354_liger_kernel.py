@@ -22,6 +22,7 @@ class LigerKernel(ConfigRule):
     )
     fix_safety = "Turning it off uses the model's own PyTorch layers: the same math with more memory, safe."
     triggers = ("liger",)
+    python_triggers = ("liger",)
     sources = ("S17", "S37", "S51")
 
     bad = (
@@ -51,10 +52,10 @@ class LigerKernel(ConfigRule):
         for s in found:
             why = f"Liger's Triton kernels do not run on {target.name} (compute capability {target.capability_text})"
             if s.flag and s.value == "" and s.word_span is not None:
-                ctx.report(s.key_span, f"{s.key}: {why}; drop the flag", [remove_flag(ctx.source_text, s.word_span)],
-                           FixSafety.SAFE, f"remove {s.key}")
+                ctx.report(s.key_span, f"{s.label}: {why}; drop the flag", [remove_flag(ctx.source_text, s.word_span)],
+                           FixSafety.SAFE, f"remove {s.label}")
             elif s.as_bool() is True:
-                ctx.report(s.key_span, f"{s.key} is {s.value}: {why}; set it to false", [s.rewrite(False)],
+                ctx.report(s.key_span, f"{s.label} is {s.value}: {why}; set it to false", [s.rewrite(False)],
                            FixSafety.SAFE, "set it to false")
 
 

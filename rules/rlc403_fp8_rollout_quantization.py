@@ -23,6 +23,7 @@ class Fp8RolloutQuantization(ConfigRule):
         "not fit; unsafe."
     )
     triggers = ("fp8",)
+    python_triggers = ("fp8",)
     sources = ("S6", "S20", "S51")
 
     bad = (
@@ -45,6 +46,6 @@ class Fp8RolloutQuantization(ConfigRule):
             if s.value is None or s.value.strip().lower() != "fp8":
                 continue
             edit = remove_flag(ctx.source_text, s.word_span) if s.flag and s.word_span else s.rewrite("null")
-            ctx.report(s.key_span, f"{s.key} is fp8: fp8 needs compute capability 8.9+, {ctx.target.name} is "
+            ctx.report(s.key_span, f"{s.label} is fp8: fp8 needs compute capability 8.9+, {ctx.target.name} is "
                                    f"{ctx.target.capability_text}; turn quantization off", [edit],
                        FixSafety.UNSAFE, "turn quantization off")

@@ -417,16 +417,17 @@ def test_shell_script_that_does_not_parse_is_located_and_the_rest_still_runs(tmp
 def test_shell_commands_bashlex_cannot_read_are_reported_and_the_rest_is_fixed(tmp_path):
     script = (
         "#!/bin/bash\n"
-        "ARGS=(actor_rollout_ref.rollout.dtype=bfloat16)\n"  # bash arrays: bashlex refuses the line
+        "select o in a; do python3 -m verl.trainer.main_ppo trainer.x=1 actor_rollout_ref.rollout.dtype=bfloat16; done\n"
         "coproc python3 -m verl.trainer.main_ppo \\\n"
         "    actor_rollout_ref.model.override_config.attn_implementation=flash_attention_2\n"
         "[[ -f ckpt ]] && python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.dtype=bfloat16\n"
-        "GPUS=(0 1 2 3)\n"  # unread too, but nothing in it the rules look for
+        "coproc echo 0 1 2 3\n"  # unread too, but nothing in it the rules look for
     )
     (tmp_path / "run.sh").write_text(script)
     code, out, _ = invoke("fix", "run.sh", "--no-cache", "--select", "RLC002,RLC104", cwd=tmp_path)
     assert code == 1 and not error_lines(out)
-    assert "run.sh:2:1: RLC002 command not checked: the shell parser cannot read it (unexpected token '(') and it " \
+    assert "run.sh:2:1: RLC002 command not checked: the shell parser cannot read it (bashlex does not implement " \
+           "select command) and it " \
            "mentions `bfloat16`; check it by hand for sm61, then add `# rlcompat: ignore[RLC002]` after it" in out
     assert "run.sh:3:1: RLC002 command not checked: the shell parser cannot read it (bashlex does not implement " \
            "coproc) and it mentions `flash_attention_2`" in out

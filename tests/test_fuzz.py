@@ -393,6 +393,21 @@ def shell_source(draw) -> bytes:
         lines.append(command)
     if draw(st.booleans()):
         lines.append("accelerate launch --mixed_precision=bf16 train.py --bf16 --attn_implementation flash_attention_2")
+    # Words a command gets from a heredoc read into a variable, from an array; Python inside the script.
+    flags = draw(st.lists(st.sampled_from(["--bf16", "--flash_attn", "--ds.param_dtype bf16", "--dtype $DTYPE",
+                                           '--attn_implementation "flash_attention_2"', "--lr 1e-6",
+                                           "--ds.packing_samples"]), max_size=4, unique=True))
+    if flags and draw(st.booleans()):
+        lines += ["read -r -d '' ARGS_H <<EOF", "my.cli.train \\", *[f"   {f} \\" for f in flags[:-1]],
+                  f"   {flags[-1]}", "EOF", "deepspeed --module $ARGS_H"]
+    if flags and draw(st.booleans()):
+        lines += ["EXTRA=(", *[f"  {f}  # why" for f in flags], ")", 'accelerate launch t.py "${EXTRA[@]}"']
+    if draw(st.integers(0, 3)) == 0:
+        lines += [draw(st.sampled_from(["python3 - <<'PY'", "python - <<PY"])), "import torch",
+                  "x = torch.zeros(1, dtype=torch.bfloat16)", "PY"]
+    if draw(st.integers(0, 3)) == 0:
+        lines.append(draw(st.sampled_from(["python3 -c 'import torch; torch.ones(1, dtype=torch.bfloat16)'",
+                                           'python -c "import torch; torch.ones(1, dtype=\\"bfloat16\\")"'])))
     newline = draw(st.sampled_from(["\n", "\n", "\r\n"]))
     return (newline.join("\n".join(lines).split("\n")) + newline).encode("utf-8")
 

@@ -116,10 +116,13 @@ def remove_flag(text: str, span: Span) -> Edit:
     line_start = text.rfind("\n", 0, span.start) + 1
     line_end = text.find("\n", span.end)
     line_end = len(text) if line_end < 0 else line_end
+    newline_end = line_end
+    if line_end > span.end and text[line_end - 1] == "\r":
+        line_end -= 1  # a CRLF line: its CR belongs to the line ending, which stays
     before, after = text[line_start:span.start], text[span.end:line_end]
     if not before.strip() and after.strip() in ("\\", ""):
         if after.strip() == "\\":
-            return Edit(line_start, min(line_end + 1, len(text)), "")
+            return Edit(line_start, min(newline_end + 1, len(text)), "")
         # the last line of a continued command: drop it and the `\` that continued the line before
         prev_end = line_start - 1
         cont = text.rfind("\\", 0, prev_end)

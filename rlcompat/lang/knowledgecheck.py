@@ -129,7 +129,7 @@ def _knowledge(key: fk.FrameworkKey, version_known: bool) -> str:
 
 def _report(view, ctx, setting: Setting, key: fk.FrameworkKey, version_known: bool, hazard, kind) -> None:
     target = ctx.target
-    shown = setting.key
+    shown = setting.label
     value = setting.value if setting.value != "" else "on"
     runtime = f" ({key.auto})" if key.auto and (setting.value or "").lower() == "auto" else ""
     head = (f"{shown} is {value}{runtime}{where(setting)}: {hazard.why}; {target.name} is {target.capability_text} "

@@ -45,6 +45,9 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
             tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None  # the full parse reports the error, or parses what CPython's grammar here does not
+    from rlcompat.lang.pysettings import remember_tree
+
+    remember_tree(text, tree)  # the settings reader (lang/pysettings.py) walks the same tree
     lines = [m.group() for m in _LINE.finditer(text)]
     if lines and lines[-1] == "":
         lines.pop()

@@ -13,7 +13,9 @@ from typing import Callable, Sequence
 
 from rlcompat._lazy import lazy_import
 
-from rlcompat.lang.pynarrow import Narrowed, narrow  # noqa: F401  (the engine asks the front end to narrow)
+from rlcompat.lang import pynarrow
+from rlcompat.lang.pynarrow import Narrowed
+from rlcompat.lang.settings import ConfigRule, ConfigView, run_rules
 from rlcompat.model import Edit, Finding, Fix, FixSafety, Location
 from rlcompat.rule import Rule
 from rlcompat.textpos import LineIndex
@@ -241,7 +243,18 @@ def _skip_validation(self) -> None:
     pass
 
 
-def parse(text: str) -> cst.Module:
+def narrow(text: str, rules: Sequence) -> Narrowed | None:
+    """What LibCST parses: only for the Python rules (config rules read settings from CPython's `ast`, see
+    lang/pysettings.py); nothing at all when only config rules run."""
+    python_rules = [r for r in rules if not isinstance(r, ConfigRule)]
+    if not python_rules:
+        return Narrowed("", ())
+    return pynarrow.narrow(text, python_rules)
+
+
+def parse(text: str) -> cst.Module | None:
+    if not text:
+        return None  # nothing to parse (narrowed to nothing): no LibCST import, no statements, no findings
     # LibCST validates every node it builds (CSTNode.__post_init__); nodes the parser builds from valid source need
     # none of it (LibCST's own comment there says so), and it is about a fifth of the parse. Only for this call.
     validate = cst.CSTNode.__post_init__
@@ -267,18 +280,69 @@ def syntax_error_location(exc: PythonSyntaxError) -> tuple[int, int, str]:
     return exc.line, exc.column, exc.message
 
 
-def check(module: cst.Module, text: str, path: str, rules: Sequence[PythonRule], target,
+def check(module: cst.Module | None, text: str, path: str, rules: Sequence, target,
           narrowed: Narrowed | None = None) -> list[Finding]:
-    """Findings in `text`. With `narrowed`, `module` was parsed from `narrowed.text` (lang/pynarrow.py): positions
-    are found there and mapped back to `text` line by line (columns are the same)."""
+    """Findings of Python rules (LibCST) and of config rules over the file's settings (lang/pysettings.py)."""
     return check_targets(module, text, path, [(rules, target)], narrowed)[0]
 
 
-def check_targets(module: cst.Module, text: str, path: str, groups: Sequence[tuple[Sequence[PythonRule], object]],
+def check_targets(module: cst.Module | None, text: str, path: str, groups: Sequence[tuple[Sequence, object]],
                   narrowed: Narrowed | None = None) -> list[list[Finding]]:
-    """`check` for several (rules, target) groups over one tree (`rlcompat matrix`): one walk and one position
-    lookup for all of them; a list of findings per group. Each group's rules see their own target in their context
-    and report into their own list; the walk's ancestors and imports are the same for all."""
+    """`check` for several (rules, target) groups over one tree (`rlcompat matrix`): the Python rules of every group
+    in one walk, then each group's config rules over the file's settings; a list of findings per group."""
+    split = [([r for r in rules if not isinstance(r, ConfigRule)], [r for r in rules if isinstance(r, ConfigRule)], target)
+             for rules, target in groups]
+    if module is not None and any(python_rules for python_rules, _, _ in split):
+        walked = _walk_targets(module, text, path, [(python_rules, target) for python_rules, _, target in split], narrowed)
+    else:
+        walked = [[] for _ in groups]
+    return [found + _config_findings(text, path, config, target, python_rules, found) if config else found
+            for (python_rules, config, target), found in zip(split, walked)]
+
+
+def _config_findings(text: str, path: str, config: Sequence[ConfigRule], target, python_rules: Sequence,
+                     python_found: list[Finding]) -> list[Finding]:
+    from rlcompat.lang.pysettings import drop_overlaps, settings_of
+
+    settings = settings_of(text, tuple({t for r in config for t in r.python_triggers}))
+    if not settings:
+        return []
+    found = run_rules([ConfigView("python", settings)], text, path, [r for r in config if not r.reads_unread], target)
+    if found:
+        # Overlaps are judged against every Python rule for the target, selected or not: `--ignore RLC201`
+        # or `# rlcompat: ignore[RLC201]` must not bring the same hazard back under a config rule's code.
+        found = drop_overlaps(found, python_found + _unselected_python_findings(text, path, target, python_rules))
+    return found
+
+
+def _unselected_python_findings(text: str, path: str, target, ran: Sequence) -> list[Finding]:
+    """Findings of the Python rules for the target that did not run here although their triggers are in `text`
+    (deselected with --ignore/--select/per-file-ignores): usually none, and then nothing is parsed."""
+    from rlcompat.rules import file_rules
+
+    codes = {r.code for r in ran}
+    rules = [cls(target) for cls in file_rules() if "python" in cls.languages and not issubclass(cls, ConfigRule)
+             and cls.code not in codes and cls.applies_to(target) and any(t in text for t in cls.triggers)]
+    if not rules:
+        return []
+    try:
+        return _check_python(parse(text), text, path, rules, target)
+    except (PythonSyntaxError, RecursionError):
+        return []
+
+
+def _check_python(module: cst.Module, text: str, path: str, rules: Sequence[PythonRule], target,
+                  narrowed: Narrowed | None = None) -> list[Finding]:
+    """Findings in `text`. With `narrowed`, `module` was parsed from `narrowed.text` (lang/pynarrow.py): positions
+    are found there and mapped back to `text` line by line (columns are the same)."""
+    return _walk_targets(module, text, path, [(rules, target)], narrowed)[0]
+
+
+def _walk_targets(module: cst.Module, text: str, path: str, groups: Sequence[tuple[Sequence[PythonRule], object]],
+                  narrowed: Narrowed | None = None) -> list[list[Finding]]:
+    """The Python rules of several (rules, target) groups over one tree: one walk and one position lookup for all
+    of them; a list of findings per group. Each group's rules see their own target in their context and report
+    into their own list; the walk's ancestors and imports are the same for all."""
     contexts = [Context(target, path) for _, target in groups]
     handlers: dict = {}
     for (rules, _), ctx in zip(groups, contexts):
@@ -302,7 +366,7 @@ def check_targets(module: cst.Module, text: str, path: str, groups: Sequence[tup
     line = narrowed.original_line if narrowed else (lambda n: n)
     if narrowed and any(line(r.end.line) - line(r.start.line) != r.end.line - r.start.line for r in positions.values()):
         # A reported node spans lines that were left out: only the whole file gives its true extent.
-        return check_targets(parse(text), text, path, groups)
+        return _walk_targets(parse(text), text, path, groups)
     index = LineIndex(text)
     return [[_finding(p, positions, line, index, path, ctx.target) for p in ctx.pending] for ctx in contexts]
 

@@ -1,13 +1,40 @@
-"""What the YAML and shell front ends share: a configuration *setting* and rules written once over settings.
+"""What every configuration front end shares: a configuration *setting* and rules written once over settings.
 
-A `Setting` is one dotted Hydra key with its value, wherever it was written: `dtype: bfloat16` under
-`rollout:` in a YAML file, `actor_rollout_ref.rollout.dtype=bfloat16` in a launch script, or an argparse flag
-(`--attn_implementation flash_attention_2`). It knows the exact character range of its value, so a fix
-rewrites that value and leaves every other byte of the file alone.
+A `Setting` is one key with its value, wherever it was written: `dtype: bfloat16` under `rollout:` in a YAML
+file, `actor_rollout_ref.rollout.dtype=bfloat16` in a launch script, an argparse flag
+(`--attn_implementation flash_attention_2`), an environment variable, a JSON value, a Python keyword argument.
+It knows the exact character range of its value, so a fix rewrites that value and leaves every other byte of
+the file alone.
 
-A `ConfigView` is the set of settings that configure one run: a YAML document, or one training command in
-a script. Rules (`ConfigRule.check_config`) ask a view for keys; a shell view can also *add* an override
-for a key that the script leaves at a hazardous code default.
+Keys, by `origin` (the field says which front end construct produced the setting):
+
+| origin | key | example -> key |
+|---|---|---|
+| `yaml` | dotted path of mapping keys | `rollout:` / `dtype:` -> `rollout.dtype` |
+| `hydra-override` | the override's key, without `+`/`++`/`~` (kept in `prefix`) | `+a.b=1` -> `a.b` |
+| `flag` (`flag=True`) | argparse's *dest*: leading dashes dropped, `-` -> `_`, dots kept | `--ds.param_dtype` -> `ds.param_dtype`, `--flash-attn` -> `flash_attn` |
+| `env` | the variable's name, as written (`export X=...`, `X=... cmd`, `os.environ[...]`) | `VLLM_ATTENTION_BACKEND` |
+| `json` | dotted path of object keys (array items by index) | `{"bf16": {"enabled": true}}` -> `bf16.enabled` |
+| `argparse-default` (`flag=True`) | the flag's dest, as for `flag`; the value span is the `default=` literal | `add_argument("--dtype", default="bf16")` -> `dtype` |
+| `python-keyword` | the keyword; `call` holds the called name as written | `GRPOConfig(bf16=True)` -> `bf16`, call `GRPOConfig` |
+| `python-field` | a class-body field default (dataclass, pydantic, config class) | `bf16: bool = True` -> `bf16` |
+| `python-dict` | dotted path of a dict literal's string keys | `{"bf16": {"enabled": True}}` -> `bf16.enabled` |
+| `python-assign` | the attribute or string subscript assigned; `call` is the object's name | `args.bf16 = True` -> `bf16` |
+
+(`origin == ""` only from callers that predate the field.) `written` keeps a flag as the user wrote it
+(`--flash-attn`), for messages: `label` is `written or key`. A bare switch (`--bf16` with no value) has
+`value == ""` and `switch=True`. `flag_key("--x-y")` is the normalisation, and `ConfigView.flags()` accepts names
+either way. Values are strings as written (unquoted): a Python `True` is "True", a JSON `true` is "true",
+`None`/`null` stay words; a value rlcompat cannot know is None (then `value_span` is None too). `via` says where
+a value from a shell variable was set; `value_span` then points there (the assignment, a `${X:-default}`, a heredoc
+line), which is where a fix edits.
+
+A `ConfigView` is the set of settings that configure one run: a YAML document, one command in a script (with the
+environment variables in force for it), a script's exports (`kind == "env"`), a JSON file, a Python file's
+settings. Rules (`ConfigRule.check_config`) ask a view for keys: `get(key)` and `by_name(*names)` for keys (never
+flags or env vars), `flags(*names)`, `env(*names)`; a shell view of a verl command can also *add* an override for
+a key that the script leaves at a hazardous code default. A config rule reads Python files only if it names
+`python_triggers`.
 """
 
 from __future__ import annotations
@@ -40,6 +67,19 @@ class Setting:
     prefix: str = ""  # Hydra's "+", "++" or "~"
     flag: bool = False  # an argparse flag rather than a Hydra key
     word_span: Span | None = None  # the whole shell word (or words, for `--flag value`), for removal
+    origin: str = ""  # which construct wrote it (module docstring); "" for YAML and Hydra overrides of old callers
+    written: str = ""  # a flag as written (`--flash-attn`); "" where the key is what was written
+    switch: bool = False  # a flag given with no value (`--bf16`)
+    call: str = ""  # Python: the called name of a keyword argument (`GRPOConfig`), the class of a field
+
+    @property
+    def label(self) -> str:
+        """How a message names the setting: as the user wrote it."""
+        return self.written or self.key
+
+    @property
+    def env(self) -> bool:
+        return self.origin == "env"
 
     def as_bool(self) -> bool | None:
         if self.value is None:
@@ -55,8 +95,17 @@ class Setting:
         """An edit that sets the value to `new`, keeping the spelling style of booleans (False/false/FALSE)."""
         if self.value_span is None or self.value is None:
             return None
+        if isinstance(new, bool) and self.origin == "json" and self.word_span is not None:
+            # A JSON string ("auto") becomes the boolean literal, quotes and all: the string "false" is truthy to
+            # the Python that reads the config (DeepSpeed's `if bf16_enabled`).
+            return Edit(self.word_span.start, self.word_span.end, "true" if new else "false")
         text = new if isinstance(new, str) else _bool_like(new, self.value)
         return Edit(self.value_span.start, self.value_span.end, text)
+
+
+def flag_key(flag: str) -> str:
+    """The key of a command-line flag: argparse's dest (`--ds.param-dtype` -> `ds.param_dtype`)."""
+    return flag.lstrip("-").replace("-", "_")
 
 
 def _bool_like(value: bool, original: str) -> str:
@@ -74,7 +123,8 @@ def _bool_like(value: bool, original: str) -> str:
 class ConfigView:
     """The settings of one run: one YAML document or one command in a script."""
 
-    kind: str  # "yaml" | "command" | "unread" (a command the shell parser could not read: `anchor`, `unread`)
+    kind: str  # "yaml" | "command" | "env" (a script's exports) | "json" | "python" | "unread" (a command the
+    # shell parser could not read: `anchor`, `unread`)
     settings: list[Setting] = field(default_factory=list)
     mounts: tuple[str, ...] = ("",)  # where the keys sit in verl's tree ("" for a whole config)
     is_verl: bool = False  # a verl config file or a verl training command
@@ -92,17 +142,23 @@ class ConfigView:
     def _by_key(self) -> dict[str, Setting]:
         index: dict[str, Setting] = {}
         for s in self.settings:
-            if not s.flag:
+            if not s.flag and s.origin != "env":
                 for path in self.paths_of(s):
                     index[path] = s  # a later setting of the same key replaces an earlier one
         return index
 
     def flags(self, *names: str) -> list[Setting]:
-        return [s for s in self.settings if s.flag and s.key in names]
+        """Flags by name, written either way (`--flash-attn`, `flash_attn`): see `flag_key`."""
+        keys = {flag_key(n) for n in names}
+        return [s for s in self.settings if s.flag and s.key in keys]
+
+    def env(self, *names: str) -> list[Setting]:
+        """Environment variables in force for this view (`export`ed before it, or set inline)."""
+        return [s for s in self.settings if s.origin == "env" and s.key in names]
 
     def by_name(self, *names: str) -> list[Setting]:
-        """Settings (not flags) whose last key segment is one of `names`, at any depth: for generic keys."""
-        return [s for s in self.settings if not s.flag and s.name in names]
+        """Settings (not flags or env vars) whose last key segment is one of `names`, at any depth: for generic keys."""
+        return [s for s in self.settings if not s.flag and s.origin != "env" and s.name in names]
 
     def paths_of(self, setting: Setting) -> list[str]:
         """Every full key the setting stands for (one per mount point)."""
@@ -127,9 +183,19 @@ class ConfigView:
 class ConfigRule(Rule):
     """Base for rules over configuration settings (YAML files and launch scripts)."""
 
-    languages = frozenset({"yaml", "shell", "markdown"})  # markdown: its shell code blocks
+    # markdown: its shell code blocks; json: JSON configs; python is added for a rule that names python_triggers
+    languages = frozenset({"yaml", "shell", "markdown", "json"})
+    # Python files: the substrings that make this rule read a file's Python settings (lang/pysettings.py). Empty by
+    # default: most config rules ask for verl's full Hydra keys, which Python code does not write, and reading
+    # settings costs an `ast` parse of every file holding a trigger.
+    python_triggers: ClassVar[tuple[str, ...]] = ()
     # Rules that look at commands the shell parser could not read (views of kind "unread"); the others never see them.
     reads_unread: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.python_triggers and "python" not in cls.languages:
+            cls.languages = cls.languages | {"python"}  # reads Python settings (lang/pysettings.py)
 
     def check_config(self, view: ConfigView, ctx: "ConfigContext") -> None:
         raise NotImplementedError
@@ -162,6 +228,14 @@ class ConfigContext:
         self.pending.append(_Pending(self._rule, span, message, fix))
 
 
+def _ranges(p: _Pending) -> list[tuple[int, int]]:
+    return [(p.span.start, p.span.end)] + ([(e.start, e.end) for e in p.fix.edits] if p.fix else [])
+
+
+def _overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
+    return any(s1 < e2 and s2 < e1 or s1 == s2 for s1, e1 in a for s2, e2 in b)
+
+
 def run_rules(views: Sequence[ConfigView], text: str, path: str, rules: Sequence[ConfigRule], target) -> list[Finding]:
     from rlcompat.verl_knowledge import knowledge_for
 
@@ -174,14 +248,12 @@ def run_rules(views: Sequence[ConfigView], text: str, path: str, rules: Sequence
     findings, seen = [], set()
     # A command's entry word anchors findings about different missing keys: those never replace each other.
     anchors = {(v.anchor.start, v.anchor.end) for v in views if v.anchor is not None}
-    claimed: dict[tuple[int, int], int] = {}
+    claims = [(p.rule.precedence, _ranges(p)) for p in ctx.pending]
     for p in ctx.pending:
         key = (p.span.start, p.span.end)
-        claimed[key] = min(claimed.get(key, p.rule.precedence), p.rule.precedence)
-    for p in ctx.pending:
-        key = (p.span.start, p.span.end)
-        if p.rule.precedence > claimed[key] and key not in anchors:
-            continue  # a more specific rule reports these characters already
+        if key not in anchors and any(precedence < p.rule.precedence and _overlap(ranges, _ranges(p))
+                                      for precedence, ranges in claims):
+            continue  # a more specific rule reports this setting already (its key, its value or what a fix edits)
         # One YAML file can be mounted at several places (engine/fsdp.yaml: actor, ref, critic): one finding per
         # line, not one per mount. Findings about different keys at one anchor (a script's missing overrides) stay.
         if (p.rule.code, p.span.start, p.message) in seen:

@@ -22,15 +22,14 @@ from typing import Sequence
 import bashlex
 import bashlex.errors
 
-from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span, run_rules
+from rlcompat.lang.embedded import Embedded, check_python
+from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span, flag_key, run_rules
+from rlcompat.lang.shellwords import (PYTHON_COMMAND, SIMPLE_PARAM, HeredocValue, body_tokens, heredoc_of,
+                                      array_tokens, is_quoted_delimiter, read_target, value_tokens)
 from rlcompat.model import Edit, Finding
 from rlcompat.textpos import LineIndex
 
 OVERRIDE = re.compile(r"^(\+\+|\+|~)?([A-Za-z_][\w\-]*(?:[./@][\w\-]+)*)=(.*)$", re.DOTALL)
-# argparse-style flags whose values decide dtype or attention: `--flag value`, `--flag=value` or bare `--flag`.
-VALUE_FLAGS = ("--attn_implementation", "--attn-implementation", "--dtype", "--torch_dtype", "--torch-dtype",
-               "--mixed_precision", "--mixed-precision", "--bf16", "--flash_attn", "--flash-attn", "--quantization",
-               "--enforce_eager", "--enforce-eager", "--use_liger_kernel", "--use-liger-kernel", "--tf32", "--fp16")
 BOOL_WORDS = {"true", "false", "True", "False", "TRUE", "FALSE", "1", "0", "yes", "no"}
 
 
@@ -53,6 +52,8 @@ class ShellScript:
     text: str
     nodes: list[tuple[int, object]] = field(default_factory=list)  # (offset of the chunk, bashlex node)
     skipped: list[tuple[int, int, str]] = field(default_factory=list)  # (start, end, why) of commands bashlex cannot read
+    heredocs: list[tuple[int, int, int, int]] = field(default_factory=list)  # (word start, word end, body start, end)
+    arrays: list[tuple[str, int, int, int]] = field(default_factory=list)  # (name, start, items start, end); `NAME+`: +=
 
 
 def parse(text: str) -> ShellScript:
@@ -65,7 +66,8 @@ def parse(text: str) -> ShellScript:
         exc.line, column0 = LineIndex(text).position(exc.offset)
         exc.column = column0 + 1
         raise
-    masked = _mask_tests(_mask_arithmetic(_mask_heredocs(plain, heredocs)))
+    script.heredocs = heredocs
+    masked = _mask_arrays(_mask_tests(_mask_arithmetic(_mask_heredocs(plain, heredocs))), script.arrays)
     lines = list(zip(bounds, bounds[1:]))
     i = 0
     while i < len(lines):
@@ -218,6 +220,52 @@ def _mask_tests(text: str) -> str:
 
     text = _DOUBLE_BRACKET_TEST.sub(lambda m: blank(m, ":"), text)
     return _C_STYLE_FOR.sub(lambda m: blank(m, "for _ in _"), text)
+
+
+ARRAY_ASSIGNMENT = re.compile(r"(?m)^[ \t]*(?:(?:export|local|declare(?:[ \t]+-[aAgx]+)*)[ \t]+)?([A-Za-z_]\w*)\+?=\(")
+
+
+def _mask_arrays(text: str, arrays: list) -> str:
+    """Array assignments (`ARGS=(--bf16 --x 1)`, over several lines too), which bashlex refuses, recorded in
+    `arrays` and blanked (newlines kept): their items become words where `"${ARGS[@]}"` is used."""
+    if "=(" not in text:
+        return text
+    out = list(text)
+    for m in ARRAY_ASSIGNMENT.finditer(text):
+        end = _closing_paren(text, m.end())
+        if end is None:
+            continue
+        append = text[m.end() - 3] == "+"
+        arrays.append((m.group(1) + "+" * append, m.start(), m.end(), end))
+        for k in range(m.start(), end + 1):
+            if out[k] not in "\r\n":
+                out[k] = " "
+    return "".join(out)
+
+
+def _closing_paren(text: str, i: int) -> int | None:
+    quote = None
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\" and quote == '"':
+                i += 1
+            elif ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "\\":
+            i += 1
+        elif ch == "#" and text[i - 1] in " \t\n(":
+            nl = text.find("\n", i)
+            i = len(text) if nl < 0 else nl
+            continue
+        elif ch == ")":
+            return i
+        elif ch == "(":
+            return None  # a nested `$(...)`: not a plain list of words
+        i += 1
+    return None
 
 
 def _mask_heredocs(text: str, heredocs: list[tuple[int, int, int, int]]) -> str:
@@ -389,8 +437,44 @@ class Assignment:
 class Variables:
     """Shell variables set by plain assignments, in script order (the last one before a use wins)."""
 
-    def __init__(self) -> None:
+    def __init__(self, text: str = "") -> None:
         self.assignments: dict[str, list[Assignment]] = {}
+        self.heredocs: dict[str, list[HeredocValue]] = {}  # `read -r -d '' NAME <<EOF`
+        self.arrays: dict[str, list[tuple[int, int, int, bool]]] = {}  # NAME=(...): (start, items start, end, +=)
+        self.text = text
+
+    def record_heredoc(self, value: HeredocValue) -> None:
+        self.heredocs.setdefault(value.name, []).append(value)
+
+    def record_array(self, name: str, start: int, items_start: int, items_end: int) -> None:
+        append = name.endswith("+")
+        self.arrays.setdefault(name.rstrip("+"), []).append((start, items_start, items_end, append))
+
+    def array_words(self, name: str, before: int) -> list[Word] | None:
+        """The items of array `name` (`"${name[@]}"`) as last assigned before `before`, as words in the file."""
+        found = [a for a in self.arrays.get(name, ()) if a[0] < before]
+        if not found:
+            return None
+        base = max((i for i, a in enumerate(found) if not a[3]), default=0)  # `NAME+=(...)` appends to it
+        return [_word(self.text[s:e], s) for _, start, end, _ in found[base:] for s, e in array_tokens(self.text, start, end)]
+
+    def words_of(self, name: str, before: int) -> list[Word] | None:
+        """The words `$name` (unquoted) splits into at offset `before`, at their offsets in the file; None if unknown."""
+        last_assign = [a for a in self.assignments.get(name, ()) if a.word.start < before]
+        last_doc = [h for h in self.heredocs.get(name, ()) if h.defined_at < before]
+        a = last_assign[-1] if last_assign else None
+        h = last_doc[-1] if last_doc else None
+        if h is not None and (a is None or h.defined_at > a.word.start):
+            return [_word(self.text[s:e], s) for s, e in body_tokens(self.text, h.body_start, h.body_end, h.quoted)]
+        if a is None:
+            return None
+        if re.fullmatch(r"\$\{?[A-Za-z_]\w*\}?", a.word.text[a.value_index:]):
+            return None  # a value that is another variable: left to the resolver (a single word)
+        out = []
+        for tok in value_tokens(a.word.chars[a.value_index:]):
+            first, last = tok[0][1], tok[-1][1]
+            out.append(Word(self.text[first:last + 1], first, tok, any(ch in "$`" for ch, _ in tok), []))
+        return out
 
     def record(self, word: Word) -> None:
         text = word.text
@@ -499,45 +583,137 @@ def _entry_index(expanded: list[tuple[str, Word]], knowledge) -> int | None:
     return None
 
 
-def check(script: ShellScript, text: str, path: str, rules: Sequence[ConfigRule], target) -> list[Finding]:
-    return _check_views(_views(script, text, path), script, text, path, rules, target)
+def check_targets(script: ShellScript, text: str, path: str, groups: Sequence[tuple[Sequence, object]]) -> list[list[Finding]]:
+    """`check` for several (rules, target) groups (`rlcompat matrix`): one parse, the commands read per group."""
+    return [check(script, text, path, rules, target) for rules, target in groups]
 
 
-def check_targets(script: ShellScript, text: str, path: str, groups: Sequence[tuple[Sequence[ConfigRule], object]]) -> list[list[Finding]]:
-    """`check` for several (rules, target) groups (`rlcompat matrix`): the commands are read once for all."""
-    views = _views(script, text, path)
-    return [_check_views(views, script, text, path, rules, target) for rules, target in groups]
-
-
-def _views(script: ShellScript, text: str, path: str) -> list[ConfigView]:
+def check(script: ShellScript, text: str, path: str, rules: Sequence, target, _depth: int = 0) -> list[Finding]:
     from rlcompat.verl_knowledge import knowledge_for
 
+    config_rules = [r for r in rules if isinstance(r, ConfigRule)]
+    python_rules = [r for r in rules if not isinstance(r, ConfigRule)]  # for Python inside the script
     knowledge = knowledge_for(path)
     index = LineIndex(text)
-    variables = Variables()
-    views = []
+    variables = Variables(text)
+    for name, start, items_start, items_end in script.arrays:
+        variables.record_array(name, start, items_start, items_end)
+    views: list[ConfigView] = []
+    exported: list[Setting] = []
+    embedded: list[Embedded] = []
     for command in _commands(script):
         if not command.words:
             for a in command.assignments:
                 variables.record(a)
             continue
-        if command.words[0].text in ("export", "declare", "local", "readonly"):
+        head = command.words[0].text
+        if head in ("export", "declare", "local", "readonly", "typeset"):
+            exporting = head == "export" or any(w.text.startswith("-") and "x" in w.text for w in command.words[1:])
             for w in command.words[1:]:
                 variables.record(w)
+                if exporting:
+                    env = _env_setting(w, variables, index)
+                    if env is not None:
+                        exported.append(env)
             continue
-        views.append(_view(command, variables, knowledge, text, index))
-    return views
-
-
-def _check_views(views: list[ConfigView], script: ShellScript, text: str, path: str, rules: Sequence[ConfigRule], target) -> list[Finding]:
-    findings = run_rules(views, text, path, [r for r in rules if not r.reads_unread], target)
-    watchers = [r for r in rules if r.reads_unread]
+        heredoc = heredoc_of(script.heredocs, text, command.start, command.end) if script.heredocs else None
+        if head == "read" and heredoc is not None:
+            name = read_target(command.words)
+            if name:
+                variables.record_heredoc(HeredocValue(name, command.start, heredoc[2], heredoc[3],
+                                                      is_quoted_delimiter(text, heredoc[0], heredoc[1])))
+            continue
+        inner = _shell_code(command)
+        if inner is not None:
+            embedded.append(inner)
+        if python_rules and PYTHON_COMMAND.match(head):
+            block = _python_code(command, heredoc, text)
+            if block is not None:
+                embedded.append(block)
+        view = _view(command, variables, knowledge, text, index)
+        view.settings[:0] = exported + [e for e in map(lambda w: _env_setting(w, variables, index), command.assignments)
+                                        if e is not None]
+        views.append(view)
+    if exported:
+        views.append(ConfigView("env", list(exported)))
+    findings = run_rules(views, text, path, [r for r in config_rules if not r.reads_unread], target)
+    watchers = [r for r in config_rules if r.reads_unread]
     if watchers and script.skipped:
         # A command bashlex refused is not silently dropped: RLC002 says where it is, so a hazard in it is not lost.
         unread = [ConfigView("unread", anchor=_command_span(text, start, end), unread=why)
                   for start, end, why in script.skipped]
         findings += run_rules(unread, text, path, watchers, target)
+    for block in embedded:
+        if block.language == "python":
+            findings += check_python(block, path, rules, target, index)
+        elif _depth < MAX_NESTED_SHELL:
+            findings += _check_shell_block(block, path, rules, target, index, _depth + 1)
     return findings
+
+
+MAX_NESTED_SHELL = 3  # `bash -c "... bash -c '...'"`: deeper nesting is not followed
+
+
+def _shell_code(command: Command) -> Embedded | None:
+    """The script `bash -c CODE` / `sh -c CODE` runs (srun, docker and ssh wrap launches this way)."""
+    words = command.words
+    for i, w in enumerate(words):
+        if re.fullmatch(r"(?:.*/)?(?:ba)?sh", w.text) and i + 2 < len(words) + 1:
+            rest = words[i + 1:]
+            for j, opt in enumerate(rest):
+                if opt.text == "-c" and j + 1 < len(rest) and "`" not in rest[j + 1].text:
+                    code = rest[j + 1]
+                    quote = code.raw[:1]
+                    forbidden = "'" if quote == "'" else '"$`\\' if quote == '"' else " \t\n'\"$`\\;&|<>()"
+                    return Embedded("shell", list(code.chars), forbidden)
+                if not opt.text.startswith("-"):
+                    break
+    return None
+
+
+def _check_shell_block(block: Embedded, path: str, rules, target, index: LineIndex, depth: int) -> list[Finding]:
+    from rlcompat.lang.embedded import map_findings
+
+    code = block.code
+    try:
+        script = parse(code)
+    except ShellSyntaxError:
+        return []
+    return map_findings(block, check(script, code, path, rules, target, _depth=depth), index)
+
+
+def _env_setting(w: Word, variables: Variables, index: LineIndex) -> Setting | None:
+    """`NAME=value` exported or set before a command: an environment setting keyed by the variable's name."""
+    m = re.match(r"^([A-Za-z_]\w*)=", w.text)
+    if not m:
+        return None
+    name, vi = m.group(1), m.end()
+    key_span = w.span_of(0, len(name)) or Span(w.start, w.end)
+    if w.dynamic:
+        value, span, where = _resolve_expansion(w, vi, variables, w.start, 0, "")
+    else:
+        value, span, where = w.text[vi:], w.span_of(vi, len(w.chars)), ""
+    return Setting(name, value, key_span, span, via=_where(where, index), origin="env", word_span=Span(w.start, w.end))
+
+
+def _python_code(command: Command, heredoc, text: str) -> Embedded | None:
+    """The Python a `python - <<EOF` heredoc or `python -c CODE` runs, as an embedded block."""
+    words = command.words
+    for i, w in enumerate(words[1:], 1):
+        if w.text == "-c" and i + 1 < len(words):
+            code = words[i + 1]
+            if code.dynamic:
+                return None
+            quote = code.raw[:1]
+            forbidden = "'" if quote == "'" else '"$`\\' if quote == '"' else " \t\n'\"$`\\;&|<>()"
+            return Embedded("python", list(code.chars), forbidden)
+        if w.text == "-m" or (not w.text.startswith("-") and w.text != "-"):
+            return None  # a module or a script file: not code written here
+    if heredoc is None:
+        return None
+    quoted = is_quoted_delimiter(text, heredoc[0], heredoc[1])
+    body = [(text[k], k) for k in range(heredoc[2], heredoc[3])]
+    return Embedded("python", body, "" if quoted else "$`\\")
 
 
 def _command_span(text: str, start: int, end: int) -> Span:
@@ -564,6 +740,7 @@ def _strip_trailing_comment(chunk: str) -> str:
 
 
 def _view(command: Command, variables: Variables, knowledge, text: str, index: LineIndex) -> ConfigView:
+    command = Command(_split_variables(command.words, variables), command.assignments, command.start, command.end)
     expanded = _expanded_words(command, variables)
     entry = _entry_index(expanded, knowledge)
     settings: list[Setting] = []
@@ -581,6 +758,8 @@ def _view(command: Command, variables: Variables, knowledge, text: str, index: L
             if setting is not None:
                 settings.append(setting)
                 last_override = w
+    else:
+        settings.extend(_other_overrides(command.words, variables, index))
     settings.extend(_flags(command.words, variables, index))
     anchor_word = expanded[entry][1] if entry is not None else command.words[0]
     view = ConfigView("command", settings, is_verl=entry is not None, anchor=Span(anchor_word.start, anchor_word.end),
@@ -589,6 +768,50 @@ def _view(command: Command, variables: Variables, knowledge, text: str, index: L
     if entry is not None:
         view._adder = _adder(text, index, command, last_override or anchor_word)
     return view
+
+
+# Programs that take Hydra / OmegaConf `key=value` overrides after their config (besides `python script.py` and
+# `python -m module`): LLaMA-Factory, torchtune, ms-swift, axolotl.
+OVERRIDE_CLIS = {"llamafactory-cli", "tune", "swift", "axolotl"}
+
+
+def _other_overrides(words: list[Word], variables: Variables, index: LineIndex) -> list[Setting]:
+    """`key=value` words after the program of a command that runs Python (a `*.py` script, `-m module`, a trainer
+    CLI): other Hydra entry points' overrides. Words before the program (`torchrun --nnodes=1`) are not."""
+    start = None
+    for i, w in enumerate(words):
+        text = w.text
+        if text.endswith(".py") or (text == "-m" and i + 1 < len(words)) or text.rsplit("/", 1)[-1] in OVERRIDE_CLIS:
+            start = i + (2 if text == "-m" else 1)
+            break
+    if start is None:
+        return []
+    out = []
+    for w in words[start:]:
+        if OVERRIDE.match(w.text) and not w.text.startswith("-") and re.match(r"^[+~]*[A-Za-z_][\w\-]*[.=/@]", w.text):
+            setting = _override(w, variables, index)
+            if setting is not None:
+                out.append(setting)
+    return out
+
+
+def _split_variables(words: list[Word], variables: Variables) -> list[Word]:
+    """Unquoted `$VAR` arguments holding several words (a heredoc read into a variable, `ARGS="--bf16 --x"`)
+    replaced by those words at their offsets in the file. The first word (a wrapper like `$PY`) is kept."""
+    out = words[:1]
+    for w in words[1:]:
+        a = ARRAY_USE.fullmatch(w.raw)
+        items = variables.array_words(a.group(1), w.start) if a else None
+        if items is not None:
+            out.extend(items)
+            continue
+        m = SIMPLE_PARAM.fullmatch(w.raw)
+        parts = variables.words_of(m.group(1) or m.group(2), w.start) if m else None
+        if parts is not None and (len(parts) > 1 or variables.heredocs.get(m.group(1) or m.group(2))):
+            out.extend(parts)
+        else:
+            out.append(w)
+    return out
 
 
 def _override(w: Word, variables: Variables, index: LineIndex) -> Setting | None:
@@ -602,18 +825,26 @@ def _override(w: Word, variables: Variables, index: LineIndex) -> Setting | None
     if not w.dynamic:
         value = w.text[value_index:]
         return Setting(key, value, key_span, w.span_of(value_index, len(w.chars)), prefix=prefix,
-                       word_span=Span(w.start, w.end))
+                       word_span=Span(w.start, w.end), origin="hydra-override")
     value, span, where = _resolve_expansion(w, value_index, variables, w.start, 0, "")
-    return Setting(key, value, key_span, span, via=_where(where, index), prefix=prefix, word_span=Span(w.start, w.end))
+    return Setting(key, value, key_span, span, via=_where(where, index), prefix=prefix, word_span=Span(w.start, w.end),
+                   origin="hydra-override")
+
+
+ARRAY_USE = re.compile(r'"?\$\{([A-Za-z_]\w*)\[[@*]\]\}"?')
+FLAG = re.compile(r"^--[A-Za-z][\w.\-]*$")
 
 
 def _flags(words: list[Word], variables: Variables, index: LineIndex) -> list[Setting]:
+    """Every `--long` flag of the command: `--flag=value`, `--flag value`, or a bare switch (value "")."""
     out = []
     for i, w in enumerate(words):
         text = w.text
         name, _, inline = text.partition("=")
-        if name not in VALUE_FLAGS:
+        if not FLAG.match(name) or "$" in name:
             continue
+        key = flag_key(name)
+        common = dict(flag=True, origin="flag", written=name)
         name_span = w.span_of(0, len(name)) or Span(w.start, w.end)
         if inline or text.endswith("="):
             vi = len(name) + 1
@@ -621,23 +852,32 @@ def _flags(words: list[Word], variables: Variables, index: LineIndex) -> list[Se
                 value, span, where = _resolve_expansion(w, vi, variables, w.start, 0, "")
             else:
                 value, span, where = text[vi:], w.span_of(vi, len(w.chars)), ""
-            out.append(Setting(name, value, name_span, span, via=_where(where, index), flag=True,
-                               word_span=Span(w.start, w.end)))
+            out.append(Setting(key, value, name_span, span, via=_where(where, index), word_span=Span(w.start, w.end),
+                               **common))
             continue
         nxt = words[i + 1] if i + 1 < len(words) else None
         takes_value = nxt is not None and not nxt.text.startswith("-") and (
-            name not in ("--bf16", "--flash_attn", "--flash-attn", "--enforce_eager", "--enforce-eager",
-                         "--use_liger_kernel", "--use-liger-kernel", "--tf32", "--fp16") or nxt.text in BOOL_WORDS)
+            key not in SWITCHES or nxt.text in BOOL_WORDS) and not POSITIONAL.search(nxt.text)
         if takes_value and not OVERRIDE.match(nxt.text):
             if nxt.dynamic:
                 value, span, where = _resolve_expansion(nxt, 0, variables, nxt.start, 0, "")
             else:
                 value, span, where = nxt.text, nxt.span_of(0, len(nxt.chars)), ""
-            out.append(Setting(name, value, name_span, span, via=_where(where, index), flag=True,
-                               word_span=Span(w.start, nxt.end)))
+            out.append(Setting(key, value, name_span, span, via=_where(where, index), word_span=Span(w.start, nxt.end),
+                               **common))
         else:
-            out.append(Setting(name, "", name_span, None, flag=True, word_span=Span(w.start, w.end)))
+            out.append(Setting(key, "", name_span, None, word_span=Span(w.start, w.end), switch=True, **common))
     return out
+
+
+# Flags that are switches (`store_true`): a following word is their value only when it is a boolean word.
+SWITCHES = {"bf16", "fp16", "flash_attn", "enforce_eager", "use_liger_kernel", "packing_samples", "ds.packing_samples",
+            "gradient_checkpointing", "ds.gradient_checkpointing", "adam_offload", "use_wandb", "load_checkpoint",
+            "colocate_all_models", "vllm.enable_sleep", "deepspeed_enable_sleep", "normalize_reward", "multi_gpu",
+            "use_vllm", "trust_remote_code", "ring_attn", "ds.ring_attn", "ds.adam_offload", "enable_prefix_caching",
+            "disable_fast_tokenizer", "apply_chat_template", "load_in_4bit", "use_peft", "tf32", "torch_compile"}
+# A word after a flag that is the command's positional argument, not the flag's value: a script or config file.
+POSITIONAL = re.compile(r"\.(py|sh|yaml|yml|json)$")
 
 
 def _where(where: str, index: LineIndex) -> str:

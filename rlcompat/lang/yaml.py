@@ -319,12 +319,12 @@ def _setting(entry: Entry, text: str, index: LineIndex) -> Setting:
     key_start = index.offset(entry.key_mark[0] + 1, entry.key_mark[1])
     key_span = Span(key_start, key_start + entry.key_length)
     if entry.kind == "null":
-        return Setting(entry.key, "", key_span, None)
+        return Setting(entry.key, "", key_span, None, origin="yaml")
     if entry.kind != "scalar":
         # A list, or a value taken from an anchor: nothing a rule rewrites in place.
-        return Setting(entry.key, None, key_span, None)
+        return Setting(entry.key, None, key_span, None, origin="yaml")
     literal, span = _scalar_at(text, index.offset(entry.value_mark[0] + 1, entry.value_mark[1]), entry.flow)
-    return Setting(entry.key, literal, key_span, span)
+    return Setting(entry.key, literal, key_span, span, origin="yaml")
 
 
 def _mounts_for(path: str, table: dict[str, tuple[str, ...]]) -> tuple[str, ...]:

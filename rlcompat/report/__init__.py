@@ -31,6 +31,24 @@ class Summary:
     statistics: bool = False
     color: bool = False
     knowledge: list[str] = field(default_factory=list)  # framework knowledge applied: "verl 0.9.1", "OpenRLHF 0.11.2"
+    not_read: list[tuple[str, str]] = field(default_factory=list)  # (path, why) of files seen but not read
+
+
+def not_read_line(not_read: list[tuple[str, str]]) -> str:
+    """`Not read: ...` for the text report, or "" when nothing a user would expect read was left out. Walked files
+    of a type no front end reads are only counted in JSON output (a tree has many: READMEs, data, images)."""
+    from collections import Counter
+
+    from rlcompat.discovery import UNKNOWN_TYPE
+
+    shown = [(p, why) for p, why in not_read if why != UNKNOWN_TYPE]
+    if not shown:
+        return ""
+    parts = []
+    for why, n in Counter(why for _, why in shown).items():
+        paths = [p for p, w in shown if w == why]
+        parts.append(f"{n} file{'s' if n != 1 else ''} ({why}: {', '.join(paths[:3])}{', ...' if n > 3 else ''})")
+    return "Not read: " + "; ".join(parts) + "."
 
 
 def render(format_name: str, summary: Summary) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from rlcompat import __version__
+from rlcompat.discovery import UNKNOWN_TYPE
 from rlcompat.report import Summary, fixable_counts
 from rlcompat.report.paths import display_path, uri_reference
 
@@ -59,5 +60,8 @@ def render(summary: Summary) -> str:
         },
         "findings": [finding_dict(f) for f in summary.findings],
         "errors": [error_dict(e) for e in summary.errors],
+        # Files seen but not read, and why (discovery.discover); walked files of other types are only counted.
+        "not_read": [{"path": p, "reason": why} for p, why in summary.not_read if why != UNKNOWN_TYPE],
+        "not_read_other_types": sum(1 for _, why in summary.not_read if why == UNKNOWN_TYPE),
     }
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"

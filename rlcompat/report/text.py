@@ -49,6 +49,11 @@ def _lines(summary: Summary) -> Iterator[Line]:
         yield from _statistics(summary)
     if summary.knowledge:
         yield [(f"Framework knowledge applied: {'; '.join(summary.knowledge)}.", "")]
+    from rlcompat.report import not_read_line
+
+    skipped = not_read_line(summary.not_read)
+    if skipped:
+        yield [(skipped, "")]
     yield [(_summary_line(summary), "")]
 
 
