@@ -221,11 +221,14 @@ def compile_one(jit_fn, launch: Launch, flags: dict, dtype: str, block: int, cc:
             signature[name] = "fp32"
         else:
             signature[name] = "i64" if name in launch.ints64 else "i32"
-    try:  # Triton >= 3.2: signature and constexprs by name
+    try:  # Triton >= 3.3: signature and constexprs by name
         source = ASTSource(fn=jit_fn, signature=signature, constexprs=constexprs, attrs=attrs)
-    except TypeError:  # Triton 3.0/3.1: by index, constexprs as `constants`, no divisibility hints
-        source = ASTSource(fn=jit_fn, signature={i: signature[n] for i, n in enumerate(names) if n not in constexprs},
-                           constants={names.index(k): v for k, v in constexprs.items()})
+    except TypeError:
+        try:  # Triton 3.2: by name, constexprs as `constants`, no divisibility hints
+            source = ASTSource(fn=jit_fn, signature=signature, constants=constexprs)
+        except TypeError:  # Triton 3.0/3.1: by index
+            source = ASTSource(fn=jit_fn, constants={names.index(k): v for k, v in constexprs.items()},
+                               signature={i: signature[n] for i, n in enumerate(names) if n not in constexprs})
     try:
         with _quiet():  # Triton prints the whole PTX when ptxas fails
             compiled = triton.compile(source, target=GPUTarget("cuda", cc, 32))
