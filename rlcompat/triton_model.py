@@ -1,6 +1,7 @@
 """A static model of what a Triton kernel needs from a GPU target: its launch configurations and shared memory.
 
-Pure Python over LibCST nodes; Triton is never imported. For each `@triton.jit` function it reads
+Pure Python over LibCST nodes; Triton is never imported. For each `@triton.jit` function (or one behind a local
+wrapper of `triton.jit`, see `is_triton_kernel`) it reads
 
 - the configurations it can run with: `@triton.autotune(configs=[triton.Config({...}, num_stages=, num_warps=)])`
   (inline or a module-level list), `@triton.heuristics({...: lambda args: 64})`, `tl.constexpr` defaults and the
