@@ -1,6 +1,7 @@
 """A static model of what a Triton kernel needs from a GPU target: its launch configurations and shared memory.
 
-Pure Python over LibCST nodes; Triton is never imported. For each `@triton.jit` function it reads
+Pure Python over LibCST nodes; Triton is never imported. For each `@triton.jit` function (or one behind a local
+wrapper of `triton.jit`, see `is_triton_kernel`) it reads
 
 - the configurations it can run with: `@triton.autotune(configs=[triton.Config({...}, num_stages=, num_warps=)])`
   (inline or a module-level list), `@triton.heuristics({...: lambda args: 64})`, `tl.constexpr` defaults and the
@@ -112,8 +113,17 @@ def is_jit(decorator: cst.Decorator, qualname: QualName) -> bool:
     return qualname(expr) in ("triton.jit", "triton.runtime.jit.jit")
 
 
+_CONSTEXPR = ("triton.language.constexpr", "triton.language.core.constexpr")
+
+
 def is_triton_kernel(func: cst.FunctionDef, qualname: QualName) -> bool:
-    return any(is_jit(d, qualname) for d in func.decorators)
+    """`@triton.jit`, or any decorator on a function with a `tl.constexpr` parameter: only Triton's JIT reads those,
+    so the decorator is a local wrapper of `triton.jit` (TRL 1.16 decorates its kernels with `_jit`, which calls
+    `triton.jit` when Triton is installed, trl/kernels/chunked_logprob.py:39)."""
+    if not func.decorators:
+        return False
+    return any(is_jit(d, qualname) for d in func.decorators) or any(
+        _param_annotation_is(p, qualname, _CONSTEXPR) for p in func.params.params)
 
 
 def int_value(expr: cst.BaseExpression | None, constants: dict[str, int] | None = None) -> int | None:
@@ -221,7 +231,7 @@ def read_kernel(func: cst.FunctionDef, module: cst.Module, qualname: QualName,
     params = [p.name.value for p in func.params.params]
     constexpr_params = [
         p.name.value for p in func.params.params
-        if _param_annotation_is(p, qualname, ("triton.language.constexpr", "triton.language.core.constexpr"))
+        if _param_annotation_is(p, qualname, _CONSTEXPR)
     ]
     fixed: dict[str, int | None] = {}
     for p in func.params.params:

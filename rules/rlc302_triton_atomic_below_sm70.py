@@ -27,6 +27,25 @@ def _kernel(atomic: str) -> str:
     return _KERNEL.format(atomic=atomic)
 
 
+# A kernel behind a local wrapper of triton.jit, imported only when Triton is there (TRL's `_jit` does this).
+_WRAPPED_KERNEL = '''from importlib.util import find_spec
+
+if find_spec("triton"):
+    import triton
+    import triton.language as tl
+
+
+def jit_if_available(fn):
+    return triton.jit(fn) if find_spec("triton") else fn
+
+
+@jit_if_available
+def count_hits(hits_ptr, total_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    {atomic}
+'''
+
+
 def in_triton_kernel(ctx) -> bool:
     return any(isinstance(a, cst.FunctionDef) and a.decorators and tm.is_triton_kernel(a, ctx.qualname)
                for a in ctx.ancestors)
@@ -36,7 +55,11 @@ class TritonAtomicBelowSm70(PythonRule):
     code = "RLC302"
     name = "triton-atomic-below-sm70"
     title = "`tl.atomic_*` in a Triton kernel on a GPU older than Volta"
-    what = "Finds `tl.atomic_add`, `atomic_max`, `atomic_cas`, ... (and the `tensor.atomic_*` forms) inside `@triton.jit` kernels."
+    what = (
+        "Finds `tl.atomic_add`, `atomic_max`, `atomic_cas`, ... (and the `tensor.atomic_*` forms) inside `@triton.jit` "
+        "kernels, including kernels behind a local wrapper of `triton.jit` (a decorated function with `tl.constexpr` "
+        "parameters)."
+    )
     why = (
         "Triton emits every atomic with a memory-ordering qualifier: `atom.global.gpu.acq_rel.add.f32` by default, "
         "`atom....relaxed...` with sem=\"relaxed\". Those qualifiers belong to the memory model introduced with sm_70 "
@@ -58,12 +81,16 @@ class TritonAtomicBelowSm70(PythonRule):
         Bad(_kernel("tl.atomic_max(out_ptr + row, tl.max(x, axis=0))")),
         Bad(_kernel("tl.atomic_cas(out_ptr, 0, 1)")),
         Bad(_kernel("(out_ptr + row).atomic_add(tl.sum(x, axis=0))")),
+        Bad(_WRAPPED_KERNEL.format(atomic="tl.atomic_add(total_ptr, tl.sum(tl.load(hits_ptr + offs), axis=0))")),
     )
     good = (
         Good(_kernel("tl.atomic_add(out_ptr, tl.sum(x, axis=0))"), target="sm70"),
         Good(_kernel("tl.store(out_ptr + row, tl.sum(x, axis=0))")),
         Good("import torch\ntotal.atomic_add(1)\n"),  # not in a Triton kernel
         Good("import triton\ndef helper(p):\n    return p.atomic_add\n"),
+        Good(_WRAPPED_KERNEL.format(atomic="tl.store(total_ptr, tl.sum(tl.load(hits_ptr + offs), axis=0))")),
+        # decorated, but no tl.constexpr parameter: not a Triton kernel
+        Good("import functools\n@functools.cache\ndef bump(counter):\n    return counter.atomic_add(1)\n"),
     )
 
     @classmethod

@@ -31,11 +31,12 @@ class TritonBf16InKernel(PythonRule):
         "`tl.zeros`/`tl.full`, `out_dtype=`, comparisons excluded."
     )
     why = (
-        "bf16 instructions need sm_80 [S1]. Triton up to at least 3.1 (PyTorch 2.5) lowers bf16 casts and "
-        "arithmetic to them and ptxas fails: `Feature '.bf16' requires .target sm_80 or higher` [S37]; a bf16 "
-        "`tl.dot` crashes the compiler on sm61 (`Unsupported rounding mode for conversion`) [S54]. Triton 3.9 emulates "
-        "the conversions below 8.0 and compiles the same kernels [S54], so this is an error with the Triton that "
-        "ships with the PyTorch versions most often used on these cards, and a slow path with newer ones."
+        "bf16 instructions need sm_80 [S1]. Triton up to 3.2 (3.1 ships with PyTorch 2.5) lowers bf16 casts and "
+        "arithmetic to them and ptxas fails: `Feature '.bf16' requires .target sm_80 or higher` [S37][S54]; a bf16 "
+        "`tl.dot` crashes the compiler on sm61 (`Unsupported rounding mode for conversion`) [S54]. Triton 3.3.1 "
+        "(3.3 ships with PyTorch 2.7 [S38]) and newer emulate the conversions below 8.0 and compile the same kernels "
+        "[S54], so this is an error with the Triton of older PyTorch versions, still common on these cards, and a "
+        "slow path with newer ones."
     )
     fix_safety = (
         "No autofix: changing the kernel's cast does not change the tensors it is handed; a bf16 tensor still "
@@ -44,7 +45,7 @@ class TritonBf16InKernel(PythonRule):
     )
     triggers = ("bfloat16",)
     severity = "warning"
-    sources = ("S1", "S37", "S54")
+    sources = ("S1", "S37", "S38", "S54")
 
     bad = (
         Bad(_kernel("tl.store(y_ptr + offs, (x * 2.0).to(tl.bfloat16), mask=offs < n)")),
@@ -72,6 +73,6 @@ class TritonBf16InKernel(PythonRule):
         ctx.report(
             node,
             f"bf16 inside a Triton kernel: {self.target.name} ({self.target.capability_text}) has no bf16 "
-            "instructions; Triton <= 3.1 fails in ptxas (`.bf16 requires sm_80`), newer Triton emulates slowly; "
+            "instructions; Triton <= 3.2 fails in ptxas (`.bf16 requires sm_80`), 3.3+ emulates slowly; "
             "use tl.float32 and keep bf16 tensors away from this kernel",
         )
