@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+
+from rlcompat import model_config
+from rlcompat.doctor import facts
+from rlcompat.lang import pyhelpers as h
+from rlcompat.lang.python import PendingFix, PythonRule
+from rlcompat.model import FixSafety
+from rlcompat.rule import Bad, Good
+
+_MODEL_KEYWORDS = ("pretrained_model_name_or_path", "model_name_or_path", "model_id", "model")
+# Rule examples need a model directory on disk: the fixture's, found from this file (a repository checkout).
+_FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "models" / "fa2_head_dim_256_rtx3090" / "input"
+_EXAMPLE = str(_FIXTURE / "train.py")
+_LOAD = 'from transformers import AutoModelForCausalLM\nm = AutoModelForCausalLM.from_pretrained("{path}", attn_implementation="{impl}")\n'
+
+
+def _facts() -> dict:
+    return facts.environment_facts()["flash_attn_backward_head_dim"]
+
+
+def _needed_release(head_dim: int) -> str:
+    """The first flash-attn release whose backward runs this head_dim without dropout on a 99 KB card."""
+    last_refusing = "0"
+    for row in _facts()["refused"]:
+        low, high = (int(x) for x in row["head_dim"].split("-"))
+        if row["dropout"] == "any" and low <= head_dim <= high:
+            last_refusing = max(last_refusing, row["versions"].split("-")[1], key=lambda v: tuple(map(int, v.split("."))))
+    major, minor, patch = (int(x) for x in last_refusing.split("."))
+    return f"{major}.{minor}.{patch + 1}"
+
+
+class FlashAttention2BackwardHeadDim(PythonRule):
+    code = "RLC207"
+    name = "flash-attention-2-backward-head-dim"
+    title = "FlashAttention-2 training of a local model whose head_dim is above 192 on a card with 99 KB of shared memory"
+    what = (
+        "Finds `attn_implementation=\"flash_attention_2\"` in a call whose model path (first argument or "
+        "`pretrained_model_name_or_path=`/`model_name_or_path=`) is a string naming a local directory with a "
+        "config.json, and reads head_dim (or hidden_size / num_attention_heads, or the `text_config` of a "
+        "multimodal config) and attention dropout from it. Targets: FlashAttention-2 cards with less than 144 KB of "
+        "opt-in shared memory per block (sm86, sm89, sm120). A hub id or a directory that is not there is not read "
+        "and nothing is claimed."
+    )
+    why = (
+        "FlashAttention-2's backward for head_dim 193-256 has its full kernel only on cards with 144 KB of shared "
+        "memory (A100, H100); on 99 KB cards flash-attn up to 2.5.4 raises `FlashAttention backward for head dim > "
+        "192 requires A100/A800 or H100/H800`, 2.5.5-2.6.1 still refuse head_dim 193-224, and with attention "
+        "dropout every release fails: 2.5.5-2.7.2 raise, 2.7.3 and later launch no backward kernel at all [S70]. "
+        "With dropout the finding is an error; without it (or when the config does not say) a warning that names "
+        "the first release that runs it."
+    )
+    fix_safety = (
+        "With attention dropout the fix selects `\"sdpa\"`: PyTorch does not pick its own flash kernel for this "
+        "head_dim and dropout on these cards and computes the same attention with the memory-efficient kernel [S71]: "
+        "safe. Without dropout there is no fix: a flash-attn release from the message runs it."
+    )
+    triggers = ("flash_attention_2",)
+    sources = ("S70", "S71")
+    prevents = ("X12",)
+
+    bad = (
+        Bad(_LOAD.format(path="models/gemma-7b-dropout", impl="flash_attention_2"), target="sm86", path=_EXAMPLE,
+            fixed=_LOAD.format(path="models/gemma-7b-dropout", impl="sdpa")),
+        Bad(_LOAD.format(path="models/gemma-7b", impl="flash_attention_2"), target="sm89", path=_EXAMPLE),
+    )
+    good = (
+        Good(_LOAD.format(path="models/gemma-7b-dropout", impl="flash_attention_2"), target="sm80", path=_EXAMPLE),
+        Good(_LOAD.format(path="models/qwen2.5-0.5b", impl="flash_attention_2"), target="sm86", path=_EXAMPLE),
+        Good(_LOAD.format(path="google/gemma-7b", impl="flash_attention_2"), target="sm86", path=_EXAMPLE),
+        Good(_LOAD.format(path="models/gemma-7b-dropout", impl="sdpa"), target="sm86", path=_EXAMPLE),
+    )
+
+    @classmethod
+    def applies_to(cls, target) -> bool:
+        optin = target.fact("smem_per_block_optin")
+        return bool(target.flash_attn_2) and isinstance(optin, int) and optin < _facts()["full_kernel_smem"]
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        impl = next((a for a in node.args if a.keyword is not None and a.keyword.value == "attn_implementation"), None)
+        if impl is None or h.string_value(impl.value) != "flash_attention_2":
+            return
+        model = next((a for a in node.args if a.keyword is not None and a.keyword.value in _MODEL_KEYWORDS), None)
+        if model is None and node.args and node.args[0].keyword is None and node.args[0].star == "":
+            model = node.args[0]
+        path = h.string_value(model.value) if model is not None else None
+        if not path:
+            return
+        shape = model_config.model_shape(path, ctx.path)
+        if shape is None or not _facts()["above"] < shape.head_dim <= 256:
+            return
+        where = f"head_dim {shape.head_dim} ({shape.head_dim_key} in {shape.config_path})"
+        card = f"{self.target.name} ({self.target.fact('smem_per_block_optin') // 1024} KB of shared memory per block)"
+        if shape.attention_dropout:
+            ctx.report(impl.value,
+                       f"FlashAttention-2 backward with {where} and attention dropout {shape.attention_dropout:g} on "
+                       f"{card}: flash-attn up to 2.7.2 raises `FlashAttention backward for head dim > 192 ... "
+                       f"requires A100/A800 or H100/H800`, 2.7.3+ launches no backward kernel; use \"sdpa\"",
+                       PendingFix([(impl.value, h.requote(impl.value, "sdpa"))], FixSafety.SAFE, 'use "sdpa"'))
+            return
+        release = _needed_release(shape.head_dim)
+        ctx.report(impl.value,
+                   f"FlashAttention-2 backward with {where} on {card}: flash-attn before {release} raises "
+                   f"`FlashAttention backward for head dim > 192 requires A100/A800 or H100/H800`; use "
+                   f"flash-attn>={release} (with attention dropout 0) or \"sdpa\"",
+                   severity="warning")
