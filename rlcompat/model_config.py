@@ -25,6 +25,7 @@ class ModelShape:
     head_dim: int
     attention_dropout: float | None  # None: the config does not say
     head_dim_key: str  # "head_dim" or "hidden_size / num_attention_heads"
+    dtype: str | None = None  # the checkpoint's `dtype` / `torch_dtype` ("bfloat16"), what `dtype="auto"` loads
 
 
 def _looks_like_path(value: str) -> bool:
@@ -74,7 +75,8 @@ def _shape_of(config: dict, path: str) -> ModelShape | None:
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             dropout = float(v)
             break
-    return ModelShape(path, head_dim, dropout, key)
+    dtype = config.get("dtype", config.get("torch_dtype"))
+    return ModelShape(path, head_dim, dropout, key, dtype if isinstance(dtype, str) else None)
 
 
 def model_shape(model_path: str, scanned_file: str) -> ModelShape | None:

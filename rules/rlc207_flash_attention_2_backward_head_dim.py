@@ -7,11 +7,11 @@ import libcst as cst
 from rlcompat import model_config
 from rlcompat.doctor import facts
 from rlcompat.lang import pyhelpers as h
+from rlcompat.lang.pymodel import attention_and_model_path
 from rlcompat.lang.python import PendingFix, PythonRule
 from rlcompat.model import FixSafety
 from rlcompat.rule import Bad, Good
 
-_MODEL_KEYWORDS = ("pretrained_model_name_or_path", "model_name_or_path", "model_id", "model")
 # Rule examples need a model directory on disk: the fixture's, found from this file (a repository checkout).
 _FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "models" / "fa2_head_dim_256_rtx3090" / "input"
 _EXAMPLE = str(_FIXTURE / "train.py")
@@ -80,15 +80,10 @@ class FlashAttention2BackwardHeadDim(PythonRule):
         return bool(target.flash_attn_2) and isinstance(optin, int) and optin < _facts()["full_kernel_smem"]
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
-        impl = next((a for a in node.args if a.keyword is not None and a.keyword.value == "attn_implementation"), None)
-        if impl is None or h.string_value(impl.value) != "flash_attention_2":
+        found = attention_and_model_path(node, "flash_attention_2")
+        if found is None:
             return
-        model = next((a for a in node.args if a.keyword is not None and a.keyword.value in _MODEL_KEYWORDS), None)
-        if model is None and node.args and node.args[0].keyword is None and node.args[0].star == "":
-            model = node.args[0]
-        path = h.string_value(model.value) if model is not None else None
-        if not path:
-            return
+        impl, path = found
         shape = model_config.model_shape(path, ctx.path)
         if shape is None or not _facts()["above"] < shape.head_dim <= 256:
             return
