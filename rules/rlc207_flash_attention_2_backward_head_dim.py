@@ -4,8 +4,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from rlcompat import model_config
-from rlcompat.doctor import facts
+from rlcompat import flash_attn_facts, model_config
 from rlcompat.lang import pyhelpers as h
 from rlcompat.lang.pymodel import attention_and_model_path
 from rlcompat.lang.python import PendingFix, PythonRule
@@ -16,21 +15,6 @@ from rlcompat.rule import Bad, Good
 _FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "models" / "fa2_head_dim_256_rtx3090" / "input"
 _EXAMPLE = str(_FIXTURE / "train.py")
 _LOAD = 'from transformers import AutoModelForCausalLM\nm = AutoModelForCausalLM.from_pretrained("{path}", attn_implementation="{impl}")\n'
-
-
-def _facts() -> dict:
-    return facts.environment_facts()["flash_attn_backward_head_dim"]
-
-
-def _needed_release(head_dim: int) -> str:
-    """The first flash-attn release whose backward runs this head_dim without dropout on a 99 KB card."""
-    last_refusing = "0"
-    for row in _facts()["refused"]:
-        low, high = (int(x) for x in row["head_dim"].split("-"))
-        if row["dropout"] == "any" and low <= head_dim <= high:
-            last_refusing = max(last_refusing, row["versions"].split("-")[1], key=lambda v: tuple(map(int, v.split("."))))
-    major, minor, patch = (int(x) for x in last_refusing.split("."))
-    return f"{major}.{minor}.{patch + 1}"
 
 
 class FlashAttention2BackwardHeadDim(PythonRule):
@@ -76,29 +60,18 @@ class FlashAttention2BackwardHeadDim(PythonRule):
 
     @classmethod
     def applies_to(cls, target) -> bool:
-        optin = target.fact("smem_per_block_optin")
-        return bool(target.flash_attn_2) and isinstance(optin, int) and optin < _facts()["full_kernel_smem"]
+        return flash_attn_facts.applies_to(target)
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
         found = attention_and_model_path(node, "flash_attention_2")
         if found is None:
             return
         impl, path = found
-        shape = model_config.model_shape(path, ctx.path)
-        if shape is None or not _facts()["above"] < shape.head_dim <= 256:
+        hazard = flash_attn_facts.backward_hazard(model_config.model_shape(path, ctx.path), self.target)
+        if hazard is None:
             return
-        where = f"head_dim {shape.head_dim} ({shape.head_dim_key} in {shape.config_path})"
-        card = f"{self.target.name} ({self.target.fact('smem_per_block_optin') // 1024} KB of shared memory per block)"
-        if shape.attention_dropout:
-            ctx.report(impl.value,
-                       f"FlashAttention-2 backward with {where} and attention dropout {shape.attention_dropout:g} on "
-                       f"{card}: flash-attn up to 2.7.2 raises `FlashAttention backward for head dim > 192 ... "
-                       f"requires A100/A800 or H100/H800`, 2.7.3+ launches no backward kernel; use \"sdpa\"",
+        if hazard.with_dropout:
+            ctx.report(impl.value, hazard.message.replace("use sdpa", 'use "sdpa"'),
                        PendingFix([(impl.value, h.requote(impl.value, "sdpa"))], FixSafety.SAFE, 'use "sdpa"'))
-            return
-        release = _needed_release(shape.head_dim)
-        ctx.report(impl.value,
-                   f"FlashAttention-2 backward with {where} on {card}: flash-attn before {release} raises "
-                   f"`FlashAttention backward for head dim > 192 requires A100/A800 or H100/H800`; use "
-                   f"flash-attn>={release} (with attention dropout 0) or \"sdpa\"",
-                   severity="warning")
+        else:
+            ctx.report(impl.value, hazard.message.replace("or sdpa", 'or "sdpa"'), severity="warning")
