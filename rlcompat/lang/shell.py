@@ -30,7 +30,8 @@ OVERRIDE = re.compile(r"^(\+\+|\+|~)?([A-Za-z_][\w\-]*(?:[./@][\w\-]+)*)=(.*)$",
 # argparse-style flags whose values decide dtype or attention: `--flag value`, `--flag=value` or bare `--flag`.
 VALUE_FLAGS = ("--attn_implementation", "--attn-implementation", "--dtype", "--torch_dtype", "--torch-dtype",
                "--mixed_precision", "--mixed-precision", "--bf16", "--flash_attn", "--flash-attn", "--quantization",
-               "--enforce_eager", "--enforce-eager", "--use_liger_kernel", "--use-liger-kernel", "--tf32", "--fp16")
+               "--enforce_eager", "--enforce-eager", "--use_liger_kernel", "--use-liger-kernel", "--tf32", "--fp16",
+               "--model_name_or_path", "--model-name-or-path", "--pretrain")  # model paths: RLC208 reads their config.json
 BOOL_WORDS = {"true", "false", "True", "False", "TRUE", "FALSE", "1", "0", "yes", "no"}
 
 
