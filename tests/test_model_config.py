@@ -4,6 +4,7 @@ that a result depending on another file is never answered from the cache."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -89,3 +90,19 @@ def test_a_result_that_read_a_model_config_is_not_cached(tmp_path):
     scan_paths([str(tree)], target, settings, jobs=1, use_cache=True)
     again = scan_paths([str(tree)], target, settings, jobs=1, use_cache=True)
     assert [r.from_cache for r in again.results] == [True, False]
+
+
+def test_dropout_makes_the_flash_attention_finding_an_error_and_its_absence_a_warning():
+    tree = Path(__file__).resolve().parents[1] / "fixtures" / "models" / "fa2_head_dim_256_rtx3090" / "input"
+    found = {re.search(r"in models/([^/]+)/config\.json", f.message).group(1): f
+             for f in scan_paths([str(tree)], resolve_target("sm86")).findings}
+    assert found["gemma-7b-dropout"].severity == "error" and found["gemma-7b-dropout"].fix is not None
+    assert found["gemma-7b"].severity == "warning" and found["gemma-7b"].fix is None
+    assert "before 2.5.5" in found["gemma-7b"].message and "qwen2.5-0.5b" not in found
+
+
+def test_flex_attention_estimate_names_the_blocks_that_fit():
+    tree = Path(__file__).resolve().parents[1] / "fixtures" / "models" / "flex_attention_head_dim_256_t4" / "input"
+    [finding] = scan_paths([str(tree)], resolve_target("t4")).findings
+    assert finding.severity == "warning" and "64x64 need about 96 KB" in finding.message
+    assert '"BLOCK_M": 32, "BLOCK_N": 32, "num_stages": 1' in finding.message and "about 48 KB" in finding.message
