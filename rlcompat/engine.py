@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Iterable, Sequence
 
-from rlcompat import suppressions
+from rlcompat import model_config, suppressions
 from rlcompat.config import Settings
 from rlcompat.discovery import language_from_content
 from rlcompat.model import FileError, Finding, Location
@@ -44,6 +44,7 @@ class FileResult:
     parsed: bool = False  # parsed in this run (False when answered from the cache)
     from_cache: bool = False
     content_sha: str | None = None  # SHA-256 of the bytes checked, for the cache
+    reads_other_files: bool = False  # a rule read another file (a model's config.json): never cached
 
 
 def triggers_in(rule, language: str) -> tuple[str, ...]:
@@ -128,7 +129,7 @@ class Checker:
         except SourceError as exc:
             result = FileResult(path, language, error=FileError(path, str(exc)))
         result.content_sha = sha
-        if self.cache is not None:
+        if self.cache is not None and not result.reads_other_files:
             self.cache.put(result, sha)
         return result
 
@@ -161,7 +162,9 @@ class Checker:
                 return result
             result.parsed = True
             narrowing = {"narrowed": narrowed} if narrowed is not None else {}
+            model_config.lookups.clear()
             findings = fe.check(tree, text, path, runnable, self.target, **narrowing)
+            result.reads_other_files = bool(model_config.lookups)
         else:
             findings = []
         sups = suppressions.find(text, language)
@@ -283,7 +286,7 @@ def check_files(checker: Checker, files: Sequence[tuple[str, str]], jobs: int | 
     fresh = run_parallel(checker, _check_one, todo, jobs, progress)
     if checker.cache is not None:
         for r in fresh:
-            if r.content_sha is not None:
+            if r.content_sha is not None and not r.reads_other_files:
                 checker.cache.put(r, r.content_sha)
     results.extend(fresh)
     if checker.cache is not None:
