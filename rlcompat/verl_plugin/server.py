@@ -147,7 +147,25 @@ class HFRolloutServer:
         self.engine.wake_up()
 
     async def sleep(self):
+        self._write_stats()
         self.engine.sleep()
+
+    def _write_stats(self):
+        """One JSON line per step for `rlcompat verify --trainer` (RLCOMPAT_VERIFY_STATS), then a fresh peak."""
+        path = os.environ.get("RLCOMPAT_VERIFY_STATS")
+        if not path or not self.stats["requests"]:
+            return
+        import json
+
+        line = dict(self.stats, replica=self.replica_rank, global_steps=self.global_steps, device=str(self.engine.device))
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(line) + "\n")
+        for key in ("requests", "batches", "tokens", "generate_seconds", "peak_memory_bytes"):
+            self.stats[key] = 0
+        if self.engine.device.type == "cuda":
+            import torch
+
+            torch.cuda.reset_peak_memory_stats()
 
     async def load_weights(self, named_tensors: list) -> int:
         count = await asyncio.to_thread(self.engine.load_weights, named_tensors)
