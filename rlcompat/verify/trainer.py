@@ -47,6 +47,8 @@ class TrainerRequest:
     timeout: float = 900.0
     keep: bool = False
     extra_overrides: list[str] = field(default_factory=list)
+    rollout: str = "hf"  # the rollout the run ended up with (the script may name another)
+    fp32: bool = True
 
 
 def write_dataset(folder: Path, rows: int) -> tuple[Path, Path]:
@@ -225,6 +227,13 @@ def run_trainer(req: TrainerRequest, workdir: Path) -> dict:
         overrides = [f"{k}={v}" for k, v in {**DEFAULT_RUN_SETTINGS, **tiny}.items()]
         overrides, _ = merge_overrides([], {**DEFAULT_RUN_SETTINGS, **tiny}, keep_algo=False)
     overrides += req.extra_overrides
+    final = {_key(o): o.split("=", 1)[1] for o in overrides if "=" in o}
+    req.rollout = final.get("actor_rollout_ref.rollout.name", "vllm")
+    req.fp32 = final.get("actor_rollout_ref.rollout.dtype", "bfloat16") in ("float32", "fp32")
+    result["settings"] = {"steps": req.steps, "batch": batch, "model": req.model, "device": req.device,
+                          "rollout": req.rollout, "rollout_dtype": final.get("actor_rollout_ref.rollout.dtype"),
+                          "algo": final.get("algorithm.adv_estimator", "gae")}
+    result["overrides"] = overrides
     cmd = [sys.executable, "-m", "verl.trainer.main_ppo", *overrides]
     result["command"] = shlex.join(cmd)
     env = child_env(req, workdir, guard_log, metrics_file)
@@ -248,6 +257,46 @@ def run_trainer(req: TrainerRequest, workdir: Path) -> dict:
     return judge(result, rc, req, log_text)
 
 
+def verify_trainer(req: TrainerRequest) -> dict:
+    """The whole `verify --trainer` run in a fresh temp folder (kept with --keep): verify's result dict."""
+    import shutil
+    import tempfile
+
+    from rlcompat.targets import resolve_target
+
+    workdir = Path(tempfile.mkdtemp(prefix="rlcompat-verify-trainer-"))
+    start = time.perf_counter()
+    target = resolve_target(req.target)
+    try:
+        result = run_trainer(req, workdir)
+    except Exception as exc:  # a launch script that cannot be read, a dataset that cannot be written
+        result = {"mode": "trainer", "status": "error", "exit_code": EXIT_ENV, "reason": f"{type(exc).__name__}: {exc}",
+                  "phases": [], "checks": [], "violations": [], "steps": []}
+    result["wall_seconds"] = round(time.perf_counter() - start, 2)
+    native = False
+    if req.device == "cuda":
+        import torch
+
+        from rlcompat.verify.harness import _same_generation
+
+        native = torch.cuda.is_available() and _same_generation(torch, target)
+    result["target"] = {"name": target.name, "describe": target.describe(), "emulated": not native}
+    result["verl"] = {"path": str(req.package), "version": _tree_version(req.package)}
+    result["device"] = {"kind": req.device}
+    if req.keep:
+        result["workdir"] = str(workdir)
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return result
+
+
+def _tree_version(package: Path) -> str:
+    try:
+        return (package / "version" / "version").read_text("utf-8").strip()
+    except OSError:
+        return "?"
+
+
 def judge(result: dict, rc: int | None, req: TrainerRequest, log_text: str) -> dict:
     steps = result["steps"]
     if result["violations"]:
@@ -265,10 +314,22 @@ def judge(result: dict, rc: int | None, req: TrainerRequest, log_text: str) -> d
     checks = []
     checks.append(("steps completed", len(steps) >= req.steps, f"{len(steps)} of {req.steps}"))
     for s in steps:
-        for key in ("actor/pg_loss", "critic/vf_loss"):
+        for key in ("actor/pg_loss", "critic/vf_loss", "actor/grad_norm", "critic/grad_norm"):
             if key in s["metrics"]:
                 val = s["metrics"][key]
                 checks.append((f"step {s['step']} {key} finite", _finite(val), f"{val:.4g}"))
+        # verl compares the rollout's log-probs with the actor's for the same tokens; after step 1 they agree only
+        # if the rollout received the updated weights
+        diff = s["metrics"].get("training/rollout_probs_diff_max")
+        if diff is not None and req.rollout == "hf":
+            bound = 1e-3 if req.fp32 else 5e-2
+            checks.append((f"step {s['step']} rollout and actor probabilities agree (weights in sync)",
+                           float(diff) <= bound, f"max |p_rollout - p_actor| {float(diff):.2e} <= {bound:g}"))
+    servers = result.get("rollout_servers") or []
+    if req.rollout == "hf":
+        loads = max((int(x.get("weight_loads", 0)) for x in servers), default=0)
+        checks.append(("actor weights synced to the hf rollout each step", loads >= req.steps,
+                       f"{loads} weight loads for {req.steps} steps"))
     result["checks"] = [{"name": n, "ok": ok, "detail": d} for n, ok, d in checks]
     failed = [c for c in result["checks"] if not c["ok"]]
     if failed:
