@@ -301,9 +301,7 @@ def judge(result: dict, rc: int | None, req: TrainerRequest, log_text: str) -> d
     steps = result["steps"]
     if result["violations"]:
         v = result["violations"][0]
-        loc = v.get("location") or {}
-        where = f" at {loc.get('file')}:{loc.get('line')}" if loc else ""
-        result.update(status="fail", exit_code=EXIT_FAIL, reason=f"target violation: {v['message']}{where}")
+        result.update(status="fail", exit_code=EXIT_FAIL, reason=f"target violation: {v['message']}")
         return result
     if rc is None:
         result.update(status="error", exit_code=EXIT_ENV, reason=f"main_ppo timed out after {req.timeout:g} s")
