@@ -144,3 +144,14 @@ def test_other_verl_versions_are_refused_with_one_line():
         "print(json.dumps({'msg': msg}))\n"
     )
     assert "supports verl 0.9.1 only; this is verl 0.8.0" in out["msg"] and "\n" not in out["msg"]
+
+
+def test_tied_output_layer_takes_either_name(tmp_path):
+    from rlcompat.verify.tiny_model import TinyModelSpec
+
+    folder = build_tiny_model(tmp_path / "tied", seed=1, spec=TinyModelSpec(tie_word_embeddings=True))
+    gen = _generator(folder)
+    assert gen.model.lm_head.weight is gen.model.model.embed_tokens.weight
+    new = torch.randn_like(gen.model.lm_head.weight)
+    assert gen.load_weights([("lm_head.weight", new)]) == 1
+    assert torch.equal(gen.model.model.embed_tokens.weight, new)  # one tensor, two names

@@ -75,9 +75,12 @@ def write_dataset(folder: Path, rows: int) -> tuple[Path, Path]:
 def build_model(folder: Path, kind: str, seed: int) -> Path:
     from rlcompat.verify.tiny_model import TinyModelSpec, build_tiny_model
 
-    if kind == "0.5b":  # Qwen2.5-0.5B's shape (hidden 896, 24 layers, 14/2 heads); the tiny tokenizer's vocabulary
+    if kind == "0.5b":
+        # Qwen2.5-0.5B's shape: hidden 896, 24 layers, 14/2 heads, 151936 embedding rows, tied output layer
+        # (494M parameters). The tiny tokenizer knows 400 of the rows; ids past it decode to nothing.
         spec = TinyModelSpec(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
-                             num_key_value_heads=2, max_position_embeddings=4096)
+                             num_key_value_heads=2, max_position_embeddings=4096, vocab_multiple=151936,
+                             tie_word_embeddings=True)
         return build_tiny_model(folder, seed=seed, spec=spec)
     return build_tiny_model(folder, seed=seed)
 
@@ -215,10 +218,11 @@ def run_trainer(req: TrainerRequest, workdir: Path) -> dict:
     metrics_file = workdir / "metrics.jsonl"
     guard_log = workdir / "violations.jsonl"
     model = build_model(workdir / "model", req.model, req.seed)
-    batch = 4
+    batch, response = (8, 64) if req.model == "0.5b" else (4, 16)
     train, val = write_dataset(workdir / "data", rows=batch * req.steps)
     result["phases"].append({"name": "tiny model and dataset", "seconds": round(time.perf_counter() - t0, 2)})
     tiny = tiny_overrides(model, train, val, req.steps, batch, req.device, req.algo, metrics_file)
+    tiny["data.max_response_length"] = str(response)
     if req.script is not None:
         found = script_overrides(req.script)
         overrides, swapped = merge_overrides(found, tiny, keep_algo=True)
