@@ -44,34 +44,81 @@ def installed_verl_version() -> str:
 
 
 def register() -> None:
-    """The `verl.plugins` entry point: add the `hf` rollout to verl's registries (once per process)."""
+    """The `verl.plugins` entry point: add the `hf` rollout to verl's registries (once per process).
+
+    The registries live in modules that import Ray and verl's rollout stack (about a second); a process that never
+    needs a rollout should not pay for that on `import verl`. So the `hf` entries are added right after those two
+    modules are first imported, by whoever imports them (verl's trainer does), or at once if they already are.
+    """
     global _registered
     if _registered:
         return
     _registered = True
-    from verl.workers.rollout import base as rollout_base
-    from verl.workers.rollout.replica import RolloutReplicaRegistry
+    _verify_hooks()
+    import sys
 
+    for module in _REGISTRY_MODULES:
+        if module in sys.modules:
+            _add_to_registry(module)
+        else:
+            _after_import(module, _add_to_registry)
+
+
+_REGISTRY_MODULES = ("verl.workers.rollout.base", "verl.workers.rollout.replica")
+
+
+def _add_to_registry(module_name: str) -> None:
+    import sys
+
+    module = sys.modules[module_name]
     found = installed_verl_version()
-    if found not in SUPPORTED_VERL_VERSIONS:
+    supported = found in SUPPORTED_VERL_VERSIONS
+    if module_name.endswith(".base"):
+        if supported:
+            module._ROLLOUT_REGISTRY[(ROLLOUT_NAME, "async")] = "rlcompat.verl_plugin.rollout.HFServerAdapter"
+        return
+    if not supported:
         message = unsupported_message(found)
         logger.warning(message)
 
         def refuse():
             raise UnsupportedVerlVersion(message)
 
-        RolloutReplicaRegistry.register(ROLLOUT_NAME, refuse)
+        module.RolloutReplicaRegistry.register(ROLLOUT_NAME, refuse)
         return
-
-    _verify_hooks()
-    rollout_base._ROLLOUT_REGISTRY[(ROLLOUT_NAME, "async")] = "rlcompat.verl_plugin.rollout.HFServerAdapter"
 
     def load_replica():
         from rlcompat.verl_plugin.rollout import HFReplica
 
         return HFReplica
 
-    RolloutReplicaRegistry.register(ROLLOUT_NAME, load_replica)
+    module.RolloutReplicaRegistry.register(ROLLOUT_NAME, load_replica)
+
+
+def _after_import(name: str, then) -> None:
+    """Call `then(name)` once module `name` has been executed by a normal import."""
+    import importlib.abc
+    import importlib.util
+    import sys
+
+    class _Finder(importlib.abc.MetaPathFinder):
+        def find_spec(self, fullname, path, target=None):
+            if fullname != name:
+                return None
+            sys.meta_path.remove(self)
+            spec = importlib.util.find_spec(fullname)
+            if spec is None or spec.loader is None:
+                return spec
+            run_module = spec.loader.exec_module
+
+            def exec_module(module):
+                run_module(module)
+                then(fullname)
+
+            spec.loader.exec_module = exec_module
+            return spec
+
+    sys.meta_path.insert(0, _Finder())
 
 
 def _verify_hooks() -> None:
