@@ -23,9 +23,6 @@ _DTYPES = {"float32": "float32", "fp32": "float32", "float16": "float16", "fp16"
 class HFRolloutServer:
     def __init__(self, config, model_config, replica_rank: int = 0, node_rank: int = 0,
                  cuda_visible_devices: Optional[str] = None, device: Optional[str] = None):
-        if cuda_visible_devices:
-            # as verl's own servers do: the server shares the trainer worker's GPU, which Ray did not assign to it
-            os.environ["CUDA_VISIBLE_DEVICES"] = cuda_visible_devices
         import torch
 
         from rlcompat.verl_plugin.engine import HFGenerator
@@ -37,7 +34,7 @@ class HFRolloutServer:
         self.global_steps: Optional[int] = None
         dtype_name = _DTYPES.get(str(getattr(config, "dtype", "float32")).replace("torch.", ""), "float32")
         if device is None:
-            device = "cuda" if torch.cuda.is_available() else "cpu"
+            device = _gpu_of_worker(cuda_visible_devices) if torch.cuda.is_available() else "cpu"
         attn = _attn_implementation(model_config)
         path = model_config.local_path if getattr(model_config, "local_path", None) else model_config.path
         self.engine = HFGenerator.from_pretrained(path, device=device, dtype=getattr(torch, dtype_name),
@@ -140,7 +137,8 @@ class HFRolloutServer:
         import torch
 
         if self.engine.device.type == "cuda":
-            self.stats["peak_memory_bytes"] = max(self.stats["peak_memory_bytes"], torch.cuda.max_memory_allocated())
+            peak = torch.cuda.max_memory_allocated(self.engine.device)
+            self.stats["peak_memory_bytes"] = max(self.stats["peak_memory_bytes"], peak)
 
     # ---- control calls verl makes on every server --------------------------------------------------------
     async def wake_up(self, tags: Optional[list[str]] = None):
@@ -165,7 +163,7 @@ class HFRolloutServer:
         if self.engine.device.type == "cuda":
             import torch
 
-            torch.cuda.reset_peak_memory_stats()
+            torch.cuda.reset_peak_memory_stats(self.engine.device)
 
     async def load_weights(self, named_tensors: list) -> int:
         count = await asyncio.to_thread(self.engine.load_weights, named_tensors)
@@ -205,6 +203,22 @@ class HFRolloutServer:
 
     async def get_stats(self) -> dict:
         return dict(self.stats, tokens_generated=self.engine.tokens_generated)
+
+
+def _gpu_of_worker(worker_gpu: Optional[str]) -> str:
+    """The CUDA device of the trainer worker this server shares a GPU with.
+
+    Ray gives the server no GPU of its own (it is started with Ray's "do not set CUDA_VISIBLE_DEVICES" variables,
+    as verl's servers are), so it sees what the raylet sees; the worker's Ray GPU id is an index into that list.
+    Setting CUDA_VISIBLE_DEVICES here instead would be too late: importing verl (and the guard) already queried CUDA.
+    """
+    if not worker_gpu:
+        return "cuda"
+    gpu = worker_gpu.split(",")[0].strip()
+    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    if visible:
+        return f"cuda:{visible.index(gpu)}" if gpu in visible else "cuda"
+    return f"cuda:{int(gpu)}" if gpu.isdigit() else "cuda"
 
 
 def _attn_implementation(model_config) -> str:
