@@ -78,3 +78,15 @@ def test_launch_script_without_trainer_is_a_clear_error(tmp_path):
         main_ppo_overrides(script)
     with pytest.raises(LaunchScriptError, match="cannot read"):
         main_ppo_overrides(tmp_path / "missing.sh")
+
+
+def test_trainer_mode_usage_errors_exit_2(run_cli, tmp_path):
+    tree = tmp_path / "verl"
+    tree.mkdir()
+    (tree / "__init__.py").write_text("")
+    code, _, err = run_cli("verify", str(tree), "--target", "sm61", "--script", str(SCRIPT))
+    assert code == 2 and "--script needs --trainer" in err
+    code, _, err = run_cli("verify", str(tree), "--target", "sm61", "--trainer", "--script", str(tmp_path / "nope.sh"))
+    assert code == 2 and "nope.sh" in err
+    code, _, err = run_cli("verify", str(tree), "--target", "sm61", "--trainer", "--model-size", "7b")
+    assert code == 2 and "--model-size" in err

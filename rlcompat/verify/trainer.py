@@ -228,7 +228,6 @@ def run_trainer(req: TrainerRequest, workdir: Path) -> dict:
         overrides, swapped = merge_overrides(found, tiny, keep_algo=True)
         result["script"] = {"path": str(req.script), "overrides": found, "swapped": swapped}
     else:
-        overrides = [f"{k}={v}" for k, v in {**DEFAULT_RUN_SETTINGS, **tiny}.items()]
         overrides, _ = merge_overrides([], {**DEFAULT_RUN_SETTINGS, **tiny}, keep_algo=False)
     overrides += req.extra_overrides
     final = {_key(o): o.split("=", 1)[1] for o in overrides if "=" in o}
