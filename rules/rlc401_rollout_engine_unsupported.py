@@ -119,10 +119,11 @@ class RolloutEngineUnsupported(ConfigRule):
             return
         supported = verl.version == "0.9.1"  # the version the plugin supports (rlcompat/verl_plugin)
         if supported and hf_rollout_available():
+            how = "asked for" if os.environ.get("RLCOMPAT_HF_ROLLOUT") == "1" else "installed here"
             ctx.report(setting.key_span,
                        f"rollout engine {engine} cannot run on {target.name} ({target.capability_text}): {reason}; "
                        f"no engine {verl.label} registers ({registered}) runs there. rlcompat's hf rollout does "
-                       f"(installed here): {key}=hf, the same algorithm on plain transformers, much slower than vLLM",
+                       f"({how}): {key}=hf, the same algorithm on plain transformers, much slower than vLLM",
                        [setting.rewrite(HF_ROLLOUT)], FixSafety.UNSAFE,
                        "set it to hf (rlcompat's HF-transformers rollout; slower than vLLM, same algorithm)")
             return
