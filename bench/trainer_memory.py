@@ -96,6 +96,7 @@ def plot(rows: list[dict], path: Path, title: str) -> bool:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        import matplotlib.ticker
     except ImportError:
         return False
     steps = [r["step"] for r in rows]
@@ -107,6 +108,7 @@ def plot(rows: list[dict], path: Path, title: str) -> bool:
         ys = [r.get(key) for r in rows]
         if any(isinstance(y, (int, float)) for y in ys):
             ax.plot(steps, [y if isinstance(y, (int, float)) else float("nan") for y in ys], marker="o", label=label)
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.set_xlabel("PPO step")
     ax.set_ylabel("GiB")
     ax.set_title(title)

@@ -16,12 +16,13 @@
 #                                                             #   raylet+gcs_server into .whl-ray (12 MB)
 #      printf '/.whl/\n/.whl-ray/\n' >> "$(git rev-parse --git-common-dir)/info/exclude"
 #      du -sch .whl .whl-ray                                  # must be under 64 MiB for one call
-# 2. On the device (kind nvidia-h100-x1), from the repo root, timeout_s 600:
-#      one call if `du` said < 64 MiB:  carry [".whl", ".whl-ray"], command `bash bench/verify_trainer_on_device.sh`
-#      otherwise two calls on the same warm machine (carried paths stay there between calls):
-#        carry [".whl"],     command `bash bench/verify_trainer_on_device.sh install`
-#        carry [".whl-ray"], command `bash bench/verify_trainer_on_device.sh`
-#    The whole run takes about 5-9 minutes; with less time left, run `... tiny` then `... big` as two calls.
+# 2. On the device (kind nvidia-h100-x1), from the repo root, timeout_s 600 each, two calls on the same warm machine
+#    (what a call installs under /tmp and the carried folders stay there between calls):
+#      call 1: carry [".whl", ".whl-ray"], command `bash bench/verify_trainer_on_device.sh tiny`   (pristine, fixed)
+#      call 2: no carry needed,            command `bash bench/verify_trainer_on_device.sh big`    (0.5B, 20 steps)
+#    If `du` said 64 MiB or more: before call 1, one call with carry [".whl"] and command
+#    `bash bench/verify_trainer_on_device.sh install`, then call 1 with carry [".whl-ray"] only.
+#    Expect a few minutes per call (Ray and verl start once per run; estimated, not yet measured).
 #    Everything lands in $OUT: environment.txt, fix.txt, one .json/.txt per run, gpu-*.csv (nvidia-smi every
 #    0.5 s), trainer_memory_*.csv and .png (no PNG when the image has no matplotlib: then, here,
 #    `.venv/bin/pip install matplotlib && python bench/trainer_memory.py OUT/big.json --gpu-log OUT/gpu-big.csv
@@ -71,7 +72,7 @@ install_ray_bins() {
 }
 
 if [ "$MODE" = "install" ]; then install_wheels; echo "installed into $SITE"; exit 0; fi
-[ -f "$SITE/verl/__init__.py" ] && [ ! -d .whl ] || install_wheels
+[ -f "$SITE/verl/__init__.py" ] || install_wheels
 [ -x "$SITE/ray/core/src/ray/raylet/raylet" ] || install_ray_bins
 python3 - <<'PY' 2>&1 | tee "$OUT/ray-check.txt"
 import ray, time
