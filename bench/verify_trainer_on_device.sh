@@ -19,7 +19,8 @@
 # 2. On the device (kind nvidia-h100-x1), from the repo root, timeout_s 600 each, two calls on the same warm machine
 #    (what a call installs under /tmp and the carried folders stay there between calls):
 #      call 1: carry [".whl", ".whl-ray"], command `bash bench/verify_trainer_on_device.sh tiny`   (pristine, fixed)
-#      call 2: no carry needed,            command `bash bench/verify_trainer_on_device.sh big`    (0.5B, 20 steps)
+#      call 2: no carry needed,            command `bash bench/verify_trainer_on_device.sh big`    (0.5B, 20 steps;
+#              on an H100 a step took about a minute, so within one 10-minute call use BIG_STEPS=6)
 #    If `du` said 64 MiB or more: before call 1, one call with carry [".whl"] and command
 #    `bash bench/verify_trainer_on_device.sh install`, then call 1 with carry [".whl-ray"] only.
 #    Expect a few minutes per call (Ray and verl start once per run; estimated, not yet measured).
@@ -124,6 +125,6 @@ if [ "$MODE" = "all" ] || [ "$MODE" = "tiny" ]; then
   run fixed "$FIXED/verl" --target sm61 --trainer --device cuda --steps 3 --script "$WORK/fixed.sh"
 fi
 if [ "$MODE" = "all" ] || [ "$MODE" = "big" ]; then
-  run big "$FIXED/verl" --target sm61 --trainer --device cuda --steps 20 --model-size 0.5b --timeout 540
+  run big "$FIXED/verl" --target sm61 --trainer --device cuda --steps "${BIG_STEPS:-20}" --model-size 0.5b --timeout "${BIG_TIMEOUT:-540}"
 fi
 ls -l "$OUT"
