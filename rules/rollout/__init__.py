@@ -1,0 +1,1 @@
+"""Rollout engines (vLLM, SGLang) and their configs on GPUs they do not support (RLC4xx)."""
