@@ -153,3 +153,18 @@ def test_cycle_finder_finds_a_cycle(monkeypatch):
     monkeypatch.setitem(GRAPH, "a", [("b", None)])
     monkeypatch.setitem(GRAPH, "b", [("a", "x")])
     assert ["a", "b"] in _cycles()
+
+
+def test_no_rule_imports_another_rule():
+    """What rules share lives in their family's helpers.py or below rules/, never in another rule's file."""
+    from rlcompat.rules.codes import CODES
+
+    rule_modules = {f"rlcompat.rules.{location}" for location in CODES.values()}
+    offenders = [f"{module} imports {target}" for module in rule_modules for target, _ in GRAPH[module]
+                 if target in rule_modules]
+    assert offenders == []
+
+
+def test_front_ends_hold_no_rule_helper_library():
+    """rlcompat/lang/ is front ends only: the rule helper libraries live in rlcompat/analysis/."""
+    assert not {"rlcompat.lang.pyhelpers", "rlcompat.lang.confighelpers", "rlcompat.lang.deadkeys"} & set(MODULES)

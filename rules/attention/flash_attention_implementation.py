@@ -2,10 +2,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rlcompat.lang import pyhelpers as h
+from rlcompat.analysis import pyhelpers as h
 from rlcompat.lang.python import PendingFix, PythonRule
 from rlcompat.model import FixSafety
 from rlcompat.rule import Bad, Good
+from rlcompat.rules.attention.helpers import is_flash_attn_guard
 
 _FA2 = ("flash_attention_2", "paged|flash_attention_2")
 _FA3 = ("flash_attention_3", "paged|flash_attention_3")
@@ -14,11 +15,6 @@ _FA3 = ("flash_attention_3", "paged|flash_attention_3")
 def _names_attention(name: str) -> bool:
     low = name.lower()
     return "attn_impl" in low or "attention_impl" in low or low in ("attn", "attention", "attention_backend")
-
-
-def is_flash_attn_guard(call: cst.Call) -> bool:
-    name = h.call_name(call)
-    return name.startswith("is_flash_attn") or h.is_capability_guard(call)
 
 
 class FlashAttentionImplementation(PythonRule):

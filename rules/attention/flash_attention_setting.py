@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from rlcompat.lang import confighelpers as h
+from rlcompat.analysis import confighelpers as h
 from rlcompat.lang.settings import ConfigRule
-from rlcompat.lang.confighelpers import remove_flag
+from rlcompat.analysis.confighelpers import remove_flag
 from rlcompat.model import FixSafety
 from rlcompat.rule import Bad, Good
 

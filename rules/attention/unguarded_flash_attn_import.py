@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rlcompat.lang import pyhelpers as h
+from rlcompat.analysis import pyhelpers as h
 from rlcompat.lang.python import PythonRule
 from rlcompat.rule import Bad, Good
-from rlcompat.rules.attention.flash_attention_implementation import is_flash_attn_guard
+from rlcompat.rules.attention.helpers import is_flash_attn_guard
 
 _PACKAGES = ("flash_attn", "flash_attn_interface", "flash_attn_3")
 

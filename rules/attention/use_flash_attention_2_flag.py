@@ -2,11 +2,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rlcompat.lang import pyhelpers as h
+from rlcompat.analysis import pyhelpers as h
 from rlcompat.lang.python import PendingFix, PythonRule
 from rlcompat.model import FixSafety
 from rlcompat.rule import Bad, Good
-from rlcompat.rules.attention.flash_attention_implementation import is_flash_attn_guard
+from rlcompat.rules.attention.helpers import is_flash_attn_guard
 
 
 class UseFlashAttention2Flag(PythonRule):

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rlcompat.lang import pyhelpers as h
+from rlcompat.analysis import pyhelpers as h
 from rlcompat.lang.python import PendingFix, PythonRule
 from rlcompat.model import FixSafety
 from rlcompat.rule import Bad, Good

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from rlcompat.lang.deadkeys import report_dead_keys
+from rlcompat.analysis.deadkeys import report_dead_keys
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.rule import Bad, Good
 
@@ -52,6 +52,6 @@ class DeadFsdpDtypeKey(ConfigRule):
 
 
 def _dtype_value(target, value: str) -> str:
-    from rlcompat.lang.confighelpers import dtype_replacement, is_bf16
+    from rlcompat.analysis.confighelpers import dtype_replacement, is_bf16
 
     return dtype_replacement(target, value)[0] if is_bf16(value) else value

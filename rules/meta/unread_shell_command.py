@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import re
 
-from rlcompat.lang import confighelpers as h
+from rlcompat.analysis import confighelpers as h
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.rule import Bad, Good
 

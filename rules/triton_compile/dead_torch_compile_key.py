@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from rlcompat.lang.deadkeys import report_dead_keys
+from rlcompat.analysis.deadkeys import report_dead_keys
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.rule import Bad, Good
 

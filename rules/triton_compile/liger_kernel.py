@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from rlcompat.lang.settings import ConfigRule
-from rlcompat.lang.confighelpers import remove_flag
+from rlcompat.analysis.confighelpers import remove_flag
 from rlcompat.model import FixSafety
 from rlcompat.rule import Bad, Good
 

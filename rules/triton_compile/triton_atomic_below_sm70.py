@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rlcompat import triton_model as tm
 from rlcompat.lang.python import PythonRule
 from rlcompat.rule import Bad, Good
+from rlcompat.rules.triton_compile.helpers import in_triton_kernel
 
 _ATOMICS = frozenset(
     {"atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas"}
@@ -25,11 +25,6 @@ def sum_rows(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
 
 def _kernel(atomic: str) -> str:
     return _KERNEL.format(atomic=atomic)
-
-
-def in_triton_kernel(ctx) -> bool:
-    return any(isinstance(a, cst.FunctionDef) and a.decorators and tm.is_triton_kernel(a, ctx.qualname)
-               for a in ctx.ancestors)
 
 
 class TritonAtomicBelowSm70(PythonRule):

@@ -4,7 +4,7 @@ import libcst as cst
 
 from rlcompat.lang.python import PythonRule
 from rlcompat.rule import Bad, Good
-from rlcompat.rules.triton_compile.triton_atomic_below_sm70 import in_triton_kernel
+from rlcompat.rules.triton_compile.helpers import in_triton_kernel
 
 _KERNEL = '''import triton
 import triton.language as tl

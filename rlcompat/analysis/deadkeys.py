@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from rlcompat.lang.confighelpers import training_engine
+from rlcompat.analysis.confighelpers import training_engine
 from rlcompat.lang.settings import ConfigContext, ConfigView
 from rlcompat.model import Edit, FixSafety
 
