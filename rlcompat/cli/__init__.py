@@ -5,10 +5,20 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from enum import Enum
 from typing import Annotated, List, Optional
 
 import typer
+
+from rlcompat.cli.common import (  # noqa: F401  (EXIT_* are part of this module's interface)
+    EXIT_CLEAN,
+    EXIT_ERROR,
+    EXIT_FINDINGS,
+    EXIT_INTERRUPTED,
+    OutputFormat,
+)
+from rlcompat.cli.common import emit as _emit
+from rlcompat.cli.common import fail as _fail
+from rlcompat.cli.common import run_settings as _settings
 
 app = typer.Typer(
     name="rlcompat",
@@ -17,44 +27,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
-
-
-class OutputFormat(str, Enum):
-    text = "text"
-    json = "json"
-    sarif = "sarif"
-    github = "github"
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"rlcompat: error: {message}", err=True)
-    return typer.Exit(EXIT_ERROR)
-
-
-def _split_codes(values: Optional[List[str]]) -> Optional[tuple[str, ...]]:
-    if not values:
-        return None
-    return tuple(c.strip().upper() for v in values for c in v.split(",") if c.strip())
-
-
-def _settings(paths, config, select, ignore, extend_exclude, force_exclude, unsafe_fixes=None):
-    from rlcompat.config import ConfigError, load_settings
-
-    try:
-        settings = load_settings(list(paths), config)
-    except ConfigError as exc:
-        raise _fail(str(exc))
-    ext = tuple(settings.extend_exclude) + tuple(extend_exclude or ())
-    return settings.with_overrides(
-        select=_split_codes(select),
-        ignore=_split_codes(ignore),
-        extend_exclude=ext or None,
-        force_exclude=force_exclude or None,
-        unsafe_fixes=unsafe_fixes or None,
-    )
 
 
 def _target(spec: Optional[str], settings):
@@ -94,11 +66,6 @@ FormatOpt = Annotated[OutputFormat, typer.Option("--output-format", help="text, 
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Neither read nor write .rlcompat_cache/.")]
 ConfigOpt = Annotated[Optional[str], typer.Option("--config", help="A pyproject.toml to read [tool.rlcompat] from.")]
 PathsArg = Annotated[Optional[List[str]], typer.Argument(help="Files or directories (default: .).", show_default=False)]
-
-
-def _emit(text: str) -> None:
-    sys.stdout.write(text)
-    sys.stdout.flush()
 
 
 def _discovered_count(paths, settings) -> int:
