@@ -241,7 +241,7 @@ def run_parallel(checker: Checker, func, items: Sequence, jobs: int | None = Non
     from concurrent.futures import ProcessPoolExecutor
 
     ctx = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
-    batches = _batches(items, jobs)
+    batches = task_batches(items, jobs)
     out_by_batch = []
     with ProcessPoolExecutor(
         max_workers=jobs, mp_context=ctx, initializer=_init_worker, initargs=(checker.target.name, checker.settings, checker.cache is not None)
@@ -291,7 +291,7 @@ def check_files(checker: Checker, files: Sequence[tuple[str, str]], jobs: int | 
     return sorted(results, key=lambda r: r.path)
 
 
-def _batches(items: Sequence, jobs: int) -> list[tuple[list[int], list]]:
+def task_batches(items: Sequence, jobs: int) -> list[tuple[list[int], list]]:
     """Tasks of (indices, items) for the pool: the biggest files first, each task about an eighth of a worker's
     share of the bytes. A file's cost follows its size (one LibCST parse can be a tenth of a run), and the pool
     hands tasks to whichever worker is free, so small tasks at the end let the workers finish together; eight

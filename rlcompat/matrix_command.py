@@ -1,4 +1,4 @@
-"""`rlcompat matrix`: the typer command. Registered in rlcompat/cli.py; imports nothing heavy at module level."""
+"""`rlcompat matrix`: the typer command. Registered in rlcompat/cli/__init__.py; imports nothing heavy at module level."""
 
 from __future__ import annotations
 
@@ -32,7 +32,10 @@ def matrix_command(
     """Which GPUs the tree runs on: every target from one pass, as a table of targets x rule families with a
     verdict per target. Exit 0 when every target runs as it is, 1 when one needs a fix or is blocked (or a file
     could not be checked), 2 on usage or internal error."""
-    from rlcompat.cli import EXIT_CLEAN, EXIT_FINDINGS, _emit, _fail, _settings
+    from rlcompat.cli.common import EXIT_CLEAN, EXIT_FINDINGS
+    from rlcompat.cli.common import emit as _emit
+    from rlcompat.cli.common import fail as _fail
+    from rlcompat.cli.common import run_settings as _settings
     from rlcompat.matrix import run_matrix
     from rlcompat.report import matrix as matrix_report
     from rlcompat.targets import TargetError, resolve_target

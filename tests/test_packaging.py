@@ -58,9 +58,9 @@ def test_a_scan_loads_neither_rich_nor_the_machine_rules_when_output_is_not_a_te
     (tmp_path / "pyproject.toml").write_text('[tool.rlcompat]\ntarget = "sm61"\n')
     (tmp_path / "hazard.py").write_text("import torch\nx = t.to(torch.bfloat16)\n")
     assert _modules_after_scan(["hazard.py", "--no-cache"], tmp_path, prefix="rich") == []
-    loaded_rules = _modules_after_scan(["hazard.py", "--no-cache"], tmp_path, prefix="rlcompat.rules.rlc")
-    assert "rlcompat.rules.rlc101_torch_bfloat16_dtype" in loaded_rules
-    assert not [m for m in loaded_rules if m.startswith("rlcompat.rules.rlc5")]
+    loaded_rules = _modules_after_scan(["hazard.py", "--no-cache"], tmp_path, prefix="rlcompat.rules.")
+    assert "rlcompat.rules.dtype.torch_bfloat16_dtype" in loaded_rules
+    assert not [m for m in loaded_rules if m.startswith("rlcompat.rules.environment")]
 
 
 @pytest.mark.slow
@@ -71,7 +71,7 @@ def test_wheel_contains_rules_and_data_and_works(tmp_path):
     wheel = next(out.glob("rlcompat-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert "rlcompat/rules/targets.toml" in names and "rlcompat/rules/sources.toml" in names
-    assert "rlcompat/rules/rlc101_torch_bfloat16_dtype.py" in names
+    assert "rlcompat/rules/dtype/torch_bfloat16_dtype.py" in names
     assert not any(n.startswith(("tests/", "fixtures/", "rules/")) for n in names)
     # Import from the unpacked wheel alone (no editable finder) and scan with it.
     site = tmp_path / "site"
