@@ -28,6 +28,20 @@ def test_scan_imports_neither_torch_nor_verl(tmp_path):
     assert json.loads(proc.stderr.strip().splitlines()[-1]) == []
 
 
+COMMAND_MODULES = ["rlcompat.doctor.command", "rlcompat.verify.command", "rlcompat.cli.matrix", "rlcompat.cli.app"]
+
+
+@pytest.mark.parametrize("command_module", COMMAND_MODULES[:3])
+def test_a_command_module_loads_no_other_command(command_module):
+    # Commands share rlcompat.cli.common; the cli package's __init__ must not pull the app (and with it every command).
+    code = (
+        f"import sys, json, {command_module}, rlcompat.cli.common\n"
+        f"print(json.dumps([m for m in {COMMAND_MODULES!r} if m in sys.modules]))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert json.loads(proc.stdout) == [command_module]
+
+
 def _modules_after_scan(args: list[str], cwd: Path, prefix: str = "libcst.") -> list[str]:
     code = (
         "import sys, json\n"

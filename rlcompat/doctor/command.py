@@ -1,4 +1,4 @@
-"""`rlcompat doctor`: the typer command. Registered in rlcompat/cli/__init__.py; imports nothing heavy at module level."""
+"""`rlcompat doctor`: the typer command. Registered in rlcompat/cli/app.py; imports nothing heavy at module level."""
 
 from __future__ import annotations
 
