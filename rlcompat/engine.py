@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import importlib
 import os
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Iterable, Sequence
 
 from rlcompat import suppressions
 from rlcompat.config import Settings
 from rlcompat.discovery import language_from_content
-from rlcompat.model import FileError, Finding, Location
+from rlcompat.model import FileError, FileResult, Finding, Location
 from rlcompat.source import SourceError, SourceFile, decode, read_bytes
 from rlcompat.targets import Target, resolve_target
 
@@ -32,18 +31,6 @@ class ParseFailure(Exception):
     def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
         super().__init__(message)
         self.line, self.column = line, column
-
-
-@dataclass
-class FileResult:
-    path: str
-    language: str
-    findings: list[Finding] = field(default_factory=list)
-    error: FileError | None = None
-    suppressed: int = 0
-    parsed: bool = False  # parsed in this run (False when answered from the cache)
-    from_cache: bool = False
-    content_sha: str | None = None  # SHA-256 of the bytes checked, for the cache
 
 
 def triggers_in(rule, language: str) -> tuple[str, ...]:
