@@ -10,7 +10,7 @@ import os
 from functools import cached_property
 from typing import Iterable, Sequence
 
-from rlcompat import suppressions
+from rlcompat import model_config, suppressions
 from rlcompat.config import Settings
 from rlcompat.discovery import language_from_content
 from rlcompat.model import FileError, FileResult, Finding, Location
@@ -115,7 +115,7 @@ class Checker:
         except SourceError as exc:
             result = FileResult(path, language, error=FileError(path, str(exc)))
         result.content_sha = sha
-        if self.cache is not None:
+        if self.cache is not None and not result.reads_other_files:
             self.cache.put(result, sha)
         return result
 
@@ -148,7 +148,9 @@ class Checker:
                 return result
             result.parsed = True
             narrowing = {"narrowed": narrowed} if narrowed is not None else {}
+            model_config.lookups.clear()
             findings = fe.check(tree, text, path, runnable, self.target, **narrowing)
+            result.reads_other_files = bool(model_config.lookups)
         else:
             findings = []
         sups = suppressions.find(text, language)
@@ -270,7 +272,7 @@ def check_files(checker: Checker, files: Sequence[tuple[str, str]], jobs: int | 
     fresh = run_parallel(checker, _check_one, todo, jobs, progress)
     if checker.cache is not None:
         for r in fresh:
-            if r.content_sha is not None:
+            if r.content_sha is not None and not r.reads_other_files:
                 checker.cache.put(r, r.content_sha)
     results.extend(fresh)
     if checker.cache is not None:

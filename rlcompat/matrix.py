@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from rlcompat import suppressions
+from rlcompat import model_config, suppressions
 from rlcompat.config import Settings
 from rlcompat.discovery import discover, why_not_checked
 from rlcompat.engine import FRONTENDS, Checker, FileResult, ParseFailure, frontend
@@ -64,6 +64,7 @@ class MatrixChecker:
                 return [FileResult(path, language, error=error) for _ in self.checkers]
             narrowing = {"narrowed": narrowed} if narrowed is not None else {}
             busy = [i for i, rules in enumerate(runnable) if rules]
+            model_config.lookups.clear()
             if hasattr(fe, "check_targets"):  # the tree is read once for every target (Python: one walk)
                 groups = [(runnable[i], self.checkers[i].target) for i in busy]
                 for i, findings in zip(busy, fe.check_targets(tree, text, path, groups, **narrowing)):
@@ -73,6 +74,7 @@ class MatrixChecker:
                     found[i] = fe.check(tree, text, path, runnable[i], self.checkers[i].target, **narrowing)
             for result in results:
                 result.parsed = True
+                result.reads_other_files = bool(model_config.lookups)
         sups = suppressions.find(text, language)
         for checker, result, findings in zip(self.checkers, results, found):
             mine = [_fresh(s) for s in sups]
@@ -175,7 +177,8 @@ def run_matrix(paths: list[str], targets: Sequence[Target], settings: Settings |
         by_file[i] = results
         if i in shas:
             for cache, result in zip(caches, results):
-                cache.put(result, shas[i])
+                if not result.reads_other_files:
+                    cache.put(result, shas[i])
     for cache in caches:
         if cache is not None:
             cache.save()

@@ -80,3 +80,4 @@ class FileResult:
     parsed: bool = False  # parsed in this run (False when answered from the cache)
     from_cache: bool = False
     content_sha: str | None = None  # SHA-256 of the bytes checked, for the cache
+    reads_other_files: bool = False  # a rule read another file (a model's config.json): never cached

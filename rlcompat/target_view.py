@@ -27,12 +27,23 @@ def _cell(value) -> str:
     return str(value)
 
 
-def table_text(targets) -> str:
+def table_text(targets, products=()) -> str:
     header = ["target", "cc", "GPUs", *[c for c, _ in _COLUMNS]]
-    rows = [[t.name, t.capability_text, ", ".join(t.gpus[:2]), *[_cell(t.fact(k)) for _, k in _COLUMNS]] for t in targets]
+    rows = [[t.name, t.capability_text, ", ".join(t.gpus[:2]), *[_cell(t.fact(k)) for _, k in _COLUMNS]]
+            for t in (*targets, *products)]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    if products:
+        # products share a capability row's facts; a separator keeps them from reading as more capabilities
+        lines.insert(2 + len(targets), "  ".join("-" * w for w in widths))
+        lines.append("")
+        lines.append("Products (below the second rule) are a capability's entry plus facts of their own:")
+        for p in products:
+            base = _base_of(p, targets)
+            own = [k for k in p.facts if base is None or k not in base.facts or base.facts[k] != p.facts[k]]
+            lines.append(f"  {p.name}: {p.capability_text} plus {', '.join(own) or '-'}; "
+                         f"--target {p.aliases[0] if p.aliases else p.name}")
     lines.append("")
     lines.append("`rlcompat targets sm61` shows one target with every fact and its sources.")
     return "\n".join(lines) + "\n"
@@ -78,5 +89,13 @@ def profile_json(t: Target) -> str:
     return json.dumps(doc, indent=2) + "\n"
 
 
-def table_json(targets) -> str:
-    return json.dumps([_as_dict(t) for t in targets], indent=2) + "\n"
+def table_json(targets, products=()) -> str:
+    entries = [_as_dict(t) for t in targets]
+    for p in products:
+        base = _base_of(p, targets)
+        entries.append({**_as_dict(p), "product_of": base.name if base else None})
+    return json.dumps(entries, indent=2) + "\n"
+
+
+def _base_of(product: Target, targets) -> Target | None:
+    return next((t for t in targets if t.capability == product.capability), None)

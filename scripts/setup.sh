@@ -11,5 +11,5 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "is ignored" || true
 .venv/bin/python -m pip install -q "$TORCH_SPEC" 2>&1 | grep -v "is ignored" || true
-.venv/bin/python -m pip install -q -e ".[verify,dev]" 2>&1 | grep -v "is ignored" || true
+.venv/bin/python -m pip install -q -e ".[verify,verl,dev]" 2>&1 | grep -v "is ignored" || true
 .venv/bin/python -c "import rlcompat, torch, verl; print('rlcompat', rlcompat.__version__, '| torch', torch.__version__, '| verl', verl.__version__)"

@@ -8,6 +8,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
+# RLC401 offers `rollout.name=hf` only where rlcompat's verl plugin is installed (or asked for): the tests fix that
+# choice so that they do not depend on which extras this environment has (tests/test_verl_plugin_rule.py tests both).
+os.environ.setdefault("RLCOMPAT_HF_ROLLOUT", "1")
+
 
 @pytest.fixture
 def run_cli(tmp_path):

@@ -227,6 +227,13 @@ def test_gitignored_files_are_skipped(tmp_path):
 def test_targets_and_rules_commands():
     code, out, _ = invoke("targets")
     assert code == 0 and "sm61" in out and "sm120" in out
+    # products (targets.toml [[product]]) are listed after the capabilities, with the facts they add
+    products = out.split("Products (below the second rule)")[1]
+    assert "sm89-geforce: 8.9 plus" in products and "nccl_p2p_broken" in products and "--target 4090" in products
+    listed = json.loads(invoke("targets", "--output-format", "json")[1])
+    geforce = next(e for e in listed if e["name"] == "sm89-geforce")
+    assert geforce["product_of"] == "sm89" and geforce["facts"]["nccl_p2p_broken"]["value"] is True
+    assert all("product_of" not in e for e in listed if e["name"] != "sm89-geforce")
     code, out, _ = invoke("targets", "P40")
     assert code == 0 and "compute capability 6.1" in out and "[S1]" in out and "Sources:" in out
     code, out, _ = invoke("rules")

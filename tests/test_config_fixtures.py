@@ -52,13 +52,14 @@ def test_script_fix_keeps_every_line_it_does_not_own(tmp_path):
     assert [line for line in after if line in before] == kept
 
 
-def test_unfixable_engine_error_remains_and_says_what_to_do(tmp_path):
+def test_unfixable_engine_error_remains_and_says_what_to_do(tmp_path, monkeypatch):
+    monkeypatch.setenv("RLCOMPAT_HF_ROLLOUT", "0")  # without rlcompat's hf rollout nothing can replace the engine
     script = tmp_path / "run.sh"
     script.write_text("python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n")
     report = scan_paths([str(script)], resolve_target("sm61"))
     engine = [f for f in report.findings if f.code == "RLC401"]
     assert len(engine) == 1 and engine[0].fix is None and engine[0].severity == "error"
-    assert "no config change fixes that" in engine[0].message and "vllm, sglang, trtllm" in engine[0].message
+    assert 'pip install "rlcompat[verl]"' in engine[0].message and "vllm, sglang, trtllm" in engine[0].message
     fix_paths([str(script)], resolve_target("sm61"))
     assert "RLC401" in [f.code for f in scan_paths([str(script)], resolve_target("sm61")).findings]
 

@@ -164,6 +164,6 @@ def test_no_rule_imports_another_rule():
 
 def test_front_ends_hold_no_rule_helper_library():
     """rlcompat/lang/ is front ends only: the rule helper libraries live in rlcompat/analysis/."""
-    helpers = ("pyhelpers", "confighelpers", "deadkeys", "deadfields", "knowledgecheck")
+    helpers = ("pyhelpers", "confighelpers", "deadkeys", "deadfields", "knowledgecheck", "pymodel")
     assert {f"rlcompat.analysis.{name}" for name in helpers} <= set(MODULES)
     assert not {f"rlcompat.lang.{name}" for name in helpers} & set(MODULES)

@@ -226,8 +226,8 @@ def targets(
     name: Annotated[Optional[str], typer.Argument(help="One target (sm61, P40, 7.5) to show in full.")] = None,
     output_format: Annotated[OutputFormat, typer.Option("--output-format", help="text or json.")] = OutputFormat.text,
 ) -> None:
-    """Print the GPU target table, or one target's profile with sources."""
-    from rlcompat.targets import TargetError, all_targets, resolve_target
+    """Print the GPU target table and the named products (`rlcompat targets rtx4090`), or one target's profile with sources."""
+    from rlcompat.targets import TargetError, all_targets, products, resolve_target
     from rlcompat import target_view
 
     if name:
@@ -237,7 +237,8 @@ def targets(
             raise _fail(str(exc))
         _emit(target_view.profile_json(t) if output_format is OutputFormat.json else target_view.profile_text(t))
     else:
-        _emit(target_view.table_json(all_targets()) if output_format is OutputFormat.json else target_view.table_text(all_targets()))
+        view = target_view.table_json if output_format is OutputFormat.json else target_view.table_text
+        _emit(view(all_targets(), products()))
 
 
 def _version_flags(ctx: typer.Context, param, value: bool) -> bool:

@@ -42,6 +42,7 @@ class _Pending:
     message: str
     fix: PendingFix | None
     statements: tuple  # the statements holding the node, outermost first, for locating it cheaply
+    severity: str = ""  # overrides the rule's severity for this finding ("warning": fails only on some releases)
 
 
 class ImportMap:
@@ -128,10 +129,10 @@ class Context:
                 return f"{base}.{value}" if base and isinstance(value, str) else None
         return None
 
-    def report(self, node: cst.CSTNode, message: str, fix: PendingFix | None = None) -> None:
+    def report(self, node: cst.CSTNode, message: str, fix: PendingFix | None = None, severity: str = "") -> None:
         assert self._rule is not None
         statements = tuple(a for a in self.ancestors if isinstance(a, cst.BaseStatement))
-        self.pending.append(_Pending(self._rule, node, message, fix, statements))
+        self.pending.append(_Pending(self._rule, node, message, fix, statements, severity))
 
 
 # Fields that hold only whitespace, comments or punctuation: no rule looks inside them, so the walk skips them.
@@ -389,7 +390,7 @@ def _finding(p: _Pending, positions: dict, line: Callable[[int], int], index: Li
         path=path,
         location=loc,
         target=target.name,
-        severity=p.rule.severity,
+        severity=p.severity or p.rule.severity,
         fix=fix,
         source_line=index.line_text(loc.line),
     )

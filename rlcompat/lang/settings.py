@@ -207,6 +207,7 @@ class _Pending:
     span: Span
     message: str
     fix: Fix | None
+    severity: str = ""  # overrides the rule's severity for this finding
 
 
 class ConfigContext:
@@ -221,11 +222,11 @@ class ConfigContext:
         self._rule: ConfigRule | None = None
 
     def report(self, span: Span, message: str, edits: Sequence[Edit | None] = (), safety: FixSafety = FixSafety.SAFE,
-               description: str = "") -> None:
+               description: str = "", severity: str = "") -> None:
         assert self._rule is not None
         real = tuple(sorted(e for e in edits if e is not None))
         fix = Fix(real, safety, description) if real and len(real) == len(edits) else None
-        self.pending.append(_Pending(self._rule, span, message, fix))
+        self.pending.append(_Pending(self._rule, span, message, fix, severity))
 
 
 def _ranges(p: _Pending) -> list[tuple[int, int]]:
@@ -269,7 +270,7 @@ def run_rules(views: Sequence[ConfigView], text: str, path: str, rules: Sequence
                 path=path,
                 location=Location(line, col + 1, end_line, end_col + 1),
                 target=target.name,
-                severity=p.rule.severity,
+                severity=p.severity or p.rule.severity,
                 fix=p.fix,
                 source_line=index.line_text(line),
             )

@@ -36,11 +36,14 @@ def verify_command(
     device: Annotated[Device, typer.Option("--device", help="Where to run the step: auto (CUDA if present), cpu or cuda.")] = Device.auto,
     strategy: Annotated[Strategy, typer.Option("--strategy", help="verl FSDP engine: fsdp2 or fsdp (FSDP1).")] = Strategy.fsdp2,
     algo: Annotated[Algo, typer.Option("--algo", help="gae (actor, reference and critic) or grpo (no critic).")] = Algo.gae,
-    steps: Annotated[int, typer.Option("--steps", min=1, max=20, help="PPO steps to run.")] = 1,
+    steps: Annotated[Optional[int], typer.Option("--steps", min=1, max=200, help="PPO steps to run (1; 2 with --trainer).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for the tiny model and the step.")] = 0,
     keep: Annotated[bool, typer.Option("--keep", help="Keep the temp folder (tiny model, child log, result.json).")] = False,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds before the child process is stopped.")] = 600.0,
     output_format: Annotated[VerifyFormat, typer.Option("--output-format", help="text or json.")] = VerifyFormat.text,
+    trainer: Annotated[bool, typer.Option("--trainer", help="Run verl's own `python -m verl.trainer.main_ppo` (Ray, agent loop, hf rollout) instead of the fast one-process step; minutes, needs rlcompat[verl].")] = False,
+    script: Annotated[Optional[str], typer.Option("--script", help="With --trainer: a launch script whose main_ppo overrides to run, with model, data, batch sizes and steps swapped for tiny ones.")] = None,
+    model_size: Annotated[str, typer.Option("--model-size", help="With --trainer: tiny (131k parameters) or 0.5b (a random Qwen2 of Qwen2.5-0.5B's shape).")] = "tiny",
 ) -> None:
     """Run one tiny PPO step through the tree's own verl code under the target GPU's limits; PASS or FAIL."""
     from rlcompat.cli.common import fail
@@ -63,10 +66,21 @@ def verify_command(
         package = resolve_package(path)
     except (TargetError, VerifyUsageError) as exc:
         raise fail(str(exc))
+    if script and not trainer:
+        raise fail("--script needs --trainer (the fast mode does not read launch scripts)")
+    if trainer:
+        from rlcompat.verify.trainer_mode import run_trainer_mode
+
+        result = run_trainer_mode(package, tgt.name, device.value, steps or 2, script, model_size, algo.value, seed,
+                                  keep, timeout, fail)
+        text = result.pop("_text")
+        sys.stdout.write(render_json(result) if output_format is VerifyFormat.json else text)
+        sys.stdout.flush()
+        raise typer.Exit(int(result.get("exit_code", EXIT_ENV)))
     if output_format is VerifyFormat.text and sys.stderr.isatty():
         typer.echo(f"rlcompat verify: one PPO step of {package} for {tgt.name} ...", err=True)
     result = run_verify(VerifyRequest(package=package, target=tgt.name, device=device.value, strategy=strategy.value,
-                                      algo=algo.value, steps=steps, seed=seed, keep=keep, timeout=timeout))
+                                      algo=algo.value, steps=steps or 1, seed=seed, keep=keep, timeout=timeout))
     render = render_json if output_format is VerifyFormat.json else render_text
     sys.stdout.write(render(result))
     sys.stdout.flush()

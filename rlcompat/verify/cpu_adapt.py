@@ -39,8 +39,12 @@ def _cpu_device_module() -> types.ModuleType:
     return mod
 
 
-def register_cpu_platform() -> None:
-    """A `PlatformBase` for the CPU, registered and selected through verl's PlatformRegistry/set_platform."""
+def register_cpu_platform(ray_resource: str = "CPU") -> None:
+    """A `PlatformBase` for the CPU, registered and selected through verl's PlatformRegistry/set_platform.
+
+    `ray_resource` is the Ray resource verl asks for per worker: "GPU" when Ray was started with fake GPUs
+    (verify --trainer), so verl's resource pools can be placed on a CPU-only machine.
+    """
     import torch
     from verl.plugin.platform.platform_base import PlatformBase
     from verl.plugin.platform.platform_manager import PlatformRegistry, set_platform
@@ -90,7 +94,7 @@ def register_cpu_platform() -> None:
             return "CUDA_VISIBLE_DEVICES"
 
         def ray_resource_name(self):
-            return "CPU"
+            return ray_resource
 
         def is_ipc_supported(self):
             return False

@@ -45,6 +45,7 @@ class TinyModelSpec:
     vocab_size: int = 400  # BPE vocabulary before padding
     vocab_multiple: int = 64  # embedding rows are padded to a multiple of this, as real checkpoints do
     max_position_embeddings: int = 512
+    tie_word_embeddings: bool = False
 
     @property
     def padded_vocab_size(self) -> int:
@@ -89,7 +90,7 @@ def build_tiny_model(folder: str | Path, seed: int = 0, spec: TinyModelSpec = Ti
         num_attention_heads=spec.num_attention_heads,
         num_key_value_heads=spec.num_key_value_heads,
         max_position_embeddings=spec.max_position_embeddings,
-        tie_word_embeddings=False,
+        tie_word_embeddings=spec.tie_word_embeddings,
         pad_token_id=tokenizer.pad_token_id,
         eos_token_id=tokenizer.eos_token_id,
         bos_token_id=None,

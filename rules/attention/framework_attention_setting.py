@@ -30,6 +30,7 @@ class FrameworkAttentionSetting(ConfigRule):
     )
     triggers = ("attn", "attention", "ATTENTION", "flash", "packing", "openrlhf")
     sources = ("S9", "S10")
+    python_triggers = ("flash_attn", "flash_attention", "packing", "ring_attn", "FLASH_ATTN")  # argparse defaults, config fields, call keywords (lang/pysettings.py)
     kinds = KINDS
     precedence = 1
 

@@ -33,6 +33,7 @@ class FrameworkDtypeSetting(ConfigRule):
     )
     triggers = ("dtype", "bf16", "bfloat16", "precision", "PRECISION", "tf32", "fp8", "openrlhf", "trl ")
     sources = ("S1", "S6", "S15", "S20")
+    python_triggers = ("bf16", "bfloat16", "tf32", "fp8")  # argparse defaults, config fields, call keywords (lang/pysettings.py)
     kinds = KINDS
     precedence = 1
 

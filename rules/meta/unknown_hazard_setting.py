@@ -25,6 +25,8 @@ def name_tokens(key: str) -> set[str]:
     return {t for t in re.split(r"[._\-\s]+", key.lstrip("-").lower()) if t}
 
 
+NEGATIONS = frozenset({"disable", "disabled", "no", "not", "without", "skip", "off"})
+
 class UnknownHazardSetting(ConfigRule):
     code = "RLC003"
     name = "unknown-hazard-setting"
@@ -51,6 +53,7 @@ class UnknownHazardSetting(ConfigRule):
     triggers = ("bf16", "bfloat16", "BF16", "BFLOAT16", "flash", "FLASH", "fa2", "fa3", "compile", "COMPILE", "fp8",
                 "FP8")
     sources = ("S1", "S10", "S17", "S20")
+    python_triggers = ("bf16", "bfloat16", "flash_attention", "FLASH_ATTN", "fp8")  # argparse defaults, config fields, call keywords (lang/pysettings.py)
     precedence = 2
 
     bad = (
@@ -67,6 +70,7 @@ class UnknownHazardSetting(ConfigRule):
         Good("model:\n  param_dtype: bf16\n", path="mytool.yaml", target="sm80"),
         Good("notes: bf16 is not used\nname: flash_attention_2\n", path="mytool.yaml"),
         Good("trainer:\n  enable_compile: True\n", path="mytool.yaml", target="sm70"),
+        Good("kernels:\n  disable_bf16_reduced_precision_matmul: true\n", path="mytool.yaml"),
         Good("# Megatron engine\ndtype: bfloat16\n", path="verl/trainer/config/engine/megatron.yaml"),
     )
 
@@ -123,8 +127,8 @@ class UnknownHazardSetting(ConfigRule):
                 self._report(ctx, s, f"{s.label} is {value}{where(s)}: a FlashAttention backend, which needs compute "
                                      f"capability 8.0+; {target.name} is {target.capability_text}. {note}", None)
                 return
-        if not is_switch:
-            return
+        if not is_switch or tokens & NEGATIONS:
+            return  # `disable_bf16_...=True`, `no_flash=True` switch the thing off
         for words, ok, what in ((("bf16", "bfloat16"), target.bf16_native, "bf16"),
                                 (("flash",), target.flash_attn_2, "FlashAttention"),
                                 (("compile",), target.inductor, "torch.compile (Inductor needs 7.0+)"),

@@ -28,6 +28,7 @@ class FrameworkRolloutSetting(ConfigRule):
     )
     triggers = ("vllm", "VLLM", "sglang", "quantization", "kv_cache", "kv-cache", "eager", "infer_backend")
     sources = ("S6", "S7", "S17", "S20", "S35", "S52")
+    python_triggers = ("vllm", "VLLM", "sglang", "kv_cache", "quantization")  # argparse defaults, config fields, call keywords (lang/pysettings.py)
     kinds = KINDS
     precedence = 1
 

@@ -1,12 +1,41 @@
 from __future__ import annotations
 
+import os
+
 from rlcompat.lang.settings import ConfigRule
+from rlcompat.model import FixSafety
 from rlcompat.rule import Bad, Good
 
 # TensorRT-LLM lists Ampere (sm80) and newer as its supported hardware [S53]; not in targets.toml, which has
 # no TensorRT-LLM column.
 TRTLLM_MIN_CC = 80
 CMD = "python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.rollout.name={name} \\\n    trainer.n_gpus_per_node=1\n"
+REWARD_CMD = ("python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.rollout.name={actor} \\\n"
+              "    reward_model.rollout.name={reward} \\\n    trainer.n_gpus_per_node=1\n")
+
+
+HF_ROLLOUT = "hf"
+_hf_available: bool | None = None
+
+
+def hf_rollout_available() -> bool:
+    """rlcompat's `hf` rollout can be selected: RLCOMPAT_HF_ROLLOUT=1 (asked for) or =0 (not), else whether verl and
+    the plugin's `verl.plugins` entry point are installed here. Looked up in package metadata; nothing is imported."""
+    global _hf_available
+    asked = os.environ.get("RLCOMPAT_HF_ROLLOUT")
+    if asked in ("0", "1"):
+        return asked == "1"
+    if _hf_available is None:
+        import importlib.util
+        from importlib.metadata import entry_points
+
+        try:
+            plugins = entry_points(group="verl.plugins")
+            _hf_available = importlib.util.find_spec("verl") is not None and any(
+                ep.value.startswith("rlcompat.verl_plugin") for ep in plugins)
+        except Exception:  # broken metadata: say what to install rather than guess
+            _hf_available = False
+    return _hf_available
 
 
 def engine_runs(engine: str, target) -> tuple[bool, str]:
@@ -18,6 +47,8 @@ def engine_runs(engine: str, target) -> tuple[bool, str]:
         return target.sglang, "SGLang refuses compute capability < 7.5 (`SGLang only supports sm75 and above.`)"
     if engine == "trtllm":
         return target.cc >= TRTLLM_MIN_CC, "TensorRT-LLM supports Ampere (8.0) and newer"
+    if engine == HF_ROLLOUT:  # plain transformers: runs wherever torch does
+        return True, ""
     return False, ""
 
 
@@ -35,20 +66,30 @@ class RolloutEngineUnsupported(ConfigRule):
         "above.` [S35]; TensorRT-LLM supports Ampere and newer [S53]. Where none runs, no configuration change helps: "
         "the rollout needs other hardware or another verl."
     )
-    fix_safety = "No autofix: switching engines changes the whole rollout, and on sm6x/sm70 there is nothing to switch to."
+    fix_safety = (
+        "Unsafe fix, only where no engine verl registers runs on the target and rlcompat's `hf` rollout is installed "
+        "(`pip install \"rlcompat[verl]\"`, found through verl's `verl.plugins` entry point) or asked for "
+        "(RLCOMPAT_HF_ROLLOUT=1): `rollout.name=hf` generates with plain transformers. Same algorithm, same "
+        "samples for the same weights, but much slower than vLLM (no paged KV cache, no continuous batching). "
+        "Elsewhere no autofix: switching engines changes the whole rollout."
+    )
     triggers = ("rollout",)
     sources = ("S7", "S35", "S51", "S53")
 
     bad = (
-        Bad(CMD.format(name="vllm"), path="run.sh"),
-        Bad(CMD.format(name="sglang"), path="run.sh", target="sm70"),
+        Bad(CMD.format(name="vllm"), path="run.sh", unsafe=True, fixed=CMD.format(name="hf")),
+        Bad("reward_model:\n  rollout:\n    name: sglang\n", path="ppo.yaml", target="sm60", unsafe=True,
+            fixed="reward_model:\n  rollout:\n    name: hf\n"),
+        Bad(CMD.format(name="sglang"), path="run.sh", target="sm70", unsafe=True, fixed=CMD.format(name="hf")),
         Bad(CMD.format(name="trtllm"), path="run.sh", target="sm75"),
-        Bad("actor_rollout_ref:\n  rollout:\n    name: vllm\n", path="ppo.yaml"),
-        Bad(CMD.format(name="sglang").replace("trainer.", "reward_model.rollout.name=vllm \\\n    trainer."), path="run.sh",
-            target="sm70"),
+        Bad("actor_rollout_ref:\n  rollout:\n    name: vllm\n", path="ppo.yaml", unsafe=True,
+            fixed="actor_rollout_ref:\n  rollout:\n    name: hf\n"),
+        Bad(REWARD_CMD.format(actor="sglang", reward="vllm"), path="run.sh", target="sm70", unsafe=True,
+            fixed=REWARD_CMD.format(actor="hf", reward="hf")),
     )
     good = (
         Good(CMD.format(name="vllm"), path="run.sh", target="sm75"),
+        Good(CMD.format(name="hf"), path="run.sh"),
         Good("name: ???\n", path="verl/trainer/config/rollout/rollout.yaml"),
         Good("name: vllm\n", path="docker-compose.yaml"),
     )
@@ -63,11 +104,13 @@ class RolloutEngineUnsupported(ConfigRule):
         for key in keys:
             setting = view.get(key)
             if setting is not None and setting.value and setting.value not in ("???", "null"):
-                self._check(setting, ctx)
+                self._check(setting, key, ctx)
 
-    def _check(self, setting, ctx) -> None:
+    def _check(self, setting, key, ctx) -> None:
         engine, target, verl = setting.value, ctx.target, ctx.verl
         registered = ", ".join(verl.rollout_engines)
+        if engine == HF_ROLLOUT:
+            return  # rlcompat's own plugin: registered on `import verl` where it is installed
         if engine not in verl.rollout_engines:
             ctx.report(setting.key_span, f"rollout engine {engine!r} is not registered in {verl.label} "
                                          f"(only {registered}: {verl.rollout_engines_proof})")
@@ -77,11 +120,24 @@ class RolloutEngineUnsupported(ConfigRule):
             return
         usable = [e for e in verl.rollout_engines if engine_runs(e, target)[0]]
         if usable:
-            advice = f"use {' or '.join(usable)} (actor_rollout_ref.rollout.name={usable[0]})"
-        else:
-            advice = (f"no rollout engine {verl.label} registers ({registered}) runs on {target.name}, and no config "
-                      "change fixes that: run the rollout on a GPU with compute capability 7.5+ (a standalone rollout "
-                      "pool, rollout.nnodes > 0), train on such a GPU, or use a verl release with an HF-transformers "
-                      "rollout")
+            advice = f"use {' or '.join(usable)} ({key}={usable[0]})"
+            ctx.report(setting.key_span, f"rollout engine {engine} cannot run on {target.name} "
+                                         f"({target.capability_text}): {reason}; {advice}")
+            return
+        supported = verl.version == "0.9.1"  # the version the plugin supports (rlcompat/verl_plugin)
+        if supported and hf_rollout_available():
+            how = "asked for" if os.environ.get("RLCOMPAT_HF_ROLLOUT") == "1" else "installed here"
+            ctx.report(setting.key_span,
+                       f"rollout engine {engine} cannot run on {target.name} ({target.capability_text}): {reason}; "
+                       f"no engine {verl.label} registers ({registered}) runs there. rlcompat's hf rollout does "
+                       f"({how}): {key}=hf, the same algorithm on plain transformers, much slower than vLLM",
+                       [setting.rewrite(HF_ROLLOUT)], FixSafety.UNSAFE,
+                       "set it to hf (rlcompat's HF-transformers rollout; slower than vLLM, same algorithm)")
+            return
+        install = ("pip install \"rlcompat[verl]\" for rlcompat's HF-transformers rollout (rollout.name=hf: same "
+                   "algorithm, slower than vLLM)" if supported else
+                   "rlcompat's HF-transformers rollout supports verl 0.9.1 only")
+        advice = (f"no rollout engine {verl.label} registers ({registered}) runs on {target.name}: {install}; or run "
+                  "the rollout on a GPU with compute capability 7.5+ (a standalone rollout pool, rollout.nnodes > 0)")
         ctx.report(setting.key_span, f"rollout engine {engine} cannot run on {target.name} "
                                      f"({target.capability_text}): {reason}; {advice}")

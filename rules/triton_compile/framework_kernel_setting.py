@@ -24,6 +24,7 @@ class FrameworkKernelSetting(ConfigRule):
     fix_safety = "Turning the switch off runs the same computation eagerly or with the model's own layers: safe."
     triggers = ("compile", "liger")
     sources = ("S17", "S37")
+    python_triggers = ("compile", "liger")  # argparse defaults, config fields, call keywords (lang/pysettings.py)
     kinds = KINDS
     precedence = 1
 

@@ -1,0 +1,231 @@
+"""The `hf` rollout server: a Ray actor that batches concurrent token-in/token-out requests onto `HFGenerator`.
+
+verl's agent loop calls `generate(prompt_ids, sampling_params, request_id, ...)` once per sample, concurrently; the
+server gathers whatever requests are waiting (up to `max_num_seqs`) into one batch and decodes them together in a
+worker thread, so the event loop keeps accepting requests meanwhile. The other methods are the control calls that
+verl's `RolloutReplica` and `CheckpointEngineManager` make on every server (sleep, wake_up, clear_kv_cache, ...).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from typing import Any, Optional
+
+logger = logging.getLogger(__name__)
+
+_DTYPES = {"float32": "float32", "fp32": "float32", "float16": "float16", "fp16": "float16", "half": "float16",
+           "bfloat16": "bfloat16", "bf16": "bfloat16", "float": "float32"}
+
+
+class HFRolloutServer:
+    def __init__(self, config, model_config, replica_rank: int = 0, node_rank: int = 0,
+                 cuda_visible_devices: Optional[str] = None, device: Optional[str] = None):
+        import torch
+
+        from rlcompat.verl_plugin.engine import HFGenerator
+
+        self.config = config
+        self.model_config = model_config
+        self.replica_rank = replica_rank
+        self.node_rank = node_rank
+        self.global_steps: Optional[int] = None
+        dtype_name = _DTYPES.get(str(getattr(config, "dtype", "float32")).replace("torch.", ""), "float32")
+        if device is None:
+            device = _gpu_of_worker(cuda_visible_devices) if torch.cuda.is_available() else "cpu"
+        attn = _attn_implementation(model_config)
+        path = model_config.local_path if getattr(model_config, "local_path", None) else model_config.path
+        self.engine = HFGenerator.from_pretrained(path, device=device, dtype=getattr(torch, dtype_name),
+                                                  attn_implementation=attn,
+                                                  trust_remote_code=bool(getattr(model_config, "trust_remote_code", False)))
+        generation_config = getattr(self.engine.model, "generation_config", None)
+        eos = getattr(generation_config, "eos_token_id", None)
+        if eos is None:
+            eos = getattr(self.engine.model.config, "eos_token_id", None)
+        self.eos_ids = frozenset([eos] if isinstance(eos, int) else (eos or []))
+        self.max_batch = max(1, int(getattr(config, "max_num_seqs", 256) or 256))
+        self._queue: list[tuple[Any, asyncio.Future]] = []
+        self._wakeup: Optional[asyncio.Event] = None
+        self._loop_task: Optional[asyncio.Task] = None
+        self._gate_open = True
+        self.stats = {"requests": 0, "batches": 0, "tokens": 0, "generate_seconds": 0.0, "weight_loads": 0,
+                      "peak_memory_bytes": 0}
+        logger.info("hf rollout server %s/%s: %s on %s, %s", replica_rank, node_rank, path, device, dtype_name)
+
+    # ---- token-in/token-out -----------------------------------------------------------------------------
+    async def generate(self, prompt_ids, sampling_params: dict[str, Any], request_id: str, image_data=None,
+                       video_data=None, audio_data=None, mm_processor_kwargs=None, priority: int = 0, **kwargs):
+        from verl.workers.rollout.replica import TokenOutput
+
+        if image_data is not None or video_data is not None or audio_data is not None:
+            raise NotImplementedError("the hf rollout serves text-only models; use vllm/sglang for multimodal input")
+        requests = self._requests(list(prompt_ids), dict(sampling_params or {}))
+        completions = await asyncio.gather(*[self._submit(r) for r in requests])
+        first = completions[0]
+        extra = {"global_steps": self.global_steps}
+        if len(completions) > 1:  # n > 1: the further samples of the same prompt
+            extra["n_samples"] = [{"token_ids": c.token_ids, "log_probs": c.log_probs} for c in completions[1:]]
+        return TokenOutput(token_ids=first.token_ids, log_probs=first.log_probs, stop_reason="completed",
+                           extra_fields=extra)
+
+    def _requests(self, prompt_ids: list[int], params: dict[str, Any]):
+        from rlcompat.verl_plugin.engine import Request
+
+        cfg = self.config
+        if "max_tokens" in params:
+            max_tokens = int(params.pop("max_tokens"))
+        elif "max_new_tokens" in params:
+            max_tokens = int(params.pop("max_new_tokens"))
+        else:  # verl's rule: the configured response length, within the prompt+response budget
+            max_tokens = min(cfg.response_length, cfg.prompt_length + cfg.response_length - len(prompt_ids))
+        max_len = getattr(cfg, "max_model_len", None) or (cfg.prompt_length + cfg.response_length)
+        max_tokens = max(1, min(max_tokens, max_len - len(prompt_ids)))
+        stop_ids = set(params.get("stop_token_ids") or [])
+        if not params.get("ignore_eos", getattr(cfg, "ignore_eos", False)):
+            stop_ids |= self.eos_ids
+        temperature = float(params.get("temperature", 1.0))
+        if params.get("do_sample") is False:
+            temperature = 0.0
+        seed = params.get("seed")
+        n = int(params.get("n", 1) or 1)
+        return [
+            Request(prompt_ids=prompt_ids, max_tokens=max_tokens, temperature=temperature,
+                    top_p=float(params.get("top_p", 1.0)), top_k=int(params.get("top_k", -1) or -1),
+                    stop_ids=frozenset(stop_ids), want_logprobs=bool(params.get("logprobs")),
+                    seed=None if seed is None else int(seed) + i)
+            for i in range(n)
+        ]
+
+    async def _submit(self, request):
+        loop = asyncio.get_running_loop()
+        if self._wakeup is None:
+            self._wakeup = asyncio.Event()
+            self._loop_task = loop.create_task(self._batch_loop())
+        future = loop.create_future()
+        self._queue.append((request, future))
+        self._wakeup.set()
+        return await future
+
+    async def _batch_loop(self):
+        while True:
+            await self._wakeup.wait()
+            self._wakeup.clear()
+            await asyncio.sleep(0)  # let the requests that arrive together join one batch
+            while self._queue and self._gate_open:
+                taken, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch:]
+                requests = [r for r, _ in taken]
+                start = time.perf_counter()
+                try:
+                    results = await asyncio.to_thread(self.engine.generate, requests)
+                except BaseException as exc:  # hand the failure to every caller in the batch
+                    for _, fut in taken:
+                        if not fut.done():
+                            fut.set_exception(exc)
+                    continue
+                self.stats["generate_seconds"] += time.perf_counter() - start
+                self.stats["batches"] += 1
+                self.stats["requests"] += len(requests)
+                self.stats["tokens"] += sum(len(c.token_ids) for c in results)
+                self._record_memory()
+                for (_, fut), completion in zip(taken, results):
+                    if not fut.done():
+                        fut.set_result(completion)
+
+    def _record_memory(self):
+        import torch
+
+        if self.engine.device.type == "cuda":
+            peak = torch.cuda.max_memory_allocated(self.engine.device)
+            self.stats["peak_memory_bytes"] = max(self.stats["peak_memory_bytes"], peak)
+
+    # ---- control calls verl makes on every server --------------------------------------------------------
+    async def wake_up(self, tags: Optional[list[str]] = None):
+        self.engine.wake_up()
+
+    async def sleep(self):
+        self._write_stats()
+        self.engine.sleep()
+
+    def _write_stats(self):
+        """One JSON line per step for `rlcompat verify --trainer` (RLCOMPAT_VERIFY_STATS), then a fresh peak."""
+        path = os.environ.get("RLCOMPAT_VERIFY_STATS")
+        if not path or not self.stats["requests"]:
+            return
+        import json
+
+        line = dict(self.stats, replica=self.replica_rank, global_steps=self.global_steps, device=str(self.engine.device))
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(line) + "\n")
+        for key in ("requests", "batches", "tokens", "generate_seconds", "peak_memory_bytes"):
+            self.stats[key] = 0
+        if self.engine.device.type == "cuda":
+            import torch
+
+            torch.cuda.reset_peak_memory_stats(self.engine.device)
+
+    async def load_weights(self, named_tensors: list) -> int:
+        count = await asyncio.to_thread(self.engine.load_weights, named_tensors)
+        self.stats["weight_loads"] += 1
+        return count
+
+    async def set_global_steps(self, global_steps: int):
+        self.global_steps = global_steps
+
+    async def clear_kv_cache(self):
+        pass  # the cache lives only for the length of one batch
+
+    async def release_kv_cache(self):
+        pass
+
+    async def resume_kv_cache(self):
+        pass
+
+    async def wait_for_requests_to_drain(self):
+        while self._queue:
+            await asyncio.sleep(0.01)
+
+    async def abort_all_requests(self, reject_request: bool = False):
+        self._gate_open = False
+        return {"aborted_count": 0, "request_ids": []}
+
+    async def resume_generation(self):
+        self._gate_open = True
+        if self._wakeup is not None:
+            self._wakeup.set()
+
+    async def start_profile(self, **kwargs):
+        pass
+
+    async def stop_profile(self):
+        pass
+
+    async def get_stats(self) -> dict:
+        return dict(self.stats, tokens_generated=self.engine.tokens_generated)
+
+
+def _gpu_of_worker(worker_gpu: Optional[str]) -> str:
+    """The CUDA device of the trainer worker this server shares a GPU with.
+
+    Ray gives the server no GPU of its own (it is started with Ray's "do not set CUDA_VISIBLE_DEVICES" variables,
+    as verl's servers are), so it sees what the raylet sees; the worker's Ray GPU id is an index into that list.
+    Setting CUDA_VISIBLE_DEVICES here instead would be too late: importing verl (and the guard) already queried CUDA.
+    """
+    if not worker_gpu:
+        return "cuda"
+    gpu = worker_gpu.split(",")[0].strip()
+    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    if visible:
+        return f"cuda:{visible.index(gpu)}" if gpu in visible else "cuda"
+    return f"cuda:{int(gpu)}" if gpu.isdigit() else "cuda"
+
+
+def _attn_implementation(model_config) -> str:
+    """The attention the actor was built with (verl's override_config), so both agree; sdpa otherwise."""
+    override = getattr(model_config, "override_config", None) or {}
+    try:
+        impl = override.get("attn_implementation")
+    except AttributeError:
+        impl = None
+    return impl or "sdpa"
