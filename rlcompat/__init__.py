@@ -7,7 +7,7 @@ The library API is small and imports nothing heavy (no torch, no verl):
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from rlcompat.release import __version__
 
 __all__ = [
     "__version__",

@@ -15,8 +15,8 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from rlcompat import __version__
-from rlcompat.model import Edit, FileError, Finding, Fix, FixSafety, Location
+from rlcompat.release import __version__
+from rlcompat.model import Edit, FileError, FileResult, Finding, Fix, FixSafety, Location
 
 FORMAT = 1
 
@@ -70,8 +70,6 @@ class ResultCache:
         self.key = key
 
     def get(self, path: str, sha: str):
-        from rlcompat.engine import FileResult
-
         entry = self.entries.get(os.path.abspath(path))
         if not entry or entry[0] != sha:
             return None

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import importlib
 import os
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Iterable, Sequence
 
 from rlcompat import model_config, suppressions
 from rlcompat.config import Settings
 from rlcompat.discovery import language_from_content
-from rlcompat.model import FileError, Finding, Location
+from rlcompat.model import FileError, FileResult, Finding, Location
 from rlcompat.source import SourceError, SourceFile, decode, read_bytes
 from rlcompat.targets import Target, resolve_target
 
@@ -32,19 +31,6 @@ class ParseFailure(Exception):
     def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
         super().__init__(message)
         self.line, self.column = line, column
-
-
-@dataclass
-class FileResult:
-    path: str
-    language: str
-    findings: list[Finding] = field(default_factory=list)
-    error: FileError | None = None
-    suppressed: int = 0
-    parsed: bool = False  # parsed in this run (False when answered from the cache)
-    from_cache: bool = False
-    content_sha: str | None = None  # SHA-256 of the bytes checked, for the cache
-    reads_other_files: bool = False  # a rule read another file (a model's config.json): never cached
 
 
 def triggers_in(rule, language: str) -> tuple[str, ...]:
@@ -244,7 +230,7 @@ def run_parallel(checker: Checker, func, items: Sequence, jobs: int | None = Non
     from concurrent.futures import ProcessPoolExecutor
 
     ctx = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
-    batches = _batches(items, jobs)
+    batches = task_batches(items, jobs)
     out_by_batch = []
     with ProcessPoolExecutor(
         max_workers=jobs, mp_context=ctx, initializer=_init_worker, initargs=(checker.target.name, checker.settings, checker.cache is not None)
@@ -294,7 +280,7 @@ def check_files(checker: Checker, files: Sequence[tuple[str, str]], jobs: int | 
     return sorted(results, key=lambda r: r.path)
 
 
-def _batches(items: Sequence, jobs: int) -> list[tuple[list[int], list]]:
+def task_batches(items: Sequence, jobs: int) -> list[tuple[list[int], list]]:
     """Tasks of (indices, items) for the pool: the biggest files first, each task about an eighth of a worker's
     share of the bytes. A file's cost follows its size (one LibCST parse can be a tenth of a run), and the pool
     hands tasks to whichever worker is free, so small tasks at the end let the workers finish together; eight

@@ -15,12 +15,12 @@ _LABEL = re.compile(r"(?:; |\()([A-Za-z][\w.-]*(?: [\w.-]+)?) (\d[\w.]*) knowled
 
 
 def knowledge_applied(paths, findings) -> list[str]:
-    from rlcompat.verl_knowledge import _version_in_tree, knowledge_for
+    from rlcompat.verl_knowledge import knowledge_for, version_in_tree
 
     labels: list[str] = []
     for p in paths:
         directory = p if os.path.isdir(p) else os.path.dirname(os.path.abspath(p))
-        if _version_in_tree(os.path.abspath(directory)) or _version_in_tree(os.path.join(os.path.abspath(directory), "verl")):
+        if version_in_tree(os.path.abspath(directory)) or version_in_tree(os.path.join(os.path.abspath(directory), "verl")):
             labels.append(knowledge_for(os.path.join(os.path.abspath(directory), "x")).label)
     for f in findings:
         if f.code in VERL_CODES and not any(label.startswith("verl ") for label in labels):

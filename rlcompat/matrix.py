@@ -135,10 +135,10 @@ def _check_all(checker: MatrixChecker, items: list[tuple[str, str]], jobs: int |
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    from rlcompat.engine import _batches
+    from rlcompat.engine import task_batches
 
     ctx = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
-    batches = _batches(items, jobs)
+    batches = task_batches(items, jobs)
     out: list = [None] * len(items)
     names = [t.name for t in checker.targets]
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker, initargs=(names, checker.settings)) as pool:

@@ -1,4 +1,4 @@
-"""The data model shared by every front end, rule and report: edits, fixes, findings."""
+"""The data model shared by every front end, rule and report: edits, fixes, findings, a file's result."""
 
 from __future__ import annotations
 
@@ -66,3 +66,18 @@ class FileError:
     def one_line(self) -> str:
         where = f"{self.path}:{self.line}:{self.column}" if self.line else self.path
         return f"{where}: {self.message}"
+
+
+@dataclass
+class FileResult:
+    """What checking one file gave: its findings or its error (engine.py makes them; the cache stores them)."""
+
+    path: str
+    language: str
+    findings: list[Finding] = field(default_factory=list)
+    error: FileError | None = None
+    suppressed: int = 0
+    parsed: bool = False  # parsed in this run (False when answered from the cache)
+    from_cache: bool = False
+    content_sha: str | None = None  # SHA-256 of the bytes checked, for the cache
+    reads_other_files: bool = False  # a rule read another file (a model's config.json): never cached

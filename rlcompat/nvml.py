@@ -9,8 +9,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from rlcompat.targets import Target, TargetError, target_for_capability
-
 
 class NvmlUnavailable(Exception):
     """No NVML library, no driver, or no GPU. The message says which, in one line."""
@@ -109,19 +107,3 @@ def visible_gpus(gpus: list[Gpu], env: dict[str, str] | None = None) -> list[Gpu
         if match not in chosen:
             chosen.append(match)
     return chosen
-
-
-def lowest_visible_target(pynvml_module=None, env: dict[str, str] | None = None) -> Target:
-    """`--target auto`: the table entry for the lowest capability among the visible GPUs."""
-    try:
-        gpus = read_gpus(pynvml_module)
-    except NvmlUnavailable as exc:
-        raise TargetError(f"--target auto found no GPU: {exc}; pass --target (e.g. --target sm61 or --target P40)") from exc
-    visible = visible_gpus(gpus, env)
-    if not visible:
-        found = f"{len(gpus)} GPU(s), none visible through CUDA_VISIBLE_DEVICES" if gpus else "no GPU"
-        raise TargetError(f"--target auto found {found}; pass --target (e.g. --target sm61 or --target P40)")
-    lowest = min(visible, key=lambda g: g.capability)
-    from rlcompat.targets import product_for_gpu_name
-
-    return product_for_gpu_name(lowest.name, target_for_capability(*lowest.capability))

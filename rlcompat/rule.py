@@ -1,6 +1,7 @@
 """What a rule is: metadata, the targets it applies to, and its own examples (which run as tests).
 
-A rule lives in one file under rules/, named after its code (rules/rlc101_torch_bfloat16_dtype.py).
+A rule lives in one file of its family under rules/, named after the rule (rules/dtype/torch_bfloat16_dtype.py),
+and has its code assigned in rules/codes.py.
 Whether a rule has an autofix is derived from its examples, so the docs cannot drift from the code.
 """
 

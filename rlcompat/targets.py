@@ -158,9 +158,7 @@ def target_for_capability(major: int, minor: int) -> Target:
 def resolve_target(spec: str) -> Target:
     """`sm61`, `sm_61`, `6.1`, `61`, `P40`, `tesla-p40`, or `auto` (NVML: the lowest capability among visible GPUs)."""
     if spec.strip().lower() == "auto":
-        from rlcompat import nvml
-
-        return nvml.lowest_visible_target()
+        return lowest_visible_target()
     key = _normalise(spec)
     table = _lookup_table()
     for candidate in (key, key.replace("-", "")):
@@ -171,3 +169,19 @@ def resolve_target(spec: str) -> Target:
     raise TargetError(
         f"unknown target {spec!r}{hint}: use a compute capability like sm61 or 7.5, a GPU name like P40 or T4, or auto; `rlcompat targets` lists them"
     )
+
+
+def lowest_visible_target(pynvml_module=None, env: dict[str, str] | None = None) -> Target:
+    """`--target auto`: the table entry for the lowest capability among the visible GPUs."""
+    from rlcompat.nvml import NvmlUnavailable, read_gpus, visible_gpus
+
+    try:
+        gpus = read_gpus(pynvml_module)
+    except NvmlUnavailable as exc:
+        raise TargetError(f"--target auto found no GPU: {exc}; pass --target (e.g. --target sm61 or --target P40)") from exc
+    visible = visible_gpus(gpus, env)
+    if not visible:
+        found = f"{len(gpus)} GPU(s), none visible through CUDA_VISIBLE_DEVICES" if gpus else "no GPU"
+        raise TargetError(f"--target auto found {found}; pass --target (e.g. --target sm61 or --target P40)")
+    lowest = min(visible, key=lambda g: g.capability)
+    return product_for_gpu_name(lowest.name, target_for_capability(*lowest.capability))

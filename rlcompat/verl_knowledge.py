@@ -154,11 +154,11 @@ def knowledge_for(path: str) -> Knowledge:
 
 
 def detect_version(path: str) -> str | None:
-    return _version_in_tree(os.path.dirname(os.path.abspath(path))) or installed_version()
+    return version_in_tree(os.path.dirname(os.path.abspath(path))) or installed_version()
 
 
 @lru_cache(maxsize=256)
-def _version_in_tree(directory: str) -> str | None:
+def version_in_tree(directory: str) -> str | None:
     # The scanned file is inside a verl checkout or package: <...>/verl/version/version holds its version.
     for candidate in (os.path.join(directory, "version", "version"), os.path.join(directory, "verl", "version", "version")):
         if os.path.basename(os.path.dirname(os.path.dirname(candidate))) == "verl" and os.path.isfile(candidate):
@@ -172,7 +172,7 @@ def _version_in_tree(directory: str) -> str | None:
         if by_files:
             return by_files
     parent = os.path.dirname(directory)
-    return None if parent == directory else _version_in_tree(parent)
+    return None if parent == directory else version_in_tree(parent)
 
 
 def _version_from_files(package: str) -> str | None:

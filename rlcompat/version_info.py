@@ -12,7 +12,7 @@ import hashlib
 from dataclasses import dataclass
 from importlib import resources
 
-from rlcompat import __version__
+from rlcompat.release import __version__
 
 _RULES_PACKAGE = "rlcompat.rules"
 

@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from rlcompat import cli
-from rlcompat.cli import app
+from rlcompat.cli.app import app
 
 HAZARD = "import torch\nx = t.to(torch.bfloat16)\n"
 FIXED = HAZARD.replace("bfloat16", "float32")

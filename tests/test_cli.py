@@ -9,7 +9,7 @@ from importlib import resources
 import pytest
 from typer.testing import CliRunner
 
-from rlcompat.cli import app
+from rlcompat.cli.app import app
 
 BAD = textwrap.dedent(
     """\

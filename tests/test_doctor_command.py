@@ -11,7 +11,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from rlcompat.cli import app
+from rlcompat.cli.app import app
 from rlcompat.doctor import environment
 from rlcompat.doctor.snapshot import Environment, Package, TorchBuild
 from tests.doctor_fakes import H100, P40, FakeNvml

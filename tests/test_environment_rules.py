@@ -27,7 +27,7 @@ def test_environment_rules_are_rlc5xx_and_never_run_by_scan():
         assert rule.code.startswith("RLC5"), rule.code
         assert rule.languages == frozenset({"environment"})
     assert all(not r.code.startswith("RLC5") for r in all_rules() if not issubclass(r, EnvironmentRule))
-    # scan and fix load only the file rules, picked by file name: the split must be the same as by class.
+    # scan and fix load only the file rules, picked by family: the split must be the same as by class.
     assert set(environment_rules()) == set(ENV_RULES)
     assert set(file_rules()) == set(all_rules()) - set(ENV_RULES)
 

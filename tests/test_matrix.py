@@ -12,7 +12,7 @@ from rlcompat import engine
 from rlcompat.api import scan_paths
 from rlcompat.config import Settings, load_settings
 from rlcompat.matrix import run_matrix
-from rlcompat.matrix_command import DEFAULT_TARGETS
+from rlcompat.cli.matrix import DEFAULT_TARGETS
 from rlcompat.report import matrix as matrix_report
 from rlcompat.targets import resolve_target
 from tests.test_cli import invoke

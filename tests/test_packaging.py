@@ -28,6 +28,20 @@ def test_scan_imports_neither_torch_nor_verl(tmp_path):
     assert json.loads(proc.stderr.strip().splitlines()[-1]) == []
 
 
+COMMAND_MODULES = ["rlcompat.doctor.command", "rlcompat.verify.command", "rlcompat.cli.matrix", "rlcompat.cli.app"]
+
+
+@pytest.mark.parametrize("command_module", COMMAND_MODULES[:3])
+def test_a_command_module_loads_no_other_command(command_module):
+    # Commands share rlcompat.cli.common; the cli package's __init__ must not pull the app (and with it every command).
+    code = (
+        f"import sys, json, {command_module}, rlcompat.cli.common\n"
+        f"print(json.dumps([m for m in {COMMAND_MODULES!r} if m in sys.modules]))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert json.loads(proc.stdout) == [command_module]
+
+
 def _modules_after_scan(args: list[str], cwd: Path, prefix: str = "libcst.") -> list[str]:
     code = (
         "import sys, json\n"
@@ -58,9 +72,9 @@ def test_a_scan_loads_neither_rich_nor_the_machine_rules_when_output_is_not_a_te
     (tmp_path / "pyproject.toml").write_text('[tool.rlcompat]\ntarget = "sm61"\n')
     (tmp_path / "hazard.py").write_text("import torch\nx = t.to(torch.bfloat16)\n")
     assert _modules_after_scan(["hazard.py", "--no-cache"], tmp_path, prefix="rich") == []
-    loaded_rules = _modules_after_scan(["hazard.py", "--no-cache"], tmp_path, prefix="rlcompat.rules.rlc")
-    assert "rlcompat.rules.rlc101_torch_bfloat16_dtype" in loaded_rules
-    assert not [m for m in loaded_rules if m.startswith("rlcompat.rules.rlc5")]
+    loaded_rules = _modules_after_scan(["hazard.py", "--no-cache"], tmp_path, prefix="rlcompat.rules.")
+    assert "rlcompat.rules.dtype.torch_bfloat16_dtype" in loaded_rules
+    assert not [m for m in loaded_rules if m.startswith("rlcompat.rules.environment")]
 
 
 @pytest.mark.slow
@@ -71,7 +85,7 @@ def test_wheel_contains_rules_and_data_and_works(tmp_path):
     wheel = next(out.glob("rlcompat-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert "rlcompat/rules/targets.toml" in names and "rlcompat/rules/sources.toml" in names
-    assert "rlcompat/rules/rlc101_torch_bfloat16_dtype.py" in names
+    assert "rlcompat/rules/dtype/torch_bfloat16_dtype.py" in names
     assert not any(n.startswith(("tests/", "fixtures/", "rules/")) for n in names)
     # Import from the unpacked wheel alone (no editable finder) and scan with it.
     site = tmp_path / "site"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rlcompat.api import scan_paths
 from rlcompat.config import Settings
-from rlcompat.engine import _batches
+from rlcompat.engine import task_batches
 from rlcompat.targets import resolve_target
 
 
@@ -16,7 +16,7 @@ def test_tasks_cover_every_file_once_biggest_first(tmp_path):
         path.write_text("x" * size)
         items.append((str(path), "python"))
     items.append((str(tmp_path / "missing.py"), "python"))  # vanished since discovery: the worker reports it
-    tasks = _batches(items, jobs=2)
+    tasks = task_batches(items, jobs=2)
     indices = [i for task, _ in tasks for i in task]
     assert sorted(indices) == list(range(len(items)))
     assert all([items[i] for i in task] == task_items for task, task_items in tasks)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from rlcompat.cli import app
+from rlcompat.cli.app import app
 from rlcompat.verify.runner import child_environment
 
 

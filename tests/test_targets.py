@@ -5,7 +5,14 @@ import types
 import pytest
 
 from rlcompat import nvml
-from rlcompat.targets import TargetError, all_targets, resolve_target, sources, target_for_capability
+from rlcompat.targets import (
+    TargetError,
+    all_targets,
+    lowest_visible_target,
+    resolve_target,
+    sources,
+    target_for_capability,
+)
 
 
 @pytest.mark.parametrize(
@@ -106,34 +113,34 @@ GPUS = [("NVIDIA H100 80GB HBM3", "GPU-aaaa-1111", (9, 0), 80 << 30), ("Tesla P4
 
 
 def test_auto_takes_the_lowest_visible_capability():
-    assert nvml.lowest_visible_target(fake_pynvml(GPUS), env={}).name == "sm61"
+    assert lowest_visible_target(fake_pynvml(GPUS), env={}).name == "sm61"
 
 
 def test_auto_maps_cuda_visible_devices_by_index_and_uuid():
     mod = fake_pynvml(GPUS)
-    assert nvml.lowest_visible_target(mod, env={"CUDA_VISIBLE_DEVICES": "0"}).name == "sm90"
-    assert nvml.lowest_visible_target(mod, env={"CUDA_VISIBLE_DEVICES": "GPU-bbbb"}).name == "sm61"
+    assert lowest_visible_target(mod, env={"CUDA_VISIBLE_DEVICES": "0"}).name == "sm90"
+    assert lowest_visible_target(mod, env={"CUDA_VISIBLE_DEVICES": "GPU-bbbb"}).name == "sm61"
     # CUDA stops at the first entry that names no device
-    assert nvml.lowest_visible_target(mod, env={"CUDA_VISIBLE_DEVICES": "0,7,1"}).name == "sm90"
+    assert lowest_visible_target(mod, env={"CUDA_VISIBLE_DEVICES": "0,7,1"}).name == "sm90"
 
 
 def test_auto_with_nothing_visible_says_so_in_one_line():
     with pytest.raises(TargetError) as err:
-        nvml.lowest_visible_target(fake_pynvml(GPUS), env={"CUDA_VISIBLE_DEVICES": ""})
+        lowest_visible_target(fake_pynvml(GPUS), env={"CUDA_VISIBLE_DEVICES": ""})
     assert "none visible" in str(err.value) and "--target" in str(err.value)
 
 
 def test_auto_without_nvml_library_is_a_clear_error():
     mod = fake_pynvml([], init_error=lambda cls: cls("NVML Shared Library Not Found"))
     with pytest.raises(TargetError) as err:
-        nvml.lowest_visible_target(mod, env={})
+        lowest_visible_target(mod, env={})
     msg = str(err.value)
     assert "libnvidia-ml" in msg and "--target" in msg and "\n" not in msg
 
 
 def test_auto_without_gpus():
     with pytest.raises(TargetError) as err:
-        nvml.lowest_visible_target(fake_pynvml([]), env={})
+        lowest_visible_target(fake_pynvml([]), env={})
     assert "no GPU" in str(err.value)
 
 

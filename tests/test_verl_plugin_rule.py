@@ -14,7 +14,7 @@ from rlcompat.verify.trainer import merge_overrides
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "fixtures" / "scripts" / "grpo_vllm_bf16" / "input.sh"
-RULE = "rlcompat.rules.rlc401_rollout_engine_unsupported"
+RULE = "rlcompat.rules.rollout.rollout_engine_unsupported"
 
 
 def _scan(run_cli, path, env):

@@ -29,9 +29,9 @@ def _tree(tmp_path, version: str | None, files=()):
 
 @pytest.fixture(autouse=True)
 def _fresh_detection():
-    vk._version_in_tree.cache_clear()
+    vk.version_in_tree.cache_clear()
     yield
-    vk._version_in_tree.cache_clear()
+    vk.version_in_tree.cache_clear()
 
 
 def test_every_rule_set_loads_and_names_its_proofs():

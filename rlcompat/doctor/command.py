@@ -1,4 +1,4 @@
-"""`rlcompat doctor`: the typer command. Registered in rlcompat/cli.py; imports nothing heavy at module level."""
+"""`rlcompat doctor`: the typer command. Registered in rlcompat/cli/app.py; imports nothing heavy at module level."""
 
 from __future__ import annotations
 
@@ -44,7 +44,10 @@ def doctor_command(
 ) -> None:
     """Check this machine's GPUs and installed stack (torch build, flash-attn, vLLM, SGLang, nvcc, driver, verl)
     against the target GPU; optionally estimate whether PPO/GRPO fits in its memory."""
-    from rlcompat.cli import EXIT_CLEAN, EXIT_FINDINGS, _emit, _fail, _settings
+    from rlcompat.cli.common import EXIT_CLEAN, EXIT_FINDINGS
+    from rlcompat.cli.common import emit as _emit
+    from rlcompat.cli.common import fail as _fail
+    from rlcompat.cli.common import run_settings as _settings
     from rlcompat.doctor import render
     from rlcompat.doctor.checks import run_checks
     from rlcompat.doctor.environment import collect

@@ -2,7 +2,7 @@
 
 Rules are classes with `visit_<NodeType>(self, node, ctx)` methods. The traversal keeps the ancestor
 chain and the file's imports, so a rule can ask what an expression names (`ctx.qualname`) and where
-it sits (`rlcompat.lang.pyhelpers.role_of`). Positions are computed only for files with findings.
+it sits (`rlcompat.analysis.pyhelpers.role_of`). Positions are computed only for files with findings.
 """
 
 from __future__ import annotations

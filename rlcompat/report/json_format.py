@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from rlcompat import __version__
+from rlcompat.release import __version__
 from rlcompat.discovery import UNKNOWN_TYPE
 from rlcompat.report import Summary, fixable_counts
 from rlcompat.report.paths import display_path, uri_reference

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from rlcompat import __version__
+from rlcompat.release import __version__
 from rlcompat.model import FileError, Finding, FixSafety
 from rlcompat.targets import Target
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from rlcompat import __version__
+from rlcompat.release import __version__
 from rlcompat.report import Summary
 from rlcompat.report.paths import uri_reference as _uri
 

@@ -46,14 +46,11 @@ def verify_command(
     model_size: Annotated[str, typer.Option("--model-size", help="With --trainer: tiny (131k parameters) or 0.5b (a random Qwen2 of Qwen2.5-0.5B's shape).")] = "tiny",
 ) -> None:
     """Run one tiny PPO step through the tree's own verl code under the target GPU's limits; PASS or FAIL."""
+    from rlcompat.cli.common import fail
     from rlcompat.targets import TargetError, resolve_target
     from rlcompat.verify.report import render_json, render_text
     from rlcompat.verify.result import EXIT_ENV
     from rlcompat.verify.runner import VerifyRequest, VerifyUsageError, resolve_package, run_verify
-
-    def fail(message: str) -> typer.Exit:
-        typer.echo(f"rlcompat: error: {message}", err=True)
-        return typer.Exit(EXIT_ENV)
 
     if not target:
         from rlcompat.config import ConfigError, load_settings

@@ -79,7 +79,7 @@ class Harness:
         device = self._pick_device(torch)
         if device is None:
             return self.finish_env("--device cuda given but torch.cuda.is_available() is False")
-        native = device == "cuda" and _same_generation(torch, target)
+        native = device == "cuda" and same_generation(torch, target)
         self.result["device"] = self._describe_device(torch, device)
         self.result["target"] = {"name": target.name, "describe": target.describe(), "emulated": not native}
         self.result["torch"] = torch.__version__
@@ -429,7 +429,7 @@ class Harness:
         return self.result["exit_code"]
 
 
-def _same_generation(torch, target) -> bool:
+def same_generation(torch, target) -> bool:
     """A GPU of the target's own architecture: the card is the judge, so the guard only watches."""
     from rlcompat.targets import TargetError, target_for_capability
 

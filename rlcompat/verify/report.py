@@ -44,7 +44,7 @@ def render_text(result: dict) -> str:
                                       f"use_remove_padding={settings.get('use_remove_padding')}"))
     if result.get("torch"):
         rows.append(("libraries", f"torch {result['torch']}, transformers {result.get('transformers', '?')}"))
-    out += _table(rows)
+    out += table_lines(rows)
 
     phases = result.get("phases") or []
     if phases:
@@ -53,7 +53,7 @@ def render_text(result: dict) -> str:
         rows.append(("total (wall, incl. interpreter start)", f"{result.get('wall_seconds', 0):7.2f} s"))
         if result.get("cpu_seconds"):
             rows.append(("total CPU time (user+sys)", f"{result['cpu_seconds']:7.2f} s"))
-        out += _table(rows)
+        out += table_lines(rows)
 
     metrics = result.get("metrics") or {}
     figures = []
@@ -73,7 +73,7 @@ def render_text(result: dict) -> str:
         figures.append(("blocked imports", ", ".join(result["blocked_imports"])))
     if figures:
         out.append("")
-        out += _table(figures)
+        out += table_lines(figures)
 
     checks = result.get("checks") or []
     if checks:
@@ -88,13 +88,13 @@ def render_text(result: dict) -> str:
         out += [f"    - {a}" for a in adaptations]
 
     out.append("")
-    out += _verdict(result)
+    out += verdict_lines(result)
     if result.get("workdir"):
         out.append(f"  kept: {result['workdir']}")
     return "\n".join(out) + "\n"
 
 
-def _verdict(result: dict) -> list[str]:
+def verdict_lines(result: dict) -> list[str]:
     status = result.get("status")
     if status == "pass":
         return ["PASS: one PPO step trained under the target's limits; no violation."]
@@ -123,7 +123,7 @@ def _verdict(result: dict) -> list[str]:
     return lines
 
 
-def _table(rows) -> list[str]:
+def table_lines(rows) -> list[str]:
     if not rows:
         return []
     width = max(len(k) for k, _ in rows)

@@ -280,9 +280,9 @@ def verify_trainer(req: TrainerRequest) -> dict:
     if req.device == "cuda":
         import torch
 
-        from rlcompat.verify.harness import _same_generation
+        from rlcompat.verify.harness import same_generation
 
-        native = torch.cuda.is_available() and _same_generation(torch, target)
+        native = torch.cuda.is_available() and same_generation(torch, target)
     result["target"] = {"name": target.name, "describe": target.describe(), "emulated": not native}
     result["verl"] = {"path": str(req.package), "version": _tree_version(req.package)}
     result["device"] = {"kind": req.device}

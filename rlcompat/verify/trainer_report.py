@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rlcompat.verify.report import _table, _verdict
+from rlcompat.verify.report import table_lines, verdict_lines
 
 # (metric key in verl's file logger, column label, format)
 STEP_COLUMNS = [
@@ -62,13 +62,13 @@ def render_trainer_text(result: dict) -> str:
     if script:
         rows.append(("launch script", script["path"]))
         rows.append(("swapped for tiny", ", ".join(script["swapped"]) or "nothing"))
-    out += _table(rows)
+    out += table_lines(rows)
     phases = result.get("phases") or []
     if phases:
         out.append("")
         prow = [(p["name"], f"{p['seconds']:7.2f} s") for p in phases]
         prow.append(("total (wall)", f"{result.get('wall_seconds', 0):7.2f} s"))
-        out += _table(prow)
+        out += table_lines(prow)
     steps = result.get("steps") or []
     if steps:
         out.append("")
@@ -78,7 +78,7 @@ def render_trainer_text(result: dict) -> str:
         out.append("")
         out += [f"  {'ok  ' if c['ok'] else 'FAIL'}  {c['name']}: {c['detail']}" for c in checks]
     out.append("")
-    verdict = _verdict(result)
+    verdict = verdict_lines(result)
     if status == "pass":
         verdict[0] = (f"PASS: verl's trainer ran {len(steps)} PPO step(s) end to end under the target's limits; "
                       "no violation.")

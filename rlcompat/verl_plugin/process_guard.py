@@ -24,11 +24,11 @@ def install_process_guard(target_name: str, log_path: str | None, tree: str | No
 
     from rlcompat.targets import resolve_target
     from rlcompat.verify.guard import TargetGuard
-    from rlcompat.verify.harness import _same_generation
+    from rlcompat.verify.harness import same_generation
 
     target = resolve_target(target_name)
     device = "cuda" if torch.cuda.is_available() and os.environ.get("RLCOMPAT_VERL_CPU") != "1" else "cpu"
-    native = device == "cuda" and _same_generation(torch, target)
+    native = device == "cuda" and same_generation(torch, target)
     guard = TargetGuard(target, tree, enforce=not native, device=device)
     guard.install_import_blocker()
     _log_violations(guard, log_path)

@@ -1,0 +1,61 @@
+"""Keys that look like switches but that the scanned verl version never reads (rules/verl/<version>.toml `[[dead]]`)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from rlcompat.analysis.confighelpers import training_engine, worker_of
+from rlcompat.lang.settings import ConfigContext, ConfigView
+from rlcompat.model import Edit, FixSafety
+
+
+def report_dead_keys(view: ConfigView, ctx: ConfigContext, suffix: str, value_map: Callable[[str], str]) -> None:
+    """Report every dead key ending in `suffix`; in a script, rename it to the live key (with the mapped value)."""
+    reported: set[int] = set()  # a config-group file mounted for several roles: one finding per line
+    for dead in ctx.verl.dead.values():
+        if not dead.key.endswith(suffix):
+            continue
+        setting = view.get(dead.key)
+        role = "critic" if dead.key.startswith("critic.") else dead.key.split(".")[1]
+        if setting is None or training_engine(view, role) != "fsdp":
+            continue
+        if dead.worker and dead.worker != worker_of(view, ctx.verl):
+            continue
+        if view.kind != "command":
+            if setting.key_span.start in reported:
+                continue
+            reported.add(setting.key_span.start)
+        if view.kind == "command":
+            shown, use = dead.key, dead.add_prefix + dead.use
+        else:  # Hydra's ++ means nothing in YAML; a config-group file names keys relative to where it is mounted
+            shown = view.full_key(setting)
+            mount = next((m for m in view.mounts if m and dead.key == f"{m}.{setting.key}"), "")
+            use = f"{dead.use[len(mount) + 1:]} in this file" if mount and dead.use.startswith(mount + ".") else dead.use
+        if not ctx.verl.version_known:
+            ctx.report(setting.key_span, unknown_version_message(shown, dead, use))
+            continue
+        message = f"{shown} does nothing in {ctx.verl.label} for the FSDP engine ({dead.why}); use {use} instead"
+        live_set = view.get(dead.use) is not None
+        if view.kind == "command" and setting.word_span is not None and setting.value is not None and not live_set:
+            value = value_map(setting.value)
+            start = setting.key_span.start - len(setting.prefix)
+            edits = [Edit(start, setting.key_span.end, dead.add_prefix + dead.use)]
+            if value != setting.value:
+                edits.append(setting.rewrite(value))
+            ctx.report(setting.key_span, message, edits, FixSafety.SAFE, f"set {dead.use} instead")
+        else:
+            ctx.report(setting.key_span, message)
+
+
+def unknown_version_message(shown: str, dead, use: str) -> str:
+    """What can be said about a key that is dead in some verl releases when the scanned tree's version is unknown:
+    the verdict of each release rlcompat knows, and no claim for this tree."""
+    from rlcompat.verl_knowledge import other_verdicts
+
+    verdicts = other_verdicts(dead.key)
+    live = [v for v, state in verdicts if state == "live"]
+    dead_in = [v for v, state in verdicts if state == "dead"]
+    read = f"; it is read in verl {', '.join(live)}" if live else ""
+    return (f"{shown}: the scanned tree's verl version was not found, so rlcompat cannot tell whether this key is read; "
+            f"in verl {', '.join(dead_in)} it does nothing for the FSDP engine ({dead.why}){read}. "
+            f"Where the version is one of {', '.join(dead_in)}, use {use}")

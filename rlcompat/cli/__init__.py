@@ -1,0 +1,15 @@
+"""The command line. `app.py`: the typer app with scan, fix, rules, rule, targets and --version, and the line that
+registers each other command; `common.py`: what every command shares (exit codes, output formats, fail/emit,
+settings from the command line); `matrix.py`: `rlcompat matrix`. doctor and verify keep their commands in their
+own packages (doctor/command.py, verify/command.py). Command modules import `common` only, so this package's import
+pulls in no command: `main` loads the app when it runs.
+"""
+
+from __future__ import annotations
+
+
+def main() -> None:
+    """The `rlcompat` entry point."""
+    from rlcompat.cli.app import main as run_app
+
+    run_app()

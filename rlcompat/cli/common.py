@@ -1,0 +1,57 @@
+"""What every command shares: exit codes, output formats, settings from the command line, errors and output.
+
+Commands (scan, fix, doctor, verify, ...) import from here, never each other's privates.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from typing import List, Optional
+
+import typer
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
+
+
+class OutputFormat(str, Enum):
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+    github = "github"
+
+
+def fail(message: str) -> typer.Exit:
+    """Print a one-line error on stderr; the caller raises the returned Exit (exit code 2)."""
+    typer.echo(f"rlcompat: error: {message}", err=True)
+    return typer.Exit(EXIT_ERROR)
+
+
+def split_codes(values: Optional[List[str]]) -> Optional[tuple[str, ...]]:
+    if not values:
+        return None
+    return tuple(c.strip().upper() for v in values for c in v.split(",") if c.strip())
+
+
+def run_settings(paths, config, select, ignore, extend_exclude, force_exclude, unsafe_fixes=None):
+    """[tool.rlcompat] for `paths` (or `config`) with the command line's options laid over it."""
+    from rlcompat.config import ConfigError, load_settings
+
+    try:
+        settings = load_settings(list(paths), config)
+    except ConfigError as exc:
+        raise fail(str(exc))
+    ext = tuple(settings.extend_exclude) + tuple(extend_exclude or ())
+    return settings.with_overrides(
+        select=split_codes(select),
+        ignore=split_codes(ignore),
+        extend_exclude=ext or None,
+        force_exclude=force_exclude or None,
+        unsafe_fixes=unsafe_fixes or None,
+    )
+
+
+def emit(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()

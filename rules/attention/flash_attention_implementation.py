@@ -1,0 +1,96 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from rlcompat.analysis import pyhelpers as h
+from rlcompat.lang.python import PendingFix, PythonRule
+from rlcompat.model import FixSafety
+from rlcompat.rule import Bad, Good
+from rlcompat.rules.attention.helpers import is_flash_attn_guard
+
+_FA2 = ("flash_attention_2", "paged|flash_attention_2")
+_FA3 = ("flash_attention_3", "paged|flash_attention_3")
+
+
+def _names_attention(name: str) -> bool:
+    low = name.lower()
+    return "attn_impl" in low or "attention_impl" in low or low in ("attn", "attention", "attention_backend")
+
+
+class FlashAttentionImplementation(PythonRule):
+    code = "RLC201"
+    name = "flash-attention-implementation"
+    title = "FlashAttention selected as the attention implementation on a GPU it does not support"
+    what = (
+        "Finds `\"flash_attention_2\"` / `\"flash_attention_3\"` (and their `paged|` forms) where code selects the "
+        "attention implementation: `attn_implementation=` keywords, `.get(\"attn_implementation\", ...)` defaults, "
+        "assignments to `attn_implementation`/`_attn_implementation`, parameter and field defaults, config dicts. "
+        "Comparisons, choices guarded by `is_flash_attn_2_available()` or a capability check, and choices that "
+        "follow a flash-attention switch set elsewhere (`if use_flash_attn: ...`) are not findings."
+    )
+    why = (
+        "FlashAttention-2 needs compute capability 8.0 or newer: on older cards it fails with `FlashAttention only "
+        "supports Ampere GPUs or newer.` [S10], and its wheels are not built for them [S12]. FlashAttention-3 needs "
+        "Hopper (9.0) [S9][S13]; transformers refuses it below 9.0 [S15]. transformers checks only that the package "
+        "imports, not the card, so the failure comes late, inside the first forward pass."
+    )
+    fix_safety = (
+        "The fix selects `\"sdpa\"`, PyTorch's scaled-dot-product attention: the same attention, computed by the "
+        "fastest backend the card has (memory-efficient attention on sm50-sm75 [S16]). It is safe. `\"eager\"` is not "
+        "used because it materialises the full attention matrix and runs out of memory on packed batches."
+    )
+    triggers = ("flash_attention_",)
+    sources = ("S9", "S10", "S12", "S13", "S15", "S16")
+
+    bad = (
+        Bad('impl = self.override_config.get("attn_implementation", "flash_attention_2")\n',
+            fixed='impl = self.override_config.get("attn_implementation", "sdpa")\n'),
+        Bad('m = AutoModelForCausalLM.from_pretrained(p, attn_implementation="flash_attention_2")\n',
+            fixed='m = AutoModelForCausalLM.from_pretrained(p, attn_implementation="sdpa")\n'),
+        Bad("config._attn_implementation = 'flash_attention_2'\n", fixed="config._attn_implementation = 'sdpa'\n"),
+        Bad("@dataclass\nclass ModelConfig:\n    attn_implementation: str = 'flash_attention_2'\n",
+            fixed="@dataclass\nclass ModelConfig:\n    attn_implementation: str = 'sdpa'\n"),
+        Bad("def load(path, attn_implementation='flash_attention_3'):\n    pass\n", target="sm80",
+            fixed="def load(path, attn_implementation='sdpa'):\n    pass\n"),
+        Bad('kwargs["attn_implementation"] = "flash_attention_2"\n', fixed='kwargs["attn_implementation"] = "sdpa"\n'),
+        Bad('cfg = {"attn_implementation": "flash_attention_2"}\n', fixed='cfg = {"attn_implementation": "sdpa"}\n'),
+    )
+    good = (
+        Good('if use_flash_attn:\n    attn_implementation = "flash_attention_2"\n'),
+        Good('if attn_implementation == "flash_attention_2":\n    pass\n'),
+        Good('m = load(p, attn_implementation="flash_attention_2")\n', target="sm80"),
+        Good('m = load(p, attn_implementation="flash_attention_3")\n', target="sm90"),
+        Good('SUPPORTED = ["eager", "sdpa", "flash_attention_2"]\n'),
+        Good('impl = "flash_attention_2" if is_flash_attn_2_available() else "sdpa"\n'),
+        Good('logger.warning("flash_attention_2 is not available")\n'),
+        Good('m = load(p, attn_implementation="sdpa")\n'),
+    )
+
+    @classmethod
+    def applies_to(cls, target) -> bool:
+        return not target.flash_attn_3  # FA3 values apply below 9.0 (and on sm100+), FA2 values below 8.0
+
+    def visit_SimpleString(self, node: cst.SimpleString, ctx) -> None:
+        value = h.string_value(node)
+        if value in _FA2:
+            if self.target.flash_attn_2:
+                return
+            needs = "FlashAttention-2 needs compute capability 8.0+"
+        elif value in _FA3:
+            needs = "FlashAttention-3 needs a Hopper GPU (9.0)"
+        else:
+            return
+        role = h.role_of(node, ctx.ancestors)
+        if role.kind == "default" and not (role.name == "" or _names_attention(role.name)):
+            return
+        if role.kind in ("keyword", "assign", "param-default", "dict-value") and not _names_attention(role.name):
+            return
+        if role.kind not in ("default", "keyword", "assign", "param-default", "dict-value"):
+            return
+        if h.guarded_by(ctx.ancestors, is_flash_attn_guard) or h.test_mentions(ctx.ancestors, ("flash",)):
+            return
+        ctx.report(
+            node,
+            f'"{value}" selected: {needs}, {self.target.name} is {self.target.capability_text}; use "sdpa"',
+            PendingFix([(node, h.requote(node, "sdpa"))], FixSafety.SAFE, 'use "sdpa"'),
+        )

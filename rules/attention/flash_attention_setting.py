@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+from rlcompat.analysis import confighelpers as h
+from rlcompat.lang.settings import ConfigRule
+from rlcompat.analysis.confighelpers import remove_flag
+from rlcompat.model import FixSafety
+from rlcompat.rule import Bad, Good
+
+CMD = "python3 -m verl.trainer.main_ppo \\\n    algorithm.adv_estimator=grpo \\\n    {extra}trainer.n_gpus_per_node=1\n"
+KEY = "actor_rollout_ref.model.override_config.attn_implementation"
+FA2 = ("flash_attention_2", "paged|flash_attention_2")
+FA3 = ("flash_attention_3", "paged|flash_attention_3")
+
+
+class FlashAttentionSetting(ConfigRule):
+    code = "RLC204"
+    name = "flash-attention-setting"
+    title = "FlashAttention chosen in a config, a Hydra override or a CLI flag on a GPU it does not support"
+    what = (
+        "Finds `attn_implementation: flash_attention_2|3` at any depth of a YAML config, as a Hydra override or as "
+        "`--attn_implementation` flag; OpenRLHF's `--flash_attn`; and verl launch scripts that do not set "
+        "`override_config.attn_implementation`, whose default in verl is flash_attention_2 [S51]."
+    )
+    why = (
+        "FlashAttention-2 needs compute capability 8.0 (`FlashAttention only supports Ampere GPUs or newer.`) [S10]; "
+        "FlashAttention-3 needs Hopper [S9]. verl's remove-padding path and transformers both call it only at the "
+        "first forward pass, after minutes of setup."
+    )
+    fix_safety = (
+        "`sdpa` (PyTorch's scaled-dot-product attention, memory-efficient kernel on pre-Ampere [S16]) computes the same "
+        "attention: safe. In a verl script the override is added with `++`. `--flash_attn` is removed (OpenRLHF then "
+        "uses its default attention)."
+    )
+    triggers = ("flash_attention_", "flash_attn", "flash-attn") + h.ENTRY_TRIGGERS
+    python_triggers = ("flash_attention_", "flash_attn", "flash-attn")
+    sources = ("S9", "S10", "S16", "S51")
+
+    bad = (
+        Bad(CMD.format(extra=""), path="run.sh",
+            fixed=CMD.format(extra="").replace("=1\n", f"=1 \\\n    ++{KEY}=sdpa\n")),
+        Bad(CMD.format(extra=f"+{KEY}=flash_attention_2 \\\n    "), path="run.sh",
+            fixed=CMD.format(extra=f"+{KEY}=sdpa \\\n    ")),
+        Bad("# attention implementation\nattn_implementation: flash_attention_2\n",
+            fixed="# attention implementation\nattn_implementation: sdpa\n", path="verl/trainer/config/engine/veomni.yaml"),
+        Bad("model_name_or_path: Qwen/Qwen2.5-7B\nattn_implementation: \"flash_attention_2\"\n",
+            fixed="model_name_or_path: Qwen/Qwen2.5-7B\nattn_implementation: \"sdpa\"\n", path="trl.yaml"),
+        Bad("accelerate launch train_grpo.py --attn_implementation flash_attention_2 --lr 1e-6\n",
+            fixed="accelerate launch train_grpo.py --attn_implementation sdpa --lr 1e-6\n", path="run.sh"),
+        Bad("deepspeed --module openrlhf.cli.train_ppo_ray \\\n   --flash_attn \\\n   --zero_stage 2\n",
+            fixed="deepspeed --module openrlhf.cli.train_ppo_ray \\\n   --zero_stage 2\n", path="run.sh"),
+    )
+    good = (
+        Good(CMD.format(extra=f"+{KEY}=sdpa \\\n    "), path="run.sh"),
+        Good(CMD.format(extra=""), path="run.sh", target="sm80"),
+        Good("attn_implementation: flash_attention_3\n", path="c.yaml", target="sm90"),
+        Good("attn_implementation: eager\n", path="c.yaml"),
+    )
+
+    @classmethod
+    def applies_to(cls, target) -> bool:
+        return not target.flash_attn_3
+
+    def _bad(self, value: str, target) -> bool:
+        return value in FA3 or (value in FA2 and not target.flash_attn_2)
+
+    def check_config(self, view, ctx) -> None:
+        target = ctx.target
+
+        def describe(key: str, value: str, origin: str) -> str:
+            needs = "FlashAttention-3 needs Hopper (9.0)" if value in FA3 else "FlashAttention-2 needs compute capability 8.0+"
+            return f"{key} is {value}{origin}: {needs}, {target.name} is {target.capability_text}; use sdpa"
+
+        h.set_or_add(view, ctx, "attn-implementation", lambda v: self._bad(v, target),
+                     lambda v: ("sdpa", FixSafety.SAFE), describe, roles=("actor", "critic"))
+        known = {k.key for k in ctx.verl.by_id("attn-implementation")}
+        generic = view.by_name("attn_implementation", "_attn_implementation") + view.flags(
+            "--attn_implementation", "--attn-implementation")
+        for s in generic:
+            if not s.flag and known & set(view.paths_of(s)) or s.value is None or not self._bad(s.value, target):
+                continue
+            ctx.report(s.key_span, describe(s.label if s.flag else view.full_key(s), s.value, h.where(s)),
+                       [s.rewrite("sdpa")], FixSafety.SAFE, "use sdpa")
+        if not target.flash_attn_2:
+            for s in view.flags("--flash_attn", "--flash-attn"):
+                if s.value and s.as_bool() is False:
+                    continue
+                edit = remove_flag(ctx.source_text, s.word_span) if s.word_span else None
+                ctx.report(s.key_span, f"{s.label} turns on FlashAttention-2, which needs compute capability 8.0+; "
+                                       f"{target.name} is {target.capability_text}: drop the flag", [edit],
+                           FixSafety.SAFE, f"remove {s.label}")

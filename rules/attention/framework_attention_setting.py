@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+from rlcompat.analysis.knowledgecheck import DataExamples, check
+from rlcompat.lang.settings import ConfigRule
+from rlcompat.rule import Bad, Good
+
+KINDS = frozenset({"attention", "flash-switch", "attention-backend", "flash-only-switch", "ring-attention"})
+
+
+class FrameworkAttentionSetting(ConfigRule):
+    code = "RLC207"
+    name = "framework-attention-setting"
+    title = "A framework's attention setting (from rlcompat's framework knowledge) that needs FlashAttention"
+    what = (
+        "Reads rules/frameworks/: keys, flags and environment variables of kind `attention`, `flash-switch`, "
+        "`attention-backend`, `flash-only-switch` and `ring-attention` (OpenRLHF `--ds.attn_implementation`, "
+        "`--flash_attn`, `--packing_samples`, `--ring_attn_size`; LLaMA-Factory `flash_attn: fa2`; ms-swift "
+        "`attn_impl`; SGLang `--attention-backend`; VLLM_ATTENTION_BACKEND=FLASH_ATTN) and reports values that need "
+        "FlashAttention on a GPU without it, and hazardous defaults of a known framework version's flags."
+    )
+    why = (
+        "FlashAttention-2 needs compute capability 8.0 (`FlashAttention only supports Ampere GPUs or newer.`) [S10]; "
+        "FlashAttention-3 needs Hopper [S9]. OpenRLHF's sample packing forces flash_attention_2 and its ring attention "
+        "is built on FlashAttention's kernels."
+    )
+    fix_safety = (
+        "An attention choice becomes the key's safe spelling (`sdpa`, vLLM `FLEX_ATTENTION`): the same attention, "
+        "safe. Switches are turned off or dropped (packing off: more padding, same result). Ring attention has no fix "
+        "(it changes the parallel layout)."
+    )
+    triggers = ("attn", "attention", "ATTENTION", "flash", "packing", "openrlhf")
+    sources = ("S9", "S10")
+    python_triggers = ("flash_attn", "flash_attention", "packing", "ring_attn", "FLASH_ATTN")  # argparse defaults, config fields, call keywords (lang/pysettings.py)
+    kinds = KINDS
+    precedence = 1
+
+    bad = DataExamples("bad", (
+        Bad("deepspeed --module openrlhf.cli.train_sft --attn_implementation flash_attention_2 --zero_stage 2\n",
+            path="train_sft.sh",
+            fixed="deepspeed --module openrlhf.cli.train_sft --attn_implementation sdpa --zero_stage 2\n"),
+        Bad("deepspeed --module openrlhf.cli.train_ppo_ray --flash_attn --zero_stage 2\n", path="run.sh",
+            fixed="deepspeed --module openrlhf.cli.train_ppo_ray --zero_stage 2\n"),
+    ))
+    good = DataExamples("good", (
+        Good("deepspeed --module openrlhf.cli.train_sft --attn_implementation sdpa\n", path="train_sft.sh"),
+        Good("deepspeed --module openrlhf.cli.train_sft --attn_implementation flash_attention_2\n", path="run.sh",
+             target="sm80"),
+    ))
+
+    @classmethod
+    def applies_to(cls, target) -> bool:
+        return not target.flash_attn_3
+
+    def check_config(self, view, ctx) -> None:
+        check(view, ctx, KINDS)

@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from rlcompat.analysis import pyhelpers as h
+from rlcompat.lang.python import PendingFix, PythonRule
+from rlcompat.model import FixSafety
+from rlcompat.rule import Bad, Good
+from rlcompat.rules.attention.helpers import is_flash_attn_guard
+
+
+class UseFlashAttention2Flag(PythonRule):
+    code = "RLC202"
+    name = "use-flash-attention-2-flag"
+    title = "`use_flash_attention_2=True` on a GPU without FlashAttention-2"
+    what = "Finds `use_flash_attention_2=True` passed to a call, transformers' older switch for FlashAttention-2."
+    why = (
+        "It selects FlashAttention-2, which needs compute capability 8.0 or newer (`FlashAttention only supports "
+        "Ampere GPUs or newer.`) [S10][S15]. The keyword is also deprecated in favour of `attn_implementation`."
+    )
+    fix_safety = "The fix writes `attn_implementation=\"sdpa\"` in its place, which is safe (see RLC201)."
+    triggers = ("use_flash_attention_2",)
+    sources = ("S10", "S15")
+
+    bad = (
+        Bad("m = AutoModel.from_pretrained(p, use_flash_attention_2=True)\n",
+            fixed='m = AutoModel.from_pretrained(p, attn_implementation="sdpa")\n'),
+    )
+    good = (
+        Good("m = AutoModel.from_pretrained(p, use_flash_attention_2=False)\n"),
+        Good("m = AutoModel.from_pretrained(p, use_flash_attention_2=True)\n", target="sm80"),
+    )
+
+    @classmethod
+    def applies_to(cls, target) -> bool:
+        return not target.flash_attn_2
+
+    def visit_Arg(self, node: cst.Arg, ctx) -> None:
+        if node.keyword is None or node.keyword.value != "use_flash_attention_2":
+            return
+        if not (isinstance(node.value, cst.Name) and node.value.value == "True"):
+            return
+        if h.guarded_by(ctx.ancestors, is_flash_attn_guard):
+            return
+        ctx.report(
+            node,
+            f"use_flash_attention_2=True selects FlashAttention-2, which needs compute capability 8.0+ "
+            f"({self.target.name} is {self.target.capability_text}); use attn_implementation=\"sdpa\"",
+            PendingFix([(node.keyword, "attn_implementation"), (node.value, '"sdpa"')], FixSafety.SAFE,
+                       'use attn_implementation="sdpa"'),
+        )

@@ -1,0 +1,125 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from rlcompat import precision
+from rlcompat.analysis import pyhelpers as h
+from rlcompat.analysis.deadfields import dead_field, enclosing_class
+from rlcompat.lang.python import PendingFix, PythonRule
+from rlcompat.model import FixSafety
+from rlcompat.rule import Bad, Good
+
+# The bf16 spellings dtype-parsing code accepts, and what each becomes per training dtype.
+_REPLACEMENTS = {
+    "bf16": {"float32": "fp32", "float16": "fp16"},
+    "bfloat16": {"float32": "float32", "float16": "float16"},
+    "torch.bfloat16": {"float32": "torch.float32", "float16": "torch.float16"},
+}
+# accelerate's `mixed_precision` takes "no" | "fp16" | "bf16" | "fp8": fp32 is spelled "no".
+_MIXED_PRECISION = {"float32": "no", "float16": "fp16"}
+
+
+def _dtype_like(name: str) -> bool:
+    low = name.lower()
+    return "dtype" in low or "precision" in low
+
+
+class Bf16DtypeString(PythonRule):
+    code = "RLC102"
+    name = "bf16-dtype-string"
+    title = "`\"bfloat16\"` / `\"bf16\"` chosen as a dtype by name on a GPU without bf16"
+    what = (
+        "Finds the strings `\"bfloat16\"`, `\"bf16\"` and `\"torch.bfloat16\"` where code picks a dtype by name: as the "
+        "default of `.get(...)`/`getattr(...)`, as a keyword whose name says dtype or precision (`torch_dtype=`, "
+        "`dtype=`, `param_dtype=`, `mixed_precision=`), as the argument of a `*dtype*` converter "
+        "(`PrecisionType.to_dtype(\"bf16\")`), or as the default of a dtype-named parameter, field or variable. "
+        "Comparisons, name tables, log strings, docstrings and choices that follow a bf16 switch "
+        "(`elif self.bf16: mixed_precision = \"bf16\"`) are not findings."
+    )
+    why = (
+        "The name is turned into `torch.bfloat16` later, far from the line a person would grep for; on compute "
+        "capability < 8.0 that dtype has no hardware [S1] and is refused by vLLM [S6] and Triton kernels [S37]."
+    )
+    fix_safety = (
+        "As RLC101, by the precision policy (docs/precision.md): a training dtype (`torch_dtype=`, `param_dtype`, a "
+        "default) becomes `fp32`/`float32`, safe; autocast (`mixed_precision=`, `*compute_dtype`) and rollout (vLLM "
+        "`LLM(dtype=)`) dtypes become `fp16`/`float16` on sm70/sm75, unsafe (fp16's smaller range [S66]). The spelling "
+        "follows the original (`bf16` -> `fp32`, `bfloat16` -> `float32`); accelerate's `mixed_precision` gets `\"no\"`."
+    )
+    triggers = ("bf16", "bfloat16")
+    sources = ("S1", "S6", "S37", "S66")
+
+    bad = (
+        Bad("dtype = config.get('dtype', 'bfloat16')\n", fixed="dtype = config.get('dtype', 'float32')\n"),
+        Bad('p = PrecisionType.to_dtype(mp.get("param_dtype", "bf16"))\n',
+            fixed='p = PrecisionType.to_dtype(mp.get("param_dtype", "fp32"))\n'),
+        Bad('x = PrecisionType.to_dtype("bf16")\n', fixed='x = PrecisionType.to_dtype("fp32")\n'),
+        Bad("@dataclass\nclass C:\n    mp_param_dtype: str = 'bf16'\n",
+            fixed="@dataclass\nclass C:\n    mp_param_dtype: str = 'fp32'\n"),
+        Bad("def build(model, dtype='bfloat16'):\n    pass\n", target="sm70",
+            fixed="def build(model, dtype='float32'):\n    pass\n"),
+        Bad("acc = Accelerator(mixed_precision='bf16')\n", target="sm75", unsafe=True,
+            fixed="acc = Accelerator(mixed_precision='fp16')\n"),
+        Bad("llm = LLM(model=p, dtype='bfloat16')\n", target="sm70", unsafe=True, fixed="llm = LLM(model=p, dtype='float16')\n"),
+        Bad('m = AutoModel.from_pretrained(p, torch_dtype="bfloat16")\n',
+            fixed='m = AutoModel.from_pretrained(p, torch_dtype="float32")\n'),
+        Bad('acc = Accelerator(mixed_precision="bf16")\n', fixed='acc = Accelerator(mixed_precision="no")\n'),
+        Bad('kwargs = {"torch_dtype": "bfloat16"}\n', fixed='kwargs = {"torch_dtype": "float32"}\n'),
+        Bad("class C:\n    dtype: str = field(default='bf16')\n", fixed="class C:\n    dtype: str = field(default='fp32')\n"),
+        Bad("@dataclass\nclass RolloutConfig:\n    dtype: str = 'bfloat16'\n", target="sm70", unsafe=True,
+            fixed="@dataclass\nclass RolloutConfig:\n    dtype: str = 'float16'\n"),
+    )
+    good = (
+        Good("if self.bf16:\n    self.mixed_precision = 'bf16'\n"),
+        Good("if dtype == 'bf16':\n    pass\n"),
+        Good("BFLOAT_LIST = ['bf16', 'bfloat16']\n"),
+        Good("class PrecisionType:\n    BFLOAT = 'bf16'\n"),
+        Good("logger.info('bf16 is not supported')\n"),
+        Good("x = config.get('dtype', 'bfloat16')\n", target="sm90"),
+        Good("NAMES = {'bf16': torch.bfloat16}\n"),
+        Good("help_text = 'bf16'\n"),
+        Good("x = f'{dtype}bf16'\n"),
+        Good("@dataclass\nclass EngineConfig(BaseConfig):\n    dtype: str = 'bfloat16'\n", path="verl/workers/config/engine.py"),
+    )
+
+    @classmethod
+    def applies_to(cls, target) -> bool:
+        return not target.bf16_native
+
+    def visit_SimpleString(self, node: cst.SimpleString, ctx) -> None:
+        value = h.string_value(node)
+        if value not in _REPLACEMENTS:
+            return
+        role = h.role_of(node, ctx.ancestors)
+        if not self._selects(role, ctx):
+            return
+        if h.guarded_by(ctx.ancestors, h.is_capability_guard) or h.guarded_by(ctx.ancestors, h.is_bf16_probe) or h.test_mentions(ctx.ancestors, ("bf16", "bfloat16")):
+            return
+        if role.kind == "assign" and dead_field(ctx.path, enclosing_class(ctx.ancestors), role.name):
+            return  # a default the scanned verl version never reads: RLC356 says so instead of "fixing" it
+        name = role.name if role.name not in ("", "default") else h.enclosing_assign_name(ctx.ancestors)
+        name = f"{name} {h.enclosing_class_name(ctx.ancestors)}"  # `dtype` of a `RolloutConfig` is a rollout dtype
+        wanted = precision.dtype_for(self.target, precision.role_of_binding(role.call_name, name))
+        dtype = "float16" if wanted == "float16" else "float32"
+        new = _MIXED_PRECISION[dtype] if role.name == "mixed_precision" else _REPLACEMENTS[value][dtype]
+        safety = FixSafety.SAFE if dtype == "float32" else FixSafety.UNSAFE
+        where = f" for `{role.name}`" if role.name else ""
+        ctx.report(
+            node,
+            f'"{value}" chosen{where}: {self.target.name} ({self.target.architecture}) has no bf16 hardware; use "{new}"',
+            PendingFix([(node, h.requote(node, new))], safety, f'use "{new}"'),
+        )
+
+    @staticmethod
+    def _selects(role, ctx) -> bool:
+        if role.kind == "default":
+            return True
+        if role.kind == "keyword":
+            if role.name == "default":
+                return _dtype_like(h.enclosing_assign_name(ctx.ancestors))
+            return _dtype_like(role.name)
+        if role.kind == "positional":
+            return "dtype" in role.call_name.lower()
+        if role.kind in ("assign", "param-default", "dict-value"):
+            return _dtype_like(role.name)
+        return False

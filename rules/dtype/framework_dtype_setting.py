@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+from rlcompat.analysis.knowledgecheck import DataExamples, check
+from rlcompat.lang.settings import ConfigRule
+from rlcompat.rule import Bad, Good
+
+KINDS = frozenset({"dtype", "bf16-switch", "tf32-switch"})
+
+
+class FrameworkDtypeSetting(ConfigRule):
+    code = "RLC118"
+    name = "framework-dtype-setting"
+    title = "A framework's dtype, bf16 or TF32 setting (from rlcompat's framework knowledge) the GPU lacks"
+    what = (
+        "Reads rules/frameworks/<framework>/<version>.toml: every key, flag or environment variable whose kind is "
+        "`dtype`, `bf16-switch` or `tf32-switch` (OpenRLHF `--ds.param_dtype`, TRL/transformers `bf16`, `tf32`, "
+        "`model_init_kwargs.torch_dtype`, accelerate `mixed_precision` and ACCELERATE_MIXED_PRECISION, DeepSpeed "
+        "`bf16.enabled` incl. \"auto\", vLLM/SGLang `--dtype`, LLaMA-Factory `pure_bf16`/`infer_dtype`, torchtune "
+        "`dtype`, ms-swift `torch_dtype`), and reports a value the target cannot run. A command of a known framework "
+        "version that leaves such a flag at a hazardous default is reported too. Adding a framework key is one data "
+        "row (with its own example) in that file."
+    )
+    why = (
+        "bf16 has no hardware below compute capability 8.0 (emulated, slow; vLLM refuses it) [S1][S6]; TF32 tensor "
+        "cores arrive with Ampere [S15]; fp8 needs 8.9 [S20]. The message names the framework knowledge (version and "
+        "file:line) it used."
+    )
+    fix_safety = (
+        "The dtype follows the precision policy for the key's role: training weights fp32 (safe); compute and serving "
+        "fp32 on sm5x/sm6x (safe), fp16 on sm70/sm75 (unsafe: smaller range). Switches are turned off (safe). Where a "
+        "framework has no spelling for the dtype (OpenRLHF's `--ds.param_dtype` takes bf16 or fp16 only) there is no "
+        "fix. A default is reported with the flag to pass, not added."
+    )
+    triggers = ("dtype", "bf16", "bfloat16", "precision", "PRECISION", "tf32", "fp8", "openrlhf", "trl ")
+    sources = ("S1", "S6", "S15", "S20")
+    python_triggers = ("bf16", "bfloat16", "tf32", "fp8")  # argparse defaults, config fields, call keywords (lang/pysettings.py)
+    kinds = KINDS
+    precedence = 1
+
+    bad = DataExamples("bad", (
+        Bad("deepspeed --module openrlhf.cli.train_sft --bf16 --zero_stage 2\n", path="train_sft.sh",
+            fixed="deepspeed --module openrlhf.cli.train_sft --zero_stage 2\n"),
+        Bad("accelerate launch --mixed_precision bf16 train.py\n", path="run.sh", target="sm75", unsafe=True,
+            fixed="accelerate launch --mixed_precision fp16 train.py\n"),
+        Bad("python -m vllm.entrypoints.openai.api_server --model m --dtype bfloat16\n", path="serve.sh",
+            fixed="python -m vllm.entrypoints.openai.api_server --model m --dtype float32\n"),
+    ))
+    good = DataExamples("good", (
+        Good("deepspeed --module openrlhf.cli.train_sft --zero_stage 2\n", path="train_sft.sh"),
+        Good("python train.py --dtype bfloat16\n", path="run.sh", target="sm80"),
+        Good("bf16:\n  enabled: false\n", path="ds_config.yaml"),
+    ))
+
+    @classmethod
+    def applies_to(cls, target) -> bool:
+        return not target.fp8
+
+    def check_config(self, view, ctx) -> None:
+        check(view, ctx, KINDS)

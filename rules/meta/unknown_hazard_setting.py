@@ -1,0 +1,148 @@
+from __future__ import annotations
+
+import os
+import re
+
+from rlcompat.analysis.confighelpers import BF16_SPELLINGS, remove_flag, where
+from rlcompat.lang.settings import ConfigRule
+from rlcompat.model import FixSafety
+from rlcompat.rule import Bad, Good
+
+FA2 = {"flash_attention_2", "paged|flash_attention_2", "fa2", "flash_attn", "flash_attn_2", "flash-attn",
+       "flash_attention", "flash_attn_varlen", "flash_attn2", "flashattention2", "flashattention"}
+FA3 = {"flash_attention_3", "paged|flash_attention_3", "fa3", "flash_attn_3"}
+FA_BACKENDS = {"flash_attn", "flashinfer", "flash_attn_vllm_v1"}  # upper-case backend names of env variables
+FP8 = {"fp8", "float8", "float8_e4m3fn", "fp8_e4m3", "fp8_e5m2"}
+DTYPE_WORDS = {"dtype", "precision", "mp", "amp"}
+# verl's knowledge covers its FSDP engine; in verl's own configs the net leaves the other training engines' sections
+# and files alone rather than guess which engine a run uses.
+OTHER_ENGINES = {"megatron", "torchtitan", "veomni", "automodel", "turbo", "mindspeed"}
+ATTN_WORDS = {"attn", "attention"}
+
+
+def name_tokens(key: str) -> set[str]:
+    """`--ds.param_dtype` -> {ds, param, dtype}; `VLLM_ATTENTION_BACKEND` -> {vllm, attention, backend}."""
+    return {t for t in re.split(r"[._\-\s]+", key.lstrip("-").lower()) if t}
+
+
+NEGATIONS = frozenset({"disable", "disabled", "no", "not", "without", "skip", "off"})
+
+class UnknownHazardSetting(ConfigRule):
+    code = "RLC003"
+    name = "unknown-hazard-setting"
+    title = "A setting rlcompat has no knowledge of whose name and value say bf16, FlashAttention or compile"
+    what = (
+        "The net under the framework knowledge: any config key, flag or environment variable that no file in "
+        "rules/frameworks/ or rules/verl/ describes, whose name says what it selects (a name part `dtype`, "
+        "`precision`, `attn`/`attention`, `flash`, `compile`, `bf16`, `fp8`) and whose value is a hazard on the target "
+        "(`bf16`, `bfloat16`, `torch.bfloat16`, `flash_attention_2`, `fa2`, `FLASH_ATTN`, `fp8`, or true for a "
+        "bf16/flash/compile switch). It is a warning whose message says the key is not in the knowledge base: the "
+        "name is all rlcompat knows. A key that a knowledge-backed or written rule reports is not reported again."
+    )
+    why = (
+        "A framework rlcompat has no file for still selects bf16 or FlashAttention by such settings; a linter that "
+        "says `All clear` for them is worse than none. bf16 needs compute capability 8.0 [S1], FlashAttention-2 8.0 "
+        "[S10], torch.compile's Inductor 7.0 [S17], fp8 8.9 [S20]."
+    )
+    fix_safety = (
+        "Where the value is a literal: bf16 spellings become fp32 (sm5x/sm6x, safe) or fp16 (sm70/sm75, unsafe) in "
+        "the same spelling family, FlashAttention names become `sdpa` (safe), switches are turned off (safe). A "
+        "backend name of an environment variable is not guessed: no fix."
+    )
+    severity = "warning"
+    triggers = ("bf16", "bfloat16", "BF16", "BFLOAT16", "flash", "FLASH", "fa2", "fa3", "compile", "COMPILE", "fp8",
+                "FP8")
+    sources = ("S1", "S10", "S17", "S20")
+    python_triggers = ("bf16", "bfloat16", "flash_attention", "FLASH_ATTN", "fp8")  # argparse defaults, config fields, call keywords (lang/pysettings.py)
+    precedence = 2
+
+    bad = (
+        Bad("model:\n  param_dtype: bf16\n", fixed="model:\n  param_dtype: fp32\n", path="mytool.yaml"),
+        Bad("trainer:\n  attention_impl: flash_attention_2\n", fixed="trainer:\n  attention_impl: sdpa\n",
+            path="mytool.yaml"),
+        Bad("trainer:\n  use_flash: true\n", fixed="trainer:\n  use_flash: false\n", path="mytool.yaml"),
+        Bad("trainer:\n  enable_compile: True\n", fixed="trainer:\n  enable_compile: False\n", path="mytool.yaml"),
+        Bad("runtime:\n  compute_precision: bfloat16\n", target="sm75", unsafe=True,
+            fixed="runtime:\n  compute_precision: float16\n", path="mytool.yaml"),
+    )
+    good = (
+        Good("model:\n  param_dtype: fp32\n", path="mytool.yaml"),
+        Good("model:\n  param_dtype: bf16\n", path="mytool.yaml", target="sm80"),
+        Good("notes: bf16 is not used\nname: flash_attention_2\n", path="mytool.yaml"),
+        Good("trainer:\n  enable_compile: True\n", path="mytool.yaml", target="sm70"),
+        Good("kernels:\n  disable_bf16_reduced_precision_matmul: true\n", path="mytool.yaml"),
+        Good("# Megatron engine\ndtype: bfloat16\n", path="verl/trainer/config/engine/megatron.yaml"),
+    )
+
+    @classmethod
+    def applies_to(cls, target) -> bool:
+        return not target.fp8
+
+    def check_config(self, view, ctx) -> None:
+        from rlcompat.analysis.knowledgecheck import known
+
+        verl_keys = {s.key for s in ctx.verl.settings} | set(ctx.verl.dead)
+        in_verl = view.is_verl or "verl/trainer/config/" in ctx.path.replace(os.sep, "/")
+        if in_verl and OTHER_ENGINES & name_tokens(os.path.basename(ctx.path)):
+            return  # engine/megatron.yaml, _generated_ppo_torchtitan_trainer.yaml: see OTHER_ENGINES
+        for s in view.settings:
+            if s.value is None:
+                continue
+            if known(view, ctx, s):
+                continue
+            if not s.flag and verl_keys & set(view.paths_of(s)):
+                continue
+            if in_verl and OTHER_ENGINES & name_tokens(s.key):
+                continue
+            base = f"{ctx.verl.label} knowledge (its FSDP-engine keys)" if in_verl else "framework knowledge"
+            self._check(s, ctx, name_tokens(s.key), f"`{s.label}` is not in rlcompat's {base}, so this is matched by "
+                                                    "name only (low confidence)")
+
+    def _check(self, s, ctx, tokens: set[str], note: str) -> None:
+        target, value = ctx.target, s.value.strip()
+        low = value.lower()
+        is_switch = (s.flag and value == "") or low in ("true", "yes", "on")
+        if tokens & DTYPE_WORDS or "mixed" in tokens:
+            if low in BF16_SPELLINGS and not target.bf16_native:
+                fp32, fp16 = BF16_SPELLINGS[low]
+                new, safety = (fp16, FixSafety.UNSAFE) if target.training_dtype == "float16" else (fp32, FixSafety.SAFE)
+                if value.isupper():
+                    new = new.upper()
+                self._report(ctx, s, f"{s.label} is {value}{where(s)}: bf16 has no hardware on {target.name} "
+                                     f"({target.capability_text}); use {new}. {note}", s.rewrite(new), safety,
+                             f"use {new}")
+                return
+            if low in FP8 and not target.fp8:
+                self._report(ctx, s, f"{s.label} is {value}{where(s)}: fp8 needs compute capability 8.9, {target.name} "
+                                     f"is {target.capability_text}. {note}", None)
+                return
+        if tokens & ATTN_WORDS:
+            if (low in FA3 and not target.flash_attn_3) or (low in FA2 and not target.flash_attn_2):
+                self._report(ctx, s, f"{s.label} is {value}{where(s)}: FlashAttention needs compute capability "
+                                     f"{'9.0' if low in FA3 else '8.0'}+, {target.name} is {target.capability_text}; "
+                                     f"use sdpa. {note}", None if value.isupper() else s.rewrite("sdpa"),
+                             FixSafety.SAFE, "use sdpa")
+                return
+            if value.isupper() and low in FA_BACKENDS and not target.flash_attn_2:
+                self._report(ctx, s, f"{s.label} is {value}{where(s)}: a FlashAttention backend, which needs compute "
+                                     f"capability 8.0+; {target.name} is {target.capability_text}. {note}", None)
+                return
+        if not is_switch or tokens & NEGATIONS:
+            return  # `disable_bf16_...=True`, `no_flash=True` switch the thing off
+        for words, ok, what in ((("bf16", "bfloat16"), target.bf16_native, "bf16"),
+                                (("flash",), target.flash_attn_2, "FlashAttention"),
+                                (("compile",), target.inductor, "torch.compile (Inductor needs 7.0+)"),
+                                (("fp8",), target.fp8, "fp8")):
+            if ok or not tokens & set(words):
+                continue
+            if s.flag and value == "" and s.word_span is not None:
+                edit, how = remove_flag(ctx.source_text, s.word_span), "drop the flag"
+            else:
+                edit, how = s.rewrite(False), "set it to false"
+            self._report(ctx, s, f"{s.label} turns on {what}, which {target.name} ({target.capability_text}) lacks; "
+                                 f"{how}. {note}", edit, FixSafety.SAFE, how)
+            return
+
+    @staticmethod
+    def _report(ctx, s, message, edit, safety=FixSafety.SAFE, description="") -> None:
+        ctx.report(s.key_span, message, [edit] if edit is not None else [], safety, description)

@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+from rlcompat.analysis.knowledgecheck import DataExamples, check
+from rlcompat.lang.settings import ConfigRule
+from rlcompat.rule import Bad, Good
+
+KINDS = frozenset({"rollout-engine", "vllm-switch", "vllm-engines", "quantization", "kv-cache-dtype", "eager-switch"})
+
+
+class FrameworkRolloutSetting(ConfigRule):
+    code = "RLC404"
+    name = "framework-rollout-setting"
+    title = "A framework's generation-engine setting (from rlcompat's framework knowledge) the GPU cannot run"
+    what = (
+        "Reads rules/frameworks/: keys and flags of kind `rollout-engine`, `vllm-switch`, `vllm-engines`, "
+        "`quantization`, `kv-cache-dtype` and `eager-switch` (TRL `use_vllm`, OpenRLHF `--vllm.num_engines` and "
+        "`--vllm_num_engines`, ms-swift `infer_backend`, vLLM/SGLang `--quantization`, `--kv-cache-dtype`, "
+        "`--enforce-eager`) and reports what the target cannot run."
+    )
+    why = (
+        "vLLM needs compute capability 7.5 (7.0 in its docs up to v0.14) [S7]; SGLang refuses < 7.5 [S35]; fp8 "
+        "weights and KV caches need 8.9 [S6][S20]; without eager mode vLLM compiles with Inductor, which refuses "
+        "< 7.0 [S17][S52]."
+    )
+    fix_safety = (
+        "An fp8 KV cache becomes `auto` and eager mode is switched on (safe). Engines and quantization have no fix: "
+        "switching either changes the run (and on sm6x/sm70 there is no vLLM to switch to)."
+    )
+    triggers = ("vllm", "VLLM", "sglang", "quantization", "kv_cache", "kv-cache", "eager", "infer_backend")
+    sources = ("S6", "S7", "S17", "S20", "S35", "S52")
+    python_triggers = ("vllm", "VLLM", "sglang", "kv_cache", "quantization")  # argparse defaults, config fields, call keywords (lang/pysettings.py)
+    kinds = KINDS
+    precedence = 1
+
+    bad = DataExamples("bad", (
+        Bad("python -m vllm.entrypoints.openai.api_server --model m --quantization fp8\n", path="serve.sh",
+            target="sm86"),
+        Bad("python -m vllm.entrypoints.openai.api_server --model m --enforce_eager False\n", path="serve.sh",
+            fixed="python -m vllm.entrypoints.openai.api_server --model m --enforce_eager True\n"),
+    ))
+    good = DataExamples("good", (
+        Good("python -m vllm.entrypoints.openai.api_server --model m --quantization fp8\n", path="serve.sh",
+             target="sm89"),
+        Good("python train.py --quantization fp8\n", path="run.sh", target="sm86"),
+    ))
+
+    @classmethod
+    def applies_to(cls, target) -> bool:
+        return not target.fp8
+
+    def check_config(self, view, ctx) -> None:
+        check(view, ctx, KINDS)

@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import re
+
+from rlcompat.doctor import facts
+from rlcompat.lang.settings import ConfigRule
+from rlcompat.rule import Bad, Good
+from rlcompat.rules.rollout.helpers import vllm_command
+from rlcompat import vllm_facts
+
+
+def _vllm() -> dict:
+    return facts.package_facts("vllm")  # the entry doctor's RLC506 reads
+
+
+class VllmServedOnUnsupportedGpu(ConfigRule):
+    code = "RLC407"
+    name = "vllm-served-on-unsupported-gpu"
+    title = "vLLM launched directly on a GPU it does not run on, or with an attention backend the GPU lacks"
+    what = (
+        "Finds `vllm serve` and `python -m vllm.entrypoints...` commands in scripts. Below vLLM's minimum capability "
+        "(rules/environment.toml `[packages.vllm]`, the entry `rlcompat doctor`'s RLC506 reads) the command is "
+        "reported; on any card, a `VLLM_ATTENTION_BACKEND=...` set on the command or earlier in the script naming a "
+        "backend the card lacks (rules/vllm.toml `[attention_backend]`) is reported."
+    )
+    why = (
+        "vLLM supports compute capability 7.0+ (documented up to v0.14.0; 7.5+ since) [S7]; below that no wheel "
+        "has kernels for the card (`no kernel image is available`) and V1 compiles the model with Inductor, "
+        "which refuses capability < 7.0 [S17][S52]. FLASH_ATTN and FLASHINFER accept capability 8.0+ only in "
+        "vLLM 0.33.0; TRITON_ATTN runs anywhere [S56]."
+    )
+    fix_safety = (
+        "No autofix: below 7.0 generation has to move to another engine (transformers) or card; a backend "
+        "variable is better removed by hand (vLLM then picks one the card has)."
+    )
+    triggers = ("vllm",)
+    sources = ("S7", "S17", "S52", "S56")
+    prevents = ("E1",)
+    languages = frozenset({"shell", "markdown"})
+
+    bad = (
+        Bad("vllm serve Qwen/Qwen2.5-1.5B-Instruct --dtype float16\n", path="serve.sh"),
+        Bad("VLLM_ATTENTION_BACKEND=FLASH_ATTN vllm serve m --dtype half\n", path="serve.sh", target="sm75"),
+        Bad("export VLLM_ATTENTION_BACKEND=FLASHINFER\npython -m vllm.entrypoints.openai.api_server --model m\n",
+            path="serve.sh", target="sm70"),
+    )
+    good = (
+        Good("vllm serve m --dtype half\n", path="serve.sh", target="sm75"),
+        Good("VLLM_ATTENTION_BACKEND=TRITON_ATTN vllm serve m --dtype half\n", path="serve.sh", target="sm75"),
+        Good("VLLM_ATTENTION_BACKEND=FLASH_ATTN vllm serve m\n", path="serve.sh", target="sm86"),
+        Good("pip install vllm\n", path="setup.sh", target="sm75"),
+    )
+
+    @classmethod
+    def applies_to(cls, target) -> bool:
+        return True
+
+    def check_config(self, view, ctx) -> None:
+        if view.kind != "command" or not vllm_command(view.command_words) or not view.word_spans:
+            return
+        cc = self.target.capability
+        anchor = view.word_spans[0]
+        minimum = _vllm()["min_capability"]
+        if cc < facts.capability(minimum):
+            ctx.report(anchor, f"vLLM needs compute capability {minimum}+ ({self.target.name} is "
+                               f"{self.target.capability_text}): no vLLM wheel has kernels for it and V1 compiles "
+                               f"with Inductor, which refuses capability < 7.0; generate with transformers", [None])
+            return
+        before = ctx.source_text[:anchor.start]
+        chosen = re.findall(r"\bVLLM_ATTENTION_BACKEND=[\"']?([A-Z_0-9]+)", before)
+        if not chosen:
+            return
+        entry = vllm_facts.refused("attention_backend", chosen[-1], cc)
+        if entry is not None:
+            ctx.report(anchor, f"VLLM_ATTENTION_BACKEND={chosen[-1]} needs compute capability "
+                               f"{entry['min_capability']}+ in vLLM {vllm_facts.vllm_facts()['version']} "
+                               f"({entry['where']}); {self.target.name} is {self.target.capability_text}: use "
+                               f"TRITON_ATTN or leave it unset", [None])

@@ -1,0 +1,169 @@
+"""The import graph of rlcompat/ and rules/ has no cycles, and no module reaches into another's private names.
+
+Every import statement counts, those inside functions included (a function-level import hides a cycle, it does
+not remove it); only `if TYPE_CHECKING:` blocks are left out, since they never run.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+
+REPO = Path(__file__).resolve().parent.parent
+ROOTS = {"rlcompat": REPO / "rlcompat", "rlcompat.rules": REPO / "rules"}
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for package, root in ROOTS.items():
+        for path in root.rglob("*.py"):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            name = ".".join([package, *parts])
+            if package == "rlcompat" and name.startswith("rlcompat.rules"):
+                continue
+            found[name] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _runtime_imports(tree: ast.AST):
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            yield from (n for child in node.orelse for n in _runtime_imports_of(child))
+            continue
+        yield from _runtime_imports_of(node)
+
+
+def _runtime_imports_of(node: ast.AST):
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        yield node
+    elif isinstance(node, ast.If) and _is_type_checking(node):
+        for child in node.orelse:
+            yield from _runtime_imports_of(child)
+    else:
+        for child in ast.iter_child_nodes(node):
+            yield from _runtime_imports_of(child)
+
+
+def _absolute(module: str, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    is_package = MODULES[module].name == "__init__.py"
+    base = module.split(".")
+    base = base if is_package else base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _edges(module: str) -> list[tuple[str, str | None]]:
+    """(imported module, name taken from it or None) for each runtime import of `module` inside the project."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    out = []
+    for node in _runtime_imports(tree):
+        if isinstance(node, ast.Import):
+            out.extend((alias.name, None) for alias in node.names if alias.name in MODULES)
+            continue
+        source = _absolute(module, node)
+        if source not in MODULES:
+            continue
+        for alias in node.names:
+            submodule = f"{source}.{alias.name}"
+            out.append((submodule, None) if submodule in MODULES else (source, alias.name))
+    return out
+
+
+GRAPH = {module: _edges(module) for module in MODULES}
+
+
+def _cycles() -> list[list[str]]:
+    """Strongly connected components with more than one module, or a module importing itself (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target, _ in GRAPH[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1 or any(t == node for t, _ in GRAPH[node]):
+                found.append(sorted(component))
+
+    for module in sorted(GRAPH):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_graph_sees_the_project():
+    assert "rlcompat.engine" in MODULES and "rlcompat.rules" in MODULES
+    assert any(target == "rlcompat.rule" for target, _ in GRAPH["rlcompat.engine"]) or any(
+        "rlcompat.rule" in target for edges in GRAPH.values() for target, _ in edges
+    )
+
+
+def test_no_import_cycles():
+    assert _cycles() == []
+
+
+def _private_uses() -> list[str]:
+    bad = []
+    for module, edges in GRAPH.items():
+        for source, name in edges:
+            if name and name.startswith("_") and not name.startswith("__") and source != module:
+                bad.append(f"{module} imports {source}.{name}")
+    return sorted(bad)
+
+
+def test_no_module_imports_another_modules_private_name():
+    assert _private_uses() == []
+
+
+def test_cycle_finder_finds_a_cycle(monkeypatch):
+    monkeypatch.setitem(GRAPH, "a", [("b", None)])
+    monkeypatch.setitem(GRAPH, "b", [("a", "x")])
+    assert ["a", "b"] in _cycles()
+
+
+def test_no_rule_imports_another_rule():
+    """What rules share lives in their family's helpers.py or below rules/, never in another rule's file."""
+    from rlcompat.rules.codes import CODES
+
+    rule_modules = {f"rlcompat.rules.{location}" for location in CODES.values()}
+    offenders = [f"{module} imports {target}" for module in rule_modules for target, _ in GRAPH[module]
+                 if target in rule_modules]
+    assert offenders == []
+
+
+def test_front_ends_hold_no_rule_helper_library():
+    """rlcompat/lang/ is front ends only: the rule helper libraries live in rlcompat/analysis/."""
+    helpers = ("pyhelpers", "confighelpers", "deadkeys", "deadfields", "knowledgecheck", "pymodel")
+    assert {f"rlcompat.analysis.{name}" for name in helpers} <= set(MODULES)
+    assert not {f"rlcompat.lang.{name}" for name in helpers} & set(MODULES)
