@@ -37,7 +37,8 @@ class Narrowed:
 
 def narrow(text: str, rules: Sequence) -> Narrowed | None:
     """`text` without the statements no rule can match, or None when the whole text is to be parsed."""
-    if any(getattr(r, "whole_module", False) for r in rules):
+    whole = [r for r in rules if getattr(r, "whole_module", False)]
+    if any(not getattr(r, "whole_module_if_imported", ()) for r in whole):
         return None
     try:
         with warnings.catch_warnings():
@@ -45,6 +46,9 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
             tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None  # the full parse reports the error, or parses what CPython's grammar here does not
+    if whole and _imports_any(tree, {m for r in whole for m in r.whole_module_if_imported}):
+        return None
+    rules = [r for r in rules if r not in whole]  # they cannot match in this file: their triggers keep nothing
     lines = [m.group() for m in _LINE.finditer(text)]
     if lines and lines[-1] == "":
         lines.pop()
@@ -56,6 +60,21 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
         return None
     kept = [i for i in range(len(lines)) if i not in drop]
     return Narrowed("".join(lines[i] for i in kept), tuple(i + 1 for i in kept))
+
+
+def _imports_any(tree: ast.Module, modules: set[str]) -> bool:
+    """Whether an absolute import anywhere in the file names one of these top-level modules (`import triton.language
+    as tl`, `from triton import jit`): the only way a name resolves into them (`python.ImportMap`)."""
+    todo: list = list(tree.body)
+    while todo:  # statements only: an import is one
+        node = todo.pop()
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            todo.extend(getattr(node, name, ()))
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] in modules for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] in modules:
+            return True
+    return False
 
 
 class _Words:
@@ -109,7 +128,9 @@ def _choose(body: list[ast.stmt], lines: list[str], words: _Words, drop: set[int
             keep.update(range(first, node.body[0].lineno - 1))  # decorators and the header
             _choose(node.body, lines, words, drop, keep)
         else:
-            keep.update(span)
+            inner = _inside(node, lines, words) if len(span) >= INSIDE_MIN_LINES else set()
+            keep.update(i for i in span if i not in inner)
+            drop.update(inner)
             words.learn(node, segment)
 
 
@@ -117,3 +138,114 @@ def _members_matter(node: ast.stmt, lines: list[str], words: _Words) -> bool:
     """Whether a body statement holds a trigger: if only the header does, the statement is kept whole (a body
     narrowed to nothing would not parse)."""
     return any(words.found_in("".join(lines[_start(m) - 1 : m.end_lineno or m.lineno])) for m in node.body)
+
+
+# --- inside one big statement ----------------------------------------------------------------------------------
+# A statement of this many lines or more is narrowed inside too (torch's `op_db = [OpInfo(...), ...]` is 10,000
+# lines whose elements mostly hold no trigger that can be a finding).
+INSIDE_MIN_LINES = 32
+# Keyword arguments that rules read beside the node they visit (the other arguments of its call), so never left
+# out: RLC103 `fp16=`, RLC108 `torch_dtype=`/`dtype=`/`mixed_precision=`/`fp16=`, RLC109 `model=`/`model_name=`,
+# RLC110 and `pyhelpers.is_capability_guard` `including_emulation=`, RLC111 `bf16=`/`fp16=`, RLC301 `num_stages=`,
+# RLC302 `sem=`, RLC304 `disable=`. A rule that starts reading another one adds it here.
+_READ_KEYWORDS = frozenset({"bf16", "fp16", "torch_dtype", "dtype", "mixed_precision", "model", "model_name",
+                            "including_emulation", "num_stages", "sem", "disable"})
+_SIMPLE = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)
+_DISPLAYS = (ast.List, ast.Tuple, ast.Set)
+_AFTER_ELEMENT = re.compile(r"[ \t]*,?[ \t]*(?:#[^\r\n]*)?(?:\r\n|\r|\n)?")
+
+
+def _inside(stmt: ast.stmt, lines: list[str], words: _Words) -> set[int]:
+    """Lines of the elements of list, tuple and set displays in `stmt` that hold no trigger, each element on lines
+    of its own. Only displays reached from the statement's value through displays and call arguments are narrowed
+    (never an `if` expression, lambda, comprehension, subscript or dict): rules read a display's elements only as
+    the ancestors of what they report (`pyhelpers.role_of`: a table), while they do read sibling call arguments,
+    dict entries and the tests of conditional expressions, so no argument, entry or test is ever left out.
+    Whatever is left out, CPython must parse the narrowed statement to the original AST less exactly those
+    elements, or the statement is kept whole."""
+    if not isinstance(stmt, _SIMPLE) or getattr(stmt, "value", None) is None:
+        return set()
+    dropped: set[int] = set()
+    removed: list[tuple[list, list]] = []  # (a display's elts, the elements left out of it)
+    todo: list[ast.expr] = [stmt.value]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Call):
+            out = [k for k in node.keywords if k.arg is not None and k.arg not in _READ_KEYWORDS
+                   and _own_lines(k, lines) and not words.found_in(_text(k, lines))]
+            if out:
+                for k in out:
+                    dropped.update(range(k.lineno - 1, k.end_lineno))
+                removed.append((node.keywords, out))
+            left_out = {id(k) for k in out}
+            todo.extend(node.args)
+            todo.extend(k.value for k in node.keywords if id(k) not in left_out)
+            dropped.update(_comment_lines_between([*node.args, *node.keywords], lines))
+        elif isinstance(node, _DISPLAYS):
+            out = [e for e in node.elts if _own_lines(e, lines) and not words.found_in(_text(e, lines))]
+            left_out = {id(e) for e in out}
+            kept = [e for e in node.elts if id(e) not in left_out]
+            if not out or not kept or (isinstance(node, ast.Tuple) and len(kept) == 1 and not _comma_after(kept[0], lines)):
+                todo.extend(node.elts)  # an empty display, or `(x)` for a tuple, would mean something else
+                continue
+            for e in out:
+                dropped.update(range(e.lineno - 1, e.end_lineno))
+            removed.append((node.elts, out))
+            todo.extend(kept)
+            dropped.update(_comment_lines_between(node.elts, lines))
+    if not dropped or not _parses_as_expected(stmt, lines, dropped, removed):
+        return set()
+    return dropped
+
+
+_BLANK_OR_COMMENT = re.compile(r"[ \t]*(?:#[^\r\n]*)?(?:\r\n|\r|\n)?")
+
+
+def _comment_lines_between(children: list, lines: list[str]) -> list[int]:
+    """Lines between two neighbouring arguments or elements that hold only blanks or a comment (no rule reads
+    them; between two children they cannot be inside a string)."""
+    ordered = sorted(children, key=lambda c: (c.lineno, c.col_offset))
+    out = []
+    for a, b in zip(ordered, ordered[1:]):
+        out.extend(i for i in range(a.end_lineno, b.lineno - 1) if _BLANK_OR_COMMENT.fullmatch(lines[i]))
+    return out
+
+
+def _text(node: ast.expr, lines: list[str]) -> str:
+    return "".join(lines[node.lineno - 1 : node.end_lineno])
+
+
+def _own_lines(node: ast.expr, lines: list[str]) -> bool:
+    """Whether the element fills its lines: only blanks before it, at most a comma and a comment after it."""
+    first, last = lines[node.lineno - 1].encode("utf-8"), lines[node.end_lineno - 1].encode("utf-8")
+    if first[: node.col_offset].strip():
+        return False
+    after = last[node.end_col_offset :].decode("utf-8", "replace")
+    return _AFTER_ELEMENT.fullmatch(after) is not None
+
+
+def _comma_after(node: ast.expr, lines: list[str]) -> bool:
+    return lines[node.end_lineno - 1].encode("utf-8")[node.end_col_offset :].lstrip().startswith(b",")
+
+
+def _parses_as_expected(stmt: ast.stmt, lines: list[str], dropped: set[int], removed: list) -> bool:
+    """The narrowed statement, parsed by CPython, is the original one without exactly the elements left out."""
+    first, last = _start(stmt) - 1, (stmt.end_lineno or stmt.lineno) - 1
+    text = "".join(lines[i] for i in range(first, last + 1) if i not in dropped)
+    wrapped = text[:1] in (" ", "\t")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            parsed = ast.parse("if 1:\n" + text if wrapped else text).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    got = parsed[0].body if wrapped else parsed
+    saved = [(elts, list(elts)) for elts, _ in removed]
+    try:
+        for elts, out in removed:
+            left_out = {id(e) for e in out}
+            elts[:] = [e for e in elts if id(e) not in left_out]
+        return len(got) == 1 and ast.dump(got[0]) == ast.dump(stmt)
+    finally:
+        for elts, original in saved:
+            elts[:] = original
