@@ -47,9 +47,10 @@ class Rule:
     # Python rules see a node, its ancestors and the imports before it, so statements without a trigger are
     # left out before parsing (rlcompat/lang/pynarrow.py). A rule that reads other statements says so here.
     whole_module: ClassVar[bool] = False
-    # A whole-module rule that can only report what resolves (through `ctx.qualname`) into these top-level modules
-    # needs the whole module only in a file that imports one of them; elsewhere it cannot match anything.
-    whole_module_if_imported: ClassVar[tuple[str, ...]] = ()
+    # A whole-module rule that only reports functions decorated with something imported from these top-level
+    # modules (RLC301: `@triton.jit` kernels) needs the whole module only in a file that has such a function;
+    # elsewhere it cannot match anything, and its triggers keep nothing.
+    whole_module_for_decorators_from: ClassVar[tuple[str, ...]] = ()
     severity: ClassVar[str] = "error"
     sources: ClassVar[tuple[str, ...]] = ()
     # Codes also selected when this rule's examples run (a meta rule needs the rules it watches).

@@ -38,7 +38,7 @@ class Narrowed:
 def narrow(text: str, rules: Sequence) -> Narrowed | None:
     """`text` without the statements no rule can match, or None when the whole text is to be parsed."""
     whole = [r for r in rules if getattr(r, "whole_module", False)]
-    if any(not getattr(r, "whole_module_if_imported", ()) for r in whole):
+    if any(not getattr(r, "whole_module_for_decorators_from", ()) for r in whole):
         return None
     try:
         with warnings.catch_warnings():
@@ -46,7 +46,7 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
             tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None  # the full parse reports the error, or parses what CPython's grammar here does not
-    if whole and _imports_any(tree, {m for r in whole for m in r.whole_module_if_imported}):
+    if whole and _decorated_from(tree, {m for r in whole for m in r.whole_module_for_decorators_from}):
         return None
     rules = [r for r in rules if r not in whole]  # they cannot match in this file: their triggers keep nothing
     lines = [m.group() for m in _LINE.finditer(text)]
@@ -62,17 +62,29 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
     return Narrowed("".join(lines[i] for i in kept), tuple(i + 1 for i in kept))
 
 
-def _imports_any(tree: ast.Module, modules: set[str]) -> bool:
-    """Whether an absolute import anywhere in the file names one of these top-level modules (`import triton.language
-    as tl`, `from triton import jit`): the only way a name resolves into them (`python.ImportMap`)."""
+def _decorated_from(tree: ast.Module, modules: set[str]) -> bool:
+    """Whether a function's decorator starts with a name that an absolute import of one of these top-level modules
+    binds (`import triton` -> `@triton.jit`, `from triton import jit as j` -> `@j`): the only way a decorator
+    resolves into them (`python.ImportMap`, `triton_model.is_jit`). Every import counts, wherever it is."""
+    bound: set[str] = set()
+    decorated: list[ast.expr] = []
     todo: list = list(tree.body)
-    while todo:  # statements only: an import is one
+    while todo:  # statements only: imports and function definitions are statements
         node = todo.pop()
         for name in ("body", "orelse", "finalbody", "handlers", "cases"):
             todo.extend(getattr(node, name, ()))
-        if isinstance(node, ast.Import) and any(a.name.split(".")[0] in modules for a in node.names):
-            return True
-        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] in modules:
+        if isinstance(node, ast.Import):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names if a.name.split(".")[0] in modules)
+        elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] in modules:
+            bound.update(a.asname or a.name for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            decorated.extend(node.decorator_list)
+    for expr in decorated:
+        if isinstance(expr, ast.Call):
+            expr = expr.func
+        while isinstance(expr, ast.Attribute):
+            expr = expr.value
+        if isinstance(expr, ast.Name) and expr.id in bound:
             return True
     return False
 
@@ -156,13 +168,17 @@ _AFTER_ELEMENT = re.compile(r"[ \t]*,?[ \t]*(?:#[^\r\n]*)?(?:\r\n|\r|\n)?")
 
 
 def _inside(stmt: ast.stmt, lines: list[str], words: _Words) -> set[int]:
-    """Lines of the elements of list, tuple and set displays in `stmt` that hold no trigger, each element on lines
-    of its own. Only displays reached from the statement's value through displays and call arguments are narrowed
-    (never an `if` expression, lambda, comprehension, subscript or dict): rules read a display's elements only as
-    the ancestors of what they report (`pyhelpers.role_of`: a table), while they do read sibling call arguments,
-    dict entries and the tests of conditional expressions, so no argument, entry or test is ever left out.
+    """Lines to leave out of `stmt`: the elements of list, tuple and set displays, the entries of dicts and the
+    keyword arguments of calls that hold no trigger, each on lines of its own, and comment lines between them.
+
+    Only what is reached from the statement's value through displays, dicts and call arguments is narrowed, never
+    the inside of an `if` expression (rules read the tests of conditional expressions), lambda, comprehension or
+    subscript. Rules read a display's elements and a dict's entries only as ancestors of what they report
+    (`pyhelpers.role_of`: a table, or the entry's own key), except RLC113, which reads the entries of a dict that
+    is the value of a string key: such a dict is never narrowed. Of a call's arguments they read the positional ones
+    (positions, dtype counts: none is left out, and keywords follow them) and a few keywords (`_READ_KEYWORDS`).
     Whatever is left out, CPython must parse the narrowed statement to the original AST less exactly those
-    elements, or the statement is kept whole."""
+    parts, or the statement is kept whole."""
     if not isinstance(stmt, _SIMPLE) or getattr(stmt, "value", None) is None:
         return set()
     dropped: set[int] = set()
@@ -181,12 +197,33 @@ def _inside(stmt: ast.stmt, lines: list[str], words: _Words) -> set[int]:
             todo.extend(node.args)
             todo.extend(k.value for k in node.keywords if id(k) not in left_out)
             dropped.update(_comment_lines_between([*node.args, *node.keywords], lines))
+        elif isinstance(node, ast.Dict):
+            entries = [_Entry(k, v) for k, v in zip(node.keys, node.values) if k is not None]  # never a `**spread`
+            out = [e for e in entries if _own_lines(e, lines) and not words.found_in(_text(e, lines))]
+            if out and len(out) == len(entries):
+                out = out[1:]  # a dict without a trigger keeps its first entry, as displays do
+            if out:
+                for e in out:
+                    dropped.update(range(e.lineno - 1, e.end_lineno))
+                removed.append((node.keys, [e.key for e in out]))
+                removed.append((node.values, [e.value for e in out]))
+            left_out = {id(e.key) for e in out}
+            # RLC113 reads the entries of a dict that is the value of a string key (DeepSpeed's
+            # `"fp16": {"enabled": ...}`): such a dict is never narrowed.
+            todo.extend(v for k, v in zip(node.keys, node.values) if k is not None and id(k) not in left_out
+                        and not (isinstance(v, ast.Dict) and isinstance(k, ast.Constant) and isinstance(k.value, str)))
+            dropped.update(_comment_lines_between([*(e.key for e in entries), *node.values], lines))
         elif isinstance(node, _DISPLAYS):
             out = [e for e in node.elts if _own_lines(e, lines) and not words.found_in(_text(e, lines))]
+            if out and len(out) == len(node.elts):
+                out = out[1:]  # the first element stays: an empty display would not be the same kind of node
+            if out and isinstance(node, ast.Tuple) and len(out) == len(node.elts) - 1 and not _comma_after(
+                    next(e for e in node.elts if e not in out), lines):
+                out = out[1:]  # `(x)` would be no tuple: one more element stays, with its comma
             left_out = {id(e) for e in out}
             kept = [e for e in node.elts if id(e) not in left_out]
-            if not out or not kept or (isinstance(node, ast.Tuple) and len(kept) == 1 and not _comma_after(kept[0], lines)):
-                todo.extend(node.elts)  # an empty display, or `(x)` for a tuple, would mean something else
+            if not out:
+                todo.extend(node.elts)
                 continue
             for e in out:
                 dropped.update(range(e.lineno - 1, e.end_lineno))
@@ -196,6 +233,15 @@ def _inside(stmt: ast.stmt, lines: list[str], words: _Words) -> set[int]:
     if not dropped or not _parses_as_expected(stmt, lines, dropped, removed):
         return set()
     return dropped
+
+
+class _Entry:
+    """A dict entry's extent, from its key to its value."""
+
+    def __init__(self, key: ast.expr, value: ast.expr) -> None:
+        self.key, self.value = key, value
+        self.lineno, self.col_offset = key.lineno, key.col_offset
+        self.end_lineno, self.end_col_offset = value.end_lineno, value.end_col_offset
 
 
 _BLANK_OR_COMMENT = re.compile(r"[ \t]*(?:#[^\r\n]*)?(?:\r\n|\r|\n)?")
