@@ -183,3 +183,14 @@ def test_narrowed_and_whole_file_results_are_identical_on_torch_and_transformers
     whole = _results(checker, sources)
     assert len(sources) > 10 and sum(len(f) for _, f in narrowed) > 0
     assert narrowed == whole
+
+
+def test_parts_that_share_a_line_are_blanked_so_columns_stay():
+    body = [f"    Op('p{i}', ref=f{i}, sample=g),\n" for i in range(40)] + ["    Op('b', x=1, dtype=torch.bfloat16, y=2),\n"]
+    text = _big(body)
+    n = narrow(text, BF16)
+    assert n is not None
+    kept = [line for line in n.text.splitlines() if "bfloat16" in line][0]
+    original = [line for line in text.splitlines() if "bfloat16" in line][0]
+    assert kept.index("torch.bfloat16") == original.index("torch.bfloat16") and "x=1" not in kept and "y=2" not in kept
+    assert "Op('p" not in n.text

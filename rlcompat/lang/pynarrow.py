@@ -56,7 +56,7 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
     keep: set[int] = set()
     _choose(tree.body, lines, _Words(tuple({t for r in rules for t in r.triggers})), drop, keep)
     drop -= keep  # a line shared with a kept statement (`a = 1; b = torch.bfloat16`) stays
-    if not drop:
+    if not drop and "".join(lines) == text:
         return None
     kept = [i for i in range(len(lines)) if i not in drop]
     return Narrowed("".join(lines[i] for i in kept), tuple(i + 1 for i in kept))
@@ -164,7 +164,6 @@ _READ_KEYWORDS = frozenset({"bf16", "fp16", "torch_dtype", "dtype", "mixed_preci
                             "including_emulation", "num_stages", "sem", "disable"})
 _SIMPLE = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)
 _DISPLAYS = (ast.List, ast.Tuple, ast.Set)
-_AFTER_ELEMENT = re.compile(r"[ \t]*,?[ \t]*(?:#[^\r\n]*)?(?:\r\n|\r|\n)?")
 
 
 def _inside(stmt: ast.stmt, lines: list[str], words: _Words) -> set[int]:
@@ -181,17 +180,17 @@ def _inside(stmt: ast.stmt, lines: list[str], words: _Words) -> set[int]:
     parts, or the statement is kept whole."""
     if not isinstance(stmt, _SIMPLE) or getattr(stmt, "value", None) is None:
         return set()
-    dropped: set[int] = set()
+    dropped: set[int] = set()  # comment lines between children
+    cut: list = []  # the elements, entries and keyword arguments left out
     removed: list[tuple[list, list]] = []  # (a display's elts, the elements left out of it)
     todo: list[ast.expr] = [stmt.value]
     while todo:
         node = todo.pop()
         if isinstance(node, ast.Call):
             out = [k for k in node.keywords if k.arg is not None and k.arg not in _READ_KEYWORDS
-                   and _own_lines(k, lines) and not words.found_in(_text(k, lines))]
+                   and not words.found_in(_text(k, lines))]
             if out:
-                for k in out:
-                    dropped.update(range(k.lineno - 1, k.end_lineno))
+                cut.extend(out)
                 removed.append((node.keywords, out))
             left_out = {id(k) for k in out}
             todo.extend(node.args)
@@ -199,12 +198,11 @@ def _inside(stmt: ast.stmt, lines: list[str], words: _Words) -> set[int]:
             dropped.update(_comment_lines_between([*node.args, *node.keywords], lines))
         elif isinstance(node, ast.Dict):
             entries = [_Entry(k, v) for k, v in zip(node.keys, node.values) if k is not None]  # never a `**spread`
-            out = [e for e in entries if _own_lines(e, lines) and not words.found_in(_text(e, lines))]
+            out = [e for e in entries if not words.found_in(_text(e, lines))]
             if out and len(out) == len(entries):
                 out = out[1:]  # a dict without a trigger keeps its first entry, as displays do
             if out:
-                for e in out:
-                    dropped.update(range(e.lineno - 1, e.end_lineno))
+                cut.extend(out)
                 removed.append((node.keys, [e.key for e in out]))
                 removed.append((node.values, [e.value for e in out]))
             left_out = {id(e.key) for e in out}
@@ -214,7 +212,7 @@ def _inside(stmt: ast.stmt, lines: list[str], words: _Words) -> set[int]:
                         and not (isinstance(v, ast.Dict) and isinstance(k, ast.Constant) and isinstance(k.value, str)))
             dropped.update(_comment_lines_between([*(e.key for e in entries), *node.values], lines))
         elif isinstance(node, _DISPLAYS):
-            out = [e for e in node.elts if _own_lines(e, lines) and not words.found_in(_text(e, lines))]
+            out = [e for e in node.elts if not words.found_in(_text(e, lines))]
             if out and len(out) == len(node.elts):
                 out = out[1:]  # the first element stays: an empty display would not be the same kind of node
             if out and isinstance(node, ast.Tuple) and len(out) == len(node.elts) - 1 and not _comma_after(
@@ -225,14 +223,54 @@ def _inside(stmt: ast.stmt, lines: list[str], words: _Words) -> set[int]:
             if not out:
                 todo.extend(node.elts)
                 continue
-            for e in out:
-                dropped.update(range(e.lineno - 1, e.end_lineno))
+            cut.extend(out)
             removed.append((node.elts, out))
             todo.extend(kept)
             dropped.update(_comment_lines_between(node.elts, lines))
-    if not dropped or not _parses_as_expected(stmt, lines, dropped, removed):
+    if not dropped and not cut:
         return set()
+    blanked = _blank(cut, lines)
+    dropped.update(i for i, line in blanked.items() if _BLANK_OR_COMMENT.fullmatch(line))
+    if not _parses_as_expected(stmt, _Lines(lines, blanked),
+                               dropped, removed):
+        return set()
+    for i, line in blanked.items():
+        lines[i] = line  # what is left out of a line that stays is blanked: columns stay where they were
     return dropped
+
+
+class _Lines:
+    """`lines` with some of them replaced, read by index."""
+
+    def __init__(self, lines: list[str], replaced: dict[int, str]) -> None:
+        self.lines, self.replaced = lines, replaced
+
+    def __getitem__(self, i: int) -> str:
+        return self.replaced.get(i, self.lines[i])
+
+
+def _char_column(line: str, byte_column: int) -> int:
+    return byte_column if line.isascii() else len(line.encode("utf-8")[:byte_column].decode("utf-8", "ignore"))
+
+
+def _blank(cut: list, lines: list[str]) -> dict[int, str]:
+    """The lines of the parts left out, with each part and the comma after it (on its last line) blanked."""
+    out: dict[int, str] = {}
+    for node in cut:
+        first, last = node.lineno - 1, node.end_lineno - 1
+        start = _char_column(lines[first], node.col_offset)
+        end_line = out.get(last, lines[last])
+        end = _char_column(lines[last], node.end_col_offset)
+        rest = end_line[end:]
+        stripped = rest.lstrip(" \t")
+        if stripped.startswith(","):
+            end += len(rest) - len(stripped) + 1
+        for i in range(first, last + 1):
+            line = out.get(i, lines[i])
+            body = len(line.rstrip("\r\n"))
+            a, b = (start if i == first else 0), (end if i == last else body)
+            out[i] = line[:a] + " " * (b - a) + line[b:]
+    return out
 
 
 class _Entry:
@@ -258,23 +296,19 @@ def _comment_lines_between(children: list, lines: list[str]) -> list[int]:
 
 
 def _text(node: ast.expr, lines: list[str]) -> str:
-    return "".join(lines[node.lineno - 1 : node.end_lineno])
-
-
-def _own_lines(node: ast.expr, lines: list[str]) -> bool:
-    """Whether the element fills its lines: only blanks before it, at most a comma and a comment after it."""
-    first, last = lines[node.lineno - 1].encode("utf-8"), lines[node.end_lineno - 1].encode("utf-8")
-    if first[: node.col_offset].strip():
-        return False
-    after = last[node.end_col_offset :].decode("utf-8", "replace")
-    return _AFTER_ELEMENT.fullmatch(after) is not None
+    """The node's own text (a byte column of a non-ASCII line is converted to characters)."""
+    first, last = node.lineno - 1, node.end_lineno - 1
+    start, end = _char_column(lines[first], node.col_offset), _char_column(lines[last], node.end_col_offset)
+    if first == last:
+        return lines[first][start:end]
+    return lines[first][start:] + "".join(lines[first + 1 : last]) + lines[last][:end]
 
 
 def _comma_after(node: ast.expr, lines: list[str]) -> bool:
     return lines[node.end_lineno - 1].encode("utf-8")[node.end_col_offset :].lstrip().startswith(b",")
 
 
-def _parses_as_expected(stmt: ast.stmt, lines: list[str], dropped: set[int], removed: list) -> bool:
+def _parses_as_expected(stmt: ast.stmt, lines: _Lines, dropped: set[int], removed: list) -> bool:
     """The narrowed statement, parsed by CPython, is the original one without exactly the elements left out."""
     first, last = _start(stmt) - 1, (stmt.end_lineno or stmt.lineno) - 1
     text = "".join(lines[i] for i in range(first, last + 1) if i not in dropped)
