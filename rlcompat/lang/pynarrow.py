@@ -3,12 +3,14 @@
 LibCST's parse is most of a cold scan's time, and most of a file that contains a trigger is code no rule can
 match. CPython's `ast` (in C, several times faster) gives each statement's line span; a module-level or
 class- or function-level statement whose text has no trigger and no `import` is dropped, whole lines at a time. Kept lines
-are unchanged, so a column is the same in both texts and a line maps back through `Narrowed.lines`.
+keep their columns (inside a big statement, what is left out of a kept line is blanked), so a column is the same in
+both texts and a line maps back through `Narrowed.lines`.
 
 What is kept is all any rule looks at: rules see a node, its ancestors (a class or function is narrowed only
-inside its body, any other statement is kept whole) and the imports seen before it (every statement mentioning
+inside its body, any other statement is kept whole, except that inside a big simple statement the parts no rule
+reads beside what it visits are left out: `_inside`) and the imports seen before it (every statement mentioning
 `import` is kept). A rule that reads the whole module (`Rule.whole_module`, the Triton model) gets the whole
-module.
+module, where it can match (`Rule.whole_module_for_decorators_from`).
 """
 
 from __future__ import annotations
@@ -168,7 +170,8 @@ _DISPLAYS = (ast.List, ast.Tuple, ast.Set)
 
 def _inside(stmt: ast.stmt, lines: list[str], words: _Words) -> set[int]:
     """Lines to leave out of `stmt`: the elements of list, tuple and set displays, the entries of dicts and the
-    keyword arguments of calls that hold no trigger, each on lines of its own, and comment lines between them.
+    keyword arguments of calls that hold no trigger, and comment lines between them. A part is blanked with spaces
+    (with its comma) in `lines`, so columns stay; a line left with nothing but blanks or a comment is left out.
 
     Only what is reached from the statement's value through displays, dicts and call arguments is narrowed, never
     the inside of an `if` expression (rules read the tests of conditional expressions), lambda, comprehension or
