@@ -194,3 +194,19 @@ def test_parts_that_share_a_line_are_blanked_so_columns_stay():
     original = [line for line in text.splitlines() if "bfloat16" in line][0]
     assert kept.index("torch.bfloat16") == original.index("torch.bfloat16") and "x=1" not in kept and "y=2" not in kept
     assert "Op('p" not in n.text
+
+
+def test_a_reported_node_holding_a_blanked_part_is_checked_on_the_whole_file(monkeypatch):
+    # RLC111 rewrites a whole TRL config call; blanked keyword arguments (`y0=1`) must not vanish from its fix.
+    body = "".join(f"    x{i}=torch.bfloat16, y{i}=1,\n" for i in range(40))
+    text = "import torch\nfrom trl import GRPOConfig\nconfig = GRPOConfig(output_dir='o', learning_rate=1e-5,\n" + body + ")\n"
+    n = narrow(text, [_Rule("bfloat16", "GRPOConfig")])
+    assert n is not None and "y0=1" not in n.text and n.blanked  # blanked, no line left out
+    source = decode("case.py", text.encode("utf-8"), "python")
+    checker = Checker(resolve_target("sm61"), Settings())
+    narrowed = _results(checker, [source])
+    monkeypatch.setattr(python_frontend, "narrow", lambda text, rules: None)
+    whole = _results(checker, [source])
+    assert narrowed == whole
+    rewrite = [f for f in narrowed[0][1] if f[0] == "RLC111"][0][3].edits[0].content
+    assert "learning_rate=1e-5" in rewrite and "y39=1" in rewrite

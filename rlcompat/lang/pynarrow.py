@@ -16,6 +16,7 @@ module, where it can match (`Rule.whole_module_for_decorators_from`).
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 import warnings
 from dataclasses import dataclass
@@ -28,6 +29,14 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
 class Narrowed:
     text: str  # what is parsed
     lines: tuple[int, ...]  # the original 1-based line number of each line of `text`
+    # (line of `text`, first column, end column) of each part blanked inside a kept line, in order
+    blanked: tuple[tuple[int, int, int], ...] = ()
+
+    def covers_blanked(self, start: tuple[int, int], end: tuple[int, int]) -> bool:
+        """Whether the range (line, column) start..end of `text` holds a blanked part: a node that does was not
+        parsed as it is in the file (its code, a fix that rewrites it, would lack the part)."""
+        i = bisect.bisect_left(self.blanked, (start[0], start[1], -1))
+        return i < len(self.blanked) and (self.blanked[i][0], self.blanked[i][2]) <= end
 
     def original_line(self, line: int) -> int:
         if line > len(self.lines):
@@ -56,12 +65,14 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
         lines.pop()
     drop: set[int] = set()  # 0-based line numbers
     keep: set[int] = set()
-    _choose(tree.body, lines, _Words(tuple({t for r in rules for t in r.triggers})), drop, keep)
+    blanks: dict[int, list[tuple[int, int]]] = {}  # 0-based line -> columns blanked in it
+    _choose(tree.body, lines, _Words(tuple({t for r in rules for t in r.triggers})), drop, keep, blanks)
     drop -= keep  # a line shared with a kept statement (`a = 1; b = torch.bfloat16`) stays
-    if not drop and "".join(lines) == text:
+    if not drop and not blanks:
         return None
     kept = [i for i in range(len(lines)) if i not in drop]
-    return Narrowed("".join(lines[i] for i in kept), tuple(i + 1 for i in kept))
+    blanked = tuple((n, a, b) for n, i in enumerate(kept, start=1) for a, b in sorted(blanks.get(i, ())))
+    return Narrowed("".join(lines[i] for i in kept), tuple(i + 1 for i in kept), blanked)
 
 
 def _decorated_from(tree: ast.Module, modules: set[str]) -> bool:
@@ -131,7 +142,8 @@ def _start(node: ast.stmt) -> int:
     return min([node.lineno, *(d.lineno for d in decorators)])
 
 
-def _choose(body: list[ast.stmt], lines: list[str], words: _Words, drop: set[int], keep: set[int]) -> None:
+def _choose(body: list[ast.stmt], lines: list[str], words: _Words, drop: set[int], keep: set[int],
+            blanks: dict[int, list[tuple[int, int]]]) -> None:
     for node in body:
         first, last = _start(node) - 1, (node.end_lineno or node.lineno) - 1
         span = range(first, last + 1)
@@ -140,9 +152,9 @@ def _choose(body: list[ast.stmt], lines: list[str], words: _Words, drop: set[int
             drop.update(span)
         elif isinstance(node, _NARROWED) and node.body[0].lineno > node.lineno and _members_matter(node, lines, words):
             keep.update(range(first, node.body[0].lineno - 1))  # decorators and the header
-            _choose(node.body, lines, words, drop, keep)
+            _choose(node.body, lines, words, drop, keep, blanks)
         else:
-            inner = _inside(node, lines, words) if len(span) >= INSIDE_MIN_LINES else set()
+            inner = _inside(node, lines, words, blanks) if len(span) >= INSIDE_MIN_LINES else set()
             keep.update(i for i in span if i not in inner)
             drop.update(inner)
             words.learn(node, segment)
@@ -168,7 +180,7 @@ _SIMPLE = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)
 _DISPLAYS = (ast.List, ast.Tuple, ast.Set)
 
 
-def _inside(stmt: ast.stmt, lines: list[str], words: _Words) -> set[int]:
+def _inside(stmt: ast.stmt, lines: list[str], words: _Words, blanks: dict[int, list[tuple[int, int]]]) -> set[int]:
     """Lines to leave out of `stmt`: the elements of list, tuple and set displays, the entries of dicts and the
     keyword arguments of calls that hold no trigger, and comment lines between them. A part is blanked with spaces
     (with its comma) in `lines`, so columns stay; a line left with nothing but blanks or a comment is left out.
@@ -232,13 +244,16 @@ def _inside(stmt: ast.stmt, lines: list[str], words: _Words) -> set[int]:
             dropped.update(_comment_lines_between(node.elts, lines))
     if not dropped and not cut:
         return set()
-    blanked = _blank(cut, lines)
+    ranges: dict[int, list[tuple[int, int]]] = {}
+    blanked = _blank(cut, lines, ranges)
     dropped.update(i for i, line in blanked.items() if _BLANK_OR_COMMENT.fullmatch(line))
     if not _parses_as_expected(stmt, _Lines(lines, blanked),
                                dropped, removed):
         return set()
     for i, line in blanked.items():
         lines[i] = line  # what is left out of a line that stays is blanked: columns stay where they were
+        if i not in dropped:
+            blanks.setdefault(i, []).extend(ranges[i])
     return dropped
 
 
@@ -256,8 +271,9 @@ def _char_column(line: str, byte_column: int) -> int:
     return byte_column if line.isascii() else len(line.encode("utf-8")[:byte_column].decode("utf-8", "ignore"))
 
 
-def _blank(cut: list, lines: list[str]) -> dict[int, str]:
-    """The lines of the parts left out, with each part and the comma after it (on its last line) blanked."""
+def _blank(cut: list, lines: list[str], ranges: dict[int, list[tuple[int, int]]]) -> dict[int, str]:
+    """The lines of the parts left out, with each part and the comma after it (on its last line) blanked; the
+    columns blanked go to `ranges`."""
     out: dict[int, str] = {}
     for node in cut:
         first, last = node.lineno - 1, node.end_lineno - 1
@@ -273,6 +289,8 @@ def _blank(cut: list, lines: list[str]) -> dict[int, str]:
             body = len(line.rstrip("\r\n"))
             a, b = (start if i == first else 0), (end if i == last else body)
             out[i] = line[:a] + " " * (b - a) + line[b:]
+            if b > a:
+                ranges.setdefault(i, []).append((a, b))
     return out
 
 
