@@ -133,13 +133,11 @@ def findings_table(reps: int, target: str, rl: list[str], work: Path, counts: tu
         path = work / f"findings_{n}.py"
         text = "import torch\n" + "".join(f"x_{i} = t.to(torch.bfloat16)\n" for i in range(n))
 
-        def fresh(path=path, text=text) -> list[str]:
-            path.write_text(text)
-            return [*rl, "fix", str(path), "--target", target, "--no-cache"]
+        def fresh(command: str, path=path, text=text) -> list[str]:
+            path.write_text(text)  # every repetition starts from the unfixed file
+            return [*rl, command, str(path), "--target", target, "--no-cache"]
 
-        path.write_text(text)
-        results = run_cases({"scan": lambda path=path: [*rl, "scan", str(path), "--target", target, "--no-cache"],
-                             "fix": fresh}, reps, work)
+        results = run_cases({"scan": lambda: fresh("scan"), "fix": lambda: fresh("fix")}, reps, work)
         s, f = results["scan"], results["fix"]
         lines.append(f"| {n:,} | {len(text) / 1024:.0f} | {med(s, 0):.1f} | {med(s, 1):.1f} | {max(r[2] for r in s):.0f} | "
                      f"{med(f, 0):.1f} | {med(f, 1):.1f} | {max(r[2] for r in f):.0f} |")
