@@ -449,6 +449,43 @@ def verify(checker: Checker, source: SourceFile, outcome, language: str, unsafe:
     return original_scan, problems
 
 
+# --- narrowed against whole-file parsing ---------------------------------------------------------------------------
+
+def _result_key(result) -> tuple:
+    return (result.error and (result.error.message, result.error.line, result.error.column),
+            [(f.code, f.location, f.message, f.fix, f.source_line, f.severity) for f in result.findings])
+
+
+def narrowing_differences(task: tuple[str, str, str]) -> tuple[str, bool, str | None]:
+    """One file checked twice, with the Python front end's narrowing (lang/pynarrow.py) and with the whole file
+    parsed: (path, parsed, None if the findings, positions, messages and fix edits are identical, else why)."""
+    path, language, target = task
+    import rlcompat.lang.python as python_frontend
+
+    checker = _checker(target)
+    try:
+        source = read(path, language)
+    except SourceError:
+        return path, False, None
+    narrowed = checker.check_source(source, language)
+    real = python_frontend.narrow
+    python_frontend.narrow = lambda text, rules: None
+    try:
+        whole = checker.check_source(source, language)
+    finally:
+        python_frontend.narrow = real
+    a, b = _result_key(narrowed), _result_key(whole)
+    return path, narrowed.parsed, None if a == b else f"narrowed {a} != whole {b}"
+
+
+def compare_narrowing(root: Path, target: str, pool=None) -> tuple[int, int, list[str]]:
+    """(files, files parsed, differences) over every Python file under `root`."""
+    files, _ = discover([str(root)], SETTINGS)
+    tasks = [(p, lang, target) for p, lang in files if lang == "python"]
+    results = list(pool.map(narrowing_differences, tasks, chunksize=4) if pool else map(narrowing_differences, tasks))
+    return len(tasks), sum(1 for _, parsed, _ in results if parsed), [f"{p}: {why}" for p, _, why in results if why]
+
+
 # --- a package run -----------------------------------------------------------------------------------------------
 
 @dataclass
@@ -656,7 +693,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", metavar="FILE", help="write every run's counts and problems as JSON")
     ap.add_argument("--keep", action="store_true", help="keep the temporary copies (their path is printed)")
     ap.add_argument("--from-json", metavar="FILE", help="report a run saved with --json instead of running")
+    ap.add_argument("--narrowing", action="store_true",
+                    help="only compare narrowed with whole-file parsing (findings, positions, fixes) on every file")
     args = ap.parse_args(argv)
+    if args.narrowing:
+        return narrowing_main(args)
     if args.from_json:
         saved = json.loads(Path(args.from_json).read_text("utf-8"))
         runs = [Run(**{k: tuple(v) if k == "slowest" else v for k, v in r.items()}) for r in saved["runs"]]
@@ -707,6 +748,28 @@ def main(argv: list[str] | None = None) -> int:
         write_section(Path(args.write), section(runs, wall, command.strip(), _commit()))
         print(f"wrote {args.write}")
     bad = sum(len(r.crashes) + len(r.problems) for r in runs)
+    return 1 if bad else 0
+
+
+def narrowing_main(args) -> int:
+    import multiprocessing
+
+    pool = ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("fork")) if args.jobs > 1 else None
+    bad = 0
+    try:
+        for package in [p for p in args.packages.split(",") if p]:
+            src, version = package_source(package, args.refresh)
+            for target in args.targets.split(","):
+                t0 = time.perf_counter()
+                files, parsed, diffs = compare_narrowing(src, target, pool)
+                bad += len(diffs)
+                print(f"{package} {version} {target}: {files} Python files, {parsed} parsed, {len(diffs)} differing "
+                      f"({time.perf_counter() - t0:.0f} s)", flush=True)
+                for d in diffs:
+                    print(f"    {d[:2000]}", flush=True)
+    finally:
+        if pool:
+            pool.shutdown()
     return 1 if bad else 0
 
 

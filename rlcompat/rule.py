@@ -48,6 +48,10 @@ class Rule:
     # Python rules see a node, its ancestors and the imports before it, so statements without a trigger are
     # left out before parsing (rlcompat/lang/pynarrow.py). A rule that reads other statements says so here.
     whole_module: ClassVar[bool] = False
+    # A whole-module rule that only reports functions decorated with something imported from these top-level
+    # modules (RLC301: `@triton.jit` kernels) needs the whole module only in a file that has such a function;
+    # elsewhere it cannot match anything, and its triggers keep nothing.
+    whole_module_for_decorators_from: ClassVar[tuple[str, ...]] = ()
     severity: ClassVar[str] = "error"
     # 0: a rule written for its hazard; 1: a rule driven by framework knowledge data; 2: the generic net. A finding
     # on the same characters as one from a rule of lower precedence is dropped (config rules), so data never

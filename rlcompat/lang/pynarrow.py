@@ -3,17 +3,20 @@
 LibCST's parse is most of a cold scan's time, and most of a file that contains a trigger is code no rule can
 match. CPython's `ast` (in C, several times faster) gives each statement's line span; a module-level or
 class- or function-level statement whose text has no trigger and no `import` is dropped, whole lines at a time. Kept lines
-are unchanged, so a column is the same in both texts and a line maps back through `Narrowed.lines`.
+keep their columns (inside a big statement, what is left out of a kept line is blanked), so a column is the same in
+both texts and a line maps back through `Narrowed.lines`.
 
 What is kept is all any rule looks at: rules see a node, its ancestors (a class or function is narrowed only
-inside its body, any other statement is kept whole) and the imports seen before it (every statement mentioning
+inside its body, any other statement is kept whole, except that inside a big simple statement the parts no rule
+reads beside what it visits are left out: `_inside`) and the imports seen before it (every statement mentioning
 `import` is kept). A rule that reads the whole module (`Rule.whole_module`, the Triton model) gets the whole
-module.
+module, where it can match (`Rule.whole_module_for_decorators_from`).
 """
 
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 import warnings
 from dataclasses import dataclass
@@ -26,6 +29,14 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
 class Narrowed:
     text: str  # what is parsed
     lines: tuple[int, ...]  # the original 1-based line number of each line of `text`
+    # (line of `text`, first column, end column) of each part blanked inside a kept line, in order
+    blanked: tuple[tuple[int, int, int], ...] = ()
+
+    def covers_blanked(self, start: tuple[int, int], end: tuple[int, int]) -> bool:
+        """Whether the range (line, column) start..end of `text` holds a blanked part: a node that does was not
+        parsed as it is in the file (its code, a fix that rewrites it, would lack the part)."""
+        i = bisect.bisect_left(self.blanked, (start[0], start[1], -1))
+        return i < len(self.blanked) and (self.blanked[i][0], self.blanked[i][2]) <= end
 
     def original_line(self, line: int) -> int:
         if line > len(self.lines):
@@ -37,7 +48,8 @@ class Narrowed:
 
 def narrow(text: str, rules: Sequence) -> Narrowed | None:
     """`text` without the statements no rule can match, or None when the whole text is to be parsed."""
-    if any(getattr(r, "whole_module", False) for r in rules):
+    whole = [r for r in rules if getattr(r, "whole_module", False)]
+    if any(not getattr(r, "whole_module_for_decorators_from", ()) for r in whole):
         return None
     try:
         with warnings.catch_warnings():
@@ -48,17 +60,49 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
     from rlcompat.lang.pysettings import remember_tree
 
     remember_tree(text, tree)  # the settings reader (lang/pysettings.py) walks the same tree
+    if whole and _decorated_from(tree, {m for r in whole for m in r.whole_module_for_decorators_from}):
+        return None
+    rules = [r for r in rules if r not in whole]  # they cannot match in this file: their triggers keep nothing
     lines = [m.group() for m in _LINE.finditer(text)]
     if lines and lines[-1] == "":
         lines.pop()
     drop: set[int] = set()  # 0-based line numbers
     keep: set[int] = set()
-    _choose(tree.body, lines, _Words(tuple({t for r in rules for t in r.triggers})), drop, keep)
+    blanks: dict[int, list[tuple[int, int]]] = {}  # 0-based line -> columns blanked in it
+    _choose(tree.body, lines, _Words(tuple({t for r in rules for t in r.triggers})), drop, keep, blanks)
     drop -= keep  # a line shared with a kept statement (`a = 1; b = torch.bfloat16`) stays
-    if not drop:
+    if not drop and not blanks:
         return None
     kept = [i for i in range(len(lines)) if i not in drop]
-    return Narrowed("".join(lines[i] for i in kept), tuple(i + 1 for i in kept))
+    blanked = tuple((n, a, b) for n, i in enumerate(kept, start=1) for a, b in sorted(blanks.get(i, ())))
+    return Narrowed("".join(lines[i] for i in kept), tuple(i + 1 for i in kept), blanked)
+
+
+def _decorated_from(tree: ast.Module, modules: set[str]) -> bool:
+    """Whether a function's decorator starts with a name that an absolute import of one of these top-level modules
+    binds (`import triton` -> `@triton.jit`, `from triton import jit as j` -> `@j`): the only way a decorator
+    resolves into them (`python.ImportMap`, `triton_model.is_jit`). Every import counts, wherever it is."""
+    bound: set[str] = set()
+    decorated: list[ast.expr] = []
+    todo: list = list(tree.body)
+    while todo:  # statements only: imports and function definitions are statements
+        node = todo.pop()
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            todo.extend(getattr(node, name, ()))
+        if isinstance(node, ast.Import):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names if a.name.split(".")[0] in modules)
+        elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] in modules:
+            bound.update(a.asname or a.name for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            decorated.extend(node.decorator_list)
+    for expr in decorated:
+        if isinstance(expr, ast.Call):
+            expr = expr.func
+        while isinstance(expr, ast.Attribute):
+            expr = expr.value
+        if isinstance(expr, ast.Name) and expr.id in bound:
+            return True
+    return False
 
 
 class _Words:
@@ -101,7 +145,8 @@ def _start(node: ast.stmt) -> int:
     return min([node.lineno, *(d.lineno for d in decorators)])
 
 
-def _choose(body: list[ast.stmt], lines: list[str], words: _Words, drop: set[int], keep: set[int]) -> None:
+def _choose(body: list[ast.stmt], lines: list[str], words: _Words, drop: set[int], keep: set[int],
+            blanks: dict[int, list[tuple[int, int]]]) -> None:
     for node in body:
         first, last = _start(node) - 1, (node.end_lineno or node.lineno) - 1
         span = range(first, last + 1)
@@ -110,9 +155,11 @@ def _choose(body: list[ast.stmt], lines: list[str], words: _Words, drop: set[int
             drop.update(span)
         elif isinstance(node, _NARROWED) and node.body[0].lineno > node.lineno and _members_matter(node, lines, words):
             keep.update(range(first, node.body[0].lineno - 1))  # decorators and the header
-            _choose(node.body, lines, words, drop, keep)
+            _choose(node.body, lines, words, drop, keep, blanks)
         else:
-            keep.update(span)
+            inner = _inside(node, lines, words, blanks) if len(span) >= INSIDE_MIN_LINES else set()
+            keep.update(i for i in span if i not in inner)
+            drop.update(inner)
             words.learn(node, segment)
 
 
@@ -120,3 +167,189 @@ def _members_matter(node: ast.stmt, lines: list[str], words: _Words) -> bool:
     """Whether a body statement holds a trigger: if only the header does, the statement is kept whole (a body
     narrowed to nothing would not parse)."""
     return any(words.found_in("".join(lines[_start(m) - 1 : m.end_lineno or m.lineno])) for m in node.body)
+
+
+# --- inside one big statement ----------------------------------------------------------------------------------
+# A statement of this many lines or more is narrowed inside too (torch's `op_db = [OpInfo(...), ...]` is 10,000
+# lines whose elements mostly hold no trigger that can be a finding).
+INSIDE_MIN_LINES = 32
+# Keyword arguments that rules read beside the node they visit (the other arguments of its call), so never left
+# out: RLC103 `fp16=`, RLC108 `torch_dtype=`/`dtype=`/`mixed_precision=`/`fp16=`, RLC109 `model=`/`model_name=`,
+# RLC110 and `pyhelpers.is_capability_guard` `including_emulation=`, RLC111 `bf16=`/`fp16=`, RLC301 `num_stages=`,
+# RLC302 `sem=`, RLC304 `disable=`. A rule that starts reading another one adds it here.
+_READ_KEYWORDS = frozenset({"bf16", "fp16", "torch_dtype", "dtype", "mixed_precision", "model", "model_name",
+                            "including_emulation", "num_stages", "sem", "disable"})
+_SIMPLE = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)
+_DISPLAYS = (ast.List, ast.Tuple, ast.Set)
+
+
+def _inside(stmt: ast.stmt, lines: list[str], words: _Words, blanks: dict[int, list[tuple[int, int]]]) -> set[int]:
+    """Lines to leave out of `stmt`: the elements of list, tuple and set displays, the entries of dicts and the
+    keyword arguments of calls that hold no trigger, and comment lines between them. A part is blanked with spaces
+    (with its comma) in `lines`, so columns stay; a line left with nothing but blanks or a comment is left out.
+
+    Only what is reached from the statement's value through displays, dicts and call arguments is narrowed, never
+    the inside of an `if` expression (rules read the tests of conditional expressions), lambda, comprehension or
+    subscript. Rules read a display's elements and a dict's entries only as ancestors of what they report
+    (`pyhelpers.role_of`: a table, or the entry's own key), except RLC113, which reads the entries of a dict that
+    is the value of a string key: such a dict is never narrowed. Of a call's arguments they read the positional ones
+    (positions, dtype counts: none is left out, and keywords follow them) and a few keywords (`_READ_KEYWORDS`).
+    Whatever is left out, CPython must parse the narrowed statement to the original AST less exactly those
+    parts, or the statement is kept whole."""
+    if not isinstance(stmt, _SIMPLE) or getattr(stmt, "value", None) is None:
+        return set()
+    dropped: set[int] = set()  # comment lines between children
+    cut: list = []  # the elements, entries and keyword arguments left out
+    removed: list[tuple[list, list]] = []  # (a display's elts, the elements left out of it)
+    todo: list[ast.expr] = [stmt.value]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Call):
+            out = [k for k in node.keywords if k.arg is not None and k.arg not in _READ_KEYWORDS
+                   and not words.found_in(_text(k, lines))]
+            if out:
+                cut.extend(out)
+                removed.append((node.keywords, out))
+            left_out = {id(k) for k in out}
+            todo.extend(node.args)
+            todo.extend(k.value for k in node.keywords if id(k) not in left_out)
+            dropped.update(_comment_lines_between([*node.args, *node.keywords], lines))
+        elif isinstance(node, ast.Dict):
+            entries = [_Entry(k, v) for k, v in zip(node.keys, node.values) if k is not None]  # never a `**spread`
+            out = [e for e in entries if not words.found_in(_text(e, lines))]
+            if out and len(out) == len(entries):
+                out = out[1:]  # a dict without a trigger keeps its first entry, as displays do
+            if out:
+                cut.extend(out)
+                removed.append((node.keys, [e.key for e in out]))
+                removed.append((node.values, [e.value for e in out]))
+            left_out = {id(e.key) for e in out}
+            # RLC113 reads the entries of a dict that is the value of a string key (DeepSpeed's
+            # `"fp16": {"enabled": ...}`): such a dict is never narrowed.
+            todo.extend(v for k, v in zip(node.keys, node.values) if k is not None and id(k) not in left_out
+                        and not (isinstance(v, ast.Dict) and isinstance(k, ast.Constant) and isinstance(k.value, str)))
+            dropped.update(_comment_lines_between([*(e.key for e in entries), *node.values], lines))
+        elif isinstance(node, _DISPLAYS):
+            out = [e for e in node.elts if not words.found_in(_text(e, lines))]
+            if out and len(out) == len(node.elts):
+                out = out[1:]  # the first element stays: an empty display would not be the same kind of node
+            if out and isinstance(node, ast.Tuple) and len(out) == len(node.elts) - 1 and not _comma_after(
+                    next(e for e in node.elts if e not in out), lines):
+                out = out[1:]  # `(x)` would be no tuple: one more element stays, with its comma
+            left_out = {id(e) for e in out}
+            kept = [e for e in node.elts if id(e) not in left_out]
+            if not out:
+                todo.extend(node.elts)
+                continue
+            cut.extend(out)
+            removed.append((node.elts, out))
+            todo.extend(kept)
+            dropped.update(_comment_lines_between(node.elts, lines))
+    if not dropped and not cut:
+        return set()
+    ranges: dict[int, list[tuple[int, int]]] = {}
+    blanked = _blank(cut, lines, ranges)
+    dropped.update(i for i, line in blanked.items() if _BLANK_OR_COMMENT.fullmatch(line))
+    if not _parses_as_expected(stmt, _Lines(lines, blanked),
+                               dropped, removed):
+        return set()
+    for i, line in blanked.items():
+        lines[i] = line  # what is left out of a line that stays is blanked: columns stay where they were
+        if i not in dropped:
+            blanks.setdefault(i, []).extend(ranges[i])
+    return dropped
+
+
+class _Lines:
+    """`lines` with some of them replaced, read by index."""
+
+    def __init__(self, lines: list[str], replaced: dict[int, str]) -> None:
+        self.lines, self.replaced = lines, replaced
+
+    def __getitem__(self, i: int) -> str:
+        return self.replaced.get(i, self.lines[i])
+
+
+def _char_column(line: str, byte_column: int) -> int:
+    return byte_column if line.isascii() else len(line.encode("utf-8")[:byte_column].decode("utf-8", "ignore"))
+
+
+def _blank(cut: list, lines: list[str], ranges: dict[int, list[tuple[int, int]]]) -> dict[int, str]:
+    """The lines of the parts left out, with each part and the comma after it (on its last line) blanked; the
+    columns blanked go to `ranges`."""
+    out: dict[int, str] = {}
+    for node in cut:
+        first, last = node.lineno - 1, node.end_lineno - 1
+        start = _char_column(lines[first], node.col_offset)
+        end_line = out.get(last, lines[last])
+        end = _char_column(lines[last], node.end_col_offset)
+        rest = end_line[end:]
+        stripped = rest.lstrip(" \t")
+        if stripped.startswith(","):
+            end += len(rest) - len(stripped) + 1
+        for i in range(first, last + 1):
+            line = out.get(i, lines[i])
+            body = len(line.rstrip("\r\n"))
+            a, b = (start if i == first else 0), (end if i == last else body)
+            out[i] = line[:a] + " " * (b - a) + line[b:]
+            if b > a:
+                ranges.setdefault(i, []).append((a, b))
+    return out
+
+
+class _Entry:
+    """A dict entry's extent, from its key to its value."""
+
+    def __init__(self, key: ast.expr, value: ast.expr) -> None:
+        self.key, self.value = key, value
+        self.lineno, self.col_offset = key.lineno, key.col_offset
+        self.end_lineno, self.end_col_offset = value.end_lineno, value.end_col_offset
+
+
+_BLANK_OR_COMMENT = re.compile(r"[ \t]*(?:#[^\r\n]*)?(?:\r\n|\r|\n)?")
+
+
+def _comment_lines_between(children: list, lines: list[str]) -> list[int]:
+    """Lines between two neighbouring arguments or elements that hold only blanks or a comment (no rule reads
+    them; between two children they cannot be inside a string)."""
+    ordered = sorted(children, key=lambda c: (c.lineno, c.col_offset))
+    out = []
+    for a, b in zip(ordered, ordered[1:]):
+        out.extend(i for i in range(a.end_lineno, b.lineno - 1) if _BLANK_OR_COMMENT.fullmatch(lines[i]))
+    return out
+
+
+def _text(node: ast.expr, lines: list[str]) -> str:
+    """The node's own text (a byte column of a non-ASCII line is converted to characters)."""
+    first, last = node.lineno - 1, node.end_lineno - 1
+    start, end = _char_column(lines[first], node.col_offset), _char_column(lines[last], node.end_col_offset)
+    if first == last:
+        return lines[first][start:end]
+    return lines[first][start:] + "".join(lines[first + 1 : last]) + lines[last][:end]
+
+
+def _comma_after(node: ast.expr, lines: list[str]) -> bool:
+    return lines[node.end_lineno - 1].encode("utf-8")[node.end_col_offset :].lstrip().startswith(b",")
+
+
+def _parses_as_expected(stmt: ast.stmt, lines: _Lines, dropped: set[int], removed: list) -> bool:
+    """The narrowed statement, parsed by CPython, is the original one without exactly the elements left out."""
+    first, last = _start(stmt) - 1, (stmt.end_lineno or stmt.lineno) - 1
+    text = "".join(lines[i] for i in range(first, last + 1) if i not in dropped)
+    wrapped = text[:1] in (" ", "\t")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            parsed = ast.parse("if 1:\n" + text if wrapped else text).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    got = parsed[0].body if wrapped else parsed
+    saved = [(elts, list(elts)) for elts, _ in removed]
+    try:
+        for elts, out in removed:
+            left_out = {id(e) for e in out}
+            elts[:] = [e for e in elts if id(e) not in left_out]
+        return len(got) == 1 and ast.dump(got[0]) == ast.dump(stmt)
+    finally:
+        for elts, original in saved:
+            elts[:] = original

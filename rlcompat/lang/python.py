@@ -365,8 +365,10 @@ def _walk_targets(module: cst.Module, text: str, path: str, groups: Sequence[tup
 
     positions = locate(module, narrowed.text if narrowed else text, requests)
     line = narrowed.original_line if narrowed else (lambda n: n)
-    if narrowed and any(line(r.end.line) - line(r.start.line) != r.end.line - r.start.line for r in positions.values()):
-        # A reported node spans lines that were left out: only the whole file gives its true extent.
+    if narrowed and any(line(r.end.line) - line(r.start.line) != r.end.line - r.start.line
+                        or narrowed.covers_blanked((r.start.line, r.start.column), (r.end.line, r.end.column))
+                        for r in positions.values()):
+        # A reported node spans lines or parts that were left out: only the whole file gives its true extent and code.
         return _walk_targets(parse(text), text, path, groups)
     index = LineIndex(text)
     return [[_finding(p, positions, line, index, path, ctx.target) for p in ctx.pending] for ctx in contexts]

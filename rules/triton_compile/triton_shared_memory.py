@@ -71,6 +71,7 @@ class TritonSharedMemory(PythonRule):
     # parsed for this rule: many files only mention Triton (availability checks, backend names, configs).
     triggers = ("jit",)
     whole_module = True  # a kernel's launch sites and autotune configs may sit in statements without a trigger
+    whole_module_for_decorators_from = ("triton",)  # a kernel is a function whose decorator resolves to triton.jit
     sources = ("S19", "S20", "S21", "S22", "S23", "S24", "S54")
 
     bad = (
