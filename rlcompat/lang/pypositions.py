@@ -89,7 +89,7 @@ def _locate_in_holder(mini, local, index: LineIndex, stand_in, line: int, nodes)
         rng = local.get(node)
         if rng is None:
             return None
-        code = mini.code_for_node(node)
+        code = mini.code_for_node(_syntactic(node))
         expected = _squash(code)
         # A line after a `\` continuation is not indented by the block (its columns need no shift), so both shifts
         # are tried; an exact match wins over a partial one, which an end past the node could also give.
@@ -100,6 +100,14 @@ def _locate_in_holder(mini, local, index: LineIndex, stand_in, line: int, nodes)
             return None
         out[node] = Range(*found)
     return out
+
+
+def _syntactic(node):
+    """The node as PositionProvider measures it: an argument without its comma and the whitespace after it (which
+    can hold whole comment lines, `f(a="x",  # why`), so the text is searched for what the range really covers."""
+    if isinstance(node, cst.Arg):
+        return node.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=cst.SimpleWhitespace(""))
+    return node
 
 
 def _matches(index: LineIndex, start: Pos, end: Pos, expected: str, exact: str | None = None) -> bool:
