@@ -2,15 +2,12 @@ from __future__ import annotations
 
 from rlcompat.analysis import confighelpers as h
 from rlcompat.lang.settings import ConfigRule
-from rlcompat.model import FixSafety
 from rlcompat.rule import Bad, Good
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    algorithm.adv_estimator=grpo \\\n    {extra}trainer.n_gpus_per_node=1\n"
 KEY = "actor_rollout_ref.actor.fsdp_config.model_dtype"
 # The dtype verl loads the training weights in; the precision policy keeps training weights in fp32 on every
 # GPU without bf16 (sm70/sm75 compute in fp16 through mixed precision, with fp32 master weights).
-FP32 = {"bf16": "fp32", "bfloat16": "float32", "torch.bfloat16": "torch.float32"}
-
 
 class FsdpBf16ModelDtype(ConfigRule):
     code = "RLC119"
@@ -51,9 +48,11 @@ class FsdpBf16ModelDtype(ConfigRule):
     def check_config(self, view, ctx) -> None:
         target = ctx.target
 
+        def replacement(value: str):
+            return h.dtype_replacement(target, value, "weights")  # training weights: fp32 by the policy (safe)
+
         def describe(key: str, value: str, origin: str) -> str:
             return (f"{key} is {value}{origin}: verl loads the weights in bf16, which {target.name} "
-                    f"({target.architecture}) only emulates; use {FP32.get(value.strip().lower(), 'fp32')}")
+                    f"({target.architecture}) only emulates; use {replacement(value)[0]}")
 
-        h.set_or_add(view, ctx, "model-dtype", h.is_bf16,
-                     lambda v: (FP32.get(v.strip().lower(), "fp32"), FixSafety.SAFE), describe)
+        h.set_or_add(view, ctx, "model-dtype", h.is_bf16, replacement, describe)
