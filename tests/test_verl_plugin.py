@@ -155,3 +155,81 @@ def test_tied_output_layer_takes_either_name(tmp_path):
     new = torch.randn_like(gen.model.lm_head.weight)
     assert gen.load_weights([("lm_head.weight", new)]) == 1
     assert torch.equal(gen.model.model.embed_tokens.weight, new)  # one tensor, two names
+
+
+def test_weight_buckets_keep_every_dtype_shape_and_value():
+    pytest.importorskip("verl")
+    from rlcompat.verl_plugin.rollout import pack_bucket, unpack_bucket
+
+    bucket = [
+        ("a", torch.randn(3, 5)),  # 60 bytes: the next tensor starts on the next 16-byte boundary
+        ("b", torch.randn(7, dtype=torch.float64)),
+        ("c", torch.tensor([1.5, -2.0, 3.25], dtype=torch.float16)),
+        ("d", torch.arange(6).reshape(2, 3).t()),  # not contiguous
+        ("e", torch.tensor([True, False, True])),
+    ]
+    flat, layout = pack_bucket(bucket)
+    assert flat.dtype == torch.uint8 and flat.dim() == 1
+    out = unpack_bucket(flat, layout)
+    assert [n for n, _ in out] == [n for n, _ in bucket]
+    for (_, want), (_, got) in zip(bucket, out):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert torch.equal(got, want)
+        assert (got.data_ptr() - flat.data_ptr()) % 16 == 0
+    flat.zero_()  # views into the buffer, not copies: what the server copies from before the sender frees it
+    assert not out[0][1].any()
+
+
+def test_server_batches_requests_that_arrive_a_few_milliseconds_apart(tiny):
+    pytest.importorskip("verl")
+    import asyncio
+    from types import SimpleNamespace
+
+    from rlcompat.verl_plugin.server import HFRolloutServer
+
+    folder, tok = tiny
+    config = SimpleNamespace(dtype="float32", max_num_seqs=64, response_length=4, prompt_length=64,
+                             max_model_len=None, ignore_eos=True)
+    model_config = SimpleNamespace(path=str(folder), local_path=str(folder), trust_remote_code=False,
+                                   override_config={"attn_implementation": "eager"})
+    server = HFRolloutServer(config, model_config, device="cpu")
+    prompts = _prompt_ids(tok)
+
+    async def agent_loop():
+        tasks = []
+        for i, prompt in enumerate(prompts * 2):  # one call per sample, 3 ms apart, as Ray delivers them
+            tasks.append(asyncio.ensure_future(server.generate(prompt, {"temperature": 0.0}, f"r{i}")))
+            await asyncio.sleep(0.003)
+        return await asyncio.gather(*tasks)
+
+    outputs = asyncio.run(agent_loop())
+    assert [len(o.token_ids) for o in outputs] == [4] * 6
+    assert server.stats["requests"] == 6
+    assert server.stats["batches"] == 1
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA IPC needs a GPU")
+def test_cuda_ipc_bucket_reaches_another_process_intact():
+    pytest.importorskip("verl")
+    code = r'''
+import json, sys, torch, torch.multiprocessing as mp
+from torch.multiprocessing.reductions import reduce_tensor
+from rlcompat.verl_plugin.rollout import pack_bucket, unpack_bucket
+
+def child(handle, layout, q):
+    rebuild, args = handle
+    args = list(args); args[6] = torch.cuda.current_device()
+    got = unpack_bucket(rebuild(*args), layout)
+    q.put({n: t.double().sum().item() for n, t in got})
+    torch.cuda.synchronize()
+
+if __name__ == "__main__":
+    mp.set_start_method("spawn")
+    bucket = [("w", torch.randn(1000, 33, device="cuda")), ("h", torch.randn(17, device="cuda").half())]
+    flat, layout = pack_bucket(bucket)
+    q = mp.Queue(); p = mp.Process(target=child, args=(reduce_tensor(flat), layout, q)); p.start()
+    got = q.get(timeout=120); p.join()
+    print(json.dumps({"got": got, "want": {n: t.double().sum().item() for n, t in bucket}}))
+'''
+    out = _in_child(code)
+    assert out["got"] == pytest.approx(out["want"])

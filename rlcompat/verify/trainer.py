@@ -254,10 +254,35 @@ def run_trainer(req: TrainerRequest, workdir: Path) -> dict:
     result["phases"].append({"name": "main_ppo (wall)", "seconds": round(time.perf_counter() - start, 2)})
     result["steps"] = read_steps(metrics_file)
     result["rollout_servers"] = _read_jsonl(workdir / "rollout_stats.jsonl")
+    if req.device == "cuda":
+        from rlcompat.verify import trainer_memory
+
+        from rlcompat.targets import resolve_target
+
+        settings = trainer_memory.run_settings(final, _parameter_count(model), batch, response, req.target,
+                                               resolve_target(req.target).training_dtype)
+        result["memory_vs_doctor"] = trainer_memory.compare(result["steps"], result["rollout_servers"], settings)
+        result["doctor_command"] = trainer_memory.doctor_command(settings)
     result["violations"] = _read_jsonl(guard_log)
     log_text = log_file.read_text("utf-8", errors="replace")
     result["log_tail"] = "\n".join(log_text.splitlines()[-40:])
     return judge(result, rc, req, log_text)
+
+
+def _parameter_count(model: Path) -> int:
+    """The built model's parameter count, from its safetensors header (no tensor is loaded)."""
+    from safetensors import safe_open
+
+    count = 0
+    for shard in sorted(model.glob("*.safetensors")):
+        with safe_open(str(shard), "pt") as f:
+            for name in f.keys():
+                shape = f.get_slice(name).get_shape()
+                n = 1
+                for dim in shape:
+                    n *= dim
+                count += n
+    return count
 
 
 def verify_trainer(req: TrainerRequest) -> dict:

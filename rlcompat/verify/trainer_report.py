@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rlcompat.verify.report import table_lines, verdict_lines
+from rlcompat.verify.trainer_memory import comparison_lines
 
 # (metric key in verl's file logger, column label, format)
 STEP_COLUMNS = [
@@ -73,6 +74,10 @@ def render_trainer_text(result: dict) -> str:
     if steps:
         out.append("")
         out += step_table(steps, result.get("rollout_servers") or [])
+    memory = comparison_lines(result)
+    if memory:
+        out.append("")
+        out += memory
     checks = result.get("checks") or []
     if checks:
         out.append("")

@@ -3,7 +3,8 @@
 `HFReplica` (a verl `RolloutReplica`) starts one `HFRolloutServer` Ray actor per replica, on the node and GPU of
 the replica's worker. `HFServerAdapter` (a verl `BaseRollout`) lives in the hybrid actor/rollout worker: verl calls
 its `resume`/`release`/`update_weights` around each training step, and it streams the FSDP actor's full weights to
-the server in buckets through Ray's object store.
+the server in buckets: as CUDA IPC handles when both processes use the same GPU (no copy through host memory),
+else through Ray's object store.
 Interfaces read from verl 0.9.1: workers/rollout/replica.py (RolloutReplica, TokenOutput), workers/rollout/base.py
 (BaseRollout), workers/engine_workers.py:728 (the naive weight sync), checkpoint_engine/base.py:304.
 """
@@ -87,6 +88,7 @@ class HFServerAdapter(BaseRollout):
         self.rollout_rank = rank % world
         self.is_leader_rank = self.rollout_rank == 0
         self._server = None
+        self._same_gpu = None  # asked of the server at the first weight sync
         self.last_sync_seconds = 0.0
         self.last_sync_bytes = 0
 
@@ -111,27 +113,84 @@ class HFServerAdapter(BaseRollout):
         if kwargs.get("peft_config") is not None:
             raise NotImplementedError("the hf rollout takes merged weights: set actor_rollout_ref.model.lora.merge=True")
         start = time.perf_counter()
-        bucket, size, sent = [], 0, 0
         server = self._handle() if self.is_leader_rank else None
+        if server is not None and self._same_gpu is None:
+            self._same_gpu = await _same_gpu(server)
+        send = self._send_over_ipc if self._same_gpu else self._send_through_host
+        bucket, size, sent = [], 0, 0
         async for name, tensor in _aiter(weights):
             if hasattr(tensor, "full_tensor"):  # a DTensor shard: every rank takes part in gathering it
                 tensor = tensor.full_tensor()
             if server is None:
                 continue
-            cpu = tensor.detach().to("cpu", copy=True)
-            bucket.append((name, cpu))
-            size += cpu.numel() * cpu.element_size()
+            bucket.append((name, tensor.detach()))
+            size += tensor.numel() * tensor.element_size()
             if size >= _BUCKET_BYTES:
-                await server.load_weights.remote(bucket)
+                await send(server, bucket)
                 sent, bucket, size = sent + size, [], 0
         if server is not None:
             if bucket:
-                await server.load_weights.remote(bucket)
+                await send(server, bucket)
                 sent += size
             if global_steps is not None:
                 await server.set_global_steps.remote(global_steps)
         self.last_sync_seconds = time.perf_counter() - start
         self.last_sync_bytes = sent
+
+    async def _send_through_host(self, server, bucket):
+        await server.load_weights.remote([(name, t.to("cpu", copy=True)) for name, t in bucket])
+
+    async def _send_over_ipc(self, server, bucket):
+        """One flat device buffer per bucket, handed over as a CUDA IPC handle: the server copies from it before
+        the call returns, so the buffer may be freed afterwards. Falls back to host memory for good if the server
+        cannot open the handle."""
+        from torch.multiprocessing.reductions import reduce_tensor
+
+        flat, layout = pack_bucket(bucket)
+        try:
+            await server.load_weights_from_ipc.remote(reduce_tensor(flat), layout)
+        except Exception as exc:  # noqa: BLE001 - any failure to share memory means: use the host path
+            logger.warning("hf rollout: CUDA IPC weight sync failed (%s); sending weights through host memory", exc)
+            self._same_gpu = False
+            await self._send_through_host(server, bucket)
+
+    def generate_sequences(self, prompts):
+        raise NotImplementedError("the hf rollout serves verl's agent loop (async mode) only")
+
+
+_ALIGN = 16  # every tensor starts at a multiple of this in the flat buffer, so each can be viewed in its dtype
+
+
+def pack_bucket(bucket: list[tuple[str, torch.Tensor]]) -> tuple[torch.Tensor, list[tuple[str, str, tuple, int, int]]]:
+    """Copy tensors (any dtypes, one device) into one byte buffer; the layout says where each one is."""
+    layout, offset = [], 0
+    for name, t in bucket:
+        nbytes = t.numel() * t.element_size()
+        layout.append((name, str(t.dtype).removeprefix("torch."), tuple(t.shape), offset, nbytes))
+        offset += -(-nbytes // _ALIGN) * _ALIGN
+    flat = torch.empty(offset, dtype=torch.uint8, device=bucket[0][1].device)
+    for (name, t), (_, _, _, start, nbytes) in zip(bucket, layout):
+        flat[start:start + nbytes].copy_(t.contiguous().reshape(-1).view(torch.uint8))
+    return flat, layout
+
+
+def unpack_bucket(flat: torch.Tensor, layout) -> list[tuple[str, torch.Tensor]]:
+    """The named tensors of `pack_bucket`'s buffer, as views into it."""
+    return [(name, flat[start:start + nbytes].view(getattr(torch, dtype)).view(shape))
+            for name, dtype, shape, start, nbytes in layout]
+
+
+async def _same_gpu(server) -> bool:
+    """Whether this process and the server use one physical GPU (compared by UUID), so CUDA IPC can hand over
+    device memory; a CPU run or two GPUs take the host path."""
+    if not torch.cuda.is_available():
+        return False
+    mine = str(torch.cuda.get_device_properties(torch.cuda.current_device()).uuid)
+    try:
+        return mine == await server.gpu_uuid.remote()
+    except Exception:  # noqa: BLE001 - a server without a GPU answers None or fails: host path
+        return False
+
 
     def generate_sequences(self, prompts):
         raise NotImplementedError("the hf rollout serves verl's agent loop (async mode) only")

@@ -16,6 +16,9 @@ from typing import Any, Optional
 
 logger = logging.getLogger(__name__)
 
+_GATHER_QUIET_SECONDS = 0.005  # a batch starts once no request arrived for this long
+_GATHER_MAX_SECONDS = 0.05  # or after this long, however many keep coming
+
 _DTYPES = {"float32": "float32", "fp32": "float32", "float16": "float16", "fp16": "float16", "half": "float16",
            "bfloat16": "bfloat16", "bf16": "bfloat16", "float": "float32"}
 
@@ -50,7 +53,7 @@ class HFRolloutServer:
         self._wakeup: Optional[asyncio.Event] = None
         self._loop_task: Optional[asyncio.Task] = None
         self._gate_open = True
-        self.stats = {"requests": 0, "batches": 0, "tokens": 0, "generate_seconds": 0.0, "weight_loads": 0,
+        self.stats = {"requests": 0, "batches": 0, "tokens": 0, "generate_seconds": 0.0, "weight_loads": 0, "weight_path": None,
                       "peak_memory_bytes": 0}
         logger.info("hf rollout server %s/%s: %s on %s, %s", replica_rank, node_rank, path, device, dtype_name)
 
@@ -112,7 +115,7 @@ class HFRolloutServer:
         while True:
             await self._wakeup.wait()
             self._wakeup.clear()
-            await asyncio.sleep(0)  # let the requests that arrive together join one batch
+            await self._gather_arrivals()
             while self._queue and self._gate_open:
                 taken, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch:]
                 requests = [r for r, _ in taken]
@@ -132,6 +135,17 @@ class HFRolloutServer:
                 for (_, fut), completion in zip(taken, results):
                     if not fut.done():
                         fut.set_result(completion)
+
+    async def _gather_arrivals(self):
+        """Wait while requests keep arriving: the agent loop sends a step's samples one Ray call each, a few
+        milliseconds apart, and a batch started on the first would decode the rest in a second full batch."""
+        waited = 0.0
+        while waited < _GATHER_MAX_SECONDS and len(self._queue) < self.max_batch:
+            before = len(self._queue)
+            await asyncio.sleep(_GATHER_QUIET_SECONDS)
+            waited += _GATHER_QUIET_SECONDS
+            if len(self._queue) == before:
+                break
 
     def _record_memory(self):
         import torch
@@ -168,7 +182,38 @@ class HFRolloutServer:
     async def load_weights(self, named_tensors: list) -> int:
         count = await asyncio.to_thread(self.engine.load_weights, named_tensors)
         self.stats["weight_loads"] += 1
+        self.stats["weight_path"] = "host"
         return count
+
+    async def load_weights_from_ipc(self, handle, layout) -> int:
+        """A bucket the trainer worker shares as a CUDA IPC handle (`rollout.pack_bucket`) on this GPU."""
+        import torch
+
+        from rlcompat.verl_plugin.rollout import unpack_bucket
+
+        rebuild, args = handle
+        args = list(args)
+        args[6] = self.engine.device.index if self.engine.device.index is not None else torch.cuda.current_device()
+        flat = rebuild(*args)  # the storage's device index is the sender's numbering: use this process' own
+        count = await asyncio.to_thread(self._load_and_sync, unpack_bucket(flat, layout))
+        del flat
+        self.stats["weight_loads"] += 1
+        self.stats["weight_path"] = "cuda-ipc"
+        return count
+
+    def _load_and_sync(self, named_tensors) -> int:
+        import torch
+
+        count = self.engine.load_weights(named_tensors)
+        torch.cuda.synchronize(self.engine.device)  # the sender frees the buffer once this call returns
+        return count
+
+    async def gpu_uuid(self):
+        import torch
+
+        if self.engine.device.type != "cuda":
+            return None
+        return str(torch.cuda.get_device_properties(self.engine.device).uuid)
 
     async def set_global_steps(self, global_steps: int):
         self.global_steps = global_steps
