@@ -20,7 +20,7 @@
 #    (what a call installs under /tmp and the carried folders stay there between calls):
 #      call 1: carry [".whl", ".whl-ray"], command `bash bench/verify_trainer_on_device.sh tiny`   (pristine, fixed)
 #      call 2: no carry needed,            command `bash bench/verify_trainer_on_device.sh big`    (0.5B, 20 steps;
-#              on an H100 a step took about a minute, so within one 10-minute call use BIG_STEPS=6)
+#              a 0.5B step took 17-21 s before the CUDA IPC weight path; BIG_STEPS=6 fits any case)
 #    If `du` said 64 MiB or more: before call 1, one call with carry [".whl"] and command
 #    `bash bench/verify_trainer_on_device.sh install`, then call 1 with carry [".whl-ray"] only.
 #    Expect a few minutes per call (Ray and verl start once per run; estimated, not yet measured).

@@ -125,8 +125,9 @@ def _memory_text(m: MemoryCheck) -> list[str]:
         lines.append(f"  it fits on {m.gpus_needed} such GPUs (trainer.n_gpus_per_node={m.gpus_needed}, FSDP shards the states)"
                      if m.gpus_needed else "  it does not fit on 64 such GPUs either: use a smaller model or LoRA")
     if e.rollout == "hf":
-        lines.append("  rollout 'hf' = generation with transformers on the actor's weights (verl 0.9.1's trainer "
-                     "registers only vllm, sglang and trtllm engines)")
+        lines.append("  rollout 'hf' = generation with transformers (verl 0.9.1 registers it only with rlcompat's plugin, "
+                     "pip install 'rlcompat[verl]'; the estimate counts the actor's weights, the plugin's server "
+                     "adds a copy that it moves to host memory while the trainer updates)")
     lines.append("  verl overrides:")
     lines += [f"    {o}" for o in m.overrides]
     return lines + [""]
