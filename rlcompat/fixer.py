@@ -71,7 +71,9 @@ def fix_source(checker: Checker, source: SourceFile, language: str, unsafe: bool
         taken_edits = _TakenEdits()
         taken: list[Finding] = []
         for f in fixable:
-            if not any(taken_edits.overlaps(e) for e in f.fix.edits):
+            if all(taken_edits.has(e) for e in f.fix.edits):  # the same change another finding's fix makes
+                taken.append(f)
+            elif not any(taken_edits.overlaps(e) for e in f.fix.edits):
                 taken_edits.add(f.fix.edits)
                 taken.append(f)
         new_text, _ = apply_edits(text, taken_edits.edits)
@@ -131,6 +133,14 @@ class _TakenEdits:
         if i and _overlaps(edit, self.edits[i - 1]):
             return True
         return i < len(self.edits) and _overlaps(edit, self.edits[i])
+
+    def has(self, edit: Edit) -> bool:
+        i = bisect.bisect_left(self._starts, edit.start)
+        while i < len(self.edits) and self._starts[i] == edit.start:
+            if self.edits[i] == edit:
+                return True
+            i += 1
+        return False
 
     def add(self, edits) -> None:
         for edit in edits:
