@@ -103,6 +103,20 @@ class Setting:
         return Edit(self.value_span.start, self.value_span.end, text)
 
 
+    def rewrite_null(self, text: str) -> Edit | None:
+        """An edit that sets the value to null (None in Python). A quoted YAML, JSON or shell value loses its
+        quotes: `"null"` is the string null, which a framework reads as a name, not as "off"."""
+        if self.value_span is None or self.value is None:
+            return None
+        start, end = self.value_span.start, self.value_span.end
+        if self.origin.startswith("python"):
+            quoted = start > 0 and end < len(text) and text[start - 1] == text[end] and text[end] in "'\""
+            return Edit(start - 1, end + 1, "None") if quoted else Edit(start, end, "None")
+        if 0 < start and end < len(text) and text[start - 1] == text[end] and text[end] in "'\"":
+            start, end = start - 1, end + 1
+        return Edit(start, end, "null")
+
+
 def flag_key(flag: str) -> str:
     """The key of a command-line flag: argparse's dest (`--ds.param-dtype` -> `ds.param_dtype`)."""
     return flag.lstrip("-").replace("-", "_")

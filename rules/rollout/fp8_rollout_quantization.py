@@ -8,6 +8,8 @@ from rlcompat.rules.rollout.helpers import vllm_command
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.rollout.quantization={q} \\\n    trainer.n_gpus_per_node=1\n"
 
+YAML = "actor_rollout_ref:\n  rollout:\n    name: vllm\n    quantization: {q}\n"
+
 
 class Fp8RolloutQuantization(ConfigRule):
     code = "RLC403"
@@ -28,6 +30,10 @@ class Fp8RolloutQuantization(ConfigRule):
 
     bad = (
         Bad(CMD.format(q="fp8"), path="run.sh", unsafe=True, fixed=CMD.format(q="null")),
+        # quoted, the value's quotes go too: "null" would be the string null
+        Bad(YAML.format(q='"fp8"'), path="rollout.yaml", unsafe=True, fixed=YAML.format(q="null")),
+        Bad('{"actor_rollout_ref": {"rollout": {"quantization": "fp8"}}}\n', path="c.json", unsafe=True,
+            fixed='{"actor_rollout_ref": {"rollout": {"quantization": null}}}\n'),
     )
     good = (
         Good(CMD.format(q="fp8"), path="run.sh", target="sm89"),
@@ -45,7 +51,7 @@ class Fp8RolloutQuantization(ConfigRule):
         for s in found:
             if s.value is None or s.value.strip().lower() != "fp8":
                 continue
-            edit = remove_flag(ctx.source_text, s.word_span) if s.flag and s.word_span else s.rewrite("null")
+            edit = remove_flag(ctx.source_text, s.word_span) if s.flag and s.word_span else s.rewrite_null(ctx.source_text)
             ctx.report(s.key_span, f"{s.label} is fp8: fp8 needs compute capability 8.9+, {ctx.target.name} is "
                                    f"{ctx.target.capability_text}; turn quantization off", [edit],
                        FixSafety.UNSAFE, "turn quantization off")
