@@ -16,7 +16,6 @@ and weights, int64 for labels, fp32 for the rest (see `pointer_type`).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import importlib.util
 import inspect
@@ -29,6 +28,8 @@ import libcst as cst
 
 from rlcompat import triton_model as tm
 from rlcompat.targets import target_for_capability
+
+from quiet_stdout import quiet_stdout  # this folder is first on sys.path when a script runs
 
 UNIT_STRIDE = re.compile(r"stride\w*_k$|^stride_d_logits_n$|^s[a-z]k$|^s[bc]n$|^stride_\w*_(?:col|n_inner)$")
 DIVISIBLE_INT = re.compile(r"^(stride\w*|num_tokens|hidden_size|vocab_size|vocab_per_split|[MNK]|n_cols|s\w+)$")
@@ -89,7 +90,7 @@ def compile_shared(jit_fn, kernel: tm.Kernel, config: tm.LaunchConfig, cc: int, 
                 attrs[(i,)] = [["tt.divisibility", 16]]
     source = ASTSource(fn=jit_fn, signature=signature, constexprs=constexprs, attrs=attrs)
     try:
-        with _quiet():  # Triton dumps the whole PTX to stdout when ptxas fails
+        with quiet_stdout():  # Triton dumps the whole PTX to stdout when ptxas fails
             compiled = triton.compile(source, target=GPUTarget("cuda", cc, 32),
                                       options={"num_warps": config.num_warps, "num_stages": config.num_stages})
     except Exception as exc:  # ptxas and MLIR errors: report the line that says what failed
@@ -97,20 +98,6 @@ def compile_shared(jit_fn, kernel: tm.Kernel, config: tm.LaunchConfig, cc: int, 
         match = re.search(r"; error\s*:\s*(.+)", text) or re.search(r"error\s*:\s*(.+)", text)
         return "error: " + (match.group(1).strip() if match else type(exc).__name__)[:70]
     return int(compiled.metadata.shared)
-
-
-@contextlib.contextmanager
-def _quiet():
-    sys.stdout.flush()
-    saved = os.dup(1)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)
-    try:
-        yield
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(devnull)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,6 +27,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from quiet_stdout import quiet_stdout  # this folder is first on sys.path when a script runs
+
 _REPO = Path(__file__).resolve().parent.parent
 
 
@@ -230,26 +232,13 @@ def compile_one(jit_fn, launch: Launch, flags: dict, dtype: str, block: int, cc:
             source = ASTSource(fn=jit_fn, constants={names.index(k): v for k, v in constexprs.items()},
                                signature={i: signature[n] for i, n in enumerate(names) if n not in constexprs})
     try:
-        with _quiet():  # Triton prints the whole PTX when ptxas fails
+        with quiet_stdout():  # Triton prints the whole PTX when ptxas fails
             compiled = triton.compile(source, target=GPUTarget("cuda", cc, 32))
     except Exception as exc:
         text = str(exc)
         match = re.search(r"; error\s*:\s*(.+)", text) or re.search(r"error\s*:\s*(.+)", text)
         return "error: " + (match.group(1).strip() if match else f"{type(exc).__name__}: {text[:120]}"), None
     return "ok", int(compiled.metadata.shared)
-
-
-@contextlib.contextmanager
-def _quiet():
-    sys.stdout.flush()
-    saved, devnull = os.dup(1), os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)
-    try:
-        yield
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(devnull)
 
 
 def main(argv: list[str] | None = None) -> int:
