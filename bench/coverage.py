@@ -9,7 +9,7 @@ Misses and false positives are listed for dev corpora only; holdout corpora get 
 not tune on them). --holdout-details lists them too, for whoever adjudicates the holdout labels.
 
 Each corpus is one label file, bench/coverage/labels/<corpus>.toml: where to download it from (a PyPI sdist or
-wheel, pinned by sha256), which files inside the unpacked archive form the corpus (`include` globs), its split
+wheel, pinned by sha256; or, for files no PyPI release ships, a commit of a local git mirror: GIT_MIRRORS), which files inside the unpacked archive form the corpus (`include` globs), its split
 ("dev": rule writers may read it; "holdout": only measured), and every candidate line judged by hand from the GPU
 and framework facts (rules/targets.toml, docs/troubleshooting.md, shared/gpu-facts.md), independently of what
 rlcompat reports: `[[hazard]]` (kind, targets it breaks on, the fact) or `[[clean]]` (why not).
@@ -41,6 +41,7 @@ import argparse
 import hashlib
 import io
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -93,7 +94,13 @@ KINDS = (
 )
 TARGETS = ("sm61", "sm75")
 SPLITS = ("dev", "holdout")
-SOURCE_RE = re.compile(r"^pypi-(sdist|wheel):([A-Za-z0-9._-]+)==([A-Za-z0-9._+-]+)$")
+SOURCE_RE = re.compile(r"^pypi-(sdist|wheel):([A-Za-z0-9._-]+)==([A-Za-z0-9._+-]+)$"
+                       r"|^git:([A-Za-z0-9._-]+/[A-Za-z0-9._-]+)@([0-9a-f]{40})$")
+# Corpora no PyPI file ships (torchtitan's train_configs/*.toml are in no sdist or wheel): a commit of a local git
+# mirror of the public repository (`git:owner/name@<commit>`), read with `git archive`. The commit pins the content;
+# `sha256` is CONTENT_DIGEST of the included files, so a mirror that lies is caught too. Without the mirror the
+# corpus is skipped with a note (nothing else needs it).
+GIT_MIRRORS = Path(os.environ.get("RLCOMPAT_GIT_MIRRORS", "/work/.mirror"))
 
 # How candidates are found (recorded in each label file's header too): a line is a candidate when it matches.
 CANDIDATE_RE = re.compile(
@@ -152,7 +159,7 @@ def _download(corpus: Corpus) -> bytes:
 
 
 def _fetch(corpus: Corpus) -> bytes:
-    kind, name, version = SOURCE_RE.match(corpus.source).groups()
+    kind, name, version = SOURCE_RE.match(corpus.source).group(1, 2, 3)
     index_url = PYPI_JSON.format(name=name)
     with urllib.request.urlopen(index_url, timeout=60) as reply:
         releases = json.load(reply)["releases"]
@@ -170,12 +177,56 @@ def _fetch(corpus: Corpus) -> bytes:
     return blob
 
 
+class CorpusUnavailable(Exception):
+    """A corpus whose source is not on this machine (a git mirror): skipped with a note."""
+
+
+def content_digest(root: Path, files: list[str]) -> str:
+    """sha256 over the included files (path, NUL, length, bytes, in path order): what a git corpus pins."""
+    digest = hashlib.sha256()
+    for rel in files:
+        blob = (root / rel).read_bytes()
+        digest.update(rel.encode() + b"\0" + str(len(blob)).encode() + b"\0" + blob)
+    return digest.hexdigest()
+
+
+def _ensure_git_corpus(corpus: Corpus) -> Path:
+    repo, commit = SOURCE_RE.match(corpus.source).group(4, 5)
+    git_dir = GIT_MIRRORS / repo.replace("/", "+") / "repo"
+    if not git_dir.is_dir():
+        raise CorpusUnavailable(f"{corpus.name}: no git mirror of {repo} at {git_dir} (set RLCOMPAT_GIT_MIRRORS); skipped")
+    git = ["git", "--git-dir", str(git_dir)]
+    listed = subprocess.run(git + ["ls-tree", "-r", "--name-only", "-z", commit], capture_output=True)
+    if listed.returncode != 0:
+        raise CorpusUnavailable(f"{corpus.name}: {git_dir} lacks commit {commit}: {listed.stderr.decode().strip()}")
+    # Only the included files are read (a mirror may lack the repository's large data files).
+    names = [n for n in listed.stdout.decode().split("\0") if n and any(_glob_match(n, g) for g in corpus.include)
+             and not any(_glob_match(n, g) for g in corpus.exclude)]
+    staging = corpus.root.with_name(corpus.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    for name in names:
+        blob = subprocess.run(git + ["show", f"{commit}:{name}"], capture_output=True, check=True).stdout
+        (staging / name).parent.mkdir(parents=True, exist_ok=True)
+        (staging / name).write_bytes(blob)
+    staging.rename(corpus.root)
+    digest = content_digest(corpus.root, included_files(corpus))
+    if digest != corpus.sha256:
+        shutil.rmtree(corpus.root)
+        raise SystemExit(f"{corpus.path}: the included files of {corpus.source} have content digest {digest}, "
+                         f"the label file pins {corpus.sha256}")
+    (corpus.root / ".sha256").write_text(corpus.sha256 + "\n")
+    return corpus.root
+
+
 def ensure_corpus(corpus: Corpus) -> Path:
     """Unpack the corpus archive into CORPUS_DIR/<name> once; return the archive's root folder."""
     stamp = corpus.root / ".sha256"
     if stamp.is_file() and stamp.read_text().strip() == corpus.sha256:
         return corpus.root
     shutil.rmtree(corpus.root, ignore_errors=True)
+    if corpus.source.startswith("git:"):
+        return _ensure_git_corpus(corpus)
     blob = _download(corpus)
     staging = corpus.root.with_name(corpus.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
@@ -470,8 +521,14 @@ def main(argv: list[str] | None = None) -> int:
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     if not set(targets) <= set(TARGETS):
         raise SystemExit(f"--targets: only {', '.join(TARGETS)} are labeled")
+    available = []
     for corpus in corpora:
-        ensure_corpus(corpus)
+        try:
+            ensure_corpus(corpus)
+            available.append(corpus)
+        except CorpusUnavailable as why:
+            print(f"note: {why}", file=sys.stderr)
+    corpora = available
     if args.download_only:
         return 0
     if not RLCOMPAT.exists():

@@ -1,10 +1,11 @@
-"""Robustness run of the JSON and notebook front ends: scan and fix every `.json` and `.ipynb` file under the given
-directories (default: this checkout's .venv, whose packages ship many JSON files), each on a copy in a temporary
-directory, checked directly through the engine (the discovery skip list hides none). Checks, per file:
+"""Robustness run of the JSON, notebook and TOML front ends: scan and fix every `.json`, `.ipynb` and `.toml` file
+under the given directories (default: this checkout's .venv, whose packages ship many JSON and TOML files), each on
+a copy in a temporary directory, checked directly through the engine (the discovery skip list hides none; a
+`pyproject.toml` goes to its own front end, as discovery sends it). Checks, per file:
 
 1. no exception out of rlcompat (a crash);
-2. a changed file still loads with `json.loads` and has the original's structure (the same keys, in the same
-   order, and array lengths: only scalar values differ);
+2. a changed file still loads (`json.loads`, tomllib) and has the original's structure (the same keys, in the
+   same order, and array lengths: only scalar values differ);
 3. a second fix changes nothing (idempotent).
 
     nice -n 10 .venv/bin/python bench/json_corpus_run.py [DIR ...] [--target sm61] [--limit N]
@@ -21,7 +22,9 @@ import tempfile
 import time
 import traceback
 
+from rlcompat._toml import load_toml_text
 from rlcompat.config import Settings
+from rlcompat.discovery import language_of
 from rlcompat.engine import Checker
 from rlcompat.fixer import fix_file
 from rlcompat.targets import resolve_target
@@ -33,7 +36,7 @@ def files_under(roots: list[str]):
     for root in roots:
         for directory, _, names in os.walk(root):
             for name in names:
-                if name.endswith((".json", ".ipynb")):
+                if name.endswith((".json", ".ipynb", ".toml")):
                     path = os.path.join(directory, name)
                     if os.path.isfile(path) and os.path.getsize(path) <= MAX_BYTES:
                         yield path
@@ -48,6 +51,11 @@ def shape(value):
     return None
 
 
+def load(data: bytes, lang: str):
+    text = data.decode("utf-8-sig")
+    return load_toml_text(text) if lang in ("toml", "pyproject") else json.loads(text)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("roots", nargs="*", default=[os.path.join(os.path.dirname(__file__), "..", ".venv")])
@@ -57,15 +65,19 @@ def main() -> int:
     checker = Checker(resolve_target(args.target), Settings())
     counts = dict(files=0, findings=0, changed=0, unparsed=0, crashes=0, broken=0, non_idempotent=0)
     problems: list[str] = []
+    by_language: dict[str, int] = {}
     start = time.time()
     with tempfile.TemporaryDirectory() as tmp:
         for n, path in enumerate(sorted(files_under(args.roots))):
             if args.limit and n >= args.limit:
                 break
-            lang = "notebook" if path.endswith(".ipynb") else "json"
-            work = os.path.join(tmp, f"{n}{os.path.splitext(path)[1]}")
+            lang = language_of(path)
+            # the copy keeps the file's name (pyproject.toml is recognised by name)
+            os.makedirs(os.path.join(tmp, str(n)))
+            work = os.path.join(tmp, str(n), os.path.basename(path))
             shutil.copyfile(path, work)
             counts["files"] += 1
+            by_language[lang] = by_language.get(lang, 0) + 1
             try:
                 result = checker.check_file(work, lang)
                 counts["findings"] += len(result.findings)
@@ -76,7 +88,7 @@ def main() -> int:
                 if after != before:
                     counts["changed"] += 1
                     try:
-                        same = shape(json.loads(after.decode("utf-8-sig"))) == shape(json.loads(before.decode("utf-8-sig")))
+                        same = shape(load(after, lang)) == shape(load(before, lang))
                     except ValueError as exc:
                         same = False
                         problems.append(f"broken: {path}: {exc}")
@@ -90,7 +102,7 @@ def main() -> int:
             except Exception:  # noqa: BLE001  (a crash is what this run looks for)
                 counts["crashes"] += 1
                 problems.append(f"crash: {path}: {traceback.format_exc(limit=3)}")
-    print(json.dumps({**counts, "seconds": round(time.time() - start, 1)}))
+    print(json.dumps({**counts, "by_language": by_language, "seconds": round(time.time() - start, 1)}))
     for p in problems[:20]:
         print(p)
     return 1 if counts["crashes"] or counts["broken"] or counts["non_idempotent"] else 0

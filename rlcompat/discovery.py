@@ -9,7 +9,7 @@ import subprocess
 from rlcompat.config import Settings
 
 LANGUAGES = {".py": "python", ".pyi": "python", ".yaml": "yaml", ".yml": "yaml", ".sh": "shell", ".bash": "shell",
-             ".json": "json", ".ipynb": "notebook"}
+             ".json": "json", ".ipynb": "notebook", ".toml": "toml"}
 # JSON: configs, not data. Files JSON tools and model checkpoints write are left out by name (a checkpoint's
 # config.json records the dtype it was saved in, not what a run selects), and any JSON file over the size cap is
 # data; named on the command line too (pre-commit names every staged file). Reports list what was left out.
@@ -19,6 +19,14 @@ JSON_SKIPPED_NAMES = {"package.json", "package-lock.json", "tsconfig.json", "jsc
                       "trainer_state.json", "model.safetensors.index.json", "pytorch_model.bin.index.json",
                       "launch.json", "settings.json", "extensions.json", "devcontainer.json", ".eslintrc.json"}
 JSON_MAX_BYTES = 256 * 1024
+# TOML: trainer configs (torchtitan's train_configs). pyproject.toml is a declared environment (declared_language);
+# the configuration files of build and lint tools are not a run's config and are left out by name, here too.
+TOML_SKIPPED_NAMES = {"cargo.toml", "rust-toolchain.toml", "rustfmt.toml", ".rustfmt.toml", "clippy.toml",
+                      "ruff.toml", ".ruff.toml", "taplo.toml", ".taplo.toml", "typos.toml", "_typos.toml",
+                      ".typos.toml", "cliff.toml", "poetry.toml", "pdm.toml", "uv.toml", "pixi.toml", "hatch.toml",
+                      "netlify.toml", "wrangler.toml", "fly.toml", "samconfig.toml", "book.toml", "bunfig.toml",
+                      ".codespellrc.toml", "pyrefly.toml", "ty.toml", "mypy.toml"}
+TOML_MAX_BYTES = 256 * 1024
 # Checked only when named on the command line: the shell code blocks of a README are not part of every walk.
 EXPLICIT_ONLY = {".md": "markdown", ".markdown": "markdown"}
 
@@ -66,7 +74,7 @@ def discover(paths: list[str], settings: Settings, not_read: list | None = None)
         if os.path.isfile(given):
             lang = language_of(given) or EXPLICIT_ONLY.get(os.path.splitext(given)[1].lower())
             # Named JSON is held to the same skip list: pre-commit names every staged file, checkpoints included.
-            why = json_skip_reason(given) if lang == "json" else ""
+            why = json_skip_reason(given) if lang == "json" else toml_skip_reason(given) if lang == "toml" else ""
             if why:
                 if not_read is not None:
                     not_read.append((os.path.normpath(given), why))
@@ -137,7 +145,7 @@ def _walk(root: str, settings: Settings, not_read: list | None = None):
                 if not_read is not None:
                     not_read.append((full, UNKNOWN_TYPE))
                 continue
-            why = json_skip_reason(full) if f.endswith(".json") else ""
+            why = json_skip_reason(full) if f.endswith(".json") else toml_skip_reason(full) if f.endswith(".toml") else ""
             if why:
                 if not_read is not None:
                     not_read.append((full, why))
@@ -161,6 +169,21 @@ def json_skip_reason(path: str) -> str:
     try:
         if os.path.getsize(path) > JSON_MAX_BYTES:
             return f"JSON over {JSON_MAX_BYTES // 1024} KiB: data, not a config"
+    except OSError:
+        return ""
+    return ""
+
+
+def toml_skip_reason(path: str) -> str:
+    """Why a directory walk (or a named file) is not read as a TOML config ("" when it is)."""
+    name = os.path.basename(path).lower()
+    if name == "pyproject.toml":
+        return ""  # a declared environment, read whatever its size
+    if name in TOML_SKIPPED_NAMES or name.endswith(".lock.toml"):
+        return "a build or lint tool's TOML file, not a run's config"
+    try:
+        if os.path.getsize(path) > TOML_MAX_BYTES:
+            return f"TOML over {TOML_MAX_BYTES // 1024} KiB: data, not a config"
     except OSError:
         return ""
     return ""

@@ -21,7 +21,7 @@ FRONTENDS = {"python": "rlcompat.lang.python", "yaml": "rlcompat.lang.yaml", "sh
              "markdown": "rlcompat.lang.markdown", "requirements": "rlcompat.lang.requirements",
              "dockerfile": "rlcompat.lang.dockerfile", "conda": "rlcompat.lang.condaenv",
              "pyproject": "rlcompat.lang.pyproject_deps",
-             "json": "rlcompat.lang.jsonfile", "notebook": "rlcompat.lang.notebook"}
+             "json": "rlcompat.lang.jsonfile", "notebook": "rlcompat.lang.notebook", "toml": "rlcompat.lang.tomlfile"}
 META_UNUSED = "RLC001"
 # Languages whose files can hold code of another (`python - <<EOF` in a script): that language's rules run there too.
 EMBEDS = {"shell": ("python",), "markdown": ("python",), "notebook": ("python", "shell")}

@@ -143,13 +143,17 @@ def _index() -> dict[str, tuple[FrameworkKey, ...]]:
     return {k: tuple(v) for k, v in index.items()}
 
 
+_ITEM_INDEX = re.compile(r"(?:\.\d+)+$")
+
+
 def candidates(setting_key: str) -> tuple[FrameworkKey, ...]:
-    return _index().get(normalise(setting_key).rsplit(".", 1)[-1].lower(), ())
+    return _index().get(_ITEM_INDEX.sub("", normalise(setting_key)).rsplit(".", 1)[-1].lower(), ())
 
 
 def name_matches(key: FrameworkKey, setting_key: str) -> bool:
-    """`bf16.enabled` matches the setting `bf16.enabled` and `zero.bf16.enabled`; flags match whole."""
-    name = normalise(setting_key).lower()
+    """`bf16.enabled` matches the setting `bf16.enabled` and `zero.bf16.enabled`; flags match whole. An item of a
+    list key (`model.converters.0` from JSON or TOML) matches the list's key."""
+    name = _ITEM_INDEX.sub("", normalise(setting_key).lower())
     return any(name == n.lower() or name.endswith("." + n.lower()) for n in key.names)
 
 

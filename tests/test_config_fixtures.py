@@ -14,7 +14,7 @@ from rlcompat.api import fix_paths, scan_paths
 from rlcompat.targets import resolve_target
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-CASES = sorted(p for kind in ("scripts", "yaml", "markdown", "python", "json", "pysettings", "notebooks") for p in (FIXTURES / kind).iterdir() if p.is_dir())
+CASES = sorted(p for kind in ("scripts", "yaml", "markdown", "python", "json", "pysettings", "notebooks", "toml") for p in (FIXTURES / kind).iterdir() if p.is_dir())
 
 
 def _case(case: Path, tmp_path: Path):

@@ -15,7 +15,7 @@ from rlcompat.targets import resolve_target
 
 PROOF = re.compile(r"[\w./-]+\.(py|yaml|toml|json)(:\d+(-\d+)?)?|https?://")
 RULES = {r.code: r for r in file_rules()}
-KNOWLEDGE_RULES = [RULES[c] for c in ("RLC118", "RLC207", "RLC355", "RLC404")]
+KNOWLEDGE_RULES = [RULES[c] for c in ("RLC118", "RLC135", "RLC207", "RLC355", "RLC404")]
 
 
 def test_every_framework_file_loads_with_sourced_rows():

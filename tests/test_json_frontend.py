@@ -117,11 +117,11 @@ def test_reports_say_which_files_were_not_read_and_why(tmp_path):
     (tmp_path / "config.json").write_text('{"torch_dtype": "bfloat16"}')
     (tmp_path / "ds.json").write_text('{"bf16": true}')
     (tmp_path / "notes.txt").write_text("bf16")
-    (tmp_path / "x.toml").write_text("bf16 = true\n")
-    code, out, _ = invoke("scan", ".", "x.toml", "--target", "sm61", "--no-cache", cwd=tmp_path)
+    (tmp_path / "x.cfg").write_text("bf16 = true\n")
+    code, out, _ = invoke("scan", ".", "x.cfg", "--target", "sm61", "--no-cache", cwd=tmp_path)
     assert code == 1
     assert ("Not read: 1 file (a JSON file tools or checkpoints write, not a run's config: config.json); "
-            "1 file (named, but no front end reads .toml files: x.toml).") in out
+            "1 file (named, but no front end reads .cfg files: x.cfg).") in out
     code, out, _ = invoke("scan", ".", "--target", "sm61", "--no-cache", "--output-format", "json", cwd=tmp_path)
     doc = json.loads(out)
     assert doc["not_read"] == [{"path": "config.json", "reason": "a JSON file tools or checkpoints write, not a run's config"}]

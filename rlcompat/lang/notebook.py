@@ -16,8 +16,8 @@ and fix lands on the notebook file's own characters:
   IPython lines (`!cmd`, `%magic`, `%%cell magic` cells) blanked. If that program does not parse (a cell mid-edit),
   each cell is checked on its own.
 - **Shell**: every `!cmd` line and the body of every `%%bash`, `%%sh` or `%%script bash` cell, in order.
-- **`%%writefile NAME`** cells: the body through the front end NAME's extension selects (`.yaml`, `.yml`, `.json`,
-  `.py`, `.sh`), as if it were that file.
+- **`%%writefile NAME`** cells: the body through the front end NAME's extension selects (`.yaml`, `.yml`,
+  `.json`, `.toml`, `.py`, `.sh`), as if it were that file.
 """
 
 from __future__ import annotations
@@ -182,7 +182,7 @@ def check(nb: Notebook, text: str, path: str, rules: Sequence, target) -> list[F
 
 
 WRITEFILE = re.compile(r"^%%writefile(?:[ \t]+-a)?[ \t]+(\S+)")
-WRITTEN_LANGUAGES = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".py": "python", ".sh": "shell"}
+WRITTEN_LANGUAGES = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".toml": "toml", ".py": "python", ".sh": "shell"}
 
 
 def _written_files(cells: list[Cell], path: str, rules: Sequence, target, index: LineIndex) -> list[Finding]:

@@ -15,6 +15,7 @@ Keys, by `origin` (the field says which front end construct produced the setting
 | `flag` (`flag=True`) | argparse's *dest*: leading dashes dropped, `-` -> `_`, dots kept | `--ds.param_dtype` -> `ds.param_dtype`, `--flash-attn` -> `flash_attn` |
 | `env` | the variable's name, as written (`export X=...`, `X=... cmd`, `os.environ[...]`) | `VLLM_ATTENTION_BACKEND` |
 | `json` | dotted path of object keys (array items by index) | `{"bf16": {"enabled": true}}` -> `bf16.enabled` |
+| `toml` | dotted path of tables and keys (array items and `[[tables]]` by index) | `[compile]` / `enable = true` -> `compile.enable` |
 | `argparse-default` (`flag=True`) | the flag's dest, as for `flag`; the value span is the `default=` literal | `add_argument("--dtype", default="bf16")` -> `dtype` |
 | `python-keyword` | the keyword; `call` holds the called name as written | `GRPOConfig(bf16=True)` -> `bf16`, call `GRPOConfig` |
 | `python-field` | a class-body field default (dataclass, pydantic, config class) | `bf16: bool = True` -> `bf16` |
@@ -95,8 +96,8 @@ class Setting:
         """An edit that sets the value to `new`, keeping the spelling style of booleans (False/false/FALSE)."""
         if self.value_span is None or self.value is None:
             return None
-        if isinstance(new, bool) and self.origin == "json" and self.word_span is not None:
-            # A JSON string ("auto") becomes the boolean literal, quotes and all: the string "false" is truthy to
+        if isinstance(new, bool) and self.origin in ("json", "toml") and self.word_span is not None:
+            # A JSON or TOML string ("auto") becomes the boolean literal, quotes and all: the string "false" is truthy to
             # the Python that reads the config (DeepSpeed's `if bf16_enabled`).
             return Edit(self.word_span.start, self.word_span.end, "true" if new else "false")
         text = new if isinstance(new, str) else _bool_like(new, self.value)
@@ -137,7 +138,7 @@ def _bool_like(value: bool, original: str) -> str:
 class ConfigView:
     """The settings of one run: one YAML document or one command in a script."""
 
-    kind: str  # "yaml" | "command" | "env" (a script's exports) | "json" | "python" | "unread" (a command the
+    kind: str  # "yaml" | "command" | "env" (a script's exports) | "json" | "toml" | "python" | "unread" (a command the
     # shell parser could not read: `anchor`, `unread`)
     settings: list[Setting] = field(default_factory=list)
     mounts: tuple[str, ...] = ("",)  # where the keys sit in verl's tree ("" for a whole config)
@@ -197,8 +198,8 @@ class ConfigView:
 class ConfigRule(Rule):
     """Base for rules over configuration settings (YAML files and launch scripts)."""
 
-    # markdown: its shell code blocks; json: JSON configs; python is added for a rule that names python_triggers
-    languages = frozenset({"yaml", "shell", "markdown", "json"})
+    # markdown: its shell code blocks; json, toml: JSON and TOML configs; python is added for a rule that names python_triggers
+    languages = frozenset({"yaml", "shell", "markdown", "json", "toml"})
     # Python files: the substrings that make this rule read a file's Python settings (lang/pysettings.py). Empty by
     # default: most config rules ask for verl's full Hydra keys, which Python code does not write, and reading
     # settings costs an `ast` parse of every file holding a trigger.
