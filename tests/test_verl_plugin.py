@@ -158,8 +158,7 @@ def test_tied_output_layer_takes_either_name(tmp_path):
 
 
 def test_weight_buckets_keep_every_dtype_shape_and_value():
-    pytest.importorskip("verl")
-    from rlcompat.verl_plugin.rollout import pack_bucket, unpack_bucket
+    from rlcompat.verl_plugin.weight_buckets import pack_bucket, unpack_bucket
 
     bucket = [
         ("a", torch.randn(3, 5)),  # 60 bytes: the next tensor starts on the next 16-byte boundary
@@ -214,7 +213,7 @@ def test_cuda_ipc_bucket_reaches_another_process_intact():
     code = r'''
 import json, sys, torch, torch.multiprocessing as mp
 from torch.multiprocessing.reductions import reduce_tensor
-from rlcompat.verl_plugin.rollout import pack_bucket, unpack_bucket
+from rlcompat.verl_plugin.weight_buckets import pack_bucket, unpack_bucket
 
 def child(handle, layout, q):
     rebuild, args = handle

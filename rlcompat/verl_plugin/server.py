@@ -186,10 +186,10 @@ class HFRolloutServer:
         return count
 
     async def load_weights_from_ipc(self, handle, layout) -> int:
-        """A bucket the trainer worker shares as a CUDA IPC handle (`rollout.pack_bucket`) on this GPU."""
+        """A bucket the trainer worker shares as a CUDA IPC handle (`weight_buckets.pack_bucket`) on this GPU."""
         import torch
 
-        from rlcompat.verl_plugin.rollout import unpack_bucket
+        from rlcompat.verl_plugin.weight_buckets import unpack_bucket
 
         rebuild, args = handle
         args = list(args)
