@@ -30,6 +30,11 @@ def code_fingerprint() -> str:
         entries = sorted(root.iterdir(), key=lambda e: e.name)
         if package == "rlcompat.rules":  # verl knowledge lives in rules/verl/<version>.toml
             entries += sorted(root.joinpath("verl").iterdir(), key=lambda e: e.name)
+            # rules/frameworks/: kinds and vocabulary.toml (how shell commands are read), then each framework's files
+            frameworks = root.joinpath("frameworks")
+            entries += sorted(frameworks.iterdir(), key=lambda e: e.name)
+            entries += sorted((e for d in frameworks.iterdir() if d.is_dir() for e in d.iterdir()),
+                              key=lambda e: (e.parent.name, e.name))
         for entry in entries:
             if entry.name.endswith((".py", ".toml")) and entry.is_file():
                 digest.update(entry.name.encode())

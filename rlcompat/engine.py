@@ -13,6 +13,7 @@ from typing import Iterable, Sequence
 from rlcompat import model_config, suppressions
 from rlcompat.config import Settings
 from rlcompat.discovery import language_from_content
+from rlcompat.file_knowledge import FileKnowledge
 from rlcompat.model import FileError, FileResult, Finding, Location
 from rlcompat.source import SourceError, SourceFile, decode, read_bytes
 from rlcompat.targets import Target, resolve_target
@@ -149,7 +150,7 @@ class Checker:
             result.parsed = True
             narrowing = {"narrowed": narrowed} if narrowed is not None else {}
             model_config.lookups.clear()
-            findings = fe.check(tree, text, path, runnable, self.target, **narrowing)
+            findings = fe.check(tree, text, path, runnable, self.target, knowledge=FileKnowledge(path), **narrowing)
             result.reads_other_files = bool(model_config.lookups)
         else:
             findings = []

@@ -164,3 +164,21 @@ def installed_version(distribution: str) -> str | None:
     except metadata.PackageNotFoundError:
         return None
 
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """rules/frameworks/vocabulary.toml: the words front ends need to read commands and configs."""
+    switches: frozenset[str]  # flags (argparse dest) that take no value
+    verl_config_top_keys: frozenset[str]  # top-level keys that make a YAML file a verl config
+
+
+@lru_cache(maxsize=1)
+def vocabulary() -> Vocabulary:
+    text = resources.files("rlcompat.rules").joinpath("frameworks", "vocabulary.toml").read_text("utf-8")
+    data = load_toml_text(text)
+    for row in data.get("switch", ()):
+        if not row.get("proof") and not row.get("unproven"):
+            raise ValueError(f"rules/frameworks/vocabulary.toml: switch {row.get('flag')!r} has no proof")
+    return Vocabulary(frozenset(row["flag"] for row in data.get("switch", ())),
+                      frozenset(data["verl_config"]["top_keys"]))

@@ -51,6 +51,7 @@ class Knowledge:
     entry_modules: tuple[str, ...]
     entry_prefixes: tuple[str, ...]
     default_worker: str = "engine"  # "legacy" (verl/workers/fsdp_workers.py) or "engine" (engine_workers.py)
+    entry_triggers: tuple[str, ...] = ()  # words whose presence in a file may mean a command runs an entry point
 
     @property
     def version_known(self) -> bool:
@@ -127,6 +128,7 @@ def _load(version: str, detected: str | None) -> Knowledge:
         entry_modules=tuple(data["entry_points"]["modules"]),
         entry_prefixes=tuple(data["entry_points"]["module_prefixes"]),
         default_worker=data.get("default_worker", "engine"),
+        entry_triggers=tuple(data["entry_points"].get("triggers", ())),
     )
 
 
@@ -146,6 +148,16 @@ def other_verdicts(key: str) -> list[tuple[str, str]]:
         elif any(s.key == key for s in known.settings):
             out.append((version, "live"))
     return out
+
+
+@lru_cache(maxsize=1)
+def entry_triggers() -> tuple[str, ...]:
+    """Every rule set's entry-point trigger words, newest rule set first: what a config rule that adds overrides to a
+    verl command needs in a file before it runs (the scanned version is not known when rules are chosen)."""
+    found: dict[str, None] = {}
+    for version in reversed(available_versions()):
+        found.update(dict.fromkeys(load_version(version).entry_triggers))
+    return tuple(found)
 
 
 def knowledge_for(path: str) -> Knowledge:

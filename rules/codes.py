@@ -8,6 +8,9 @@ A family is a package under rules/; the `environment` family checks the machine 
 from __future__ import annotations
 
 ENVIRONMENT_FAMILY = "environment"
+# What reports (`rlcompat matrix`) call each family that checks files, in the order they show them.
+REPORT_NAMES: dict[str, str] = {"dtype": "dtype", "attention": "attention", "triton_compile": "triton/compile",
+                                "rollout": "rollout", "declared_environment": "environment", "meta": "other"}
 
 CODES: dict[str, str] = {
     "RLC001": "meta.unused_suppression",

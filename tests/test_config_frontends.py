@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from rlcompat.file_knowledge import FileKnowledge
 from rlcompat.api import scan_source
 from rlcompat.config import Settings
 from rlcompat.engine import Checker
@@ -21,7 +22,7 @@ def _views(module, text: str, path: str) -> list[ConfigView]:
     original = module.run_rules
     module.run_rules = lambda views, *args: captured.extend(views) or []
     try:
-        module.check(module.parse(text), text, path, [], SM61)
+        module.check(module.parse(text), text, path, [], SM61, knowledge=FileKnowledge(path))
     finally:
         module.run_rules = original
     return captured

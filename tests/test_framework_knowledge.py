@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from rlcompat.file_knowledge import FileKnowledge
 from rlcompat import framework_knowledge as fk
 from rlcompat.api import scan_source
 from rlcompat.lang.settings import ConfigView, Setting, Span, run_rules
@@ -79,7 +80,7 @@ def _setting(text: str, key: str, value: str, flag: bool = True) -> Setting:
 
 def _run(views, text, target, codes):
     rules = [RULES[c](resolve_target(target)) for c in codes]
-    return run_rules(views, text, "run.sh", rules, resolve_target(target))
+    return run_rules(views, text, "run.sh", rules, resolve_target(target), FileKnowledge("run.sh"))
 
 
 def test_openrlhf_param_dtype_has_no_fp32_spelling_so_sm61_gets_no_fix():

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from rlcompat.file_knowledge import FileKnowledge
 from rlcompat.lang import shell
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "scripts"
@@ -26,7 +27,7 @@ def _overrides(text: str) -> list[list[str]]:
     original = shell.run_rules
     shell.run_rules = lambda views, *args: captured.extend(views) or []
     try:
-        shell.check(shell.parse(text), text, "run.sh", [], None)
+        shell.check(shell.parse(text), text, "run.sh", [], None, knowledge=FileKnowledge("run.sh"))
     finally:
         shell.run_rules = original
     out = []

@@ -167,3 +167,34 @@ def test_front_ends_hold_no_rule_helper_library():
     helpers = ("pyhelpers", "confighelpers", "deadkeys", "deadfields", "knowledgecheck", "pymodel")
     assert {f"rlcompat.analysis.{name}" for name in helpers} <= set(MODULES)
     assert not {f"rlcompat.lang.{name}" for name in helpers} & set(MODULES)
+
+
+# Modules that hold or read knowledge of frameworks: the engine hands what a front end needs (rlcompat/lang/knowledge.py).
+FRAMEWORK_KNOWLEDGE = ("rlcompat.verl_knowledge", "rlcompat.framework_knowledge", "rlcompat.file_knowledge",
+                       "rlcompat.vllm_facts", "rlcompat.rules")
+
+
+def _front_ends_knowing_frameworks() -> list[str]:
+    return sorted(f"{module} imports {target}" for module, edges in GRAPH.items() if module.startswith("rlcompat.lang.")
+                  for target, _ in edges
+                  if any(target == k or target.startswith(k + ".") for k in FRAMEWORK_KNOWLEDGE))
+
+
+def test_front_ends_import_no_framework_knowledge_nor_rules():
+    """A language knows no framework: rlcompat/lang/ imports neither knowledge modules nor rules/, not even inside a
+    function; the engine resolves the knowledge for each file and hands it over."""
+    assert _front_ends_knowing_frameworks() == []
+
+
+def test_front_end_check_sees_a_function_level_knowledge_import(monkeypatch):
+    monkeypatch.setitem(GRAPH, "rlcompat.lang.shell", GRAPH["rlcompat.lang.shell"] + [("rlcompat.verl_knowledge", None)])
+    monkeypatch.setitem(GRAPH, "rlcompat.lang.yaml", GRAPH["rlcompat.lang.yaml"] + [("rlcompat.rules.codes", None)])
+    assert _front_ends_knowing_frameworks() == ["rlcompat.lang.shell imports rlcompat.verl_knowledge",
+                                                "rlcompat.lang.yaml imports rlcompat.rules.codes"]
+    source = "def check():\n    from rlcompat.verl_knowledge import knowledge_for\n"
+    assert [node.module for node in _runtime_imports(ast.parse(source))] == ["rlcompat.verl_knowledge"]
+
+
+def test_private_name_check_sees_a_private_import(monkeypatch):
+    monkeypatch.setitem(GRAPH, "rlcompat.lang.yaml", GRAPH["rlcompat.lang.yaml"] + [("rlcompat.engine", "_size")])
+    assert _private_uses() == ["rlcompat.lang.yaml imports rlcompat.engine._size"]

@@ -7,9 +7,11 @@ from typing import Callable
 
 from rlcompat.lang.settings import TRUE_WORDS, ConfigContext, ConfigView, Setting, Span
 from rlcompat.model import Edit, FixSafety
+from rlcompat.verl_knowledge import entry_triggers
 
 # Substrings of a verl training command: rules that add missing overrides need one of them (rule `triggers`).
-ENTRY_TRIGGERS = ("verl.trainer.main_", "verl.trainer.sft_", "main_ppo", "recipe.")
+# Every verl rule set's `[entry_points] triggers` (rules/verl/<version>.toml).
+ENTRY_TRIGGERS = entry_triggers()
 BF16_SPELLINGS = {"bf16": ("fp32", "fp16"), "bfloat16": ("float32", "float16"), "torch.bfloat16": ("torch.float32", "torch.float16")}
 
 

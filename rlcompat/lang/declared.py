@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.lang.settings import ConfigContext, ConfigRule, ConfigView, Span, run_rules
 from rlcompat.model import Finding
 
@@ -137,9 +138,10 @@ class DeclaredRule(ConfigRule):
             self.check_declared(group, ctx)
 
 
-def run(groups: Sequence[Declared], text: str, path: str, rules: Sequence[DeclaredRule], target) -> list[Finding]:
+def run(groups: Sequence[Declared], text: str, path: str, rules: Sequence[DeclaredRule], target,
+        knowledge: FrontEndKnowledge) -> list[Finding]:
     """Run the rules over groups with the machinery (and report format) of the config rules."""
-    return run_rules([GroupView(g) for g in groups], text, path, rules, target)
+    return run_rules([GroupView(g) for g in groups], text, path, rules, target, knowledge)
 
 
 class GroupView(ConfigView):

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
+from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.model import Edit, Finding, Fix, Location
 from rlcompat.textpos import LineIndex
 
@@ -80,7 +81,8 @@ def _trimmed(code: str, e: Edit) -> Edit:
     return Edit(e.start + head, e.end - tail, new[head:len(new) - tail])
 
 
-def check_python(block: Embedded, path: str, rules: Sequence, target, index: LineIndex) -> list[Finding]:
+def check_python(block: Embedded, path: str, rules: Sequence, target, index: LineIndex,
+                 knowledge: FrontEndKnowledge) -> list[Finding]:
     """Python rules over one embedded block; code that does not parse is left alone (the file is not Python)."""
     if not rules or not block.chars:
         return []
@@ -100,7 +102,7 @@ def check_python(block: Embedded, path: str, rules: Sequence, target, index: Lin
         module = py.parse(code)
     except (py.PythonSyntaxError, RecursionError, MemoryError):
         return []
-    return map_findings(block, py.check(module, code, path, triggered, target), index)
+    return map_findings(block, py.check(module, code, path, triggered, target, knowledge=knowledge), index)
 
 
 def split_rules(rules: Sequence, is_inner: Callable[[object], bool]) -> tuple[list, list]:

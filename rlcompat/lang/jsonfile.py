@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span, run_rules
 from rlcompat.model import Finding
 from rlcompat.textpos import LineIndex
@@ -132,6 +133,7 @@ def _line_col(text: str, offset: int) -> tuple[int, int]:
     return line, col + 1
 
 
-def check(doc: JsonDocument, text: str, path: str, rules: Sequence[ConfigRule], target) -> list[Finding]:
+def check(doc: JsonDocument, text: str, path: str, rules: Sequence[ConfigRule], target, *,
+          knowledge: FrontEndKnowledge) -> list[Finding]:
     view = ConfigView("json", doc.settings)
-    return run_rules([view], text, path, [r for r in rules if not r.reads_unread], target)
+    return run_rules([view], text, path, [r for r in rules if not r.reads_unread], target, knowledge)

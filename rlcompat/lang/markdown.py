@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
+from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.lang import shell
 from rlcompat.model import Finding
 
@@ -44,8 +45,9 @@ def parse(text: str) -> MarkdownBlocks:
     return MarkdownBlocks(masked, shell.parse(masked))
 
 
-def check(blocks: MarkdownBlocks, text: str, path: str, rules: Sequence, target) -> list[Finding]:
-    findings = shell.check(blocks.script, blocks.shell_view, path, rules, target)
+def check(blocks: MarkdownBlocks, text: str, path: str, rules: Sequence, target, *,
+          knowledge: FrontEndKnowledge) -> list[Finding]:
+    findings = shell.check(blocks.script, blocks.shell_view, path, rules, target, knowledge=knowledge)
     # Reports quote the Markdown line as written.
     from dataclasses import replace
 

@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
+from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.lang import jsonfile
 from rlcompat.lang.embedded import Embedded, map_findings
 from rlcompat.lang.settings import ConfigRule
@@ -149,7 +150,7 @@ def _json_escape(content: str) -> str:
     return json.dumps(content, ensure_ascii=False)[1:-1]
 
 
-def check(nb: Notebook, text: str, path: str, rules: Sequence, target) -> list[Finding]:
+def check(nb: Notebook, text: str, path: str, rules: Sequence, target, *, knowledge: FrontEndKnowledge) -> list[Finding]:
     from rlcompat.engine import triggers_in
     from rlcompat.lang import shell
     from rlcompat.lang.embedded import check_python
@@ -163,10 +164,10 @@ def check(nb: Notebook, text: str, path: str, rules: Sequence, target) -> list[F
         blocks = [Embedded("python", _python_of(c), escape=_json_escape) for c in code_cells]
         whole = Embedded("python", [ch for b in blocks for ch in b.chars + _newline(b.chars)], escape=_json_escape)
         if _parses(whole.code):
-            findings += check_python(whole, path, python_rules, target, index)
+            findings += check_python(whole, path, python_rules, target, index, knowledge)
         else:
             for block in blocks:
-                findings += check_python(block, path, python_rules, target, index)
+                findings += check_python(block, path, python_rules, target, index, knowledge)
     shell_chars = _shell_of(code_cells)
     code = "".join(c for c, _ in shell_chars)
     if shell_rules and shell_chars and any(t in code for r in shell_rules for t in triggers_in(r, "shell")):
@@ -176,8 +177,8 @@ def check(nb: Notebook, text: str, path: str, rules: Sequence, target) -> list[F
         except shell.PARSE_ERRORS:
             script = None
         if script is not None:
-            findings += map_findings(block, shell.check(script, code, path, shell_rules, target), index)
-    findings += _written_files(code_cells, path, rules, target, index)
+            findings += map_findings(block, shell.check(script, code, path, shell_rules, target, knowledge=knowledge), index)
+    findings += _written_files(code_cells, path, rules, target, index, knowledge)
     return [_with_cell(f, nb, index) for f in findings]
 
 
@@ -185,7 +186,8 @@ WRITEFILE = re.compile(r"^%%writefile(?:[ \t]+-a)?[ \t]+(\S+)")
 WRITTEN_LANGUAGES = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".toml": "toml", ".py": "python", ".sh": "shell"}
 
 
-def _written_files(cells: list[Cell], path: str, rules: Sequence, target, index: LineIndex) -> list[Finding]:
+def _written_files(cells: list[Cell], path: str, rules: Sequence, target, index: LineIndex,
+                   knowledge: FrontEndKnowledge) -> list[Finding]:
     """`%%writefile config.yaml` cells (how Colab notebooks write a trainer's config): the body through the front
     end of the file it writes."""
     from rlcompat import engine
@@ -206,7 +208,7 @@ def _written_files(cells: list[Cell], path: str, rules: Sequence, target, index:
             tree = engine.parse(language, code)
         except (engine.ParseFailure, RecursionError):
             continue
-        out += map_findings(block, engine.frontend(language).check(tree, code, path, own, target), index)
+        out += map_findings(block, engine.frontend(language).check(tree, code, path, own, target, knowledge=knowledge), index)
     return out
 
 

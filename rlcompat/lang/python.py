@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 from rlcompat._lazy import lazy_import
 
 from rlcompat.lang import pynarrow
+from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.lang.pynarrow import Narrowed
 from rlcompat.lang.settings import ConfigRule, ConfigView, run_rules
 from rlcompat.model import Edit, Finding, Fix, FixSafety, Location
@@ -282,13 +283,13 @@ def syntax_error_location(exc: PythonSyntaxError) -> tuple[int, int, str]:
 
 
 def check(module: cst.Module | None, text: str, path: str, rules: Sequence, target,
-          narrowed: Narrowed | None = None) -> list[Finding]:
+          narrowed: Narrowed | None = None, *, knowledge: FrontEndKnowledge) -> list[Finding]:
     """Findings of Python rules (LibCST) and of config rules over the file's settings (lang/pysettings.py)."""
-    return check_targets(module, text, path, [(rules, target)], narrowed)[0]
+    return check_targets(module, text, path, [(rules, target)], narrowed, knowledge=knowledge)[0]
 
 
 def check_targets(module: cst.Module | None, text: str, path: str, groups: Sequence[tuple[Sequence, object]],
-                  narrowed: Narrowed | None = None) -> list[list[Finding]]:
+                  narrowed: Narrowed | None = None, *, knowledge: FrontEndKnowledge) -> list[list[Finding]]:
     """`check` for several (rules, target) groups over one tree (`rlcompat matrix`): the Python rules of every group
     in one walk, then each group's config rules over the file's settings; a list of findings per group."""
     split = [([r for r in rules if not isinstance(r, ConfigRule)], [r for r in rules if isinstance(r, ConfigRule)], target)
@@ -297,32 +298,31 @@ def check_targets(module: cst.Module | None, text: str, path: str, groups: Seque
         walked = _walk_targets(module, text, path, [(python_rules, target) for python_rules, _, target in split], narrowed)
     else:
         walked = [[] for _ in groups]
-    return [found + _config_findings(text, path, config, target, python_rules, found) if config else found
+    return [found + _config_findings(text, path, config, target, python_rules, found, knowledge) if config else found
             for (python_rules, config, target), found in zip(split, walked)]
 
 
 def _config_findings(text: str, path: str, config: Sequence[ConfigRule], target, python_rules: Sequence,
-                     python_found: list[Finding]) -> list[Finding]:
+                     python_found: list[Finding], knowledge: FrontEndKnowledge) -> list[Finding]:
     from rlcompat.lang.pysettings import drop_overlaps, settings_of
 
     settings = settings_of(text, tuple({t for r in config for t in r.python_triggers}))
     if not settings:
         return []
-    found = run_rules([ConfigView("python", settings)], text, path, [r for r in config if not r.reads_unread], target)
+    found = run_rules([ConfigView("python", settings)], text, path, [r for r in config if not r.reads_unread], target,
+                      knowledge)
     if found:
         # Overlaps are judged against every Python rule for the target, selected or not: `--ignore RLC201`
         # or `# rlcompat: ignore[RLC201]` must not bring the same hazard back under a config rule's code.
-        found = drop_overlaps(found, python_found + _unselected_python_findings(text, path, target, python_rules))
+        found = drop_overlaps(found, python_found + _unselected_python_findings(text, path, target, python_rules, knowledge))
     return found
 
 
-def _unselected_python_findings(text: str, path: str, target, ran: Sequence) -> list[Finding]:
+def _unselected_python_findings(text: str, path: str, target, ran: Sequence, knowledge: FrontEndKnowledge) -> list[Finding]:
     """Findings of the Python rules for the target that did not run here although their triggers are in `text`
     (deselected with --ignore/--select/per-file-ignores): usually none, and then nothing is parsed."""
-    from rlcompat.rules import file_rules
-
     codes = {r.code for r in ran}
-    rules = [cls(target) for cls in file_rules() if "python" in cls.languages and not issubclass(cls, ConfigRule)
+    rules = [cls(target) for cls in knowledge.file_rule_classes() if "python" in cls.languages and not issubclass(cls, ConfigRule)
              and cls.code not in codes and cls.applies_to(target) and any(t in text for t in cls.triggers)]
     if not rules:
         return []

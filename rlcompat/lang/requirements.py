@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.lang.declared import Declared, pip_arguments, requirement_at, run
 from rlcompat.lang.settings import Span
 from rlcompat.model import Finding
@@ -68,5 +69,6 @@ def logical_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def check(group: Declared, text: str, path: str, rules: Sequence, target) -> list[Finding]:
-    return run([group], text, path, rules, target)
+def check(group: Declared, text: str, path: str, rules: Sequence, target, *,
+          knowledge: FrontEndKnowledge) -> list[Finding]:
+    return run([group], text, path, rules, target, knowledge)

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import ClassVar, Sequence
 
+from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.model import Edit, Finding, Fix, FixSafety, Location
 from rlcompat.rule import Rule
 from rlcompat.textpos import LineIndex
@@ -252,10 +253,9 @@ def _overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
     return any(s1 < e2 and s2 < e1 or s1 == s2 for s1, e1 in a for s2, e2 in b)
 
 
-def run_rules(views: Sequence[ConfigView], text: str, path: str, rules: Sequence[ConfigRule], target) -> list[Finding]:
-    from rlcompat.verl_knowledge import knowledge_for
-
-    ctx = ConfigContext(target, path, knowledge_for(path), text)
+def run_rules(views: Sequence[ConfigView], text: str, path: str, rules: Sequence[ConfigRule], target,
+              knowledge: FrontEndKnowledge) -> list[Finding]:
+    ctx = ConfigContext(target, path, knowledge.for_rules, text)
     for view in views:
         for rule in rules:
             ctx._rule = rule

@@ -23,6 +23,7 @@ import bashlex
 import bashlex.errors
 
 from rlcompat.lang.embedded import Embedded, check_python
+from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span, flag_key, run_rules
 from rlcompat.lang.shellwords import (PYTHON_COMMAND, SIMPLE_PARAM, HeredocValue, body_tokens, heredoc_of,
                                       array_tokens, is_quoted_delimiter, read_target, value_tokens)
@@ -570,30 +571,27 @@ def _expanded_words(command: Command, variables: Variables) -> list[tuple[str, W
     return out
 
 
-def _entry_index(expanded: list[tuple[str, Word]], knowledge) -> int | None:
-    """Index (in `expanded`) of the word naming a verl training entry point, if the command runs one."""
+def _entry_index(expanded: list[tuple[str, Word]], knowledge: FrontEndKnowledge) -> int | None:
+    """Index (in `expanded`) of the word naming a training entry point that takes overrides, if the command runs one."""
     for i, (text, _) in enumerate(expanded):
         if text == "-m" and i + 1 < len(expanded):
-            module = expanded[i + 1][0]
-            if module in knowledge.entry_modules or module.startswith(knowledge.entry_prefixes):
+            if knowledge.runs_entry_module(expanded[i + 1][0]):
                 return i + 1
-        if text.endswith(".py") and ("/verl/" in "/" + text or text.startswith("recipe/")):
-            if any(text.endswith(m.replace(".", "/") + ".py") for m in knowledge.entry_modules) or "main_" in text:
-                return i
+        if text.endswith(".py") and knowledge.runs_entry_script(text):
+            return i
     return None
 
 
-def check_targets(script: ShellScript, text: str, path: str, groups: Sequence[tuple[Sequence, object]]) -> list[list[Finding]]:
+def check_targets(script: ShellScript, text: str, path: str, groups: Sequence[tuple[Sequence, object]], *,
+                  knowledge: FrontEndKnowledge) -> list[list[Finding]]:
     """`check` for several (rules, target) groups (`rlcompat matrix`): one parse, the commands read per group."""
-    return [check(script, text, path, rules, target) for rules, target in groups]
+    return [check(script, text, path, rules, target, knowledge=knowledge) for rules, target in groups]
 
 
-def check(script: ShellScript, text: str, path: str, rules: Sequence, target, _depth: int = 0) -> list[Finding]:
-    from rlcompat.verl_knowledge import knowledge_for
-
+def check(script: ShellScript, text: str, path: str, rules: Sequence, target, _depth: int = 0, *,
+          knowledge: FrontEndKnowledge) -> list[Finding]:
     config_rules = [r for r in rules if isinstance(r, ConfigRule)]
     python_rules = [r for r in rules if not isinstance(r, ConfigRule)]  # for Python inside the script
-    knowledge = knowledge_for(path)
     index = LineIndex(text)
     variables = Variables(text)
     for name, start, items_start, items_end in script.arrays:
@@ -636,18 +634,18 @@ def check(script: ShellScript, text: str, path: str, rules: Sequence, target, _d
         views.append(view)
     if exported:
         views.append(ConfigView("env", list(exported)))
-    findings = run_rules(views, text, path, [r for r in config_rules if not r.reads_unread], target)
+    findings = run_rules(views, text, path, [r for r in config_rules if not r.reads_unread], target, knowledge)
     watchers = [r for r in config_rules if r.reads_unread]
     if watchers and script.skipped:
         # A command bashlex refused is not silently dropped: RLC002 says where it is, so a hazard in it is not lost.
         unread = [ConfigView("unread", anchor=_command_span(text, start, end), unread=why)
                   for start, end, why in script.skipped]
-        findings += run_rules(unread, text, path, watchers, target)
+        findings += run_rules(unread, text, path, watchers, target, knowledge)
     for block in embedded:
         if block.language == "python":
-            findings += check_python(block, path, rules, target, index)
+            findings += check_python(block, path, rules, target, index, knowledge)
         elif _depth < MAX_NESTED_SHELL:
-            findings += _check_shell_block(block, path, rules, target, index, _depth + 1)
+            findings += _check_shell_block(block, path, rules, target, index, _depth + 1, knowledge)
     return findings
 
 
@@ -671,7 +669,8 @@ def _shell_code(command: Command) -> Embedded | None:
     return None
 
 
-def _check_shell_block(block: Embedded, path: str, rules, target, index: LineIndex, depth: int) -> list[Finding]:
+def _check_shell_block(block: Embedded, path: str, rules, target, index: LineIndex, depth: int,
+                       knowledge: FrontEndKnowledge) -> list[Finding]:
     from rlcompat.lang.embedded import map_findings
 
     code = block.code
@@ -679,7 +678,7 @@ def _check_shell_block(block: Embedded, path: str, rules, target, index: LineInd
         script = parse(code)
     except ShellSyntaxError:
         return []
-    return map_findings(block, check(script, code, path, rules, target, _depth=depth), index)
+    return map_findings(block, check(script, code, path, rules, target, _depth=depth, knowledge=knowledge), index)
 
 
 def _env_setting(w: Word, variables: Variables, index: LineIndex) -> Setting | None:
@@ -739,7 +738,7 @@ def _strip_trailing_comment(chunk: str) -> str:
     return chunk
 
 
-def _view(command: Command, variables: Variables, knowledge, text: str, index: LineIndex) -> ConfigView:
+def _view(command: Command, variables: Variables, knowledge: FrontEndKnowledge, text: str, index: LineIndex) -> ConfigView:
     command = Command(_split_variables(command.words, variables), command.assignments, command.start, command.end)
     expanded = _expanded_words(command, variables)
     entry = _entry_index(expanded, knowledge)
@@ -760,7 +759,7 @@ def _view(command: Command, variables: Variables, knowledge, text: str, index: L
                 last_override = w
     else:
         settings.extend(_other_overrides(command.words, variables, index))
-    settings.extend(_flags(command.words, variables, index))
+    settings.extend(_flags(command.words, variables, index, knowledge.switches))
     anchor_word = expanded[entry][1] if entry is not None else command.words[0]
     view = ConfigView("command", settings, is_verl=entry is not None, anchor=Span(anchor_word.start, anchor_word.end),
                       command_words=tuple(t for t, _ in expanded),
@@ -835,8 +834,9 @@ ARRAY_USE = re.compile(r'"?\$\{([A-Za-z_]\w*)\[[@*]\]\}"?')
 FLAG = re.compile(r"^--[A-Za-z][\w.\-]*$")
 
 
-def _flags(words: list[Word], variables: Variables, index: LineIndex) -> list[Setting]:
-    """Every `--long` flag of the command: `--flag=value`, `--flag value`, or a bare switch (value "")."""
+def _flags(words: list[Word], variables: Variables, index: LineIndex, switches: frozenset[str]) -> list[Setting]:
+    """Every `--long` flag of the command: `--flag=value`, `--flag value`, or a bare switch (value ""): after one of
+    `switches` (flags that take no value) the next word is its value only when it is a boolean word."""
     out = []
     for i, w in enumerate(words):
         text = w.text
@@ -857,7 +857,7 @@ def _flags(words: list[Word], variables: Variables, index: LineIndex) -> list[Se
             continue
         nxt = words[i + 1] if i + 1 < len(words) else None
         takes_value = nxt is not None and not nxt.text.startswith("-") and (
-            key not in SWITCHES or nxt.text in BOOL_WORDS) and not POSITIONAL.search(nxt.text)
+            key not in switches or nxt.text in BOOL_WORDS) and not POSITIONAL.search(nxt.text)
         if takes_value and not OVERRIDE.match(nxt.text):
             if nxt.dynamic:
                 value, span, where = _resolve_expansion(nxt, 0, variables, nxt.start, 0, "")
@@ -870,12 +870,6 @@ def _flags(words: list[Word], variables: Variables, index: LineIndex) -> list[Se
     return out
 
 
-# Flags that are switches (`store_true`): a following word is their value only when it is a boolean word.
-SWITCHES = {"bf16", "fp16", "flash_attn", "enforce_eager", "use_liger_kernel", "packing_samples", "ds.packing_samples",
-            "gradient_checkpointing", "ds.gradient_checkpointing", "adam_offload", "use_wandb", "load_checkpoint",
-            "colocate_all_models", "vllm.enable_sleep", "deepspeed_enable_sleep", "normalize_reward", "multi_gpu",
-            "use_vllm", "trust_remote_code", "ring_attn", "ds.ring_attn", "ds.adam_offload", "enable_prefix_caching",
-            "disable_fast_tokenizer", "apply_chat_template", "load_in_4bit", "use_peft", "tf32", "torch_compile"}
 # A word after a flag that is the command's positional argument, not the flag's value: a script or config file.
 POSITIONAL = re.compile(r"\.(py|sh|yaml|yml|json)$")
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 from rlcompat._toml import TOMLDecodeError, load_toml_text
+from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span, run_rules
 from rlcompat.model import Finding
 
@@ -242,6 +243,7 @@ class _Scanner:
             yield from self._value(".".join([key, *parts]), inner_span)
 
 
-def check(doc: TomlDocument, text: str, path: str, rules: Sequence[ConfigRule], target) -> list[Finding]:
+def check(doc: TomlDocument, text: str, path: str, rules: Sequence[ConfigRule], target, *,
+          knowledge: FrontEndKnowledge) -> list[Finding]:
     view = ConfigView("toml", doc.settings)
-    return run_rules([view], text, path, [r for r in rules if not r.reads_unread], target)
+    return run_rules([view], text, path, [r for r in rules if not r.reads_unread], target, knowledge)

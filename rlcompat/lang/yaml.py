@@ -22,11 +22,11 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple, Sequence
 
+from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span, run_rules
 from rlcompat.model import Finding
 from rlcompat.textpos import LineIndex
 
-VERL_TOP_KEYS = {"actor_rollout_ref", "critic", "trainer", "algorithm", "reward_model", "data"}
 # Plain scalars that YAML (1.1 and 1.2 core schema alike) reads as null; `key:` with nothing after it is one too.
 _NULL_WORDS = {"", "~", "null", "Null", "NULL"}
 _MERGE_KEY = "<<"
@@ -292,25 +292,26 @@ def _is_null(event) -> bool:
 
 # --- entries -> settings ----------------------------------------------------------------------------------
 
-def check(docs: YamlDocuments, text: str, path: str, rules: Sequence[ConfigRule], target) -> list[Finding]:
-    return run_rules(_views(docs, text, path), text, path, rules, target)
+def check(docs: YamlDocuments, text: str, path: str, rules: Sequence[ConfigRule], target, *,
+          knowledge: FrontEndKnowledge) -> list[Finding]:
+    return run_rules(_views(docs, text, path, knowledge), text, path, rules, target, knowledge)
 
 
-def check_targets(docs: YamlDocuments, text: str, path: str, groups: Sequence[tuple[Sequence[ConfigRule], object]]) -> list[list[Finding]]:
+def check_targets(docs: YamlDocuments, text: str, path: str, groups: Sequence[tuple[Sequence[ConfigRule], object]], *,
+                  knowledge: FrontEndKnowledge) -> list[list[Finding]]:
     """`check` for several (rules, target) groups (`rlcompat matrix`): the settings are read once for all."""
-    views = _views(docs, text, path)
-    return [run_rules(views, text, path, rules, target) for rules, target in groups]
+    views = _views(docs, text, path, knowledge)
+    return [run_rules(views, text, path, rules, target, knowledge) for rules, target in groups]
 
 
-def _views(docs: YamlDocuments, text: str, path: str) -> list[ConfigView]:
-    from rlcompat.verl_knowledge import knowledge_for
-
+def _views(docs: YamlDocuments, text: str, path: str, knowledge: FrontEndKnowledge) -> list[ConfigView]:
     index = LineIndex(text)
-    mounts = _mounts_for(path, knowledge_for(path).mounts)
+    mounts = _mounts_for(path, knowledge.mounts)
+    top_keys = knowledge.config_top_keys
     views = []
     for doc in docs:
         settings = [_setting(entry, text, index) for entry in doc.entries]
-        is_verl = mounts != ("",) or bool(VERL_TOP_KEYS & doc.top_keys)
+        is_verl = mounts != ("",) or bool(top_keys & doc.top_keys)
         views.append(ConfigView("yaml", settings, mounts=mounts, is_verl=is_verl))
     return views
 

@@ -11,12 +11,25 @@ import json
 from dataclasses import dataclass, field
 
 from rlcompat.release import __version__
+from rlcompat.rules.codes import CODES, REPORT_NAMES
 from rlcompat.model import FileError, Finding, FixSafety
 from rlcompat.targets import Target
 
-# Rule families by code prefix; RLC0xx (suppressions, shell commands no rule reads) are "other".
-FAMILIES = (("RLC1", "dtype"), ("RLC2", "attention"), ("RLC3", "triton/compile"), ("RLC4", "rollout"),
-            ("RLC6", "environment"), ("RLC0", "other"))
+
+
+def report_families(codes: dict[str, str], names: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """(code prefix, name) of each family that checks files, from the code registry (rules/codes.py): a family is a
+    package whose codes share their first four characters (`RLC1` for RLC1xx)."""
+    out = []
+    for family, name in names.items():
+        prefixes = {code[:4] for code, location in codes.items() if location.split(".")[0] == family}
+        if len(prefixes) != 1:
+            raise ValueError(f"rules/codes.py: family {family!r} has codes under {sorted(prefixes) or 'no'} prefix")
+        out.append((prefixes.pop(), name))
+    return tuple(out)
+
+
+FAMILIES = report_families(CODES, REPORT_NAMES)
 KINDS = ("blockers", "fixable", "unsafe_fixable", "notes")
 
 RUNS, RUNS_AFTER_FIX, RUNS_AFTER_UNSAFE_FIX, BLOCKED = "runs", "runs_after_fix", "runs_after_unsafe_fix", "blocked"

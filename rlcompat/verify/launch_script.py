@@ -16,7 +16,7 @@ def main_ppo_overrides(script: Path) -> list[str]:
     tiny run cannot know it, and verify reports the overrides it used.
     """
     from rlcompat.lang import shell
-    from rlcompat.verl_knowledge import knowledge_for
+    from rlcompat.file_knowledge import FileKnowledge
 
     try:
         text = Path(script).read_text("utf-8")
@@ -27,7 +27,7 @@ def main_ppo_overrides(script: Path) -> list[str]:
     except shell.ShellSyntaxError as exc:
         line, col, why = shell.syntax_error_location(exc)
         raise LaunchScriptError(f"{script}:{line}:{col}: not a shell script rlcompat can read ({why})") from None
-    knowledge = knowledge_for(str(script))
+    knowledge = FileKnowledge(str(script))
     variables = shell.Variables()
     for command in shell._commands(parsed):
         if not command.words:

@@ -1,0 +1,56 @@
+"""The framework knowledge a scanned file is read with, resolved by whoever runs the front ends and handed to them.
+
+`FileKnowledge(path)` answers rlcompat/lang/knowledge.py's `FrontEndKnowledge` from rules/verl/<version>.toml (the
+version found for the file's tree: rlcompat/verl_knowledge.py) and rules/frameworks/vocabulary.toml. Each is read
+on first use, so a file whose front end asks nothing costs nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from rlcompat import framework_knowledge, verl_knowledge
+
+
+class FileKnowledge:
+    __slots__ = ("path", "_verl")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._verl: verl_knowledge.Knowledge | None = None
+
+    @property
+    def verl(self) -> verl_knowledge.Knowledge:
+        if self._verl is None:
+            self._verl = verl_knowledge.knowledge_for(self.path)
+        return self._verl
+
+    @property
+    def for_rules(self) -> verl_knowledge.Knowledge:
+        return self.verl
+
+    @property
+    def mounts(self) -> Mapping[str, tuple[str, ...]]:
+        return self.verl.mounts
+
+    @property
+    def config_top_keys(self) -> frozenset[str]:
+        return framework_knowledge.vocabulary().verl_config_top_keys
+
+    @property
+    def switches(self) -> frozenset[str]:
+        return framework_knowledge.vocabulary().switches
+
+    def runs_entry_module(self, module: str) -> bool:
+        return module in self.verl.entry_modules or module.startswith(self.verl.entry_prefixes)
+
+    def runs_entry_script(self, path: str) -> bool:
+        # A script inside a verl checkout or a recipe: a known entry module's file, or any `main_*` script there.
+        if "/verl/" not in "/" + path and not path.startswith("recipe/"):
+            return False
+        return any(path.endswith(m.replace(".", "/") + ".py") for m in self.verl.entry_modules) or "main_" in path
+
+    def file_rule_classes(self) -> Sequence[type]:
+        from rlcompat.rules import file_rules
+
+        return file_rules()

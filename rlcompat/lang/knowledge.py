@@ -1,0 +1,38 @@
+"""What a front end knows beyond the file it reads (frameworks, the rule catalog): only what it is handed.
+
+Whoever runs a front end (the engine, `rlcompat matrix`) resolves the framework knowledge for the scanned file's tree
+(rlcompat/file_knowledge.py) and passes it to `check` as `knowledge`; front ends read it through this interface and
+never open a knowledge file, so a language knows no framework. Adding a framework's switch or config shape is a data
+row in rules/, not a change here.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Protocol, Sequence
+
+
+class FrontEndKnowledge(Protocol):
+    @property
+    def mounts(self) -> Mapping[str, tuple[str, ...]]:
+        """Config-group file (`rollout/rollout.yaml`) -> the Hydra prefixes its keys sit under."""
+
+    @property
+    def config_top_keys(self) -> frozenset[str]:
+        """Top-level keys that make a YAML file a training config read from the root (verl's `trainer`, ...)."""
+
+    @property
+    def switches(self) -> frozenset[str]:
+        """Flags (argparse dest: no dashes, `-` as `_`) that take no value."""
+
+    @property
+    def for_rules(self) -> object:
+        """What config rules read as `ConfigContext.verl`; front ends pass it on unread."""
+
+    def runs_entry_module(self, module: str) -> bool:
+        """Whether `python -m <module>` runs a training entry point whose overrides follow."""
+
+    def runs_entry_script(self, path: str) -> bool:
+        """Whether `python <path>` (a word ending in .py) does."""
+
+    def file_rule_classes(self) -> Sequence[type]:
+        """Every scan rule class (the catalog), for a front end that judges its findings against rules not selected."""

@@ -1,0 +1,101 @@
+"""Framework knowledge reaches the front ends as data handed by the engine: switches, verl's config shape and entry
+triggers are rows in rules/, and the matrix's families come from the code registry."""
+
+from __future__ import annotations
+
+import dataclasses
+from importlib import resources
+
+from rlcompat import framework_knowledge, verl_knowledge
+from rlcompat._toml import load_toml_text
+from rlcompat.analysis import confighelpers
+from rlcompat.file_knowledge import FileKnowledge
+from rlcompat.lang import shell
+from rlcompat.lang import yaml as yaml_fe
+from rlcompat.lang.settings import ConfigView
+from rlcompat.report import matrix as matrix_report
+from rlcompat.rules.codes import CODES, ENVIRONMENT_FAMILY, REPORT_NAMES
+
+
+def _views(module, text: str, path: str, knowledge) -> list[ConfigView]:
+    captured: list[ConfigView] = []
+    original = module.run_rules
+    module.run_rules = lambda views, *args: captured.extend(views) or []
+    try:
+        module.check(module.parse(text), text, path, [], None, knowledge=knowledge)
+    finally:
+        module.run_rules = original
+    return captured
+
+
+def _flag(text: str, name: str, knowledge=None):
+    [view] = _views(shell, text, "run.sh", knowledge or FileKnowledge("run.sh"))
+    return next(s for s in view.settings if s.key == name)
+
+
+def test_a_switch_is_a_data_row(monkeypatch):
+    command = "python train.py --my_new_switch extra_word\n"
+    taken = _flag(command, "my_new_switch")
+    assert (taken.value, taken.switch) == ("extra_word", False)
+    vocabulary = framework_knowledge.vocabulary()
+    grown = dataclasses.replace(vocabulary, switches=vocabulary.switches | {"my_new_switch"})
+    monkeypatch.setattr(framework_knowledge, "vocabulary", lambda: grown)
+    bare = _flag(command, "my_new_switch")
+    assert (bare.value, bare.switch) == ("", True)
+    assert _flag("python train.py --my_new_switch true\n", "my_new_switch").value == "true"
+
+
+def test_known_switches_come_from_the_vocabulary_file():
+    assert not hasattr(shell, "SWITCHES")
+    assert _flag("python train.py --adam_offload extra_word\n", "adam_offload").switch
+    assert "adam_offload" in framework_knowledge.vocabulary().switches
+
+
+def test_every_switch_row_has_a_proof_or_says_why_not():
+    text = resources.files("rlcompat.rules").joinpath("frameworks", "vocabulary.toml").read_text("utf-8")
+    rows = load_toml_text(text)["switch"]
+    assert all(r.get("proof", "").count(":") >= 2 or r.get("unproven") for r in rows)
+    # Kept from before the knowledge moved to data, without a store_true in the versions read: not to grow.
+    assert sorted(r["flag"] for r in rows if not r.get("proof")) == ["ds.gradient_checkpointing", "ds.ring_attn",
+                                                                     "ring_attn", "use_wandb"]
+    assert len({r["flag"] for r in rows}) == len(rows)
+
+
+def test_yaml_reads_verl_top_keys_from_what_it_is_handed():
+    class NoVerl(FileKnowledge):
+        config_top_keys = frozenset()
+
+    text = "trainer:\n  n_gpus_per_node: 1\n"
+    [known] = _views(yaml_fe, text, "c.yaml", FileKnowledge("c.yaml"))
+    [unknown] = _views(yaml_fe, text, "c.yaml", NoVerl("c.yaml"))
+    assert known.is_verl and not unknown.is_verl
+
+
+def test_shell_entry_points_come_from_what_it_is_handed():
+    class OtherEntry(FileKnowledge):
+        def runs_entry_module(self, module: str) -> bool:
+            return module == "mytool.train"
+
+    text = "python3 -m mytool.train a.b=1\n"
+    [plain] = _views(shell, text, "run.sh", FileKnowledge("run.sh"))
+    [entry] = _views(shell, text, "run.sh", OtherEntry("run.sh"))
+    assert not plain.is_verl and entry.is_verl
+
+
+def test_entry_triggers_are_the_verl_rule_sets_triggers():
+    union = {t for v in verl_knowledge.available_versions() for t in verl_knowledge.load_version(v).entry_triggers}
+    assert set(confighelpers.ENTRY_TRIGGERS) == union
+    assert all(confighelpers.ENTRY_TRIGGERS)
+    newest = verl_knowledge.load_version(verl_knowledge.available_versions()[-1])
+    # each trigger finds at least one entry module or prefix the newest rule set knows
+    assert all(any(t in m for m in newest.entry_modules + newest.entry_prefixes) for t in confighelpers.ENTRY_TRIGGERS)
+
+
+def test_matrix_families_come_from_the_code_registry():
+    file_families = {location.split(".")[0] for location in CODES.values()} - {ENVIRONMENT_FAMILY}
+    assert set(REPORT_NAMES) == file_families
+    assert matrix_report.FAMILIES == matrix_report.report_families(CODES, REPORT_NAMES)
+    grown = dict(CODES, RLC701="quantization.some_rule")
+    families = matrix_report.report_families(grown, dict(REPORT_NAMES, quantization="quantization"))
+    assert families[-1] == ("RLC7", "quantization")
+    assert ("RLC1", "dtype") in families
