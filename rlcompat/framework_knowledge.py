@@ -58,6 +58,7 @@ class FrameworkKey:
     proof: str = ""
     commands: tuple[str, ...] = ()  # the commands this key belongs to, when narrower than the framework's
     requires: tuple[str, ...] = ()  # its default matters only when one of these flags is passed
+    only_with: tuple[str, ...] = ()  # read only when the file (or script) also holds one of these texts (a plugin)
     examples: tuple = field(default=(), compare=False, hash=False)  # ("bad"|"good", dict) rows for the rule catalog
 
     @property
@@ -122,7 +123,8 @@ def _framework(data: dict, filename: str) -> Framework:
             fw, tuple(row["names"]), row.get("form", "any"), row.get("kind", "none"), row.get("role", ""),
             dict(row.get("spellings", {})), row.get("safe", ""), str(row.get("default", "")),
             row.get("default_at", "parse"), row.get("auto", ""), row.get("live", True), row.get("scoped", False),
-            row["proof"], tuple(row.get("commands", ())), tuple(row.get("requires", ())), examples))
+            row["proof"], tuple(row.get("commands", ())), tuple(row.get("requires", ())),
+            tuple(row.get("only_with", ())), examples))
     object.__setattr__(fw, "keys", tuple(keys))
     return fw
 

@@ -56,7 +56,8 @@ def chosen_version(view: ConfigView, framework_name: str) -> tuple[str | None, s
 def matching_key(view: ConfigView, ctx: ConfigContext, setting: Setting, kinds: frozenset[str]):
     """(key, version known) for the framework key a setting stands for, or None."""
     found = [k for k in fk.candidates(setting.key) if k.kind in kinds and fk.name_matches(k, setting.key)
-             and form_fits(k, setting) and (not k.scoped or attributed(view, ctx, k.framework, k))]
+             and form_fits(k, setting) and (not k.scoped or attributed(view, ctx, k.framework, k))
+             and (not k.only_with or any(t in ctx.source_text for t in k.only_with))]
     if not found:
         return None
     # A framework the command runs comes first; then the version that command (or the machine) uses.

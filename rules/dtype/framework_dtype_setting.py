@@ -4,7 +4,7 @@ from rlcompat.analysis.knowledgecheck import DataExamples, check
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.rule import Bad, Good
 
-KINDS = frozenset({"dtype", "bf16-switch", "tf32-switch"})
+KINDS = frozenset({"dtype", "bf16-switch", "tf32-switch", "fp8-switch"})
 
 
 class FrameworkDtypeSetting(ConfigRule):
@@ -13,7 +13,7 @@ class FrameworkDtypeSetting(ConfigRule):
     title = "A framework's dtype, bf16 or TF32 setting (from rlcompat's framework knowledge) the GPU lacks"
     what = (
         "Reads rules/frameworks/<framework>/<version>.toml: every key, flag or environment variable whose kind is "
-        "`dtype`, `bf16-switch` or `tf32-switch` (OpenRLHF `--ds.param_dtype`, TRL/transformers `bf16`, `tf32`, "
+        "`dtype`, `bf16-switch`, `tf32-switch` or `fp8-switch` (OpenRLHF `--ds.param_dtype`, TRL/transformers `bf16`, `tf32`, "
         "`model_init_kwargs.torch_dtype`, accelerate `mixed_precision` and ACCELERATE_MIXED_PRECISION, DeepSpeed "
         "`bf16.enabled` incl. \"auto\", vLLM/SGLang `--dtype`, LLaMA-Factory `pure_bf16`/`infer_dtype`, torchtune "
         "`dtype`, ms-swift `torch_dtype`), and reports a value the target cannot run. A command of a known framework "

@@ -14,7 +14,8 @@ class FrameworkKernelSetting(ConfigRule):
     what = (
         "Reads rules/frameworks/: keys and flags of kind `compile-switch` and `liger-switch` (transformers "
         "`torch_compile`, torchtune `compile`, DeepSpeed `compile.deepcompile`, OpenRLHF `--ds.deepcompile` and "
-        "`--ds.use_liger_kernel`, LLaMA-Factory `enable_liger_kernel`, SGLang `--enable-torch-compile`) and reports "
+        "`--ds.use_liger_kernel`, LLaMA-Factory `enable_liger_kernel`, SGLang `--enable-torch-compile`, axolotl "
+        "`torch_compile`, `flex_attention` and the Liger plugin's `liger_*` switches) and reports "
         "them switched on for a GPU Triton does not run on."
     )
     why = (
@@ -22,7 +23,7 @@ class FrameworkKernelSetting(ConfigRule):
         "capability 7.0 [S17]; Liger's kernels are Triton [S37]."
     )
     fix_safety = "Turning the switch off runs the same computation eagerly or with the model's own layers: safe."
-    triggers = ("compile", "liger")
+    triggers = ("compile", "liger", "flex_attention")
     sources = ("S17", "S37")
     python_triggers = ("compile", "liger")  # argparse defaults, config fields, call keywords (lang/pysettings.py)
     kinds = KINDS
