@@ -67,3 +67,23 @@ def test_fix_skips_files_the_cache_knows_are_clean_and_still_fixes_the_rest(tmp_
     report = fix_paths([str(tmp_path / "src")], resolve_target("sm61"), Settings(root=str(tmp_path)), jobs=1, use_cache=True)
     assert len(report.applied) == 1 and "torch.float32" in (tmp_path / "src" / "a.py").read_text()
     assert _scan(tmp_path).findings == []
+
+
+def test_fingerprint_covers_rule_family_folders_and_knowledge_at_any_depth(monkeypatch, tmp_path):
+    """A rule edited in rules/<family>/ or a framework file added under rules/frameworks/<fw>/ invalidates the cache."""
+    from importlib import resources
+
+    from rlcompat import cache
+
+    rels = {rel for rel, _ in cache._code_files(resources.files("rlcompat.rules"), "")}
+    assert "dtype/bf16_flag.py" in rels and "attention/helpers.py" in rels
+    assert any(r.startswith("frameworks/") and r.count("/") == 2 for r in rels)
+    assert any(r.startswith("analysis/") for r, _ in cache._code_files(resources.files("rlcompat"), ""))
+
+    (tmp_path / "fam").mkdir()
+    rule = tmp_path / "fam" / "a_rule.py"
+    rule.write_text("x = 1\n")
+    before = dict(cache._code_files(tmp_path, ""))
+    stamp = cache._stamp(before["fam/a_rule.py"])
+    rule.write_text("x = 22\n")
+    assert cache._stamp(rule) != stamp
