@@ -134,7 +134,7 @@ class TargetGuard:
 
     # ---- installation ------------------------------------------------------------------------------------
     def install_import_blocker(self) -> None:
-        blocked = {m for m, fact in FLASH_MODULES.items() if not getattr(self.target, fact)}
+        blocked = {m for m, fact in FLASH_MODULES.items() if not self.target.fact(fact)}
         if not blocked or not self.enforce:
             return
         finder = _BlockingFinder(blocked, self)
@@ -203,7 +203,7 @@ class TargetGuard:
         def checked(model_self, attn_implementation, *args, **kwargs):
             requested = attn_implementation or ""
             for impl, fact in FLASH_IMPLEMENTATIONS.items():
-                if impl in requested and not getattr(guard.target, fact):
+                if impl in requested and not guard.target.fact(fact):
                     guard.violation(
                         "flash_attn_selected", f"attn_implementation={requested!r}",
                         f"attn_implementation={requested!r} selected for {type(model_self).__name__}; "
