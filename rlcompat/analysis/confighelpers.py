@@ -7,14 +7,14 @@ from typing import Callable
 
 from rlcompat.lang.settings import TRUE_WORDS, ConfigContext, ConfigView, Setting, Span
 from rlcompat.model import Edit, FixSafety
+from rlcompat.spellings import bf16_replacements
 
 # Substrings of a verl training command: rules that add missing overrides need one of them (rule `triggers`).
 ENTRY_TRIGGERS = ("verl.trainer.main_", "verl.trainer.sft_", "main_ppo", "recipe.")
-BF16_SPELLINGS = {"bf16": ("fp32", "fp16"), "bfloat16": ("float32", "float16"), "torch.bfloat16": ("torch.float32", "torch.float16")}
 
 
 def is_bf16(value: str | None) -> bool:
-    return value is not None and value.strip().lower() in BF16_SPELLINGS
+    return value is not None and value.strip().lower() in bf16_replacements()
 
 
 def dtype_replacement(target, value: str, role: str = "weights") -> tuple[str, FixSafety]:
@@ -22,7 +22,7 @@ def dtype_replacement(target, value: str, role: str = "weights") -> tuple[str, F
     same spelling family, and whether that is safe: fp32 always is; fp16 is not (a smaller range than bf16)."""
     from rlcompat.precision import dtype_for
 
-    fp32, fp16 = BF16_SPELLINGS.get(value.strip().lower(), ("float32", "float16"))
+    fp32, fp16 = bf16_replacements().get(value.strip().lower(), ("float32", "float16"))
     if dtype_for(target, role) == "float16":
         return fp16, FixSafety.UNSAFE
     return fp32, FixSafety.SAFE
