@@ -77,10 +77,15 @@ def rollout_engine(view: ConfigView) -> str | None:
 def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Callable[[str], bool],
                new_value: Callable[[str], tuple[str | bool, FixSafety]], describe: Callable[[str, str, str], str],
                roles: tuple[str, ...] = ("actor", "ref", "critic")) -> None:
-    """Report a known verl setting whose value (set, or left at verl's default) is bad on the target.
+    """The "this key's value is bad -> set it, or add it when absent" skeleton: report a known verl setting whose
+    value (set, or left at verl's default) is bad on the target.
 
-    Set in the file: the value is rewritten in place. Left at the default in a launch script: the override is
-    added. `describe(key, value, origin)` words the finding; `origin` says where the value came from.
+    `setting_id` names the rows of rules/verl/<version>.toml (`[[setting]] id = ...`), one per role; `roles` picks
+    the roles checked. Set in the file: the value is rewritten in place. Left at the default in a launch script: the
+    override is added. `is_bad(value)` decides, `new_value(value) -> (value, FixSafety)` is the fix (a bool is
+    written the Hydra way, True/False), `describe(key, value, origin)` words the finding; `origin` says where the
+    value came from. A new config rule over a verl key is these three callables (docs/architecture.md, "Write a
+    rule"; rules/triton_compile/fsdp_torch_compile.py is a complete one).
     """
     for known in ctx.verl.by_id(setting_id):
         if known.role not in roles or (known.role == "critic" and not critic_trained(view)):
