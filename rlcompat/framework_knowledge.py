@@ -85,8 +85,14 @@ def _version_key(text: str) -> tuple[int, ...]:
 @lru_cache(maxsize=1)
 def kinds() -> dict[str, Kind]:
     text = resources.files("rlcompat.rules").joinpath("frameworks", "kinds.toml").read_text("utf-8")
+    from rlcompat.targets import FACT_NAMES
+
     out = {}
     for name, body in load_toml_text(text).items():
+        unknown = sorted({h["needs"] for h in body.get("hazards", ())} - FACT_NAMES)
+        if unknown:
+            raise ValueError(f"rules/frameworks/kinds.toml [{name}]: needs = {unknown[0]!r} is not a fact of "
+                             "rules/targets.toml (rlcompat.targets.FACT_NAMES)")
         hazards = tuple(Hazard(tuple(v.lower() for v in h["values"]), h["needs"], h["why"], tuple(h.get("sources", ())))
                         for h in body.get("hazards", ()))
         out[name] = Kind(name, body.get("fix", "none"), hazards)

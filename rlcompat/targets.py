@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -25,12 +25,38 @@ class Fact:
 
 @dataclass(frozen=True)
 class Target:
+    """One entry of rules/targets.toml. Every fact is a declared, typed field (`target.bf16_native`); its value's
+    sources and note are in `facts` (`target.facts["bf16_native"].sources`), in the table's order."""
+
     name: str  # "sm61"
     capability: tuple[int, int]  # (6, 1)
     architecture: str
     gpus: tuple[str, ...]
     aliases: tuple[str, ...]
-    facts: dict[str, Fact] = field(hash=False, compare=False)
+    bf16_native: bool
+    fp16_tensor_cores: bool
+    fp16_slow: bool
+    flash_attn_2: bool
+    flash_attn_3: bool
+    sdpa_flash: bool
+    sdpa_mem_efficient: bool
+    inductor: bool
+    triton_official: bool
+    triton_pipelining: bool
+    triton_mma: bool
+    triton_atomic_sem: bool
+    smem_per_block: int
+    smem_per_block_optin: int
+    vllm: bool
+    vllm_bf16: bool
+    sglang: bool
+    fp8: bool
+    bnb_int8_fast: bool
+    unsloth: bool
+    last_cuda_toolkit: str
+    torch_wheels: str
+    nccl_p2p_broken: bool = False  # a product's fact (targets.toml `[[product]]`); false where the table has none
+    facts: dict[str, Fact] = field(default_factory=dict, hash=False, compare=False, repr=False)
 
     @property
     def cc(self) -> int:
@@ -42,14 +68,10 @@ class Target:
         return f"{self.capability[0]}.{self.capability[1]}"
 
     def fact(self, key: str) -> Any:
-        return self.facts[key].value
-
-    def __getattr__(self, key: str) -> Any:
-        # target.bf16_native, target.smem_per_block_optin, ... read straight from the table.
-        facts = self.__dict__.get("facts")
-        if facts is not None and key in facts:
-            return facts[key].value
-        raise AttributeError(key)
+        """A fact by its name (for tables and knowledge files that name facts); an undeclared name raises KeyError."""
+        if key not in FACT_NAMES:
+            raise KeyError(f"{key!r} is not a target fact (rlcompat.targets.FACT_NAMES)")
+        return getattr(self, key)
 
     @property
     def training_dtype(self) -> str:
@@ -65,26 +87,41 @@ class Target:
         return f"{self.name} ({self.capability_text}, {self.architecture}: {', '.join(self.gpus[:2])})"
 
 
+_ENTRY_FIELDS = ("name", "capability", "architecture", "gpus", "aliases", "facts")
+# Facts every [[target]] must give; the others (a product's) have a default in Target.
+FACT_NAMES: frozenset[str] = frozenset(f.name for f in fields(Target) if f.name not in _ENTRY_FIELDS)
+_REQUIRED_FACTS = frozenset(f.name for f in fields(Target) if f.name in FACT_NAMES and f.default is MISSING)
+_FACT_TYPES = {f.name: f.type for f in fields(Target) if f.name in FACT_NAMES}
+
+
+def _facts(entry: dict, where: str) -> dict[str, Fact]:
+    out = {}
+    for key, f in entry["facts"].items():
+        if key not in FACT_NAMES:
+            raise TargetError(f"rules/targets.toml {where}: unknown fact {key!r}; declare it as a field of rlcompat.targets.Target")
+        expected = {"bool": bool, "int": int, "str": str}[_FACT_TYPES[key]]
+        if type(f["value"]) is not expected:
+            raise TargetError(f"rules/targets.toml {where}: {key} = {f['value']!r} is not a {expected.__name__}")
+        out[key] = Fact(value=f["value"], sources=tuple(f["sources"]), note=f.get("note"))
+    return out
+
+
+def _target(name: str, capability: tuple[int, int], architecture: str, gpus, aliases, facts: dict[str, Fact]) -> Target:
+    missing = _REQUIRED_FACTS - facts.keys()
+    if missing:
+        raise TargetError(f"rules/targets.toml {name}: missing fact(s) {', '.join(sorted(missing))}")
+    return Target(name=name, capability=capability, architecture=architecture, gpus=tuple(gpus),
+                  aliases=tuple(aliases), facts=facts, **{k: f.value for k, f in facts.items()})
+
+
 @lru_cache(maxsize=1)
 def all_targets() -> tuple[Target, ...]:
     data = load_toml_text(resources.files("rlcompat.rules").joinpath("targets.toml").read_text("utf-8"))
     out = []
     for entry in data["target"]:
         major, minor = (int(p) for p in entry["capability"].split("."))
-        facts = {
-            key: Fact(value=f["value"], sources=tuple(f["sources"]), note=f.get("note"))
-            for key, f in entry["facts"].items()
-        }
-        out.append(
-            Target(
-                name=entry["name"],
-                capability=(major, minor),
-                architecture=entry["architecture"],
-                gpus=tuple(entry["gpus"]),
-                aliases=tuple(entry["aliases"]),
-                facts=facts,
-            )
-        )
+        out.append(_target(entry["name"], (major, minor), entry["architecture"], entry["gpus"], entry["aliases"],
+                           _facts(entry, entry["name"])))
     return tuple(sorted(out, key=lambda t: t.cc))
 
 
@@ -96,10 +133,8 @@ def products() -> tuple[Target, ...]:
     for entry in data.get("product", ()):
         major, minor = (int(p) for p in entry["capability"].split("."))
         base = next(t for t in all_targets() if t.capability == (major, minor))
-        extra = {k: Fact(value=f["value"], sources=tuple(f["sources"]), note=f.get("note"))
-                 for k, f in entry["facts"].items()}
-        out.append(Target(name=entry["name"], capability=base.capability, architecture=base.architecture,
-                          gpus=tuple(entry["gpus"]), aliases=tuple(entry["aliases"]), facts={**base.facts, **extra}))
+        out.append(_target(entry["name"], base.capability, base.architecture, entry["gpus"], entry["aliases"],
+                           {**base.facts, **_facts(entry, entry["name"])}))
     return tuple(out)
 
 

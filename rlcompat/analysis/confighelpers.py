@@ -7,16 +7,16 @@ from typing import Callable
 
 from rlcompat.lang.settings import TRUE_WORDS, ConfigContext, ConfigView, Setting, Span
 from rlcompat.model import Edit, FixSafety
+from rlcompat.spellings import bf16_replacements
 from rlcompat.verl_knowledge import entry_triggers
 
 # Substrings of a verl training command: rules that add missing overrides need one of them (rule `triggers`).
 # Every verl rule set's `[entry_points] triggers` (rules/verl/<version>.toml).
 ENTRY_TRIGGERS = entry_triggers()
-BF16_SPELLINGS = {"bf16": ("fp32", "fp16"), "bfloat16": ("float32", "float16"), "torch.bfloat16": ("torch.float32", "torch.float16")}
 
 
 def is_bf16(value: str | None) -> bool:
-    return value is not None and value.strip().lower() in BF16_SPELLINGS
+    return value is not None and value.strip().lower() in bf16_replacements()
 
 
 def dtype_replacement(target, value: str, role: str = "weights") -> tuple[str, FixSafety]:
@@ -24,7 +24,7 @@ def dtype_replacement(target, value: str, role: str = "weights") -> tuple[str, F
     same spelling family, and whether that is safe: fp32 always is; fp16 is not (a smaller range than bf16)."""
     from rlcompat.precision import dtype_for
 
-    fp32, fp16 = BF16_SPELLINGS.get(value.strip().lower(), ("float32", "float16"))
+    fp32, fp16 = bf16_replacements().get(value.strip().lower(), ("float32", "float16"))
     if dtype_for(target, role) == "float16":
         return fp16, FixSafety.UNSAFE
     return fp32, FixSafety.SAFE
@@ -79,10 +79,15 @@ def rollout_engine(view: ConfigView) -> str | None:
 def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Callable[[str], bool],
                new_value: Callable[[str], tuple[str | bool, FixSafety]], describe: Callable[[str, str, str], str],
                roles: tuple[str, ...] = ("actor", "ref", "critic")) -> None:
-    """Report a known verl setting whose value (set, or left at verl's default) is bad on the target.
+    """The "this key's value is bad -> set it, or add it when absent" skeleton: report a known verl setting whose
+    value (set, or left at verl's default) is bad on the target.
 
-    Set in the file: the value is rewritten in place. Left at the default in a launch script: the override is
-    added. `describe(key, value, origin)` words the finding; `origin` says where the value came from.
+    `setting_id` names the rows of rules/verl/<version>.toml (`[[setting]] id = ...`), one per role; `roles` picks
+    the roles checked. Set in the file: the value is rewritten in place. Left at the default in a launch script: the
+    override is added. `is_bad(value)` decides, `new_value(value) -> (value, FixSafety)` is the fix (a bool is
+    written the Hydra way, True/False), `describe(key, value, origin)` words the finding; `origin` says where the
+    value came from. A new config rule over a verl key is these three callables (docs/architecture.md, "Write a
+    rule"; rules/triton_compile/fsdp_torch_compile.py is a complete one).
     """
     for known in ctx.verl.by_id(setting_id):
         if known.role not in roles or (known.role == "critic" and not critic_trained(view)):

@@ -88,7 +88,7 @@ def hazard_of(key: fk.FrameworkKey, value: str | None, target):
         if key.auto and value.strip().lower() == "auto":
             value = "true"
     for hazard in kind.hazards:
-        if hazard.matches(value) and not getattr(target, hazard.needs):
+        if hazard.matches(value) and not target.fact(hazard.needs):
             return hazard, kind
     return None
 

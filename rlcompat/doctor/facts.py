@@ -19,8 +19,25 @@ def _table(name: str) -> dict:
     return load_toml_text(resources.files("rlcompat.rules").joinpath(name).read_text("utf-8"))
 
 
+@lru_cache(maxsize=1)
 def environment_facts() -> dict:
-    return _table("environment.toml")
+    """rules/environment.toml, with every `min_capability_of = "row"` / `warn_below_of = "row"` (a package's minimum,
+    named in rules/capabilities.toml) filled in as `min_capability` / `warn_below` = that row's capability text."""
+    from rlcompat.capabilities import min_capability
+
+    data = _table("environment.toml")
+
+    def fill(entry: dict) -> None:
+        for key in ("min_capability", "warn_below"):
+            if f"{key}_of" in entry:
+                entry[key] = min_capability(entry[f"{key}_of"]).text
+        for value in entry.values():
+            if isinstance(value, dict):
+                fill(value)
+
+    for package in data["packages"].values():
+        fill(package)
+    return data
 
 
 def error_text(error_id: str) -> str:

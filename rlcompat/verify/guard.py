@@ -30,15 +30,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-# Modules that hold FlashAttention kernels, by the target fact that says whether the card can run them.
-FLASH_MODULES = {
-    "flash_attn": "flash_attn_2",
-    "flash_attn_2_cuda": "flash_attn_2",
-    "flash_attn_3": "flash_attn_3",
-    "flash_attn_interface": "flash_attn_3",
-    "flash_attn_3_cuda": "flash_attn_3",
-}
-FLASH_IMPLEMENTATIONS = {"flash_attention_2": "flash_attn_2", "flash_attention_3": "flash_attn_3"}
+from rlcompat.spellings import flash_attention
+
+# Modules that hold FlashAttention kernels, and transformers' attn_implementation values selecting them, by the
+# target fact that says whether the card can run them (rules/spellings.toml).
+FLASH_MODULES = {m: fa.fact for fa in map(flash_attention, (2, 3)) for m in fa.modules}
+FLASH_IMPLEMENTATIONS = {fa.implementations[0]: fa.fact for fa in map(flash_attention, (2, 3))}
 
 _THIS_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -134,7 +131,7 @@ class TargetGuard:
 
     # ---- installation ------------------------------------------------------------------------------------
     def install_import_blocker(self) -> None:
-        blocked = {m for m, fact in FLASH_MODULES.items() if not getattr(self.target, fact)}
+        blocked = {m for m, fact in FLASH_MODULES.items() if not self.target.fact(fact)}
         if not blocked or not self.enforce:
             return
         finder = _BlockingFinder(blocked, self)
@@ -203,7 +200,7 @@ class TargetGuard:
         def checked(model_self, attn_implementation, *args, **kwargs):
             requested = attn_implementation or ""
             for impl, fact in FLASH_IMPLEMENTATIONS.items():
-                if impl in requested and not getattr(guard.target, fact):
+                if impl in requested and not guard.target.fact(fact):
                     guard.violation(
                         "flash_attn_selected", f"attn_implementation={requested!r}",
                         f"attn_implementation={requested!r} selected for {type(model_self).__name__}; "

@@ -7,9 +7,7 @@ from rlcompat.lang.python import PendingFix, PythonRule
 from rlcompat.model import FixSafety
 from rlcompat.rule import Bad, Good
 from rlcompat.rules.attention.helpers import is_flash_attn_guard
-
-_FA2 = ("flash_attention_2", "paged|flash_attention_2")
-_FA3 = ("flash_attention_3", "paged|flash_attention_3")
+from rlcompat.spellings import flash_attention
 
 
 def _names_attention(name: str) -> bool:
@@ -72,11 +70,11 @@ class FlashAttentionImplementation(PythonRule):
 
     def visit_SimpleString(self, node: cst.SimpleString, ctx) -> None:
         value = h.string_value(node)
-        if value in _FA2:
+        if value in flash_attention(2).implementations:
             if self.target.flash_attn_2:
                 return
             needs = "FlashAttention-2 needs compute capability 8.0+"
-        elif value in _FA3:
+        elif value in flash_attention(3).implementations:
             needs = "FlashAttention-3 needs a Hopper GPU (9.0)"
         else:
             return

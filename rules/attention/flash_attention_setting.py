@@ -5,11 +5,10 @@ from rlcompat.lang.settings import ConfigRule
 from rlcompat.analysis.confighelpers import remove_flag
 from rlcompat.model import FixSafety
 from rlcompat.rule import Bad, Good
+from rlcompat.spellings import flash_attention
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    algorithm.adv_estimator=grpo \\\n    {extra}trainer.n_gpus_per_node=1\n"
 KEY = "actor_rollout_ref.model.override_config.attn_implementation"
-FA2 = ("flash_attention_2", "paged|flash_attention_2")
-FA3 = ("flash_attention_3", "paged|flash_attention_3")
 
 
 class FlashAttentionSetting(ConfigRule):
@@ -61,13 +60,14 @@ class FlashAttentionSetting(ConfigRule):
         return not target.flash_attn_3
 
     def _bad(self, value: str, target) -> bool:
-        return value in FA3 or (value in FA2 and not target.flash_attn_2)
+        return value in flash_attention(3).implementations or (
+            value in flash_attention(2).implementations and not target.flash_attn_2)
 
     def check_config(self, view, ctx) -> None:
         target = ctx.target
 
         def describe(key: str, value: str, origin: str) -> str:
-            needs = "FlashAttention-3 needs Hopper (9.0)" if value in FA3 else "FlashAttention-2 needs compute capability 8.0+"
+            needs = "FlashAttention-3 needs Hopper (9.0)" if value in flash_attention(3).implementations else "FlashAttention-2 needs compute capability 8.0+"
             return f"{key} is {value}{origin}: {needs}, {target.name} is {target.capability_text}; use sdpa"
 
         h.set_or_add(view, ctx, "attn-implementation", lambda v: self._bad(v, target),

@@ -82,8 +82,7 @@ class MultiGpuLaunchConsumerP2p(ConfigRule):
 
     @classmethod
     def applies_to(cls, target) -> bool:
-        fact = target.facts.get("nccl_p2p_broken")
-        return bool(fact and fact.value)
+        return target.nccl_p2p_broken
 
     def check_config(self, view, ctx) -> None:
         if view.kind != "command" or len(view.word_spans) != len(view.command_words):

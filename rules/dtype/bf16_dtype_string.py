@@ -8,13 +8,8 @@ from rlcompat.analysis.deadfields import dead_field, enclosing_class
 from rlcompat.lang.python import PendingFix, PythonRule
 from rlcompat.model import FixSafety
 from rlcompat.rule import Bad, Good
+from rlcompat.spellings import bf16_replacements
 
-# The bf16 spellings dtype-parsing code accepts, and what each becomes per training dtype.
-_REPLACEMENTS = {
-    "bf16": {"float32": "fp32", "float16": "fp16"},
-    "bfloat16": {"float32": "float32", "float16": "float16"},
-    "torch.bfloat16": {"float32": "torch.float32", "float16": "torch.float16"},
-}
 # accelerate's `mixed_precision` takes "no" | "fp16" | "bf16" | "fp8": fp32 is spelled "no".
 _MIXED_PRECISION = {"float32": "no", "float16": "fp16"}
 
@@ -88,7 +83,7 @@ class Bf16DtypeString(PythonRule):
 
     def visit_SimpleString(self, node: cst.SimpleString, ctx) -> None:
         value = h.string_value(node)
-        if value not in _REPLACEMENTS:
+        if value not in bf16_replacements():  # the bf16 spellings dtype-parsing code accepts (rules/spellings.toml)
             return
         role = h.role_of(node, ctx.ancestors)
         if not self._selects(role, ctx):
@@ -101,7 +96,7 @@ class Bf16DtypeString(PythonRule):
         name = f"{name} {h.enclosing_class_name(ctx.ancestors)}"  # `dtype` of a `RolloutConfig` is a rollout dtype
         wanted = precision.dtype_for(self.target, precision.role_of_binding(role.call_name, name))
         dtype = "float16" if wanted == "float16" else "float32"
-        new = _MIXED_PRECISION[dtype] if role.name == "mixed_precision" else _REPLACEMENTS[value][dtype]
+        new = _MIXED_PRECISION[dtype] if role.name == "mixed_precision" else bf16_replacements()[value][dtype != "float32"]
         safety = FixSafety.SAFE if dtype == "float32" else FixSafety.UNSAFE
         where = f" for `{role.name}`" if role.name else ""
         ctx.report(

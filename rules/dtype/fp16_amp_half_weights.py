@@ -6,10 +6,9 @@ from rlcompat.analysis import pyhelpers as h
 from rlcompat.lang.python import ImportMap, PendingFix, PythonRule
 from rlcompat.model import FixSafety
 from rlcompat.rule import Bad, Good
+from rlcompat.spellings import half_to_fp32
 
 _HALF_ATTRS = {"float16": "float16", "half": "float16", "bfloat16": "bfloat16"}
-_HALF_STRINGS = {"float16": "float32", "fp16": "fp32", "half": "float32", "bfloat16": "float32", "bf16": "fp32",
-                 "torch.float16": "torch.float32", "torch.bfloat16": "torch.float32"}
 _WEIGHT_KEYWORDS = ("torch_dtype", "dtype")
 _LOADERS = ("from_pretrained", "from_config", "_from_config")
 _CASTS = {"half": "float16", "bfloat16": "bfloat16"}
@@ -152,9 +151,9 @@ def _half_weights(call: cst.Call, imports: ImportMap):
                         yield arg.value, f"{torch_name}.float32", dtype, text
                 continue
             value = h.string_value(arg.value)
-            if value is not None and value.lower() in _HALF_STRINGS:
+            if value is not None and value.lower() in half_to_fp32():
                 dtype = "bfloat16" if "b" in value.lower() else "float16"
-                yield arg.value, h.requote(arg.value, _HALF_STRINGS[value.lower()]), dtype, f"{arg.keyword.value}=\"{value}\""
+                yield arg.value, h.requote(arg.value, half_to_fp32()[value.lower()]), dtype, f"{arg.keyword.value}=\"{value}\""
         return
     func = call.func
     if not isinstance(func, cst.Attribute) or not _names_a_model(func.value):

@@ -4,13 +4,11 @@ from rlcompat.analysis import confighelpers as h
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.model import FixSafety
 from rlcompat.rule import Bad, Good
+from rlcompat.spellings import half_to_fp32
 
 WEIGHT_FLAGS = ("--torch_dtype", "--torch-dtype")
 WEIGHT_KEYS = ("torch_dtype", "model_dtype")
 MIXED_FLAGS = ("--mixed_precision", "--mixed-precision")
-# Half spellings of a weights dtype and their fp32 counterparts, in the same family.
-HALF = {"float16": "float32", "half": "float32", "fp16": "fp32", "bfloat16": "float32", "bf16": "fp32",
-        "torch.float16": "torch.float32", "torch.bfloat16": "torch.float32"}
 
 
 class Fp16AmpHalfWeightsConfig(ConfigRule):
@@ -64,7 +62,7 @@ class Fp16AmpHalfWeightsConfig(ConfigRule):
         switch = switches[0]
         for s in view.flags(*WEIGHT_FLAGS) + (view.by_name(*WEIGHT_KEYS) if generic else []):
             value = (s.value or "").strip()
-            new = HALF.get(value.lower())
+            new = half_to_fp32().get(value.lower())  # the fp32 counterpart in the same spelling family
             if new is None:
                 continue
             ctx.report(s.key_span, f"{s.label} is {value}{h.where(s)} with fp16 AMP ({switch.key}): fp16 AMP needs fp32 "

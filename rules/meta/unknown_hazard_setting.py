@@ -3,16 +3,12 @@ from __future__ import annotations
 import os
 import re
 
-from rlcompat.analysis.confighelpers import BF16_SPELLINGS, remove_flag, where
+from rlcompat.analysis.confighelpers import remove_flag, where
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.model import FixSafety
 from rlcompat.rule import Bad, Good
+from rlcompat.spellings import bf16_replacements, flash_attention, flash_attention_backends, fp8_names
 
-FA2 = {"flash_attention_2", "paged|flash_attention_2", "fa2", "flash_attn", "flash_attn_2", "flash-attn",
-       "flash_attention", "flash_attn_varlen", "flash_attn2", "flashattention2", "flashattention"}
-FA3 = {"flash_attention_3", "paged|flash_attention_3", "fa3", "flash_attn_3"}
-FA_BACKENDS = {"flash_attn", "flashinfer", "flash_attn_vllm_v1"}  # upper-case backend names of env variables
-FP8 = {"fp8", "float8", "float8_e4m3fn", "fp8_e4m3", "fp8_e5m2"}
 DTYPE_WORDS = {"dtype", "precision", "mp", "amp"}
 # verl's knowledge covers its FSDP engine; in verl's own configs the net leaves the other training engines' sections
 # and files alone rather than guess which engine a run uses.
@@ -103,8 +99,8 @@ class UnknownHazardSetting(ConfigRule):
         low = value.lower()
         is_switch = (s.flag and value == "") or low in ("true", "yes", "on")
         if tokens & DTYPE_WORDS or "mixed" in tokens:
-            if low in BF16_SPELLINGS and not target.bf16_native:
-                fp32, fp16 = BF16_SPELLINGS[low]
+            if low in bf16_replacements() and not target.bf16_native:
+                fp32, fp16 = bf16_replacements()[low]
                 new, safety = (fp16, FixSafety.UNSAFE) if target.training_dtype == "float16" else (fp32, FixSafety.SAFE)
                 if value.isupper():
                     new = new.upper()
@@ -112,18 +108,19 @@ class UnknownHazardSetting(ConfigRule):
                                      f"({target.capability_text}); use {new}. {note}", s.rewrite(new), safety,
                              f"use {new}")
                 return
-            if low in FP8 and not target.fp8:
+            if low in fp8_names() and not target.fp8:
                 self._report(ctx, s, f"{s.label} is {value}{where(s)}: fp8 needs compute capability 8.9, {target.name} "
                                      f"is {target.capability_text}. {note}", None)
                 return
         if tokens & ATTN_WORDS:
-            if (low in FA3 and not target.flash_attn_3) or (low in FA2 and not target.flash_attn_2):
+            fa2, fa3 = flash_attention(2).names, flash_attention(3).names
+            if (low in fa3 and not target.flash_attn_3) or (low in fa2 and not target.flash_attn_2):
                 self._report(ctx, s, f"{s.label} is {value}{where(s)}: FlashAttention needs compute capability "
-                                     f"{'9.0' if low in FA3 else '8.0'}+, {target.name} is {target.capability_text}; "
+                                     f"{'9.0' if low in fa3 else '8.0'}+, {target.name} is {target.capability_text}; "
                                      f"use sdpa. {note}", None if value.isupper() else s.rewrite("sdpa"),
                              FixSafety.SAFE, "use sdpa")
                 return
-            if value.isupper() and low in FA_BACKENDS and not target.flash_attn_2:
+            if value.isupper() and low in flash_attention_backends() and not target.flash_attn_2:
                 self._report(ctx, s, f"{s.label} is {value}{where(s)}: a FlashAttention backend, which needs compute "
                                      f"capability 8.0+; {target.name} is {target.capability_text}. {note}", None)
                 return

@@ -2,13 +2,11 @@ from __future__ import annotations
 
 import os
 
+from rlcompat.capabilities import min_capability, runs
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.model import FixSafety
 from rlcompat.rule import Bad, Good
 
-# TensorRT-LLM lists Ampere (sm80) and newer as its supported hardware [S53]; not in targets.toml, which has
-# no TensorRT-LLM column.
-TRTLLM_MIN_CC = 80
 CMD = "python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.rollout.name={name} \\\n    trainer.n_gpus_per_node=1\n"
 REWARD_CMD = ("python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.rollout.name={actor} \\\n"
               "    reward_model.rollout.name={reward} \\\n    trainer.n_gpus_per_node=1\n")
@@ -41,12 +39,15 @@ def hf_rollout_available() -> bool:
 def engine_runs(engine: str, target) -> tuple[bool, str]:
     if engine == "hf":  # HF transformers' generate(): runs wherever torch runs (verl <= 0.5 registers it)
         return True, ""
+    # The thresholds are rules/capabilities.toml's rows (targets.toml's vllm/sglang booleans agree with them).
     if engine == "vllm":
-        return target.vllm, "vLLM needs compute capability 7.5+ (its docs said 7.0+ up to v0.14)"
+        return target.vllm, (f"vLLM needs compute capability {min_capability('vllm').text}+ (its docs said "
+                             f"{min_capability('vllm_through_0_14').text}+ up to v0.14)")
     if engine == "sglang":
-        return target.sglang, "SGLang refuses compute capability < 7.5 (`SGLang only supports sm75 and above.`)"
+        return target.sglang, (f"SGLang refuses compute capability < {min_capability('sglang').text} "
+                               "(`SGLang only supports sm75 and above.`)")
     if engine == "trtllm":
-        return target.cc >= TRTLLM_MIN_CC, "TensorRT-LLM supports Ampere (8.0) and newer"
+        return runs("trtllm", target), f"TensorRT-LLM supports Ampere ({min_capability('trtllm').text}) and newer"
     if engine == HF_ROLLOUT:  # plain transformers: runs wherever torch does
         return True, ""
     return False, ""
@@ -62,7 +63,8 @@ class RolloutEngineUnsupported(ConfigRule):
         "sglang and trtllm [S51]."
     )
     why = (
-        "vLLM needs compute capability 7.5 (7.0 in docs up to v0.14) [S7]; SGLang raises `SGLang only supports sm75 and "
+        f"vLLM needs compute capability {min_capability('vllm').text} ({min_capability('vllm_through_0_14').text} in "
+        "docs up to v0.14) [S7]; SGLang raises `SGLang only supports sm75 and "
         "above.` [S35]; TensorRT-LLM supports Ampere and newer [S53]. Where none runs, no configuration change helps: "
         "the rollout needs other hardware or another verl."
     )
@@ -96,7 +98,7 @@ class RolloutEngineUnsupported(ConfigRule):
 
     @classmethod
     def applies_to(cls, target) -> bool:
-        return target.cc < TRTLLM_MIN_CC
+        return not runs("trtllm", target)
 
     def check_config(self, view, ctx) -> None:
         # The actor's rollout and, where the version has one, the reward model's (reward_model.rollout.name).
@@ -138,6 +140,6 @@ class RolloutEngineUnsupported(ConfigRule):
                    "algorithm, slower than vLLM)" if supported else
                    "rlcompat's HF-transformers rollout supports verl 0.9.1 only")
         advice = (f"no rollout engine {verl.label} registers ({registered}) runs on {target.name}: {install}; or run "
-                  "the rollout on a GPU with compute capability 7.5+ (a standalone rollout pool, rollout.nnodes > 0)")
+                  f"the rollout on a GPU with compute capability {min_capability('vllm').text}+ (a standalone rollout pool, rollout.nnodes > 0)")
         ctx.report(setting.key_span, f"rollout engine {engine} cannot run on {target.name} "
                                      f"({target.capability_text}): {reason}; {advice}")
