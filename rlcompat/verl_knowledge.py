@@ -7,7 +7,7 @@ the installed `verl` distribution's metadata (never by importing verl), else the
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import metadata, resources
 
@@ -51,6 +51,8 @@ class Knowledge:
     entry_modules: tuple[str, ...]
     entry_prefixes: tuple[str, ...]
     default_worker: str = "engine"  # "legacy" (verl/workers/fsdp_workers.py) or "engine" (engine_workers.py)
+    # Files of the verl package that no entry point of this version reads: path relative to the package -> why
+    unread: dict[str, str] = field(default_factory=dict)
 
     @property
     def version_known(self) -> bool:
@@ -127,6 +129,7 @@ def _load(version: str, detected: str | None) -> Knowledge:
         entry_modules=tuple(data["entry_points"]["modules"]),
         entry_prefixes=tuple(data["entry_points"]["module_prefixes"]),
         default_worker=data.get("default_worker", "engine"),
+        unread={f: u["why"] for u in data.get("unread", ()) for f in u["files"]},
     )
 
 

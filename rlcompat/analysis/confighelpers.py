@@ -82,6 +82,8 @@ def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Ca
     Set in the file: the value is rewritten in place. Left at the default in a launch script: the override is
     added. `describe(key, value, origin)` words the finding; `origin` says where the value came from.
     """
+    from rlcompat.analysis.interpolation import select_default
+
     for known in ctx.verl.by_id(setting_id):
         if known.role not in roles or (known.role == "critic" and not critic_trained(view)):
             continue
@@ -91,7 +93,8 @@ def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Ca
             continue
         setting = view.get(known.key)
         if setting is not None:
-            if setting.value is None or not is_bad(setting.value):
+            setting = select_default(view, setting)  # `${oc.select:KEY,DEFAULT}`: judged by its default
+            if setting is None or setting.value is None or not is_bad(setting.value):
                 continue
             value, safety = new_value(setting.value)
             message = describe(view.full_key(setting) if view.kind == "yaml" else known.key, setting.value, where(setting))

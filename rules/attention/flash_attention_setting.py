@@ -3,6 +3,7 @@ from __future__ import annotations
 from rlcompat.analysis import confighelpers as h
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.analysis.confighelpers import remove_flag
+from rlcompat.analysis.interpolation import select_default
 from rlcompat.model import FixSafety
 from rlcompat.rule import Bad, Good
 
@@ -48,12 +49,19 @@ class FlashAttentionSetting(ConfigRule):
             fixed="accelerate launch train_grpo.py --attn_implementation sdpa --lr 1e-6\n", path="run.sh"),
         Bad("deepspeed --module openrlhf.cli.train_ppo_ray \\\n   --flash_attn \\\n   --zero_stage 2\n",
             fixed="deepspeed --module openrlhf.cli.train_ppo_ray \\\n   --zero_stage 2\n", path="run.sh"),
+        # An OmegaConf interpolation is judged by the default it takes while the followed key is unset.
+        Bad("attn_implementation: ${oc.select:actor_rollout_ref.actor.veomni.attn_implementation,flash_attention_2}\n",
+            fixed="attn_implementation: ${oc.select:actor_rollout_ref.actor.veomni.attn_implementation,sdpa}\n",
+            path="verl/trainer/config/ref/veomni_ref.yaml"),
     )
     good = (
         Good(CMD.format(extra=f"+{KEY}=sdpa \\\n    "), path="run.sh"),
         Good(CMD.format(extra=""), path="run.sh", target="sm80"),
         Good("attn_implementation: flash_attention_3\n", path="c.yaml", target="sm90"),
         Good("attn_implementation: eager\n", path="c.yaml"),
+        Good("attn_implementation: ${oc.select:actor_rollout_ref.actor.veomni.attn_implementation,sdpa}\n", path="c.yaml"),
+        Good("actor:\n  attn_implementation: sdpa\nref:\n  attn_implementation: ${oc.select:actor.attn_implementation,flash_attention_2}\n",
+             path="c.yaml"),
     )
 
     @classmethod
@@ -76,7 +84,8 @@ class FlashAttentionSetting(ConfigRule):
         generic = view.by_name("attn_implementation", "_attn_implementation") + view.flags(
             "--attn_implementation", "--attn-implementation")
         for s in generic:
-            if not s.flag and known & set(view.paths_of(s)) or s.value is None or not self._bad(s.value, target):
+            s = s if s.flag else select_default(view, s)  # `${oc.select:KEY,flash_attention_2}`: its default
+            if s is None or not s.flag and known & set(view.paths_of(s)) or s.value is None or not self._bad(s.value, target):
                 continue
             ctx.report(s.key_span, describe(s.label if s.flag else view.full_key(s), s.value, h.where(s)),
                        [s.rewrite("sdpa")], FixSafety.SAFE, "use sdpa")
