@@ -24,6 +24,9 @@ class KnownSetting:
     add_prefix: str = ""  # "+" where the key is not in the YAML tree and Hydra must add it
     worker: str = ""  # "legacy" | "engine": read only by that worker; "" by whichever the run uses
     follows: str = ""  # the key whose value this one takes when unset (Hydra's oc.select)
+    engine: str = ""  # read only by this training engine ("megatron", "fsdp_turbo"); "" by the default one
+    selected_by: str = ""  # how a run selects that engine, for messages
+    config: str = ""  # the top config the key belongs to ("generation.yaml"), when not the PPO trainer's
 
 
 @dataclass(frozen=True)
@@ -119,7 +122,8 @@ def _load(version: str, detected: str | None) -> Knowledge:
         mounts={m["file"]: tuple(m["at"]) for m in data.get("mount", ())},
         settings=tuple(
             KnownSetting(s["id"], s["key"], str(s["default"]), s["proof"], s.get("role", "actor"), s.get("add", ""),
-                         s.get("worker", ""), s.get("follows", ""))
+                         s.get("worker", ""), s.get("follows", ""), s.get("engine", ""), s.get("selected_by", ""),
+                         s.get("config", ""))
             for s in data["setting"]
         ),
         dead={d["key"]: DeadKey(d["key"], d["use"], d["why"], d["proof"], d.get("add", ""), d.get("worker", ""),
