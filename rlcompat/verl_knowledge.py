@@ -161,7 +161,20 @@ def knowledge_for(path: str) -> Knowledge:
 
 
 def detect_version(path: str) -> str | None:
-    return version_in_tree(os.path.dirname(os.path.abspath(path))) or installed_version()
+    directory = os.path.dirname(os.path.abspath(path))
+    found = version_in_tree(directory)
+    if found or package_root(directory) is not None:
+        return found  # a verl package of unknown version: the installed verl says nothing about this tree
+    return installed_version()
+
+
+@lru_cache(maxsize=256)
+def package_root(directory: str) -> str | None:
+    """The verl package directory (`.../verl`, holding `trainer/`) that contains `directory`, if any."""
+    if os.path.basename(directory) == "verl" and os.path.isdir(os.path.join(directory, "trainer")):
+        return directory
+    parent = os.path.dirname(directory)
+    return None if parent == directory else package_root(parent)
 
 
 @lru_cache(maxsize=256)

@@ -20,23 +20,14 @@ def _unread_names() -> frozenset[str]:
     return frozenset(os.path.basename(f) for v in available_versions() for f in load_version(v).unread)
 
 
-@lru_cache(maxsize=256)
-def _package_root(directory: str) -> str | None:
-    """The verl package directory (`.../verl`, holding `trainer/`) that contains `directory`, if any."""
-    if os.path.basename(directory) == "verl" and os.path.isdir(os.path.join(directory, "trainer")):
-        return directory
-    parent = os.path.dirname(directory)
-    return None if parent == directory else _package_root(parent)
-
-
 def why_unread(path: str) -> str:
     """"not read by verl X: why" for a file the tree's verl version never reads, else ""."""
     if os.path.basename(path) not in _unread_names():
         return ""
-    from rlcompat.verl_knowledge import _load, choose_version, version_in_tree
+    from rlcompat.verl_knowledge import _load, choose_version, package_root, version_in_tree
 
     full = os.path.abspath(path)
-    root = _package_root(os.path.dirname(full))
+    root = package_root(os.path.dirname(full))
     if root is None:
         return ""
     detected = version_in_tree(root)

@@ -83,6 +83,7 @@ def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Ca
     added. `describe(key, value, origin)` words the finding; `origin` says where the value came from.
     """
     from rlcompat.analysis.interpolation import select_default
+    from rlcompat.analysis.verlengines import takes_ppo_keys
 
     for known in ctx.verl.by_id(setting_id):
         if known.role not in roles or (known.role == "critic" and not critic_trained(view)):
@@ -103,7 +104,7 @@ def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Ca
             continue  # the reward model's engine only runs when it is enabled: never add its settings
         elif known.follows and view.get(known.follows) is not None:
             continue  # unset, it takes the value of the key it follows, which the script sets
-        elif view.kind == "command" and view.is_verl and view.can_add and is_bad(known.default):
+        elif view.kind == "command" and view.is_verl and view.can_add and is_bad(known.default) and takes_ppo_keys(view):
             if any(view.get(alias) is not None for alias in ctx.verl.dead_aliases_of(known.key)):
                 continue  # the dead-key rule renames the user's key to this one: adding it too would duplicate it
             value, safety = new_value(known.default)

@@ -5,6 +5,7 @@ when the run selects another engine for that role."""
 
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 from rlcompat.analysis.interpolation import select_default
@@ -73,3 +74,15 @@ def in_its_config(view: ConfigView, ctx: ConfigContext, known) -> bool:
     words = " ".join(view.command_words)
     return view.kind == "command" and (f"main_{stem}" in words or f"config-name={stem}" in words
                                        or f"config-name {stem}" in words)
+
+
+# verl entry points whose top config is not ppo_trainer.yaml: a command running one takes no PPO keys
+# (actor_rollout_ref.*, critic.*), so none is added to it. verl 0.9.1: verl/trainer/sft_trainer.py:461 and
+# sft_trainer_ray.py:388 (sft_trainer_engine), main_eval.py:41 (evaluation); verl 0.7.0 adds fsdp_sft_trainer.py:843
+# (sft_trainer) and main_generation.py:43 (generation).
+_NOT_PPO = re.compile(r"(?:^|[\s./])(?:fsdp_)?sft_trainer(?:_ray)?(?:\.py)?(?:\s|$)|(?:^|[\s./])main_(?:eval|generation)(?:\.py)?(?:\s|$)")
+
+
+def takes_ppo_keys(view: ConfigView) -> bool:
+    """Whether a command runs an entry point of the PPO trainer config (a YAML view: True)."""
+    return view.kind != "command" or not _NOT_PPO.search(" ".join(view.command_words))
