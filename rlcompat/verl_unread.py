@@ -24,15 +24,14 @@ def why_unread(path: str) -> str:
     """"not read by verl X: why" for a file the tree's verl version never reads, else ""."""
     if os.path.basename(path) not in _unread_names():
         return ""
-    from rlcompat.verl_knowledge import _load, choose_version, package_root, version_in_tree
+    from rlcompat.verl_knowledge import knowledge_for, package_root, version_in_tree
 
     full = os.path.abspath(path)
     root = package_root(os.path.dirname(full))
     if root is None:
         return ""
-    detected = version_in_tree(root)
-    if detected is None:
-        return ""
-    knowledge = _load(choose_version(detected), detected)
+    if version_in_tree(root) is None:
+        return ""  # no claim about which files an unknown version reads
+    knowledge = knowledge_for(full)  # the tree's own version (found above), never the installed one
     why = knowledge.unread.get(os.path.relpath(full, root).replace(os.sep, "/"))
     return f"not read by {knowledge.label}: {why}" if why else ""
