@@ -139,3 +139,13 @@ def test_verl_launch_script_cases_of_issue_13(tmp_path):
     assert ("RLC101", 6) in lines  # Python inside the heredoc, at its own line
     # The SFT trainer's config has no actor_rollout_ref/critic: no PPO override is added to its command.
     assert not [f for f in found if f.location.line == 3 and f.code != "RLC354"]
+
+
+def test_model_engine_selects_the_engine_whose_defaults_apply(tmp_path):
+    package = _package(tmp_path, "0.9.1", {})
+    megatron = "python3 -m verl.trainer.main_ppo model_engine=megatron actor_rollout_ref.rollout.name=vllm\n"
+    codes = [f.code for f in scan_source(megatron, SM61, str(package / "run.sh"), "shell")]
+    assert "RLC105" not in codes and "RLC351" not in codes  # FSDP's defaults are not the Megatron run's
+    dp = megatron.replace("model_engine=megatron", "model_engine=dp")
+    codes = [f.code for f in scan_source(dp, SM61, str(package / "run.sh"), "shell")]
+    assert "RLC105" in codes and "RLC351" in codes

@@ -49,6 +49,10 @@ def training_engine(view: ConfigView, role: str = "actor") -> str:
         setting = view.get(key) if key else None
         if setting is not None and setting.value and "${" not in setting.value and setting.value != "???":
             return "fsdp" if setting.value.startswith("fsdp") else setting.value
+    # verl 0.9.1 `model_engine`: dp (FSDP, the default) or megatron, ... (ppo_trainer.yaml:10, :14)
+    chosen = view.get("model_engine")
+    if chosen is not None and chosen.value and "${" not in chosen.value:
+        return "fsdp" if chosen.value in ("dp", "fsdp", "fsdp2") else chosen.value
     words = " ".join(view.command_words)
     for engine in ("megatron", "torchtitan", "veomni"):
         if f"ppo_{engine}_trainer" in words:

@@ -29,7 +29,7 @@ def engines_chosen(view: ConfigView, role: str) -> set[str]:
         setting = view.get(key)
         if setting is not None and setting.value and "${" not in setting.value and setting.value != "???":
             value = setting.value.strip()
-            chosen.add("fsdp" if value == "fsdp2" else value)
+            chosen.add("fsdp" if value in ("dp", "fsdp2") else value)  # model_engine: dp (ppo_trainer.yaml:10)
     words = " ".join(view.command_words)
     for engine in ("megatron", "torchtitan", "veomni"):
         if f"ppo_{engine}_trainer" in words:
