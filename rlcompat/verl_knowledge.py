@@ -1,7 +1,8 @@
 """verl's configuration knowledge, per verl version, from rules/verl/<version>.toml.
 
 Which version applies is read from the scanned tree (`verl/version/version` in an ancestor directory), else from
-the installed `verl` distribution's metadata (never by importing verl), else the newest rule set rlcompat has.
+the installed `verl` distribution's metadata (never by importing verl; not for a file inside a verl package
+whose own version is not found: the installed verl says nothing about that tree), else the newest rule set.
 """
 
 from __future__ import annotations
