@@ -90,7 +90,20 @@ def discover(paths: list[str], settings: Settings, not_read: list | None = None)
                     found.setdefault(path, lang)
         else:
             missing.append(given)
+    _drop_unread_by_verl(found, not_read)
     return sorted(_one_path_per_file(found).items()), missing
+
+
+def _drop_unread_by_verl(found: dict[str, str], not_read: list | None) -> None:
+    """Leave out files of a verl package that its version never reads (rlcompat/verl_unread.py), saying why."""
+    from rlcompat.verl_unread import why_unread
+
+    for path in list(found):
+        why = why_unread(path)
+        if why:
+            del found[path]
+            if not_read is not None:
+                not_read.append((path, why))
 
 
 def why_not_checked(path: str) -> str:

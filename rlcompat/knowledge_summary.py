@@ -8,7 +8,7 @@ import re
 
 # Rules that read rules/verl/<version>.toml, and those that read rules/frameworks/ (whose messages carry
 # "<Framework> <version> knowledge: <file:line>").
-VERL_CODES = {"RLC104", "RLC105", "RLC106", "RLC119", "RLC204", "RLC206", "RLC351", "RLC352", "RLC353", "RLC354",
+VERL_CODES = {"RLC104", "RLC105", "RLC106", "RLC119", "RLC120", "RLC204", "RLC206", "RLC351", "RLC352", "RLC353", "RLC354",
               "RLC356", "RLC401", "RLC402", "RLC403"}
 FRAMEWORK_CODES = {"RLC118", "RLC207", "RLC355", "RLC404"}
 _LABEL = re.compile(r"(?:; |\()([A-Za-z][\w.-]*(?: [\w.-]+)?) (\d[\w.]*) knowledge: ")

@@ -1,13 +1,14 @@
 """verl's configuration knowledge, per verl version, from rules/verl/<version>.toml.
 
 Which version applies is read from the scanned tree (`verl/version/version` in an ancestor directory), else from
-the installed `verl` distribution's metadata (never by importing verl), else the newest rule set rlcompat has.
+the installed `verl` distribution's metadata (never by importing verl; not for a file inside a verl package
+whose own version is not found: the installed verl says nothing about that tree), else the newest rule set.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import metadata, resources
 
@@ -24,6 +25,9 @@ class KnownSetting:
     add_prefix: str = ""  # "+" where the key is not in the YAML tree and Hydra must add it
     worker: str = ""  # "legacy" | "engine": read only by that worker; "" by whichever the run uses
     follows: str = ""  # the key whose value this one takes when unset (Hydra's oc.select)
+    engine: str = ""  # read only by this training engine ("megatron", "fsdp_turbo"); "" by the default one
+    selected_by: str = ""  # how a run selects that engine, for messages
+    config: str = ""  # the top config the key belongs to ("generation.yaml"), when not the PPO trainer's
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,8 @@ class Knowledge:
     entry_prefixes: tuple[str, ...]
     default_worker: str = "engine"  # "legacy" (verl/workers/fsdp_workers.py) or "engine" (engine_workers.py)
     entry_triggers: tuple[str, ...] = ()  # words whose presence in a file may mean a command runs an entry point
+    # Files of the verl package that no entry point of this version reads: path relative to the package -> why
+    unread: dict[str, str] = field(default_factory=dict)
 
     @property
     def version_known(self) -> bool:
@@ -118,7 +124,8 @@ def _load(version: str, detected: str | None) -> Knowledge:
         mounts={m["file"]: tuple(m["at"]) for m in data.get("mount", ())},
         settings=tuple(
             KnownSetting(s["id"], s["key"], str(s["default"]), s["proof"], s.get("role", "actor"), s.get("add", ""),
-                         s.get("worker", ""), s.get("follows", ""))
+                         s.get("worker", ""), s.get("follows", ""), s.get("engine", ""), s.get("selected_by", ""),
+                         s.get("config", ""))
             for s in data["setting"]
         ),
         dead={d["key"]: DeadKey(d["key"], d["use"], d["why"], d["proof"], d.get("add", ""), d.get("worker", ""),
@@ -129,6 +136,7 @@ def _load(version: str, detected: str | None) -> Knowledge:
         entry_prefixes=tuple(data["entry_points"]["module_prefixes"]),
         default_worker=data.get("default_worker", "engine"),
         entry_triggers=tuple(data["entry_points"].get("triggers", ())),
+        unread={f: u["why"] for u in data.get("unread", ()) for f in u["files"]},
     )
 
 
@@ -166,7 +174,20 @@ def knowledge_for(path: str) -> Knowledge:
 
 
 def detect_version(path: str) -> str | None:
-    return version_in_tree(os.path.dirname(os.path.abspath(path))) or installed_version()
+    directory = os.path.dirname(os.path.abspath(path))
+    found = version_in_tree(directory)
+    if found or package_root(directory) is not None:
+        return found  # a verl package of unknown version: the installed verl says nothing about this tree
+    return installed_version()
+
+
+@lru_cache(maxsize=256)
+def package_root(directory: str) -> str | None:
+    """The verl package directory (`.../verl`, holding `trainer/`) that contains `directory`, if any."""
+    if os.path.basename(directory) == "verl" and os.path.isdir(os.path.join(directory, "trainer")):
+        return directory
+    parent = os.path.dirname(directory)
+    return None if parent == directory else package_root(parent)
 
 
 @lru_cache(maxsize=256)

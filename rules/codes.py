@@ -35,6 +35,7 @@ CODES: dict[str, str] = {
     "RLC117": "dtype.dtype_auto_cli_and_config",
     "RLC118": "dtype.framework_dtype_setting",
     "RLC119": "dtype.fsdp_bf16_model_dtype",
+    "RLC120": "dtype.verl_engine_bf16_dtype",
     "RLC135": "dtype.framework_low_precision_training",
     "RLC201": "attention.flash_attention_implementation",
     "RLC202": "attention.use_flash_attention_2_flag",

@@ -51,6 +51,10 @@ def training_engine(view: ConfigView, role: str = "actor") -> str:
         setting = view.get(key) if key else None
         if setting is not None and setting.value and "${" not in setting.value and setting.value != "???":
             return "fsdp" if setting.value.startswith("fsdp") else setting.value
+    # verl 0.9.1 `model_engine`: dp (FSDP, the default) or megatron, ... (ppo_trainer.yaml:10, :14)
+    chosen = view.get("model_engine")
+    if chosen is not None and chosen.value and "${" not in chosen.value:
+        return "fsdp" if chosen.value in ("dp", "fsdp", "fsdp2") else chosen.value
     words = " ".join(view.command_words)
     for engine in ("megatron", "torchtitan", "veomni"):
         if f"ppo_{engine}_trainer" in words:
@@ -89,6 +93,9 @@ def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Ca
     value came from. A new config rule over a verl key is these three callables (docs/architecture.md, "Write a
     rule"; rules/triton_compile/fsdp_torch_compile.py is a complete one).
     """
+    from rlcompat.analysis.interpolation import select_default
+    from rlcompat.analysis.verlengines import takes_ppo_keys
+
     for known in ctx.verl.by_id(setting_id):
         if known.role not in roles or (known.role == "critic" and not critic_trained(view)):
             continue
@@ -98,7 +105,8 @@ def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Ca
             continue
         setting = view.get(known.key)
         if setting is not None:
-            if setting.value is None or not is_bad(setting.value):
+            setting = select_default(view, setting)  # `${oc.select:KEY,DEFAULT}`: judged by its default
+            if setting is None or setting.value is None or not is_bad(setting.value):
                 continue
             value, safety = new_value(setting.value)
             message = describe(view.full_key(setting) if view.kind == "yaml" else known.key, setting.value, where(setting))
@@ -107,7 +115,7 @@ def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Ca
             continue  # the reward model's engine only runs when it is enabled: never add its settings
         elif known.follows and view.get(known.follows) is not None:
             continue  # unset, it takes the value of the key it follows, which the script sets
-        elif view.kind == "command" and view.is_verl and view.can_add and is_bad(known.default):
+        elif view.kind == "command" and view.is_verl and view.can_add and is_bad(known.default) and takes_ppo_keys(view):
             if any(view.get(alias) is not None for alias in ctx.verl.dead_aliases_of(known.key)):
                 continue  # the dead-key rule renames the user's key to this one: adding it too would duplicate it
             value, safety = new_value(known.default)

@@ -3,6 +3,8 @@ from __future__ import annotations
 from rlcompat.analysis import confighelpers as h
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.analysis.confighelpers import remove_flag
+from rlcompat.analysis.interpolation import select_default
+from rlcompat.analysis.verlengines import report_engine_settings
 from rlcompat.model import FixSafety
 from rlcompat.rule import Bad, Good
 from rlcompat.spellings import flash_attention
@@ -17,7 +19,8 @@ class FlashAttentionSetting(ConfigRule):
     title = "FlashAttention chosen in a config, a Hydra override or a CLI flag on a GPU it does not support"
     what = (
         "Finds `attn_implementation: flash_attention_2|3` at any depth of a YAML config, as a Hydra override or as "
-        "`--attn_implementation` flag; OpenRLHF's `--flash_attn`; and verl launch scripts that do not set "
+        "`--attn_implementation` flag; OpenRLHF's `--flash_attn`; verl's Megatron engine `attention_backend: flash`; "
+        "and verl launch scripts that do not set "
         "`override_config.attn_implementation`, whose default in verl is flash_attention_2 [S51]."
     )
     why = (
@@ -28,9 +31,11 @@ class FlashAttentionSetting(ConfigRule):
     fix_safety = (
         "`sdpa` (PyTorch's scaled-dot-product attention, memory-efficient kernel on pre-Ampere [S16]) computes the same "
         "attention: safe. In a verl script the override is added with `++`. `--flash_attn` is removed (OpenRLHF then "
-        "uses its default attention)."
+        "uses its default attention). verl's Megatron `attention_backend: flash` becomes `unfused` (Megatron's "
+        "plain PyTorch attention, one of the choices engine/megatron.yaml lists): the same attention, but it "
+        "materialises the attention matrix and needs more memory, so the fix is unsafe."
     )
-    triggers = ("flash_attention_", "flash_attn", "flash-attn") + h.ENTRY_TRIGGERS
+    triggers = ("flash_attention_", "flash_attn", "flash-attn", "attention_backend") + h.ENTRY_TRIGGERS
     python_triggers = ("flash_attention_", "flash_attn", "flash-attn")
     sources = ("S9", "S10", "S16", "S51")
 
@@ -47,12 +52,21 @@ class FlashAttentionSetting(ConfigRule):
             fixed="accelerate launch train_grpo.py --attn_implementation sdpa --lr 1e-6\n", path="run.sh"),
         Bad("deepspeed --module openrlhf.cli.train_ppo_ray \\\n   --flash_attn \\\n   --zero_stage 2\n",
             fixed="deepspeed --module openrlhf.cli.train_ppo_ray \\\n   --zero_stage 2\n", path="run.sh"),
+        Bad("override_transformer_config:\n  attention_backend: flash\n", unsafe=True,
+            fixed="override_transformer_config:\n  attention_backend: unfused\n", path="verl/trainer/config/engine/megatron.yaml"),
+        # An OmegaConf interpolation is judged by the default it takes while the followed key is unset.
+        Bad("attn_implementation: ${oc.select:actor_rollout_ref.actor.veomni.attn_implementation,flash_attention_2}\n",
+            fixed="attn_implementation: ${oc.select:actor_rollout_ref.actor.veomni.attn_implementation,sdpa}\n",
+            path="verl/trainer/config/ref/veomni_ref.yaml"),
     )
     good = (
         Good(CMD.format(extra=f"+{KEY}=sdpa \\\n    "), path="run.sh"),
         Good(CMD.format(extra=""), path="run.sh", target="sm80"),
         Good("attn_implementation: flash_attention_3\n", path="c.yaml", target="sm90"),
         Good("attn_implementation: eager\n", path="c.yaml"),
+        Good("attn_implementation: ${oc.select:actor_rollout_ref.actor.veomni.attn_implementation,sdpa}\n", path="c.yaml"),
+        Good("actor:\n  attn_implementation: sdpa\nref:\n  attn_implementation: ${oc.select:actor.attn_implementation,flash_attention_2}\n",
+             path="c.yaml"),
     )
 
     @classmethod
@@ -72,11 +86,18 @@ class FlashAttentionSetting(ConfigRule):
 
         h.set_or_add(view, ctx, "attn-implementation", lambda v: self._bad(v, target),
                      lambda v: ("sdpa", FixSafety.SAFE), describe, roles=("actor", "critic"))
+        # verl's Megatron engine: override_transformer_config.attention_backend (rules/verl/*.toml, `engine`)
+        report_engine_settings(view, ctx, "engine-attention-backend",
+                               lambda v: v.strip().lower() == "flash" and not target.flash_attn_2,
+                               lambda v: ("unfused", FixSafety.UNSAFE),
+                               lambda key, v: f"Megatron's flash backend is FlashAttention, which needs compute "
+                                              f"capability 8.0+, {target.name} is {target.capability_text}")
         known = {k.key for k in ctx.verl.by_id("attn-implementation")}
         generic = view.by_name("attn_implementation", "_attn_implementation") + view.flags(
             "--attn_implementation", "--attn-implementation")
         for s in generic:
-            if not s.flag and known & set(view.paths_of(s)) or s.value is None or not self._bad(s.value, target):
+            s = s if s.flag else select_default(view, s)  # `${oc.select:KEY,flash_attention_2}`: its default
+            if s is None or not s.flag and known & set(view.paths_of(s)) or s.value is None or not self._bad(s.value, target):
                 continue
             ctx.report(s.key_span, describe(s.label if s.flag else view.full_key(s), s.value, h.where(s)),
                        [s.rewrite("sdpa")], FixSafety.SAFE, "use sdpa")

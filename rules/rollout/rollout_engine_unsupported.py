@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 
 from rlcompat.capabilities import min_capability, runs
+from rlcompat.analysis.verlengines import in_its_config
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.model import FixSafety
 from rlcompat.rule import Bad, Good
@@ -102,7 +103,7 @@ class RolloutEngineUnsupported(ConfigRule):
 
     def check_config(self, view, ctx) -> None:
         # The actor's rollout and, where the version has one, the reward model's (reward_model.rollout.name).
-        keys = [k.key for k in ctx.verl.by_id("rollout-name")] or ["actor_rollout_ref.rollout.name"]
+        keys = [k.key for k in ctx.verl.by_id("rollout-name") if in_its_config(view, ctx, k)] or ["actor_rollout_ref.rollout.name"]
         for key in keys:
             setting = view.get(key)
             if setting is not None and setting.value and setting.value not in ("???", "null"):

@@ -1,0 +1,88 @@
+"""verl settings read only by a training engine other than the default FSDP one (`engine` in rules/verl/*.toml:
+Megatron, fsdp_turbo). In verl's own config files they are the values whoever selects that engine gets, so they are
+judged there, with a message that says when they apply; in a user's config or launch command they are left alone
+when the run selects another engine for that role."""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from rlcompat.analysis.interpolation import select_default
+from rlcompat.lang.settings import ConfigContext, ConfigView
+from rlcompat.model import FixSafety
+
+ROLE_PREFIX = {"actor": "actor_rollout_ref.actor", "ref": "actor_rollout_ref.ref", "critic": "critic",
+               "reward": "reward_model"}
+
+
+def in_verl_package(ctx: ConfigContext) -> bool:
+    return "verl/trainer/config/" in ctx.path.replace("\\", "/")
+
+
+def engines_chosen(view: ConfigView, role: str) -> set[str]:
+    """The training engines the view says its role runs on: `strategy` of the role or of its FSDP block,
+    `model_engine=`, or a `ppo_<engine>_trainer` config name; empty when it says nothing."""
+    prefix = ROLE_PREFIX.get(role, "")
+    chosen = set()
+    for key in (f"{prefix}.strategy", f"{prefix}.fsdp_config.strategy", f"{prefix}.fsdp.strategy", "model_engine"):
+        setting = view.get(key)
+        if setting is not None and setting.value and "${" not in setting.value and setting.value != "???":
+            value = setting.value.strip()
+            chosen.add("fsdp" if value in ("dp", "fsdp2") else value)  # model_engine: dp (ppo_trainer.yaml:10)
+    words = " ".join(view.command_words)
+    for engine in ("megatron", "torchtitan", "veomni"):
+        if f"ppo_{engine}_trainer" in words:
+            chosen.add(engine)
+    return chosen
+
+
+def report_engine_settings(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Callable[[str], bool],
+                           new_value: Callable[[str], tuple[str, FixSafety]], describe: Callable[[str, str], str]) -> None:
+    """Report each engine-only verl setting of `setting_id` that the view sets to a bad value. `describe(key,
+    value)` words the hazard; the message adds when it applies and the proof."""
+    own_file = in_verl_package(ctx)
+    for known in ctx.verl.by_id(setting_id):
+        if not known.engine:
+            continue
+        setting = view.get(known.key)
+        if setting is None:
+            continue
+        setting = select_default(view, setting)
+        if setting is None or setting.value is None or not is_bad(setting.value):
+            continue
+        chosen = engines_chosen(view, known.role)
+        if not own_file and chosen and known.engine not in chosen:
+            continue  # the run uses another engine for this role: nothing reads the key
+        value, safety = new_value(setting.value)
+        name = view.full_key(setting) if view.kind == "yaml" else known.key
+        origin = f" (from {setting.via})" if setting.via else ""
+        when = "" if known.engine in chosen else f"; it applies when a run selects {known.selected_by}"
+        message = (f"{name} is {setting.value}{origin}: {describe(known.key, setting.value)}; use {value}{when} "
+                   f"({ctx.verl.label} knowledge: {known.proof.split(' (')[0]})")
+        ctx.report(setting.key_span, message, [setting.rewrite(value)], safety, f"set it to {value}")
+
+
+def in_its_config(view: ConfigView, ctx: ConfigContext, known) -> bool:
+    """Whether a verl setting of another top config (`config = "generation.yaml"`) applies to this view: the file is
+    that config, or the command runs its entry point (`verl.trainer.main_generation`) or names it."""
+    if not known.config:
+        return True
+    stem = known.config.rsplit(".", 1)[0]
+    if ctx.path.replace("\\", "/").endswith("trainer/config/" + known.config):
+        return True
+    words = " ".join(view.command_words)
+    return view.kind == "command" and (f"main_{stem}" in words or f"config-name={stem}" in words
+                                       or f"config-name {stem}" in words)
+
+
+# verl entry points whose top config is not ppo_trainer.yaml: a command running one takes no PPO keys
+# (actor_rollout_ref.*, critic.*), so none is added to it. verl 0.9.1: verl/trainer/sft_trainer.py:461 and
+# sft_trainer_ray.py:388 (sft_trainer_engine), main_eval.py:41 (evaluation); verl 0.7.0 adds fsdp_sft_trainer.py:843
+# (sft_trainer) and main_generation.py:43 (generation).
+_NOT_PPO = re.compile(r"(?:^|[\s./])(?:fsdp_)?sft_trainer(?:_ray)?(?:\.py)?(?:\s|$)|(?:^|[\s./])main_(?:eval|generation)(?:\.py)?(?:\s|$)")
+
+
+def takes_ppo_keys(view: ConfigView) -> bool:
+    """Whether a command runs an entry point of the PPO trainer config (a YAML view: True)."""
+    return view.kind != "command" or not _NOT_PPO.search(" ".join(view.command_words))
