@@ -85,7 +85,9 @@ def hazard_of(key: fk.FrameworkKey, value: str | None, target):
         value = {"1": "true", "yes": "true", "on": "true", "0": "false", "no": "false", "off": "false"}.get(
             value.strip().lower(), value)
         if key.auto and value.strip().lower() == "auto":
-            value = "true"
+            # "auto" follows the setting `key.auto` names, which is reported where it is set; writing false here while
+            # that setting stays on is its own error (transformers' DeepSpeed "mismatch" ValueError).
+            return None
     for hazard in kind.hazards:
         if hazard.matches(value) and not getattr(target, hazard.needs):
             return hazard, kind
@@ -131,8 +133,7 @@ def _report(view, ctx, setting: Setting, key: fk.FrameworkKey, version_known: bo
     target = ctx.target
     shown = setting.label
     value = setting.value if setting.value != "" else "on"
-    runtime = f" ({key.auto})" if key.auto and (setting.value or "").lower() == "auto" else ""
-    head = (f"{shown} is {value}{runtime}{where(setting)}: {hazard.why}; {target.name} is {target.capability_text} "
+    head = (f"{shown} is {value}{where(setting)}: {hazard.why}; {target.name} is {target.capability_text} "
             f"({_knowledge(key, version_known)})")
     edits, advice, safety = [], "", FixSafety.SAFE
     if kind.fix == "dtype":
