@@ -52,13 +52,14 @@ class FrameworkKey:
     safe: str = ""  # the value that avoids the hazard, for kinds fixed by value
     default: str = ""
     default_at: str = "parse"  # "parse" (a literal default) | "runtime" (resolved when the program runs)
-    auto: str = ""  # how an "auto" value is resolved, when the framework accepts one
+    auto: str = ""  # what an "auto" value follows, when the framework accepts one (then "auto" is not a hazard)
     live: bool = True
     scoped: bool = False  # only in commands or files of this framework (a generic name like `dtype`)
     proof: str = ""
     commands: tuple[str, ...] = ()  # the commands this key belongs to, when narrower than the framework's
     requires: tuple[str, ...] = ()  # its default matters only when one of these flags is passed
     examples: tuple = field(default=(), compare=False, hash=False)  # ("bad"|"good", dict) rows for the rule catalog
+    resolves: str = ""  # the expression the framework's code gives an unset key (`not fp16`): its `default`
 
     @property
     def label(self) -> str:
@@ -122,7 +123,8 @@ def _framework(data: dict, filename: str) -> Framework:
             fw, tuple(row["names"]), row.get("form", "any"), row.get("kind", "none"), row.get("role", ""),
             dict(row.get("spellings", {})), row.get("safe", ""), str(row.get("default", "")),
             row.get("default_at", "parse"), row.get("auto", ""), row.get("live", True), row.get("scoped", False),
-            row["proof"], tuple(row.get("commands", ())), tuple(row.get("requires", ())), examples))
+            row["proof"], tuple(row.get("commands", ())), tuple(row.get("requires", ())), examples,
+            row.get("resolves", "")))
     object.__setattr__(fw, "keys", tuple(keys))
     return fw
 
