@@ -76,6 +76,7 @@ class Framework:
     markers: tuple[str, ...]  # flag-name prefixes only this version's CLI has
     files: tuple[str, ...]  # substrings of a config file's text that make it this framework's
     keys: tuple[FrameworkKey, ...] = ()
+    engines: tuple[dict, ...] = ()  # `[[engine]]`: commands of this framework that start a generation engine
 
 
 def _version_key(text: str) -> tuple[int, ...]:
@@ -126,7 +127,22 @@ def _framework(data: dict, filename: str) -> Framework:
             row["proof"], tuple(row.get("commands", ())), tuple(row.get("requires", ())), examples,
             row.get("resolves", "")))
     object.__setattr__(fw, "keys", tuple(keys))
+    for row in data.get("engine", ()):
+        if not row.get("proof") or not row.get("commands") or not row.get("engine"):
+            raise ValueError(f"rules/frameworks/{fw.name}/{filename}: an [[engine]] needs engine, commands and proof")
+    object.__setattr__(fw, "engines", tuple(dict(row) for row in data.get("engine", ())))
     return fw
+
+
+def engine_command(words: tuple[str, ...], engine: str) -> tuple[Framework, dict] | None:
+    """(framework, its `[[engine]]` row) when a command's words run a framework command that starts `engine`
+    (`trl vllm-serve` starts vLLM)."""
+    line = " ".join(words)
+    for fw in frameworks():
+        for row in fw.engines:
+            if row["engine"] == engine and any(c in line for c in row["commands"]):
+                return fw, row
+    return None
 
 
 def normalise(name: str) -> str:

@@ -399,11 +399,15 @@ def drop_overlaps(config_findings: list, python_findings: list) -> list:
     its fix edits a range a Python rule's fix edits, or, without a fix, when a Python rule reports on its line."""
     if not python_findings:
         return config_findings
-    edited = [(e.start, e.end) for f in python_findings if f.fix for e in f.fix.edits]
-    lines = {f.location.line for f in python_findings}
-    reported = [((p.location.line, p.location.column), (p.location.end_line, p.location.end_column)) for p in python_findings]
 
     def covered(f) -> bool:
+        # One hazard is one family's (RLC1xx dtype, RLC4xx rollout, ...): RLC111's finding on `GRPOConfig(...)` (bf16
+        # left at its default) does not stand for RLC404's `use_vllm=True` inside the same call. The net (RLC0xx)
+        # reads names of every family, so it yields to all of them.
+        same = [p for p in python_findings if p.code[:4] == f.code[:4] or f.code.startswith("RLC0")]
+        edited = [(e.start, e.end) for p in same if p.fix for e in p.fix.edits]
+        lines = {p.location.line for p in same}
+        reported = [((p.location.line, p.location.column), (p.location.end_line, p.location.end_column)) for p in same]
         if f.fix is None:
             return f.location.line in lines
         # Inside what a Python rule reported (`bf16=True`, which RLC103 renames to `fp16=True`): the same setting,

@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from rlcompat.lang.python import PythonRule
+from rlcompat.rule import Bad, Good
+
+# vLLM's engine classes a program builds to generate (the offline `LLM`, the V0/V1 engines), and their constructors.
+ENGINES = frozenset({"vllm.LLM", "vllm.LLMEngine", "vllm.AsyncLLMEngine", "vllm.entrypoints.llm.LLM",
+                     "vllm.engine.llm_engine.LLMEngine", "vllm.engine.async_llm_engine.AsyncLLMEngine",
+                     "vllm.v1.engine.async_llm.AsyncLLM", "vllm.v1.engine.llm_engine.LLMEngine"})
+CONSTRUCTORS = ("from_engine_args", "from_vllm_config")
+
+
+class VllmEngineOnUnsupportedGpu(PythonRule):
+    code = "RLC413"
+    name = "vllm-engine-on-unsupported-gpu"
+    title = "A vLLM engine built in Python on a GPU vLLM does not run on"
+    what = (
+        "Finds Python that builds a vLLM engine: `LLM(...)`, `LLMEngine(...)`, `AsyncLLMEngine.from_engine_args(...)`, "
+        "V1's `AsyncLLM` (the names resolved through the file's imports to `vllm`), as in `trl vllm-serve` "
+        "(trl 0.24.0 `trl/scripts/vllm_serve.py:340`) or a user's generation script. RLC407 finds the same on "
+        "command lines (`vllm serve`)."
+    )
+    why = (
+        "vLLM supports compute capability 7.5+ (7.0+ in its docs up to v0.14.0) [S7]; below that no wheel has "
+        "kernels for the card (`no kernel image is available`) and V1 compiles the model with Inductor, which "
+        "refuses capability < 7.0 [S17][S52]."
+    )
+    fix_safety = "No autofix: generation has to move to another engine (transformers' `generate`) or another card."
+    triggers = ("LLM", "vllm")
+    sources = ("S7", "S17", "S52")
+    prevents = ("E1",)
+
+    bad = (
+        Bad("from vllm import LLM, SamplingParams\nllm = LLM(model='Qwen/Qwen2.5-0.5B-Instruct', dtype='float16')\n"),
+        Bad("import vllm\nengine = vllm.AsyncLLMEngine.from_engine_args(args)\n", target="sm70"),
+        Bad("if is_vllm_available():\n    from vllm import LLM\n\n\ndef serve(a):\n    llm = LLM(\n        model=a.model,\n"
+            "        dtype=a.dtype,\n    )\n", path="trl/scripts/vllm_serve.py"),
+    )
+    good = (
+        Good("from vllm import LLM\nllm = LLM(model='Qwen/Qwen2.5-0.5B-Instruct', dtype='float16')\n", target="sm75"),
+        Good("from langchain.llms import LLM\nllm = LLM()\n"),
+        Good("from vllm import SamplingParams\nparams = SamplingParams(max_tokens=16)\n"),
+    )
+
+    @classmethod
+    def applies_to(cls, target) -> bool:
+        return not target.vllm
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        func = node.func
+        name = ctx.qualname(func) or ""
+        if isinstance(func, cst.Attribute) and func.attr.value in CONSTRUCTORS:
+            name = ctx.qualname(func.value) or ""
+        if name not in ENGINES:
+            return
+        shown = name.rsplit(".", 1)[-1]
+        ctx.report(func, f"vLLM's {shown} engine is built here: vLLM needs compute capability 7.5+ "
+                         f"({self.target.name} is {self.target.capability_text}): no vLLM wheel has kernels for it"
+                         f"{' and V1 compiles with Inductor, which refuses capability < 7.0' if self.target.capability < (7, 0) else ''}; "
+                         f"generate with transformers (TRL: use_vllm=False) or on a 7.5+ card")
