@@ -79,6 +79,7 @@ KIND_BY_CODE = {
     "RLC401": "rollout-engine",
     "RLC402": "rollout-engine",
     "RLC403": "fp8",
+    "RLC413": "rollout-engine",  # a vLLM engine built in Python
     "RLC5": "other",  # RLC5xx: installed-environment checks (doctor); not expected from scan
 }
 

@@ -12,6 +12,54 @@ ENGINES = frozenset({"vllm.LLM", "vllm.LLMEngine", "vllm.AsyncLLMEngine", "vllm.
 CONSTRUCTORS = ("from_engine_args", "from_vllm_config")
 
 
+def _one_choice_of_several(ctx) -> bool:
+    """Whether the function building the engine is used in this file only where a setting picks it among other
+    values (`if args.eval_task == "generate_vllm": batch_generate_vllm(args)`, openrlhf 0.5.9
+    cli/batch_inference.py:360-361): the engine runs when someone chooses it, which is where the hazard is. A function
+    the file never uses (an entry point, a library function) is reported."""
+    function = next((a for a in reversed(ctx.ancestors) if isinstance(a, cst.FunctionDef)), None)
+    module = ctx.ancestors[0] if ctx.ancestors else None
+    if function is None or not isinstance(module, cst.Module):
+        return False
+    uses: list[bool] = []  # per use of the function's name: under a test that picks a value
+
+    class Uses(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.picks = 0
+
+        def visit_If(self, node: cst.If) -> None:
+            self.picks += _picks_a_value(node.test)
+
+        def leave_If(self, node: cst.If) -> None:
+            self.picks -= _picks_a_value(node.test)
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is not function
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value == function.name.value:
+                uses.append(self.picks > 0)
+
+    module.visit(Uses())
+    return bool(uses) and all(uses)
+
+
+def _picks_a_value(test: cst.BaseExpression) -> int:
+    """1 for a test comparing a setting with a string (`args.eval_task == "generate_vllm"`), not `__name__`."""
+    for node in _walk(test):
+        if isinstance(node, cst.Comparison) and any(isinstance(c.operator, cst.Equal) and isinstance(c.comparator, cst.SimpleString)
+                                                     for c in node.comparisons):
+            if not (isinstance(node.left, cst.Name) and node.left.value == "__name__"):
+                return 1
+    return 0
+
+
+def _walk(node: cst.CSTNode):
+    yield node
+    for child in node.children:
+        yield from _walk(child)
+
+
 class VllmEngineOnUnsupportedGpu(PythonRule):
     code = "RLC413"
     name = "vllm-engine-on-unsupported-gpu"
@@ -35,6 +83,8 @@ class VllmEngineOnUnsupportedGpu(PythonRule):
     bad = (
         Bad("from vllm import LLM, SamplingParams\nllm = LLM(model='Qwen/Qwen2.5-0.5B-Instruct', dtype='float16')\n"),
         Bad("import vllm\nengine = vllm.AsyncLLMEngine.from_engine_args(args)\n", target="sm70"),
+        Bad("def generate_vllm(args):\n    from vllm import LLM\n    llm = LLM(model=args.pretrain)\n\n\n"
+            "if __name__ == '__main__':\n    generate_vllm(args)\n"),
         Bad("if is_vllm_available():\n    from vllm import LLM\n\n\ndef serve(a):\n    llm = LLM(\n        model=a.model,\n"
             "        dtype=a.dtype,\n    )\n", path="trl/scripts/vllm_serve.py"),
     )
@@ -42,6 +92,10 @@ class VllmEngineOnUnsupportedGpu(PythonRule):
         Good("from vllm import LLM\nllm = LLM(model='Qwen/Qwen2.5-0.5B-Instruct', dtype='float16')\n", target="sm75"),
         Good("from langchain.llms import LLM\nllm = LLM()\n"),
         Good("from vllm import SamplingParams\nparams = SamplingParams(max_tokens=16)\n"),
+        # One engine among the values of a setting: the hazard is choosing it (openrlhf batch_inference.py:360-361).
+        Good("def generate_vllm(args):\n    from vllm import LLM\n    llm = LLM(model=args.pretrain)\n\n\n"
+             "if __name__ == '__main__':\n    if args.eval_task == 'generate':\n        generate(args)\n"
+             "    if args.eval_task and args.eval_task == 'generate_vllm':\n        generate_vllm(args)\n"),
     )
 
     @classmethod
@@ -53,7 +107,7 @@ class VllmEngineOnUnsupportedGpu(PythonRule):
         name = ctx.qualname(func) or ""
         if isinstance(func, cst.Attribute) and func.attr.value in CONSTRUCTORS:
             name = ctx.qualname(func.value) or ""
-        if name not in ENGINES:
+        if name not in ENGINES or _one_choice_of_several(ctx):
             return
         shown = name.rsplit(".", 1)[-1]
         ctx.report(func, f"vLLM's {shown} engine is built here: vLLM needs compute capability 7.5+ "
