@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
+from rlcompat.lang.pysettings import tree_of
 from rlcompat.lang.python import PythonRule
 from rlcompat.rule import Bad, Good
 
@@ -16,48 +19,43 @@ def _one_choice_of_several(ctx) -> bool:
     """Whether the function building the engine is used in this file only where a setting picks it among other
     values (`if args.eval_task == "generate_vllm": batch_generate_vllm(args)`, openrlhf 0.5.9
     cli/batch_inference.py:360-361): the engine runs when someone chooses it, which is where the hazard is. A function
-    the file never uses (an entry point, a library function) is reported."""
+    the file never uses (an entry point, a library function) is reported. Read in the whole file (CPython's `ast`;
+    the walked module may be narrowed to the statements holding a trigger)."""
     function = next((a for a in reversed(ctx.ancestors) if isinstance(a, cst.FunctionDef)), None)
-    module = ctx.ancestors[0] if ctx.ancestors else None
-    if function is None or not isinstance(module, cst.Module):
+    tree = tree_of(ctx.source_text) if function is not None and ctx.source_text else None
+    if tree is None:
         return False
+    name = function.name.value
     uses: list[bool] = []  # per use of the function's name: under a test that picks a value
 
-    class Uses(cst.CSTVisitor):
-        def __init__(self) -> None:
-            self.picks = 0
+    def visit(node: ast.AST, picked: bool) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            return
+        if isinstance(node, ast.Name) and node.id == name:
+            uses.append(picked)
+        if isinstance(node, ast.If):
+            visit(node.test, picked)
+            inner = picked or _picks_a_value(node.test)
+            for child in node.body:
+                visit(child, inner)
+            for child in node.orelse:
+                visit(child, picked)
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child, picked)
 
-        def visit_If(self, node: cst.If) -> None:
-            self.picks += _picks_a_value(node.test)
-
-        def leave_If(self, node: cst.If) -> None:
-            self.picks -= _picks_a_value(node.test)
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is not function
-
-        def visit_Name(self, node: cst.Name) -> None:
-            if node.value == function.name.value:
-                uses.append(self.picks > 0)
-
-    module.visit(Uses())
+    try:
+        visit(tree, False)
+    except RecursionError:
+        return False
     return bool(uses) and all(uses)
 
 
-def _picks_a_value(test: cst.BaseExpression) -> int:
-    """1 for a test comparing a setting with a string (`args.eval_task == "generate_vllm"`), not `__name__`."""
-    for node in _walk(test):
-        if isinstance(node, cst.Comparison) and any(isinstance(c.operator, cst.Equal) and isinstance(c.comparator, cst.SimpleString)
-                                                     for c in node.comparisons):
-            if not (isinstance(node.left, cst.Name) and node.left.value == "__name__"):
-                return 1
-    return 0
-
-
-def _walk(node: cst.CSTNode):
-    yield node
-    for child in node.children:
-        yield from _walk(child)
+def _picks_a_value(test: ast.AST) -> bool:
+    """A test comparing a setting with a string (`args.eval_task == "generate_vllm"`), not `__name__`."""
+    return any(isinstance(n, ast.Compare) and any(isinstance(op, ast.Eq) for op in n.ops)
+               and any(isinstance(c, ast.Constant) and isinstance(c.value, str) for c in n.comparators)
+               and not (isinstance(n.left, ast.Name) and n.left.id == "__name__") for n in ast.walk(test))
 
 
 class VllmEngineOnUnsupportedGpu(PythonRule):
@@ -76,7 +74,7 @@ class VllmEngineOnUnsupportedGpu(PythonRule):
         "refuses capability < 7.0 [S17][S52]."
     )
     fix_safety = "No autofix: generation has to move to another engine (transformers' `generate`) or another card."
-    triggers = ("LLM", "vllm")
+    triggers = ("LLM(", "LLMEngine", "AsyncLLM")  # the calls; imports are always kept
     sources = ("S7", "S17", "S52")
     prevents = ("E1",)
 
