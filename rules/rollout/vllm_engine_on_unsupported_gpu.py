@@ -66,7 +66,10 @@ class VllmEngineOnUnsupportedGpu(PythonRule):
         "Finds Python that builds a vLLM engine: `LLM(...)`, `LLMEngine(...)`, `AsyncLLMEngine.from_engine_args(...)`, "
         "V1's `AsyncLLM` (the names resolved through the file's imports to `vllm`), as in `trl vllm-serve` "
         "(trl 0.24.0 `trl/scripts/vllm_serve.py:340`) or a user's generation script. RLC407 finds the same on "
-        "command lines (`vllm serve`)."
+        "command lines (`vllm serve`). An engine built inside a class is a backend something else selects (verl's "
+        "vLLM rollout server by `rollout.name=vllm`, OpenRLHF's vLLM actors by `--vllm_num_engines`): RLC401/RLC404 "
+        "report that choice, so the class is left alone; so is a function this file runs only when a setting picks "
+        "it among other values."
     )
     why = (
         "vLLM supports compute capability 7.5+ (7.0+ in its docs up to v0.14.0) [S7]; below that no wheel has "
@@ -90,6 +93,7 @@ class VllmEngineOnUnsupportedGpu(PythonRule):
         Good("from vllm import LLM\nllm = LLM(model='Qwen/Qwen2.5-0.5B-Instruct', dtype='float16')\n", target="sm75"),
         Good("from langchain.llms import LLM\nllm = LLM()\n"),
         Good("from vllm import SamplingParams\nparams = SamplingParams(max_tokens=16)\n"),
+        Good("import vllm\n\n\nclass LLMRayActor:\n    def __init__(self, model):\n        self.llm = vllm.LLM(model)\n"),
         # One engine among the values of a setting: the hazard is choosing it (openrlhf batch_inference.py:360-361).
         Good("def generate_vllm(args):\n    from vllm import LLM\n    llm = LLM(model=args.pretrain)\n\n\n"
              "if __name__ == '__main__':\n    if args.eval_task == 'generate':\n        generate(args)\n"
@@ -105,8 +109,8 @@ class VllmEngineOnUnsupportedGpu(PythonRule):
         name = ctx.qualname(func) or ""
         if isinstance(func, cst.Attribute) and func.attr.value in CONSTRUCTORS:
             name = ctx.qualname(func.value) or ""
-        if name not in ENGINES or _one_choice_of_several(ctx):
-            return
+        if name not in ENGINES or any(isinstance(a, cst.ClassDef) for a in ctx.ancestors) or _one_choice_of_several(ctx):
+            return  # a backend class or one choice among several: reported where it is chosen
         shown = name.rsplit(".", 1)[-1]
         ctx.report(func, f"vLLM's {shown} engine is built here: vLLM needs compute capability 7.5+ "
                          f"({self.target.name} is {self.target.capability_text}): no vLLM wheel has kernels for it"
