@@ -4,7 +4,7 @@ and `GRPOConfig(use_vllm=True)`, a launch line passing `--ds.param_dtype $MODEL_
 
 from __future__ import annotations
 
-from rlcompat.api import scan_paths
+from rlcompat.api import fix_paths, scan_paths
 from rlcompat.targets import resolve_target
 
 TRAIN = '''import argparse
@@ -44,6 +44,9 @@ def _found(tmp_path, name: str, text: str, target: str) -> list[tuple[str, int]]
 
 def test_user_script_dtype_default_bf16_default_and_vllm_are_three_findings(tmp_path):
     assert _found(tmp_path, "train.py", TRAIN, "sm61") == [("RLC107", 6), ("RLC111", 8), ("RLC404", 8)]
+    fixed = tmp_path / "train.py"
+    fix_paths([str(fixed)], resolve_target("sm61"))
+    assert 'default="float32"' in fixed.read_text() and "use_vllm=False, bf16=False" in fixed.read_text()
     # vLLM runs on sm75: the two bf16 findings stay.
     assert _found(tmp_path, "train.py", TRAIN, "sm75") == [("RLC107", 6), ("RLC111", 8)]
 
