@@ -217,7 +217,7 @@ def _caller_fix(setting: Setting, key: fk.FrameworkKey, kind, target) -> str:
     """What to write where the config is built, following the precision policy."""
     name = setting.key
     if kind.fix == "dtype":
-        wanted, safety = knowledge_choice(key.role or "compute", target)
+        wanted, _ = knowledge_choice(key.role or "compute", target)
         spelled = key.spellings.get(wanted)
         return f"pass {name}={spelled} where the config is built" if spelled else f"{key.framework.label} has no {wanted} spelling for {name}"
     if kind.fix == "off":

@@ -36,7 +36,6 @@ from __future__ import annotations
 import ast
 import re
 import warnings
-
 from dataclasses import dataclass, replace
 
 from rlcompat.lang.settings import Setting, Span, flag_key
@@ -45,6 +44,7 @@ from rlcompat.lang.settings import Setting, Span, flag_key
 @dataclass
 class ResolvedSetting(Setting):
     unset: str = ""  # python-default: the expression an unset key resolves to, `self.` dropped (`not fp16`)
+
 
 _SIMPLE_STRING = re.compile(r"^[rRuU]?(['\"])(?P<body>[^'\"\\\r\n]*)\1$")
 _last_tree: tuple[str, ast.Module] | None = None  # the narrowing step's tree of the text it read
@@ -395,8 +395,9 @@ def _name(node: ast.AST) -> str:
 
 
 def drop_overlaps(config_findings: list, python_findings: list) -> list:
-    """Config-rule findings about a hazard no Python rule reported already (one hazard, one finding): dropped when
-    its fix edits a range a Python rule's fix edits, or, without a fix, when a Python rule reports on its line."""
+    """Config-rule findings about a hazard no Python rule of the same family reported already (one hazard, one
+    finding): dropped when its fix edits a range such a Python rule's fix edits, or, without a fix, when one reports
+    on its line."""
     if not python_findings:
         return config_findings
 
