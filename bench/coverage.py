@@ -80,6 +80,7 @@ KIND_BY_CODE = {
     "RLC401": "rollout-engine",
     "RLC402": "rollout-engine",
     "RLC403": "fp8",
+    "RLC413": "rollout-engine",  # a vLLM engine built in Python
     "RLC416": "quantization",
     "RLC5": "other",  # RLC5xx: installed-environment checks (doctor); not expected from scan
 }

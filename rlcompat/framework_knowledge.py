@@ -52,7 +52,7 @@ class FrameworkKey:
     safe: str = ""  # the value that avoids the hazard, for kinds fixed by value
     default: str = ""
     default_at: str = "parse"  # "parse" (a literal default) | "runtime" (resolved when the program runs)
-    auto: str = ""  # how an "auto" value is resolved, when the framework accepts one
+    auto: str = ""  # how the framework resolves an "auto" value to on at start (then "auto" is reported as on)
     live: bool = True
     scoped: bool = False  # only in commands or files of this framework (a generic name like `dtype`)
     proof: str = ""
@@ -60,6 +60,8 @@ class FrameworkKey:
     requires: tuple[str, ...] = ()  # its default matters only when one of these flags is passed
     only_with: tuple[str, ...] = ()  # read only when the file (or script) also holds one of these texts (a plugin)
     examples: tuple = field(default=(), compare=False, hash=False)  # ("bad"|"good", dict) rows for the rule catalog
+    resolves: str = ""  # the expression the framework's code gives an unset key (`not fp16`): its `default`
+    auto_follows: str = ""  # the setting an "auto" value copies (then "auto" is not reported: that setting is)
 
     @property
     def label(self) -> str:
@@ -76,6 +78,7 @@ class Framework:
     markers: tuple[str, ...]  # flag-name prefixes only this version's CLI has
     files: tuple[str, ...]  # substrings of a config file's text that make it this framework's
     keys: tuple[FrameworkKey, ...] = ()
+    engines: tuple[dict, ...] = ()  # `[[engine]]`: commands of this framework that start a generation engine
 
 
 def _version_key(text: str) -> tuple[int, ...]:
@@ -130,9 +133,24 @@ def _framework(data: dict, filename: str) -> Framework:
             dict(row.get("spellings", {})), row.get("safe", ""), str(row.get("default", "")),
             row.get("default_at", "parse"), row.get("auto", ""), row.get("live", True), row.get("scoped", False),
             row["proof"], tuple(row.get("commands", ())), tuple(row.get("requires", ())),
-            tuple(row.get("only_with", ())), examples))
+            tuple(row.get("only_with", ())), examples, row.get("resolves", ""), row.get("auto_follows", "")))
     object.__setattr__(fw, "keys", tuple(keys))
+    for row in data.get("engine", ()):
+        if not row.get("proof") or not row.get("commands") or not row.get("engine"):
+            raise ValueError(f"rules/frameworks/{fw.name}/{filename}: an [[engine]] needs engine, commands and proof")
+    object.__setattr__(fw, "engines", tuple(dict(row) for row in data.get("engine", ())))
     return fw
+
+
+def engine_command(words: tuple[str, ...], engine: str) -> tuple[Framework, dict] | None:
+    """(framework, its `[[engine]]` row) when a command's words run a framework command that starts `engine`
+    (`trl vllm-serve` starts vLLM)."""
+    line = " ".join(words)
+    for fw in frameworks():
+        for row in fw.engines:
+            if row["engine"] == engine and any(c in line for c in row["commands"]):
+                return fw, row
+    return None
 
 
 def normalise(name: str) -> str:

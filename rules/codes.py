@@ -67,6 +67,7 @@ CODES: dict[str, str] = {
     "RLC407": "rollout.vllm_served_on_unsupported_gpu",
     "RLC408": "rollout.fp8_training_below_sm89",
     "RLC409": "rollout.fp8_mixed_precision_flag",
+    "RLC413": "rollout.vllm_engine_on_unsupported_gpu",
     "RLC416": "rollout.quantized_checkpoint_name",
     "RLC501": "environment.torch_wheel_lacks_arch",
     "RLC502": "environment.torch_cpu_only_build",

@@ -120,14 +120,17 @@ def test_vllm_attention_backend_env_var():
     assert not _run([ConfigView("command", [env], anchor=Span(0, 6))], text, "sm80", ["RLC207"])
 
 
-def test_deepspeed_auto_bf16_is_resolved_at_run_time():
+def test_deepspeed_auto_bf16_follows_the_trainer_flag_and_is_not_reported():
+    """"auto" takes TrainingArguments.bf16 (transformers/integrations/deepspeed.py:120-121, :197); writing false
+    while that flag stays on raises transformers' mismatch error, so the flag is where the hazard is reported."""
     text = '{"bf16": {"enabled": "auto"}}'
     start = text.index("auto")
     auto = Setting("bf16.enabled", "auto", Span(text.index("enabled"), text.index("enabled") + 7),
                    Span(start, start + 4))
-    (found,) = _run([ConfigView("json", [auto])], text, "sm61", ["RLC118"])
-    assert "runtime: TrainingArguments.bf16" in found.message and "DeepSpeed 0.18.1 knowledge" in found.message
-    assert [e.content for e in found.fix.edits] == ["false"]
+    assert not _run([ConfigView("json", [auto])], text, "sm61", ["RLC118"])
+    on = Setting("bf16.enabled", "true", auto.key_span, Span(start, start + 4))
+    (found,) = _run([ConfigView("json", [on])], text, "sm61", ["RLC118"])
+    assert "DeepSpeed 0.18.1 knowledge" in found.message and [e.content for e in found.fix.edits] == ["false"]
 
 
 def test_a_data_row_is_enough_to_add_a_key(monkeypatch):

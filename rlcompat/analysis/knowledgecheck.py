@@ -12,7 +12,7 @@ from rlcompat import framework_knowledge as fk
 from rlcompat.analysis.confighelpers import remove_flag, where
 from rlcompat.lang.settings import ConfigContext, ConfigView, Setting
 from rlcompat.model import FixSafety
-from rlcompat.precision import knowledge_choice
+from rlcompat.precision import dtype_for, knowledge_choice
 
 SWITCH_FIXES = ("off", "on")
 
@@ -27,6 +27,10 @@ def form_fits(key: fk.FrameworkKey, setting: Setting) -> bool:
     if setting.flag:
         return key.form in ("flag", "any")
     return key.form in ("key", "any")
+
+
+def _exact_form(setting: Setting) -> str:
+    return "env" if is_env(setting) else "flag" if setting.flag else "key"
 
 
 def attributed(view: ConfigView, ctx: ConfigContext, framework: fk.Framework, key: fk.FrameworkKey | None = None) -> bool:
@@ -60,8 +64,9 @@ def matching_key(view: ConfigView, ctx: ConfigContext, setting: Setting, kinds: 
              and (not k.only_with or any(t in ctx.source_text for t in k.only_with))]
     if not found:
         return None
-    # A framework the command runs comes first; then the version that command (or the machine) uses.
-    found.sort(key=lambda k: (not attributed(view, ctx, k.framework),))
+    # A framework the command runs comes first, then a key of the setting's own form (a flag's over a key that may be
+    # anything); then the version that command (or the machine) uses.
+    found.sort(key=lambda k: (not attributed(view, ctx, k.framework), k.form != _exact_form(setting)))
     name = found[0].framework.name
     version, how = chosen_version(view, name)
     same = [k for k in found if k.framework.name == name]
@@ -85,7 +90,11 @@ def hazard_of(key: fk.FrameworkKey, value: str | None, target):
     if kind.fix in SWITCH_FIXES:
         value = {"1": "true", "yes": "true", "on": "true", "0": "false", "no": "false", "off": "false"}.get(
             value.strip().lower(), value)
-        if key.auto and value.strip().lower() == "auto":
+        if key.auto_follows and value.strip().lower() == "auto":
+            # "auto" copies the setting `key.auto_follows` names, which is reported where it is set; writing false
+            # here while that setting stays on is its own error (transformers' DeepSpeed "mismatch" ValueError).
+            return None
+        if key.auto and value.strip().lower() == "auto":  # resolved to on when the framework starts
             value = "true"
     for hazard in kind.hazards:
         if hazard.matches(value) and not target.fact(hazard.needs):
@@ -93,18 +102,45 @@ def hazard_of(key: fk.FrameworkKey, value: str | None, target):
     return None
 
 
+def _same_expression(a: str, b: str) -> bool:
+    import ast
+
+    try:
+        return ast.unparse(ast.parse(a, mode="eval")) == ast.unparse(ast.parse(b, mode="eval"))
+    except SyntaxError:
+        return False
+
+
+def resolved_key(view: ConfigView, ctx: ConfigContext, setting: Setting, kinds: frozenset[str]):
+    """For a default the scanned code resolves from something it does not declare (`not fp16`): the framework key
+    whose knowledge says the same expression (`resolves`), and so what its value is (`default`)."""
+    unset = getattr(setting, "unset", "")
+    if not unset:
+        return None
+    return next((k for k in fk.candidates(setting.key) if k.kind in kinds and k.resolves and fk.name_matches(k, setting.key)
+                 and form_fits(k, setting) and _same_expression(k.resolves, unset)), None)
+
+
 def check(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:
     target = ctx.target
     for setting in view.settings:
-        match = matching_key(view, ctx, setting, kinds)
+        value = setting.value
+        key = resolved_key(view, ctx, setting, kinds) if value is None else None
+        if key is not None:
+            match, value = (key, True), key.default
+        else:
+            match = matching_key(view, ctx, setting, kinds)
         if match is None:
             continue
         key, version_known = match
-        found = hazard_of(key, setting.value, target)
+        found = hazard_of(key, value, target)
         if found is None:
             continue
         hazard, kind = found
-        _report(view, ctx, setting, key, version_known, hazard, kind)
+        if setting.origin in RESOLVED_ORIGINS:
+            _report_resolved(ctx, setting, key, value, version_known, hazard, kind)
+        else:
+            _report(view, ctx, setting, key, version_known, hazard, kind)
     if view.kind == "command":
         _defaults(view, ctx, kinds)
 
@@ -160,6 +196,42 @@ def _report(view, ctx, setting: Setting, key: fk.FrameworkKey, version_known: bo
         edits = []
     description = advice.lstrip("; ").split(" (")[0]
     ctx.report(setting.key_span, head + advice, edits, safety, description)
+
+
+RESOLVED_ORIGINS = ("python-default", "python-forced")  # lang/pysettings.py: values the code itself sets
+
+
+def _report_resolved(ctx, setting: Setting, key: fk.FrameworkKey, value: str, version_known: bool, hazard, kind) -> None:
+    """A value the framework's own code gives a key (a config class' default, a flag another flag forces): reported
+    where it is written, with no fix there (a library default changes every caller); the advice names the setting
+    to write where a config is built or a command is given."""
+    target = ctx.target
+    unset = getattr(setting, "unset", "")
+    how = f"; {_knowledge(key, version_known)}: `{unset}` is {value}" if unset else f"; {_knowledge(key, version_known)}"
+    if setting.origin == "python-forced":
+        head = f"{setting.label} is set to {value} {setting.via}{how}"
+        advice = "; the code forces it when that condition holds (no autofix here): leave off what the condition asks for"
+    else:
+        head = f"{setting.label} defaults to {value} when unset ({setting.via}{how})"
+        advice = f"; this is the code's default for every caller (no autofix here): {_caller_fix(setting, key, kind, target)}"
+    ctx.report(setting.key_span, f"{head}: {hazard.why}; {target.name} is {target.capability_text}{advice}")
+
+
+def _caller_fix(setting: Setting, key: fk.FrameworkKey, kind, target) -> str:
+    """What to write where the config is built, following the precision policy."""
+    name = setting.key
+    if kind.fix == "dtype":
+        wanted, _ = knowledge_choice(key.role or "compute", target)
+        spelled = key.spellings.get(wanted)
+        return f"pass {name}={spelled} where the config is built" if spelled else f"{key.framework.label} has no {wanted} spelling for {name}"
+    if kind.fix == "off":
+        if key.kind == "bf16-switch" and dtype_for(target, "autocast") == "float16":
+            return (f"pass {name}=False, fp16=True where the config is built (fp16 mixed precision with fp32 weights; "
+                    f"unsafe: fp16's smaller range, docs/precision.md)")
+        return f"pass {name}=False where the config is built"
+    if kind.fix == "value" and key.safe:
+        return f"pass {name}={key.safe} where the config is built"
+    return "no setting makes it work on this GPU"
 
 
 def _defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:

@@ -13,6 +13,14 @@ repeats a choice made elsewhere and is left out.
 | `os.environ["X"] = "v"`, `os.environ.setdefault("X", "v")` | `env` | `X` |
 | `args.bf16 = True`, `cfg["bf16"] = True` | `python-assign` | the attribute or string subscript; `call` is the object's name |
 | `GRPOConfig(use_vllm=True, bf16=True)` | `python-keyword` | the keyword; `call` is the called name as written |
+| `self.bf16 = not self.fp16 if self.bf16 is None else self.bf16`, `if self.x is None: self.x = v` | `python-default` | the attribute: what the code makes of an unset key |
+| `if args.packing and not args.flash_attn: args.flash_attn = True` | `python-forced` | the attribute: set by the code when another setting asks for it |
+
+An attribute that names a flag the same file declares (`parser.add_argument("--flash_attn")`, then
+`args.flash_attn = True`) is that flag's setting (`flag=True`). A `python-default` value is evaluated from the
+class' own literal field defaults; where it reads something else (an inherited field) its value is None and
+`unset` holds the expression with `self.` dropped (`not fp16`), for the framework knowledge to resolve. Neither
+origin has a value span: the code resolves a default for every caller, and the fix belongs where a config is built.
 
 Values: a string constant's text, `True`/`False`/`None`, a number as written; anything computed is None (no value
 span). A string's value span is inside its quotes, only for a one-line literal without escapes or prefixes
@@ -28,8 +36,15 @@ from __future__ import annotations
 import ast
 import re
 import warnings
+from dataclasses import dataclass, replace
 
 from rlcompat.lang.settings import Setting, Span, flag_key
+
+
+@dataclass
+class ResolvedSetting(Setting):
+    unset: str = ""  # python-default: the expression an unset key resolves to, `self.` dropped (`not fp16`)
+
 
 _SIMPLE_STRING = re.compile(r"^[rRuU]?(['\"])(?P<body>[^'\"\\\r\n]*)\1$")
 _last_tree: tuple[str, ast.Module] | None = None  # the narrowing step's tree of the text it read
@@ -89,14 +104,20 @@ def settings_of(text: str, triggers: tuple[str, ...]) -> list[Setting]:
     reader = _Reader(pos)
 
     def visit(body, guards: frozenset[str]) -> None:
+        visit_in(body, guards, reader.conditions)
+
+    def visit_in(body, guards: frozenset[str], conditions: dict) -> None:
         for stmt in body:
             first, last = stmt.lineno - 1, (stmt.end_lineno or stmt.lineno) - 1
             if not any(marked[first:last + 1]):
                 continue
             reader.guards = guards
+            reader.conditions = conditions
             if isinstance(stmt, ast.ClassDef):
-                reader.fields(stmt)
+                outer = reader.class_defaults
+                reader.class_defaults = reader.fields(stmt)
                 visit(stmt.body, guards)
+                reader.class_defaults = outer
                 continue
             inner = [getattr(stmt, name) for name in ("body", "orelse", "finalbody") if isinstance(getattr(stmt, name, None), list)]
             handlers = getattr(stmt, "handlers", None) or []
@@ -105,10 +126,17 @@ def settings_of(text: str, triggers: tuple[str, ...]) -> list[Setting]:
                     if part is not None:
                         reader.expression(part)
                 test = getattr(stmt, "test", None)
-                # `if bf16: cfg["bf16"] = True` only repeats a choice made elsewhere: not a setting to report.
-                inner_guards = guards | _names(test) if test is not None else guards
+                # `if bf16: cfg["bf16"] = True` only repeats a choice made elsewhere: not a setting to report. A name
+                # the test reads only as unset (`if args.x is None`, `if cond and not args.x`) is set by the body:
+                # a default or a forced value, reported as such.
+                unset = _unset_leaves(test) if isinstance(stmt, ast.If) else frozenset()
+                inner_guards = guards | (_names(test) - unset) if test is not None else guards
                 for b in inner:
-                    visit(b, inner_guards if b is getattr(stmt, "body", None) or isinstance(stmt, ast.If) else guards)
+                    in_body = b is getattr(stmt, "body", None)
+                    reader.conditions = {**conditions, **{n: (test, _leaves(test) - unset) for n in unset}} \
+                        if in_body and unset else conditions
+                    visit_in(b, inner_guards if in_body or isinstance(stmt, ast.If) else guards, reader.conditions)
+                    reader.conditions = conditions
                 for h in handlers:
                     visit(h.body, guards)
                 continue
@@ -118,6 +146,9 @@ def settings_of(text: str, triggers: tuple[str, ...]) -> list[Setting]:
         visit(tree.body, frozenset())
     except RecursionError:
         pass  # nesting deeper than the interpreter's stack (a 1,000-arm elif chain): the settings read so far
+    if reader.dests:  # `args.flash_attn = True` where this file declares `--flash_attn`: that flag's setting
+        reader.out = [replace(st, flag=True) if st.origin in _ATTRIBUTE_ORIGINS and st.key in reader.dests
+                      and st.call.isidentifier() else st for st in reader.out]
     return reader.out
 
 
@@ -126,10 +157,110 @@ def _names(expr: ast.AST) -> frozenset[str]:
                      if isinstance(n, (ast.Name, ast.Attribute)))
 
 
+def _leaves(expr: ast.AST | None) -> frozenset[str]:
+    """The last part of every name a test reads (`args.packing_samples` -> `packing_samples`)."""
+    if expr is None:
+        return frozenset()
+    inner = {id(n.value) for n in ast.walk(expr) if isinstance(n, ast.Attribute)}
+    return frozenset(n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(expr)
+                     if isinstance(n, (ast.Name, ast.Attribute)) and id(n) not in inner)
+
+
+def _unset_operand(expr: ast.AST) -> ast.AST | None:
+    """`x` of `not x`, `x is None`, `x == None`, `x is False`, `x == False`."""
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+        return expr.operand
+    if (isinstance(expr, ast.Compare) and len(expr.ops) == 1 and isinstance(expr.ops[0], (ast.Is, ast.Eq))
+            and isinstance(expr.comparators[0], ast.Constant) and expr.comparators[0].value in (None, False)):
+        return expr.left
+    return None
+
+
+def _unset_leaves(test: ast.AST | None) -> frozenset[str]:
+    """Names a test reads only as unset, in its `and` terms (`a and not b.x` -> {x})."""
+    if test is None:
+        return frozenset()
+    terms = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    negated, plain = set(), set()
+    for term in terms:
+        operand = _unset_operand(term)
+        if operand is not None and isinstance(operand, (ast.Name, ast.Attribute)):
+            negated |= _leaves(operand)
+        else:
+            plain |= _leaves(term)
+    return frozenset(negated - plain)
+
+
+_UNKNOWN = object()
+_ATTRIBUTE_ORIGINS = ("python-assign", "python-default", "python-forced")
+
+
+def _evaluate(expr: ast.AST, fields: dict) -> object:
+    """A value built from literals and `self.<field>` defaults (`not self.fp16`), or _UNKNOWN."""
+    if isinstance(expr, ast.Constant):
+        return expr.value
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+        return fields.get(expr.attr, _UNKNOWN)
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+        v = _evaluate(expr.operand, fields)
+        return _UNKNOWN if v is _UNKNOWN else not v
+    if isinstance(expr, ast.BoolOp):
+        values = [_evaluate(v, fields) for v in expr.values]
+        if any(v is _UNKNOWN for v in values):
+            return _UNKNOWN
+        out = values[0]
+        for v in values[1:]:
+            out = (out and v) if isinstance(expr.op, ast.And) else (out or v)
+        return out
+    return _UNKNOWN
+
+
+def _literal_default(text: str | None) -> object:
+    if text is None:
+        return _UNKNOWN
+    return {"True": True, "False": False, "None": None}.get(text, text)
+
+
+def _spelled(value: object) -> str:
+    return repr(value) if isinstance(value, (bool, type(None), int, float)) else str(value)
+
+
+def _without_self(expr: ast.AST) -> str:
+    class Strip(ast.NodeTransformer):
+        def visit_Attribute(self, node):
+            if isinstance(node.value, ast.Name) and node.value.id == "self":
+                return ast.copy_location(ast.Name(node.attr, ast.Load()), node)
+            return self.generic_visit(node)
+
+    return ast.unparse(Strip().visit(ast.parse(ast.unparse(expr), mode="eval")))
+
+
+def _resolution(value: ast.AST, attr: str) -> tuple[ast.AST, ast.AST] | None:
+    """(test, value when unset) of `A if self.x is None else self.x` / `self.x if self.x is not None else A`."""
+    if not isinstance(value, ast.IfExp):
+        return None
+
+    def same(node) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr == attr
+
+    operand = _unset_operand(value.test)
+    if operand is not None and same(operand) and same(value.orelse):
+        return value.test, value.body
+    t = value.test
+    if (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], (ast.IsNot, ast.NotEq))
+            and same(t.left) and isinstance(t.comparators[0], ast.Constant) and t.comparators[0].value is None
+            and same(value.body)):
+        return t, value.orelse
+    return None
+
+
 class _Reader:
     def __init__(self, pos: _Positions) -> None:
         self.pos = pos
         self.out: list[Setting] = []
+        self.dests: set[str] = set()  # argparse dests this file declares
+        self.class_defaults: dict = {}  # the enclosing class' literal field defaults
+        self.conditions: dict = {}  # name -> (if-test, other names it reads) for names the test reads as unset
 
     def literal(self, node: ast.AST | None) -> tuple[str | None, Span | None]:
         if not isinstance(node, ast.Constant):
@@ -154,7 +285,8 @@ class _Reader:
         value, span = self.literal(value_node)
         self.out.append(Setting(key, value, self.pos.span(node_for_key), span, origin=origin, **extra))
 
-    def fields(self, cls: ast.ClassDef) -> None:
+    def fields(self, cls: ast.ClassDef) -> dict:
+        defaults = {}
         for stmt in cls.body:
             target, value = None, None
             if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
@@ -168,6 +300,9 @@ class _Reader:
                              value.args[0] if value.args and _name(value.func).endswith("Field") else None)
             if value is not None:
                 self.add(target.id, target, value, "python-field", call=cls.name)
+                literal = self.literal(value)[0] if isinstance(value, ast.Constant) else None
+                defaults[target.id] = _literal_default(literal) if isinstance(value, ast.Constant) else _UNKNOWN
+        return defaults
 
     def statement(self, stmt: ast.stmt) -> None:
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
@@ -178,10 +313,28 @@ class _Reader:
                 elif isinstance(t, ast.Attribute):
                     start = self.pos.offset(t.end_lineno, t.end_col_offset) - len(t.attr)
                     if t.attr not in self.guards:
-                        value, span = self.literal(stmt.value)
-                        self.out.append(Setting(t.attr, value, Span(start, start + len(t.attr)), span,
-                                                origin="python-assign", call=_name(t.value)))
+                        self.attribute(t, stmt.value, Span(start, start + len(t.attr)))
         self.expression(stmt)
+
+    def attribute(self, target: ast.Attribute, value_node: ast.AST, key_span: Span) -> None:
+        """`obj.attr = value`: a plain assignment, or a default the code resolves (module docstring)."""
+        attr, owner = target.attr, _name(target.value)
+        resolution = _resolution(value_node, attr)
+        condition = self.conditions.get(attr)
+        if resolution is None and condition is None:
+            value, span = self.literal(value_node)
+            self.out.append(Setting(attr, value, key_span, span, origin="python-assign", call=owner))
+            return
+        test, unset_value = resolution if resolution is not None else (condition[0], value_node)
+        forced = resolution is None and bool(condition[1])
+        fields = {**self.class_defaults, attr: None}
+        value = _evaluate(unset_value, fields)
+        via = (f"when `{ast.unparse(test)}` (line {test.lineno})" if resolution is None
+               else f"line {test.lineno} sets `{ast.unparse(unset_value)}` when `{ast.unparse(test)}`")
+        self.out.append(ResolvedSetting(
+            attr, None if value is _UNKNOWN else _spelled(value), key_span, None, via=via,
+            origin="python-forced" if forced else "python-default", call=owner,
+            unset="" if value is not _UNKNOWN else _without_self(unset_value)))
 
     def expression(self, root: ast.AST) -> None:
         nested_dicts: set[int] = set()
@@ -199,6 +352,8 @@ class _Reader:
             long = next((f for f in flags if f.startswith("--")), None) or next((f for f in flags if f.startswith("-")), None)
             default = next((k for k in node.keywords if k.arg == "default"), None)
             dest = next((k.value.value for k in node.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)), None)
+            if long or isinstance(dest, str):
+                self.dests.add(dest if isinstance(dest, str) else flag_key(long))
             if default is not None and (long or dest):
                 key = dest if isinstance(dest, str) else flag_key(long)
                 self.add(key, default.value, default.value, "argparse-default", flag=True, written=long or "",
@@ -240,15 +395,20 @@ def _name(node: ast.AST) -> str:
 
 
 def drop_overlaps(config_findings: list, python_findings: list) -> list:
-    """Config-rule findings about a hazard no Python rule reported already (one hazard, one finding): dropped when
-    its fix edits a range a Python rule's fix edits, or, without a fix, when a Python rule reports on its line."""
+    """Config-rule findings about a hazard no Python rule of the same family reported already (one hazard, one
+    finding): dropped when its fix edits a range such a Python rule's fix edits, or, without a fix, when one reports
+    on its line."""
     if not python_findings:
         return config_findings
-    edited = [(e.start, e.end) for f in python_findings if f.fix for e in f.fix.edits]
-    lines = {f.location.line for f in python_findings}
-    reported = [((p.location.line, p.location.column), (p.location.end_line, p.location.end_column)) for p in python_findings]
 
     def covered(f) -> bool:
+        # One hazard is one family's (RLC1xx dtype, RLC4xx rollout, ...): RLC111's finding on `GRPOConfig(...)` (bf16
+        # left at its default) does not stand for RLC404's `use_vllm=True` inside the same call. The net (RLC0xx)
+        # reads names of every family, so it yields to all of them.
+        same = [p for p in python_findings if p.code[:4] == f.code[:4] or f.code.startswith("RLC0")]
+        edited = [(e.start, e.end) for p in same if p.fix for e in p.fix.edits]
+        lines = {p.location.line for p in same}
+        reported = [((p.location.line, p.location.column), (p.location.end_line, p.location.end_column)) for p in same]
         if f.fix is None:
             return f.location.line in lines
         # Inside what a Python rule reported (`bf16=True`, which RLC103 renames to `fp16=True`): the same setting,

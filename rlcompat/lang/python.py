@@ -108,6 +108,7 @@ class Context:
         self.ancestors: list[cst.CSTNode] = []
         self.pending: list[_Pending] = []
         self._rule: PythonRule | None = None
+        self.source_text = ""  # the whole file's text
 
     def qualname(self, expr: cst.CSTNode) -> str | None:
         """The dotted name an expression refers to through this file's imports, or None.
@@ -345,6 +346,8 @@ def _walk_targets(module: cst.Module, text: str, path: str, groups: Sequence[tup
     of them; a list of findings per group. Each group's rules see their own target in their context and report
     into their own list; the walk's ancestors and imports are the same for all."""
     contexts = [Context(target, path) for _, target in groups]
+    for ctx in contexts:
+        ctx.source_text = text  # the whole file (the walked module may be narrowed), for a rule that must read it all
     handlers: dict = {}
     for (rules, _), ctx in zip(groups, contexts):
         ctx.imports, ctx.ancestors = contexts[0].imports, contexts[0].ancestors

@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 from rlcompat.analysis import confighelpers as h
-from rlcompat.lang.settings import ConfigRule
 from rlcompat.analysis.confighelpers import remove_flag
 from rlcompat.analysis.interpolation import select_default
 from rlcompat.analysis.verlengines import report_engine_settings
+from rlcompat.analysis.knowledgecheck import RESOLVED_ORIGINS
+from rlcompat.lang.settings import ConfigRule
 from rlcompat.model import FixSafety
 from rlcompat.rule import Bad, Good
 from rlcompat.spellings import flash_attention
@@ -103,8 +104,8 @@ class FlashAttentionSetting(ConfigRule):
                        [s.rewrite("sdpa")], FixSafety.SAFE, "use sdpa")
         if not target.flash_attn_2:
             for s in view.flags("--flash_attn", "--flash-attn"):
-                if s.value and s.as_bool() is False:
-                    continue
+                if s.value and s.as_bool() is False or s.origin in RESOLVED_ORIGINS:
+                    continue  # off, or forced by the framework's own code (RLC207 reports that, with its condition)
                 edit = remove_flag(ctx.source_text, s.word_span) if s.word_span else None
                 ctx.report(s.key_span, f"{s.label} turns on FlashAttention-2, which needs compute capability 8.0+; "
                                        f"{target.name} is {target.capability_text}: drop the flag", [edit],

@@ -6,7 +6,7 @@ from rlcompat.doctor import facts
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.rule import Bad, Good
 from rlcompat.rules.rollout.helpers import vllm_command
-from rlcompat import vllm_facts
+from rlcompat import framework_knowledge, vllm_facts
 
 
 def _vllm() -> dict:
@@ -18,7 +18,8 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
     name = "vllm-served-on-unsupported-gpu"
     title = "vLLM launched directly on a GPU it does not run on, or with an attention backend the GPU lacks"
     what = (
-        "Finds `vllm serve` and `python -m vllm.entrypoints...` commands in scripts. Below vLLM's minimum capability "
+        "Finds `vllm serve` and `python -m vllm.entrypoints...` commands in scripts, and framework commands the "
+        "framework knowledge says start vLLM (`trl vllm-serve`: an `[[engine]]` row). Below vLLM's minimum capability "
         "(rules/environment.toml `[packages.vllm]`, the entry `rlcompat doctor`'s RLC506 reads) the command is "
         "reported; on any card, a `VLLM_ATTENTION_BACKEND=...` set on the command or earlier in the script naming a "
         "backend the card lacks (rules/vllm.toml `[attention_backend]`) is reported."
@@ -43,12 +44,15 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
         Bad("VLLM_ATTENTION_BACKEND=FLASH_ATTN vllm serve m --dtype half\n", path="serve.sh", target="sm75"),
         Bad("export VLLM_ATTENTION_BACKEND=FLASHINFER\npython -m vllm.entrypoints.openai.api_server --model m\n",
             path="serve.sh", target="sm70"),
+        Bad("trl vllm-serve --model Qwen/Qwen2.5-7B --tensor_parallel_size 1\n", path="serve.sh"),
     )
     good = (
         Good("vllm serve m --dtype half\n", path="serve.sh", target="sm75"),
         Good("VLLM_ATTENTION_BACKEND=TRITON_ATTN vllm serve m --dtype half\n", path="serve.sh", target="sm75"),
         Good("VLLM_ATTENTION_BACKEND=FLASH_ATTN vllm serve m\n", path="serve.sh", target="sm86"),
         Good("pip install vllm\n", path="setup.sh", target="sm75"),
+        Good("trl vllm-serve --model Qwen/Qwen2.5-7B\n", path="serve.sh", target="sm75"),
+        Good("trl sft --model_name_or_path Qwen/Qwen2.5-0.5B --use_vllm false\n", path="train.sh"),
     )
 
     @classmethod
@@ -56,13 +60,18 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
         return True
 
     def check_config(self, view, ctx) -> None:
-        if view.kind != "command" or not vllm_command(view.command_words) or not view.word_spans:
+        if view.kind != "command" or not view.word_spans:
+            return
+        served = framework_knowledge.engine_command(view.command_words, "vllm") if "vllm" in " ".join(view.command_words) else None
+        if not vllm_command(view.command_words) and served is None:
             return
         cc = self.target.capability
         anchor = view.word_spans[0]
         minimum = _vllm()["min_capability"]
         if cc < facts.capability(minimum):
-            ctx.report(anchor, f"vLLM needs compute capability {minimum}+ ({self.target.name} is "
+            by = (f"{served[1]['commands'][0]} starts vLLM ({served[0].label} {served[0].version} knowledge: "
+                  f"{served[1]['proof'].split(' (')[0]}); ") if served is not None and not vllm_command(view.command_words) else ""
+            ctx.report(anchor, f"{by}vLLM needs compute capability {minimum}+ ({self.target.name} is "
                                f"{self.target.capability_text}): no vLLM wheel has kernels for it and V1 compiles "
                                f"with Inductor, which refuses capability < 7.0; generate with transformers", [None])
             return
