@@ -230,7 +230,7 @@ def _omitted_defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str
             anchor = view.sections.get(table, view.anchor)
             if anchor is None:
                 continue
-            where_ = f"[{table}] does not set {leaf}" if table in view.sections else f"this file has no [{table}] table"
+            where_ = f"[{table}] does not set {leaf}" if _has_table(view, table) else f"this file has no [{table}] table"
             head = (f"{where_}, so {fw.label} ({spec.releases}) uses the default of {key.names[0]}, {key.default} "
                     f"({first_proof(spec.proof)}): {hazard.why}; {ctx.target.name} is {ctx.target.capability_text}")
             edits, safety, advice = [], FixSafety.SAFE, "; no value of this key avoids it"
