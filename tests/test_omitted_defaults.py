@@ -57,7 +57,7 @@ def test_sm75_gets_float32_because_torchtitan_takes_no_fp16_for_this_key():
     assert "torchtitan takes no fp16 here; fp32 trains, slower than fp16 would" in found.message
 
 
-def test_only_a_train_config_is_read_so():
+def test_only_a_torchtitan_train_config_is_judged():
     # no [job] table: not a torchtitan train config; [job] without a torchtitan word: another tool's file
     assert not _rlc118("[training]\nsteps = 10\ndump_folder = 'x'\n")
     assert not _rlc118('[job]\nname = "nightly"\n[training]\nsteps = 10\n')
