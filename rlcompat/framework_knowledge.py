@@ -42,6 +42,17 @@ class Kind:
 
 
 @dataclass(frozen=True)
+class Omitted:
+    """Which config files of a framework would carry a key, so that leaving it out there selects its default: files
+    of one `format` (the front end's view kind: "toml") holding every table in `tables`. `releases` says in which
+    releases reading that format the default is the same, so the finding needs no version of the framework."""
+    format: str
+    tables: tuple[str, ...]
+    releases: str
+    proof: str
+
+
+@dataclass(frozen=True)
 class FrameworkKey:
     framework: "Framework" = field(repr=False, compare=False, hash=False)
     names: tuple[str, ...] = ()
@@ -62,6 +73,7 @@ class FrameworkKey:
     examples: tuple = field(default=(), compare=False, hash=False)  # ("bad"|"good", dict) rows for the rule catalog
     resolves: str = ""  # the expression the framework's code gives an unset key (`not fp16`): its `default`
     auto_follows: str = ""  # the setting an "auto" value copies (then "auto" is not reported: that setting is)
+    omitted: "Omitted | None" = field(default=None, compare=False, hash=False)  # its default in a file that leaves it out
 
     @property
     def label(self) -> str:
@@ -133,7 +145,8 @@ def _framework(data: dict, filename: str) -> Framework:
             dict(row.get("spellings", {})), row.get("safe", ""), str(row.get("default", "")),
             row.get("default_at", "parse"), row.get("auto", ""), row.get("live", True), row.get("scoped", False),
             row["proof"], tuple(row.get("commands", ())), tuple(row.get("requires", ())),
-            tuple(row.get("only_with", ())), examples, row.get("resolves", ""), row.get("auto_follows", "")))
+            tuple(row.get("only_with", ())), examples, row.get("resolves", ""), row.get("auto_follows", ""),
+            _omitted(row, fw.name, filename)))
     object.__setattr__(fw, "keys", tuple(keys))
     for row in data.get("engine", ()):
         if not row.get("proof") or not row.get("commands") or not row.get("engine"):
@@ -151,6 +164,20 @@ def engine_command(words: tuple[str, ...], engine: str) -> tuple[Framework, dict
             if row["engine"] == engine and any(c in line for c in row["commands"]):
                 return fw, row
     return None
+
+
+def _omitted(row: dict, framework: str, filename: str) -> Omitted | None:
+    spec = row.get("omitted")
+    if spec is None:
+        return None
+    where = f"rules/frameworks/{framework}/{filename}: {row['names']}"
+    missing = [f"omitted.{f}" for f in ("format", "releases", "proof") if not spec.get(f)]
+    missing += [] if "default" in row else ["default"]
+    if missing:
+        raise ValueError(f"{where}: a key with `omitted` needs {', '.join(missing)}")
+    if "." not in row["names"][0]:
+        raise ValueError(f"{where}: `omitted` needs a dotted name (its table is where the key is added)")
+    return Omitted(spec["format"], tuple(spec.get("tables", ())), spec["releases"], spec["proof"])
 
 
 def normalise(name: str) -> str:

@@ -52,6 +52,9 @@ def test_every_key_is_reached_by_a_rule_and_its_triggers():
             rule = handled[key.kind]  # KeyError: a kind no rule reads
             for name in key.names:
                 assert any(t in name for t in rule.triggers), f"{rule.code} never runs on a file with only `{name}`"
+            if key.omitted is not None:  # a file that leaves the key out must still run the rule: a table header
+                assert any(f"[{t}]" in rule.triggers for t in key.omitted.tables), \
+                    f"{rule.code} never runs on a {key.omitted.format} file that leaves out {key.names[0]}"
 
 
 def test_a_bad_framework_file_names_the_file_and_the_row():

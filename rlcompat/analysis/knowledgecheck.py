@@ -143,6 +143,8 @@ def check(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:
             _report(view, ctx, setting, key, version_known, hazard, kind)
     if view.kind == "command":
         _defaults(view, ctx, kinds)
+    else:
+        _omitted_defaults(view, ctx, kinds)
 
 
 def first_proof(proof: str) -> str:
@@ -155,6 +157,19 @@ def first_proof(proof: str) -> str:
             proof = proof[:i]
             break
     return proof.split(" (")[0]
+
+
+def dtype_spelling(key: fk.FrameworkKey, target) -> tuple[str | None, FixSafety, str]:
+    """(how the key spells the dtype to use, the fix's safety, a note) by the precision policy for the key's role.
+    A key without a spelling for the policy's dtype (torchtitan's mixed_precision_param takes bfloat16 or float32:
+    no fp16 on sm75) takes fp32 where it has one: no mixed precision, numerically sound, only slower."""
+    wanted, safety = knowledge_choice(key.role or "compute", target)
+    if wanted in key.spellings:
+        return key.spellings[wanted], safety, ""
+    if "fp32" in key.spellings:
+        return key.spellings["fp32"], FixSafety.SAFE, (f" ({key.framework.label} takes no {wanted} here; fp32 trains, "
+                                                       f"slower than {wanted} would)")
+    return None, safety, f"{key.framework.label} has no {wanted} spelling for this key"
 
 
 def _knowledge(key: fk.FrameworkKey, version_known: bool) -> str:
@@ -173,12 +188,11 @@ def _report(view, ctx, setting: Setting, key: fk.FrameworkKey, version_known: bo
             f"({_knowledge(key, version_known)})")
     edits, advice, safety = [], "", FixSafety.SAFE
     if kind.fix == "dtype":
-        wanted, safety = knowledge_choice(key.role or "compute", target)
-        spelled = key.spellings.get(wanted)
+        spelled, safety, note = dtype_spelling(key, target)
         if spelled is None:
-            advice = f"; {key.framework.label} has no {wanted} spelling for this key: train elsewhere or change tool"
+            advice = f"; {note}: train elsewhere or change tool"
         else:
-            edits, advice = [setting.rewrite(spelled)], f"; use {spelled}"
+            edits, advice = [setting.rewrite(spelled)], f"; use {spelled}{note}"
     elif kind.fix == "off":
         if setting.flag and setting.value == "" and setting.word_span is not None:
             edits, advice = [remove_flag(ctx.source_text, setting.word_span)], "; drop the flag"
@@ -246,8 +260,8 @@ def _defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> No
             continue
         given = {fk.normalise(s.key).lower() for s in view.settings}
         for key in fw.keys:
-            if key.kind not in kinds or key.form not in ("flag", "any") or key.scoped:
-                continue
+            if key.kind not in kinds or key.form not in ("flag", "any") or key.scoped or key.omitted:
+                continue  # (a key with `omitted` is judged in the config file that would carry it)
             if key.commands and not attributed(view, ctx, fw, key):
                 continue
             if key.requires and not any(w.lstrip("-").split("=")[0] in key.requires for w in view.command_words):
@@ -266,11 +280,58 @@ def _defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> No
                                     f"{ctx.target.name} is {ctx.target.capability_text}{suggestion}")
 
 
+def _omitted_defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:
+    """A config file of a framework that leaves out a key whose default is a hazard (rules/frameworks: `omitted`):
+    reported at the table that would carry the key (the view's anchor, its first line, when the table is absent),
+    with the key added where the knowledge has a value for the target."""
+    done: set[tuple[str, str]] = set()
+    for fw in fk.frameworks():  # newest first: one finding per framework and key, from its newest knowledge
+        for key in fw.keys:
+            spec = key.omitted
+            if (spec is None or key.kind not in kinds or spec.format != view.kind or (fw.name, key.names[0]) in done
+                    or not attributed(view, ctx, fw) or not all(_has_table(view, t) for t in spec.tables)):
+                continue
+            done.add((fw.name, key.names[0]))
+            if any(fk.name_matches(key, s.key) for s in view.settings if not s.flag and not is_env(s)):
+                continue
+            found = hazard_of(key, key.default, ctx.target)
+            if found is None:
+                continue
+            hazard, kind = found
+            table, _, leaf = key.names[0].rpartition(".")
+            anchor = view.sections.get(table, view.anchor)
+            if anchor is None:
+                continue
+            where_ = f"[{table}] does not set {leaf}" if _has_table(view, table) else f"this file has no [{table}] table"
+            head = (f"{where_}, so {fw.label} ({spec.releases}) uses the default of {key.names[0]}, {key.default} "
+                    f"({first_proof(spec.proof)}): {hazard.why}; {ctx.target.name} is {ctx.target.capability_text}")
+            edits, safety, advice = [], FixSafety.SAFE, "; no value of this key avoids it"
+            if kind.fix == "dtype":
+                spelled, safety, note = dtype_spelling(key, ctx.target)
+                if spelled is None:
+                    advice = f"; {note}: train elsewhere or change tool"
+                else:
+                    edits, advice = [view.add(key.names[0], spelled)], f"; add {leaf} = {spelled} to [{table}]{note}"
+            elif kind.fix == "value" and key.safe:
+                edits, advice = [view.add(key.names[0], key.safe)], f"; add {leaf} = {key.safe} to [{table}]"
+            elif kind.fix in SWITCH_FIXES:
+                value = "false" if kind.fix == "off" else "true"
+                edits, advice = [view.add(key.names[0], value)], f"; add {leaf} = {value} to [{table}]"
+            if any(e is None for e in edits):
+                edits = []
+            ctx.report(anchor, head + advice, edits, safety, advice.lstrip("; ").split(" (")[0])
+
+
+def _has_table(view: ConfigView, table: str) -> bool:
+    return table in view.sections or any(s.key.startswith(table + ".") for s in view.settings)
+
+
 def _suggest(key: fk.FrameworkKey, kind, target) -> str:
     if kind.fix == "dtype":
-        wanted, _ = knowledge_choice(key.role or "compute", target)
-        spelled = key.spellings.get(wanted)
-        return f"; pass --{key.names[0]} {spelled}" if spelled else f"; {key.framework.label} offers no {wanted} here"
+        spelled, _, note = dtype_spelling(key, target)
+        if spelled is None:
+            return f"; {key.framework.label} offers no {knowledge_choice(key.role or 'compute', target)[0]} here"
+        return f"; pass --{key.names[0]} {spelled}{note}"
     if kind.fix == "value" and key.safe:
         return f"; pass --{key.names[0]} {key.safe}"
     return ""

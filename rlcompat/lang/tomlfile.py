@@ -25,7 +25,7 @@ from typing import Iterator, Sequence
 from rlcompat._toml import TOMLDecodeError, load_toml_text
 from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span, run_rules
-from rlcompat.model import Finding
+from rlcompat.model import Edit, Finding
 
 
 class TomlSyntaxError(Exception):
@@ -38,8 +38,15 @@ PARSE_ERRORS = (TomlSyntaxError,)
 
 
 @dataclass
+class TomlTable:
+    header: Span  # `[training]` as written
+    body_end: int  # where its last key-value statement ends (the header's end while it has none)
+
+
+@dataclass
 class TomlDocument:
     settings: list[Setting] = field(default_factory=list)
+    tables: dict[str, TomlTable] = field(default_factory=dict)  # `[a.b]` headers by dotted path (not `[[arrays]]`)
 
 
 def syntax_error_location(exc: TomlSyntaxError) -> tuple[int, int, str]:
@@ -60,7 +67,9 @@ def parse(text: str) -> TomlDocument:
     except RecursionError as exc:
         raise TomlSyntaxError("invalid TOML: arrays or inline tables nested too deeply to read", 1, 1) from exc
     try:
-        return TomlDocument(list(_Scanner(text).settings()))
+        scanner = _Scanner(text)
+        settings = list(scanner.settings())
+        return TomlDocument(settings, scanner.tables)
     except RecursionError as exc:
         raise TomlSyntaxError("arrays or inline tables nested too deeply to read", 1, 1) from exc
 
@@ -83,6 +92,7 @@ class _Scanner:
         self.text = text
         self.i = 0
         self.arrays: dict[tuple[str, ...], int] = {}  # resolved path of an array of tables -> index of its last table
+        self.tables: dict[str, TomlTable] = {}
 
     # -- whitespace, comments -------------------------------------------------------------------------------------
     def _skip_blank(self) -> None:
@@ -153,15 +163,20 @@ class _Scanner:
                 table = self._resolve(parts, new_array=True)
                 self.i = text.index("]]", self.i) + 2
             elif text.startswith("[", self.i):
+                start = self.i
                 self.i += 1
                 parts, _ = self._key()
                 table = self._resolve(parts, new_array=False)
                 self.i = text.index("]", self.i) + 1
+                if table == tuple(parts):  # not a sub-table of an array of tables
+                    self.tables[".".join(table)] = TomlTable(Span(start, self.i), self.i)
             else:
                 parts, key_span = self._key()
                 self.i += 1  # "="
                 self._skip_blank()
                 yield from self._value(".".join(table + tuple(parts)), key_span)
+                if ".".join(table) in self.tables:
+                    self.tables[".".join(table)].body_end = self.i
 
     # -- values ---------------------------------------------------------------------------------------------------
     def _value(self, key: str, key_span: Span) -> Iterator[Setting]:
@@ -243,7 +258,39 @@ class _Scanner:
             yield from self._value(".".join([key, *parts]), inner_span)
 
 
+def _literal(value: str) -> str:
+    """A value from the knowledge as TOML: booleans and numbers as they are, anything else a basic string."""
+    if value in ("true", "false") or re.fullmatch(r"[+-]?\d+(\.\d+)?", value):
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _adder(doc: TomlDocument, text: str):
+    """`add(key, value)` for a file that leaves `key` out: the key goes on a line of its own after the last statement
+    of its table (a new table at the end of the file when there is none), in the file's line ending."""
+    newline = "\r\n" if "\r\n" in text else "\n"
+
+    def add(key: str, value: str) -> Edit | None:
+        table, _, leaf = key.rpartition(".")
+        line = f"{leaf} = {_literal(value)}"
+        if table in doc.tables:
+            end = text.find("\n", doc.tables[table].body_end)
+            if end < 0:
+                return Edit(len(text), len(text), newline + line + newline)
+            return Edit(end + 1, end + 1, line + newline)
+        if not table or any(s.key.startswith(table + ".") for s in doc.settings):
+            return None  # a root key, or a table made by dotted keys: a `[table]` header would redefine it
+        tail = "" if not text or text.endswith("\n") else newline
+        blank = newline if text.strip() else ""
+        return Edit(len(text), len(text), f"{tail}{blank}[{table}]{newline}{line}{newline}")
+
+    return add
+
+
 def check(doc: TomlDocument, text: str, path: str, rules: Sequence[ConfigRule], target, *,
           knowledge: FrontEndKnowledge) -> list[Finding]:
-    view = ConfigView("toml", doc.settings)
+    first_line = text.find("\n")
+    view = ConfigView("toml", doc.settings, anchor=Span(0, len(text) if first_line < 0 else first_line),
+                      sections={name: table.header for name, table in doc.tables.items()},
+                      _adder=_adder(doc, text))
     return run_rules([view], text, path, [r for r in rules if not r.reads_unread], target, knowledge)

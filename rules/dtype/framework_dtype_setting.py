@@ -17,7 +17,9 @@ class FrameworkDtypeSetting(ConfigRule):
         "`model_init_kwargs.torch_dtype`, accelerate `mixed_precision` and ACCELERATE_MIXED_PRECISION, DeepSpeed "
         "`bf16.enabled` incl. \"auto\", vLLM/SGLang `--dtype`, LLaMA-Factory `pure_bf16`/`infer_dtype`, torchtune "
         "`dtype`, ms-swift `torch_dtype`), and reports a value the target cannot run. A command of a known framework "
-        "version that leaves such a flag at a hazardous default is reported too. Adding a framework key is one data "
+        "version that leaves such a flag at a hazardous default is reported too, and so is a config file that leaves out "
+        "a key whose default is a hazard (a torchtitan train config without `[training] mixed_precision_param`: "
+        "bfloat16), at the table that would carry it. Adding a framework key is one data "
         "row (with its own example) in that file."
     )
     why = (
@@ -28,10 +30,14 @@ class FrameworkDtypeSetting(ConfigRule):
     fix_safety = (
         "The dtype follows the precision policy for the key's role: training weights fp32 (safe); compute and serving "
         "fp32 on sm5x/sm6x (safe), fp16 on sm70/sm75 (unsafe: smaller range). Switches are turned off (safe). Where a "
-        "framework has no spelling for the dtype (OpenRLHF's `--ds.param_dtype` takes bf16 or fp16 only) there is no "
-        "fix. A default is reported with the flag to pass, not added."
+        "framework has no spelling for the policy's dtype but one for fp32 (torchtitan's `mixed_precision_param`: bfloat16 "
+        "or float32), fp32 is written: no mixed precision, slower, numerically sound. Where it has neither (OpenRLHF's "
+        "`--ds.param_dtype` takes bf16 or fp16 only) there is no fix. A command's default is reported with the flag "
+        "to pass, not added; a key a config file leaves out is added to its table."
     )
-    triggers = ("dtype", "bf16", "bfloat16", "precision", "PRECISION", "tf32", "fp8", "openrlhf", "trl ")
+    # "[job]": the table of a torchtitan train config, which reports a dtype default the file leaves out (a key's
+    # `omitted` tables; tests/test_framework_knowledge.py holds each such key to a trigger of its rule)
+    triggers = ("dtype", "bf16", "bfloat16", "precision", "PRECISION", "tf32", "fp8", "openrlhf", "trl ", "[job]")
     sources = ("S1", "S6", "S15", "S20")
     python_triggers = ("bf16", "bfloat16", "tf32", "fp8")  # argparse defaults, config fields, call keywords (lang/pysettings.py)
     kinds = KINDS
