@@ -64,7 +64,7 @@ COPY_SUFFIXES = {".py", ".pyi", ".yaml", ".yml", ".sh", ".bash", ".toml", ".json
 
 sys.path.insert(0, str(REPO))
 
-from rlcompat.config import Settings  # noqa: E402
+from rlcompat.config import Options  # noqa: E402
 from rlcompat.discovery import discover  # noqa: E402
 from rlcompat.engine import Checker  # noqa: E402
 from rlcompat.fixer import FixBroke, apply_edits, fix_file  # noqa: E402
@@ -72,7 +72,7 @@ from rlcompat.source import SourceError, SourceFile, decode, encode, read, read_
 from rlcompat.targets import resolve_target  # noqa: E402
 from rlcompat.textpos import LineIndex  # noqa: E402
 
-SETTINGS = Settings(cache_dir=None)
+SETTINGS = Options(cache_dir=None)
 
 
 # --- getting the sources -----------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ import time
 import traceback
 
 from rlcompat._toml import load_toml_text
-from rlcompat.config import Settings
+from rlcompat.config import Options
 from rlcompat.discovery import language_of
 from rlcompat.engine import Checker
 from rlcompat.fixer import fix_file
@@ -62,7 +62,7 @@ def main() -> int:
     parser.add_argument("--target", default="sm61")
     parser.add_argument("--limit", type=int, default=0)
     args = parser.parse_args()
-    checker = Checker(resolve_target(args.target), Settings())
+    checker = Checker(resolve_target(args.target), Options())
     counts = dict(files=0, findings=0, changed=0, unparsed=0, crashes=0, broken=0, non_idempotent=0)
     problems: list[str] = []
     by_language: dict[str, int] = {}

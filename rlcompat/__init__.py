@@ -2,7 +2,7 @@
 
 The library API is small and imports nothing heavy (no torch, no verl):
 
-    from rlcompat import scan_paths, fix_paths, resolve_target, Settings
+    from rlcompat import scan_paths, fix_paths, resolve_target, Options
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ __all__ = [
     "Fix",
     "Edit",
     "FixSafety",
-    "Settings",
+    "Options",
     "Target",
     "TargetError",
     "resolve_target",
@@ -28,17 +28,17 @@ __all__ = [
 def __getattr__(name: str):
     # Lazy so that `import rlcompat` stays cheap for the CLI and the pre-commit hook.
     if name in ("Finding", "Fix", "Edit", "FixSafety"):
-        from rlcompat import model
+        from rlcompat import findings
 
-        return getattr(model, name)
+        return getattr(findings, name)
     if name in ("Target", "TargetError", "resolve_target"):
         from rlcompat import targets
 
         return getattr(targets, name)
-    if name == "Settings":
-        from rlcompat.config import Settings
+    if name == "Options":
+        from rlcompat.config import Options
 
-        return Settings
+        return Options
     if name in ("scan_paths", "scan_source", "fix_paths"):
         from rlcompat import api
 

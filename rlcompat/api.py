@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rlcompat.config import Settings
+from rlcompat.config import Options
 from rlcompat.discovery import discover, why_not_checked
 from rlcompat.engine import Checker, FileResult, check_files, run_parallel
 from rlcompat.fixer import FileFix, fix_one
-from rlcompat.model import FileError, Finding
+from rlcompat.findings import FileError, Finding
 from rlcompat.targets import Target
 
 
@@ -66,28 +66,28 @@ class FixReport:
         return [x for x in self.fixes if x.changed]
 
 
-def scan_paths(paths: list[str], target: Target, settings: Settings | None = None, jobs: int | None = None,
+def scan_paths(paths: list[str], target: Target, settings: Options | None = None, jobs: int | None = None,
                progress=None, use_cache: bool = False) -> ScanReport:
     """Check files and directories. `use_cache` reads and writes `.rlcompat_cache/` under the config root."""
-    settings = settings or Settings()
+    settings = settings or Options()
     not_read: list[tuple[str, str]] = []
     files, missing = discover(paths, settings, not_read)
     checker = Checker(target, settings, use_cache=use_cache)
     return ScanReport(target, check_files(checker, files, jobs=jobs, progress=progress), missing, not_read)
 
 
-def scan_source(text: str, target: Target, path: str = "<string>.py", language: str = "python", settings: Settings | None = None) -> list[Finding]:
+def scan_source(text: str, target: Target, path: str = "<string>.py", language: str = "python", settings: Options | None = None) -> list[Finding]:
     """Findings for one piece of source text (no file needed)."""
-    result = Checker(target, settings or Settings()).check_text(path, text, language)
+    result = Checker(target, settings or Options()).check_text(path, text, language)
     if result.error:
         raise ValueError(result.error.one_line())
     return result.findings
 
 
-def fix_paths(paths: list[str], target: Target, settings: Settings | None = None, unsafe: bool | None = None,
+def fix_paths(paths: list[str], target: Target, settings: Options | None = None, unsafe: bool | None = None,
               write: bool = True, progress=None, jobs: int | None = None, use_cache: bool = False) -> FixReport:
     """Apply fixes (safe ones, plus unsafe ones if asked) file by file, in parallel; `write=False` only computes them."""
-    settings = settings or Settings()
+    settings = settings or Options()
     unsafe = settings.unsafe_fixes if unsafe is None else unsafe
     not_read: list[tuple[str, str]] = []
     files, missing = discover(paths, settings, not_read)

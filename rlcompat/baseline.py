@@ -13,7 +13,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from rlcompat.model import Finding
+from rlcompat.findings import Finding
 
 FORMAT = 1
 

@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 
 from rlcompat.release import __version__
-from rlcompat.model import Edit, FileError, FileResult, Finding, Fix, FixSafety, Location
+from rlcompat.findings import Edit, FileError, FileResult, Finding, Fix, FixSafety, Location
 
 FORMAT = 1
 

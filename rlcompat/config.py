@@ -1,4 +1,5 @@
-"""Settings: `[tool.rlcompat]` in pyproject.toml, then command-line options on top."""
+"""rlcompat's own options: `[tool.rlcompat]` in pyproject.toml, then command-line options on top (a setting found
+in a scanned file is `rlcompat.lang.settings.Setting`)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ class ConfigError(Exception):
 
 
 @dataclass(frozen=True)
-class Settings:
+class Options:
     target: str | None = None
     select: tuple[str, ...] = ("ALL",)
     ignore: tuple[str, ...] = ()
@@ -40,7 +41,7 @@ class Settings:
     root: str = "."  # where the config was found; exclude and per-file-ignores patterns are relative to it
     config_file: str | None = None
 
-    def with_overrides(self, **changes) -> "Settings":
+    def with_overrides(self, **changes) -> "Options":
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
     def is_selected(self, code: str, path: str | None = None) -> bool:
@@ -129,7 +130,7 @@ def find_config(start: str) -> Path | None:
     return None
 
 
-def load_settings(paths: list[str], config_file: str | None = None) -> Settings:
+def load_options(paths: list[str], config_file: str | None = None) -> Options:
     if config_file is None:
         found = None
         for start in [*(paths[:1]), os.getcwd()]:
@@ -141,7 +142,7 @@ def load_settings(paths: list[str], config_file: str | None = None) -> Settings:
         if not found.is_file():
             raise ConfigError(f"{config_file}: no such config file; pass a pyproject.toml path to --config")
     if found is None:
-        return Settings(root=os.getcwd())
+        return Options(root=os.getcwd())
     try:
         data = load_toml_text(found.read_text("utf-8"))
     except (TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -150,7 +151,7 @@ def load_settings(paths: list[str], config_file: str | None = None) -> Settings:
     return settings_from_table(table, str(found))
 
 
-def settings_from_table(table: dict, config_file: str) -> Settings:
+def settings_from_table(table: dict, config_file: str) -> Options:
     unknown = set(table) - _KEYS
     if unknown:
         raise ConfigError(
@@ -181,8 +182,8 @@ def settings_from_table(table: dict, config_file: str) -> Settings:
         raise ConfigError(f"{config_file}: [tool.rlcompat] per-file-ignores must be a table of pattern = [codes]")
     select = strings("select")
     extend = strings("extend-select") or ()
-    base = Settings()
-    return Settings(
+    base = Options()
+    return Options(
         target=target,
         select=tuple(s.upper() for s in (select or base.select)) + tuple(s.upper() for s in extend),
         ignore=tuple(s.upper() for s in strings("ignore") or ()),

@@ -6,7 +6,7 @@ import errno
 import os
 import re
 import subprocess
-from rlcompat.config import Settings
+from rlcompat.config import Options
 
 LANGUAGES = {".py": "python", ".pyi": "python", ".yaml": "yaml", ".yml": "yaml", ".sh": "shell", ".bash": "shell",
              ".json": "json", ".ipynb": "notebook", ".toml": "toml"}
@@ -63,7 +63,7 @@ def language_from_content(language: str, text: str) -> str:
 UNKNOWN_TYPE = "no front end reads this file type"
 
 
-def discover(paths: list[str], settings: Settings, not_read: list | None = None) -> tuple[list[tuple[str, str]], list[str]]:
+def discover(paths: list[str], settings: Options, not_read: list | None = None) -> tuple[list[tuple[str, str]], list[str]]:
     """Files to check as (path, language), sorted and unique; and named paths that are neither files nor
     directories (`why_not_checked` says what they are). `not_read`, if given, receives (path, why) for files
     seen but not read: a named file of a type no front end reads, JSON a walk leaves out (`json_skip_reason`),
@@ -136,7 +136,7 @@ def _one_path_per_file(found: dict[str, str]) -> dict[str, str]:
     return {p: lang for p, lang in found.items() if p in kept}
 
 
-def _walk(root: str, settings: Settings, not_read: list | None = None):
+def _walk(root: str, settings: Options, not_read: list | None = None):
     ignored = _git_ignored(root) if settings.respect_gitignore else None
     root_real = os.path.realpath(root)
     for directory, dirnames, filenames in os.walk(root):  # os.walk does not follow directory links: no loops

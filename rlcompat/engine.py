@@ -11,10 +11,10 @@ from functools import cached_property
 from typing import Iterable, Sequence
 
 from rlcompat import model_config, suppressions
-from rlcompat.config import Settings
+from rlcompat.config import Options
 from rlcompat.discovery import language_from_content
 from rlcompat.file_knowledge import FileKnowledge
-from rlcompat.model import FileError, FileResult, Finding, Location
+from rlcompat.findings import FileError, FileResult, Finding, Location
 from rlcompat.source import SourceError, SourceFile, decode, read_bytes
 from rlcompat.targets import Target, resolve_target
 
@@ -58,7 +58,7 @@ def parse(language: str, text: str):
 class Checker:
     """Every selected rule that applies to the target, instantiated once, grouped by language."""
 
-    def __init__(self, target: Target, settings: Settings, use_cache: bool = False) -> None:
+    def __init__(self, target: Target, settings: Options, use_cache: bool = False) -> None:
         self.target = target
         self.settings = settings
         self.report_unused = settings.is_selected(META_UNUSED)
@@ -200,7 +200,7 @@ class Checker:
 _worker_checker: Checker | None = None
 
 
-def _init_worker(target_name: str, settings: Settings, use_cache: bool) -> None:
+def _init_worker(target_name: str, settings: Options, use_cache: bool) -> None:
     global _worker_checker
     # Workers read the cache but never save it: the parent stores what they found.
     _worker_checker = Checker(resolve_target(target_name), settings, use_cache=use_cache)

@@ -7,7 +7,7 @@ import difflib
 from dataclasses import dataclass, field
 
 from rlcompat.engine import Checker, FileResult, ParseFailure, parse
-from rlcompat.model import Edit, Finding, FileError
+from rlcompat.findings import Edit, Finding, FileError
 from rlcompat.source import SourceError, SourceFile, encode, read, read_bytes, write_atomic
 
 MAX_PASSES = 10

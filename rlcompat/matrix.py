@@ -15,18 +15,18 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from rlcompat import model_config, suppressions
-from rlcompat.config import Settings
+from rlcompat.config import Options
 from rlcompat.discovery import discover, why_not_checked
 from rlcompat.engine import FRONTENDS, Checker, FileResult, ParseFailure, frontend
 from rlcompat.file_knowledge import FileKnowledge
-from rlcompat.model import FileError, Finding
+from rlcompat.findings import FileError, Finding
 from rlcompat.source import SourceError, decode, read_bytes
 from rlcompat.targets import Target, resolve_target
 
 class MatrixChecker:
     """One engine Checker per target (its rules, selection and cache), driven over a single parse per file."""
 
-    def __init__(self, targets: Sequence[Target], settings: Settings, use_cache: bool = False) -> None:
+    def __init__(self, targets: Sequence[Target], settings: Options, use_cache: bool = False) -> None:
         self.targets = list(targets)
         self.settings = settings
         self.checkers = [Checker(t, settings, use_cache=use_cache) for t in self.targets]
@@ -121,7 +121,7 @@ class MatrixRun:
 _worker: MatrixChecker | None = None
 
 
-def _init_worker(target_names: list[str], settings: Settings) -> None:
+def _init_worker(target_names: list[str], settings: Options) -> None:
     global _worker
     _worker = MatrixChecker([resolve_target(n) for n in target_names], settings)
 
@@ -151,11 +151,11 @@ def _check_all(checker: MatrixChecker, items: list[tuple[str, str]], jobs: int |
     return out
 
 
-def run_matrix(paths: list[str], targets: Sequence[Target], settings: Settings | None = None, jobs: int | None = None,
+def run_matrix(paths: list[str], targets: Sequence[Target], settings: Options | None = None, jobs: int | None = None,
                use_cache: bool = False) -> MatrixRun:
     """Check `paths` for every target in one pass. With `use_cache`, a file every target's cache knows is not read
     again, and what is checked is stored for each target (so a later `scan --target` is answered from it too)."""
-    settings = settings or Settings()
+    settings = settings or Options()
     files, missing = discover(paths, settings)
     checker = MatrixChecker(targets, settings, use_cache=use_cache)
     caches = [c.cache for c in checker.checkers]

@@ -8,7 +8,7 @@ from functools import lru_cache
 from importlib import resources
 
 from rlcompat._toml import load_toml_text
-from rlcompat.model import FixSafety
+from rlcompat.findings import FixSafety
 
 ROLES = ("weights", "autocast", "rollout")
 ROLE_LABELS = {

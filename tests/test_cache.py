@@ -3,14 +3,14 @@ from __future__ import annotations
 import json
 
 from rlcompat.api import fix_paths, scan_paths
-from rlcompat.config import Settings
+from rlcompat.config import Options
 from rlcompat.targets import resolve_target
 
 BAD = "import torch\nx = t.to(torch.bfloat16)\n"
 
 
 def _scan(tmp_path, target="sm61"):
-    settings = Settings(root=str(tmp_path))
+    settings = Options(root=str(tmp_path))
     return scan_paths([str(tmp_path / "src")], resolve_target(target), settings, jobs=1, use_cache=True)
 
 
@@ -64,7 +64,7 @@ def test_a_forged_or_corrupt_cache_cannot_hide_findings(tmp_path):
 def test_fix_skips_files_the_cache_knows_are_clean_and_still_fixes_the_rest(tmp_path):
     _tree(tmp_path)
     _scan(tmp_path)
-    report = fix_paths([str(tmp_path / "src")], resolve_target("sm61"), Settings(root=str(tmp_path)), jobs=1, use_cache=True)
+    report = fix_paths([str(tmp_path / "src")], resolve_target("sm61"), Options(root=str(tmp_path)), jobs=1, use_cache=True)
     assert len(report.applied) == 1 and "torch.float32" in (tmp_path / "src" / "a.py").read_text()
     assert _scan(tmp_path).findings == []
 

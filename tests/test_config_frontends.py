@@ -6,7 +6,7 @@ import pytest
 
 from rlcompat.file_knowledge import FileKnowledge
 from rlcompat.api import scan_source
-from rlcompat.config import Settings
+from rlcompat.config import Options
 from rlcompat.engine import Checker
 from rlcompat.fixer import fix_source
 from rlcompat.lang import shell, yaml as yaml_fe
@@ -29,7 +29,7 @@ def _views(module, text: str, path: str) -> list[ConfigView]:
 
 
 def _fix(text: str, path: str, language: str, target: str = "sm61", select=None, unsafe=False) -> str:
-    checker = Checker(resolve_target(target), Settings(select=select) if select else Settings())
+    checker = Checker(resolve_target(target), Options(select=select) if select else Options())
     return fix_source(checker, decode(path, text.encode(), language), language, unsafe).fixed
 
 

@@ -41,7 +41,7 @@ def test_verl_corpus_sm61_fixes_are_local_compiling_and_idempotent(tmp_path):
 
 def test_corpus_checks_catch_changes_outside_fix_sites():
     """The checks themselves: an edit that was not reported, or that spills over, is caught."""
-    from rlcompat.model import Edit
+    from rlcompat.findings import Edit
 
     corpus = _corpus_run()
     original = "x = f(dtype=torch.bfloat16)\ny = 1\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rlcompat.config import Settings
+from rlcompat.config import Options
 from rlcompat.engine import Checker
 from rlcompat.fixer import fix_source
 from rlcompat.source import decode
@@ -13,7 +13,7 @@ from rlcompat.targets import resolve_target
 
 
 def _fix(text: str, target: str, unsafe: bool = True, path: str = "case.py", language: str = "python") -> str:
-    checker = Checker(resolve_target(target), Settings(cache_dir=None))
+    checker = Checker(resolve_target(target), Options(cache_dir=None))
     out = fix_source(checker, decode(path, text.encode("utf-8"), language), language, unsafe).fixed
     again = fix_source(checker, decode(path, out.encode("utf-8"), language), language, unsafe)
     assert again.fixed == out and not again.applied, "a second fix changed the file"
@@ -45,7 +45,7 @@ class _OneFixChecker:
 
     def check_source(self, source, language):
         from rlcompat.engine import FileResult
-        from rlcompat.model import Edit, Finding, Fix, FixSafety, Location
+        from rlcompat.findings import Edit, Finding, Fix, FixSafety, Location
 
         if "bf16" not in source.text:
             return FileResult(source.path, language)

@@ -9,7 +9,7 @@ import pytest
 
 from rlcompat._toml import load_toml_text
 from rlcompat.api import fix_paths, scan_paths
-from rlcompat.config import Settings
+from rlcompat.config import Options
 from rlcompat.discovery import discover, language_from_content, language_of
 from rlcompat.lang import condaenv, dockerfile, requirements
 from rlcompat.targets import resolve_target
@@ -55,7 +55,7 @@ def test_walk_finds_declared_files(tmp_path):
     (tmp_path / "docker").mkdir()
     for name in ("requirements.txt", "docker/Dockerfile", "environment.yml", "README.txt"):
         (tmp_path / name).write_text("x\n")
-    found, _ = discover([str(tmp_path)], Settings(root=str(tmp_path), respect_gitignore=False))
+    found, _ = discover([str(tmp_path)], Options(root=str(tmp_path), respect_gitignore=False))
     assert sorted((Path(p).relative_to(tmp_path).as_posix(), lang) for p, lang in found) == [
         ("docker/Dockerfile", "dockerfile"), ("environment.yml", "conda"), ("requirements.txt", "requirements")]
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from rlcompat.fixer import _overlaps, _TakenEdits  # noqa: E402
-from rlcompat.model import Edit  # noqa: E402
+from rlcompat.findings import Edit  # noqa: E402
 
 
 def _take_naively(fixes: list[list[Edit]]) -> list[int]:

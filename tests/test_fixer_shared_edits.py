@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rlcompat.fixer import fix_source
-from rlcompat.model import Edit, FileResult, Finding, Fix, FixSafety, Location
+from rlcompat.findings import Edit, FileResult, Finding, Fix, FixSafety, Location
 from rlcompat.source import decode
 
 TEXT = "dtype: bfloat16\nother: 1\n"

@@ -32,7 +32,7 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from rlcompat.config import Settings  # noqa: E402
+from rlcompat.config import Options  # noqa: E402
 from rlcompat.engine import Checker  # noqa: E402
 from rlcompat.fixer import fix_source  # noqa: E402
 from rlcompat.source import decode, encode  # noqa: E402
@@ -51,7 +51,7 @@ _CHECKERS: dict[str, Checker] = {}
 
 def checker(target: str) -> Checker:
     if target not in _CHECKERS:
-        _CHECKERS[target] = Checker(resolve_target(target), Settings())
+        _CHECKERS[target] = Checker(resolve_target(target), Options())
     return _CHECKERS[target]
 
 

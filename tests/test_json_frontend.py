@@ -8,7 +8,7 @@ import json
 import pytest
 
 from rlcompat.api import fix_paths, scan_paths
-from rlcompat.config import Settings
+from rlcompat.config import Options
 from rlcompat.discovery import JSON_MAX_BYTES, discover
 from rlcompat.lang import jsonfile
 from rlcompat.targets import resolve_target
@@ -82,12 +82,12 @@ def test_walk_reads_configs_but_not_checkpoint_or_tool_json_or_data(tmp_path):
     for name in ("ds_config.json", "config.json", "package-lock.json", "tokenizer_config.json", "big.json"):
         (tmp_path / name).write_text('{"bf16": {"enabled": true}}')
     (tmp_path / "big.json").write_text(json.dumps({"rows": ["x" * 100] * (JSON_MAX_BYTES // 100)}))
-    files, _ = discover([str(tmp_path)], Settings())
+    files, _ = discover([str(tmp_path)], Options())
     assert [p.rsplit("/", 1)[1] for p, lang in files] == ["ds_config.json"]
     assert {lang for _, lang in files} == {"json"}
     # named on the command line (pre-commit names every staged file) the same files are left out, and said so
     not_read = []
-    named, _ = discover([str(tmp_path / "config.json"), str(tmp_path / "ds_config.json")], Settings(), not_read)
+    named, _ = discover([str(tmp_path / "config.json"), str(tmp_path / "ds_config.json")], Options(), not_read)
     assert [p.rsplit("/", 1)[1] for p, _ in named] == ["ds_config.json"]
     assert [(p.rsplit("/", 1)[1], why) for p, why in not_read] == [
         ("config.json", "a JSON file tools or checkpoints write, not a run's config")]

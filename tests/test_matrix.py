@@ -10,7 +10,7 @@ import pytest
 
 from rlcompat import engine
 from rlcompat.api import scan_paths
-from rlcompat.config import Settings, load_settings
+from rlcompat.config import Options, load_options
 from rlcompat.matrix import run_matrix
 from rlcompat.cli.matrix import DEFAULT_TARGETS
 from rlcompat.report import matrix as matrix_report
@@ -33,7 +33,7 @@ def _key(f) -> tuple:
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_matrix_finds_exactly_what_one_scan_per_target_finds(jobs):
     """Over every fixture (Python, YAML, shell, Markdown, Triton) and in worker processes too."""
-    settings = load_settings([str(FIXTURES)], None)
+    settings = load_options([str(FIXTURES)], None)
     run = run_matrix([str(FIXTURES)], TARGETS, settings, jobs=jobs)
     assert len(run.files) >= 16  # enough for the parallel path with jobs=2
     for i, target in enumerate(TARGETS):
@@ -51,7 +51,7 @@ def test_each_file_is_parsed_once_for_all_targets(tmp_path, monkeypatch):
     parsed = []
     real = engine.parse
     monkeypatch.setattr(engine, "parse", lambda language, text: parsed.append(language) or real(language, text))
-    run = run_matrix([str(tmp_path)], TARGETS, Settings(), jobs=1)
+    run = run_matrix([str(tmp_path)], TARGETS, Options(), jobs=1)
     assert sorted(parsed) == ["python", "python", "shell"]  # plain.py has no trigger: never parsed
     assert any(run.findings(i) for i in range(len(TARGETS)))
 
@@ -132,7 +132,7 @@ def test_matrix_fills_and_reuses_each_targets_scan_cache(tmp_path, monkeypatch):
     (tmp_path / "train.py").write_text(BF16)
     (tmp_path / "pyproject.toml").write_text("[tool.rlcompat]\n")
     monkeypatch.chdir(tmp_path)
-    settings = load_settings(["."], None)
+    settings = load_options(["."], None)
     first = run_matrix(["."], TARGETS[:2], settings, use_cache=True)
     parsed = []
     real = engine.parse

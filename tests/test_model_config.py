@@ -12,7 +12,7 @@ import pytest
 
 from rlcompat._toml import load_toml_text
 from rlcompat.api import fix_paths, scan_paths
-from rlcompat.config import Settings
+from rlcompat.config import Options
 from rlcompat.model_config import model_shape
 from rlcompat.targets import resolve_target
 
@@ -79,7 +79,7 @@ def test_a_result_that_read_a_model_config_is_not_cached(tmp_path):
     _model(tree, "m", {"head_dim": 256, "attention_dropout": 0.1})
     script = tree / "train.py"
     script.write_text('m = AutoModelForCausalLM.from_pretrained("m", attn_implementation="flash_attention_2")\n')
-    settings = Settings(root=str(tree), respect_gitignore=False)
+    settings = Options(root=str(tree), respect_gitignore=False)
     target = resolve_target("sm86")
     first = scan_paths([str(tree)], target, settings, jobs=1, use_cache=True)
     assert [f.code for f in first.findings] == ["RLC209"]

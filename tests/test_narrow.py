@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import rlcompat.lang.python as python_frontend
-from rlcompat.config import Settings
+from rlcompat.config import Options
 from rlcompat.engine import Checker
 from rlcompat.lang.pynarrow import narrow
 from rlcompat.source import decode, read_bytes
@@ -83,7 +83,7 @@ def _verl_sources():
 @pytest.mark.parametrize("target", ["sm61", "sm75"])
 def test_narrowed_and_whole_file_results_are_identical_on_verl(target, monkeypatch):
     sources = _verl_sources()
-    checker = Checker(resolve_target(target), Settings())
+    checker = Checker(resolve_target(target), Options())
     narrowed = _results(checker, sources)
     monkeypatch.setattr(python_frontend, "narrow", lambda text, rules: None)
     whole = _results(checker, sources)
@@ -177,7 +177,7 @@ def _package_sources(name: str, subdirs: tuple[str, ...]):
 ])
 def test_narrowed_and_whole_file_results_are_identical_on_torch_and_transformers(package, subdirs, monkeypatch):
     sources = _package_sources(package, subdirs)
-    checker = Checker(resolve_target("sm61"), Settings())
+    checker = Checker(resolve_target("sm61"), Options())
     narrowed = _results(checker, sources)
     monkeypatch.setattr(python_frontend, "narrow", lambda text, rules: None)
     whole = _results(checker, sources)
@@ -203,7 +203,7 @@ def test_a_reported_node_holding_a_blanked_part_is_checked_on_the_whole_file(mon
     n = narrow(text, [_Rule("bfloat16", "GRPOConfig")])
     assert n is not None and "y0=1" not in n.text and n.blanked  # blanked, no line left out
     source = decode("case.py", text.encode("utf-8"), "python")
-    checker = Checker(resolve_target("sm61"), Settings())
+    checker = Checker(resolve_target("sm61"), Options())
     narrowed = _results(checker, [source])
     monkeypatch.setattr(python_frontend, "narrow", lambda text, rules: None)
     whole = _results(checker, [source])

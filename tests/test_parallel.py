@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rlcompat.api import scan_paths
-from rlcompat.config import Settings
+from rlcompat.config import Options
 from rlcompat.engine import task_batches
 from rlcompat.targets import resolve_target
 
@@ -33,8 +33,8 @@ def test_parallel_scan_equals_serial_scan(tmp_path):
         body = "import torch\n" + "".join(f"x{j} = torch.zeros(2, dtype=torch.bfloat16)\n" for j in range(i % 5))
         (src / f"m{i:02d}.py").write_text(body + "y = 1\n" * (i * 20))
     target = resolve_target("sm61")
-    serial = scan_paths([str(src)], target, Settings(root=str(tmp_path)), jobs=1)
-    parallel = scan_paths([str(src)], target, Settings(root=str(tmp_path)), jobs=2)
+    serial = scan_paths([str(src)], target, Options(root=str(tmp_path)), jobs=1)
+    parallel = scan_paths([str(src)], target, Options(root=str(tmp_path)), jobs=2)
     assert [r.path for r in parallel.results] == sorted(r.path for r in parallel.results)
     assert [(f.path, f.location, f.code) for f in parallel.findings] == [(f.path, f.location, f.code) for f in serial.findings]
     assert len(serial.findings) == sum(i % 5 for i in range(40))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rlcompat.config import Settings
+from rlcompat.config import Options
 from rlcompat.discovery import language_of
 from rlcompat.engine import Checker, parse
 from rlcompat.fixer import fix_source
@@ -18,7 +18,7 @@ SOURCE_RULES = [r for r in RULES if "environment" not in r.languages]
 
 
 def _checker(rule, target: str) -> Checker:
-    return Checker(resolve_target(target), Settings(select=(rule.code, *rule.examples_select)))
+    return Checker(resolve_target(target), Options(select=(rule.code, *rule.examples_select)))
 
 
 def _run(rule, code: str, target: str, path: str):

@@ -125,7 +125,7 @@ def test_python_in_a_heredoc_and_in_python_c_is_checked_and_fixed_in_place(tmp_p
 def test_a_python_fix_that_would_need_shell_quoting_is_not_offered(tmp_path):
     # the fix would write `"` inside a double-quoted shell word: it would end the word, so it is left to the user
     from rlcompat.lang.embedded import Embedded, _map_fix
-    from rlcompat.model import Edit, Fix, FixSafety
+    from rlcompat.findings import Edit, Fix, FixSafety
 
     block = Embedded("python", [(c, 10 + i) for i, c in enumerate("x = 'a'")], forbidden='"$`\\')
     assert _map_fix(block, Fix((Edit(4, 7, '"b"'),), FixSafety.SAFE, "")) is None
@@ -179,9 +179,9 @@ def test_python_settings_are_not_double_reported_even_when_the_python_rule_is_ig
     path.write_text('model = AutoModel.from_pretrained("m", attn_implementation="flash_attention_2")\n')
     codes = [f.code for f in scan_paths([str(path)], SM61).findings]
     assert codes == ["RLC201"]
-    from rlcompat.config import Settings
+    from rlcompat.config import Options
 
-    ignoring = Settings(ignore=("RLC201",))
+    ignoring = Options(ignore=("RLC201",))
     assert [f.code for f in scan_paths([str(path)], SM61, settings=ignoring).findings] == []
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rlcompat.api import fix_paths, scan_paths
-from rlcompat.config import Settings
+from rlcompat.config import Options
 from rlcompat.discovery import TOML_MAX_BYTES, discover
 from rlcompat.lang import tomlfile
 from rlcompat.targets import resolve_target
@@ -132,7 +132,7 @@ def test_fix_keeps_every_other_byte_bom_crlf_comments_and_is_idempotent(tmp_path
 
 
 def test_a_string_rewritten_to_a_boolean_loses_its_quotes():
-    from rlcompat.model import Edit
+    from rlcompat.findings import Edit
 
     s = _settings('[x]\nflag = "true"\n')["x.flag"]
     assert s.rewrite(False) == Edit(s.word_span.start, s.word_span.end, "false")
@@ -144,12 +144,12 @@ def test_walk_reads_trainer_configs_not_tool_files_and_pyproject_stays_declared(
     (tmp_path / "big.toml").write_text("rows = [" + ", ".join(['"xxxxxxxx"'] * (TOML_MAX_BYTES // 10)) + "]\n")
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["torch"]\n')
     not_read = []
-    files, _ = discover([str(tmp_path)], Settings(), not_read)
+    files, _ = discover([str(tmp_path)], Options(), not_read)
     assert [(p.rsplit("/", 1)[1], lang) for p, lang in files] == [("llama3_8b.toml", "toml"), ("pyproject.toml", "pyproject")]
     assert sorted(p.rsplit("/", 1)[1] for p, _ in not_read) == ["Cargo.toml", "big.toml", "ruff.toml"]
     # named on the command line (pre-commit names every staged file): the same files are left out, and said so
     not_read = []
-    named, _ = discover([str(tmp_path / "Cargo.toml"), str(tmp_path / "llama3_8b.toml")], Settings(), not_read)
+    named, _ = discover([str(tmp_path / "Cargo.toml"), str(tmp_path / "llama3_8b.toml")], Options(), not_read)
     assert [p.rsplit("/", 1)[1] for p, _ in named] == ["llama3_8b.toml"]
     assert [(p.rsplit("/", 1)[1], why) for p, why in not_read] == [
         ("Cargo.toml", "a build or lint tool's TOML file, not a run's config")]

@@ -11,7 +11,7 @@ import pytest
 
 from rlcompat import triton_model as tm
 from rlcompat.api import scan_source
-from rlcompat.config import Settings
+from rlcompat.config import Options
 from rlcompat.targets import resolve_target
 
 HEADER = "import triton\nimport triton.language as tl\n"
@@ -135,7 +135,7 @@ def launch(a, n):
     kernel = _kernels(code)["k"]
     assert kernel.configs[0].constexprs == {"BLOCK": None}
     assert tm.estimate_smem(kernel, kernel.configs[0], resolve_target("sm61")) is None
-    assert scan_source(code, resolve_target("sm61"), settings=Settings(select=("RLC301",))) == []
+    assert scan_source(code, resolve_target("sm61"), settings=Options(select=("RLC301",))) == []
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -154,7 +154,7 @@ needs_verl = pytest.mark.skipif(VERL_DIR is None, reason="verl is not installed"
 @functools.lru_cache(maxsize=None)
 def _scan(relative: str, target: str, select: str):
     path = VERL_DIR / relative
-    return scan_source(path.read_text(), resolve_target(target), path=str(path), settings=Settings(select=(select,)))
+    return scan_source(path.read_text(), resolve_target(target), path=str(path), settings=Options(select=(select,)))
 
 
 @needs_verl

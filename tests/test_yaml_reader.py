@@ -9,7 +9,7 @@ import os
 import pytest
 
 from rlcompat.api import scan_source
-from rlcompat.config import Settings
+from rlcompat.config import Options
 from rlcompat.engine import Checker
 from rlcompat.lang import yaml as yaml_fe
 from rlcompat.targets import resolve_target
@@ -133,5 +133,5 @@ def test_pathological_flow_nesting_stops_at_the_limit(closed, tmp_path):
         yaml_fe._read_documents(counted(source(text)))
     assert len(read) < yaml_fe.MAX_NESTING + 10  # stopped right there, not after the parser went all the way down
     (tmp_path / "deep.yaml").write_text(text)
-    result = Checker(SM61, Settings()).check_file(str(tmp_path / "deep.yaml"), "yaml")
+    result = Checker(SM61, Options()).check_file(str(tmp_path / "deep.yaml"), "yaml")
     assert "is nested too deeply to parse" in result.error.message

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Callable
 
 from rlcompat.lang.settings import TRUE_WORDS, ConfigContext, ConfigView, Setting, Span
-from rlcompat.model import Edit, FixSafety
+from rlcompat.findings import Edit, FixSafety
 from rlcompat.spellings import bf16_replacements
 from rlcompat.verl_knowledge import entry_triggers
 

@@ -6,7 +6,7 @@ from typing import Callable
 
 from rlcompat.analysis.confighelpers import training_engine, worker_of
 from rlcompat.lang.settings import ConfigContext, ConfigView
-from rlcompat.model import Edit, FixSafety
+from rlcompat.findings import Edit, FixSafety
 
 
 def report_dead_keys(view: ConfigView, ctx: ConfigContext, suffix: str, value_map: Callable[[str], str]) -> None:

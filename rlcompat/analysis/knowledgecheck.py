@@ -11,7 +11,7 @@ from __future__ import annotations
 from rlcompat import framework_knowledge as fk
 from rlcompat.analysis.confighelpers import remove_flag, where
 from rlcompat.lang.settings import ConfigContext, ConfigView, Setting
-from rlcompat.model import FixSafety
+from rlcompat.findings import FixSafety
 from rlcompat.precision import dtype_for, knowledge_choice
 
 SWITCH_FIXES = ("off", "on")

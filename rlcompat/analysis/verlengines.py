@@ -10,7 +10,7 @@ from typing import Callable
 
 from rlcompat.analysis.interpolation import select_default
 from rlcompat.lang.settings import ConfigContext, ConfigView
-from rlcompat.model import FixSafety
+from rlcompat.findings import FixSafety
 
 ROLE_PREFIX = {"actor": "actor_rollout_ref.actor", "ref": "actor_rollout_ref.ref", "critic": "critic",
                "reward": "reward_model"}

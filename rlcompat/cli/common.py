@@ -36,10 +36,10 @@ def split_codes(values: Optional[List[str]]) -> Optional[tuple[str, ...]]:
 
 def run_settings(paths, config, select, ignore, extend_exclude, force_exclude, unsafe_fixes=None):
     """[tool.rlcompat] for `paths` (or `config`) with the command line's options laid over it."""
-    from rlcompat.config import ConfigError, load_settings
+    from rlcompat.config import ConfigError, load_options
 
     try:
-        settings = load_settings(list(paths), config)
+        settings = load_options(list(paths), config)
     except ConfigError as exc:
         raise fail(str(exc))
     ext = tuple(settings.extend_exclude) + tuple(extend_exclude or ())

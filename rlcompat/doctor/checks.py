@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from rlcompat.config import Settings
+from rlcompat.config import Options
 from rlcompat.doctor.rule import EnvironmentRule
 from rlcompat.doctor.snapshot import Environment
-from rlcompat.model import Finding
+from rlcompat.findings import Finding
 from rlcompat.targets import Target
 
 
@@ -15,9 +15,9 @@ def environment_rules() -> list[type[EnvironmentRule]]:
     return [r for r in catalog() if issubclass(r, EnvironmentRule)]
 
 
-def run_checks(env: Environment, target: Target, settings: Settings | None = None) -> list[Finding]:
+def run_checks(env: Environment, target: Target, settings: Options | None = None) -> list[Finding]:
     """Every selected environment rule that applies to `target`, in code order."""
-    settings = settings or Settings()
+    settings = settings or Options()
     findings: list[Finding] = []
     for rule_cls in environment_rules():
         if rule_cls.applies_to(target) and settings.is_selected(rule_cls.code):

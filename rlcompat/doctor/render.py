@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from rlcompat.release import __version__
 from rlcompat.doctor.memory import GIB, USABLE, Estimate
 from rlcompat.doctor.snapshot import Environment
-from rlcompat.model import Finding
+from rlcompat.findings import Finding
 from rlcompat.targets import Target
 
 SCHEMA_VERSION = 1

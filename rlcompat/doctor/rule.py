@@ -12,7 +12,7 @@ from typing import ClassVar
 
 from rlcompat.doctor import facts
 from rlcompat.doctor.snapshot import ENVIRONMENT_PATH, Environment, Package
-from rlcompat.model import Finding, Location
+from rlcompat.findings import Finding, Location
 from rlcompat.rule import Rule
 
 _START = Location(1, 1, 1, 1)

@@ -15,7 +15,7 @@ from typing import Sequence
 
 from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.lang.settings import ConfigContext, ConfigRule, ConfigView, Span, run_rules
-from rlcompat.model import Finding
+from rlcompat.findings import Finding
 
 # PEP 508 name, optional extras, then the version specifier up to a marker or comment.
 REQUIREMENT = re.compile(r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?P<spec>[^;#@]*)")

@@ -18,7 +18,7 @@ from rlcompat.lang import shell
 from rlcompat.lang.declared import BaseImage, Declared, IndexUrl, Variable, run
 from rlcompat.lang.requirements import logical_lines
 from rlcompat.lang.settings import Span
-from rlcompat.model import Finding
+from rlcompat.findings import Finding
 from rlcompat.textpos import LineIndex
 
 PARSE_ERRORS = shell.PARSE_ERRORS

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from rlcompat.lang.knowledge import FrontEndKnowledge
-from rlcompat.model import Edit, Finding, Fix, Location
+from rlcompat.findings import Edit, Finding, Fix, Location
 from rlcompat.textpos import LineIndex
 
 

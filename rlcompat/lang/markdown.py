@@ -12,7 +12,7 @@ from typing import Sequence
 
 from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.lang import shell
-from rlcompat.model import Finding
+from rlcompat.findings import Finding
 
 SHELL_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>bash|sh|shell|console|zsh)\b[^\n]*\n",
                          re.MULTILINE)

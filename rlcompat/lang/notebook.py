@@ -32,7 +32,7 @@ from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.lang import jsonfile
 from rlcompat.lang.embedded import Embedded, map_findings
 from rlcompat.lang.settings import ConfigRule
-from rlcompat.model import Finding
+from rlcompat.findings import Finding
 from rlcompat.textpos import LineIndex
 
 PARSE_ERRORS = jsonfile.PARSE_ERRORS

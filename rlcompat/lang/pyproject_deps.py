@@ -12,7 +12,7 @@ from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat._toml import TOMLDecodeError, load_toml_text
 from rlcompat.lang.declared import Declared, IndexUrl, requirement_at, run
 from rlcompat.lang.settings import Span
-from rlcompat.model import Finding
+from rlcompat.findings import Finding
 
 PARSE_ERRORS = (TOMLDecodeError,)
 

@@ -17,7 +17,7 @@ from rlcompat.lang import pynarrow
 from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.lang.pynarrow import Narrowed
 from rlcompat.lang.settings import ConfigRule, ConfigView, run_rules
-from rlcompat.model import Edit, Finding, Fix, FixSafety, Location
+from rlcompat.findings import Edit, Finding, Fix, FixSafety, Location
 from rlcompat.rule import Rule
 from rlcompat.textpos import LineIndex
 

@@ -13,7 +13,7 @@ from typing import Sequence
 from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.lang.declared import Declared, pip_arguments, requirement_at, run
 from rlcompat.lang.settings import Span
-from rlcompat.model import Finding
+from rlcompat.findings import Finding
 
 
 class RequirementsError(Exception):

@@ -45,7 +45,7 @@ from functools import cached_property
 from typing import ClassVar, Sequence
 
 from rlcompat.lang.knowledge import FrontEndKnowledge
-from rlcompat.model import Edit, Finding, Fix, FixSafety, Location
+from rlcompat.findings import Edit, Finding, Fix, FixSafety, Location
 from rlcompat.rule import Rule
 from rlcompat.textpos import LineIndex
 

@@ -27,7 +27,7 @@ from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span, flag_key, run_rules
 from rlcompat.lang.shellwords import (PYTHON_COMMAND, SIMPLE_PARAM, HeredocValue, body_tokens, heredoc_of,
                                       array_tokens, is_quoted_delimiter, read_target, value_tokens)
-from rlcompat.model import Edit, Finding
+from rlcompat.findings import Edit, Finding
 from rlcompat.textpos import LineIndex
 
 OVERRIDE = re.compile(r"^(\+\+|\+|~)?([A-Za-z_][\w\-]*(?:[./@][\w\-]+)*)=(.*)$", re.DOTALL)

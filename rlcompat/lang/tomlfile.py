@@ -25,7 +25,7 @@ from typing import Iterator, Sequence
 from rlcompat._toml import TOMLDecodeError, load_toml_text
 from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span, run_rules
-from rlcompat.model import Edit, Finding
+from rlcompat.findings import Edit, Finding
 
 
 class TomlSyntaxError(Exception):

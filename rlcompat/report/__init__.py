@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 
-from rlcompat.model import FileError, Finding
+from rlcompat.findings import FileError, Finding
 from rlcompat.targets import Target
 
 FORMATS = {

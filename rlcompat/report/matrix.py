@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from rlcompat.release import __version__
 from rlcompat.rules.codes import CODES, REPORT_NAMES
-from rlcompat.model import FileError, Finding, FixSafety
+from rlcompat.findings import FileError, Finding, FixSafety
 from rlcompat.targets import Target
 
 

@@ -53,10 +53,10 @@ def verify_command(
     from rlcompat.verify.runner import VerifyRequest, VerifyUsageError, resolve_package, run_verify
 
     if not target:
-        from rlcompat.config import ConfigError, load_settings
+        from rlcompat.config import ConfigError, load_options
 
         try:
-            target = load_settings([path], None).target
+            target = load_options([path], None).target
         except ConfigError as exc:
             raise fail(str(exc))
     if not target:

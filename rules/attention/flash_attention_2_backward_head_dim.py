@@ -8,7 +8,7 @@ from rlcompat import flash_attn_facts, model_config
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.analysis.pymodel import attention_and_model_path
 from rlcompat.lang.python import PendingFix, PythonRule
-from rlcompat.model import FixSafety
+from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
 
 # Rule examples need a model directory on disk: the fixture's, found from this file (a repository checkout).

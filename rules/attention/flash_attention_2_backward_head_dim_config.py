@@ -6,7 +6,7 @@ from rlcompat import flash_attn_facts, model_config
 from rlcompat.analysis import confighelpers as h
 from rlcompat.analysis.confighelpers import remove_flag
 from rlcompat.lang.settings import ConfigRule
-from rlcompat.model import FixSafety
+from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
 
 _FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "models" / "fa2_head_dim_256_rtx3090" / "input"

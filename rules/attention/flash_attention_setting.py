@@ -6,7 +6,7 @@ from rlcompat.analysis.interpolation import select_default
 from rlcompat.analysis.verlengines import report_engine_settings
 from rlcompat.analysis.knowledgecheck import RESOLVED_ORIGINS
 from rlcompat.lang.settings import ConfigRule
-from rlcompat.model import FixSafety
+from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
 from rlcompat.spellings import flash_attention
 

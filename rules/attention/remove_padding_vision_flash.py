@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rlcompat.analysis import confighelpers as h
 from rlcompat.lang.settings import ConfigRule
-from rlcompat.model import FixSafety
+from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.model.path={model} \\\n    {extra}trainer.n_gpus_per_node=1\n"

@@ -3,7 +3,7 @@ from __future__ import annotations
 from rlcompat import declared_facts as wheels
 from rlcompat.doctor import facts
 from rlcompat.lang.declared import DeclaredRule
-from rlcompat.model import Edit, FixSafety
+from rlcompat.findings import Edit, FixSafety
 from rlcompat.rule import Bad, Good
 
 

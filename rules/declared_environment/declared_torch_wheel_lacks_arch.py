@@ -4,7 +4,7 @@ from rlcompat import declared_facts as wheels
 from rlcompat.doctor import facts
 from rlcompat.lang.declared import DeclaredRule
 from rlcompat.lang.settings import Span
-from rlcompat.model import Edit, FixSafety
+from rlcompat.findings import Edit, FixSafety
 from rlcompat.rule import Bad, Good
 
 CU = "https://download.pytorch.org/whl/"

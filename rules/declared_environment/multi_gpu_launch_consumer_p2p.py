@@ -4,7 +4,7 @@ import re
 
 from rlcompat.doctor import facts
 from rlcompat.lang.settings import ConfigRule
-from rlcompat.model import Edit, FixSafety
+from rlcompat.findings import Edit, FixSafety
 from rlcompat.rule import Bad, Good
 
 VARIABLES = ("NCCL_P2P_DISABLE", "NCCL_IB_DISABLE")

@@ -7,7 +7,7 @@ from rlcompat.discovery import declared_language
 from rlcompat.doctor import facts
 from rlcompat.lang.declared import Declared, DeclaredRule, GroupView, Variable, from_command
 from rlcompat.lang.settings import Span
-from rlcompat.model import Edit, FixSafety
+from rlcompat.findings import Edit, FixSafety
 from rlcompat.rule import Bad, Good
 
 # Names torch.utils.cpp_extension accepts in TORCH_CUDA_ARCH_LIST, and the capabilities they stand for [S57].

@@ -4,7 +4,7 @@ from rlcompat.analysis import confighelpers as h
 from rlcompat.precision import dtype_for
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.analysis.confighelpers import remove_flag
-from rlcompat.model import FixSafety
+from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
 
 # Generic (non-verl) keys: transformers/TRL `bf16`, `torch_dtype`, accelerate's `mixed_precision`.

@@ -6,7 +6,7 @@ from rlcompat import precision
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.analysis.deadfields import dead_field, enclosing_class
 from rlcompat.lang.python import PendingFix, PythonRule
-from rlcompat.model import FixSafety
+from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
 from rlcompat.spellings import bf16_replacements
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from rlcompat.lang.python import PendingFix, PythonRule
-from rlcompat.model import FixSafety
+from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
 
 

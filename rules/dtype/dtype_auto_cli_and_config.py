@@ -3,7 +3,7 @@ from __future__ import annotations
 from rlcompat import precision
 from rlcompat.analysis import confighelpers as h
 from rlcompat.lang.settings import ConfigRule
-from rlcompat.model import FixSafety
+from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
 
 _ENGINES = ("vllm", "sglang")

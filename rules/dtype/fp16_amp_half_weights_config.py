@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rlcompat.analysis import confighelpers as h
 from rlcompat.lang.settings import ConfigRule
-from rlcompat.model import FixSafety
+from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
 from rlcompat.spellings import half_to_fp32
 

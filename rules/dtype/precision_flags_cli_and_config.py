@@ -3,7 +3,7 @@ from __future__ import annotations
 from rlcompat.analysis import confighelpers as h
 from rlcompat.analysis.confighelpers import remove_flag
 from rlcompat.lang.settings import ConfigRule
-from rlcompat.model import FixSafety
+from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
 
 MIXED_FLAGS = ("--mixed_precision", "--mixed-precision")

@@ -4,7 +4,7 @@ import libcst as cst
 
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.lang.python import PendingFix, PythonRule
-from rlcompat.model import FixSafety
+from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
 
 

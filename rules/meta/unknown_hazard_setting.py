@@ -5,7 +5,7 @@ import re
 
 from rlcompat.analysis.confighelpers import remove_flag, where
 from rlcompat.lang.settings import ConfigRule
-from rlcompat.model import FixSafety
+from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
 from rlcompat.spellings import bf16_replacements, flash_attention, flash_attention_backends, fp8_names
 

@@ -5,7 +5,7 @@ import os
 from rlcompat.capabilities import min_capability, runs
 from rlcompat.analysis.verlengines import in_its_config
 from rlcompat.lang.settings import ConfigRule
-from rlcompat.model import FixSafety
+from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.rollout.name={name} \\\n    trainer.n_gpus_per_node=1\n"

@@ -5,7 +5,7 @@ import libcst as cst
 from rlcompat import vllm_facts
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.lang.python import PendingFix, PythonRule
-from rlcompat.model import FixSafety
+from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
 
 ENGINE_CALLS = ("LLM", "EngineArgs", "AsyncEngineArgs", "AsyncLLMEngine", "LLMEngine")

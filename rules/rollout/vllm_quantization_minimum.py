@@ -3,7 +3,7 @@ from __future__ import annotations
 from rlcompat import vllm_facts
 from rlcompat.analysis.confighelpers import remove_flag
 from rlcompat.lang.settings import ConfigRule, Span
-from rlcompat.model import Edit, FixSafety
+from rlcompat.findings import Edit, FixSafety
 from rlcompat.rule import Bad, Good
 from rlcompat.rules.rollout.helpers import vllm_command
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rlcompat.analysis import confighelpers as h
 from rlcompat.lang.settings import ConfigRule
-from rlcompat.model import FixSafety
+from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    algorithm.adv_estimator=grpo \\\n    {extra}trainer.n_gpus_per_node=1\n"

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.analysis.confighelpers import remove_flag
-from rlcompat.model import FixSafety
+from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    {extra} \\\n    trainer.n_gpus_per_node=1\n"

@@ -5,7 +5,7 @@ import libcst as cst
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.analysis.deadfields import dead_field, enclosing_class
 from rlcompat.lang.python import PendingFix, PythonRule
-from rlcompat.model import FixSafety
+from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
 
 _SWITCHES = ("use_torch_compile", "torch_compile", "use_compile", "enable_torch_compile")

@@ -6,7 +6,7 @@ import libcst as cst
 
 from rlcompat import triton_model as tm
 from rlcompat.lang.python import PendingFix, PythonRule
-from rlcompat.model import FixSafety
+from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
 
 _MIN_BLOCK = 16  # tl.dot needs every dimension >= 16
