@@ -78,7 +78,7 @@ class Framework:
     keys: tuple[FrameworkKey, ...] = ()
 
 
-def _version_key(text: str) -> tuple[int, ...]:
+def version_key(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", text))
 
 
@@ -109,7 +109,7 @@ def frameworks() -> tuple[Framework, ...]:
         for entry in folder.iterdir():
             if entry.name.endswith(".toml"):
                 found.append(_framework(load_toml_text(entry.read_text("utf-8")), entry.name))
-    return tuple(sorted(found, key=lambda f: (f.name, tuple(-p for p in _version_key(f.version)))))
+    return tuple(sorted(found, key=lambda f: (f.name, tuple(-p for p in version_key(f.version)))))
 
 
 def _framework(data: dict, filename: str) -> Framework:

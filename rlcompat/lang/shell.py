@@ -582,6 +582,30 @@ def _entry_index(expanded: list[tuple[str, Word]], knowledge: FrontEndKnowledge)
     return None
 
 
+def entry_point_overrides(script: ShellScript, knowledge: FrontEndKnowledge) -> list[Setting] | None:
+    """The Hydra overrides of the script's first command that runs a training entry point (the knowledge's
+    `runs_entry_module` / `runs_entry_script`), in order, variables resolved where the script sets them (a value it
+    cannot resolve is None); None when no command runs one. Read without positions: `rlcompat verify` replays them."""
+    variables = Variables()
+    for command in _commands(script):
+        if not command.words:
+            for a in command.assignments:
+                variables.record(a)
+            continue
+        if command.words[0].text in ("export", "declare", "local", "readonly"):
+            for w in command.words[1:]:
+                variables.record(w)
+            continue
+        expanded = _expanded_words(command, variables)
+        entry = _entry_index(expanded, knowledge)
+        if entry is None:
+            continue
+        entry_word = expanded[entry][1]
+        words = command.words[command.words.index(entry_word) + 1:]
+        return [s for s in (_override(w, variables, None) for w in words) if s is not None]
+    return None
+
+
 def check_targets(script: ShellScript, text: str, path: str, groups: Sequence[tuple[Sequence, object]], *,
                   knowledge: FrontEndKnowledge) -> list[list[Finding]]:
     """`check` for several (rules, target) groups (`rlcompat matrix`): one parse, the commands read per group."""
