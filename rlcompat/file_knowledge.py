@@ -43,6 +43,10 @@ class FileKnowledge:
     def switches(self) -> frozenset[str]:
         return framework_knowledge.vocabulary().switches
 
+    @property
+    def override_clis(self) -> frozenset[str]:
+        return framework_knowledge.vocabulary().override_clis
+
     def runs_entry_module(self, module: str) -> bool:
         return module in self.verl.entry_modules or module.startswith(self.verl.entry_prefixes)
 

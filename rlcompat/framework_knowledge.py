@@ -179,14 +179,17 @@ class Vocabulary:
     """rules/frameworks/vocabulary.toml: the words front ends need to read commands and configs."""
     switches: frozenset[str]  # flags (argparse dest) that take no value
     verl_config_top_keys: frozenset[str]  # top-level keys that make a YAML file a verl config
+    override_clis: frozenset[str] = frozenset()  # programs whose `key=value` words are config overrides
 
 
 @lru_cache(maxsize=1)
 def vocabulary() -> Vocabulary:
     text = resources.files("rlcompat.rules").joinpath("frameworks", "vocabulary.toml").read_text("utf-8")
     data = load_toml_text(text)
-    for row in data.get("switch", ()):
-        if not row.get("proof") and not row.get("unproven"):
-            raise ValueError(f"rules/frameworks/vocabulary.toml: switch {row.get('flag')!r} has no proof")
+    for table, name in (("switch", "flag"), ("override_cli", "program")):
+        for row in data.get(table, ()):
+            if not row.get("proof") and not row.get("unproven"):
+                raise ValueError(f"rules/frameworks/vocabulary.toml: {table} {row.get(name)!r} has no proof")
     return Vocabulary(frozenset(row["flag"] for row in data.get("switch", ())),
-                      frozenset(data["verl_config"]["top_keys"]))
+                      frozenset(data["verl_config"]["top_keys"]),
+                      frozenset(row["program"] for row in data.get("override_cli", ())))

@@ -27,6 +27,10 @@ class FrontEndKnowledge(Protocol):
         """Flags (argparse dest: no dashes, `-` as `_`) that take no value."""
 
     @property
+    def override_clis(self) -> frozenset[str]:
+        """Programs (`llamafactory-cli`, `tune`) whose `key=value` words after their config are config overrides."""
+
+    @property
     def for_rules(self) -> object:
         """What config rules read as `ConfigContext.verl`; front ends pass it on unread."""
 

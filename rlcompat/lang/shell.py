@@ -782,7 +782,7 @@ def _view(command: Command, variables: Variables, knowledge: FrontEndKnowledge, 
                 settings.append(setting)
                 last_override = w
     else:
-        settings.extend(_other_overrides(command.words, variables, index))
+        settings.extend(_other_overrides(command.words, variables, index, knowledge.override_clis))
     settings.extend(_flags(command.words, variables, index, knowledge.switches))
     anchor_word = expanded[entry][1] if entry is not None else command.words[0]
     view = ConfigView("command", settings, is_verl=entry is not None, anchor=Span(anchor_word.start, anchor_word.end),
@@ -793,18 +793,15 @@ def _view(command: Command, variables: Variables, knowledge: FrontEndKnowledge, 
     return view
 
 
-# Programs that take Hydra / OmegaConf `key=value` overrides after their config (besides `python script.py` and
-# `python -m module`): LLaMA-Factory, torchtune, ms-swift, axolotl.
-OVERRIDE_CLIS = {"llamafactory-cli", "tune", "swift", "axolotl"}
-
-
-def _other_overrides(words: list[Word], variables: Variables, index: LineIndex) -> list[Setting]:
+def _other_overrides(words: list[Word], variables: Variables, index: LineIndex,
+                     override_clis: frozenset[str]) -> list[Setting]:
     """`key=value` words after the program of a command that runs Python (a `*.py` script, `-m module`, a trainer
-    CLI): other Hydra entry points' overrides. Words before the program (`torchrun --nnodes=1`) are not."""
+    CLI of `override_clis`, handed by the knowledge): other Hydra entry points' overrides. Words before the program
+    (`torchrun --nnodes=1`) are not."""
     start = None
     for i, w in enumerate(words):
         text = w.text
-        if text.endswith(".py") or (text == "-m" and i + 1 < len(words)) or text.rsplit("/", 1)[-1] in OVERRIDE_CLIS:
+        if text.endswith(".py") or (text == "-m" and i + 1 < len(words)) or text.rsplit("/", 1)[-1] in override_clis:
             start = i + (2 if text == "-m" else 1)
             break
     if start is None:
