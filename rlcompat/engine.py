@@ -5,7 +5,6 @@ Files run in parallel across processes; results come back in path order, whateve
 
 from __future__ import annotations
 
-import importlib
 import os
 from functools import cached_property
 from typing import Iterable, Sequence
@@ -14,15 +13,12 @@ from rlcompat import model_config, suppressions
 from rlcompat.config import Options
 from rlcompat.discovery import language_from_content
 from rlcompat.file_knowledge import FileKnowledge
+from rlcompat.frontends import FRONTENDS, frontend
 from rlcompat.findings import FileError, FileResult, Finding, Location
+from rlcompat.rule import triggers_in
 from rlcompat.source import SourceError, SourceFile, decode, read_bytes
 from rlcompat.targets import Target, resolve_target
 
-FRONTENDS = {"python": "rlcompat.lang.python", "yaml": "rlcompat.lang.yaml", "shell": "rlcompat.lang.shell",
-             "markdown": "rlcompat.lang.markdown", "requirements": "rlcompat.lang.requirements",
-             "dockerfile": "rlcompat.lang.dockerfile", "conda": "rlcompat.lang.condaenv",
-             "pyproject": "rlcompat.lang.pyproject_deps",
-             "json": "rlcompat.lang.jsonfile", "notebook": "rlcompat.lang.notebook", "toml": "rlcompat.lang.tomlfile"}
 META_UNUSED = "RLC001"
 # Languages whose files can hold code of another (`python - <<EOF` in a script): that language's rules run there too.
 EMBEDS = {"shell": ("python",), "markdown": ("python",), "notebook": ("python", "shell")}
@@ -32,17 +28,6 @@ class ParseFailure(Exception):
     def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
         super().__init__(message)
         self.line, self.column = line, column
-
-
-def triggers_in(rule, language: str) -> tuple[str, ...]:
-    """What makes `rule` run on a file of `language`: a config rule reads Python through its `python_triggers`."""
-    if language == "python" and hasattr(rule, "python_triggers"):
-        return rule.python_triggers
-    return rule.triggers
-
-
-def frontend(language: str):
-    return importlib.import_module(FRONTENDS[language])
 
 
 def parse(language: str, text: str):

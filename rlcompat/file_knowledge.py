@@ -2,14 +2,16 @@
 
 `FileKnowledge(path)` answers rlcompat/lang/knowledge.py's `FrontEndKnowledge` from rules/verl/<version>.toml (the
 version found for the file's tree: rlcompat/verl_knowledge.py) and rules/frameworks/vocabulary.toml. Each is read
-on first use, so a file whose front end asks nothing costs nothing.
+on first use, so a file whose front end asks nothing costs nothing. It also hands over the front end of another
+language (rlcompat/frontends.py), so a front end never imports the engine.
 """
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Mapping, Sequence
 
-from rlcompat import framework_knowledge, verl_knowledge
+from rlcompat import framework_knowledge, frontends, verl_knowledge
 
 
 class FileKnowledge:
@@ -41,6 +43,10 @@ class FileKnowledge:
     def switches(self) -> frozenset[str]:
         return framework_knowledge.vocabulary().switches
 
+    @property
+    def override_clis(self) -> frozenset[str]:
+        return framework_knowledge.vocabulary().override_clis
+
     def runs_entry_module(self, module: str) -> bool:
         return module in self.verl.entry_modules or module.startswith(self.verl.entry_prefixes)
 
@@ -49,6 +55,9 @@ class FileKnowledge:
         if "/verl/" not in "/" + path and not path.startswith("recipe/"):
             return False
         return any(path.endswith(m.replace(".", "/") + ".py") for m in self.verl.entry_modules) or "main_" in path
+
+    def front_end(self, language: str) -> ModuleType:
+        return frontends.frontend(language)
 
     def file_rule_classes(self) -> Sequence[type]:
         from rlcompat.rules import file_rules

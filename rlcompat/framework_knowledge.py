@@ -93,7 +93,7 @@ class Framework:
     engines: tuple[dict, ...] = ()  # `[[engine]]`: commands of this framework that start a generation engine
 
 
-def _version_key(text: str) -> tuple[int, ...]:
+def version_key(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", text))
 
 
@@ -124,7 +124,7 @@ def frameworks() -> tuple[Framework, ...]:
         for entry in folder.iterdir():
             if entry.name.endswith(".toml"):
                 found.append(_framework(load_toml_text(entry.read_text("utf-8")), entry.name))
-    return tuple(sorted(found, key=lambda f: (f.name, tuple(-p for p in _version_key(f.version)))))
+    return tuple(sorted(found, key=lambda f: (f.name, tuple(-p for p in version_key(f.version)))))
 
 
 def _framework(data: dict, filename: str) -> Framework:
@@ -224,14 +224,17 @@ class Vocabulary:
     """rules/frameworks/vocabulary.toml: the words front ends need to read commands and configs."""
     switches: frozenset[str]  # flags (argparse dest) that take no value
     verl_config_top_keys: frozenset[str]  # top-level keys that make a YAML file a verl config
+    override_clis: frozenset[str] = frozenset()  # programs whose `key=value` words are config overrides
 
 
 @lru_cache(maxsize=1)
 def vocabulary() -> Vocabulary:
     text = resources.files("rlcompat.rules").joinpath("frameworks", "vocabulary.toml").read_text("utf-8")
     data = load_toml_text(text)
-    for row in data.get("switch", ()):
-        if not row.get("proof") and not row.get("unproven"):
-            raise ValueError(f"rules/frameworks/vocabulary.toml: switch {row.get('flag')!r} has no proof")
+    for table, name in (("switch", "flag"), ("override_cli", "program")):
+        for row in data.get(table, ()):
+            if not row.get("proof") and not row.get("unproven"):
+                raise ValueError(f"rules/frameworks/vocabulary.toml: {table} {row.get(name)!r} has no proof")
     return Vocabulary(frozenset(row["flag"] for row in data.get("switch", ())),
-                      frozenset(data["verl_config"]["top_keys"]))
+                      frozenset(data["verl_config"]["top_keys"]),
+                      frozenset(row["program"] for row in data.get("override_cli", ())))

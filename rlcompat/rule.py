@@ -79,3 +79,10 @@ class Rule:
         from rlcompat.targets import all_targets
 
         return [t.name for t in all_targets() if cls.applies_to(t)]
+
+
+def triggers_in(rule, language: str) -> tuple[str, ...]:
+    """What makes `rule` run on a file of `language`: a config rule reads Python through its `python_triggers`."""
+    if language == "python" and hasattr(rule, "python_triggers"):
+        return rule.python_triggers
+    return rule.triggers

@@ -198,3 +198,89 @@ def test_front_end_check_sees_a_function_level_knowledge_import(monkeypatch):
 def test_private_name_check_sees_a_private_import(monkeypatch):
     monkeypatch.setitem(GRAPH, "rlcompat.lang.yaml", GRAPH["rlcompat.lang.yaml"] + [("rlcompat.engine", "_size")])
     assert _private_uses() == ["rlcompat.lang.yaml imports rlcompat.engine._size"]
+
+
+def _module_names_bound(module: str, tree: ast.AST) -> dict[str, str]:
+    """Names an import binds to a project module (`from rlcompat.lang import shell` -> shell, `import rlcompat.engine
+    as e` -> e, `import rlcompat.engine` -> rlcompat), imports inside functions included."""
+    bound: dict[str, str] = {}
+    for node in _runtime_imports(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname and alias.name in MODULES:
+                    bound[alias.asname] = alias.name
+                elif not alias.asname and alias.name.split(".")[0] == "rlcompat":
+                    bound["rlcompat"] = "rlcompat"
+            continue
+        source = _absolute(module, node)
+        for alias in node.names:
+            if f"{source}.{alias.name}" in MODULES:
+                bound[alias.asname or alias.name] = f"{source}.{alias.name}"
+    return bound
+
+
+def _module_of(node: ast.expr, bound: dict[str, str]) -> str | None:
+    """The project module an expression names (`shell`, `rlcompat.lang.shell`), or None."""
+    if isinstance(node, ast.Name):
+        return bound.get(node.id)
+    if isinstance(node, ast.Attribute):
+        outer = _module_of(node.value, bound)
+        if outer is not None and f"{outer}.{node.attr}" in MODULES:
+            return f"{outer}.{node.attr}"
+    return None
+
+
+def _private_attribute_uses(module: str, source: str) -> list[str]:
+    tree = ast.parse(source)
+    bound = _module_names_bound(module, tree)
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or not node.attr.startswith("_") or node.attr.startswith("__"):
+            continue
+        owner = _module_of(node.value, bound)
+        if owner is not None and owner != module and f"{owner}.{node.attr}" not in MODULES:
+            out.append(f"{module} uses {owner}.{node.attr}")
+    return sorted(out)
+
+
+def test_no_module_uses_another_modules_private_name_by_attribute():
+    """`shell._commands(...)` reaches into a module as much as `from shell import _commands` does."""
+    bad = [use for module, path in sorted(MODULES.items())
+           for use in _private_attribute_uses(module, path.read_text(encoding="utf-8"))]
+    assert bad == []
+
+
+def test_private_attribute_check_sees_module_attribute_access():
+    source = ("from rlcompat.lang import shell\nimport rlcompat.engine as eng\nimport rlcompat.targets\n\n"
+              "def f(x):\n    from rlcompat import nvml\n"
+              "    return shell._commands(x), eng._size, rlcompat.targets._table, nvml._read, x._private, shell.parse\n")
+    assert _private_attribute_uses("rlcompat.verify.launch_script", source) == [
+        "rlcompat.verify.launch_script uses rlcompat.engine._size",
+        "rlcompat.verify.launch_script uses rlcompat.lang.shell._commands",
+        "rlcompat.verify.launch_script uses rlcompat.nvml._read",
+        "rlcompat.verify.launch_script uses rlcompat.targets._table",
+    ]
+    # a module's own private names, and an object that is no module, are its business
+    assert _private_attribute_uses("rlcompat.lang.shell", "from rlcompat.lang import shell\nshell._commands\n") == []
+
+
+# The layers above the front ends: a front end is run by them and is handed what it needs (rlcompat/lang/knowledge.py).
+ABOVE_FRONT_ENDS = ("rlcompat.engine", "rlcompat.cli", "rlcompat.report")
+
+
+def _front_ends_reaching_up() -> list[str]:
+    return sorted(f"{module} imports {target}" for module, edges in GRAPH.items() if module.startswith("rlcompat.lang.")
+                  for target, _ in edges
+                  if any(target == k or target.startswith(k + ".") for k in ABOVE_FRONT_ENDS))
+
+
+def test_front_ends_import_neither_the_engine_nor_the_commands_nor_the_reports():
+    assert _front_ends_reaching_up() == []
+
+
+def test_layer_check_sees_a_front_end_importing_the_engine(monkeypatch):
+    monkeypatch.setitem(GRAPH, "rlcompat.lang.notebook", GRAPH["rlcompat.lang.notebook"] + [("rlcompat.engine", None)])
+    monkeypatch.setitem(GRAPH, "rlcompat.lang.yaml", GRAPH["rlcompat.lang.yaml"] + [("rlcompat.report.text", "x")])
+    monkeypatch.setitem(GRAPH, "rlcompat.lang.shell", GRAPH["rlcompat.lang.shell"] + [("rlcompat.cli.common", None)])
+    assert {"rlcompat.lang.notebook imports rlcompat.engine", "rlcompat.lang.shell imports rlcompat.cli.common",
+            "rlcompat.lang.yaml imports rlcompat.report.text"} <= set(_front_ends_reaching_up())

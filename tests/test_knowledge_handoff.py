@@ -99,3 +99,29 @@ def test_matrix_families_come_from_the_code_registry():
     families = matrix_report.report_families(grown, dict(REPORT_NAMES, quantization="quantization"))
     assert families[-1] == ("RLC7", "quantization")
     assert ("RLC1", "dtype") in families
+
+
+def _keys(text: str, knowledge=None) -> list[str]:
+    [view] = _views(shell, text, "run.sh", knowledge or FileKnowledge("run.sh"))
+    return [s.key for s in view.settings]
+
+
+def test_a_program_taking_key_value_overrides_is_a_data_row(monkeypatch):
+    assert not hasattr(shell, "OVERRIDE_CLIS")
+    assert _keys("tune run full_finetune_single_device --config c.yaml model.dtype=bf16\n") == ["model.dtype", "config"]
+    command = "mytrainer train c.yaml model.dtype=bf16\n"
+    assert _keys(command) == []
+    vocabulary = framework_knowledge.vocabulary()
+    grown = dataclasses.replace(vocabulary, override_clis=vocabulary.override_clis | {"mytrainer"})
+    monkeypatch.setattr(framework_knowledge, "vocabulary", lambda: grown)
+    assert _keys(command) == ["model.dtype"]
+    assert _keys("/opt/bin/mytrainer train c.yaml model.dtype=bf16\n") == ["model.dtype"]
+
+
+def test_every_override_program_row_has_a_proof_or_says_why_not():
+    text = resources.files("rlcompat.rules").joinpath("frameworks", "vocabulary.toml").read_text("utf-8")
+    rows = load_toml_text(text)["override_cli"]
+    assert all(r.get("proof", "").count(":") >= 2 or r.get("unproven") for r in rows)
+    assert {r["program"] for r in rows} == framework_knowledge.vocabulary().override_clis
+    # kept from before the list moved to data, with no `key=value` parsing in the version read: not to grow
+    assert sorted(r["program"] for r in rows if not r.get("proof")) == ["axolotl", "swift"]

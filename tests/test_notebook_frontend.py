@@ -94,3 +94,23 @@ def test_writefile_cells_are_read_as_the_file_they_write(tmp_path):
     fix_paths([str(path)], SM61)
     assert path.read_text() == text.replace('"bf16: true\\n"', '"bf16: false\\n"', 1).replace(
         "flash_attention_2", "sdpa")
+
+
+def test_writefile_cells_go_to_the_front_end_the_knowledge_hands_over():
+    """The notebook front end does not import the engine: the front end of a `%%writefile` cell's language comes with
+    the knowledge it is handed."""
+    from rlcompat.file_knowledge import FileKnowledge
+    from rlcompat.rules import file_rules
+
+    asked = []
+
+    class Recording(FileKnowledge):
+        def front_end(self, language):
+            asked.append(language)
+            return super().front_end(language)
+
+    text = _nb(("code", ["%%writefile config.yaml\n", "bf16: true\n"]), ("code", ["%%writefile notes.txt\n", "bf16: true\n"]))
+    rules = [cls(SM61) for cls in file_rules() if cls.code == "RLC107"]
+    findings = notebook.check(notebook.parse(text), text, "a.ipynb", rules, SM61, knowledge=Recording("a.ipynb"))
+    assert asked == ["yaml"]
+    assert [(f.code, f.location.line) for f in findings] == [("RLC107", text[:text.index("bf16: true")].count("\n") + 1)]

@@ -126,6 +126,38 @@ def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Ca
                        f"add {known.add_prefix}{known.key}={value}")
 
 
+def turn_off(settings: list[Setting], ctx: ConfigContext, flag_message: Callable[[Setting], str],
+             true_message: Callable[[Setting], str],
+             removal: Callable[[Setting], str] = lambda s: f"remove {s.label}") -> None:
+    """The "a switch set to true -> turn it off" skeleton for configs and commands: a bare flag (`--use_liger_kernel`)
+    is removed, a value that reads as true (`use_liger: true`, `--bf16 True`, `model.use_liger=True`) becomes false,
+    any other value is left alone. Both fixes are safe: each rule's fix_safety says why its switch's off position
+    trains. Which settings are the switch is the rule's (`view.flags(...)`, `view.by_name(...)`, verl keys by id);
+    `flag_message(s)` and `true_message(s)` word the findings, `removal(s)` the flag's fix. RLC107's `--bf16` and
+    RLC354 are written this way (rules/triton_compile/liger_kernel.py)."""
+    for s in settings:
+        if s.flag and s.value == "" and s.word_span is not None:
+            ctx.report(s.key_span, flag_message(s), [remove_flag(ctx.source_text, s.word_span)], FixSafety.SAFE,
+                       removal(s))
+        elif s.as_bool() is True:
+            ctx.report(s.key_span, true_message(s), [s.rewrite(False)], FixSafety.SAFE, "set it to false")
+
+
+def keys_at_every_mount(knowledge, known) -> tuple[str, ...]:
+    """A verl setting's key under every prefix where the config file its proof cites is mounted (rules/verl/<version>
+    .toml `[[mount]]`): verl 0.9.1 mounts model/hf_model.yaml at `actor_rollout_ref.model` and `critic.model`, so the
+    actor's `use_liger` proven at hf_model.yaml:58 is the critic's too. Just its own key where no mount of that file
+    holds it."""
+    for file, prefixes in knowledge.mounts.items():
+        if f"config/{file}:" not in known.proof:
+            continue
+        for prefix in prefixes:
+            if known.key.startswith(prefix + "."):
+                rest = known.key[len(prefix):]
+                return tuple(p + rest for p in prefixes)
+    return (known.key,)
+
+
 def remove_flag(text: str, span: Span) -> Edit:
     """An edit removing a flag (and its value): the whole line when the flag stands alone on a continued line."""
     line_start = text.rfind("\n", 0, span.start) + 1

@@ -52,7 +52,7 @@ def chosen_version(view: ConfigView, framework_name: str) -> tuple[str | None, s
             return fw.version, "markers"
     installed = fk.installed_version(versions[0].distribution) if versions else None
     if installed:
-        older = [f.version for f in versions if fk._version_key(f.version) <= fk._version_key(installed)]
+        older = [f.version for f in versions if fk.version_key(f.version) <= fk.version_key(installed)]
         return (older[0] if older else versions[-1].version), "installed"
     return None, ""
 

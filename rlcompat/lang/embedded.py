@@ -91,7 +91,7 @@ def check_python(block: Embedded, path: str, rules: Sequence, target, index: Lin
         code.encode("utf-8")
     except UnicodeEncodeError:
         return []  # a lone surrogate (`\ud800` in a notebook's JSON): no Python parser reads it
-    from rlcompat.engine import triggers_in
+    from rlcompat.rule import triggers_in
 
     triggered = [r for r in rules if any(t in code for t in triggers_in(r, "python"))]
     if not triggered:

@@ -1,4 +1,5 @@
-"""What a front end knows beyond the file it reads (frameworks, the rule catalog): only what it is handed.
+"""What a front end knows beyond the file it reads (frameworks, the rule catalog, the other front ends): only what it
+is handed.
 
 Whoever runs a front end (the engine, `rlcompat matrix`) resolves the framework knowledge for the scanned file's tree
 (rlcompat/file_knowledge.py) and passes it to `check` as `knowledge`; front ends read it through this interface and
@@ -8,6 +9,7 @@ row in rules/, not a change here.
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Mapping, Protocol, Sequence
 
 
@@ -25,6 +27,10 @@ class FrontEndKnowledge(Protocol):
         """Flags (argparse dest: no dashes, `-` as `_`) that take no value."""
 
     @property
+    def override_clis(self) -> frozenset[str]:
+        """Programs (`llamafactory-cli`, `tune`) whose `key=value` words after their config are config overrides."""
+
+    @property
     def for_rules(self) -> object:
         """What config rules read as `ConfigContext.verl`; front ends pass it on unread."""
 
@@ -36,3 +42,7 @@ class FrontEndKnowledge(Protocol):
 
     def file_rule_classes(self) -> Sequence[type]:
         """Every scan rule class (the catalog), for a front end that judges its findings against rules not selected."""
+
+    def front_end(self, language: str) -> ModuleType:
+        """The front end that reads `language` (`parse`, `PARSE_ERRORS`, `check`), for code a file holds in another
+        language that the front end does not embed by itself (a notebook's `%%writefile config.yaml` cell)."""

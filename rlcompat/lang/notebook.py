@@ -151,7 +151,7 @@ def _json_escape(content: str) -> str:
 
 
 def check(nb: Notebook, text: str, path: str, rules: Sequence, target, *, knowledge: FrontEndKnowledge) -> list[Finding]:
-    from rlcompat.engine import triggers_in
+    from rlcompat.rule import triggers_in
     from rlcompat.lang import shell
     from rlcompat.lang.embedded import check_python
 
@@ -189,8 +189,8 @@ WRITTEN_LANGUAGES = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".toml": 
 def _written_files(cells: list[Cell], path: str, rules: Sequence, target, index: LineIndex,
                    knowledge: FrontEndKnowledge) -> list[Finding]:
     """`%%writefile config.yaml` cells (how Colab notebooks write a trainer's config): the body through the front
-    end of the file it writes."""
-    from rlcompat import engine
+    end of the file it writes, which the knowledge hands over (`front_end`)."""
+    from rlcompat.rule import triggers_in
 
     out: list[Finding] = []
     for cell in cells:
@@ -201,14 +201,15 @@ def _written_files(cells: list[Cell], path: str, rules: Sequence, target, index:
             continue
         block = Embedded(language, [ch for line in lines[1:] for ch in line], escape=_json_escape)
         code = block.code
-        own = [r for r in rules if language in r.languages and any(t in code for t in engine.triggers_in(r, language))]
+        own = [r for r in rules if language in r.languages and any(t in code for t in triggers_in(r, language))]
         if not own:
             continue
+        front_end = knowledge.front_end(language)
         try:
-            tree = engine.parse(language, code)
-        except (engine.ParseFailure, RecursionError):
+            tree = front_end.parse(code)
+        except (*front_end.PARSE_ERRORS, RecursionError):
             continue
-        out += map_findings(block, engine.frontend(language).check(tree, code, path, own, target, knowledge=knowledge), index)
+        out += map_findings(block, front_end.check(tree, code, path, own, target, knowledge=knowledge), index)
     return out
 
 

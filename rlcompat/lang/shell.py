@@ -582,6 +582,30 @@ def _entry_index(expanded: list[tuple[str, Word]], knowledge: FrontEndKnowledge)
     return None
 
 
+def entry_point_overrides(script: ShellScript, knowledge: FrontEndKnowledge) -> list[Setting] | None:
+    """The Hydra overrides of the script's first command that runs a training entry point (the knowledge's
+    `runs_entry_module` / `runs_entry_script`), in order, variables resolved where the script sets them (a value it
+    cannot resolve is None); None when no command runs one. Read without positions: `rlcompat verify` replays them."""
+    variables = Variables()
+    for command in _commands(script):
+        if not command.words:
+            for a in command.assignments:
+                variables.record(a)
+            continue
+        if command.words[0].text in ("export", "declare", "local", "readonly"):
+            for w in command.words[1:]:
+                variables.record(w)
+            continue
+        expanded = _expanded_words(command, variables)
+        entry = _entry_index(expanded, knowledge)
+        if entry is None:
+            continue
+        entry_word = expanded[entry][1]
+        words = command.words[command.words.index(entry_word) + 1:]
+        return [s for s in (_override(w, variables, None) for w in words) if s is not None]
+    return None
+
+
 def check_targets(script: ShellScript, text: str, path: str, groups: Sequence[tuple[Sequence, object]], *,
                   knowledge: FrontEndKnowledge) -> list[list[Finding]]:
     """`check` for several (rules, target) groups (`rlcompat matrix`): one parse, the commands read per group."""
@@ -758,7 +782,7 @@ def _view(command: Command, variables: Variables, knowledge: FrontEndKnowledge, 
                 settings.append(setting)
                 last_override = w
     else:
-        settings.extend(_other_overrides(command.words, variables, index))
+        settings.extend(_other_overrides(command.words, variables, index, knowledge.override_clis))
     settings.extend(_flags(command.words, variables, index, knowledge.switches))
     anchor_word = expanded[entry][1] if entry is not None else command.words[0]
     view = ConfigView("command", settings, is_verl=entry is not None, anchor=Span(anchor_word.start, anchor_word.end),
@@ -769,18 +793,15 @@ def _view(command: Command, variables: Variables, knowledge: FrontEndKnowledge, 
     return view
 
 
-# Programs that take Hydra / OmegaConf `key=value` overrides after their config (besides `python script.py` and
-# `python -m module`): LLaMA-Factory, torchtune, ms-swift, axolotl.
-OVERRIDE_CLIS = {"llamafactory-cli", "tune", "swift", "axolotl"}
-
-
-def _other_overrides(words: list[Word], variables: Variables, index: LineIndex) -> list[Setting]:
+def _other_overrides(words: list[Word], variables: Variables, index: LineIndex,
+                     override_clis: frozenset[str]) -> list[Setting]:
     """`key=value` words after the program of a command that runs Python (a `*.py` script, `-m module`, a trainer
-    CLI): other Hydra entry points' overrides. Words before the program (`torchrun --nnodes=1`) are not."""
+    CLI of `override_clis`, handed by the knowledge): other Hydra entry points' overrides. Words before the program
+    (`torchrun --nnodes=1`) are not."""
     start = None
     for i, w in enumerate(words):
         text = w.text
-        if text.endswith(".py") or (text == "-m" and i + 1 < len(words)) or text.rsplit("/", 1)[-1] in OVERRIDE_CLIS:
+        if text.endswith(".py") or (text == "-m" and i + 1 < len(words)) or text.rsplit("/", 1)[-1] in override_clis:
             start = i + (2 if text == "-m" else 1)
             break
     if start is None:

@@ -27,27 +27,7 @@ def main_ppo_overrides(script: Path) -> list[str]:
     except shell.ShellSyntaxError as exc:
         line, col, why = shell.syntax_error_location(exc)
         raise LaunchScriptError(f"{script}:{line}:{col}: not a shell script rlcompat can read ({why})") from None
-    knowledge = FileKnowledge(str(script))
-    variables = shell.Variables()
-    for command in shell._commands(parsed):
-        if not command.words:
-            for a in command.assignments:
-                variables.record(a)
-            continue
-        if command.words[0].text in ("export", "declare", "local", "readonly"):
-            for w in command.words[1:]:
-                variables.record(w)
-            continue
-        expanded = shell._expanded_words(command, variables)
-        entry = shell._entry_index(expanded, knowledge)
-        if entry is None:
-            continue
-        entry_word = expanded[entry][1]
-        words = command.words[command.words.index(entry_word) + 1:]
-        out = []
-        for w in words:
-            setting = shell._override(w, variables, None)
-            if setting is not None and setting.value is not None:
-                out.append(f"{setting.prefix}{setting.key}={setting.value}")
-        return out
+    overrides = shell.entry_point_overrides(parsed, FileKnowledge(str(script)))
+    if overrides is not None:
+        return [f"{s.prefix}{s.key}={s.value}" for s in overrides if s.value is not None]
     raise LaunchScriptError(f"{script}: no `python -m verl.trainer.main_ppo` (or other verl trainer) command found")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rlcompat.analysis import pyhelpers as h
+from rlcompat.analysis.pyswitches import switched_on
 from rlcompat.lang.python import PendingFix, PythonRule
 from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
@@ -38,10 +38,9 @@ class UseFlashAttention2Flag(PythonRule):
     def visit_Arg(self, node: cst.Arg, ctx) -> None:
         if node.keyword is None or node.keyword.value != "use_flash_attention_2":
             return
-        if not (isinstance(node.value, cst.Name) and node.value.value == "True"):
+        if not switched_on(node.value, ctx.ancestors, guard=is_flash_attn_guard):
             return
-        if h.guarded_by(ctx.ancestors, is_flash_attn_guard):
-            return
+        # not turned off but replaced: attn_implementation is what transformers reads now (see RLC201)
         ctx.report(
             node,
             f"use_flash_attention_2=True selects FlashAttention-2, which needs compute capability 8.0+ "

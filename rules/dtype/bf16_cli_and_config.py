@@ -3,7 +3,7 @@ from __future__ import annotations
 from rlcompat.analysis import confighelpers as h
 from rlcompat.precision import dtype_for
 from rlcompat.lang.settings import ConfigRule
-from rlcompat.analysis.confighelpers import remove_flag
+from rlcompat.analysis.confighelpers import turn_off
 from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
 
@@ -66,15 +66,12 @@ class Bf16CliAndConfig(ConfigRule):
     def check_config(self, view, ctx) -> None:
         target = ctx.target
         fp16 = dtype_for(target, "autocast") == "float16"
-        for s in view.flags("--bf16") + ([] if view.is_verl and view.kind == "yaml" else view.by_name("bf16")):
-            if s.flag and s.value == "" and s.word_span is not None:
-                ctx.report(s.key_span, f"--bf16 trains in bf16, which {target.name} ({target.architecture}) lacks; "
-                                       "drop the flag" + (" (or use --fp16)" if fp16 else ""),
-                           [remove_flag(ctx.source_text, s.word_span)], FixSafety.SAFE, "remove --bf16")
-            elif s.as_bool() is True:
-                ctx.report(s.key_span, f"{s.label} is {s.value}{h.where(s)}: bf16 training on {target.name} "
-                                       f"({target.architecture}), which lacks bf16; set it to false",
-                           [s.rewrite(False)], FixSafety.SAFE, "set it to false")
+        turn_off(view.flags("--bf16") + ([] if view.is_verl and view.kind == "yaml" else view.by_name("bf16")), ctx,
+                 lambda s: f"--bf16 trains in bf16, which {target.name} ({target.architecture}) lacks; drop the flag"
+                           + (" (or use --fp16)" if fp16 else ""),
+                 lambda s: f"{s.label} is {s.value}{h.where(s)}: bf16 training on {target.name} "
+                           f"({target.architecture}), which lacks bf16; set it to false",
+                 removal=lambda s: "remove --bf16")
         dtype_settings = view.flags(*DTYPE_FLAGS) + (view.by_name(*DTYPE_NAMES) if not view.is_verl else [])
         for s in dtype_settings:
             if not h.is_bf16(s.value):

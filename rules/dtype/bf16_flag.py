@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from rlcompat import precision
-from rlcompat.analysis import pyhelpers as h
+from rlcompat.analysis.pyswitches import switched_on
 from rlcompat.lang.python import PendingFix, PythonRule
 from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
@@ -54,9 +54,7 @@ class Bf16Flag(PythonRule):
         return not target.bf16_native
 
     def visit_Arg(self, node: cst.Arg, ctx) -> None:
-        if node.keyword is None or node.keyword.value != "bf16" or not _is_true(node.value):
-            return
-        if h.guarded_by(ctx.ancestors, h.is_capability_guard):
+        if node.keyword is None or node.keyword.value != "bf16" or not switched_on(node.value, ctx.ancestors):
             return
         if precision.dtype_for(self.target, "autocast") == "float16":
             call = ctx.ancestors[-1] if ctx.ancestors else None
@@ -71,11 +69,9 @@ class Bf16Flag(PythonRule):
         ctx.report(node, self._message(fix.description), fix)
 
     def visit_Assign(self, node: cst.Assign, ctx) -> None:
-        if not _is_true(node.value) or not any(
-            isinstance(t.target, cst.Attribute) and t.target.attr.value == "bf16" for t in node.targets
-        ):
+        if not any(isinstance(t.target, cst.Attribute) and t.target.attr.value == "bf16" for t in node.targets):
             return
-        if h.guarded_by(ctx.ancestors, h.is_capability_guard):
+        if not switched_on(node.value, ctx.ancestors):
             return
         if precision.dtype_for(self.target, "autocast") == "float16":
             ctx.report(node, self._message("set fp16 = True instead"))  # two statements to change: report only
@@ -85,7 +81,3 @@ class Bf16Flag(PythonRule):
 
     def _message(self, advice: str) -> str:
         return f"bf16 mixed precision switched on: {self.target.name} ({self.target.architecture}) has no bf16 hardware; {advice}"
-
-
-def _is_true(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value == "True"

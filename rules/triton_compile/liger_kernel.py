@@ -1,8 +1,7 @@
 from __future__ import annotations
 
 from rlcompat.lang.settings import ConfigRule
-from rlcompat.analysis.confighelpers import remove_flag
-from rlcompat.findings import FixSafety
+from rlcompat.analysis.confighelpers import keys_at_every_mount, turn_off
 from rlcompat.rule import Bad, Good
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    {extra} \\\n    trainer.n_gpus_per_node=1\n"
@@ -46,17 +45,26 @@ class LigerKernel(ConfigRule):
 
     def check_config(self, view, ctx) -> None:
         target = ctx.target
-        keys = [k.key for k in ctx.verl.by_id("use-liger") if k.role != "sft" or _sft_view(view)]
-        found = [s for s in (view.get(key) for key in dict.fromkeys(keys + ["critic.model.use_liger"])) if s]
+        found = [s for s in (view.get(key) for key in _liger_keys(view, ctx.verl)) if s]
         found += view.by_name("use_liger_kernel") + view.flags("--use_liger_kernel", "--use-liger-kernel")
-        for s in found:
-            why = f"Liger's Triton kernels do not run on {target.name} (compute capability {target.capability_text})"
-            if s.flag and s.value == "" and s.word_span is not None:
-                ctx.report(s.key_span, f"{s.label}: {why}; drop the flag", [remove_flag(ctx.source_text, s.word_span)],
-                           FixSafety.SAFE, f"remove {s.label}")
-            elif s.as_bool() is True:
-                ctx.report(s.key_span, f"{s.label} is {s.value}: {why}; set it to false", [s.rewrite(False)],
-                           FixSafety.SAFE, "set it to false")
+        why = f"Liger's Triton kernels do not run on {target.name} (compute capability {target.capability_text})"
+        turn_off(found, ctx, lambda s: f"{s.label}: {why}; drop the flag",
+                 lambda s: f"{s.label} is {s.value}: {why}; set it to false")
+
+
+# Rule sets that do not mount model/hf_model.yaml at `critic.model` (verl before 0.8.0, a verl of unknown version)
+# prove no critic key: the rule still reads this one there, unproven, so that their findings do not change.
+UNPROVEN_CRITIC_KEY = "critic.model.use_liger"
+
+
+def _liger_keys(view, knowledge) -> list[str]:
+    """verl's `use_liger` keys (`[[setting]] id = "use-liger"`, the SFT trainer's only in an SFT run), each also at
+    the other mounts of the file it is proven in (the critic's model block, verl 0.8.0 and 0.9.1)."""
+    known = [k for k in knowledge.by_id("use-liger") if k.role != "sft" or _sft_view(view)]
+    keys = [k.key for k in known] + [key for k in known for key in keys_at_every_mount(knowledge, k)]
+    if not any(key.startswith("critic.") for key in keys):
+        keys.append(UNPROVEN_CRITIC_KEY)
+    return list(dict.fromkeys(keys))
 
 
 def _sft_view(view) -> bool:

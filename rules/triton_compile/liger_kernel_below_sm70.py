@@ -3,8 +3,8 @@ from __future__ import annotations
 import libcst as cst
 
 from rlcompat.analysis import pyhelpers as h
-from rlcompat.lang.python import PendingFix, PythonRule
-from rlcompat.findings import FixSafety
+from rlcompat.analysis.pyswitches import switched_on, turn_off
+from rlcompat.lang.python import PythonRule
 from rlcompat.rule import Bad, Good
 
 
@@ -71,16 +71,9 @@ class LigerKernelBelowSm70(PythonRule):
             self._check_true(node.value, ctx)
 
     def _check_true(self, value, ctx) -> None:
-        if not (isinstance(value, cst.Name) and value.value == "True"):
-            return
-        if h.guarded_by(ctx.ancestors, h.is_capability_guard):
-            return
-        ctx.report(
-            value,
-            f"use_liger=True enables Liger-Kernel's Triton kernels, supported on sm80+ only; {self.target.name} is "
-            f"{self.target.capability_text}: turn it off",
-            PendingFix([(value, "False")], FixSafety.SAFE, "use_liger=False"),
-        )
+        if switched_on(value, ctx.ancestors):
+            turn_off(value, ctx, f"use_liger=True enables Liger-Kernel's Triton kernels, supported on sm80+ only; "
+                                 f"{self.target.name} is {self.target.capability_text}: turn it off", "use_liger=False")
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
         name = ctx.qualname(node.func) or ""

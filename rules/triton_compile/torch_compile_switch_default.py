@@ -4,8 +4,8 @@ import libcst as cst
 
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.analysis.deadfields import dead_field, enclosing_class
-from rlcompat.lang.python import PendingFix, PythonRule
-from rlcompat.findings import FixSafety
+from rlcompat.analysis.pyswitches import is_true, switched_on, turn_off
+from rlcompat.lang.python import PythonRule
 from rlcompat.rule import Bad, Good
 
 _SWITCHES = ("use_torch_compile", "torch_compile", "use_compile", "enable_torch_compile")
@@ -52,18 +52,14 @@ class TorchCompileSwitchDefault(PythonRule):
         return not target.inductor
 
     def visit_Name(self, node: cst.Name, ctx) -> None:
-        if node.value != "True":
+        if not is_true(node):
             return
         role = h.role_of(node, ctx.ancestors)
         if role.kind not in ("assign", "param-default", "keyword", "dict-value") or role.name not in _SWITCHES:
             return
-        if h.guarded_by(ctx.ancestors, h.is_capability_guard):
+        if not switched_on(node, ctx.ancestors):
             return
         if role.kind == "assign" and dead_field(ctx.path, enclosing_class(ctx.ancestors), role.name):
             return  # a default the scanned verl version never reads: RLC356 says so instead of "fixing" it
-        ctx.report(
-            node,
-            f"`{role.name}` defaults to True: torch.compile's inductor refuses {self.target.name} "
-            f"({self.target.capability_text}; it needs 7.0+); default it to False",
-            PendingFix([(node, "False")], FixSafety.SAFE, "default it to False"),
-        )
+        turn_off(node, ctx, f"`{role.name}` defaults to True: torch.compile's inductor refuses {self.target.name} "
+                            f"({self.target.capability_text}; it needs 7.0+); default it to False", "default it to False")
