@@ -22,6 +22,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Sequence
 
+from rlcompat.lang.pyspeed import plain
+
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
 
 
@@ -47,7 +49,10 @@ class Narrowed:
 
 
 def narrow(text: str, rules: Sequence) -> Narrowed | None:
-    """`text` without the statements no rule can match, or None when the whole text is to be parsed."""
+    """`text` without the statements no rule can match, or None when the whole text is to be parsed (always with
+    `RLCOMPAT_PLAIN_LIBCST=1`)."""
+    if plain():
+        return None
     whole = [r for r in rules if getattr(r, "whole_module", False)]
     if any(not getattr(r, "whole_module_for_decorators_from", ()) for r in whole):
         return None

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from rlcompat.lang.pyspeed import plain
 from rlcompat.textpos import LineIndex
 
 
@@ -37,6 +38,8 @@ def _pass_block():
 
 def locate(module: cst.Module, text: str, requests: list[tuple[cst.CSTNode, tuple]]) -> dict:
     """Ranges for each (node, statement chain from the module down) request."""
+    if plain():
+        return _whole(module)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
