@@ -178,12 +178,15 @@ def _members_matter(node: ast.stmt, lines: list[str], words: _Words) -> bool:
 # A statement of this many lines or more is narrowed inside too (torch's `op_db = [OpInfo(...), ...]` is 10,000
 # lines whose elements mostly hold no trigger that can be a finding).
 INSIDE_MIN_LINES = 32
-# Keyword arguments that rules read beside the node they visit (the other arguments of its call), so never left
-# out: RLC103 `fp16=`, RLC108 `torch_dtype=`/`dtype=`/`mixed_precision=`/`fp16=`, RLC109 `model=`/`model_name=`,
-# RLC110 and `pyhelpers.is_capability_guard` `including_emulation=`, RLC111 `bf16=`/`fp16=`, RLC301 `num_stages=`,
-# RLC302 `sem=`, RLC304 `disable=`. A rule that starts reading another one adds it here.
-_READ_KEYWORDS = frozenset({"bf16", "fp16", "torch_dtype", "dtype", "mixed_precision", "model", "model_name",
-                            "including_emulation", "num_stages", "sem", "disable"})
+# Keyword arguments that rules (and their helpers) compare an argument's keyword with, so never left out: a rule
+# may read one beside the node it visits (RLC103 reads `fp16=` of the call whose `bf16=` it reports).
+# tests/test_narrowing_safety.py finds every keyword name the rules compare with and fails if one is missing here.
+_READ_KEYWORDS = frozenset({
+    "attn_implementation", "axis", "bf16", "configs", "disable", "dtype", "enabled", "fp16", "including_emulation",
+    "kv_cache_dtype", "kwargs", "load_in_8bit", "mixed_precision", "model", "model_id", "model_name",
+    "model_name_or_path", "num_stages", "num_warps", "out_dtype", "pretrained_model_name_or_path", "quantization",
+    "sem", "tf32", "torch_dtype", "use_flash_attention_2", "use_liger",
+})
 _SIMPLE = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)
 _DISPLAYS = (ast.List, ast.Tuple, ast.Set)
 
