@@ -27,6 +27,20 @@ from rlcompat.lang.pyspeed import plain
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
 
 
+def split_lines(text: str) -> list[str]:
+    """The lines of `text` with their ends (`\r\n`, `\r` or `\n`; the last may have none)."""
+    if "\r" in text:
+        lines = [m.group() for m in _LINE.finditer(text)]
+        if lines and lines[-1] == "":
+            lines.pop()
+        return lines
+    parts = text.split("\n")  # most files: as the pattern splits them, several times faster
+    lines = [p + "\n" for p in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
 @dataclass(frozen=True)
 class Narrowed:
     text: str  # what is parsed
@@ -65,12 +79,12 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
     from rlcompat.lang.pysettings import remember_tree
 
     remember_tree(text, tree)  # the settings reader (lang/pysettings.py) walks the same tree
-    if whole and _decorated_from(tree, {m for r in whole for m in r.whole_module_for_decorators_from}):
+    modules = {m for r in whole for m in r.whole_module_for_decorators_from}
+    # An import that binds a name from `triton` spells `triton`: without the word, no statement need be looked at.
+    if whole and any(m in text for m in modules) and _decorated_from(tree, modules):
         return None
     rules = [r for r in rules if r not in whole]  # they cannot match in this file: their triggers keep nothing
-    lines = [m.group() for m in _LINE.finditer(text)]
-    if lines and lines[-1] == "":
-        lines.pop()
+    lines = split_lines(text)
     drop: set[int] = set()  # 0-based line numbers
     keep: set[int] = set()
     blanks: dict[int, list[tuple[int, int]]] = {}  # 0-based line -> columns blanked in it
@@ -89,11 +103,7 @@ def _decorated_from(tree: ast.Module, modules: set[str]) -> bool:
     resolves into them (`python.ImportMap`, `triton_model.is_jit`). Every import counts, wherever it is."""
     bound: set[str] = set()
     decorated: list[ast.expr] = []
-    todo: list = list(tree.body)
-    while todo:  # statements only: imports and function definitions are statements
-        node = todo.pop()
-        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
-            todo.extend(getattr(node, name, ()))
+    for node in _statements(tree):  # imports and function definitions are statements
         if isinstance(node, ast.Import):
             bound.update((a.asname or a.name).split(".")[0] for a in node.names if a.name.split(".")[0] in modules)
         elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] in modules:
@@ -108,6 +118,23 @@ def _decorated_from(tree: ast.Module, modules: set[str]) -> bool:
         if isinstance(expr, ast.Name) and expr.id in bound:
             return True
     return False
+
+
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _statements(root: ast.AST) -> list:
+    """`root` and every statement (and `except` handler, `match` case) under it, in no particular order."""
+    out = []
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        for name in _BLOCKS:
+            block = getattr(node, name, None)
+            if type(block) is list:
+                todo.extend(block)
+    return out
 
 
 class _Words:
@@ -129,7 +156,7 @@ class _Words:
         if "import" not in segment or " as " not in segment:
             return
         known = len(self.aliases)
-        for imp in ast.walk(node):
+        for imp in _statements(node):  # imports are statements: no expression need be walked
             if isinstance(imp, (ast.Import, ast.ImportFrom)):
                 module = getattr(imp, "module", None) or ""
                 for alias in imp.names:

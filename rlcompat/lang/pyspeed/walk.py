@@ -45,41 +45,61 @@ def _role(cls: type) -> int:
     return role
 
 
-def _children(node: cst.CSTNode):
+def _children(node: cst.CSTNode) -> list:
+    """The node's walked children, in field order."""
+    out = []
+    roles = _TYPE_ROLE
     for name in _child_fields(type(node)):
         value = getattr(node, name)
         cls = type(value)
         if cls is tuple or cls is list:
             for item in value:
-                if _role(type(item)):
-                    yield item
-        elif _role(cls):
-            yield value
+                role = roles.get(type(item))
+                if role is None:
+                    role = _role(type(item))
+                if role:
+                    out.append(item)
+        else:
+            role = roles.get(cls)
+            if role is None:
+                role = _role(cls)
+            if role:
+                out.append(value)
+    return out
+
+
+_LEAVE = object()  # on the walk's stack after a node's children: the walk leaves that node there
 
 
 def walk(root: cst.CSTNode, handlers: dict[type, list], ctx) -> None:
     """Pre-order walk keeping the ancestor chain (in `ctx`, which every rule's context shares) and recording
-    imports in `ctx.imports` as it meets them. The walk keeps its own stack instead of
-    recursing: valid Python nests deeper than Python's recursion limit (a 1,000-term `a + b + ...` or `elif`
-    chain is 1,000 levels of LibCST nodes), and a RecursionError here would crash the whole run.
+    imports in `ctx.imports` as it meets them. The walk keeps its own stack instead of recursing: valid Python
+    nests deeper than Python's recursion limit (a 1,000-term `a + b + ...` or `elif` chain is 1,000 levels of
+    LibCST nodes), and a RecursionError here would crash the whole run. One flat stack of nodes (children pushed
+    in reverse), not a stack of generators: this loop runs for every node of every parsed file.
     """
     ancestors = ctx.ancestors
-    stack = [iter((root,))]  # stack[i + 1] iterates over the children of ancestors[i]
-    while stack:
-        node = next(stack[-1], None)
-        if node is None:
-            stack.pop()
-            if stack:
-                ancestors.pop()
+    imports = (cst.Import, cst.ImportFrom)
+    function = cst.FunctionDef
+    todo = [root]
+    pop, push, extend, find = todo.pop, todo.append, todo.extend, handlers.get
+    while todo:
+        node = pop()
+        if node is _LEAVE:
+            ancestors.pop()
             continue
         cls = type(node)
-        if cls is cst.Import or cls is cst.ImportFrom:
-            ctx.imports.record(node, module_level=not any(type(a) is cst.FunctionDef for a in ancestors))
-        for rule, handler, rule_ctx in handlers.get(cls, ()):
+        if cls in imports:
+            ctx.imports.record(node, module_level=not any(type(a) is function for a in ancestors))
+        for rule, handler, rule_ctx in find(cls, ()):
             rule_ctx._rule = rule
             handler(node, rule_ctx)
         ancestors.append(node)
-        stack.append(_children(node))
+        push(_LEAVE)
+        children = _children(node)
+        if children:
+            children.reverse()
+            extend(children)
 
 
 def statements_to(root: cst.CSTNode, targets: list[cst.CSTNode]) -> dict[int, tuple]:
