@@ -1,6 +1,6 @@
 """Deferred imports for heavy modules that most runs never touch (`RLCOMPAT_PLAIN_LIBCST=1`: imported at once).
 
-Importing libcst costs a quarter of a second (it defines hundreds of dataclasses). A warm, cached scan, or a
+Importing libcst is a large part of a short run (it defines hundreds of dataclasses). A warm, cached scan, or a
 pre-commit run on files without any trigger, never parses Python, so it should not pay for that. The rule
 modules still say `import libcst as cst` at the top, as everyone reads and writes it.
 

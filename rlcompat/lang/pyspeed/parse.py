@@ -1,7 +1,7 @@
 """LibCST's parse without node validation.
 
 LibCST validates every node it constructs (`CSTNode.__post_init__`); for nodes its own parser built from valid
-source that is redundant (LibCST's comment there says as much) and about a fifth of the parse. The check is
+source that is redundant (LibCST's comment there says as much) and a large part of the parse. The check is
 switched off for the parse only and restored at once, so nodes a rule or a fix builds are validated as usual.
 """
 

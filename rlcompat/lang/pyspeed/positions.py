@@ -1,7 +1,7 @@
 """Where reported nodes are in the text, without regenerating whole files.
 
-LibCST's PositionProvider regenerates a whole module to learn positions; for a finding inside a 1,500-line
-class that is most of the run's time. Here only the innermost statement holding a node is regenerated (a
+LibCST's PositionProvider regenerates a whole module to learn positions; for a finding inside a big class that
+is most of the run's time. Here only the innermost statement holding a node is regenerated (a
 compound statement with its body replaced by `pass`), CPython's `ast` (in C) says on which line that statement
 starts, and the statement's indentation gives the column shift. Every computed range is checked against the
 text; anything that does not check out falls back to the whole-module provider, so results never differ.
@@ -70,8 +70,8 @@ def _whole(module: cst.Module) -> dict:
 
 
 # Holders regenerated together: one pass for many findings, in batches so that the positions LibCST computes for
-# every node of a batch (most of them never asked for) are dropped before the next batch: a file with 100,000
-# findings would otherwise hold millions of them at once.
+# every node of a batch (most of them never asked for) are dropped before the next batch, not held for all the
+# findings of a file at once.
 HOLDERS_PER_PASS = 2000
 
 
@@ -127,8 +127,8 @@ def _matches(index: LineIndex, start: Pos, end: Pos, expected: str, exact: str |
     all of it and no more: not even a blank the node does not start or end with."""
     if start.line < 1 or end.line > index.line_count:
         return False
-    # A column past the end of its line is no position at all: its offset runs on into the next line (found by
-    # tests/test_fuzz.py: `x = \` continued in an indented block gave a fix that ate the newline).
+    # A column past the end of its line is no position at all: its offset runs on into the next line (`x = \`
+    # continued in an indented block: a fix there would eat the newline).
     if start.column > len(index.line_text(start.line)) or end.column > len(index.line_text(end.line)):
         return False
     a, b = index.offset(start.line, start.column), index.offset(end.line, end.column)
@@ -160,7 +160,7 @@ def _without_body(stmt):
 
 class _BodyIndex:
     """For each block seen, its LibCST statements mapped to CPython's, built once per block: a module of thousands
-    of findings would otherwise rescan its body for each (found with 4,000 findings in one file)."""
+    of findings would otherwise rescan its body for each."""
 
     def __init__(self) -> None:
         self._blocks: dict[int, dict[int, ast.stmt | None]] = {}
@@ -187,7 +187,7 @@ class _BodyIndex:
 
 def _ast_line(module: cst.Module, tree: ast.Module, chain: tuple, bodies: _BodyIndex) -> int | None:
     """The line CPython gives the last statement of `chain`, found by walking both trees in step (through the blocks
-    `bodies` has paired once: copying or searching a block per finding was quadratic in the findings of a file)."""
+    `bodies` has paired once: copying or searching a block per finding would be quadratic in a file's findings)."""
     cst_body, py_body = module.body, tree.body
     py_node = None
     for depth, stmt in enumerate(chain):
