@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Findings and fixes of two rlcompat checkouts compared byte for byte on whole installed packages.
 #   bash bench/before_after.sh OLD_SRC NEW_SRC [packages] [targets]
-# OLD_SRC/NEW_SRC: source trees of rlcompat (e.g. `git archive main | tar -x -C /tmp/old`, and `.`), run with this
-# repo's .venv. For each package and target: `scan --output-format json` of the package, and `fix --unsafe-fixes`
-# of a fresh copy; the JSON reports and the fixed trees must be identical. Prints wall/CPU/peak RSS of each run.
+# OLD_SRC/NEW_SRC: source trees of rlcompat (e.g. `git archive main | tar -x -C /tmp/old`, then
+# `ln -s ../rules /tmp/old/rlcompat/rules`; and `.`), run with this repo's .venv. For each package and target:
+# `scan --output-format json` of the package, and `fix --unsafe-fixes` of a fresh copy; the JSON reports and the fixed trees must be identical.
+# Prints wall/CPU/peak RSS of each run.
 set -euo pipefail
 OLD=$(cd "$1" && pwd); NEW=$(cd "$2" && pwd)
 PACKAGES=${3:-verl,transformers,torch}; TARGETS=${4:-sm61,sm75}
@@ -12,7 +13,8 @@ WORK=$(mktemp -d /tmp/rlcompat-before-after-XXXX)
 trap 'rm -rf "$WORK"' EXIT
 status=0
 for code in "$OLD" "$NEW"; do
-  (cd "$WORK" && PYTHONPATH="$code" "$PY" -c "import rlcompat.lang.pynarrow as m, sys; assert m.__file__.startswith(sys.argv[1]), m.__file__" "$code")
+  # An archive's rules/ must be importable as rlcompat.rules from it: `ln -s ../rules SRC/rlcompat/rules`.
+  (cd "$WORK" && PYTHONPATH="$code" "$PY" -c "import rlcompat, rlcompat.rules, sys; bad = [m.__file__ for m in (rlcompat, rlcompat.rules) if not m.__file__.startswith(sys.argv[1])]; assert not bad, f'not from {sys.argv[1]}: {bad} (ln -s ../rules SRC/rlcompat/rules)'" "$code")
 done
 for pkg in ${PACKAGES//,/ }; do
   src=$("$PY" -c "import importlib.util,sys; print(list(importlib.util.find_spec(sys.argv[1]).submodule_search_locations)[0])" "$pkg")

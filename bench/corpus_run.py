@@ -457,7 +457,7 @@ def _result_key(result) -> tuple:
 
 
 def narrowing_differences(task: tuple[str, str, str]) -> tuple[str, bool, str | None]:
-    """One file checked twice, with the Python front end's narrowing (lang/pynarrow.py) and with the whole file
+    """One file checked twice, with the Python front end's narrowing (lang/pyspeed/narrow.py) and with the whole file
     parsed: (path, parsed, None if the findings, positions, messages and fix edits are identical, else why)."""
     path, language, target = task
     import rlcompat.lang.python as python_frontend

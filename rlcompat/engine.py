@@ -122,7 +122,7 @@ class Checker:
         if present:
             runnable = [r for r in rules if not present.isdisjoint(triggers_in(r, language))]
             fe = frontend(language)
-            # A front end may leave out what no runnable rule can match (the Python one: lang/pynarrow.py).
+            # A front end may leave out what no runnable rule can match (the Python one: lang/pyspeed/narrow.py).
             narrowed = fe.narrow(text, runnable) if hasattr(fe, "narrow") else None
             try:
                 tree, narrowed = self._parse(language, text, narrowed)

@@ -81,8 +81,8 @@ def fix_source(checker: Checker, source: SourceFile, language: str, unsafe: bool
             compiles = _compile_error(source.text) is None
         if language == "python" and compiles:
             # A file that compiled must still compile. CPython's compiler rejects more than LibCST's grammar
-            # (`f(fp16=True, fp16=False)`, a repeated keyword: found by bench/corpus_run.py), so it is the re-parse;
-            # LibCST's whole-file parse of a 1.4 MB file took 10 s and 800 MB (issue 15).
+            # (`f(fp16=True, fp16=False)`, a repeated keyword), so it is the re-parse, and it is much cheaper than
+            # LibCST's whole-file parse of a big file (docs/performance.md, item 17).
             error = _compile_error(new_text)
             if error is not None:
                 raise FixBroke(source.path, {f.code for f in taken}, f"uncompilable ({error})")
@@ -121,8 +121,8 @@ def _overlaps(a: Edit, b: Edit) -> bool:
 
 class _TakenEdits:
     """The edits taken in one pass, kept sorted: none overlaps another, so an edit can only overlap the one that
-    starts at or before it and those starting inside it. Checking against every taken edit was quadratic: 20,000
-    findings in one file took 40 s."""
+    starts at or before it and those starting inside it (checking against every taken edit would be quadratic in a
+    file's findings)."""
 
     def __init__(self) -> None:
         self.edits: list[Edit] = []

@@ -46,7 +46,7 @@ class Rule:
     # are never parsed for this rule.
     triggers: ClassVar[tuple[str, ...]] = ()
     # Python rules see a node, its ancestors and the imports before it, so statements without a trigger are
-    # left out before parsing (rlcompat/lang/pynarrow.py). A rule that reads other statements says so here.
+    # left out before parsing (rlcompat/lang/pyspeed/narrow.py). A rule that reads other statements says so here.
     whole_module: ClassVar[bool] = False
     # A whole-module rule that only reports functions decorated with something imported from these top-level
     # modules (RLC301: `@triton.jit` kernels) needs the whole module only in a file that has such a function;

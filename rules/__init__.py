@@ -34,7 +34,7 @@ def environment_rules() -> tuple[type, ...]:
 
 
 def _load(wanted_family) -> tuple[type, ...]:
-    from rlcompat._lazy import lazy_import
+    from rlcompat.lang.pyspeed.lazy import lazy_import
     from rlcompat.rule import Rule
 
     lazy_import("libcst")  # rule modules import it at top level; defer the cost to the first parse

@@ -221,7 +221,7 @@ def ast_differences(a: ast.AST, b: ast.AST, text: str) -> list[tuple[int, int]]:
 
 
 @given(python_source(), st.sampled_from([("sm61", False), ("sm75", True), ("sm70", False)]))
-@example(  # found by this test: a `match` kept last by lang/pynarrow.py crashed the check (IndexError)
+@example(  # found by this test: a `match` kept last by lang/pyspeed/narrow.py crashed the check (IndexError)
     b"import torch\nmatch dtype:\n    case torch.bfloat16:\n        d = torch.bfloat16\n    case _:\n        d = None\n"
     b"x = t.to(torch.float32)", ("sm61", False))
 @example(  # found by this test: a fix on a `\` continuation line in an indented block ran past the value

@@ -1,4 +1,4 @@
-"""Narrowed parsing (rlcompat/lang/pynarrow.py) must never change a result: only make it cheaper."""
+"""Narrowed parsing (rlcompat/lang/pyspeed/narrow.py) must never change a result: only make it cheaper."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import rlcompat.lang.python as python_frontend
 from rlcompat.config import Options
 from rlcompat.engine import Checker
-from rlcompat.lang.pynarrow import narrow
+from rlcompat.lang.pyspeed.narrow import narrow
 from rlcompat.source import decode, read_bytes
 from rlcompat.targets import resolve_target
 
@@ -91,7 +91,7 @@ def test_narrowed_and_whole_file_results_are_identical_on_verl(target, monkeypat
     assert narrowed == whole
 
 
-# --- inside one big statement (pynarrow._inside) ----------------------------------------------------------------
+# --- inside one big statement (pyspeed/narrow.py, _inside) --------------------------------------------------
 
 def _big(body: list[str], head: str = "ops = [\n", tail: str = "]\n") -> str:
     return head + "".join(body) + tail

@@ -49,7 +49,7 @@ def _modules_after_scan(args: list[str], cwd: Path, prefix: str = "libcst.") -> 
         "prefix = sys.argv[1]\n"
         "sys.argv = ['rlcompat', 'scan', *sys.argv[2:]]\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        # `libcst` itself may be the unloaded stand-in of rlcompat._lazy; its submodules are the real thing.
+        # `libcst` itself may be the unloaded stand-in of rlcompat.lang.pyspeed.lazy; its submodules are the real thing.
         "print(json.dumps(sorted(m for m in sys.modules if m.startswith(prefix))), file=sys.stderr)\n"
     )
     args = [prefix, *args]

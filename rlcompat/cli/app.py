@@ -3,7 +3,6 @@ other command. Exit codes: 0 clean, 1 findings remain, 2 usage or internal error
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 from typing import Annotated, List, Optional
@@ -14,6 +13,7 @@ from rlcompat.cli.common import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_INTE
 from rlcompat.cli.common import emit as _emit
 from rlcompat.cli.common import fail as _fail
 from rlcompat.cli.common import run_settings as _settings
+from rlcompat.lang.pyspeed.collector import collector_off
 
 app = typer.Typer(
     name="rlcompat",
@@ -280,19 +280,9 @@ app.command("matrix")(matrix_command)
 
 
 def main() -> None:
-    # One run is short and makes few reference cycles, while LibCST's import alone makes tens of thousands of
-    # objects that every pass of the cyclic collector walks again. With the collector off (worker processes inherit
-    # it), a one-file scan is ~15% and a cold scan of verl ~15% faster; peak memory is within 1% (transformers'
-    # 107 MB package: 100.8 -> 102.0 MB). Freezing what is alive at the end spares the interpreter's exit the same
-    # walk (~40 ms). Measured in docs/performance.md.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        app()
-    except KeyboardInterrupt:  # outside a command body (fix handles its own)
-        typer.echo("rlcompat: interrupted", err=True)
-        sys.exit(EXIT_INTERRUPTED)
-    finally:
-        gc.freeze()
-        if collecting:
-            gc.enable()  # for callers that run main() in their own process and go on
+    with collector_off():  # lang/pyspeed/collector.py: LibCST's objects are not walked again and again
+        try:
+            app()
+        except KeyboardInterrupt:  # outside a command body (fix handles its own)
+            typer.echo("rlcompat: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)

@@ -34,6 +34,8 @@ dropped (`drop_overlaps`): one hazard, one finding, the Python rule's wording.
 from __future__ import annotations
 
 import ast
+import bisect
+import itertools
 import re
 import warnings
 from dataclasses import dataclass, replace
@@ -69,9 +71,10 @@ def tree_of(text: str) -> ast.Module | None:
 class _Positions:
     def __init__(self, text: str) -> None:
         self.text = text
-        self.starts = [0]
-        for m in re.finditer(r"\r\n|\r|\n", text):
-            self.starts.append(m.end())
+        if "\r" in text:
+            self.starts = [0, *(m.end() for m in re.finditer(r"\r\n|\r|\n", text))]
+        else:  # most files: the same offsets from the lengths of the lines, without a match object per line
+            self.starts = list(itertools.accumulate(map((1).__add__, map(len, text.split("\n")[:-1])), initial=0))
 
     def offset(self, line: int, byte_col: int) -> int:
         start = self.starts[line - 1]
@@ -400,22 +403,49 @@ def drop_overlaps(config_findings: list, python_findings: list) -> list:
     on its line."""
     if not python_findings:
         return config_findings
+    by_family: dict = {}
 
-    def covered(f) -> bool:
+    def indexed(family):
         # One hazard is one family's (RLC1xx dtype, RLC4xx rollout, ...): RLC111's finding on `GRPOConfig(...)` (bf16
         # left at its default) does not stand for RLC404's `use_vllm=True` inside the same call. The net (RLC0xx)
-        # reads names of every family, so it yields to all of them.
-        same = [p for p in python_findings if p.code[:4] == f.code[:4] or f.code.startswith("RLC0")]
-        edited = [(e.start, e.end) for p in same if p.fix for e in p.fix.edits]
-        lines = {p.location.line for p in same}
-        reported = [((p.location.line, p.location.column), (p.location.end_line, p.location.end_column)) for p in same]
+        # reads names of every family, so it yields to all of them (family None).
+        if family not in by_family:
+            same = python_findings if family is None else [p for p in python_findings if p.code[:4] == family]
+            edited = _Intervals((e.start, e.end) for p in same if p.fix for e in p.fix.edits)
+            reported = _Intervals(((p.location.line, p.location.column), (p.location.end_line, p.location.end_column))
+                                  for p in same)
+            by_family[family] = (edited, {start for start, _ in edited.spans}, {p.location.line for p in same},
+                                 reported)
+        return by_family[family]
+
+    def covered(f) -> bool:
+        edited, edited_starts, lines, reported = indexed(None if f.code.startswith("RLC0") else f.code[:4])
         if f.fix is None:
             return f.location.line in lines
         # Inside what a Python rule reported (`bf16=True`, which RLC103 renames to `fp16=True`): the same setting,
         # whose fixes would otherwise combine (the key renamed by one, the value flipped by the other).
-        at = (f.location.line, f.location.column)
-        if any(start <= at <= end for start, end in reported):
+        if reported.any_holding((f.location.line, f.location.column)):
             return True
-        return any(e.start < end and start < e.end or e.start == start for e in f.fix.edits for start, end in edited)
+        return any(edited.any_overlapping(e.start, e.end) or e.start in edited_starts for e in f.fix.edits)
 
     return [f for f in config_findings if not covered(f)]
+
+
+class _Intervals:
+    """Closed intervals, asked which hold a point or overlap a range in log time: a file with as many config
+    findings as Python findings made the one-by-one comparison quadratic."""
+
+    def __init__(self, spans) -> None:
+        self.spans = sorted(spans)
+        self._starts = [start for start, _ in self.spans]
+        self._reach = list(itertools.accumulate((end for _, end in self.spans), max))  # furthest end so far
+
+    def any_holding(self, point) -> bool:
+        """Some start <= point <= end."""
+        i = bisect.bisect_right(self._starts, point)
+        return i > 0 and self._reach[i - 1] >= point
+
+    def any_overlapping(self, start, end) -> bool:
+        """Some interval with its start < end and its end > start."""
+        i = bisect.bisect_left(self._starts, end)
+        return i > 0 and self._reach[i - 1] > start

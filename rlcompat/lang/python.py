@@ -7,15 +7,15 @@ it sits (`rlcompat.analysis.pyhelpers.role_of`). Positions are computed only for
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from rlcompat._lazy import lazy_import
-
-from rlcompat.lang import pynarrow
 from rlcompat.lang.knowledge import FrontEndKnowledge
-from rlcompat.lang.pynarrow import Narrowed
+from rlcompat.lang.pyspeed import narrow as pynarrow
+from rlcompat.lang.pyspeed.lazy import lazy_import
+from rlcompat.lang.pyspeed.narrow import Narrowed
+from rlcompat.lang.pyspeed.parse import parse_module
+from rlcompat.lang.pyspeed.walk import statements_to, walk
 from rlcompat.lang.settings import ConfigRule, ConfigView, run_rules
 from rlcompat.findings import Edit, Finding, Fix, FixSafety, Location
 from rlcompat.rule import Rule
@@ -137,92 +137,6 @@ class Context:
         self.pending.append(_Pending(self._rule, node, message, fix, statements, severity))
 
 
-# Fields that hold only whitespace, comments or punctuation: no rule looks inside them, so the walk skips them.
-_SKIPPED_FIELD_PREFIXES = ("whitespace", "lpar", "rpar", "leading_lines", "lines_after_decorators", "header", "footer")
-_SKIPPED_TYPE_NAMES = (
-    "BaseParenthesizableWhitespace", "EmptyLine", "TrailingWhitespace", "Newline", "Comment",
-    "LeftParen", "RightParen", "Comma", "Semicolon", "Colon", "Dot", "AssignEqual",
-)
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-def _child_fields(cls: type) -> tuple[str, ...]:
-    names = _CHILD_FIELDS.get(cls)
-    if names is None:
-        names = tuple(f.name for f in dataclasses.fields(cls) if not f.name.startswith(_SKIPPED_FIELD_PREFIXES))
-        _CHILD_FIELDS[cls] = names
-    return names
-
-
-_WALK, _SKIP = 1, 0
-_TYPE_ROLE: dict[type, int] = {}
-
-
-def _role(cls: type) -> int:
-    """Whether values of this type are walked; cached because isinstance against LibCST's ABCs is slow."""
-    role = _TYPE_ROLE.get(cls)
-    if role is None:
-        skipped = tuple(getattr(cst, n) for n in _SKIPPED_TYPE_NAMES)
-        role = _WALK if issubclass(cls, cst.CSTNode) and not issubclass(cls, skipped) else _SKIP
-        _TYPE_ROLE[cls] = role
-    return role
-
-
-def _children(node: cst.CSTNode):
-    for name in _child_fields(type(node)):
-        value = getattr(node, name)
-        cls = type(value)
-        if cls is tuple or cls is list:
-            for item in value:
-                if _role(type(item)):
-                    yield item
-        elif _role(cls):
-            yield value
-
-
-def _walk(root: cst.CSTNode, handlers: dict[type, list], ctx: Context) -> None:
-    """Pre-order walk keeping the ancestor chain (in `ctx`, which every rule's context shares).
-
-    LibCST's own `visit` rebuilds every node it passes through, even for read-only visitors; reading the
-    dataclass fields directly does the same walk several times faster. The walk keeps its own stack instead of
-    recursing: valid Python nests deeper than Python's recursion limit (a 1,000-term `a + b + ...` or `elif`
-    chain is 1,000 levels of LibCST nodes), and a RecursionError here would crash the whole run.
-    """
-    ancestors = ctx.ancestors
-    stack = [iter((root,))]  # stack[i + 1] iterates over the children of ancestors[i]
-    while stack:
-        node = next(stack[-1], None)
-        if node is None:
-            stack.pop()
-            if stack:
-                ancestors.pop()
-            continue
-        cls = type(node)
-        if cls is cst.Import or cls is cst.ImportFrom:
-            ctx.imports.record(node, module_level=not any(type(a) is cst.FunctionDef for a in ancestors))
-        for rule, handler, rule_ctx in handlers.get(cls, ()):
-            rule_ctx._rule = rule
-            handler(node, rule_ctx)
-        ancestors.append(node)
-        stack.append(_children(node))
-
-
-def _statements_to(root: cst.CSTNode, targets: list[cst.CSTNode]) -> dict[int, tuple]:
-    """For each target (by id) found below `root`, the statements holding it, outermost first. One walk for all
-    of them (a Triton kernel's configs are many nodes of one module-level list); iterative, as `_walk` is."""
-    wanted = {id(t) for t in targets}
-    found: dict[int, tuple] = {}
-    stack: list[tuple[cst.CSTNode, tuple]] = [(root, ())]
-    while stack and len(found) < len(wanted):
-        node, chain = stack.pop()
-        if id(node) in wanted:
-            found[id(node)] = chain
-        if isinstance(node, cst.BaseStatement):
-            chain = (*chain, node)
-        stack.extend((child, chain) for child in _children(node))
-    return found
-
-
 def _handlers(rules: Sequence[PythonRule], ctx: Context, table: dict | None = None) -> dict[type, list[tuple[PythonRule, Callable, Context]]]:
     table = {} if table is None else table
     for rule in rules:
@@ -242,10 +156,6 @@ class PythonSyntaxError(Exception):
 PARSE_ERRORS = (PythonSyntaxError,)
 
 
-def _skip_validation(self) -> None:
-    pass
-
-
 def narrow(text: str, rules: Sequence) -> Narrowed | None:
     """What LibCST parses: only for the Python rules (config rules read settings from CPython's `ast`, see
     lang/pysettings.py); nothing at all when only config rules run."""
@@ -258,12 +168,8 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
 def parse(text: str) -> cst.Module | None:
     if not text:
         return None  # nothing to parse (narrowed to nothing): no LibCST import, no statements, no findings
-    # LibCST validates every node it builds (CSTNode.__post_init__); nodes the parser builds from valid source need
-    # none of it (LibCST's own comment there says so), and it is about a fifth of the parse. Only for this call.
-    validate = cst.CSTNode.__post_init__
-    cst.CSTNode.__post_init__ = _skip_validation
     try:
-        return cst.parse_module(text)
+        return parse_module(text)
     except cst.ParserSyntaxError as exc:
         # CPython's own parser places syntax errors more precisely than LibCST's; prefer its words and place.
         import ast
@@ -275,8 +181,6 @@ def parse(text: str) -> cst.Module | None:
         except (ValueError, RecursionError, MemoryError):
             pass
         raise PythonSyntaxError(exc.message, exc.raw_line, exc.raw_column + 1) from exc
-    finally:
-        cst.CSTNode.__post_init__ = validate
 
 
 def syntax_error_location(exc: PythonSyntaxError) -> tuple[int, int, str]:
@@ -335,7 +239,7 @@ def _unselected_python_findings(text: str, path: str, target, ran: Sequence, kno
 
 def _check_python(module: cst.Module, text: str, path: str, rules: Sequence[PythonRule], target,
                   narrowed: Narrowed | None = None) -> list[Finding]:
-    """Findings in `text`. With `narrowed`, `module` was parsed from `narrowed.text` (lang/pynarrow.py): positions
+    """Findings in `text`. With `narrowed`, `module` was parsed from `narrowed.text` (lang/pyspeed/narrow.py): positions
     are found there and mapped back to `text` line by line (columns are the same)."""
     return _walk_targets(module, text, path, [(rules, target)], narrowed)[0]
 
@@ -352,7 +256,7 @@ def _walk_targets(module: cst.Module, text: str, path: str, groups: Sequence[tup
     for (rules, _), ctx in zip(groups, contexts):
         ctx.imports, ctx.ancestors = contexts[0].imports, contexts[0].ancestors
         _handlers(rules, ctx, handlers)
-    _walk(module, handlers, contexts[0])
+    walk(module, handlers, contexts[0])
     pending = [p for ctx in contexts for p in ctx.pending]
     if not pending:
         return [[] for _ in groups]
@@ -362,9 +266,9 @@ def _walk_targets(module: cst.Module, text: str, path: str, groups: Sequence[tup
     # list the decorator names); find that node's own statements rather than locating in the whole module.
     unplaced = [n for n, chain in requests if not chain]
     if unplaced:
-        chains = _statements_to(module, unplaced)
+        chains = statements_to(module, unplaced)
         requests = [(n, chain or chains.get(id(n), ())) for n, chain in requests]
-    from rlcompat.lang.pypositions import locate
+    from rlcompat.lang.pyspeed.positions import locate
 
     positions = locate(module, narrowed.text if narrowed else text, requests)
     line = narrowed.original_line if narrowed else (lambda n: n)

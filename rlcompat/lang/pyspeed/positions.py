@@ -1,7 +1,7 @@
 """Where reported nodes are in the text, without regenerating whole files.
 
-LibCST's PositionProvider regenerates a whole module to learn positions; for a finding inside a 1,500-line
-class that is most of the run's time. Here only the innermost statement holding a node is regenerated (a
+LibCST's PositionProvider regenerates a whole module to learn positions; for a finding inside a big class that
+is most of the run's time. Here only the innermost statement holding a node is regenerated (a
 compound statement with its body replaced by `pass`), CPython's `ast` (in C) says on which line that statement
 starts, and the statement's indentation gives the column shift. Every computed range is checked against the
 text; anything that does not check out falls back to the whole-module provider, so results never differ.
@@ -12,10 +12,12 @@ from __future__ import annotations
 import ast
 import warnings
 from dataclasses import dataclass
+from typing import Sequence
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from rlcompat.lang.pyspeed import plain
 from rlcompat.textpos import LineIndex
 
 
@@ -37,6 +39,8 @@ def _pass_block():
 
 def locate(module: cst.Module, text: str, requests: list[tuple[cst.CSTNode, tuple]]) -> dict:
     """Ranges for each (node, statement chain from the module down) request."""
+    if plain():
+        return _whole(module)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -65,18 +69,26 @@ def _whole(module: cst.Module) -> dict:
     return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
 
 
+# Holders regenerated together: one pass for many findings, in batches so that the positions LibCST computes for
+# every node of a batch (most of them never asked for) are dropped before the next batch, not held for all the
+# findings of a file at once.
+HOLDERS_PER_PASS = 2000
+
+
 def _locate_in_holders(module, index: LineIndex, holders: list) -> dict | None:
-    """Every holder statement (its own body replaced by `pass`) is regenerated once, all in one small module, so a
-    file with thousands of findings costs one pass, not one per finding."""
-    stand_ins = [_without_body(holder) for holder, _, _ in holders]
-    mini = module.with_changes(body=stand_ins, header=(), footer=())
-    local = MetadataWrapper(mini, unsafe_skip_copy=True).resolve(PositionProvider)
+    """Every holder statement (its own body replaced by `pass`) is regenerated once, in small modules of
+    `HOLDERS_PER_PASS` holders, so a file with thousands of findings costs one pass, not one per finding."""
     out: dict = {}
-    for stand_in, (_, line, nodes) in zip(stand_ins, holders):
-        found = _locate_in_holder(mini, local, index, stand_in, line, nodes)
-        if found is None:
-            return None
-        out.update(found)
+    for first in range(0, len(holders), HOLDERS_PER_PASS):
+        batch = holders[first : first + HOLDERS_PER_PASS]
+        stand_ins = [_without_body(holder) for holder, _, _ in batch]
+        mini = module.with_changes(body=stand_ins, header=(), footer=())
+        local = MetadataWrapper(mini, unsafe_skip_copy=True).resolve(PositionProvider)
+        for stand_in, (_, line, nodes) in zip(stand_ins, batch):
+            found = _locate_in_holder(mini, local, index, stand_in, line, nodes)
+            if found is None:
+                return None
+            out.update(found)
     return out
 
 
@@ -115,8 +127,8 @@ def _matches(index: LineIndex, start: Pos, end: Pos, expected: str, exact: str |
     all of it and no more: not even a blank the node does not start or end with."""
     if start.line < 1 or end.line > index.line_count:
         return False
-    # A column past the end of its line is no position at all: its offset runs on into the next line (found by
-    # tests/test_fuzz.py: `x = \` continued in an indented block gave a fix that ate the newline).
+    # A column past the end of its line is no position at all: its offset runs on into the next line (`x = \`
+    # continued in an indented block: a fix there would eat the newline).
     if start.column > len(index.line_text(start.line)) or end.column > len(index.line_text(end.line)):
         return False
     a, b = index.offset(start.line, start.column), index.offset(end.line, end.column)
@@ -148,54 +160,60 @@ def _without_body(stmt):
 
 class _BodyIndex:
     """For each block seen, its LibCST statements mapped to CPython's, built once per block: a module of thousands
-    of findings would otherwise rescan its body for each (found with 4,000 findings in one file)."""
+    of findings would otherwise rescan its body for each."""
 
     def __init__(self) -> None:
-        self._blocks: dict[int, dict[int, ast.stmt]] = {}
+        self._blocks: dict[int, dict[int, ast.stmt | None]] = {}
 
-    def matching(self, cst_body: list, py_body: list, stmt) -> ast.stmt | None:
+    def matching(self, cst_body: Sequence, py_body: list, stmt) -> ast.stmt | None:
+        return self._pairs(cst_body, py_body).get(id(stmt))
+
+    def holds(self, cst_body: Sequence, py_body: list, stmt) -> bool:
+        """Whether `stmt` is one of `cst_body`'s statements."""
+        return id(stmt) in self._pairs(cst_body, py_body)
+
+    def _pairs(self, cst_body: Sequence, py_body: list) -> dict[int, ast.stmt | None]:
         key = id(cst_body[0]) if cst_body else 0
         pairs = self._blocks.get(key)
         if pairs is None:
             pairs = {}
             j = 0
             for s in cst_body:
-                if j >= len(py_body):
-                    break
-                pairs[id(s)] = py_body[j]
+                pairs[id(s)] = py_body[j] if j < len(py_body) else None
                 j += len(s.body) if isinstance(s, cst.SimpleStatementLine) else 1
             self._blocks[key] = pairs
-        return pairs.get(id(stmt))
+        return pairs
 
 
 def _ast_line(module: cst.Module, tree: ast.Module, chain: tuple, bodies: _BodyIndex) -> int | None:
-    """The line CPython gives the last statement of `chain`, found by walking both trees in step."""
-    cst_body, py_body = list(module.body), tree.body
+    """The line CPython gives the last statement of `chain`, found by walking both trees in step (through the blocks
+    `bodies` has paired once: copying or searching a block per finding would be quadratic in a file's findings)."""
+    cst_body, py_body = module.body, tree.body
     py_node = None
     for depth, stmt in enumerate(chain):
         py_node = bodies.matching(cst_body, py_body, stmt)
         if py_node is None:
             return None
         if depth + 1 < len(chain):
-            pair = _child_bodies(stmt, py_node, chain[depth + 1])
+            pair = _child_bodies(stmt, py_node, chain[depth + 1], bodies)
             if pair is None:
                 return None
             cst_body, py_body = pair
     return py_node.lineno if py_node is not None else None
 
 
-def _block(node) -> list:
-    return list(node.body) if isinstance(node, cst.IndentedBlock) else []
+def _block(node) -> Sequence:
+    return node.body if isinstance(node, cst.IndentedBlock) else ()
 
 
-def _child_bodies(stmt, py_node, child):
+def _child_bodies(stmt, py_node, child, bodies: _BodyIndex):
     """The (LibCST statements, ast statements) pair of the block of `stmt` that holds `child`."""
     pairs = []
     if isinstance(getattr(stmt, "body", None), cst.IndentedBlock):
         pairs.append((_block(stmt.body), getattr(py_node, "body", [])))
     orelse = getattr(stmt, "orelse", None)
     if isinstance(orelse, cst.If):
-        pairs.append(([orelse], getattr(py_node, "orelse", [])))
+        pairs.append(((orelse,), getattr(py_node, "orelse", [])))
     elif orelse is not None and isinstance(getattr(orelse, "body", None), cst.IndentedBlock):
         pairs.append((_block(orelse.body), getattr(py_node, "orelse", [])))
     if isinstance(stmt, cst.Try) and isinstance(py_node, ast.Try):
@@ -204,6 +222,6 @@ def _child_bodies(stmt, py_node, child):
         if stmt.finalbody is not None:
             pairs.append((_block(stmt.finalbody.body), py_node.finalbody))
     for cst_body, py_body in pairs:
-        if any(s is child for s in cst_body):
+        if bodies.holds(cst_body, py_body, child):
             return cst_body, py_body
     return None

@@ -22,7 +22,23 @@ import warnings
 from dataclasses import dataclass
 from typing import Sequence
 
+from rlcompat.lang.pyspeed import plain
+
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of `text` with their ends (`\r\n`, `\r` or `\n`; the last may have none)."""
+    if "\r" in text:
+        lines = [m.group() for m in _LINE.finditer(text)]
+        if lines and lines[-1] == "":
+            lines.pop()
+        return lines
+    parts = text.split("\n")  # most files: the same lines as the pattern gives, without a match object each
+    lines = [p + "\n" for p in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
 
 
 @dataclass(frozen=True)
@@ -41,13 +57,16 @@ class Narrowed:
     def original_line(self, line: int) -> int:
         if line > len(self.lines):
             # Just past the narrowed text (LibCST ends a node that takes the last newline at (last line + 1, 0)):
-            # the line after the last kept one. Found by tests/test_fuzz.py: a `match` statement kept last crashed.
+            # the line after the last kept one (a `match` statement kept last ends there).
             return (self.lines[-1] if self.lines else 0) + line - len(self.lines)
         return self.lines[line - 1]
 
 
 def narrow(text: str, rules: Sequence) -> Narrowed | None:
-    """`text` without the statements no rule can match, or None when the whole text is to be parsed."""
+    """`text` without the statements no rule can match, or None when the whole text is to be parsed (always with
+    `RLCOMPAT_PLAIN_LIBCST=1`)."""
+    if plain():
+        return None
     whole = [r for r in rules if getattr(r, "whole_module", False)]
     if any(not getattr(r, "whole_module_for_decorators_from", ()) for r in whole):
         return None
@@ -60,12 +79,12 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
     from rlcompat.lang.pysettings import remember_tree
 
     remember_tree(text, tree)  # the settings reader (lang/pysettings.py) walks the same tree
-    if whole and _decorated_from(tree, {m for r in whole for m in r.whole_module_for_decorators_from}):
+    modules = {m for r in whole for m in r.whole_module_for_decorators_from}
+    # An import that binds a name from `triton` spells `triton`: without the word, no statement need be looked at.
+    if whole and any(m in text for m in modules) and _decorated_from(tree, modules):
         return None
     rules = [r for r in rules if r not in whole]  # they cannot match in this file: their triggers keep nothing
-    lines = [m.group() for m in _LINE.finditer(text)]
-    if lines and lines[-1] == "":
-        lines.pop()
+    lines = split_lines(text)
     drop: set[int] = set()  # 0-based line numbers
     keep: set[int] = set()
     blanks: dict[int, list[tuple[int, int]]] = {}  # 0-based line -> columns blanked in it
@@ -84,11 +103,7 @@ def _decorated_from(tree: ast.Module, modules: set[str]) -> bool:
     resolves into them (`python.ImportMap`, `triton_model.is_jit`). Every import counts, wherever it is."""
     bound: set[str] = set()
     decorated: list[ast.expr] = []
-    todo: list = list(tree.body)
-    while todo:  # statements only: imports and function definitions are statements
-        node = todo.pop()
-        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
-            todo.extend(getattr(node, name, ()))
+    for node in _statements(tree):  # imports and function definitions are statements
         if isinstance(node, ast.Import):
             bound.update((a.asname or a.name).split(".")[0] for a in node.names if a.name.split(".")[0] in modules)
         elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] in modules:
@@ -103,6 +118,23 @@ def _decorated_from(tree: ast.Module, modules: set[str]) -> bool:
         if isinstance(expr, ast.Name) and expr.id in bound:
             return True
     return False
+
+
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _statements(root: ast.AST) -> list:
+    """`root` and every statement (and `except` handler, `match` case) under it, in no particular order."""
+    out = []
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        for name in _BLOCKS:
+            block = getattr(node, name, None)
+            if type(block) is list:
+                todo.extend(block)
+    return out
 
 
 class _Words:
@@ -124,7 +156,7 @@ class _Words:
         if "import" not in segment or " as " not in segment:
             return
         known = len(self.aliases)
-        for imp in ast.walk(node):
+        for imp in _statements(node):  # imports are statements: no expression need be walked
             if isinstance(imp, (ast.Import, ast.ImportFrom)):
                 module = getattr(imp, "module", None) or ""
                 for alias in imp.names:
@@ -173,12 +205,15 @@ def _members_matter(node: ast.stmt, lines: list[str], words: _Words) -> bool:
 # A statement of this many lines or more is narrowed inside too (torch's `op_db = [OpInfo(...), ...]` is 10,000
 # lines whose elements mostly hold no trigger that can be a finding).
 INSIDE_MIN_LINES = 32
-# Keyword arguments that rules read beside the node they visit (the other arguments of its call), so never left
-# out: RLC103 `fp16=`, RLC108 `torch_dtype=`/`dtype=`/`mixed_precision=`/`fp16=`, RLC109 `model=`/`model_name=`,
-# RLC110 and `pyhelpers.is_capability_guard` `including_emulation=`, RLC111 `bf16=`/`fp16=`, RLC301 `num_stages=`,
-# RLC302 `sem=`, RLC304 `disable=`. A rule that starts reading another one adds it here.
-_READ_KEYWORDS = frozenset({"bf16", "fp16", "torch_dtype", "dtype", "mixed_precision", "model", "model_name",
-                            "including_emulation", "num_stages", "sem", "disable"})
+# Keyword arguments that rules (and their helpers) compare an argument's keyword with, so never left out: a rule
+# may read one beside the node it visits (RLC103 reads `fp16=` of the call whose `bf16=` it reports).
+# tests/test_narrowing_safety.py finds every keyword name the rules compare with and fails if one is missing here.
+_READ_KEYWORDS = frozenset({
+    "attn_implementation", "axis", "bf16", "configs", "disable", "dtype", "enabled", "fp16", "including_emulation",
+    "kv_cache_dtype", "kwargs", "load_in_8bit", "mixed_precision", "model", "model_id", "model_name",
+    "model_name_or_path", "num_stages", "num_warps", "out_dtype", "pretrained_model_name_or_path", "quantization",
+    "sem", "tf32", "torch_dtype", "use_flash_attention_2", "use_liger",
+})
 _SIMPLE = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)
 _DISPLAYS = (ast.List, ast.Tuple, ast.Set)
 

@@ -1,6 +1,6 @@
-"""Deferred imports for heavy modules that most runs never touch.
+"""Deferred imports for heavy modules that most runs never touch (`RLCOMPAT_PLAIN_LIBCST=1`: imported at once).
 
-Importing libcst costs a quarter of a second (it defines hundreds of dataclasses). A warm, cached scan, or a
+Importing libcst is a large part of a short run (it defines hundreds of dataclasses). A warm, cached scan, or a
 pre-commit run on files without any trigger, never parses Python, so it should not pay for that. The rule
 modules still say `import libcst as cst` at the top, as everyone reads and writes it.
 
@@ -17,6 +17,8 @@ import importlib
 import importlib.util
 import sys
 import types
+
+from rlcompat.lang.pyspeed import plain
 
 
 class _StandIn(types.ModuleType):
@@ -38,6 +40,8 @@ def _load(stand_in: _StandIn) -> types.ModuleType:
 def lazy_import(name: str) -> types.ModuleType:
     if name in sys.modules:
         return sys.modules[name]
+    if plain():
+        return importlib.import_module(name)
     spec = importlib.util.find_spec(name)
     if spec is None:
         raise ImportError(f"No module named {name!r}")

@@ -1,0 +1,29 @@
+"""The Python front end's speed machinery, in one place, behind one switch.
+
+A cold scan is mostly LibCST: its import, its parse and its position provider. What this package does about it
+(why and how much, measured: docs/performance.md, "Where the time goes"):
+
+| module | what it does | with `RLCOMPAT_PLAIN_LIBCST=1` |
+|---|---|---|
+| `lazy` | a stand-in module for `libcst` in `sys.modules`, loaded on first use | `libcst` imported at once |
+| `narrow` | statements (and parts of big statements) no rule can match are left out before the parse | the whole module is parsed |
+| `parse` | LibCST's node validation is skipped while its parser builds the tree | `libcst.parse_module` as is |
+| `positions` | positions of the innermost statement only, regenerated alone | LibCST's `PositionProvider` on the module |
+| `collector` | the cyclic garbage collector is off for a CLI run, what is alive frozen at its end | the collector as Python leaves it |
+| `walk` | one pre-order walk over the dataclass fields (the same in both modes) | the same |
+
+The plain mode is the reference the fast one is held to: `tests/test_plain_libcst.py` scans and fixes every fixture
+and a sample of verl both ways and requires byte-identical findings and fixed text. Set the variable to compare or
+to rule the machinery out when a result looks wrong; it costs several times the time and memory.
+"""
+
+from __future__ import annotations
+
+import os
+
+PLAIN_ENV = "RLCOMPAT_PLAIN_LIBCST"
+
+
+def plain() -> bool:
+    """Whether to run plain LibCST (read on every call, so a test or a caller may switch it)."""
+    return os.environ.get(PLAIN_ENV, "") not in ("", "0")

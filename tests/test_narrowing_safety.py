@@ -1,0 +1,242 @@
+"""Narrowing (rlcompat/lang/pyspeed/narrow.py) cannot silently lose a finding when a rule forgets to say what it reads.
+
+Two ways a rule could lose findings to narrowing: it reads statements other than a node's ancestors and earlier
+imports without declaring `whole_module`, or it reads a keyword argument beside the node it visits that is not in
+`narrow._READ_KEYWORDS` (inside a big statement, keyword arguments without a trigger are left out). So:
+- every rule's own examples, and every fixture, give each rule the same findings narrowed and parsed whole, with
+  narrowing inside statements switched on for statements of any size (it normally waits for 32 lines);
+- every keyword name a rule or a rule helper compares an argument's keyword with is in `_READ_KEYWORDS`.
+Both checks are shown to fail on a rule that breaks them.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+from rlcompat.config import Options
+from rlcompat.discovery import discover, language_of
+from rlcompat.lang import python as py
+from rlcompat.lang.pyspeed import narrow as narrowing
+from rlcompat.lang.settings import ConfigRule
+from rlcompat.file_knowledge import FileKnowledge
+from rlcompat.findings import Finding
+from rlcompat.rules import all_rules
+from rlcompat.targets import resolve_target
+
+REPO = Path(__file__).resolve().parent.parent
+PYTHON_RULES = [r for r in all_rules() if "python" in r.languages and not issubclass(r, ConfigRule)]
+
+
+def _findings(rules: list, text: str, target, narrow: bool) -> list:
+    narrowed = py.narrow(text, rules) if narrow else None
+    try:
+        tree = py.parse(narrowed.text) if narrowed is not None else py.parse(text)
+    except py.PythonSyntaxError:
+        if narrowed is None:
+            return ["syntax error"]
+        narrowed, tree = None, py.parse(text)  # as the engine does: the whole file decides
+    found = py.check(tree, text, "example.py", rules, target, narrowed=narrowed,
+                     knowledge=FileKnowledge("example.py"))
+    return [(f.code, f.location, f.message, f.fix, f.source_line) for f in sorted(found, key=Finding.sort_key)]
+
+
+def narrowing_differences(rule_classes: list, text: str, target_name: str) -> tuple[list, list] | None:
+    """(narrowed findings, whole-file findings) of these rules on `text` where they differ, else None. Narrowing
+    inside statements applies to statements of every size here, so small examples exercise it too."""
+    target = resolve_target(target_name)
+    rules = [cls(target) for cls in rule_classes if cls.applies_to(target)]
+    if not rules or not any(t in text for r in rules for t in r.triggers):
+        return None
+    original = narrowing.INSIDE_MIN_LINES
+    narrowing.INSIDE_MIN_LINES = 1
+    try:
+        narrowed = _findings(rules, text, target, narrow=True)
+    finally:
+        narrowing.INSIDE_MIN_LINES = original
+    whole = _findings(rules, text, target, narrow=False)
+    return None if narrowed == whole else (narrowed, whole)
+
+
+def _with_selected(rule) -> list:
+    by_code = {r.code: r for r in all_rules()}
+    return [rule, *(by_code[c] for c in rule.examples_select if c in by_code and by_code[c] in PYTHON_RULES)]
+
+
+EXAMPLES = [pytest.param(r, e, id=f"{r.code}-{kind}{i}") for r in PYTHON_RULES
+            for kind, examples in (("bad", r.bad), ("good", r.good)) for i, e in enumerate(examples)
+            if language_of(e.path) == "python"]
+
+
+@pytest.mark.parametrize("rule,example", EXAMPLES)
+def test_a_rule_finds_the_same_on_its_examples_narrowed_and_whole(rule, example):
+    differences = narrowing_differences(_with_selected(rule), example.code, example.target)
+    assert differences is None, (f"{rule.code} finds something else when statements without a trigger are left out: "
+                                 "declare `whole_module`, or add the keyword it reads to narrow._READ_KEYWORDS\n"
+                                 f"narrowed: {differences[0]}\nwhole:    {differences[1]}")
+
+
+def _fixture_texts() -> list[tuple[str, str]]:
+    files, _ = discover([str(REPO / "fixtures")], Options(root=str(REPO)))
+    return [(p, Path(p).read_text("utf-8")) for p, lang in files if lang == "python"]
+
+
+@pytest.mark.parametrize("target", ["sm61", "sm75"])
+def test_every_rule_finds_the_same_on_the_fixtures_narrowed_and_whole(target):
+    texts = _fixture_texts()
+    assert texts
+    for rule in PYTHON_RULES:
+        for path, text in texts:
+            assert narrowing_differences([rule], text, target) is None, f"{rule.code} on {path}"
+
+
+# --- what the check catches ------------------------------------------------------------------------------------
+
+class _ReadsASibling(py.PythonRule):
+    """Reports a bf16 cast only when the module sets `STRICT = 1` somewhere: it reads a statement that is not an
+    ancestor, and does not declare `whole_module`."""
+
+    code, name, severity = "RLC998", "reads-a-sibling", "error"
+    triggers = ("bfloat16",)
+
+    def visit_Attribute(self, node, ctx) -> None:
+        module = ctx.ancestors[0]
+        strict = any("STRICT" in py.cst.Module(body=[s]).code for s in module.body)
+        if node.attr.value == "bfloat16" and strict:
+            ctx.report(node, "bf16")
+
+    @classmethod
+    def applies_to(cls, target) -> bool:
+        return True
+
+
+class _ReadsAKeyword(_ReadsASibling):
+    """Reports `f(torch.bfloat16, flavour="x")`: it reads a keyword beside the argument it visits."""
+
+    code = "RLC997"
+
+    def visit_Attribute(self, node, ctx) -> None:
+        call = next((a for a in reversed(ctx.ancestors) if isinstance(a, py.cst.Call)), None)
+        if call is not None and any(a.keyword is not None and a.keyword.value == "flavour" for a in call.args):
+            ctx.report(node, "bf16 with a flavour")
+
+
+def test_the_check_catches_a_rule_that_forgets_whole_module():
+    text = "import torch\nSTRICT = 1\nx = t.to(torch.bfloat16)\n"
+    differences = narrowing_differences([_ReadsASibling], text, "sm61")
+    assert differences is not None and differences[0] == [] and len(differences[1]) == 1
+    _ReadsASibling.whole_module = True
+    try:
+        assert narrowing_differences([_ReadsASibling], text, "sm61") is None
+    finally:
+        del _ReadsASibling.whole_module
+
+
+def test_the_check_catches_a_keyword_read_beside_the_visited_node():
+    text = 'import torch\nx = f(\n    torch.bfloat16,\n    flavour="x",\n)\n'
+    differences = narrowing_differences([_ReadsAKeyword], text, "sm61")
+    assert differences is not None and differences[0] == [] and len(differences[1]) == 1
+
+
+# --- the keywords rules read -----------------------------------------------------------------------------------
+
+# A keyword read through a name that no module attribute holds, and why narrowing cannot cut it.
+_DYNAMIC = {("rlcompat/triton_model.py", "constexpr_params"):
+            "a kernel's own constexpr parameters, read only by RLC301, which parses the whole module"}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(["rlcompat", *parts] if parts[0] == "rules" else parts)
+
+
+def keywords_read(source: str, module=None, label: str = "") -> tuple[set[str], set[str]]:
+    """(keyword names compared with an argument's `.keyword.value`, or passed as a literal to a `keyword(call, name)`
+    or `_kwarg(call, name)` helper; names that could not be resolved). A name is resolved through `module`'s
+    attributes; a function's own parameter is left to its callers, whose literals are found here too."""
+    names: set[str] = set()
+    unresolved: set[str] = set()
+
+    def strings(expr: ast.expr, params: set[str]) -> set[str]:
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+            return {expr.value}
+        if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
+            return set().union(*(strings(e, params) for e in expr.elts))
+        if isinstance(expr, ast.Name) and expr.id in params:
+            return set()
+        if isinstance(expr, ast.Name) and module is not None and hasattr(module, expr.id):
+            return {str(v) for v in getattr(module, expr.id)}
+        if (label, getattr(expr, "id", None)) not in _DYNAMIC:
+            unresolved.add(ast.unparse(expr))
+        return set()
+
+    functions = [n for n in ast.walk(ast.parse(source)) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for func in functions:
+        params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
+        # `key = arg.keyword.value` then `key == "fp16"`: the variable stands for the keyword too.
+        aliases = {t.id for n in ast.walk(func) if isinstance(n, ast.Assign) and _is_keyword_value(n.value, set())
+                   for t in n.targets if isinstance(t, ast.Name)}
+        for node in ast.walk(func):
+            if isinstance(node, ast.Compare):
+                operands = [node.left, *node.comparators]
+                if any(_is_keyword_value(o, aliases) for o in operands):
+                    for o in operands:
+                        if not _is_keyword_value(o, aliases):
+                            names |= strings(o, params)
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("keyword", "_kwarg")
+                  and len(node.args) == 2):
+                names |= strings(node.args[1], params)
+    return names, unresolved
+
+
+def _is_keyword_value(expr: ast.expr, aliases: set[str]) -> bool:
+    if isinstance(expr, ast.Name):
+        return expr.id in aliases
+    return (isinstance(expr, ast.Attribute) and expr.attr == "value" and isinstance(expr.value, ast.Attribute)
+            and expr.value.attr == "keyword")
+
+
+def _readers() -> list[Path]:
+    return [*sorted((REPO / "rules").rglob("*.py")), *sorted((REPO / "rlcompat" / "analysis").glob("*.py")),
+            REPO / "rlcompat" / "triton_model.py", REPO / "rlcompat" / "lang" / "python.py"]
+
+
+def test_every_keyword_a_rule_reads_is_kept_by_narrowing():
+    missing, unresolved = {}, {}
+    for path in _readers():
+        label = str(path.relative_to(REPO))
+        module = importlib.import_module(_module_name(path)) if not path.name.startswith("test_") else None
+        names, unknown = keywords_read(path.read_text("utf-8"), module, label)
+        if names - narrowing._READ_KEYWORDS:
+            missing[label] = sorted(names - narrowing._READ_KEYWORDS)
+        if unknown:
+            unresolved[label] = sorted(unknown)
+    assert not missing, f"keywords read beside the visited node that narrowing may leave out: {missing}; add them to _READ_KEYWORDS"
+    assert not unresolved, f"keyword names this test cannot resolve: {unresolved}; name them in a module constant"
+
+
+def test_the_keyword_scan_sees_comparisons_aliases_constants_and_helpers():
+    source = (
+        "FLAVOURS = ('sweet', 'sour')\n"
+        "def visit_Call(self, node, ctx):\n"
+        "    if any(a.keyword is not None and a.keyword.value == 'flavour' for a in node.args):\n"
+        "        pass\n"
+        "    key = node.args[0].keyword.value\n"
+        "    if key in FLAVOURS or key == 'texture':\n"
+        "        pass\n"
+        "    keyword(node, 'colour')\n"
+        "def keyword(call, name):\n"
+        "    return [a for a in call.args if a.keyword.value == name]\n"
+        "def other(call, wanted):\n"
+        "    return call.args[0].keyword.value in computed(wanted)\n"
+    )
+
+    class Module:
+        FLAVOURS = ("sweet", "sour")
+
+    names, unresolved = keywords_read(source, Module)
+    assert names == {"flavour", "sweet", "sour", "texture", "colour"}
+    assert unresolved == {"computed(wanted)"}
