@@ -73,6 +73,7 @@ class FrameworkKey:
     examples: tuple = field(default=(), compare=False, hash=False)  # ("bad"|"good", dict) rows for the rule catalog
     resolves: str = ""  # the expression the framework's code gives an unset key (`not fp16`): its `default`
     auto_follows: str = ""  # the setting an "auto" value copies (then "auto" is not reported: that setting is)
+    judged_by: str = ""  # the table and rules that judge this key's values (then no kind's hazard list does)
     omitted: "Omitted | None" = field(default=None, compare=False, hash=False)  # its default in a file that leaves it out
 
     @property
@@ -146,7 +147,7 @@ def _framework(data: dict, filename: str) -> Framework:
             row.get("default_at", "parse"), row.get("auto", ""), row.get("live", True), row.get("scoped", False),
             row["proof"], tuple(row.get("commands", ())), tuple(row.get("requires", ())),
             tuple(row.get("only_with", ())), examples, row.get("resolves", ""), row.get("auto_follows", ""),
-            _omitted(row, fw.name, filename)))
+            row.get("judged_by", ""), _omitted(row, fw.name, filename)))
     object.__setattr__(fw, "keys", tuple(keys))
     for row in data.get("engine", ()):
         if not row.get("proof") or not row.get("commands") or not row.get("engine"):

@@ -83,7 +83,7 @@ def known(view: ConfigView, ctx: ConfigContext, setting: Setting) -> bool:
 def hazard_of(key: fk.FrameworkKey, value: str | None, target):
     """(hazard, value as read) when the value is a hazard on the target, else None."""
     kind = fk.kinds().get(key.kind)
-    if kind is None or value is None:
+    if kind is None or value is None or key.judged_by:
         return None
     if value == "" and kind.fix in SWITCH_FIXES:  # a bare switch flag: on
         value = "true"

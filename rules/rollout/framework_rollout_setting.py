@@ -14,8 +14,9 @@ class FrameworkRolloutSetting(ConfigRule):
     what = (
         "Reads rules/frameworks/: keys and flags of kind `rollout-engine`, `vllm-switch`, `vllm-engines`, "
         "`quantization`, `kv-cache-dtype` and `eager-switch` (TRL `use_vllm`, OpenRLHF `--vllm.num_engines` and "
-        "`--vllm_num_engines`, ms-swift `infer_backend`, vLLM/SGLang `--quantization`, `--kv-cache-dtype`, "
-        "`--enforce-eager`) and reports what the target cannot run."
+        "`--vllm_num_engines`, ms-swift `infer_backend`, SGLang `--quantization`, `--kv-cache-dtype`, vLLM/SGLang "
+        "`--enforce-eager`) and reports what the target cannot run. vLLM's `--quantization` and `--kv-cache-dtype` "
+        "are RLC405's and RLC406's, judged per method from rules/vllm.toml."
     )
     why = (
         "vLLM needs compute capability 7.5 (7.0 in its docs up to v0.14) [S7]; SGLang refuses < 7.5 [S35]; fp8 "
@@ -33,14 +34,15 @@ class FrameworkRolloutSetting(ConfigRule):
     precedence = 1
 
     bad = DataExamples("bad", (
-        Bad("python -m vllm.entrypoints.openai.api_server --model m --quantization fp8\n", path="serve.sh",
-            target="sm86"),
+        Bad("python -m sglang.launch_server --model-path m --quantization fp8\n", path="serve.sh", target="sm86"),
         Bad("python -m vllm.entrypoints.openai.api_server --model m --enforce_eager False\n", path="serve.sh",
             fixed="python -m vllm.entrypoints.openai.api_server --model m --enforce_eager True\n"),
     ))
     good = DataExamples("good", (
+        Good("python -m sglang.launch_server --model-path m --quantization fp8\n", path="serve.sh", target="sm89"),
+        # vLLM 0.33.0 runs fp8 weights from 7.5 (Marlin, 16-bit activations): RLC405 judges it, not this rule
         Good("python -m vllm.entrypoints.openai.api_server --model m --quantization fp8\n", path="serve.sh",
-             target="sm89"),
+             target="sm86"),
         Good("python train.py --quantization fp8\n", path="run.sh", target="sm86"),
     ))
 
