@@ -148,6 +148,9 @@ class HFServerAdapter(BaseRollout):
 
         from rlcompat.verl_plugin.weight_buckets import pack_bucket
 
+        if any(t.device.type != "cuda" for _, t in bucket):  # offloaded weights: nothing on the device to share
+            await self._send_through_host(server, bucket)
+            return
         flat, layout = pack_bucket(bucket)
         try:
             await server.load_weights_from_ipc.remote(reduce_tensor(flat), layout)
@@ -170,10 +173,6 @@ async def _same_gpu(server) -> bool:
         return mine == await server.gpu_uuid.remote()
     except Exception:  # noqa: BLE001 - a server without a GPU answers None or fails: host path
         return False
-
-
-    def generate_sequences(self, prompts):
-        raise NotImplementedError("the hf rollout serves verl's agent loop (async mode) only")
 
 
 async def _aiter(items):
