@@ -47,6 +47,20 @@ def half_to_fp32() -> dict[str, str]:
 
 
 @lru_cache(maxsize=1)
+def _torch_dtype_names() -> dict[str, str]:
+    names = {spelling: "bfloat16" for spelling in bf16_spellings()}
+    names.update((r["spelling"], "float16") for r in _table()["fp16"]["replacements"])
+    names.update((fp32, "float32") for fp32 in half_to_fp32().values())
+    return names
+
+
+def torch_dtype_name(spelling: str) -> str | None:
+    """"bf16", "half", "torch.float16", "fp32", ... -> the torch dtype it spells ("bfloat16", "float16", "float32");
+    None for anything else."""
+    return _torch_dtype_names().get(spelling)
+
+
+@lru_cache(maxsize=1)
 def fp8_names() -> frozenset[str]:
     return frozenset(_table()["fp8"]["names"])
 

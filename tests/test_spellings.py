@@ -52,3 +52,12 @@ def test_no_module_keeps_its_own_copy_of_a_spelling_list():
                     if any(len(words & row) >= 2 and len(words & row) == len(row) for row in rows):
                         copies.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not copies, "spelling lists outside rules/spellings.toml:\n" + "\n".join(copies)
+
+
+def test_torch_dtype_name_reads_every_spelling_of_the_table():
+    from rlcompat.spellings import torch_dtype_name
+
+    assert [torch_dtype_name(s) for s in ("bf16", "torch.bfloat16", "half", "fp16", "torch.float16", "fp32",
+                                          "torch.float32")] == ["bfloat16", "bfloat16", "float16", "float16",
+                                                                "float16", "float32", "float32"]
+    assert torch_dtype_name("auto") is None and torch_dtype_name("float") is None

@@ -61,3 +61,13 @@ def test_report_prints_the_comparison_and_cpu_runs_have_none():
     text = render_trainer_text(result)
     assert "rlcompat doctor --target sm61" in text and "trainer worker, actor update" in text
     assert trainer_memory.compare([{"step": 1, "metrics": {}}], [{"device": "cpu"}], s) == []
+
+
+def test_rollout_dtype_spellings_and_an_unknown_one():
+    torch_spelled = trainer_memory.run_settings({**FINAL, "actor_rollout_ref.rollout.dtype": "torch.float32"},
+                                                494_032_768, 8, 64, "sm61", "float32")
+    assert torch_spelled["rollout_dtype"] == "float32"
+    auto = trainer_memory.run_settings({**FINAL, "actor_rollout_ref.rollout.dtype": "auto"},
+                                       494_032_768, 8, 64, "sm61", "float32")
+    rows = trainer_memory.compare(_steps([14.79], [13.0]), [{"device": "cuda:0", "peak_memory_bytes": GIB}], auto)
+    assert [r["what"] for r in rows] == ["trainer worker, actor update", "trainer worker, critic update"]

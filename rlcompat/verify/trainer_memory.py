@@ -10,6 +10,8 @@ cache, as a separate row.
 
 from __future__ import annotations
 
+from rlcompat.spellings import torch_dtype_name
+
 GIB = 2**30
 _TRUE = ("true", "1", "yes")
 
@@ -27,8 +29,7 @@ def run_settings(final: dict[str, str], params: int, batch: int, response: int, 
         "seq_len": int(final.get("data.max_prompt_length", 0)) + response,
         "micro_batch": int(final.get("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", batch)),
         "use_ref": use_ref,
-        "rollout_dtype": {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}.get(
-            final.get("actor_rollout_ref.rollout.dtype", "bfloat16"), final.get("actor_rollout_ref.rollout.dtype")),
+        "rollout_dtype": torch_dtype_name(final.get("actor_rollout_ref.rollout.dtype", "bfloat16")),
         "gradient_checkpointing": final.get("actor_rollout_ref.model.enable_gradient_checkpointing",
                                             "true").lower() in _TRUE,
     }
@@ -54,7 +55,7 @@ def compare(steps: list[dict], servers: list[dict], s: dict) -> list[dict]:
         if seen and phase in est.phases:
             rows.append(_row(f"trainer worker, {phase}", max(seen) * GIB, est.phases[phase] - memory.CUDA_CONTEXT))
     peaks = [x.get("peak_memory_bytes", 0) for x in servers if str(x.get("device", "")).startswith("cuda")]
-    if peaks and rows:
+    if peaks and rows and s["rollout_dtype"]:  # a dtype no spelling names ("auto"): no estimate of the copy
         weights = est.parts["actor weights (fp32)"] * memory.DTYPE_BYTES[s["rollout_dtype"]] // 4
         kv = est.parts["rollout KV cache (HF generate)"]
         logits = s["micro_batch"] * est.shape.vocab * 4

@@ -19,15 +19,13 @@ logger = logging.getLogger(__name__)
 _GATHER_QUIET_SECONDS = 0.005  # a batch starts once no request arrived for this long
 _GATHER_MAX_SECONDS = 0.05  # or after this long, however many keep coming
 
-_DTYPES = {"float32": "float32", "fp32": "float32", "float16": "float16", "fp16": "float16", "half": "float16",
-           "bfloat16": "bfloat16", "bf16": "bfloat16", "float": "float32"}
-
 
 class HFRolloutServer:
     def __init__(self, config, model_config, replica_rank: int = 0, node_rank: int = 0,
                  cuda_visible_devices: Optional[str] = None, device: Optional[str] = None):
         import torch
 
+        from rlcompat.spellings import torch_dtype_name
         from rlcompat.verl_plugin.engine import HFGenerator
 
         self.config = config
@@ -35,7 +33,7 @@ class HFRolloutServer:
         self.replica_rank = replica_rank
         self.node_rank = node_rank
         self.global_steps: Optional[int] = None
-        dtype_name = _DTYPES.get(str(getattr(config, "dtype", "float32")).replace("torch.", ""), "float32")
+        dtype_name = torch_dtype_name(str(getattr(config, "dtype", "float32")).replace("torch.", "")) or "float32"
         if device is None:
             device = _gpu_of_worker(cuda_visible_devices) if torch.cuda.is_available() else "cpu"
         attn = _attn_implementation(model_config)
