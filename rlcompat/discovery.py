@@ -179,12 +179,7 @@ def json_skip_reason(path: str) -> str:
     name = os.path.basename(path).lower()
     if name in JSON_SKIPPED_NAMES or name.endswith((".index.json", ".lock.json")):
         return "a JSON file tools or checkpoints write, not a run's config"
-    try:
-        if os.path.getsize(path) > JSON_MAX_BYTES:
-            return f"JSON over {JSON_MAX_BYTES // 1024} KiB: data, not a config"
-    except OSError:
-        return ""
-    return ""
+    return _oversized(path, JSON_MAX_BYTES, "JSON")
 
 
 def toml_skip_reason(path: str) -> str:
@@ -194,11 +189,16 @@ def toml_skip_reason(path: str) -> str:
         return ""  # a declared environment, read whatever its size
     if name in TOML_SKIPPED_NAMES or name.endswith(".lock.toml"):
         return "a build or lint tool's TOML file, not a run's config"
+    return _oversized(path, TOML_MAX_BYTES, "TOML")
+
+
+def _oversized(path: str, limit: int, language: str) -> str:
+    """Why a config file this large is data, not a config ("" when it is not, or its size cannot be read)."""
     try:
-        if os.path.getsize(path) > TOML_MAX_BYTES:
-            return f"TOML over {TOML_MAX_BYTES // 1024} KiB: data, not a config"
+        if os.path.getsize(path) > limit:
+            return f"{language} over {limit // 1024} KiB: data, not a config"
     except OSError:
-        return ""
+        pass
     return ""
 
 

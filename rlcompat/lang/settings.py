@@ -111,12 +111,9 @@ class Setting:
         if self.value_span is None or self.value is None:
             return None
         start, end = self.value_span.start, self.value_span.end
-        if self.origin.startswith("python"):
-            quoted = start > 0 and end < len(text) and text[start - 1] == text[end] and text[end] in "'\""
-            return Edit(start - 1, end + 1, "None") if quoted else Edit(start, end, "None")
         if 0 < start and end < len(text) and text[start - 1] == text[end] and text[end] in "'\"":
             start, end = start - 1, end + 1
-        return Edit(start, end, "null")
+        return Edit(start, end, "None" if self.origin.startswith("python") else "null")
 
 
 def flag_key(flag: str) -> str:
