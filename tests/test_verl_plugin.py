@@ -208,9 +208,11 @@ def test_server_batches_requests_that_arrive_a_few_milliseconds_apart(tiny):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA IPC needs a GPU")
-def test_cuda_ipc_bucket_reaches_another_process_intact():
+def test_cuda_ipc_bucket_reaches_another_process_intact(tmp_path):
     pytest.importorskip("verl")
-    code = r'''
+    # A file, not `python -c`: the spawned child re-imports __main__ by path to find `child`.
+    script = tmp_path / "ipc_round_trip.py"
+    script.write_text(r'''
 import json, sys, torch, torch.multiprocessing as mp
 from torch.multiprocessing.reductions import reduce_tensor
 from rlcompat.verl_plugin.weight_buckets import pack_bucket, unpack_bucket
@@ -229,6 +231,8 @@ if __name__ == "__main__":
     q = mp.Queue(); p = mp.Process(target=child, args=(reduce_tensor(flat), layout, q)); p.start()
     got = q.get(timeout=120); p.join()
     print(json.dumps({"got": got, "want": {n: t.double().sum().item() for n, t in bucket}}))
-'''
-    out = _in_child(code)
+''')
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["got"] == pytest.approx(out["want"])
