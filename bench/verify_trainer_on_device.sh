@@ -20,10 +20,11 @@
 #    (what a call installs under /tmp and the carried folders stay there between calls):
 #      call 1: carry [".whl", ".whl-ray"], command `bash bench/verify_trainer_on_device.sh tiny`   (pristine, fixed)
 #      call 2: no carry needed,            command `bash bench/verify_trainer_on_device.sh big`    (0.5B, 20 steps;
-#              a 0.5B step took 17-21 s before the CUDA IPC weight path; BIG_STEPS=6 fits any case)
+#              about 10 s a step with the CUDA IPC weight path, 363 s for 20 steps on an H100)
 #    If `du` said 64 MiB or more: before call 1, one call with carry [".whl"] and command
 #    `bash bench/verify_trainer_on_device.sh install`, then call 1 with carry [".whl-ray"] only.
-#    Expect a few minutes per call (Ray and verl start once per run; estimated, not yet measured).
+#    Measured on an H100 (docs/verify.md): install 5 s; tiny 320 s (pristine 108 s, fixed 163 s, setup); big with
+#    20 steps 363 s for verify plus about 20 s of setup.
 #    Everything lands in $OUT: environment.txt, fix.txt, one .json/.txt per run, gpu-*.csv (nvidia-smi every
 #    0.5 s), trainer_memory_*.csv and .png (no PNG when the image has no matplotlib: then, here,
 #    `.venv/bin/pip install matplotlib && python bench/trainer_memory.py OUT/big.json --gpu-log OUT/gpu-big.csv
