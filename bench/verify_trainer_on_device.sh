@@ -26,7 +26,8 @@
 #    Measured on an H100 (docs/verify.md): install 5 s; tiny 320 s (pristine 108 s, fixed 163 s, setup); big with
 #    20 steps 363 s for verify plus about 20 s of setup.
 #    Everything lands in $OUT: environment.txt, fix.txt, one .json/.txt per run, gpu-*.csv (nvidia-smi every
-#    0.5 s), trainer_memory_*.csv and .png (no PNG when the image has no matplotlib: then, here,
+#    0.5 s), trainer_memory_*.csv and .png (the device tool brings back a limited number of files, so the CSV and
+#    PNG may stay behind; they are remade from the JSON and the GPU log here,
 #    `.venv/bin/pip install matplotlib && python bench/trainer_memory.py OUT/big.json --gpu-log OUT/gpu-big.csv
 #     --out docs --name verify_trainer_memory`).
 #
