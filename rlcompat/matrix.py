@@ -17,9 +17,10 @@ from typing import Sequence
 from rlcompat import model_config, suppressions
 from rlcompat.config import Options
 from rlcompat.discovery import discover, why_not_checked
-from rlcompat.engine import FRONTENDS, Checker, FileResult, ParseFailure, frontend
+from rlcompat.engine import Checker, ParseFailure
 from rlcompat.file_knowledge import FileKnowledge
-from rlcompat.findings import FileError, Finding
+from rlcompat.findings import FileError, FileResult, Finding
+from rlcompat.frontends import FRONTENDS, frontend
 from rlcompat.source import SourceError, decode, read_bytes
 from rlcompat.targets import Target, resolve_target
 
