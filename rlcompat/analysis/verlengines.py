@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
+from rlcompat.analysis.confighelpers import critic_trained
 from rlcompat.analysis.interpolation import select_default
 from rlcompat.lang.settings import ConfigContext, ConfigView
 from rlcompat.findings import FixSafety
@@ -47,6 +48,7 @@ def report_engine_settings(view: ConfigView, ctx: ConfigContext, setting_id: str
             continue
         setting = view.get(known.key)
         if setting is None:
+            _add_engine_default(view, ctx, known, is_bad, new_value, describe)
             continue
         setting = select_default(view, setting)
         if setting is None or setting.value is None or not is_bad(setting.value):
@@ -61,6 +63,32 @@ def report_engine_settings(view: ConfigView, ctx: ConfigContext, setting_id: str
         message = (f"{name} is {setting.value}{origin}: {describe(known.key, setting.value)}; use {value}{when} "
                    f"({ctx.verl.label} knowledge: {known.proof.split(' (')[0]})")
         ctx.report(setting.key_span, message, [setting.rewrite(value)], safety, f"set it to {value}")
+
+
+def _role_engines(view: ConfigView, role: str) -> set[str]:
+    """The engines a command selects for a role; the reference model follows the actor's strategy unless told
+    otherwise (verl 0.9.1 verl/trainer/config/ref/ref.yaml:5, `strategy: ${actor_rollout_ref.actor.strategy}`)."""
+    chosen = engines_chosen(view, role)
+    if not chosen and role == "ref":
+        chosen = engines_chosen(view, "actor")
+    return chosen
+
+
+def _add_engine_default(view: ConfigView, ctx: ConfigContext, known, is_bad, new_value, describe) -> None:
+    """A launch command that selects the engine and leaves its setting out runs on verl's default: the override is
+    added, as for the default FSDP engine's settings (confighelpers.set_or_add). A setting that follows another
+    (`follows`: the ref's Megatron attention backend is the actor's) gets its value from that one's fix."""
+    if (view.kind != "command" or not view.is_verl or not view.can_add or known.role == "reward" or known.follows
+            or not known.default or not is_bad(known.default) or not takes_ppo_keys(view)):
+        return
+    if known.engine not in _role_engines(view, known.role) or (known.role == "critic" and not critic_trained(view)):
+        return
+    value, safety = new_value(known.default)
+    message = (f"{known.key} is not set here, so the {known.engine} engine this command selects uses "
+               f"{ctx.verl.label}'s default, {known.default}: {describe(known.key, known.default)}; add {value} "
+               f"({ctx.verl.label} knowledge: {known.proof.split(' (')[0]})")
+    ctx.report(view.anchor, message, [view.add(known.add_prefix + known.key, value)], safety,
+               f"add {known.add_prefix}{known.key}={value}")
 
 
 def in_its_config(view: ConfigView, ctx: ConfigContext, known) -> bool:

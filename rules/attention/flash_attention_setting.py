@@ -55,6 +55,15 @@ class FlashAttentionSetting(ConfigRule):
             fixed="deepspeed --module openrlhf.cli.train_ppo_ray \\\n   --zero_stage 2\n", path="run.sh"),
         Bad("override_transformer_config:\n  attention_backend: flash\n", unsafe=True,
             fixed="override_transformer_config:\n  attention_backend: unfused\n", path="verl/trainer/config/engine/megatron.yaml"),
+        # a command that selects the Megatron engine and leaves its backend at verl's default (and the HF override)
+        Bad("python3 -m verl.trainer.main_ppo --config-name ppo_megatron_trainer algorithm.adv_estimator=grpo "
+            "+actor_rollout_ref.model.override_config.attn_implementation=sdpa "
+            "actor_rollout_ref.ref.megatron.override_transformer_config.attention_backend=fused\n",
+            unsafe=True, path="run.sh",
+            fixed="python3 -m verl.trainer.main_ppo --config-name ppo_megatron_trainer algorithm.adv_estimator=grpo "
+            "+actor_rollout_ref.model.override_config.attn_implementation=sdpa "
+            "actor_rollout_ref.ref.megatron.override_transformer_config.attention_backend=fused "
+            "actor_rollout_ref.actor.megatron.override_transformer_config.attention_backend=unfused\n"),
         # An OmegaConf interpolation is judged by the default it takes while the followed key is unset.
         Bad("attn_implementation: ${oc.select:actor_rollout_ref.actor.veomni.attn_implementation,flash_attention_2}\n",
             fixed="attn_implementation: ${oc.select:actor_rollout_ref.actor.veomni.attn_implementation,sdpa}\n",

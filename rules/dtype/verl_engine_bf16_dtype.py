@@ -18,7 +18,9 @@ class VerlEngineBf16Dtype(ConfigRule):
         "rules/verl/<version>.toml (`engine`): the Megatron engine's `megatron.dtype` (actor, ref, critic, the 0.7 "
         "reward model) and fsdp_turbo's `turbo_config.distributed.fsdp_plan.param_dtype`/`output_dtype`. In verl's "
         "own config files they are what a run that selects that engine gets, so they are reported there, saying "
-        "when they apply; in a user's config or command they are left alone when the run selects another engine."
+        "when they apply; in a user's config or command they are left alone when the run selects another engine, and a "
+        "launch command that selects the engine (`model_engine=megatron`, `--config-name ppo_megatron_trainer`, "
+        "`strategy=fsdp_turbo`) and leaves the setting out gets verl's default, which is reported too."
     )
     why = (
         "The engine builds the model and runs mixed precision in this dtype (Megatron: `param_dtype = "
@@ -26,11 +28,13 @@ class VerlEngineBf16Dtype(ConfigRule):
         "is emulated and slow, and fused kernels refuse it [S1][S5]."
     )
     fix_safety = (
-        "The bf16 spelling becomes the fp32 one (`float32`, `fp32`): the precision policy keeps training weights "
-        "in fp32 below sm80 (docs/precision.md), which is safe; fp16 would be faster on sm70/sm75 but a "
+        "The bf16 spelling becomes the fp32 one (`float32`, `fp32`; added as an override where a launch command "
+        "left it out): the precision policy keeps training weights in fp32 below sm80 (docs/precision.md), which "
+        "is safe (Megatron at float32 turns neither its fp16 nor its bf16 mode on: verl 0.9.1 "
+        "verl/workers/engine/megatron/transformer_impl.py:334-335); fp16 would be faster on sm70/sm75 but a "
         "bf16-pretrained model may overflow in it [S66], so rlcompat does not choose it for you."
     )
-    triggers = ("dtype",)
+    triggers = ("dtype",) + h.ENTRY_TRIGGERS
     sources = ("S1", "S5", "S66")
 
     bad = (
@@ -41,7 +45,12 @@ class VerlEngineBf16Dtype(ConfigRule):
         Bad("python3 -m verl.trainer.main_ppo --config-name ppo_megatron_trainer "
             "actor_rollout_ref.actor.megatron.dtype=bfloat16\n", path="run.sh",
             fixed="python3 -m verl.trainer.main_ppo --config-name ppo_megatron_trainer "
-            "actor_rollout_ref.actor.megatron.dtype=float32\n"),
+            "actor_rollout_ref.actor.megatron.dtype=float32 actor_rollout_ref.ref.megatron.dtype=float32 "
+            "critic.megatron.dtype=float32\n"),
+        # a command that selects the engine and leaves its dtype at verl's default gets the override added
+        Bad("python3 -m verl.trainer.main_ppo model_engine=megatron algorithm.adv_estimator=grpo\n", path="run.sh",
+            fixed="python3 -m verl.trainer.main_ppo model_engine=megatron algorithm.adv_estimator=grpo "
+            "actor_rollout_ref.actor.megatron.dtype=float32 actor_rollout_ref.ref.megatron.dtype=float32\n"),
     )
     good = (
         Good("dtype: float16\n", path=MEGATRON, target="sm75"),
@@ -50,6 +59,9 @@ class VerlEngineBf16Dtype(ConfigRule):
         Good("python3 -m verl.trainer.main_ppo actor_rollout_ref.actor.strategy=fsdp "
              "actor_rollout_ref.actor.megatron.dtype=bfloat16\n", path="run.sh"),
         Good("megatron:\n  dtype: bfloat16\n", path="other_tool.yaml"),
+        Good("python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo "
+             "actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype=fp32\n", path="run.sh"),
+        Good("python3 -m verl.trainer.sft_trainer model_engine=megatron\n", path="run.sh"),
     )
 
     @classmethod
