@@ -234,8 +234,9 @@ def vocabulary() -> Vocabulary:
     data = load_toml_text(text)
     for table, name in (("switch", "flag"), ("override_cli", "program")):
         for row in data.get(table, ()):
-            if not row.get("proof") and not row.get("unproven"):
-                raise ValueError(f"rules/frameworks/vocabulary.toml: {table} {row.get(name)!r} has no proof")
+            if not row.get("proof"):
+                raise ValueError(f"rules/frameworks/vocabulary.toml: {table} {row.get(name)!r} has no proof: add the "
+                                 "file:line of the framework release that reads it")
     return Vocabulary(frozenset(row["flag"] for row in data.get("switch", ())),
                       frozenset(data["verl_config"]["top_keys"]),
                       frozenset(row["program"] for row in data.get("override_cli", ())))
