@@ -1,17 +1,31 @@
 """Minimum compute capabilities (rules/capabilities.toml): the one table that rules/targets.toml's threshold
 booleans, rules/environment.toml's package minimums and the rules share.
 
-    min_capability("vllm").text      -> "7.5"
-    runs("trtllm", target)           -> target.capability >= (8, 0)
+    min_capability("vllm").text             -> "7.5"  (the current release's)
+    min_capability("vllm", "0.19.1").text   -> "7.0"  (a minimum that changed between releases: per release)
+    runs("trtllm", target)                  -> target.capability >= (8, 0)
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
 from rlcompat._toml import load_toml_text
+
+
+@dataclass(frozen=True)
+class Earlier:
+    """An older minimum of a component, held up to and including release `through`."""
+    through: str
+    capability: tuple[int, int]
+    note: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.capability[0]}.{self.capability[1]}"
 
 
 @dataclass(frozen=True)
@@ -21,10 +35,33 @@ class MinCapability:
     sources: tuple[str, ...]
     note: str
     target_fact: str | None  # the rules/targets.toml boolean this threshold decides, if any
+    since: str = ""  # the first release this minimum holds for, where it changed between releases
+    earlier: tuple[Earlier, ...] = ()  # older minimums, oldest first
+    product: str = ""  # the component's name in messages
 
     @property
     def text(self) -> str:
         return f"{self.capability[0]}.{self.capability[1]}"
+
+    def by_release(self) -> str:
+        """The minimum per release, for messages: "vLLM needs compute capability 7.5+ from 0.20.0 (7.0+ up to
+        0.19.1)"; only the number where it never changed."""
+        needs = f"{self.product or self.name} needs compute capability {self.text}+"
+        if not self.since:
+            return needs
+        before = "; ".join(f"{e.text}+ up to {e.through}" for e in reversed(self.earlier))
+        return f"{needs} from {self.since} ({before})"
+
+
+def _capability(text: str) -> tuple[int, int]:
+    major, minor = (int(p) for p in text.split("."))
+    return major, minor
+
+
+def release(version: str) -> tuple[int, ...]:
+    """The numeric release of a version string: "0.19.1+cu128" -> (0, 19, 1); "0.20.0rc1" -> (0, 20, 0)."""
+    m = re.match(r"\s*v?(\d+(?:\.\d+)*)", version or "")
+    return tuple(int(p) for p in m.group(1).split(".")) if m else ()
 
 
 @lru_cache(maxsize=1)
@@ -32,20 +69,39 @@ def table() -> dict[str, MinCapability]:
     data = load_toml_text(resources.files("rlcompat.rules").joinpath("capabilities.toml").read_text("utf-8"))
     out = {}
     for name, row in data["min_capability"].items():
-        major, minor = (int(p) for p in row["capability"].split("."))
-        out[name] = MinCapability(name, (major, minor), tuple(row["sources"]), row.get("note", ""),
-                                  row.get("target_fact"))
+        earlier = tuple(sorted((Earlier(e["through"], _capability(e["capability"]), e.get("note", ""))
+                                for e in row.get("earlier", ())), key=lambda e: release(e.through)))
+        if earlier and not row.get("since"):
+            raise ValueError(f"rules/capabilities.toml {name}: `earlier` minimums need the `since` of the current one")
+        out[name] = MinCapability(name, _capability(row["capability"]), tuple(row["sources"]), row.get("note", ""),
+                                  row.get("target_fact"), row.get("since", ""), earlier, row.get("product", ""))
     return out
 
 
-def min_capability(name: str) -> MinCapability:
-    """A row by name; an unknown name is a KeyError naming the file, so a typo fails in the first test that asks."""
+def min_capability(name: str, version: str | None = None) -> MinCapability:
+    """A row by name; with `version` (a release of the component), the minimum that release had. An unknown name is
+    a KeyError naming the file, so a typo fails in the first test that asks."""
     rows = table()
     if name not in rows:
         raise KeyError(f"{name!r} is not a row of rules/capabilities.toml [min_capability] ({', '.join(rows)})")
-    return rows[name]
+    row = rows[name]
+    if version and release(version):
+        for e in row.earlier:
+            if release(version) <= release(e.through):
+                return MinCapability(name, e.capability, row.sources, e.note, None, product=row.product)
+    return row
 
 
-def runs(name: str, target) -> bool:
-    """Whether `target` (anything with `.capability`) meets the named minimum."""
-    return tuple(target.capability) >= min_capability(name).capability
+def runs(name: str, target, version: str | None = None) -> bool:
+    """Whether `target` (anything with `.capability`) meets the named minimum (of `version`, where given)."""
+    return tuple(target.capability) >= min_capability(name, version).capability
+
+
+def last_release_that_runs(name: str, target) -> str | None:
+    """Where the current release's minimum is above the target but an older one's is not, the last release that
+    runs there ("0.19.1" for vLLM on a V100); None where the current release runs, or none does."""
+    row = min_capability(name)
+    if tuple(target.capability) >= row.capability:
+        return None
+    held = [e.through for e in row.earlier if tuple(target.capability) >= e.capability]
+    return held[-1] if held else None

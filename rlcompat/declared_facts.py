@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from rlcompat.capabilities import MinCapability, min_capability
 from rlcompat.doctor import facts
 
 CLAUSE = re.compile(r"^\s*(===|==|!=|~=|>=|<=|>|<|=)?\s*([0-9][\w.*+!-]*)\s*$")
@@ -96,3 +97,85 @@ def fitting_tag(torch_version: str, cc: tuple[int, int]) -> str | None:
 
 def cuda_below(cuda: str, other: str) -> bool:
     return facts.release(cuda) < facts.release(other)
+
+
+# --- a package's minimum for the release a specifier installs -----------------------------------------------------
+
+Bound = tuple[tuple[int, ...], bool]  # (release, inclusive)
+
+
+def _key(r: tuple[int, ...]) -> tuple[int, ...]:
+    return r + (0,) * max(0, 4 - len(r))
+
+
+def _bump(r: tuple[int, ...]) -> tuple[int, ...]:
+    """The first release after every release starting with `r`: (0, 19) -> (0, 20)."""
+    return r[:-1] + (r[-1] + 1,)
+
+
+def _spec_bounds(spec: str) -> tuple[Bound | None, Bound | None] | None:
+    """The releases a specifier allows as (lowest, highest) bounds, None for unbounded; None when unreadable."""
+    low: Bound | None = None
+    high: Bound | None = None
+
+    def tighter_low(b: Bound) -> None:
+        nonlocal low
+        if low is None or _key(b[0]) > _key(low[0]) or (_key(b[0]) == _key(low[0]) and not b[1]):
+            low = b
+
+    def tighter_high(b: Bound) -> None:
+        nonlocal high
+        if high is None or _key(b[0]) < _key(high[0]) or (_key(b[0]) == _key(high[0]) and not b[1]):
+            high = b
+
+    for clause in (c for c in spec.split(",") if c.strip()):
+        m = CLAUSE.match(clause)
+        if not m:
+            return None
+        op, text = m.group(1) or "==", m.group(2)
+        if op == "!=":
+            continue
+        r = facts.release(text.replace(".*", ""))
+        if not r:
+            return None
+        if op in ("==", "===", "=", "~="):
+            tighter_low((r, True))
+            if "*" in text:  # "==0.19.*": below 0.20
+                tighter_high((_bump(r), False))
+            elif op == "~=":  # "~=0.19.0": below 0.20
+                tighter_high((_bump(r[:-1]) if len(r) > 1 else (r[0] + 1,), False))
+            else:
+                tighter_high((r, True))
+        elif op in (">=", ">"):
+            tighter_low((r, op == ">="))
+        else:
+            tighter_high((r, op == "<="))
+    return low, high
+
+
+def _overlap(a: tuple[Bound | None, Bound | None], b: tuple[Bound | None, Bound | None]) -> bool:
+    lows = [x for x in (a[0], b[0]) if x is not None]
+    highs = [x for x in (a[1], b[1]) if x is not None]
+    if not lows or not highs:
+        return True
+    low = max(lows, key=lambda x: (_key(x[0]), not x[1]))
+    high = min(highs, key=lambda x: (_key(x[0]), x[1]))
+    return _key(low[0]) < _key(high[0]) or (_key(low[0]) == _key(high[0]) and low[1] and high[1])
+
+
+def minimum_installed(row_name: str, spec: str) -> MinCapability:
+    """The minimum capability (rules/capabilities.toml) of the release pip installs for a specifier, its newest
+    allowed: where the row's minimum changed between releases ("vllm": 7.0 up to 0.19.1, 7.5 from 0.20.0),
+    `vllm==0.10.2` and `vllm<0.20` get the older one, `vllm>=0.8` and an unreadable specifier the current one."""
+    row = min_capability(row_name)
+    bounds = _spec_bounds(spec.strip()) if row.earlier else None
+    if bounds is None:
+        return row
+    ranges = [((facts.release(row.since), True), None, row.since)]
+    for i in reversed(range(len(row.earlier))):
+        below = (facts.release(row.earlier[i - 1].through), False) if i else None
+        ranges.append((below, (facts.release(row.earlier[i].through), True), row.earlier[i].through))
+    for low, high, release in ranges:
+        if _overlap(bounds, (low, high)):
+            return min_capability(row_name, release)
+    return row

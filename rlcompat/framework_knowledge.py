@@ -109,10 +109,24 @@ def kinds() -> dict[str, Kind]:
         if unknown:
             raise ValueError(f"rules/frameworks/kinds.toml [{name}]: needs = {unknown[0]!r} is not a fact of "
                              "rules/targets.toml (rlcompat.targets.FACT_NAMES)")
-        hazards = tuple(Hazard(tuple(v.lower() for v in h["values"]), h["needs"], h["why"], tuple(h.get("sources", ())))
+        hazards = tuple(Hazard(tuple(v.lower() for v in h["values"]), h["needs"], _why(h["why"]), tuple(h.get("sources", ())))
                         for h in body.get("hazards", ()))
         out[name] = Kind(name, body.get("fix", "none"), hazards)
     return out
+
+
+class _Minimums:
+    """`{minimum[vllm]}` in a hazard's why: rules/capabilities.toml's row, per release ("vLLM needs compute
+    capability 7.5+ from 0.20.0 (7.0+ up to 0.19.1)"), so the numbers are written in one place."""
+
+    def __getitem__(self, name: str) -> str:
+        from rlcompat.capabilities import min_capability
+
+        return min_capability(name).by_release()
+
+
+def _why(text: str) -> str:
+    return text.format(minimum=_Minimums()) if "{minimum[" in text else text
 
 
 @lru_cache(maxsize=1)
@@ -234,8 +248,9 @@ def vocabulary() -> Vocabulary:
     data = load_toml_text(text)
     for table, name in (("switch", "flag"), ("override_cli", "program")):
         for row in data.get(table, ()):
-            if not row.get("proof") and not row.get("unproven"):
-                raise ValueError(f"rules/frameworks/vocabulary.toml: {table} {row.get(name)!r} has no proof")
+            if not row.get("proof"):
+                raise ValueError(f"rules/frameworks/vocabulary.toml: {table} {row.get(name)!r} has no proof: add the "
+                                 "file:line of the framework release that reads it")
     return Vocabulary(frozenset(row["flag"] for row in data.get("switch", ())),
                       frozenset(data["verl_config"]["top_keys"]),
                       frozenset(row["program"] for row in data.get("override_cli", ())))

@@ -38,8 +38,7 @@ def test_environment_packages_name_their_row_instead_of_a_number():
     packages = text[text.index("[packages."):text.index("[[triton_min_version")]
     assert "min_capability = " not in packages and "warn_below = " not in packages
     pkgs = facts.environment_facts()["packages"]
-    assert pkgs["vllm"]["min_capability"] == capabilities.min_capability("vllm_through_0_14").text
-    assert pkgs["vllm"]["warn_below"] == capabilities.min_capability("vllm").text
+    assert pkgs["vllm"]["min_capability"] == capabilities.min_capability("vllm").text
     assert pkgs["sglang"]["min_capability"] == capabilities.min_capability("sglang").text
     assert pkgs["flash-attn"]["new_arch"]["min_capability"] == "10.0"
     for name, entry in pkgs.items():

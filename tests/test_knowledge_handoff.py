@@ -51,13 +51,10 @@ def test_known_switches_come_from_the_vocabulary_file():
     assert "adam_offload" in framework_knowledge.vocabulary().switches
 
 
-def test_every_switch_row_has_a_proof_or_says_why_not():
+def test_every_switch_row_has_a_proof():
     text = resources.files("rlcompat.rules").joinpath("frameworks", "vocabulary.toml").read_text("utf-8")
     rows = load_toml_text(text)["switch"]
-    assert all(r.get("proof", "").count(":") >= 2 or r.get("unproven") for r in rows)
-    # Kept from before the knowledge moved to data, without a store_true in the versions read: not to grow.
-    assert sorted(r["flag"] for r in rows if not r.get("proof")) == ["ds.gradient_checkpointing", "ds.ring_attn",
-                                                                     "ring_attn", "use_wandb"]
+    assert all(r.get("proof", "").count(":") >= 2 and "unproven" not in r for r in rows)
     assert len({r["flag"] for r in rows}) == len(rows)
 
 
@@ -118,10 +115,8 @@ def test_a_program_taking_key_value_overrides_is_a_data_row(monkeypatch):
     assert _keys("/opt/bin/mytrainer train c.yaml model.dtype=bf16\n") == ["model.dtype"]
 
 
-def test_every_override_program_row_has_a_proof_or_says_why_not():
+def test_every_override_program_row_has_a_proof():
     text = resources.files("rlcompat.rules").joinpath("frameworks", "vocabulary.toml").read_text("utf-8")
     rows = load_toml_text(text)["override_cli"]
-    assert all(r.get("proof", "").count(":") >= 2 or r.get("unproven") for r in rows)
+    assert all(r.get("proof", "").count(":") >= 2 and "unproven" not in r for r in rows)
     assert {r["program"] for r in rows} == framework_knowledge.vocabulary().override_clis
-    # kept from before the list moved to data, with no `key=value` parsing in the version read: not to grow
-    assert sorted(r["program"] for r in rows if not r.get("proof")) == ["axolotl", "swift"]

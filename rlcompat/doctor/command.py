@@ -115,6 +115,7 @@ def _notes(env) -> list[str]:
 
 
 def _memory(result, model_params, algo, gpu_memory, gpus, seq_len, micro_batch, rollout, no_reference, fail) -> None:
+    from rlcompat.capabilities import runs
     from rlcompat.doctor import memory
     from rlcompat.doctor.render import MemoryCheck
     from rlcompat.targets import target_for_capability
@@ -136,8 +137,8 @@ def _memory(result, model_params, algo, gpu_memory, gpus, seq_len, micro_batch, 
         card_from = "unknown"
     if rollout is None:
         installed = env.packages
-        engine = ("vllm" if "vllm" in installed and tgt.vllm else "sglang" if "sglang" in installed and tgt.sglang
-                  else "hf")
+        vllm_runs = "vllm" in installed and runs("vllm", tgt, installed["vllm"].version)  # the installed release's minimum
+        engine = "vllm" if vllm_runs else "sglang" if "sglang" in installed and tgt.sglang else "hf"
     else:
         engine = rollout.value
     kwargs = dict(algo=algo, dtype=tgt.training_dtype, gpus=gpus or max(1, len(matching)), seq_len=seq_len,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rlcompat.capabilities import min_capability
 from rlcompat.doctor import facts
 from rlcompat.doctor.snapshot import ENVIRONMENT_PATH, Environment, Package
 from rlcompat.findings import Finding, Location
@@ -76,7 +77,8 @@ def below(cc: tuple[int, int], threshold: str | None) -> bool:
 
 class PackageRequirementRule(EnvironmentRule):
     """An installed distribution that needs a minimum capability (rules/environment.toml [packages.NAME]):
-    an error below `min_capability`, a warning below `warn_below`."""
+    an error below `min_capability` (the installed release's, where rules/capabilities.toml's row changed between
+    releases), a warning below `warn_below`."""
 
     package_name: str = ""
 
@@ -97,9 +99,12 @@ class PackageRequirementRule(EnvironmentRule):
         if pkg is None:
             return []
         req, cc = self.requirement(), self.target.capability
-        if below(cc, req.get("min_capability")):
-            failing, need, error, severity = True, req["min_capability"], req["error"], "error"
-        elif below(cc, req.get("warn_below")) and facts.release(pkg.version) > facts.release(req.get("warn_after_version", "0")):
+        minimum = req.get("min_capability")
+        if "min_capability_of" in req:
+            minimum = min_capability(req["min_capability_of"], pkg.version).text
+        if below(cc, minimum):
+            failing, need, error, severity = True, minimum, req["error"], "error"
+        elif below(cc, req.get("warn_below")):
             failing, need, error, severity = False, req["warn_below"], req.get("warn_error", req.get("error", "")), "warning"
         else:
             return []

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from rlcompat.capabilities import last_release_that_runs, min_capability
+from rlcompat.declared_facts import minimum_installed
 from rlcompat.doctor import facts
 from rlcompat.lang.declared import DeclaredRule
 from rlcompat.rule import Bad, Good
@@ -18,7 +20,9 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         "Reports a declared requirement (pip or conda; requirement files, pyproject.toml, environment files, "
         "`pip install` in Dockerfiles and scripts) for a package whose minimum compute capability in "
         "rules/environment.toml `[packages]` is above the target: flash-attn (8.0), flash-attn-3 and -4 (9.0), "
-        "vLLM (7.0), SGLang (7.5). `rlcompat doctor` reads the same table for what is installed."
+        "SGLang (7.5), and vLLM per release, judged for the release the specifier installs (pip's newest "
+        f"allowed): {min_capability('vllm').by_release()}. `rlcompat doctor` reads the same table for what is "
+        "installed."
     )
     why = (
         "FlashAttention 2 refuses GPUs below Ampere (`FlashAttention only supports Ampere GPUs or newer.`) and its "
@@ -38,12 +42,14 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         Bad("torch==2.6.0\nflash-attn==2.7.4.post1\n", path="requirements.txt"),
         Bad("pip install flash_attn --no-build-isolation\n", path="install.sh", target="sm75"),
         Bad('[project]\nname = "x"\ndependencies = ["vllm>=0.8"]\n', path="pyproject.toml"),
+        Bad('[project]\nname = "x"\ndependencies = ["vllm>=0.8"]\n', path="pyproject.toml", target="sm70"),
         Bad("FROM python:3.11\nRUN pip install sglang[all]\n", path="Dockerfile", target="sm70"),
         Bad("name: rl\ndependencies:\n  - python=3.10\n  - pip:\n    - flash-attn==2.8.3\n", path="environment.yml"),
     )
     good = (
         Good("flash-attn==2.7.4.post1\n", path="requirements.txt", target="sm80"),
         Good("vllm>=0.8\n", path="requirements.txt", target="sm75"),
+        Good("vllm==0.10.2\nfastapi\n", path="requirements.txt", target="sm70"),
         Good("# flash-attn  (Ampere only)\ntransformers\n", path="requirements.txt"),
     )
 
@@ -56,7 +62,19 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         for req in group.requirements:
             name = "flash-attn" if req.name == "flash-attention" else req.name
             p = minimums.get(name)
-            if p is None or self.target.capability >= facts.capability(p["min_capability"]):
+            if p is None:
                 continue
-            ctx.report(req.span, f"{req.name} needs compute capability {p['min_capability']}+, {self.target.name} is "
-                                 f"{self.target.capability_text}: {p['why']} (`{facts.error_text(p['error'])}`)", [None])
+            # A minimum that changed between releases: the one of the release this specifier installs.
+            row = minimum_installed(p["min_capability_of"], req.spec) if "min_capability_of" in p else None
+            needed = row.text if row is not None else p["min_capability"]
+            if self.target.capability >= facts.capability(needed):
+                continue
+            current = min_capability(p["min_capability_of"]) if row is not None else None
+            written, history = req.name, ""
+            if current is not None and current.since:
+                older = last_release_that_runs(current.name, self.target)
+                written = f"{req.name}{req.spec.strip()}"
+                history = f"; {current.by_release()}" + (f": pin {req.name}<={older}" if older else "")
+            ctx.report(req.span, f"{written} needs compute capability {needed}+, {self.target.name} is "
+                                 f"{self.target.capability_text}: {p['why']}{history} "
+                                 f"(`{facts.error_text(p['error'])}`)", [None])

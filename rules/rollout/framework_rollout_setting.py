@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from rlcompat.analysis.knowledgecheck import DataExamples, check
+from rlcompat.capabilities import min_capability
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.rule import Bad, Good
 
@@ -19,7 +20,7 @@ class FrameworkRolloutSetting(ConfigRule):
         "are RLC405's and RLC406's, judged per method from rules/vllm.toml."
     )
     why = (
-        "vLLM needs compute capability 7.5 (7.0 in its docs up to v0.14) [S7]; SGLang refuses < 7.5 [S35]; fp8 "
+        f"{min_capability('vllm').by_release()} [S7]; SGLang refuses < 7.5 [S35]; fp8 "
         "weights and KV caches need 8.9 [S6][S20]; without eager mode vLLM compiles with Inductor, which refuses "
         "< 7.0 [S17][S52]."
     )

@@ -2,6 +2,25 @@
 
 from __future__ import annotations
 
+from rlcompat.capabilities import last_release_that_runs, min_capability
+
+
+def unsupported_reason(target) -> str:
+    """Why vLLM does not run on `target`, from rules/capabilities.toml's `vllm` row (its minimum per release): one
+    text for RLC401, RLC407 and RLC413. A script names no vLLM release, so the current one is judged."""
+    head = f"{min_capability('vllm').by_release()} and {target.name} is {target.capability_text}"
+    if last_release_that_runs("vllm", target):
+        return f"{head}: a current release has no kernels for it"
+    inductor = "" if target.inductor else " and V1 compiles with Inductor, which refuses the card"
+    return f"{head}: no vLLM wheel has kernels for it{inductor}"
+
+
+def unsupported_message(target, instead: str = "generate with transformers") -> str:
+    """The reason and what runs instead: where an older release runs on the card (a V100), pinning it."""
+    older = last_release_that_runs("vllm", target)
+    advice = f"pin vllm<={older}, the last release built for it, or {instead}" if older else instead
+    return f"{unsupported_reason(target)}; {advice}"
+
 
 def vllm_command(words: tuple[str, ...]) -> bool:
     """`vllm serve ...`, `python -m vllm.entrypoints.openai.api_server ...` (and `vllm.entrypoints.*`)."""

@@ -7,6 +7,7 @@ from rlcompat.analysis.verlengines import in_its_config
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
+from rlcompat.rules.rollout.helpers import unsupported_reason
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.rollout.name={name} \\\n    trainer.n_gpus_per_node=1\n"
 REWARD_CMD = ("python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.rollout.name={actor} \\\n"
@@ -42,8 +43,7 @@ def engine_runs(engine: str, target) -> tuple[bool, str]:
         return True, ""
     # The thresholds are rules/capabilities.toml's rows (targets.toml's vllm/sglang booleans agree with them).
     if engine == "vllm":
-        return target.vllm, (f"vLLM needs compute capability {min_capability('vllm').text}+ (its docs said "
-                             f"{min_capability('vllm_through_0_14').text}+ up to v0.14)")
+        return runs("vllm", target), unsupported_reason(target)
     if engine == "sglang":
         return target.sglang, (f"SGLang refuses compute capability < {min_capability('sglang').text} "
                                "(`SGLang only supports sm75 and above.`)")
@@ -64,8 +64,7 @@ class RolloutEngineUnsupported(ConfigRule):
         "sglang and trtllm [S51]."
     )
     why = (
-        f"vLLM needs compute capability {min_capability('vllm').text} ({min_capability('vllm_through_0_14').text} in "
-        "docs up to v0.14) [S7]; SGLang raises `SGLang only supports sm75 and "
+        f"{min_capability('vllm').by_release()} [S7]; SGLang raises `SGLang only supports sm75 and "
         "above.` [S35]; TensorRT-LLM supports Ampere and newer [S53]. Where none runs, no configuration change helps: "
         "the rollout needs other hardware or another verl."
     )

@@ -4,9 +4,11 @@ import ast
 
 import libcst as cst
 
+from rlcompat.capabilities import min_capability, runs
 from rlcompat.lang.pysettings import tree_of
 from rlcompat.lang.python import PythonRule
 from rlcompat.rule import Bad, Good
+from rlcompat.rules.rollout.helpers import unsupported_message
 
 # vLLM's engine classes a program builds to generate (the offline `LLM`, the V0/V1 engines), and their constructors.
 ENGINES = frozenset({"vllm.LLM", "vllm.LLMEngine", "vllm.AsyncLLMEngine", "vllm.entrypoints.llm.LLM",
@@ -72,11 +74,12 @@ class VllmEngineOnUnsupportedGpu(PythonRule):
         "it among other values."
     )
     why = (
-        "vLLM supports compute capability 7.5+ (7.0+ in its docs up to v0.14.0) [S7]; below that no wheel has "
-        "kernels for the card (`no kernel image is available`) and V1 compiles the model with Inductor, which "
-        "refuses capability < 7.0 [S17][S52]."
+        f"{min_capability('vllm').by_release()} [S7]; below its minimum a release's wheels have no kernels "
+        "for the card (`no kernel image is available`), and below 7.0 V1 also compiles the model with Inductor, "
+        "which refuses the card [S17][S52]."
     )
-    fix_safety = "No autofix: generation has to move to another engine (transformers' `generate`) or another card."
+    fix_safety = ("No autofix: generation has to move to an older vLLM that still runs on the card (a V100: the "
+                  "release named in the message), another engine (transformers' `generate`) or another card.")
     triggers = ("LLM(", "LLMEngine", "AsyncLLM")  # the calls; imports are always kept
     sources = ("S7", "S17", "S52")
     prevents = ("E1",)
@@ -102,7 +105,7 @@ class VllmEngineOnUnsupportedGpu(PythonRule):
 
     @classmethod
     def applies_to(cls, target) -> bool:
-        return not target.vllm
+        return not runs("vllm", target)
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
         func = node.func
@@ -112,7 +115,5 @@ class VllmEngineOnUnsupportedGpu(PythonRule):
         if name not in ENGINES or any(isinstance(a, cst.ClassDef) for a in ctx.ancestors) or _one_choice_of_several(ctx):
             return  # a backend class or one choice among several: reported where it is chosen
         shown = name.rsplit(".", 1)[-1]
-        ctx.report(func, f"vLLM's {shown} engine is built here: vLLM needs compute capability 7.5+ "
-                         f"({self.target.name} is {self.target.capability_text}): no vLLM wheel has kernels for it"
-                         f"{' and V1 compiles with Inductor, which refuses capability < 7.0' if self.target.capability < (7, 0) else ''}; "
-                         f"generate with transformers (TRL: use_vllm=False) or on a 7.5+ card")
+        instead = (f"generate with transformers (TRL: use_vllm=False) or on a {min_capability('vllm').text}+ card")
+        ctx.report(func, f"vLLM's {shown} engine is built here: {unsupported_message(self.target, instead)}")

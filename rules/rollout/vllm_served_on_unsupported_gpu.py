@@ -2,15 +2,14 @@ from __future__ import annotations
 
 import re
 
-from rlcompat.doctor import facts
+from rlcompat.capabilities import min_capability, runs
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.rule import Bad, Good
-from rlcompat.rules.rollout.helpers import vllm_command
+from rlcompat.rules.rollout.helpers import unsupported_message, vllm_command
 from rlcompat import framework_knowledge, vllm_facts
 
 
-def _vllm() -> dict:
-    return facts.package_facts("vllm")  # the entry doctor's RLC506 reads
+_VLLM = min_capability("vllm")  # the current release's (a script names none); doctor's RLC506 reads the installed one's
 
 
 class VllmServedOnUnsupportedGpu(ConfigRule):
@@ -19,20 +18,22 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
     title = "vLLM launched directly on a GPU it does not run on, or with an attention backend the GPU lacks"
     what = (
         "Finds `vllm serve` and `python -m vllm.entrypoints...` commands in scripts, and framework commands the "
-        "framework knowledge says start vLLM (`trl vllm-serve`: an `[[engine]]` row). Below vLLM's minimum capability "
-        "(rules/environment.toml `[packages.vllm]`, the entry `rlcompat doctor`'s RLC506 reads) the command is "
-        "reported; on any card, a `VLLM_ATTENTION_BACKEND=...` set on the command or earlier in the script naming a "
-        "backend the card lacks (rules/vllm.toml `[attention_backend]`) is reported."
+        "framework knowledge says start vLLM (`trl vllm-serve`: an `[[engine]]` row). Below the current vLLM "
+        "release's minimum capability (rules/capabilities.toml `vllm`, the row RLC401/RLC413 read too) the command "
+        "is reported, naming the last release that runs on the card where there is one; on any card, a "
+        "`VLLM_ATTENTION_BACKEND=...` set on the command or earlier in the script naming a backend the card lacks "
+        "(rules/vllm.toml `[attention_backend]`) is reported."
     )
     why = (
-        "vLLM supports compute capability 7.0+ (documented up to v0.14.0; 7.5+ since) [S7]; below that no wheel "
-        "has kernels for the card (`no kernel image is available`) and V1 compiles the model with Inductor, "
-        "which refuses capability < 7.0 [S17][S52]. FLASH_ATTN and FLASHINFER accept capability 8.0+ only in "
-        "vLLM 0.33.0; TRITON_ATTN runs anywhere [S56]."
+        f"{_VLLM.by_release()} [S7]; below its minimum a release's wheels have no kernels for the card "
+        "(`no kernel image is available`), and below 7.0 V1 also compiles the model with Inductor, which refuses "
+        "the card [S17][S52]. FLASH_ATTN and FLASHINFER accept capability 8.0+ only in vLLM 0.33.0; TRITON_ATTN "
+        "runs anywhere [S56]."
     )
     fix_safety = (
-        "No autofix: below 7.0 generation has to move to another engine (transformers) or card; a backend "
-        "variable is better removed by hand (vLLM then picks one the card has)."
+        "No autofix: generation has to move to an older vLLM that still runs on the card (a V100: the release "
+        "named in the message), another engine (transformers) or another card; a backend variable is better "
+        "removed by hand (vLLM then picks one the card has)."
     )
     triggers = ("vllm",)
     sources = ("S7", "S17", "S52", "S56")
@@ -41,6 +42,7 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
 
     bad = (
         Bad("vllm serve Qwen/Qwen2.5-1.5B-Instruct --dtype float16\n", path="serve.sh"),
+        Bad("vllm serve Qwen/Qwen2.5-1.5B-Instruct --dtype float16\n", path="serve.sh", target="sm70"),
         Bad("VLLM_ATTENTION_BACKEND=FLASH_ATTN vllm serve m --dtype half\n", path="serve.sh", target="sm75"),
         Bad("export VLLM_ATTENTION_BACKEND=FLASHINFER\npython -m vllm.entrypoints.openai.api_server --model m\n",
             path="serve.sh", target="sm70"),
@@ -67,13 +69,10 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
             return
         cc = self.target.capability
         anchor = view.word_spans[0]
-        minimum = _vllm()["min_capability"]
-        if cc < facts.capability(minimum):
+        if not runs("vllm", self.target):
             by = (f"{served[1]['commands'][0]} starts vLLM ({served[0].label} {served[0].version} knowledge: "
                   f"{served[1]['proof'].split(' (')[0]}); ") if served is not None and not vllm_command(view.command_words) else ""
-            ctx.report(anchor, f"{by}vLLM needs compute capability {minimum}+ ({self.target.name} is "
-                               f"{self.target.capability_text}): no vLLM wheel has kernels for it and V1 compiles "
-                               f"with Inductor, which refuses capability < 7.0; generate with transformers", [None])
+            ctx.report(anchor, f"{by}{unsupported_message(self.target)}", [None])
             return
         before = ctx.source_text[:anchor.start]
         chosen = re.findall(r"\bVLLM_ATTENTION_BACKEND=[\"']?([A-Z_0-9]+)", before)
