@@ -39,6 +39,7 @@ class Kind:
     name: str
     fix: str  # "dtype" | "off" | "on" | "value" | "none"
     hazards: tuple[Hazard, ...]
+    forces: str = ""  # the kind of the value this switch makes the framework's code force (kinds.toml)
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,10 @@ def kinds() -> dict[str, Kind]:
                              "rules/targets.toml (rlcompat.targets.FACT_NAMES)")
         hazards = tuple(Hazard(tuple(v.lower() for v in h["values"]), h["needs"], h["why"], tuple(h.get("sources", ())))
                         for h in body.get("hazards", ()))
-        out[name] = Kind(name, body.get("fix", "none"), hazards)
+        out[name] = Kind(name, body.get("fix", "none"), hazards, body.get("forces", ""))
+    for kind in out.values():
+        if kind.forces and kind.forces not in out:
+            raise ValueError(f"rules/frameworks/kinds.toml [{kind.name}]: forces = {kind.forces!r} is not a kind of this file")
     return out
 
 

@@ -123,6 +123,7 @@ def resolved_key(view: ConfigView, ctx: ConfigContext, setting: Setting, kinds: 
 
 def check(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:
     target = ctx.target
+    hazards = []
     for setting in view.settings:
         value = setting.value
         key = resolved_key(view, ctx, setting, kinds) if value is None else None
@@ -134,9 +135,15 @@ def check(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:
             continue
         key, version_known = match
         found = hazard_of(key, value, target)
-        if found is None:
+        if found is not None and not _feature_off_by_default(view, setting, key):
+            hazards.append((setting, key, version_known, value, *found))
+    # A switch the code turns on that only matters through a value the same code then forces (kinds.toml `forces`:
+    # OpenRLHF turns packing on for ring attention, then forces flash_attention_2 for packing): one hazard, reported
+    # where the forced value is written.
+    forced = {key.kind for setting, key, *_ in hazards if setting.origin == "python-forced"}
+    for setting, key, version_known, value, hazard, kind in hazards:
+        if setting.origin == "python-forced" and kind.forces in forced:
             continue
-        hazard, kind = found
         if setting.origin in RESOLVED_ORIGINS:
             _report_resolved(ctx, setting, key, value, version_known, hazard, kind)
         else:
@@ -145,6 +152,19 @@ def check(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:
         _defaults(view, ctx, kinds)
     else:
         _omitted_defaults(view, ctx, kinds)
+
+
+OFF_VALUES = ("", "none", "null", "0", "false")
+
+
+def _feature_off_by_default(view: ConfigView, setting: Setting, key: fk.FrameworkKey) -> bool:
+    """An argparse default of a key whose default matters only with another flag (`requires`: vLLM's eager mode only
+    with `--vllm.num_engines`), in a parser whose own defaults for those flags leave the feature off: a run gets the
+    feature only by passing one of them, and such a command is judged where it is given (`_defaults`)."""
+    if setting.origin != "argparse-default" or not key.requires:
+        return False
+    required = [s for s in view.settings if s.origin == "argparse-default" and fk.normalise(s.key) in key.requires]
+    return bool(required) and all((s.value or "").strip().lower() in OFF_VALUES for s in required)
 
 
 def first_proof(proof: str) -> str:
