@@ -47,8 +47,11 @@ def chosen_version(view: ConfigView, framework_name: str) -> tuple[str | None, s
     versions = [f for f in fk.frameworks() if f.name == framework_name]
     flags = [fk.normalise(s.key) for s in view.settings if s.flag]
     flags += [fk.normalise(w) for w in view.command_words if w.startswith("--")]
+    keys = [s.key for s in view.settings if not s.flag] if view.kind != "command" else []
     for fw in versions:  # newest first
         if fw.markers and any(flag.startswith(m) for flag in flags for m in fw.markers):
+            return fw.version, "markers"
+        if fw.config_markers and any(k.startswith(m) for k in keys for m in fw.config_markers):
             return fw.version, "markers"
     installed = fk.installed_version(versions[0].distribution) if versions else None
     if installed:
@@ -85,6 +88,8 @@ def hazard_of(key: fk.FrameworkKey, value: str | None, target):
     kind = fk.kinds().get(key.kind)
     if kind is None or value is None or key.judged_by:
         return None
+    if key.values and value.strip().strip("'\"").lower() not in key.values:
+        return None  # a value this release does not accept (another release's converter name: an error everywhere)
     if value == "" and kind.fix in SWITCH_FIXES:  # a bare switch flag: on
         value = "true"
     if kind.fix in SWITCH_FIXES:
