@@ -80,9 +80,9 @@ class VllmEngineOnUnsupportedGpu(PythonRule):
         "refuses capability < 7.0 [S17][S52]."
     )
     fix_safety = "No autofix: generation has to move to another engine (transformers' `generate`) or another card."
-    # The calls (imports are always kept), and argv words: a module of vLLM's server, or `serve` after `vllm` (a
-    # statement holding one is parsed whole below narrow.INSIDE_MIN_LINES lines, so the `vllm` before it stays).
-    triggers = ("LLM(", "LLMEngine", "AsyncLLM", "vllm.entrypoints", "'serve'", '"serve"')
+    # The calls (imports are always kept), and argv words: a module of vLLM's server, or `vllm` and `serve` (each a
+    # trigger, so that narrowing inside a big list keeps both elements).
+    triggers = ("LLM(", "LLMEngine", "AsyncLLM", "vllm.entrypoints", "'vllm'", '"vllm"', "'serve'", '"serve"')
     sources = ("S7", "S17", "S52")
     prevents = ("E1",)
 
