@@ -158,11 +158,16 @@ def settings_of(text: str, triggers: tuple[str, ...]) -> list[Setting]:
         visit(tree.body, frozenset())
     except RecursionError:
         pass  # nesting deeper than the interpreter's stack (a 1,000-arm elif chain): the settings read so far
-    if any(st.origin in _ATTRIBUTE_ORIGINS and not st.call.startswith("self") for st in reader.out):
+    attributes = [st for st in reader.out if st.origin in _ATTRIBUTE_ORIGINS]
+    if attributes:
         # `args.flash_attn = True` where this file declares `--flash_attn`: that flag's setting, also where the
-        # declaration holds no trigger word (`default="sdpa"`) and so was not read above.
-        dests = reader.dests | _declared_dests(tree)
-        reader.out = [_as_flag(st, dests) if st.origin in _ATTRIBUTE_ORIGINS else st for st in reader.out]
+        # declaration holds no trigger word (`default="sdpa"`) and so was not read above (the whole module is
+        # walked for that only when an attribute of something other than `self` is set).
+        dests = reader.dests
+        if any(not st.call.startswith("self") for st in attributes):
+            dests = dests | _declared_dests(tree)
+        if dests:
+            reader.out = [_as_flag(st, dests) if st.origin in _ATTRIBUTE_ORIGINS else st for st in reader.out]
     return reader.out
 
 

@@ -586,7 +586,7 @@ def _never_runs(command: Command, variables: Variables) -> bool:
     the command does not run as the file is written. Only `[ A = B ]`, `[ A == B ]`, `[ A != B ]` and `test ...`
     with both sides known."""
     for guard in command.guards:
-        words = [w for w in guard.words]
+        words = list(guard.words)
         if words and words[0].text == "[" and words[-1].text == "]":
             words = words[1:-1]
         elif words and words[0].text == "test":
