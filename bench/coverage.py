@@ -438,39 +438,30 @@ def render(results: list[Result], seconds: float, holdout_details: bool = False)
                 f"unadjudicated {len(r.unadjudicated)}; notices {len(r.notices)}."
             )
             continue
-        if r.missed:
-            lines.append("")
-            lines.append(f"Missed hazards ({len(r.missed)}):")
-            for h in r.missed:
-                lines.append(f"- `{h['file']}:{h['line']}` {h['kind']}: `{_short(h['text'])}`")
-        if r.false_positives:
-            lines.append("")
-            lines.append(f"False positives ({len(r.false_positives)}):")
-            for f, why in r.false_positives:
-                lines.append(f"- `{f.path}:{f.line}` {f.code} ({f.kind}): judged clean: {why}")
-        if r.unadjudicated:
-            lines.append("")
-            lines.append(f"Unadjudicated findings ({len(r.unadjudicated)}):")
-            for f in r.unadjudicated:
-                lines.append(f"- `{f.path}:{f.line}` {f.code} ({f.kind}): {_short(f.message)}")
-        if r.notices:
-            lines.append("")
-            lines.append(f"Notices, not counted ({len(r.notices)}):")
-            for f in r.notices:
-                on_hazard = any(_covers(f, h) for h in r.hazards)
-                mark = " **(on a labeled hazard: the setting is live)**" if on_hazard else ""
-                lines.append(f"- `{f.path}:{f.line}` {f.code}{mark}: {_short(f.message)}")
-        if r.kind_mismatch:
-            lines.append("")
-            lines.append(f"Hits whose rule kind differs from the label ({len(r.kind_mismatch)}):")
-            for f, h in r.kind_mismatch:
-                lines.append(f"- `{f.path}:{f.line}` {f.code} ({f.kind}) on a {h['kind']} hazard")
-        if r.errors:
-            lines.append("")
-            lines.append(f"Files rlcompat reported as unreadable ({len(r.errors)}):")
-            for e in r.errors:
-                lines.append(f"- `{e.get('path')}`: {_short(e.get('message', ''))}")
+        lines += _section("Missed hazards",
+                          [f"- `{h['file']}:{h['line']}` {h['kind']}: `{_short(h['text'])}`" for h in r.missed])
+        lines += _section("False positives", [f"- `{f.path}:{f.line}` {f.code} ({f.kind}): judged clean: {why}"
+                                              for f, why in r.false_positives])
+        lines += _section("Unadjudicated findings", [f"- `{f.path}:{f.line}` {f.code} ({f.kind}): {_short(f.message)}"
+                                                     for f in r.unadjudicated])
+        lines += _section("Notices, not counted", [f"- `{f.path}:{f.line}` {f.code}{_notice_mark(f, r)}: "
+                                                   f"{_short(f.message)}" for f in r.notices])
+        lines += _section("Hits whose rule kind differs from the label",
+                          [f"- `{f.path}:{f.line}` {f.code} ({f.kind}) on a {h['kind']} hazard"
+                           for f, h in r.kind_mismatch])
+        lines += _section("Files rlcompat reported as unreadable",
+                          [f"- `{e.get('path')}`: {_short(e.get('message', ''))}" for e in r.errors])
     return "\n".join(lines) + "\n"
+
+
+def _section(title: str, items: list[str]) -> list[str]:
+    """One per-corpus list: a blank line, "title (count):", the items; nothing when there are none."""
+    return ["", f"{title} ({len(items)}):", *items] if items else []
+
+
+def _notice_mark(notice: Finding, result: Result) -> str:
+    on_hazard = any(_covers(notice, h) for h in result.hazards)
+    return " **(on a labeled hazard: the setting is live)**" if on_hazard else ""
 
 
 def _short(text: str, width: int = 110) -> str:

@@ -39,6 +39,7 @@ class Kind:
     name: str
     fix: str  # "dtype" | "off" | "on" | "value" | "none"
     hazards: tuple[Hazard, ...]
+    forces: str = ""  # the kind of the value this switch makes the framework's code force (kinds.toml)
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,7 @@ class FrameworkKey:
     auto_follows: str = ""  # the setting an "auto" value copies (then "auto" is not reported: that setting is)
     judged_by: str = ""  # the table and rules that judge this key's values (then no kind's hazard list does)
     omitted: "Omitted | None" = field(default=None, compare=False, hash=False)  # its default in a file that leaves it out
+    values: tuple[str, ...] = ()  # the kind's hazard values this release accepts (lower-cased); () = all of them
 
     @property
     def label(self) -> str:
@@ -91,6 +93,7 @@ class Framework:
     markers: tuple[str, ...]  # flag-name prefixes only this version's CLI has
     files: tuple[str, ...]  # substrings of a config file's text that make it this framework's
     keys: tuple[FrameworkKey, ...] = ()
+    config_markers: tuple[str, ...] = ()  # key prefixes only this version's config files have (torchtitan's tables)
     engines: tuple[dict, ...] = ()  # `[[engine]]`: commands of this framework that start a generation engine
 
 
@@ -111,7 +114,10 @@ def kinds() -> dict[str, Kind]:
                              "rules/targets.toml (rlcompat.targets.FACT_NAMES)")
         hazards = tuple(Hazard(tuple(v.lower() for v in h["values"]), h["needs"], _why(h["why"]), tuple(h.get("sources", ())))
                         for h in body.get("hazards", ()))
-        out[name] = Kind(name, body.get("fix", "none"), hazards)
+        out[name] = Kind(name, body.get("fix", "none"), hazards, body.get("forces", ""))
+    for kind in out.values():
+        if kind.forces and kind.forces not in out:
+            raise ValueError(f"rules/frameworks/kinds.toml [{kind.name}]: forces = {kind.forces!r} is not a kind of this file")
     return out
 
 
@@ -147,7 +153,8 @@ def _framework(data: dict, filename: str) -> Framework:
         if required not in data:
             raise ValueError(f"rules/frameworks/.../{filename}: `{required}` is missing")
     fw = Framework(data["framework"], data["label"], data["version"], data.get("distribution", data["framework"]),
-                   tuple(data.get("commands", ())), tuple(data.get("markers", ())), tuple(data.get("files", ())))
+                   tuple(data.get("commands", ())), tuple(data.get("markers", ())), tuple(data.get("files", ())),
+                   config_markers=tuple(data.get("config_markers", ())))
     keys = []
     for row in data.get("key", ()):
         if row.get("kind", "none") not in kinds() and row.get("kind", "none") != "none":
@@ -161,7 +168,7 @@ def _framework(data: dict, filename: str) -> Framework:
             row.get("default_at", "parse"), row.get("auto", ""), row.get("live", True), row.get("scoped", False),
             row["proof"], tuple(row.get("commands", ())), tuple(row.get("requires", ())),
             tuple(row.get("only_with", ())), examples, row.get("resolves", ""), row.get("auto_follows", ""),
-            row.get("judged_by", ""), _omitted(row, fw.name, filename)))
+            row.get("judged_by", ""), _omitted(row, fw.name, filename), _values(row, fw.name, filename)))
     object.__setattr__(fw, "keys", tuple(keys))
     for row in data.get("engine", ()):
         if not row.get("proof") or not row.get("commands") or not row.get("engine"):
@@ -179,6 +186,18 @@ def engine_command(words: tuple[str, ...], engine: str) -> tuple[Framework, dict
             if row["engine"] == engine and any(c in line for c in row["commands"]):
                 return fw, row
     return None
+
+
+def _values(row: dict, framework: str, filename: str) -> tuple[str, ...]:
+    """`values`: which of its kind's hazard values this release accepts (converter names change between releases);
+    each must be one of the kind's, or it would never be judged."""
+    values = tuple(str(v).lower() for v in row.get("values", ()))
+    kind = kinds().get(row.get("kind", "none"))
+    unknown = [v for v in values if kind is None or not any(h.matches(v) for h in kind.hazards)]
+    if unknown:
+        raise ValueError(f"rules/frameworks/{framework}/{filename}: {row['names']} `values` {unknown} are not hazard "
+                         f"values of kind {row.get('kind')!r} (rules/frameworks/kinds.toml)")
+    return values
 
 
 def _omitted(row: dict, framework: str, filename: str) -> Omitted | None:

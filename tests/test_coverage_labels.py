@@ -154,3 +154,25 @@ def test_notice_rules_are_not_false_positives():
     result = BENCH.evaluate(corpus, "sm61", findings)
     assert len(result.notices) == 2 and not result.false_positives and not result.true_positives
     assert result.recall == 0.0 and result.precision is None
+
+
+def test_render_lists_dev_details_and_counts_holdout_ones():
+    corpus = _corpus(
+        hazards=[
+            {"file": "a.yaml", "line": 3, "kind": "compile", "targets": ["sm61"], "fact": "f", "text": "x: 1"},
+            {"file": "a.yaml", "line": 5, "kind": "bf16", "targets": ["sm61"], "fact": "f", "text": "y: 2"},
+        ],
+        clean=[{"file": "a.yaml", "line": 7, "why": "a comment"}],
+    )
+    findings = [BENCH.Finding("RLC107", "a.yaml", 7, 7, "m"), BENCH.Finding("RLC352", "a.yaml", 3, 3, "dead")]
+    result = BENCH.evaluate(corpus, "sm61", findings)
+    details = BENCH.render([result], 0.0).split("### c on sm61\n", 1)[1]
+    assert details == (
+        "\nMissed hazards (2):\n- `a.yaml:3` compile: `x: 1`\n- `a.yaml:5` bf16: `y: 2`\n"
+        "\nFalse positives (1):\n- `a.yaml:7` RLC107 (bf16): judged clean: a comment\n"
+        "\nNotices, not counted (1):\n- `a.yaml:3` RLC352 **(on a labeled hazard: the setting is live)**: dead\n"
+    )
+    corpus.split = "holdout"
+    withheld = BENCH.render([BENCH.evaluate(corpus, "sm61", findings)], 0.0).split("### c on sm61\n", 1)[1]
+    assert withheld.startswith("\nHoldout: details withheld") and "Missed 2 (compile 1, bf16 1)" in withheld
+    assert "a.yaml" not in withheld

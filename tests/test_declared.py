@@ -117,3 +117,43 @@ def test_an_index_the_front_end_cannot_resolve_is_not_taken_for_pypi(tmp_path):
     path = tmp_path / "setup.sh"
     path.write_text('pip install torch==2.9.1 --index-url "$TORCH_INDEX"\n')
     assert not scan_paths([str(path)], resolve_target("sm61")).findings
+
+
+@pytest.mark.parametrize("test, reported", [
+    ('[ "${INSTALL_FLASHATTN}" == "true" ]', False),  # false with the ARG's default: the branch does not run
+    ('[ "$INSTALL_FLASHATTN" = false ]', True),
+    ('[ "$INSTALL_FLASHATTN" != "true" ]', True),
+    ('test "$INSTALL_FLASHATTN" == "true"', False),
+    ('[ "$UNSET_ELSEWHERE" == "true" ]', True),  # a value the file does not set: the branch may run
+    ('[ -f /opt/flash ]', True),
+])
+def test_a_branch_whose_test_is_false_with_the_file_own_values_is_not_read(tmp_path, test, reported):
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text(f"FROM python:3.11\nARG INSTALL_FLASHATTN=false\nRUN if {test}; then \\\n"
+                          "        pip install flash-attn; \\\n    fi\n")
+    found = [f.location.line for f in scan_paths([str(dockerfile)], resolve_target("sm75")).findings if f.code == "RLC603"]
+    assert found == ([4] if reported else [])
+
+
+def test_else_branches_and_nested_ifs_of_a_script(tmp_path):
+    script = tmp_path / "install.sh"
+    script.write_text("USE_FA=0\nif [ \"$USE_FA\" = 1 ]; then\n  pip install flash-attn==2.6.3\nelse\n"
+                      "  pip install vllm==0.11.0\nfi\nif [ \"$USE_FA\" = 0 ]; then\n  if [ \"$USE_FA\" = 1 ]; then\n"
+                      "    pip install flash-attn==2.7.4\n  fi\n  pip install sglang\nfi\n")
+    lines = sorted(f.location.line for f in scan_paths([str(script)], resolve_target("sm61")).findings if f.code == "RLC603")
+    assert lines == [5, 11]  # the else branch and the outer body run; the two flash-attn installs do not
+
+
+@pytest.mark.parametrize("word, name, spec", [
+    ("flash_attn-2.7.4.post1+cu12torch2.6cxx11abiFALSE-cp311-cp311-linux_x86_64.whl", "flash-attn",
+     "==2.7.4.post1+cu12torch2.6cxx11abiFALSE"),
+    ("https://host/dl/v2.8.3/flash_attn-2.8.3-1-cp311-cp311-linux_x86_64.whl?raw=1", "flash-attn", "==2.8.3"),
+    ("./wheels/torch-2.8.0+cu128-cp311-cp311-manylinux_2_28_x86_64.whl", "torch", "==2.8.0+cu128"),
+])
+def test_a_wheel_file_names_its_distribution_and_version(word, name, spec):
+    from rlcompat.lang.declared import requirement_at
+
+    req = requirement_at(word, 10)
+    assert (req.name, req.spec, req.span.start, req.span.end, req.spec_span, req.editable) == \
+        (name, spec, 10, 10 + len(word), None, False)
+    assert requirement_at("./dist/not-a-wheel.tar.gz", 0) is None and requirement_at("${WHEEL}.whl", 0) is None

@@ -186,3 +186,30 @@ def test_loading_the_catalog_does_not_read_the_framework_files():
             "print(fk.frameworks.cache_info().currsize, fk.kinds.cache_info().currsize)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["0", "0"]
+
+
+TITAN_010 = "[model]\nname = \"llama3\"\nconverters = [\"float8\"]\n\n[float8]\nenable_fsdp_float8_all_gather = true\n"
+TITAN_022 = "[model]\nname = \"llama3\"\nconverters = [\"float8\"]\n\n[training]\nmixed_precision_param = \"float32\"\n"
+
+
+def _converter_findings(text: str, target: str = "sm61"):
+    return [f for f in scan_source(text, resolve_target(target), "llama3_405b.toml", "toml") if f.code == "RLC135"]
+
+
+def test_a_converter_name_is_judged_by_the_release_that_registers_it(monkeypatch):
+    # torchtitan 0.1.0 registers `float8` (components/quantization/float8.py:131); its [float8] table marks the file.
+    (old,) = _converter_findings(TITAN_010)
+    assert "torchtitan 0.1.0 knowledge" in old.message and old.location.line == 3
+    # 0.2.2 registers only quantize.*.float8: `float8` there is a KeyError on every GPU, no GPU hazard.
+    assert not _converter_findings(TITAN_022)
+    assert _converter_findings(TITAN_022.replace('["float8"]', '["quantize.linear.float8"]'))
+    # Without a marker the installed release decides.
+    monkeypatch.setattr(fk, "installed_version", lambda distribution: "0.1.0" if distribution == "torchtitan" else None)
+    assert _converter_findings(TITAN_022)
+
+
+def test_key_values_must_be_hazard_values_of_their_kind():
+    row = {"names": ["model.converters"], "kind": "low-precision-training", "values": ["float8", "fp4"], "proof": "x.py:1"}
+    with pytest.raises(ValueError, match="fp4"):
+        fk._values(row, "torchtitan", "0.0.0.toml")
+    assert fk._values({**row, "values": ["Float8"]}, "torchtitan", "0.0.0.toml") == ("float8",)

@@ -98,3 +98,58 @@ def test_deepspeed_auto_is_left_to_the_trainer_flag():
     assert not scan_source(text, resolve_target("sm61"), "ds_config.json", "json")
     on = text.replace('"bf16": {"enabled": "auto"}', '"bf16": {"enabled": true}')
     assert [f.code for f in scan_source(on, resolve_target("sm61"), "ds_config.json", "json")] == ["RLC118"]
+
+
+# OpenRLHF 0.11.2 (openrlhf/cli/train_ppo_ray.py:686-704): dotted flag groups, a FlashAttention value forced under
+# a test that reads the key only to see it lacks "flash_attention", nested in `if packing`, and packing itself turned
+# on by the code for ring attention. The `--ds.attn_implementation` declaration holds no trigger word.
+OPENRLHF_0112 = """import argparse
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--ds.attn_implementation", type=str, default="sdpa")
+parser.add_argument("--ds.packing_samples", action="store_true", default=False)
+parser.add_argument("--ds.ring_attn_size", type=int, default=1)
+parser.add_argument("--vllm.num_engines", type=int, default=None)
+parser.add_argument("--vllm.enforce_eager", action="store_true", default=False)
+
+if __name__ == "__main__":
+    args = parser.parse_args()
+    if args.ds.ring_attn_size > 1:
+        if not args.ds.packing_samples:
+            args.ds.packing_samples = True
+    if args.ds.packing_samples:
+        if "flash_attention" not in args.ds.attn_implementation:
+            args.ds.attn_implementation = "flash_attention_2"
+"""
+
+
+def test_a_value_forced_where_the_test_sees_it_lacks_a_word_under_an_enclosing_if():
+    forced = {s.key: s for s in _settings(OPENRLHF_0112, "packing", "flash_attention") if s.origin == "python-forced"}
+    assert set(forced) == {"ds.packing_samples", "ds.attn_implementation"}  # dotted dests, read as flags
+    attention = forced["ds.attn_implementation"]
+    assert (attention.value, attention.flag, attention.value_span) == ("flash_attention_2", True, None)
+    # The enclosing `if` is part of the condition; `__name__ == "__main__"` is no condition.
+    assert "when `args.ds.packing_samples and 'flash_attention' not in args.ds.attn_implementation` (line 16)" \
+        in attention.via
+    # Without an enclosing test or another name in its own test, a value set when unset is a default, not forced.
+    alone = 'if "flash_attention" not in args.attn:\n    args.attn = "flash_attention_2"\n'
+    assert [s.origin for s in _settings(alone, "flash_attention")] == ["python-default"]
+
+
+def test_packing_the_code_turns_on_is_reported_once_where_flash_attention_is_forced():
+    found = [f for f in _scan(OPENRLHF_0112, "sm61", "openrlhf/cli/train_ppo_ray.py") if f.code.startswith("RLC2")]
+    assert [(f.code, f.location.line) for f in found] == [("RLC207", 17)] and found[0].fix is None
+    assert "OpenRLHF 0.11.2 knowledge" in found[0].message
+    # Where the same code forces no attention value, packing turned on is the finding.
+    packing_only = OPENRLHF_0112.split("    if args.ds.packing_samples:")[0]
+    found = [f for f in _scan(packing_only, "sm61", "openrlhf/cli/train_ppo_ray.py") if f.code.startswith("RLC2")]
+    assert [(f.code, f.location.line) for f in found] == [("RLC207", 14)]
+    assert not [f for f in _scan(OPENRLHF_0112, "sm80", "openrlhf/cli/train_ppo_ray.py") if f.code == "RLC207"]
+
+
+def test_an_argparse_default_that_matters_only_with_a_flag_the_parser_leaves_off():
+    eager = [f for f in _scan(OPENRLHF_0112, "sm61", "openrlhf/cli/train_ppo_ray.py") if f.code == "RLC404"]
+    assert not eager  # --vllm.enforce_eager's default matters only with --vllm.num_engines, None here
+    engines_on = OPENRLHF_0112.replace('"--vllm.num_engines", type=int, default=None', '"--vllm.num_engines", type=int, default=2')
+    lines = {f.location.line for f in _scan(engines_on, "sm61", "openrlhf/cli/train_ppo_ray.py") if f.code == "RLC404"}
+    assert {7, 8} <= lines  # vLLM engines on sm61, and its eager mode off

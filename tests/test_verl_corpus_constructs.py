@@ -149,3 +149,18 @@ def test_model_engine_selects_the_engine_whose_defaults_apply(tmp_path):
     dp = megatron.replace("model_engine=megatron", "model_engine=dp")
     codes = [f.code for f in scan_source(dp, SM61, str(package / "run.sh"), "shell")]
     assert "RLC105" in codes and "RLC351" in codes
+
+
+def test_050_generated_files_are_not_read_and_main_generation_rollout_is(tmp_path):
+    package = _package(tmp_path, "0.5.0", {
+        "trainer/config/_generated_ppo_trainer.yaml": GENERATED,
+        "trainer/config/_generated_ppo_megatron_trainer.yaml": GENERATED,
+        "trainer/config/generation.yaml": "rollout:\n  name: vllm\n  dtype: bfloat16\n",
+    })
+    report = scan_paths([str(package)], SM61)
+    assert {f.path.rsplit("/", 1)[-1] for f in report.findings} == {"generation.yaml"}
+    assert ("RLC401", 2) in {(f.code, f.location.line) for f in report.findings}
+    reasons = [w for p, w in report.not_read if p.rsplit("/", 1)[-1].startswith("_generated_")]
+    assert len(reasons) == 2 and all(w.startswith("not read by verl 0.5.0: ") for w in reasons)
+    # sm75 runs vLLM: main_generation's engine is no hazard there.
+    assert "RLC401" not in [f.code for f in scan_paths([str(package)], SM75).findings]

@@ -47,8 +47,11 @@ def chosen_version(view: ConfigView, framework_name: str) -> tuple[str | None, s
     versions = [f for f in fk.frameworks() if f.name == framework_name]
     flags = [fk.normalise(s.key) for s in view.settings if s.flag]
     flags += [fk.normalise(w) for w in view.command_words if w.startswith("--")]
+    keys = [s.key for s in view.settings if not s.flag] if view.kind != "command" else []
     for fw in versions:  # newest first
         if fw.markers and any(flag.startswith(m) for flag in flags for m in fw.markers):
+            return fw.version, "markers"
+        if fw.config_markers and any(k.startswith(m) for k in keys for m in fw.config_markers):
             return fw.version, "markers"
     installed = fk.installed_version(versions[0].distribution) if versions else None
     if installed:
@@ -85,6 +88,8 @@ def hazard_of(key: fk.FrameworkKey, value: str | None, target):
     kind = fk.kinds().get(key.kind)
     if kind is None or value is None or key.judged_by:
         return None
+    if key.values and value.strip().strip("'\"").lower() not in key.values:
+        return None  # a value this release does not accept (another release's converter name: an error everywhere)
     if value == "" and kind.fix in SWITCH_FIXES:  # a bare switch flag: on
         value = "true"
     if kind.fix in SWITCH_FIXES:
@@ -123,6 +128,7 @@ def resolved_key(view: ConfigView, ctx: ConfigContext, setting: Setting, kinds: 
 
 def check(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:
     target = ctx.target
+    hazards = []
     for setting in view.settings:
         value = setting.value
         key = resolved_key(view, ctx, setting, kinds) if value is None else None
@@ -134,9 +140,15 @@ def check(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:
             continue
         key, version_known = match
         found = hazard_of(key, value, target)
-        if found is None:
+        if found is not None and not _feature_off_by_default(view, setting, key):
+            hazards.append((setting, key, version_known, value, *found))
+    # A switch the code turns on that only matters through a value the same code then forces (kinds.toml `forces`:
+    # OpenRLHF turns packing on for ring attention, then forces flash_attention_2 for packing): one hazard, reported
+    # where the forced value is written.
+    forced = {key.kind for setting, key, *_ in hazards if setting.origin == "python-forced"}
+    for setting, key, version_known, value, hazard, kind in hazards:
+        if setting.origin == "python-forced" and kind.forces in forced:
             continue
-        hazard, kind = found
         if setting.origin in RESOLVED_ORIGINS:
             _report_resolved(ctx, setting, key, value, version_known, hazard, kind)
         else:
@@ -145,6 +157,19 @@ def check(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:
         _defaults(view, ctx, kinds)
     else:
         _omitted_defaults(view, ctx, kinds)
+
+
+OFF_VALUES = ("", "none", "null", "0", "false")
+
+
+def _feature_off_by_default(view: ConfigView, setting: Setting, key: fk.FrameworkKey) -> bool:
+    """An argparse default of a key whose default matters only with another flag (`requires`: vLLM's eager mode only
+    with `--vllm.num_engines`), in a parser whose own defaults for those flags leave the feature off: a run gets the
+    feature only by passing one of them, and such a command is judged where it is given (`_defaults`)."""
+    if setting.origin != "argparse-default" or not key.requires:
+        return False
+    required = [s for s in view.settings if s.origin == "argparse-default" and fk.normalise(s.key) in key.requires]
+    return bool(required) and all((s.value or "").strip().lower() in OFF_VALUES for s in required)
 
 
 def first_proof(proof: str) -> str:

@@ -183,8 +183,20 @@ def pip_arguments(words: Sequence[tuple[str, Span]], group: Declared) -> None:
         i += 1
 
 
+# A wheel's file name (PEP 427): {distribution}-{version}(-{build tag})?-{python tag}-{abi tag}-{platform tag}.whl
+WHEEL_FILE = re.compile(r"(?P<name>[A-Za-z0-9_.]+)-(?P<version>[A-Za-z0-9_.!+]+)(?:-\d[^-]*)?-[^-]+-[^-]+-[^-]+\.whl")
+
+
 def requirement_at(text: str, offset: int) -> Requirement | None:
-    """A PEP 508 requirement written at `offset` (its text `text`); None for paths, URLs and variables."""
+    """A PEP 508 requirement written at `offset` (its text `text`), or the distribution and version a wheel file
+    names (`flash_attn-2.7.4.post1+cu12torch2.6cxx11abiFALSE-cp311-cp311-linux_x86_64.whl`, a path or URL; not
+    editable: the file is what it is); None for other paths, URLs and variables."""
+    if "$" not in text and text.split("?", 1)[0].endswith(".whl"):
+        wheel = WHEEL_FILE.fullmatch(text.split("?", 1)[0].rsplit("/", 1)[-1])
+        if wheel is None:
+            return None
+        return Requirement(normalise(wheel.group("name")), "==" + wheel.group("version"),
+                           Span(offset, offset + len(text)), None, editable=False)
     if not text or "/" in text or "$" in text or text.startswith((".", "-")) or "://" in text:
         return None
     m = REQUIREMENT.match(text)

@@ -14,10 +14,11 @@ repeats a choice made elsewhere and is left out.
 | `args.bf16 = True`, `cfg["bf16"] = True` | `python-assign` | the attribute or string subscript; `call` is the object's name |
 | `GRPOConfig(use_vllm=True, bf16=True)` | `python-keyword` | the keyword; `call` is the called name as written |
 | `self.bf16 = not self.fp16 if self.bf16 is None else self.bf16`, `if self.x is None: self.x = v` | `python-default` | the attribute: what the code makes of an unset key |
-| `if args.packing and not args.flash_attn: args.flash_attn = True` | `python-forced` | the attribute: set by the code when another setting asks for it |
+| `if args.packing and not args.flash_attn: args.flash_attn = True`, `if args.packing and "flash" not in args.attn: args.attn = "flash_attention_2"` | `python-forced` | the attribute: set by the code when another setting asks for it (the tests of enclosing `if`s count) |
 
 An attribute that names a flag the same file declares (`parser.add_argument("--flash_attn")`, then
-`args.flash_attn = True`) is that flag's setting (`flag=True`). A `python-default` value is evaluated from the
+`args.flash_attn = True`; `--ds.attn_implementation`, then `args.ds.attn_implementation = ...`) is that flag's setting
+(`flag=True`, the dest as key). A `python-default` value is evaluated from the
 class' own literal field defaults; where it reads something else (an inherited field) its value is None and
 `unset` holds the expression with `self.` dropped (`not fp16`), for the framework knowledge to resolve. Neither
 origin has a value span: the code resolves a default for every caller, and the fix belongs where a config is built.
@@ -106,10 +107,11 @@ def settings_of(text: str, triggers: tuple[str, ...]) -> list[Setting]:
         marked[line] = 1
     reader = _Reader(pos)
 
-    def visit(body, guards: frozenset[str]) -> None:
-        visit_in(body, guards, reader.conditions)
+    def visit(body, guards: frozenset[str], tests: tuple = ()) -> None:
+        visit_in(body, guards, reader.conditions, tests)
 
-    def visit_in(body, guards: frozenset[str], conditions: dict) -> None:
+    def visit_in(body, guards: frozenset[str], conditions: dict, tests: tuple) -> None:
+        """`tests`: the tests of the `if`s whose bodies hold `body`, outermost first."""
         for stmt in body:
             first, last = stmt.lineno - 1, (stmt.end_lineno or stmt.lineno) - 1
             if not any(marked[first:last + 1]):
@@ -130,18 +132,25 @@ def settings_of(text: str, triggers: tuple[str, ...]) -> list[Setting]:
                         reader.expression(part)
                 test = getattr(stmt, "test", None)
                 # `if bf16: cfg["bf16"] = True` only repeats a choice made elsewhere: not a setting to report. A name
-                # the test reads only as unset (`if args.x is None`, `if cond and not args.x`) is set by the body:
-                # a default or a forced value, reported as such.
-                unset = _unset_leaves(test) if isinstance(stmt, ast.If) else frozenset()
+                # the test reads only as unset (`if args.x is None`, `if cond and not args.x`, `if "flash" not in
+                # args.x`) is set by the body: a default or a forced value, reported as such. The tests of enclosing
+                # `if`s are part of the condition (`if packing:` then `if "flash" not in args.x: args.x = ...`).
+                is_if = isinstance(stmt, ast.If)
+                unset = _unset_leaves(test) if is_if else frozenset()
                 inner_guards = guards | (_names(test) - unset) if test is not None else guards
                 for b in inner:
                     in_body = b is getattr(stmt, "body", None)
-                    reader.conditions = {**conditions, **{n: (test, _leaves(test) - unset) for n in unset}} \
-                        if in_body and unset else conditions
-                    visit_in(b, inner_guards if in_body or isinstance(stmt, ast.If) else guards, reader.conditions)
+                    if in_body and unset:
+                        whole = _all_of(tests, test)
+                        others = (_leaves(test) - unset).union(*(_leaves(t) for t in tests))
+                        reader.conditions = {**conditions, **{n: (whole, others) for n in unset}}
+                    else:
+                        reader.conditions = conditions
+                    visit_in(b, inner_guards if in_body or is_if else guards, reader.conditions,
+                             tests + (test,) if in_body and is_if and not _is_main_check(test) else tests)
                     reader.conditions = conditions
                 for h in handlers:
-                    visit(h.body, guards)
+                    visit(h.body, guards, tests)
                 continue
             reader.statement(stmt)
 
@@ -149,10 +158,44 @@ def settings_of(text: str, triggers: tuple[str, ...]) -> list[Setting]:
         visit(tree.body, frozenset())
     except RecursionError:
         pass  # nesting deeper than the interpreter's stack (a 1,000-arm elif chain): the settings read so far
-    if reader.dests:  # `args.flash_attn = True` where this file declares `--flash_attn`: that flag's setting
-        reader.out = [replace(st, flag=True) if st.origin in _ATTRIBUTE_ORIGINS and st.key in reader.dests
-                      and st.call.isidentifier() else st for st in reader.out]
+    attributes = [st for st in reader.out if st.origin in _ATTRIBUTE_ORIGINS]
+    if attributes:
+        # `args.flash_attn = True` where this file declares `--flash_attn`: that flag's setting, also where the
+        # declaration holds no trigger word (`default="sdpa"`) and so was not read above (the whole module is
+        # walked for that only when an attribute of something other than `self` is set).
+        dests = reader.dests
+        if any(not st.call.startswith("self") for st in attributes):
+            dests = dests | _declared_dests(tree)
+        if dests:
+            reader.out = [_as_flag(st, dests) if st.origin in _ATTRIBUTE_ORIGINS else st for st in reader.out]
     return reader.out
+
+
+def _declared_dests(tree: ast.Module) -> set[str]:
+    """The dest of every `add_argument("--flag", ...)` call of a module."""
+    dests = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _name(node.func).rsplit(".", 1)[-1] == "add_argument":
+            dest = next((k.value.value for k in node.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)
+                         and isinstance(k.value.value, str)), None)
+            flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            long = next((f for f in flags if f.startswith("--")), None) or next((f for f in flags if f.startswith("-")), None)
+            if dest or long:
+                dests.add(dest or flag_key(long))
+    return dests
+
+
+def _as_flag(setting: Setting, dests: set[str]) -> Setting:
+    """An attribute assignment to a flag this file declares: `args.flash_attn` for `--flash_attn`, and
+    `args.ds.attn_implementation` for `--ds.attn_implementation` (a dotted dest read as nested namespaces)."""
+    owner = setting.call.split(".")
+    if not all(part.isidentifier() for part in owner):
+        return setting
+    for i in range(len(owner), 0, -1):  # the longest dotted dest first; the first part is the namespace variable
+        key = ".".join(owner[i:] + [setting.key])
+        if key in dests:
+            return replace(setting, key=key, flag=True)
+    return setting
 
 
 def _names(expr: ast.AST) -> frozenset[str]:
@@ -179,14 +222,34 @@ def _unset_operand(expr: ast.AST) -> ast.AST | None:
     return None
 
 
+def _lacking_operand(expr: ast.AST) -> ast.AST | None:
+    """`x` of `"text" not in x`: the test reads x only to see that it lacks what the body then writes."""
+    if (isinstance(expr, ast.Compare) and len(expr.ops) == 1 and isinstance(expr.ops[0], ast.NotIn)
+            and isinstance(expr.left, ast.Constant) and isinstance(expr.left.value, str)):
+        return expr.comparators[0]
+    return None
+
+
+def _is_main_check(test: ast.AST) -> bool:
+    """`__name__ == "__main__"`: true whenever the file runs as a script, so no condition on a setting."""
+    return _names(test) == {"__name__"}
+
+
+def _all_of(tests: tuple, test: ast.AST) -> ast.AST:
+    """`a and b and test` for the enclosing tests `a`, `b` (at `test`'s line, for messages)."""
+    if not tests:
+        return test
+    return ast.copy_location(ast.BoolOp(op=ast.And(), values=[*tests, test]), test)
+
+
 def _unset_leaves(test: ast.AST | None) -> frozenset[str]:
-    """Names a test reads only as unset, in its `and` terms (`a and not b.x` -> {x})."""
+    """Names a test reads only as unset, in its `and` terms (`a and not b.x` -> {x}; `"flash" not in b.x` -> {x})."""
     if test is None:
         return frozenset()
     terms = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
     negated, plain = set(), set()
     for term in terms:
-        operand = _unset_operand(term)
+        operand = _unset_operand(term) or _lacking_operand(term)
         if operand is not None and isinstance(operand, (ast.Name, ast.Attribute)):
             negated |= _leaves(operand)
         else:

@@ -527,12 +527,13 @@ class Command:
     assignments: list[Word]  # `VAR=value` before the command name
     start: int
     end: int
+    guards: tuple = ()  # the test commands of the `if`/`elif` branches it runs in, outermost first
 
 
 def _commands(script: ShellScript) -> list[Command]:
     out: list[Command] = []
 
-    def visit(node, base: int) -> None:
+    def visit(node, base: int, guards: tuple = ()) -> None:
         kind = getattr(node, "kind", "")
         if kind == "command":
             words, prefix = [], []
@@ -541,18 +542,72 @@ def _commands(script: ShellScript) -> list[Command]:
                     words.append(_word(script.text[base + part.pos[0]: base + part.pos[1]], base + part.pos[0]))
                 elif part.kind == "assignment" and not words:
                     prefix.append(_word(script.text[base + part.pos[0]: base + part.pos[1]], base + part.pos[0]))
-            out.append(Command(words, prefix, base + node.pos[0], base + node.pos[1]))
+            out.append(Command(words, prefix, base + node.pos[0], base + node.pos[1], guards))
+        if kind == "if":
+            _visit_if(node, base, guards)
+            return
         for attr in ("parts", "list"):
             for child in getattr(node, attr, None) or ():
-                visit(child, base)
+                visit(child, base, guards)
         for attr in ("command",):
             child = getattr(node, attr, None)
             if child is not None and hasattr(child, "kind"):
-                visit(child, base)
+                visit(child, base, guards)
+
+    def _visit_if(node, base: int, guards: tuple) -> None:
+        # if TEST; then BODY; elif TEST; then BODY; else BODY; fi: a branch's body runs under its own test (the
+        # `else` body and the tests themselves under the enclosing ones).
+        test, branch_guard = None, None
+        for part in node.parts:
+            word = getattr(part, "word", None) if part.kind == "reservedword" else None
+            if word in ("if", "elif"):
+                test, branch_guard = "next", None
+            elif word == "then":
+                branch_guard = test if not isinstance(test, str) else None
+            elif word in ("else", "fi"):
+                branch_guard = None
+            elif word is None:
+                if test == "next":
+                    start = len(out)
+                    visit(part, base, guards)
+                    tests = out[start:]
+                    test = tests[0] if len(tests) == 1 else None  # one test command: `[ "$X" = y ]`
+                else:
+                    visit(part, base, guards + ((branch_guard,) if branch_guard is not None else ()))
 
     for base, node in script.nodes:
         visit(node, base)
     return sorted(out, key=lambda c: c.start)
+
+
+def _never_runs(command: Command, variables: Variables) -> bool:
+    """Whether an enclosing `if` test compares values the script sets and is false with them
+    (`ARG INSTALL_FLASHATTN=false`, then `if [ "${INSTALL_FLASHATTN}" == "true" ]; then pip install flash-attn`):
+    the command does not run as the file is written. Only `[ A = B ]`, `[ A == B ]`, `[ A != B ]` and `test ...`
+    with both sides known."""
+    for guard in command.guards:
+        words = list(guard.words)
+        if words and words[0].text == "[" and words[-1].text == "]":
+            words = words[1:-1]
+        elif words and words[0].text == "test":
+            words = words[1:]
+        else:
+            continue
+        if len(words) != 3 or words[1].text not in ("=", "==", "!="):
+            continue
+        left, right = (_known_value(w, variables) for w in (words[0], words[2]))
+        if left is None or right is None:
+            continue
+        if (left == right) != (words[1].text != "!="):
+            return True
+    return False
+
+
+def _known_value(word: Word, variables: Variables) -> str | None:
+    if not word.dynamic:
+        return word.text
+    value, _, _ = _resolve_expansion(word, 0, variables, word.start, 0, "")
+    return value
 
 
 def _expanded_words(command: Command, variables: Variables) -> list[tuple[str, Word]]:
@@ -624,6 +679,8 @@ def check(script: ShellScript, text: str, path: str, rules: Sequence, target, _d
     exported: list[Setting] = []
     embedded: list[Embedded] = []
     for command in _commands(script):
+        if command.guards and _never_runs(command, variables):
+            continue
         if not command.words:
             for a in command.assignments:
                 variables.record(a)

@@ -106,6 +106,8 @@ class FlashAttentionSetting(ConfigRule):
         generic = view.by_name("attn_implementation", "_attn_implementation") + view.flags(
             "--attn_implementation", "--attn-implementation")
         for s in generic:
+            if s.origin in RESOLVED_ORIGINS:
+                continue  # forced or defaulted by the framework's own code: RLC207 reports it, with its condition
             s = s if s.flag else select_default(view, s)  # `${oc.select:KEY,flash_attention_2}`: its default
             if s is None or not s.flag and known & set(view.paths_of(s)) or s.value is None or not self._bad(s.value, target):
                 continue

@@ -5,6 +5,15 @@ from rlcompat.lang.settings import ConfigRule
 from rlcompat.rule import Bad, Good
 
 KINDS = frozenset({"attention", "flash-switch", "attention-backend", "flash-only-switch", "ring-attention"})
+FORCED_BY_PACKING = (
+    'parser.add_argument("--ds.attn_implementation", type=str, default="sdpa")\n'
+    'parser.add_argument("--ds.packing_samples", action="store_true", default=False)\n'
+    'if __name__ == "__main__":\n'
+    '    args = parser.parse_args()\n'
+    '    if args.ds.packing_samples:\n'
+    '        if "flash_attention" not in args.ds.attn_implementation:\n'
+    '            args.ds.attn_implementation = "flash_attention_2"\n'
+)
 
 
 class FrameworkAttentionSetting(ConfigRule):
@@ -40,11 +49,14 @@ class FrameworkAttentionSetting(ConfigRule):
             fixed="deepspeed --module openrlhf.cli.train_sft --attn_implementation sdpa --zero_stage 2\n"),
         Bad("deepspeed --module openrlhf.cli.train_ppo_ray --flash_attn --zero_stage 2\n", path="run.sh",
             fixed="deepspeed --module openrlhf.cli.train_ppo_ray --zero_stage 2\n"),
+        # OpenRLHF 0.11.2 openrlhf/cli/train_sft.py:324-328: packing forces flash_attention_2 (reported, no autofix)
+        Bad(FORCED_BY_PACKING, path="openrlhf/cli/train_sft.py"),
     ))
     good = DataExamples("good", (
         Good("deepspeed --module openrlhf.cli.train_sft --attn_implementation sdpa\n", path="train_sft.sh"),
         Good("deepspeed --module openrlhf.cli.train_sft --attn_implementation flash_attention_2\n", path="run.sh",
              target="sm80"),
+        Good(FORCED_BY_PACKING, path="openrlhf/cli/train_sft.py", target="sm80"),
     ))
 
     @classmethod

@@ -45,12 +45,20 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         Bad('[project]\nname = "x"\ndependencies = ["vllm>=0.8"]\n', path="pyproject.toml", target="sm70"),
         Bad("FROM python:3.11\nRUN pip install sglang[all]\n", path="Dockerfile", target="sm70"),
         Bad("name: rl\ndependencies:\n  - python=3.10\n  - pip:\n    - flash-attn==2.8.3\n", path="environment.yml"),
+        # a wheel file installed by name (PEP 427: distribution-version-...whl), as LLaMA-Factory 0.9.5's
+        # docker/docker-cuda/Dockerfile.base:46-47 does
+        Bad("FROM pytorch/pytorch:2.6.0-cuda12.4-cudnn9-devel\nRUN pip install "
+            "https://example.org/flash_attn-2.7.4.post1+cu12torch2.6cxx11abiFALSE-cp311-cp311-linux_x86_64.whl\n",
+            path="Dockerfile", target="sm75"),
     )
     good = (
         Good("flash-attn==2.7.4.post1\n", path="requirements.txt", target="sm80"),
         Good("vllm>=0.8\n", path="requirements.txt", target="sm75"),
         Good("vllm==0.10.2\nfastapi\n", path="requirements.txt", target="sm70"),
         Good("# flash-attn  (Ampere only)\ntransformers\n", path="requirements.txt"),
+        # a branch the build's own ARG default skips (LLaMA-Factory 0.9.5 docker/docker-cuda/Dockerfile:7, :39-43)
+        Good("FROM python:3.11\nARG INSTALL_FLASHATTN=false\nRUN if [ \"${INSTALL_FLASHATTN}\" == \"true\" ]; then \\\n"
+             "        pip install flash-attn --no-build-isolation; \\\n    fi\n", path="Dockerfile"),
     )
 
     @classmethod

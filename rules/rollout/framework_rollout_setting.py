@@ -45,6 +45,11 @@ class FrameworkRolloutSetting(ConfigRule):
         Good("python -m vllm.entrypoints.openai.api_server --model m --quantization fp8\n", path="serve.sh",
              target="sm86"),
         Good("python train.py --quantization fp8\n", path="run.sh", target="sm86"),
+        # OpenRLHF 0.11.2 openrlhf/cli/train_ppo_ray.py:231-243: eager mode's default matters only with vLLM engines,
+        # which the parser's own default leaves off (a command passing --vllm.num_engines is judged where it is given)
+        Good('parser.add_argument("--vllm.num_engines", type=int, default=None)\n'
+             'parser.add_argument("--vllm.enforce_eager", action="store_true", default=False)\n',
+             path="openrlhf/cli/train_ppo_ray.py"),
     ))
 
     @classmethod

@@ -22,11 +22,30 @@ def unsupported_message(target, instead: str = "generate with transformers") -> 
     return f"{unsupported_reason(target)}; {advice}"
 
 
+VLLM_SUBCOMMANDS = ("serve", "bench", "chat", "complete")  # `vllm <subcommand>` runs an engine
+VLLM_ENTRYPOINTS = "vllm.entrypoints"  # `python -m vllm.entrypoints.openai.api_server`, `...cli.main serve`
+
+
 def vllm_command(words: tuple[str, ...]) -> bool:
     """`vllm serve ...`, `python -m vllm.entrypoints.openai.api_server ...` (and `vllm.entrypoints.*`)."""
     for i, w in enumerate(words):
-        if w.rsplit("/", 1)[-1] == "vllm" and i + 1 < len(words) and words[i + 1] in ("serve", "bench", "chat", "complete"):
+        if w.rsplit("/", 1)[-1] == "vllm" and i + 1 < len(words) and words[i + 1] in VLLM_SUBCOMMANDS:
             return True
-        if w == "-m" and i + 1 < len(words) and words[i + 1].startswith("vllm.entrypoints"):
+        if w == "-m" and i + 1 < len(words) and words[i + 1].startswith(VLLM_ENTRYPOINTS):
             return True
     return False
+
+
+def vllm_argv_word(words: list[str | None]) -> int | None:
+    """In the words of a Python list or tuple (None: not a string literal), the index of the one that makes it a
+    command line starting vLLM: `vllm.entrypoints.*` (run with `-m`), or `vllm` before a subcommand. Displays are
+    narrowed before they are parsed (lang/pyspeed/narrow.py: elements without a trigger are left out), so the module
+    name alone decides, without the `-m` before it."""
+    for i, w in enumerate(words):
+        if w is None:
+            continue
+        if w.startswith(VLLM_ENTRYPOINTS):
+            return i
+        if w.rsplit("/", 1)[-1] == "vllm" and i + 1 < len(words) and words[i + 1] in VLLM_SUBCOMMANDS:
+            return i
+    return None

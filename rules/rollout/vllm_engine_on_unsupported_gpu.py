@@ -8,7 +8,7 @@ from rlcompat.capabilities import min_capability, runs
 from rlcompat.lang.pysettings import tree_of
 from rlcompat.lang.python import PythonRule
 from rlcompat.rule import Bad, Good
-from rlcompat.rules.rollout.helpers import unsupported_message
+from rlcompat.rules.rollout.helpers import unsupported_message, vllm_argv_word
 
 # vLLM's engine classes a program builds to generate (the offline `LLM`, the V0/V1 engines), and their constructors.
 ENGINES = frozenset({"vllm.LLM", "vllm.LLMEngine", "vllm.AsyncLLMEngine", "vllm.entrypoints.llm.LLM",
@@ -63,11 +63,13 @@ def _picks_a_value(test: ast.AST) -> bool:
 class VllmEngineOnUnsupportedGpu(PythonRule):
     code = "RLC413"
     name = "vllm-engine-on-unsupported-gpu"
-    title = "A vLLM engine built in Python on a GPU vLLM does not run on"
+    title = "A vLLM engine built or started from Python on a GPU vLLM does not run on"
     what = (
         "Finds Python that builds a vLLM engine: `LLM(...)`, `LLMEngine(...)`, `AsyncLLMEngine.from_engine_args(...)`, "
         "V1's `AsyncLLM` (the names resolved through the file's imports to `vllm`), as in `trl vllm-serve` "
-        "(trl 0.24.0 `trl/scripts/vllm_serve.py:340`) or a user's generation script. RLC407 finds the same on "
+        "(trl 0.24.0 `trl/scripts/vllm_serve.py:340`) or a user's generation script; and Python that starts vLLM's "
+        "server as a command: a list or tuple of argv words naming a `vllm.entrypoints` module or `vllm serve` "
+        "(trl 1.16.0 `trl/scripts/vllm_serve.py:226-230`, run with `os.execve` at :293). RLC407 finds the same on "
         "command lines (`vllm serve`). An engine built inside a class is a backend something else selects (verl's "
         "vLLM rollout server by `rollout.name=vllm`, OpenRLHF's vLLM actors by `--vllm_num_engines`): RLC401/RLC404 "
         "report that choice, so the class is left alone; so is a function this file runs only when a setting picks "
@@ -80,7 +82,9 @@ class VllmEngineOnUnsupportedGpu(PythonRule):
     )
     fix_safety = ("No autofix: generation has to move to an older vLLM that still runs on the card (a V100: the "
                   "release named in the message), another engine (transformers' `generate`) or another card.")
-    triggers = ("LLM(", "LLMEngine", "AsyncLLM")  # the calls; imports are always kept
+    # The calls (imports are always kept), and argv words: a module of vLLM's server, or `vllm` and `serve` (each a
+    # trigger, so that narrowing inside a big list keeps both elements).
+    triggers = ("LLM(", "LLMEngine", "AsyncLLM", "vllm.entrypoints", "'vllm'", '"vllm"', "'serve'", '"serve"')
     sources = ("S7", "S17", "S52")
     prevents = ("E1",)
 
@@ -91,11 +95,20 @@ class VllmEngineOnUnsupportedGpu(PythonRule):
             "if __name__ == '__main__':\n    generate_vllm(args)\n"),
         Bad("if is_vllm_available():\n    from vllm import LLM\n\n\ndef serve(a):\n    llm = LLM(\n        model=a.model,\n"
             "        dtype=a.dtype,\n    )\n", path="trl/scripts/vllm_serve.py"),
+        # trl 1.16.0 trl/scripts/vllm_serve.py:226-230, :293: vLLM's server started as a command
+        Bad("import os, sys\n\n\ndef build_command(a):\n    command = [\n        sys.executable,\n        \"-m\",\n"
+            "        \"vllm.entrypoints.cli.main\",\n        \"serve\",\n        a.model,\n    ]\n    return command\n\n\n"
+            "def main(a):\n    os.execve(sys.executable, build_command(a), os.environ.copy())\n",
+            path="trl/scripts/vllm_serve.py"),
+        Bad("import subprocess\nsubprocess.run(('vllm', 'serve', 'Qwen/Qwen2.5-0.5B-Instruct', '--dtype', 'half'))\n"),
     )
     good = (
         Good("from vllm import LLM\nllm = LLM(model='Qwen/Qwen2.5-0.5B-Instruct', dtype='float16')\n", target="sm75"),
         Good("from langchain.llms import LLM\nllm = LLM()\n"),
         Good("from vllm import SamplingParams\nparams = SamplingParams(max_tokens=16)\n"),
+        Good("import subprocess\nsubprocess.run(['python', '-m', 'vllm.entrypoints.openai.api_server', '--model', 'm'])\n",
+             target="sm75"),
+        Good("subprocess.run(['pip', 'install', 'vllm'])\nnames = ['vllm', 'sglang']\n"),
         Good("import vllm\n\n\nclass LLMRayActor:\n    def __init__(self, model):\n        self.llm = vllm.LLM(model)\n"),
         # One engine among the values of a setting: the hazard is choosing it (openrlhf batch_inference.py:360-361).
         Good("def generate_vllm(args):\n    from vllm import LLM\n    llm = LLM(model=args.pretrain)\n\n\n"
@@ -106,6 +119,22 @@ class VllmEngineOnUnsupportedGpu(PythonRule):
     @classmethod
     def applies_to(cls, target) -> bool:
         return not runs("vllm", target)
+
+    def visit_List(self, node: cst.List, ctx) -> None:
+        self._argv(node, ctx)
+
+    def visit_Tuple(self, node: cst.Tuple, ctx) -> None:
+        self._argv(node, ctx)
+
+    def _argv(self, node: cst.List | cst.Tuple, ctx) -> None:
+        values = [e.value for e in node.elements]
+        words = [v.evaluated_value if isinstance(v, cst.SimpleString) and isinstance(v.evaluated_value, str) else None
+                 for v in values]
+        at = vllm_argv_word(words)
+        if at is None or any(isinstance(a, cst.ClassDef) for a in ctx.ancestors) or _one_choice_of_several(ctx):
+            return  # not vLLM's command, or one run by a backend class or chosen among several: reported there
+        ctx.report(values[at], f"vLLM is started here as a command (`{words[at]}`): "
+                               f"{unsupported_message(self.target)}")
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
         func = node.func
