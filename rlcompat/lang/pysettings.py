@@ -57,6 +57,12 @@ def remember_tree(text: str, tree: ast.Module) -> None:
     _last_tree = (text, tree)
 
 
+def forget_tree() -> None:
+    """Let the narrowing step's tree go (tens of MB for a big file) once the settings are read."""
+    global _last_tree
+    _last_tree = None
+
+
 def tree_of(text: str) -> ast.Module | None:
     if _last_tree is not None and _last_tree[0] is text:
         return _last_tree[1]
