@@ -175,3 +175,28 @@ def test_a_parts_tree_is_gone_before_the_next_part_is_parsed(smallest_parts, mon
     monkeypatch.setattr(py, "parse_module", counting)
     assert len(_check(BIG).findings) == 50
     assert len(alive_at_each_parse) == 51 and set(alive_at_each_parse) == {0}
+
+
+def test_memory_is_given_back_after_a_big_text_only(monkeypatch):
+    from rlcompat.lang.pyspeed import heap
+
+    trims: list[int] = []
+    monkeypatch.setattr(heap, "_trim", trims.append)
+    heap.give_back("x = 1\n")
+    assert trims == []
+    big = "x = 1\n" * (heap.BIG_TEXT // 6 + 1)
+    heap.give_back(big)
+    assert trims == [0]
+    monkeypatch.setenv("RLCOMPAT_PLAIN_LIBCST", "1")
+    heap.give_back(big)
+    assert trims == [0]
+
+
+def test_a_big_file_gives_memory_back_after_its_parts_are_walked(monkeypatch):
+    from rlcompat.lang.pyspeed import heap
+
+    trims: list[int] = []
+    monkeypatch.setattr(heap, "_trim", trims.append)
+    text = BIG * (heap.BIG_TEXT // len(BIG) + 1)
+    assert len(_check(text).findings) == text.count("bfloat16")
+    assert len(trims) == 2  # when the narrowing's tree is let go, and when the last part's is

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from rlcompat.lang.knowledge import FrontEndKnowledge
-from rlcompat.lang.pyspeed import batches, narrow as pynarrow
+from rlcompat.lang.pyspeed import batches, heap, narrow as pynarrow
 from rlcompat.lang.pyspeed.batches import Parts
 from rlcompat.lang.pyspeed.lazy import lazy_import
 from rlcompat.lang.pyspeed.narrow import Narrowed
@@ -218,12 +218,15 @@ def check_targets(module: cst.Module | Parts | None, text: str, path: str, group
         settings = [_settings(text, config) if config else [] for _, config, _ in split]
         if isinstance(module, Parts):
             forget_tree()
+            heap.give_back(text)
         if module is not None and any(python_rules for python_rules, _, _ in split):
             walked = _walk_targets(module, text, path, [(python_rules, target) for python_rules, _, target in split], narrowed)
         else:
             walked = [[] for _ in groups]
     finally:
         forget_tree()  # never held on while the next file is read
+        if isinstance(module, Parts):
+            heap.give_back(text)
     return [found + _config_findings(text, path, config, found_settings, target, python_rules, found, knowledge)
             if found_settings else found
             for (python_rules, config, target), found_settings, found in zip(split, settings, walked)]
