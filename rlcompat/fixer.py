@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 
 from rlcompat.engine import Checker, FileResult, ParseFailure, parse
 from rlcompat.findings import Edit, Finding, FileError
-from rlcompat.lang.pyspeed import heap
 from rlcompat.source import SourceError, SourceFile, encode, read, read_bytes, write_atomic
 
 MAX_PASSES = 10
@@ -113,8 +112,6 @@ def _compile_error(text: str) -> str | None:
             return f"{line}{getattr(exc, 'msg', None) or exc}"
         except (RecursionError, MemoryError):
             return None  # too deep for CPython's compiler here: nothing to compare against
-        finally:
-            heap.give_back(text)  # compiling a big file leaves tens of MB in C's heap
     return None
 
 

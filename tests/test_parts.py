@@ -68,6 +68,20 @@ def test_line_ends_are_cut_as_cpython_numbers_lines(smallest_parts):
     assert _parts(text) == [(1, "a = 1\r\n"), (2, "b = '\x0c'\r\n"), (3, "c = 2\r"), (4, "d = 3\n")]
 
 
+class _Bf16Rule:
+    triggers = ("bfloat16",)
+
+
+def test_a_narrowed_text_is_cut_where_the_original_tree_says_without_parsing_it_again(smallest_parts):
+    text = "import torch\ndef a():\n    return 1\nx = torch.bfloat16\n# c\ny = t.to(torch.bfloat16)\n"
+    narrowed = py.narrow(text, [_Bf16Rule()])
+    assert narrowed.text == "import torch\nx = torch.bfloat16\n# c\ny = t.to(torch.bfloat16)\n"
+    parts = batches.split(narrowed.text, lambda t: pytest.fail("parsed again"))
+    assert [(p.first_line, p.text) for p in parts.parts] == [
+        (1, "import torch\n"), (2, "x = torch.bfloat16\n"), (3, "# c\ny = t.to(torch.bfloat16)\n")]
+    assert batches.split(narrowed.text, lambda t: None) is None  # the plan serves the text it was made for, once
+
+
 def test_short_texts_and_the_plain_mode_are_parsed_whole(monkeypatch):
     text = "import torch\nx = torch.bfloat16\n"
     assert isinstance(py.parse(text), py.cst.Module)
@@ -199,4 +213,4 @@ def test_a_big_file_gives_memory_back_after_its_parts_are_walked(monkeypatch):
     monkeypatch.setattr(heap, "_trim", trims.append)
     text = BIG * (heap.BIG_TEXT // len(BIG) + 1)
     assert len(_check(text).findings) == text.count("bfloat16")
-    assert len(trims) == 2  # when the narrowing's tree is let go, and when the last part's is
+    assert trims == [0]  # once the last part's tree is let go

@@ -63,9 +63,15 @@ def forget_tree() -> None:
     _last_tree = None
 
 
+def remembered_tree(text: str) -> ast.Module | None:
+    """The narrowing step's tree of `text`, if it is the text that step read; never a new parse."""
+    return _last_tree[1] if _last_tree is not None and _last_tree[0] is text else None
+
+
 def tree_of(text: str) -> ast.Module | None:
-    if _last_tree is not None and _last_tree[0] is text:
-        return _last_tree[1]
+    remembered = remembered_tree(text)
+    if remembered is not None:
+        return remembered
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -163,7 +163,14 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
     python_rules = [r for r in rules if not isinstance(r, ConfigRule)]
     if not python_rules:
         return Narrowed("", ())
-    return pynarrow.narrow(text, python_rules)
+    narrowed = pynarrow.narrow(text, python_rules)
+    if narrowed is not None:
+        from rlcompat.lang.pysettings import remembered_tree
+
+        tree = remembered_tree(text)  # the narrowing's tree of `text`: where a big narrowed text may be cut
+        if tree is not None:
+            batches.plan_narrowed(narrowed.text, narrowed.lines, tree)
+    return narrowed
 
 
 def parse(text: str) -> cst.Module | Parts | None:
@@ -218,7 +225,6 @@ def check_targets(module: cst.Module | Parts | None, text: str, path: str, group
         settings = [_settings(text, config) if config else [] for _, config, _ in split]
         if isinstance(module, Parts):
             forget_tree()
-            heap.give_back(text)
         if module is not None and any(python_rules for python_rules, _, _ in split):
             walked = _walk_targets(module, text, path, [(python_rules, target) for python_rules, _, target in split], narrowed)
         else:

@@ -16,6 +16,7 @@ module (`Rule.whole_module`) gets the whole module where it can match (`reads_wh
 from __future__ import annotations
 
 import ast
+import bisect
 import itertools
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -43,22 +44,53 @@ class Parts:
 
 def split(text: str, tree_of: Callable[[str], ast.Module | None]) -> Parts | None:
     """`text` cut into parts between top-level statements, or None when it is to be parsed whole: short, plain
-    mode, not parsed by CPython (LibCST then reports the error as before), or no place to cut. `tree_of` gives
-    CPython's tree of a text (a tree the narrowing step built is reused)."""
+    mode, not parsed by CPython (LibCST then reports the error as before), or no place to cut. Where the top-level
+    statements are: from `plan_narrowed` for the narrowed text it planned, else from `tree_of(text)` (CPython's
+    tree of a text: the one the narrowing step built, where it is the same text)."""
+    global _planned
+    planned, _planned = _planned, None
     if plain() or len(text) < SPLIT_MIN_CHARS:
         return None
-    tree = tree_of(text)
-    if tree is None or len(tree.body) < 2:
+    if planned is not None and planned[0] is text:
+        spans = planned[1]
+    else:
+        tree = tree_of(text)
+        spans = statement_spans(tree) if tree is not None else []
+        del tree  # only the lines are needed; the tree of a big text is tens of MB
+    if len(spans) < 2:
         return None
-    spans = [(min([s.lineno, *(d.lineno for d in getattr(s, "decorator_list", ()))]), s.end_lineno or s.lineno)
-             for s in tree.body]
-    del tree  # only the lines are needed; the tree of a big text is tens of MB
     lines = split_lines(text)  # the lines CPython numbers: ended by \r\n, \r or \n only
     cuts = _cuts(spans, lines)
     if not cuts:
         return None
     bounds = [0, *cuts, len(lines)]
     return Parts(text, tuple(Part("".join(lines[a:b]), a + 1) for a, b in zip(bounds, bounds[1:])))
+
+
+def statement_spans(tree: ast.Module) -> list[tuple[int, int]]:
+    """(first line, last line) of each top-level statement, its decorators included."""
+    return [(min([s.lineno, *(d.lineno for d in getattr(s, "decorator_list", ()))]), s.end_lineno or s.lineno)
+            for s in tree.body]
+
+
+_planned: tuple[str, list[tuple[int, int]]] | None = None  # a narrowed text and its top-level statements' lines
+
+
+def plan_narrowed(narrowed_text: str, kept_lines: Sequence[int], tree: ast.Module) -> None:
+    """Where the top-level statements of a narrowed text are, from the original text's tree (`kept_lines`: the
+    original line of each line of `narrowed_text`, in order), for `split` to cut it without parsing it again. The
+    narrowing keeps or leaves out whole top-level statements, and a kept one keeps its first line at column 0 and
+    no line of another, so its lines are the kept lines between its own first and last."""
+    global _planned
+    _planned = None
+    if plain() or len(narrowed_text) < SPLIT_MIN_CHARS:
+        return
+    spans = []
+    for start, end in statement_spans(tree):
+        first, last = bisect.bisect_left(kept_lines, start), bisect.bisect_right(kept_lines, end) - 1
+        if first <= last:
+            spans.append((first + 1, last + 1))
+    _planned = (narrowed_text, spans)
 
 
 def _cuts(spans: list[tuple[int, int]], lines: list[str]) -> list[int]:

@@ -1,9 +1,10 @@
-"""Memory that C's allocator keeps after a big tree is let go, given back to the system.
+"""Memory that C's allocator keeps after a big file's trees are let go, given back to the system.
 
-CPython's `ast` tree of a big file is hundreds of MB (about 150 bytes a byte of source), and much of it comes from
-the C library's heap, which keeps the freed memory for itself: after a 3 MB file's tree is dropped, 176 MB stay
-with the process. LibCST's nodes, parsed next, come from Python's own arenas and cannot reuse it, so the two would
-add up. glibc's `malloc_trim` returns the free heap; elsewhere (no such function) nothing happens.
+What CPython's `ast` and LibCST's native parser allocate through C's `malloc` stays with the process once freed
+(after a 3 MB file's CPython tree is dropped, 176 MB), so whatever comes next starts from that high-water mark: the
+fixer's compile and re-check of the file, the next file in a worker. glibc's `malloc_trim` returns the free heap;
+it is called once a big text's parts are walked (lang/python.py); elsewhere (no such function) nothing happens.
+`fix` of torch's 1.4 MB common_methods_invocations.py peaked at 208 MB without it, 188 MB with it.
 """
 
 from __future__ import annotations
