@@ -165,7 +165,7 @@ def test_a_part_that_libcst_rejects_sends_the_text_down_the_whole_file_path(smal
 
     monkeypatch.setattr(py, "parse_module", rejecting_parts)
     result = _check(BIG)
-    assert len(BIG) in parsed  # the whole text was parsed at once after the eighth part failed
+    assert len(BIG) in parsed  # the whole text was parsed at once after the part holding x_7 failed
     assert (result.error, result.findings) == (None, whole.findings)
 
 
