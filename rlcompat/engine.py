@@ -5,9 +5,10 @@ Files run in parallel across processes; results come back in path order, whateve
 
 from __future__ import annotations
 
+import contextlib
 import os
 from functools import cached_property
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from rlcompat import model_config, suppressions
 from rlcompat.config import Options
@@ -30,11 +31,20 @@ class ParseFailure(Exception):
         self.line, self.column = line, column
 
 
-def parse(language: str, text: str):
-    """Parse with the language's front end; ParseFailure with a location if the text is not valid."""
+def parse(language: str, text: str, *, whole: bool = False):
+    """Parse with the language's front end; ParseFailure with a location if the text is not valid. `whole`: all of
+    it now (to prove a fixed text valid), where the front end would parse a big text in parts as it walks it."""
     fe = frontend(language)
+    with parse_errors_of(fe):
+        return fe.parse_whole(text) if whole and hasattr(fe, "parse_whole") else fe.parse(text)
+
+
+@contextlib.contextmanager
+def parse_errors_of(fe) -> Iterator[None]:
+    """The front end's syntax errors as ParseFailure, with their location: also around `check`, since a front end
+    may parse as it walks (the Python one parses a big file in parts, lang/pyspeed/batches.py)."""
     try:
-        return fe.parse(text)
+        yield
     except fe.PARSE_ERRORS as exc:
         line, column, message = fe.syntax_error_location(exc)
         raise ParseFailure(message, line, column) from exc
@@ -126,6 +136,10 @@ class Checker:
             narrowed = fe.narrow(text, runnable) if hasattr(fe, "narrow") else None
             try:
                 tree, narrowed = self._parse(language, text, narrowed)
+                narrowing = {"narrowed": narrowed} if narrowed is not None else {}
+                model_config.lookups.clear()
+                with parse_errors_of(fe):
+                    findings = fe.check(tree, text, path, runnable, self.target, knowledge=FileKnowledge(path), **narrowing)
             except ParseFailure as exc:
                 result.error = FileError(path, f"cannot be parsed: {exc}; fix the syntax or exclude the file", exc.line, exc.column)
                 return result
@@ -133,9 +147,6 @@ class Checker:
                 result.error = FileError(path, "is nested too deeply to parse; exclude the file")
                 return result
             result.parsed = True
-            narrowing = {"narrowed": narrowed} if narrowed is not None else {}
-            model_config.lookups.clear()
-            findings = fe.check(tree, text, path, runnable, self.target, knowledge=FileKnowledge(path), **narrowing)
             result.reads_other_files = bool(model_config.lookups)
         else:
             findings = []

@@ -88,7 +88,7 @@ def fix_source(checker: Checker, source: SourceFile, language: str, unsafe: bool
                 raise FixBroke(source.path, {f.code for f in taken}, f"uncompilable ({error})")
         else:
             try:
-                parse(language, new_text)
+                parse(language, new_text, whole=True)
             except ParseFailure as exc:
                 raise FixBroke(source.path, {f.code for f in taken}, f"unparsable ({exc})") from exc
         text = new_text

@@ -17,7 +17,7 @@ from typing import Sequence
 from rlcompat import model_config, suppressions
 from rlcompat.config import Options
 from rlcompat.discovery import discover, why_not_checked
-from rlcompat.engine import Checker, ParseFailure
+from rlcompat.engine import Checker, ParseFailure, parse_errors_of
 from rlcompat.file_knowledge import FileKnowledge
 from rlcompat.findings import FileError, FileResult, Finding
 from rlcompat.frontends import FRONTENDS, frontend
@@ -58,24 +58,25 @@ class MatrixChecker:
             narrowed = fe.narrow(text, everything) if hasattr(fe, "narrow") else None
             try:
                 tree, narrowed = Checker._parse(language, text, narrowed)
+                narrowing = {"narrowed": narrowed} if narrowed is not None else {}
+                knowledge = FileKnowledge(path)
+                busy = [i for i, rules in enumerate(runnable) if rules]
+                model_config.lookups.clear()
+                with parse_errors_of(fe):
+                    if hasattr(fe, "check_targets"):  # the tree is read once for every target (Python: one walk)
+                        groups = [(runnable[i], self.checkers[i].target) for i in busy]
+                        for i, findings in zip(busy, fe.check_targets(tree, text, path, groups, knowledge=knowledge, **narrowing)):
+                            found[i] = findings
+                    else:
+                        for i in busy:
+                            found[i] = fe.check(tree, text, path, runnable[i], self.checkers[i].target, knowledge=knowledge,
+                                                **narrowing)
             except ParseFailure as exc:
                 error = FileError(path, f"cannot be parsed: {exc}; fix the syntax or exclude the file", exc.line, exc.column)
                 return [FileResult(path, language, error=error) for _ in self.checkers]
             except RecursionError:
                 error = FileError(path, "is nested too deeply to parse; exclude the file")
                 return [FileResult(path, language, error=error) for _ in self.checkers]
-            narrowing = {"narrowed": narrowed} if narrowed is not None else {}
-            knowledge = FileKnowledge(path)
-            busy = [i for i, rules in enumerate(runnable) if rules]
-            model_config.lookups.clear()
-            if hasattr(fe, "check_targets"):  # the tree is read once for every target (Python: one walk)
-                groups = [(runnable[i], self.checkers[i].target) for i in busy]
-                for i, findings in zip(busy, fe.check_targets(tree, text, path, groups, knowledge=knowledge, **narrowing)):
-                    found[i] = findings
-            else:
-                for i in busy:
-                    found[i] = fe.check(tree, text, path, runnable[i], self.checkers[i].target, knowledge=knowledge,
-                                        **narrowing)
             for result in results:
                 result.parsed = True
                 result.reads_other_files = bool(model_config.lookups)

@@ -1,6 +1,7 @@
 """The speed machinery (rlcompat/lang/pyspeed/) never changes a result: with `RLCOMPAT_PLAIN_LIBCST=1` every file is
 parsed whole by plain LibCST and located by its PositionProvider, and findings and fixed text must be byte-identical
-to the fast path's, on every fixture and on a sample of the installed verl 0.9.1 package."""
+to the fast path's, on every fixture, on a sample of the installed verl 0.9.1 package and on subsets of torch and
+transformers (bench/plain_parity.py compares every file of the three)."""
 
 from __future__ import annotations
 
@@ -88,6 +89,42 @@ def test_a_sample_of_verl_gives_the_same_findings_and_fixes_with_plain_libcst(mo
     files = _verl_sample()
     fast, plain = _both_ways(files, "sm61", monkeypatch)
     assert sum(len(o[2]) for o in fast if len(o) > 2) > 0
+    _assert_same(fast, plain)
+
+
+def _package_files(name: str, parts: tuple[str, ...]) -> list[tuple[str, str]]:
+    import importlib.util
+
+    spec = importlib.util.find_spec(name)  # the installed package's files; nothing of it is imported or run
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip(f"{name} is not installed (bash scripts/setup.sh)")
+    root = Path(list(spec.submodule_search_locations)[0])
+    paths = sorted(p for part in parts for p in ((root / part).rglob("*.py") if (root / part).is_dir() else [root / part]))
+    return [(str(p), "python") for p in paths if p.exists()]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("package,parts", [
+    # big modules parsed in parts (lang/pyspeed/batches.py), dtype tables narrowed inside statements, FSDP and amp
+    ("torch", ("overrides.py", "sparse/_triton_ops.py", "_dynamo/guards.py", "testing/_internal/opinfo",
+               "distributed/fsdp", "amp")),
+    ("transformers", ("modeling_utils.py", "training_args.py", "models/llama", "integrations")),
+])
+def test_torch_and_transformers_give_the_same_findings_and_fixes_with_plain_libcst(package, parts, monkeypatch):
+    from rlcompat.lang.pyspeed import batches
+
+    files = _package_files(package, parts)
+    split = batches.split
+    in_parts: list[bool] = []
+
+    def counted(text, tree_of):
+        parts = split(text, tree_of)
+        in_parts.append(parts is not None)
+        return parts
+
+    monkeypatch.setattr(batches, "split", counted)
+    fast, plain = _both_ways(files, "sm61", monkeypatch)
+    assert len(files) > 10 and sum(len(o[2]) for o in fast if len(o) > 2) > 0 and any(in_parts)
     _assert_same(fast, plain)
 
 

@@ -34,12 +34,6 @@ def where(setting: Setting) -> str:
     return f" (from {setting.via})" if setting.via else ""
 
 
-def critic_trained(view: ConfigView) -> bool:
-    """verl trains a critic for GAE, the default advantage estimator."""
-    estimator = view.get("algorithm.adv_estimator")
-    return estimator is None or estimator.value in (None, "gae")
-
-
 FSDP_ONLY = {"param-dtype", "torch-compile", "model-dtype"}
 ROLE_STRATEGY = {"actor": "actor_rollout_ref.actor.strategy", "ref": "actor_rollout_ref.ref.strategy",
                  "critic": "critic.strategy"}
@@ -94,7 +88,7 @@ def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Ca
     rule"; rules/triton_compile/fsdp_torch_compile.py is a complete one).
     """
     from rlcompat.analysis.interpolation import select_default
-    from rlcompat.analysis.verlengines import takes_ppo_keys
+    from rlcompat.analysis.verlengines import critic_trained, takes_ppo_keys
 
     for known in ctx.verl.by_id(setting_id):
         if known.role not in roles or (known.role == "critic" and not critic_trained(view)):

@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from rlcompat.analysis.confighelpers import critic_trained
 from rlcompat.analysis.interpolation import select_default
 from rlcompat.lang.settings import ConfigContext, ConfigView
 from rlcompat.findings import FixSafety
@@ -63,6 +62,12 @@ def report_engine_settings(view: ConfigView, ctx: ConfigContext, setting_id: str
         message = (f"{name} is {setting.value}{origin}: {describe(known.key, setting.value)}; use {value}{when} "
                    f"({ctx.verl.label} knowledge: {known.proof.split(' (')[0]})")
         ctx.report(setting.key_span, message, [setting.rewrite(value)], safety, f"set it to {value}")
+
+
+def critic_trained(view: ConfigView) -> bool:
+    """verl trains a critic for GAE, the default advantage estimator."""
+    estimator = view.get("algorithm.adv_estimator")
+    return estimator is None or estimator.value in (None, "gae")
 
 
 def _role_engines(view: ConfigView, role: str) -> set[str]:

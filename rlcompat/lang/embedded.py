@@ -100,9 +100,10 @@ def check_python(block: Embedded, path: str, rules: Sequence, target, index: Lin
 
     try:
         module = py.parse(code)
+        found = py.check(module, code, path, triggered, target, knowledge=knowledge)  # a big block is parsed as walked
     except (py.PythonSyntaxError, RecursionError, MemoryError):
         return []
-    return map_findings(block, py.check(module, code, path, triggered, target, knowledge=knowledge), index)
+    return map_findings(block, found, index)
 
 
 def split_rules(rules: Sequence, is_inner: Callable[[object], bool]) -> tuple[list, list]:

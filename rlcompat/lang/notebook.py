@@ -207,9 +207,10 @@ def _written_files(cells: list[Cell], path: str, rules: Sequence, target, index:
         front_end = knowledge.front_end(language)
         try:
             tree = front_end.parse(code)
+            found = front_end.check(tree, code, path, own, target, knowledge=knowledge)  # Python parses big code as walked
         except (*front_end.PARSE_ERRORS, RecursionError):
             continue
-        out += map_findings(block, front_end.check(tree, code, path, own, target, knowledge=knowledge), index)
+        out += map_findings(block, found, index)
     return out
 
 

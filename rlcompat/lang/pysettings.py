@@ -58,9 +58,21 @@ def remember_tree(text: str, tree: ast.Module) -> None:
     _last_tree = (text, tree)
 
 
+def forget_tree() -> None:
+    """Let the narrowing step's tree go (tens of MB for a big file) once the settings are read."""
+    global _last_tree
+    _last_tree = None
+
+
+def remembered_tree(text: str) -> ast.Module | None:
+    """The narrowing step's tree of `text`, if it is the text that step read; never a new parse."""
+    return _last_tree[1] if _last_tree is not None and _last_tree[0] is text else None
+
+
 def tree_of(text: str) -> ast.Module | None:
-    if _last_tree is not None and _last_tree[0] is text:
-        return _last_tree[1]
+    remembered = remembered_tree(text)
+    if remembered is not None:
+        return remembered
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

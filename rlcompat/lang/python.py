@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from rlcompat.lang.knowledge import FrontEndKnowledge
-from rlcompat.lang.pyspeed import narrow as pynarrow
+from rlcompat.lang.pyspeed import batches, heap, narrow as pynarrow
+from rlcompat.lang.pyspeed.batches import Parts
 from rlcompat.lang.pyspeed.lazy import lazy_import
 from rlcompat.lang.pyspeed.narrow import Narrowed
 from rlcompat.lang.pyspeed.parse import parse_module
@@ -162,12 +163,29 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
     python_rules = [r for r in rules if not isinstance(r, ConfigRule)]
     if not python_rules:
         return Narrowed("", ())
-    return pynarrow.narrow(text, python_rules)
+    narrowed = pynarrow.narrow(text, python_rules)
+    if narrowed is not None:
+        from rlcompat.lang.pysettings import remembered_tree
+
+        tree = remembered_tree(text)  # the narrowing's tree of `text`: where a big narrowed text may be cut
+        if tree is not None:
+            batches.plan_narrowed(narrowed.text, narrowed.lines, tree)
+    return narrowed
 
 
-def parse(text: str) -> cst.Module | None:
+def parse(text: str) -> cst.Module | Parts | None:
+    """LibCST's module of `text`; for a big text its parts, parsed one at a time as they are walked
+    (lang/pyspeed/batches.py: a whole file's tree can be hundreds of MB)."""
     if not text:
         return None  # nothing to parse (narrowed to nothing): no LibCST import, no statements, no findings
+    from rlcompat.lang.pysettings import tree_of
+
+    parts = batches.split(text, tree_of)
+    return parts if parts is not None else parse_whole(text)
+
+
+def parse_whole(text: str) -> cst.Module:
+    """LibCST's module of all of `text` at once."""
     try:
         return parse_module(text)
     except cst.ParserSyntaxError as exc:
@@ -193,27 +211,43 @@ def check(module: cst.Module | None, text: str, path: str, rules: Sequence, targ
     return check_targets(module, text, path, [(rules, target)], narrowed, knowledge=knowledge)[0]
 
 
-def check_targets(module: cst.Module | None, text: str, path: str, groups: Sequence[tuple[Sequence, object]],
+def check_targets(module: cst.Module | Parts | None, text: str, path: str, groups: Sequence[tuple[Sequence, object]],
                   narrowed: Narrowed | None = None, *, knowledge: FrontEndKnowledge) -> list[list[Finding]]:
     """`check` for several (rules, target) groups over one tree (`rlcompat matrix`): the Python rules of every group
     in one walk, then each group's config rules over the file's settings; a list of findings per group."""
+    from rlcompat.lang.pysettings import forget_tree
+
     split = [([r for r in rules if not isinstance(r, ConfigRule)], [r for r in rules if isinstance(r, ConfigRule)], target)
              for rules, target in groups]
-    if module is not None and any(python_rules for python_rules, _, _ in split):
-        walked = _walk_targets(module, text, path, [(python_rules, target) for python_rules, _, target in split], narrowed)
-    else:
-        walked = [[] for _ in groups]
-    return [found + _config_findings(text, path, config, target, python_rules, found, knowledge) if config else found
-            for (python_rules, config, target), found in zip(split, walked)]
+    try:
+        # The settings are read first, from the tree the narrowing step built, so that tree (70 to 150 bytes a byte
+        # of source) need not live on beside LibCST's parts of a big file.
+        settings = [_settings(text, config) if config else [] for _, config, _ in split]
+        if isinstance(module, Parts):
+            forget_tree()
+        if module is not None and any(python_rules for python_rules, _, _ in split):
+            walked = _walk_targets(module, text, path, [(python_rules, target) for python_rules, _, target in split], narrowed)
+        else:
+            walked = [[] for _ in groups]
+    finally:
+        forget_tree()  # never held on while the next file is read
+        if isinstance(module, Parts):
+            heap.give_back(text)
+    return [found + _config_findings(text, path, config, found_settings, target, python_rules, found, knowledge)
+            if found_settings else found
+            for (python_rules, config, target), found_settings, found in zip(split, settings, walked)]
 
 
-def _config_findings(text: str, path: str, config: Sequence[ConfigRule], target, python_rules: Sequence,
+def _settings(text: str, config: Sequence[ConfigRule]) -> list:
+    from rlcompat.lang.pysettings import settings_of
+
+    return settings_of(text, tuple({t for r in config for t in r.python_triggers}))
+
+
+def _config_findings(text: str, path: str, config: Sequence[ConfigRule], settings: list, target, python_rules: Sequence,
                      python_found: list[Finding], knowledge: FrontEndKnowledge) -> list[Finding]:
-    from rlcompat.lang.pysettings import drop_overlaps, settings_of
+    from rlcompat.lang.pysettings import drop_overlaps
 
-    settings = settings_of(text, tuple({t for r in config for t in r.python_triggers}))
-    if not settings:
-        return []
     found = run_rules([ConfigView("python", settings)], text, path, [r for r in config if not r.reads_unread], target,
                       knowledge)
     if found:
@@ -244,11 +278,33 @@ def _check_python(module: cst.Module, text: str, path: str, rules: Sequence[Pyth
     return _walk_targets(module, text, path, [(rules, target)], narrowed)[0]
 
 
-def _walk_targets(module: cst.Module, text: str, path: str, groups: Sequence[tuple[Sequence[PythonRule], object]],
+class _NeedsWholeFile(Exception):
+    """A reported node spans lines or parts the narrowing left out: only the whole file gives its extent and code."""
+
+
+class _NeedsWholeModule(Exception):
+    """A node was reported outside the part being walked: the module is walked whole."""
+
+
+def _walk_targets(module: cst.Module | Parts, text: str, path: str, groups: Sequence[tuple[Sequence[PythonRule], object]],
                   narrowed: Narrowed | None = None) -> list[list[Finding]]:
     """The Python rules of several (rules, target) groups over one tree: one walk and one position lookup for all
     of them; a list of findings per group. Each group's rules see their own target in their context and report
     into their own list; the walk's ancestors and imports are the same for all."""
+    if isinstance(module, Parts):
+        # A narrowed text is one where no rule that reads the whole module can match (lang/pyspeed/narrow.py).
+        if narrowed is None and any(batches.reads_whole_module(rules, text) for rules, _ in groups):
+            return _walk_unsplit(module, text, path, groups, narrowed)
+        return _walk_parts(module, text, path, groups, narrowed)
+    contexts, handlers = _contexts(groups, path, text)
+    walk(module, handlers, contexts[0])
+    try:
+        return _found(module, narrowed.text if narrowed else text, contexts, narrowed, 0, lambda: LineIndex(text))
+    except _NeedsWholeFile:
+        return _walk_targets(parse(text), text, path, groups)
+
+
+def _contexts(groups: Sequence[tuple[Sequence[PythonRule], object]], path: str, text: str) -> tuple[list[Context], dict]:
     contexts = [Context(target, path) for _, target in groups]
     for ctx in contexts:
         ctx.source_text = text  # the whole file (the walked module may be narrowed), for a rule that must read it all
@@ -256,10 +312,61 @@ def _walk_targets(module: cst.Module, text: str, path: str, groups: Sequence[tup
     for (rules, _), ctx in zip(groups, contexts):
         ctx.imports, ctx.ancestors = contexts[0].imports, contexts[0].ancestors
         _handlers(rules, ctx, handlers)
-    walk(module, handlers, contexts[0])
+    return contexts, handlers
+
+
+def _walk_parts(parts: Parts, text: str, path: str, groups: Sequence[tuple[Sequence[PythonRule], object]],
+                narrowed: Narrowed | None) -> list[list[Finding]]:
+    """The walk over a big text's parts (lang/pyspeed/batches.py): each part parsed, walked and its findings located,
+    then dropped before the next; the context (imports above all) goes on from part to part."""
+    contexts, handlers = _contexts(groups, path, text)
+    found: list[list[Finding]] = [[] for _ in groups]
+    index: list[LineIndex] = []
+
+    def text_index() -> LineIndex:
+        if not index:
+            index.append(LineIndex(text))
+        return index[0]
+
+    for part in parts.parts:
+        try:
+            module = parse_module(part.text)
+        except (cst.ParserSyntaxError, RecursionError):
+            return _walk_unsplit(parts, text, path, groups, narrowed)
+        walk(module, handlers, contexts[0])
+        try:
+            part_found = _found(module, part.text, contexts, narrowed, part.first_line - 1, text_index, in_part=True)
+        except _NeedsWholeModule:
+            return _walk_unsplit(parts, text, path, groups, narrowed)
+        except _NeedsWholeFile:
+            return _walk_targets(parse(text), text, path, groups)
+        for mine, more, ctx in zip(found, part_found, contexts):
+            mine.extend(more)
+            ctx.pending = []  # what holds the part's nodes: let its tree go before the next part is parsed
+        del module
+    return found
+
+
+def _walk_unsplit(parts: Parts, text: str, path: str, groups: Sequence[tuple[Sequence[PythonRule], object]],
+                  narrowed: Narrowed | None) -> list[list[Finding]]:
+    """The walk over the whole module that `parts` were cut from. Where LibCST does not parse it, what the engine
+    does when a text does not parse: the whole file if `parts` are of the narrowed text, else the error."""
+    try:
+        module = parse_whole(parts.text)
+    except (PythonSyntaxError, RecursionError):
+        if narrowed is None:
+            raise
+        return _walk_targets(parse(text), text, path, groups)
+    return _walk_targets(module, text, path, groups, narrowed)
+
+
+def _found(module: cst.Module, located_text: str, contexts: list[Context], narrowed: Narrowed | None, shift: int,
+           text_index: Callable[[], LineIndex], in_part: bool = False) -> list[list[Finding]]:
+    """The findings the walk of `module` reported, located in `located_text` (the text `module` was parsed from,
+    which starts on line `shift` + 1 of the narrowed text, or of the file's text)."""
     pending = [p for ctx in contexts for p in ctx.pending]
     if not pending:
-        return [[] for _ in groups]
+        return [[] for _ in contexts]
     requests = [(p.node, p.statements) for p in pending]
     requests += [(n, p.statements) for p in pending if p.fix for n, _ in p.fix.replacements]
     # A rule may report a node outside the statement it was visiting (RLC301: a `triton.Config` in a module-level
@@ -267,18 +374,20 @@ def _walk_targets(module: cst.Module, text: str, path: str, groups: Sequence[tup
     unplaced = [n for n, chain in requests if not chain]
     if unplaced:
         chains = statements_to(module, unplaced)
+        if in_part and any(id(n) not in chains for n in unplaced):
+            raise _NeedsWholeModule
         requests = [(n, chain or chains.get(id(n), ())) for n, chain in requests]
     from rlcompat.lang.pyspeed.positions import locate
 
-    positions = locate(module, narrowed.text if narrowed else text, requests)
-    line = narrowed.original_line if narrowed else (lambda n: n)
+    positions = locate(module, located_text, requests)
+    original = narrowed.original_line if narrowed else (lambda n: n)
+    line = (lambda n: original(n + shift)) if shift else original
     if narrowed and any(line(r.end.line) - line(r.start.line) != r.end.line - r.start.line
-                        or narrowed.covers_blanked((r.start.line, r.start.column), (r.end.line, r.end.column))
+                        or narrowed.covers_blanked((r.start.line + shift, r.start.column), (r.end.line + shift, r.end.column))
                         for r in positions.values()):
-        # A reported node spans lines or parts that were left out: only the whole file gives its true extent and code.
-        return _walk_targets(parse(text), text, path, groups)
-    index = LineIndex(text)
-    return [[_finding(p, positions, line, index, path, ctx.target) for p in ctx.pending] for ctx in contexts]
+        raise _NeedsWholeFile
+    index = text_index()
+    return [[_finding(p, positions, line, index, ctx.path, ctx.target) for p in ctx.pending] for ctx in contexts]
 
 
 def _finding(p: _Pending, positions: dict, line: Callable[[int], int], index: LineIndex, path: str, target) -> Finding:

@@ -1,13 +1,15 @@
 """The Python front end's speed machinery, in one place, behind one switch.
 
-A cold scan is mostly LibCST: its import, its parse and its position provider. What this package does about it
-(why and how much, measured: docs/performance.md, "Where the time goes"):
+A cold scan is mostly LibCST: its import, its parse and its position provider, and its tree is most of a big file's
+memory. What this package does about it (why and how much, measured: docs/performance.md, "Where the time goes"):
 
 | module | what it does | with `RLCOMPAT_PLAIN_LIBCST=1` |
 |---|---|---|
 | `lazy` | a stand-in module for `libcst` in `sys.modules`, loaded on first use | `libcst` imported at once |
 | `narrow` | statements (and parts of big statements) no rule can match are left out before the parse | the whole module is parsed |
 | `parse` | LibCST's node validation is skipped while its parser builds the tree | `libcst.parse_module` as is |
+| `batches` | a big text is parsed, walked and located a few top-level statements at a time, each part's tree dropped before the next | the whole module at once |
+| `heap` | the C heap a big file's trees leave behind is given back to the system (glibc's `malloc_trim`) | kept |
 | `positions` | positions of the innermost statement only, regenerated alone | LibCST's `PositionProvider` on the module |
 | `collector` | the cyclic garbage collector is off for a CLI run, what is alive frozen at its end | the collector as Python leaves it |
 | `walk` | one pre-order walk over the dataclass fields (the same in both modes) | the same |
