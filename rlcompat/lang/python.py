@@ -11,14 +11,14 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from rlcompat.lang.knowledge import FrontEndKnowledge
-from rlcompat.lang.pyspeed import narrow as pynarrow
+from rlcompat.lang.pyspeed import narrow as pynarrow, plain
 from rlcompat.lang.pyspeed.lazy import lazy_import
 from rlcompat.lang.pyspeed.narrow import Narrowed
 from rlcompat.lang.pyspeed.parse import parse_module
 from rlcompat.lang.pyspeed.walk import statements_to, walk
 from rlcompat.lang.settings import ConfigRule, ConfigView, run_rules
 from rlcompat.findings import Edit, Finding, Fix, FixSafety, Location
-from rlcompat.rule import Rule
+from rlcompat.rule import Rule, can_match_text
 from rlcompat.textpos import LineIndex
 
 
@@ -228,7 +228,7 @@ def _unselected_python_findings(text: str, path: str, target, ran: Sequence, kno
     (deselected with --ignore/--select/per-file-ignores): usually none, and then nothing is parsed."""
     codes = {r.code for r in ran}
     rules = [cls(target) for cls in knowledge.file_rule_classes() if "python" in cls.languages and not issubclass(cls, ConfigRule)
-             and cls.code not in codes and cls.applies_to(target) and any(t in text for t in cls.triggers)]
+             and cls.code not in codes and cls.applies_to(target) and can_match_text(cls, "python", text, plain())]
     if not rules:
         return []
     try:

@@ -33,6 +33,8 @@ class DtypeAutoFromCheckpoint(PythonRule):
         "types vLLM refuses in fp16 (Gemma 2/3, GLM-4: safe) [S65]."
     )
     triggers = ('"auto"', "'auto'")
+    # the keyword (`torch_dtype=`, `dtype=`) and the called name as written (`AsyncEngineArgs` holds `EngineArgs`)
+    requires = (("dtype",), ("from_pretrained", "from_config", "LLM", "EngineArgs"))
     sources = ("S1", "S61", "S65", "S66")
 
     bad = (

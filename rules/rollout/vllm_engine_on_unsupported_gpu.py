@@ -78,6 +78,7 @@ class VllmEngineOnUnsupportedGpu(PythonRule):
     )
     fix_safety = "No autofix: generation has to move to another engine (transformers' `generate`) or another card."
     triggers = ("LLM(", "LLMEngine", "AsyncLLM")  # the calls; imports are always kept
+    requires = (("vllm",),)  # the engines are resolved through imports of vllm
     sources = ("S7", "S17", "S52")
     prevents = ("E1",)
 

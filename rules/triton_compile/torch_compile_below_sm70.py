@@ -51,6 +51,7 @@ class TorchCompileBelowSm70(PythonRule):
         "(use SDPA; use torch.compile)."
     )
     triggers = ("compile", "flex_attention", "_dynamo")
+    requires = (("torch",),)  # every name it reports is resolved through an import of torch
     sources = ("S17", "S40", "S42")
 
     bad = (

@@ -83,7 +83,9 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
     # An import that binds a name from `triton` spells `triton`: without the word, no statement need be looked at.
     if whole and any(m in text for m in modules) and _decorated_from(tree, modules):
         return None
-    rules = [r for r in rules if r not in whole]  # they cannot match in this file: their triggers keep nothing
+    # Whole-module rules cannot match in this file, and every import statement is kept with its enclosing statements
+    # (a rule that visits only imports reads nothing else): the triggers of neither need keep anything.
+    rules = [r for r in rules if r not in whole and not _visits_only_imports(r)]
     lines = split_lines(text)
     drop: set[int] = set()  # 0-based line numbers
     keep: set[int] = set()
@@ -98,9 +100,11 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
 
 
 def _decorated_from(tree: ast.Module, modules: set[str]) -> bool:
-    """Whether a function's decorator starts with a name that an absolute import of one of these top-level modules
-    binds (`import triton` -> `@triton.jit`, `from triton import jit as j` -> `@j`): the only way a decorator
-    resolves into them (`python.ImportMap`, `triton_model.is_jit`). Every import counts, wherever it is."""
+    """Whether a decorated function has a decorator or a parameter annotation that starts with a name an absolute
+    import of one of these top-level modules binds (`import triton` -> `@triton.jit`, `from triton import jit as j`
+    -> `@j`; `import triton.language as tl` -> `@_jit def k(BLOCK: tl.constexpr)`, a kernel behind a local wrapper
+    of `triton.jit`, `triton_model.is_triton_kernel`): the only way either resolves into them (`python.ImportMap`).
+    Every import counts, wherever it is."""
     bound: set[str] = set()
     decorated: list[ast.expr] = []
     for node in _statements(tree):  # imports and function definitions are statements
@@ -108,8 +112,11 @@ def _decorated_from(tree: ast.Module, modules: set[str]) -> bool:
             bound.update((a.asname or a.name).split(".")[0] for a in node.names if a.name.split(".")[0] in modules)
         elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] in modules:
             bound.update(a.asname or a.name for a in node.names)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.decorator_list:
             decorated.extend(node.decorator_list)
+            args = node.args
+            decorated.extend(a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg,
+                                                    args.kwarg) if a is not None and a.annotation is not None)
     for expr in decorated:
         if isinstance(expr, ast.Call):
             expr = expr.func
@@ -118,6 +125,14 @@ def _decorated_from(tree: ast.Module, modules: set[str]) -> bool:
         if isinstance(expr, ast.Name) and expr.id in bound:
             return True
     return False
+
+
+_IMPORT_VISITS = frozenset({"visit_Import", "visit_ImportFrom"})
+
+
+def _visits_only_imports(rule) -> bool:
+    visits = {name for name in dir(type(rule)) if name.startswith("visit_")}
+    return bool(visits) and visits <= _IMPORT_VISITS
 
 
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
@@ -153,15 +168,21 @@ class _Words:
         return self._alias_pattern is not None and self._alias_pattern.search(segment) is not None
 
     def learn(self, node: ast.stmt, segment: str) -> None:
-        if "import" not in segment or " as " not in segment:
+        """The names `node`'s imports bind to something whose dotted name holds a trigger, where the name itself holds
+        none: `import torch.bfloat16 as bf` binds `bf`, `from liger_kernel.transformers import
+        AutoLigerKernelForCausalLM` binds a name without `liger_kernel` (`import a.b` binds `a`, and code that uses
+        it spells `a.b`)."""
+        if "import" not in segment:
             return
         known = len(self.aliases)
         for imp in _statements(node):  # imports are statements: no expression need be walked
             if isinstance(imp, (ast.Import, ast.ImportFrom)):
                 module = getattr(imp, "module", None) or ""
                 for alias in imp.names:
-                    if alias.asname and any(t in f"{module}.{alias.name}" for t in self.triggers):
-                        self.aliases.add(alias.asname)
+                    bound = alias.asname or (alias.name if isinstance(imp, ast.ImportFrom) else None)
+                    if (bound and bound != "*" and any(t in f"{module}.{alias.name}" for t in self.triggers)
+                            and not any(t in bound for t in self.triggers)):
+                        self.aliases.add(bound)
         if len(self.aliases) > known:
             self._alias_pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(self.aliases))) + r")\b")
 

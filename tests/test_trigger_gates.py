@@ -1,0 +1,161 @@
+"""What decides whether a file and a statement reach the rules, held to what the rules find without it.
+
+- The trigger search (rlcompat/wordscan.py) answers exactly which words a text holds.
+- A rule's `requires` (words a file it can match holds besides a trigger) never drops a finding: every fixture and
+  every Python file of the installed verl 0.9.1 package give the rules that declare it the same findings with the
+  words looked for and ignored; the check fails on a rule that requires a word its findings lack.
+- Narrowing keeps the statements that use a name an import binds to something holding a trigger, with or without
+  `as`, and the whole module for a Triton kernel behind a local wrapper of `triton.jit`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from rlcompat import engine
+from rlcompat.config import Options
+from rlcompat.discovery import discover
+from rlcompat.engine import Checker
+from rlcompat.lang import python as py
+from rlcompat.rules import all_rules
+from rlcompat.source import SourceError, decode, read_bytes
+from rlcompat.targets import resolve_target
+from rlcompat.wordscan import WordScan
+from tests.test_narrowing_safety import narrowing_differences
+
+REPO = Path(__file__).resolve().parent.parent
+REQUIRING = [r for r in all_rules() if r.requires]
+BY_CODE = {r.code: r for r in all_rules()}
+
+
+def _fixture_texts() -> list[str]:
+    files, _ = discover([str(REPO / "fixtures")], Options(root=str(REPO)))
+    out = []
+    for path, language in files:
+        try:
+            out.append(decode(path, read_bytes(path), language).text)
+        except SourceError:
+            pass
+    return out
+
+
+def _verl_python() -> list[str]:
+    try:
+        import verl  # noqa: F401  (only to find the installed package; nothing of it runs)
+    except ImportError:
+        return []
+    return sorted(str(p) for p in Path(os.path.dirname(verl.__file__)).rglob("*.py"))
+
+
+def test_the_trigger_search_finds_exactly_the_words_a_text_holds():
+    words = ["float16", "bfloat16", "GRPOConfig", "SFTConfig", "DPOConfig", "Config", "flash_attn", "flash_attention",
+             "flash_attention_", "flash-attn", "vllm", "VLLM", "'auto'", '"auto"', "LLM(", "AsyncLLM", "x"]
+    scan = WordScan(words)
+    texts = ["", "x", "bfloat16", "torch.float16", "SFTConfig(bf16=True)", "Config", "flash_attention_2",
+             "AsyncLLM(x)", "LLM(", "'auto' \"auto\"", *_fixture_texts()]
+    texts += [p.read_text(encoding="utf-8", errors="replace") for p in map(Path, _verl_python()[:120])]
+    for text in texts:
+        assert scan.present(text) == {w for w in words if w in text}
+    python = Checker(resolve_target("sm61"), Options()).trigger_scan("python")
+    for text in texts:
+        assert python.present(text) == {w for w in python.words if w in text}
+    # what it is for: a text without any trigger is searched for fewer strings than there are triggers
+    assert python.searches() < len(python.words)
+
+
+def _findings(checker: Checker, path: str, text: str, honour_requires: bool, monkeypatch) -> list:
+    monkeypatch.setattr(engine, "plain", lambda: not honour_requires)
+    result = checker.check_text(path, text, "python")
+    return [(f.code, f.location, f.message, f.fix) for f in result.findings]
+
+
+def requires_differences(codes: list[str], texts: list[tuple[str, str]], target: str, monkeypatch) -> list:
+    """(path, findings with `requires` looked for, findings with it ignored) wherever they differ."""
+    checker = Checker(resolve_target(target), Options(select=tuple(codes)))
+    out = []
+    for path, text in texts:
+        gated = _findings(checker, path, text, True, monkeypatch)
+        ungated = _findings(checker, path, text, False, monkeypatch)
+        if gated != ungated:
+            out.append((path, gated, ungated))
+    return out
+
+
+def _python_texts(paths: list[str]) -> list[tuple[str, str]]:
+    out = []
+    for path in paths:
+        try:
+            out.append((path, decode(path, read_bytes(path), "python").text))
+        except SourceError:
+            pass
+    return out
+
+
+@pytest.mark.parametrize("target", ["sm61", "sm75"])
+def test_required_words_drop_no_finding_on_the_fixtures_and_verl(target, monkeypatch):
+    assert REQUIRING, "no rule requires words besides a trigger"
+    files, _ = discover([str(REPO / "fixtures")], Options(root=str(REPO)))
+    texts = _python_texts([p for p, lang in files if lang == "python"] + _verl_python())
+    examples = [(f"{r.code}-bad{i}.py", b.code) for r in REQUIRING for i, b in enumerate(r.bad) if b.path.endswith(".py")]
+    differences = requires_differences([r.code for r in REQUIRING], texts + examples, target, monkeypatch)
+    assert not differences, f"a rule's `requires` drops findings: {differences[:3]}"
+
+
+def test_the_check_fails_on_a_rule_that_requires_a_word_its_findings_lack(monkeypatch):
+    rule = BY_CODE["RLC304"]  # reports `torch.compile(...)`
+    monkeypatch.setattr(rule, "requires", (("a_word_no_file_holds",),))
+    examples = [(f"bad{i}.py", b.code) for i, b in enumerate(rule.bad) if b.target == "sm61"]
+    differences = requires_differences(["RLC304"], examples, "sm61", monkeypatch)
+    assert differences and all(not gated and ungated for _, gated, ungated in differences)
+
+
+def test_a_rule_that_visits_only_imports_keeps_nothing_else():
+    target = resolve_target("sm61")
+    rule = BY_CODE["RLC203"](target)  # module-level `import flash_attn`
+    text = "import os\nBACKEND = 'flash_attn'\nfrom flash_attn import flash_attn_func\n\n\ndef f():\n    return 'flash_attn'\n"
+    narrowed = py.narrow(text, [rule])
+    assert narrowed is not None
+    assert [line for line in narrowed.text.splitlines() if line.strip()] == ["import os", "from flash_attn import flash_attn_func"]
+    assert narrowing_differences([BY_CODE["RLC203"]], text, "sm61") is None
+
+
+NAMES_FROM_IMPORTS = [
+    # `from M import N`: N holds no trigger, M.N does
+    ("RLC305", "from liger_kernel.transformers import AutoLigerKernelForCausalLM\n\n\ndef load(p):\n"
+               "    return AutoLigerKernelForCausalLM.from_pretrained(p)\n"),
+    ("RLC304", "from torch._dynamo import optimize\n\n\ndef build(m):\n    return optimize('inductor')(m)\n"),
+]
+
+
+@pytest.mark.parametrize("code,text", NAMES_FROM_IMPORTS, ids=[c for c, _ in NAMES_FROM_IMPORTS])
+def test_narrowing_keeps_statements_that_use_a_name_imported_from_a_trigger(code, text):
+    rule = BY_CODE[code]
+    target = resolve_target("sm61")
+    whole = py.check(py.parse(text), text, "example.py", [rule(target)], target, knowledge=_knowledge())
+    assert whole, f"{code} reports nothing here: the example proves nothing"
+    assert narrowing_differences([rule], text, "sm61") is None
+
+
+def _knowledge():
+    from rlcompat.file_knowledge import FileKnowledge
+
+    return FileKnowledge("example.py")
+
+
+def test_a_triton_kernel_behind_a_local_jit_wrapper_is_read_whole():
+    from rlcompat.rules.triton_compile.triton_shared_memory import _MATMUL_BODY
+
+    kernel = _MATMUL_BODY.replace("@triton.jit\n", "@_jit\n")  # TRL's kernels: a wrapper that calls triton.jit
+    text = ("import triton\nimport triton.language as tl\n\n\ndef _jit(fn):\n    return triton.jit(fn)\n\n\n" + kernel +
+            "\n\ndef run(a, b, c, M, N, K):\n    matmul[(1,)](a, b, c, M, N, K, BLOCK_M=128, BLOCK_N=128, BLOCK_K=128, "
+            "num_stages=3, num_warps=8)\n")
+    rule = BY_CODE["RLC301"]
+    target = resolve_target("sm61")
+    whole = py.check(py.parse(text), text, "example.py", [rule(target)], target, knowledge=_knowledge())
+    assert whole, "RLC301 reports nothing here: the example proves nothing"
+    assert py.narrow(text, [rule(target)]) is None  # the whole module
+    assert narrowing_differences([rule], text, "sm61") is None
+
