@@ -159,3 +159,41 @@ def test_a_triton_kernel_behind_a_local_jit_wrapper_is_read_whole():
     assert py.narrow(text, [rule(target)]) is None  # the whole module
     assert narrowing_differences([rule], text, "sm61") is None
 
+
+
+# Statements that hold imports and no trigger are narrowed inside: their clauses' headers stay, with what holds an
+# import and, in a block left with nothing, its first statement. Each text below has findings that depend on those
+# imports (or are those imports) and must come out the same narrowed and whole.
+COMPOUND_IMPORTS = {
+    "if": "if True:\n    import torch\n    x = 1\n    y = 2\n\n\ndef build(f):\n    return torch.compile(f)\n",
+    "try-except-else-finally": (
+        "try:\n    # a comment\n    import flash_attn\n    a = 1\nexcept ImportError:\n    fa = None\nelse:\n    ok = True\n"
+        "finally:\n    done = True\n\nfrom flash_attn import flash_attn_func\n"),
+    "nested loops and with": (
+        "import os\nfor i in range(3):\n    while i:\n        with open(os.devnull) as fh:\n            from torch import compile as c\n"
+        "            i -= 1\n    else:\n        pass\n\n\ndef run(f):\n    return c(f)\n"),
+    "elif chain": (
+        "if os:\n    v = 1\nelif sys:\n    import torch as th\n    w = 2\nelse:\n    z = 3\n\nm = th.nn.Linear(2, 2).to(th.bfloat16)\n"),
+    "decorated function in a block": (
+        "if True:\n    @staticmethod\n    def g():\n        import torch\n        return 1\n    q = 1\n\n\ndef h(f):\n"
+        "    return torch.compile(f)\n"),
+    "one-line clauses stay whole": "if True: import torch\nelse: x = 1\n\n\ndef h(f):\n    return torch.compile(f)\n",
+    "semicolons": "for k in ():\n    import torch; y = 1\n    z = 2\n\n\ndef h(f):\n    return torch.compile(f)\n",
+    "crlf and comments": ("# licence\r\n# more\r\n\r\nimport torch\r\n\r\n# between\r\n\r\nx = 1\r\n\r\n\r\n"
+                          "def h(f):\r\n    # inside\r\n\r\n    y = 2\r\n    return torch.compile(f)\r\n# end\r\n"),
+}
+@pytest.mark.parametrize("name", list(COMPOUND_IMPORTS))
+@pytest.mark.parametrize("target", ["sm61", "sm75"])
+def test_statements_holding_only_imports_are_narrowed_inside_without_changing_findings(name, target):
+    from rlcompat.lang.settings import ConfigRule
+
+    text = COMPOUND_IMPORTS[name]
+    rules = [r for r in all_rules() if "python" in r.languages and not issubclass(r, ConfigRule)]
+    assert narrowing_differences(rules, text, target) is None
+    t = resolve_target(target)
+    instances = [r(t) for r in rules if r.applies_to(t)]
+    whole = py.check(py.parse(text), text, "example.py", instances, t, knowledge=_knowledge())
+    assert whole or target == "sm75", f"nothing found in {name!r}: the text proves nothing"
+    narrowed = py.narrow(text, instances)
+    if name != "one-line clauses stay whole":
+        assert narrowed is not None and len(narrowed.text) < len(text)

@@ -2,15 +2,17 @@
 
 LibCST's parse is most of a cold scan's time, and most of a file that contains a trigger is code no rule can
 match. CPython's `ast` (in C, several times faster) gives each statement's line span; a module-level or
-class- or function-level statement whose text has no trigger and no `import` is dropped, whole lines at a time. Kept lines
-keep their columns (inside a big statement, what is left out of a kept line is blanked), so a column is the same in
-both texts and a line maps back through `Narrowed.lines`.
+class- or function-level statement whose text has no trigger and holds no import statement is dropped, whole lines
+at a time, and so are comment and blank lines between statements. Kept lines keep their columns (inside a big
+statement, what is left out of a kept line is blanked), so a column is the same in both texts and a line maps back
+through `Narrowed.lines`.
 
 What is kept is all any rule looks at: rules see a node, its ancestors (a class or function is narrowed only
-inside its body, any other statement is kept whole, except that inside a big simple statement the parts no rule
-reads beside what it visits are left out: `_inside`) and the imports seen before it (every statement mentioning
-`import` is kept). A rule that reads the whole module (`Rule.whole_module`, the Triton model) gets the whole
-module, where it can match (`Rule.whole_module_for_decorators_from`).
+inside its body; an `if`, `try`, `with` or loop is kept whole where it holds a trigger, and where it holds only
+imports keeps its clauses' headers and what holds the imports; inside a big simple statement the parts no rule
+reads beside what it visits are left out: `_inside`) and the imports seen before it (every import statement is
+kept). A rule that reads the whole module (`Rule.whole_module`, the Triton model) gets the whole module, where it
+can match (`Rule.whole_module_for_decorators_from`).
 """
 
 from __future__ import annotations
@@ -90,7 +92,11 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
     drop: set[int] = set()  # 0-based line numbers
     keep: set[int] = set()
     blanks: dict[int, list[tuple[int, int]]] = {}  # 0-based line -> columns blanked in it
-    _choose(tree.body, lines, _Words(tuple({t for r in rules for t in r.triggers})), drop, keep, blanks)
+    words = _Words(tuple({t for r in rules for t in r.triggers}), _import_holders(tree))
+    _choose(tree.body, lines, words, drop, keep, blanks)
+    if tree.body:  # comments before the first statement (a licence) and after the last; a coding cookie stays
+        ends = (*range(2, _start(tree.body[0]) - 1), *range(tree.body[-1].end_lineno or len(lines), len(lines)))
+        drop.update(i for i in ends if _BLANK_OR_COMMENT.fullmatch(lines[i]))
     drop -= keep  # a line shared with a kept statement (`a = 1; b = torch.bfloat16`) stays
     if not drop and not blanks:
         return None
@@ -153,17 +159,19 @@ def _statements(root: ast.AST) -> list:
 
 
 class _Words:
-    """What makes a statement worth parsing: a trigger, an import, or a name an import bound to a trigger
-    (`from torch import bfloat16 as bf` makes `bf` one), learnt in source order as the walk sees imports,
-    as the rules' import map does."""
+    """What makes a statement worth parsing: a trigger, an import statement inside it (`import_holders`), or a name
+    an import bound to a trigger (`from torch import bfloat16 as bf` makes `bf` one), learnt in source order as the
+    walk sees imports, as the rules' import map does."""
 
-    def __init__(self, triggers: tuple[str, ...]) -> None:
+    def __init__(self, triggers: tuple[str, ...], import_holders: set[int] = frozenset()) -> None:
         self.triggers = triggers
+        self.import_holders = import_holders
         self.aliases: set[str] = set()
         self._alias_pattern: re.Pattern | None = None
 
     def found_in(self, segment: str) -> bool:
-        if "import" in segment or any(t in segment for t in self.triggers):
+        """Whether `segment` holds a trigger or a name bound to one."""
+        if any(t in segment for t in self.triggers):
             return True
         return self._alias_pattern is not None and self._alias_pattern.search(segment) is not None
 
@@ -172,7 +180,7 @@ class _Words:
         none: `import torch.bfloat16 as bf` binds `bf`, `from liger_kernel.transformers import
         AutoLigerKernelForCausalLM` binds a name without `liger_kernel` (`import a.b` binds `a`, and code that uses
         it spells `a.b`)."""
-        if "import" not in segment:
+        if id(node) not in self.import_holders:
             return
         known = len(self.aliases)
         for imp in _statements(node):  # imports are statements: no expression need be walked
@@ -187,10 +195,35 @@ class _Words:
             self._alias_pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(self.aliases))) + r")\b")
 
 
-# Bodies narrowed statement by statement. Rules read a node's ancestors, never its siblings, so a sibling
-# without a trigger changes nothing; `if`, `try`, `with` and loops are kept whole (their tests and handlers are
-# what guards a finding).
+def _import_holders(root: ast.AST) -> set[int]:
+    """The ids of the import statements under `root` and of every statement (and `except` handler, `match` case)
+    that holds one: what the rules' import map reads, wherever it is."""
+    holders: set[int] = set()
+    # (node, parent's index in `chain`) in pre-order; an import marks its chain of enclosing statements
+    chain: list[ast.AST] = []
+    todo: list[tuple[ast.AST, int]] = [(root, -1)]
+    while todo:
+        node, parent = todo.pop()
+        del chain[parent + 1:]
+        chain.append(node)
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            holders.update(id(n) for n in chain)
+            continue
+        here = len(chain) - 1
+        for name in _BLOCKS:
+            block = getattr(node, name, None)
+            if type(block) is list:
+                todo.extend((child, here) for child in reversed(block))
+    return holders
+
+
+# Bodies narrowed statement by statement. Rules read a node's ancestors, never their siblings, so a sibling
+# without a trigger changes nothing. A class or function is narrowed inside its body; `if`, `try`, `with` and loops
+# that hold a trigger are kept whole (their tests and handlers are what guards a finding), and those that hold only
+# imports keep their clauses' headers and, in each block, what holds an import (or the first statement, so that no
+# block is empty): the import map and rules that visit imports read nothing else there.
 _NARROWED = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+_BLOCKED = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, getattr(ast, "TryStar", ast.Try))
 
 
 def _start(node: ast.stmt) -> int:
@@ -198,28 +231,61 @@ def _start(node: ast.stmt) -> int:
     return min([node.lineno, *(d.lineno for d in decorators)])
 
 
+def _span(node: ast.stmt) -> range:
+    return range(_start(node) - 1, node.end_lineno or node.lineno)
+
+
 def _choose(body: list[ast.stmt], lines: list[str], words: _Words, drop: set[int], keep: set[int],
             blanks: dict[int, list[tuple[int, int]]]) -> None:
     for node in body:
-        first, last = _start(node) - 1, (node.end_lineno or node.lineno) - 1
-        span = range(first, last + 1)
-        segment = "".join(lines[first : last + 1])
-        if not words.found_in(segment):
+        span = _span(node)
+        segment = "".join(lines[span.start : span.stop])
+        triggered = words.found_in(segment)
+        if not triggered and id(node) not in words.import_holders:
             drop.update(span)
         elif isinstance(node, _NARROWED) and node.body[0].lineno > node.lineno and _members_matter(node, lines, words):
-            keep.update(range(first, node.body[0].lineno - 1))  # decorators and the header
+            keep.update(range(span.start, node.body[0].lineno - 1))  # decorators and the header
             _choose(node.body, lines, words, drop, keep, blanks)
+        elif not triggered and isinstance(node, _BLOCKED) and _blocks_on_own_lines(node, lines):
+            for block in _blocks(node):
+                _choose(block, lines, words, drop, keep, blanks)
+                if all(i in drop and i not in keep for s in block for i in _span(s)):
+                    keep.update(_span(block[0]))  # an empty block would not parse
         else:
             inner = _inside(node, lines, words, blanks) if len(span) >= INSIDE_MIN_LINES else set()
             keep.update(i for i in span if i not in inner)
             drop.update(inner)
             words.learn(node, segment)
+    # Comment and blank lines between two statements of the body: no rule reads them (suppressions are read from
+    # the file's own text).
+    for a, b in zip(body, body[1:]):
+        drop.update(i for i in range(a.end_lineno or a.lineno, _start(b) - 1) if _BLANK_OR_COMMENT.fullmatch(lines[i]))
 
 
 def _members_matter(node: ast.stmt, lines: list[str], words: _Words) -> bool:
-    """Whether a body statement holds a trigger: if only the header does, the statement is kept whole (a body
-    narrowed to nothing would not parse)."""
-    return any(words.found_in("".join(lines[_start(m) - 1 : m.end_lineno or m.lineno])) for m in node.body)
+    """Whether a body statement holds a trigger or an import: if only the header does, the statement is kept whole
+    (a body narrowed to nothing would not parse)."""
+    return any(id(m) in words.import_holders or words.found_in("".join(lines[_start(m) - 1 : m.end_lineno or m.lineno]))
+               for m in node.body)
+
+
+def _blocks(node: ast.stmt) -> list[list[ast.stmt]]:
+    handlers = [h.body for h in getattr(node, "handlers", ())]
+    return [b for b in (node.body, *handlers, getattr(node, "orelse", []), getattr(node, "finalbody", [])) if b]
+
+
+def _blocks_on_own_lines(node: ast.stmt, lines: list[str]) -> bool:
+    """Whether every statement of the blocks of `node` starts a line of its own: then leaving one out leaves every
+    clause's header (`if ...:`, `else:`, `except ...:`) where it was."""
+    for block in _blocks(node):
+        for stmt in block:
+            line = lines[_start(stmt) - 1]
+            if getattr(stmt, "decorator_list", None):
+                if not line.lstrip().startswith("@"):
+                    return False
+            elif line.encode("utf-8")[:stmt.col_offset].strip():
+                return False
+    return True
 
 
 # --- inside one big statement ----------------------------------------------------------------------------------
