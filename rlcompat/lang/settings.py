@@ -261,6 +261,8 @@ def run_rules(views: Sequence[ConfigView], text: str, path: str, rules: Sequence
         for rule in rules:
             ctx._rule = rule
             rule.check_config(view, ctx)
+    if not ctx.pending:
+        return []
     index = LineIndex(text)
     findings, seen = [], set()
     # A command's entry word anchors findings about different missing keys: those never replace each other.

@@ -92,7 +92,7 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
     drop: set[int] = set()  # 0-based line numbers
     keep: set[int] = set()
     blanks: dict[int, list[tuple[int, int]]] = {}  # 0-based line -> columns blanked in it
-    words = _Words(tuple({t for r in rules for t in r.triggers}), _import_holders(tree))
+    words = _Words(tuple({t for r in rules for t in r.triggers}))
     _choose(tree.body, lines, words, drop, keep, blanks)
     if tree.body:  # comments before the first statement (a licence) and after the last; a coding cookie stays
         ends = (*range(2, _start(tree.body[0]) - 1), *range(tree.body[-1].end_lineno or len(lines), len(lines)))
@@ -159,13 +159,12 @@ def _statements(root: ast.AST) -> list:
 
 
 class _Words:
-    """What makes a statement worth parsing: a trigger, an import statement inside it (`import_holders`), or a name
+    """What makes a statement worth parsing: a trigger, an import statement inside it (`_holds_import`), or a name
     an import bound to a trigger (`from torch import bfloat16 as bf` makes `bf` one), learnt in source order as the
     walk sees imports, as the rules' import map does."""
 
-    def __init__(self, triggers: tuple[str, ...], import_holders: set[int] = frozenset()) -> None:
+    def __init__(self, triggers: tuple[str, ...]) -> None:
         self.triggers = triggers
-        self.import_holders = import_holders
         self.aliases: set[str] = set()
         self._alias_pattern: re.Pattern | None = None
 
@@ -180,7 +179,7 @@ class _Words:
         none: `import torch.bfloat16 as bf` binds `bf`, `from liger_kernel.transformers import
         AutoLigerKernelForCausalLM` binds a name without `liger_kernel` (`import a.b` binds `a`, and code that uses
         it spells `a.b`)."""
-        if id(node) not in self.import_holders:
+        if not _holds_import(node, segment):
             return
         known = len(self.aliases)
         for imp in _statements(node):  # imports are statements: no expression need be walked
@@ -195,26 +194,21 @@ class _Words:
             self._alias_pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(self.aliases))) + r")\b")
 
 
-def _import_holders(root: ast.AST) -> set[int]:
-    """The ids of the import statements under `root` and of every statement (and `except` handler, `match` case)
-    that holds one: what the rules' import map reads, wherever it is."""
-    holders: set[int] = set()
-    # (node, parent's index in `chain`) in pre-order; an import marks its chain of enclosing statements
-    chain: list[ast.AST] = []
-    todo: list[tuple[ast.AST, int]] = [(root, -1)]
+def _holds_import(node: ast.stmt, segment: str) -> bool:
+    """Whether `node` (with this text) is an import statement or holds one: what the rules' import map reads,
+    wherever it is."""
+    if "import" not in segment:
+        return False
+    todo = [node]
     while todo:
-        node, parent = todo.pop()
-        del chain[parent + 1:]
-        chain.append(node)
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            holders.update(id(n) for n in chain)
-            continue
-        here = len(chain) - 1
+        stmt = todo.pop()
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            return True
         for name in _BLOCKS:
-            block = getattr(node, name, None)
+            block = getattr(stmt, name, None)
             if type(block) is list:
-                todo.extend((child, here) for child in reversed(block))
-    return holders
+                todo.extend(block)
+    return False
 
 
 # Bodies narrowed statement by statement. Rules read a node's ancestors, never their siblings, so a sibling
@@ -241,7 +235,7 @@ def _choose(body: list[ast.stmt], lines: list[str], words: _Words, drop: set[int
         span = _span(node)
         segment = "".join(lines[span.start : span.stop])
         triggered = words.found_in(segment)
-        if not triggered and id(node) not in words.import_holders:
+        if not triggered and not _holds_import(node, segment):
             drop.update(span)
         elif isinstance(node, _NARROWED) and node.body[0].lineno > node.lineno and _members_matter(node, lines, words):
             keep.update(range(span.start, node.body[0].lineno - 1))  # decorators and the header
@@ -265,8 +259,11 @@ def _choose(body: list[ast.stmt], lines: list[str], words: _Words, drop: set[int
 def _members_matter(node: ast.stmt, lines: list[str], words: _Words) -> bool:
     """Whether a body statement holds a trigger or an import: if only the header does, the statement is kept whole
     (a body narrowed to nothing would not parse)."""
-    return any(id(m) in words.import_holders or words.found_in("".join(lines[_start(m) - 1 : m.end_lineno or m.lineno]))
-               for m in node.body)
+    for member in node.body:
+        segment = "".join(lines[_start(member) - 1 : member.end_lineno or member.lineno])
+        if words.found_in(segment) or _holds_import(member, segment):
+            return True
+    return False
 
 
 def _blocks(node: ast.stmt) -> list[list[ast.stmt]]:
