@@ -122,20 +122,27 @@ def test_a_rule_that_visits_only_imports_keeps_nothing_else():
     assert narrowing_differences([BY_CODE["RLC203"]], text, "sm61") is None
 
 
-NAMES_FROM_IMPORTS = [
+NAMES_FROM_IMPORTS = [  # (rule, findings in the whole file, text)
     # `from M import N`: N holds no trigger, M.N does
-    ("RLC305", "from liger_kernel.transformers import AutoLigerKernelForCausalLM\n\n\ndef load(p):\n"
-               "    return AutoLigerKernelForCausalLM.from_pretrained(p)\n"),
-    ("RLC304", "from torch._dynamo import optimize\n\n\ndef build(m):\n    return optimize('inductor')(m)\n"),
+    ("RLC305", 1, "from liger_kernel.transformers import AutoLigerKernelForCausalLM\n\n\ndef load(p):\n"
+                  "    return AutoLigerKernelForCausalLM.from_pretrained(p)\n"),
+    ("RLC304", 1, "from torch._dynamo import optimize\n\n\ndef build(m):\n    return optimize('inductor')(m)\n"),
+    # a trigger that is more than a name (`LLM(`): the name in it is what an import binds
+    ("RLC413", 1, "from vllm import LLM as Engine\n# an LLM( in a comment\n\n\ndef main():\n    return Engine('m')\n\n\n"
+                  "if __name__ == '__main__':\n    main()\n"),
+    # weights by a dtype string the rule reads (spellings.half_to_fp32) in a file that trains with fp16 AMP
+    ("RLC108", 2, "m = AutoModelForCausalLM.from_pretrained(p, torch_dtype='half')\n"
+                  "n = AutoModelForCausalLM.from_pretrained(p, torch_dtype='bf16')\n"
+                  "args = TrainingArguments(output_dir='o', fp16=True)\n"),
 ]
 
 
-@pytest.mark.parametrize("code,text", NAMES_FROM_IMPORTS, ids=[c for c, _ in NAMES_FROM_IMPORTS])
-def test_narrowing_keeps_statements_that_use_a_name_imported_from_a_trigger(code, text):
+@pytest.mark.parametrize("code,count,text", NAMES_FROM_IMPORTS, ids=[c for c, _, _ in NAMES_FROM_IMPORTS])
+def test_narrowing_keeps_what_a_rule_reports_beside_its_trigger_words(code, count, text):
     rule = BY_CODE[code]
     target = resolve_target("sm61")
     whole = py.check(py.parse(text), text, "example.py", [rule(target)], target, knowledge=_knowledge())
-    assert whole, f"{code} reports nothing here: the example proves nothing"
+    assert len(whole) == count, f"{code} reports {len(whole)} findings, not {count}: the example proves nothing"
     assert narrowing_differences([rule], text, "sm61") is None
 
 

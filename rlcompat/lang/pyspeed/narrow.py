@@ -27,6 +27,7 @@ from typing import Sequence
 from rlcompat.lang.pyspeed import plain
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def split_lines(text: str) -> list[str]:
@@ -165,6 +166,9 @@ class _Words:
 
     def __init__(self, triggers: tuple[str, ...]) -> None:
         self.triggers = triggers
+        # What an import can bind of each trigger: its longest name (`LLM` of `LLM(`, `auto` of `"auto"`), so that
+        # `from vllm import LLM as Engine` makes `Engine(...)` a statement to keep.
+        self.importable = tuple({max(_NAME.findall(t), key=len) for t in triggers if _NAME.search(t)})
         self.aliases: set[str] = set()
         self._alias_pattern: re.Pattern | None = None
 
@@ -187,7 +191,7 @@ class _Words:
                 module = getattr(imp, "module", None) or ""
                 for alias in imp.names:
                     bound = alias.asname or (alias.name if isinstance(imp, ast.ImportFrom) else None)
-                    if (bound and bound != "*" and any(t in f"{module}.{alias.name}" for t in self.triggers)
+                    if (bound and bound != "*" and any(t in f"{module}.{alias.name}" for t in self.importable)
                             and not any(t in bound for t in self.triggers)):
                         self.aliases.add(bound)
         if len(self.aliases) > known:
