@@ -7,11 +7,9 @@ at a time, and so are comment and blank lines between statements. Kept lines kee
 statement, what is left out of a kept line is blanked), so a column is the same in both texts and a line maps back
 through `Narrowed.lines`.
 
-What is kept is all any rule looks at: rules see a node, its ancestors (a class or function is narrowed only
-inside its body; an `if`, `try`, `with` or loop is kept whole where it holds a trigger, and where it holds only
-imports keeps its clauses' headers and what holds the imports; inside a big simple statement the parts no rule
-reads beside what it visits are left out: `_inside`) and the imports seen before it (every import statement is
-kept). A rule that reads the whole module (`Rule.whole_module`, the Triton model) gets the whole module, where it
+What is kept is all any rule looks at: rules see a node, its ancestors (a class, function, `if`, `try`, `with` or
+loop is narrowed only inside its blocks, its headers stay; inside a big simple statement the parts no rule reads
+beside what it visits are left out: `_inside`) and the imports seen before it (every import statement is kept). A rule that reads the whole module (`Rule.whole_module`, the Triton model) gets the whole module, where it
 can match (`Rule.whole_module_for_decorators_from`).
 """
 
@@ -216,10 +214,10 @@ def _holds_import(node: ast.stmt, segment: str) -> bool:
 
 
 # Bodies narrowed statement by statement. Rules read a node's ancestors, never their siblings, so a sibling
-# without a trigger changes nothing. A class or function is narrowed inside its body; `if`, `try`, `with` and loops
-# that hold a trigger are kept whole (their tests and handlers are what guards a finding), and those that hold only
-# imports keep their clauses' headers and, in each block, what holds an import (or the first statement, so that no
-# block is empty): the import map and rules that visit imports read nothing else there.
+# without a trigger changes nothing. A class or function is narrowed inside its body; so is an `if`, `try`, `with`
+# or loop whose blocks' statements start lines of their own: its clauses' headers stay (their tests and handlers are
+# what guards a finding), and in each block what holds a trigger or an import (or the first statement, so that no
+# block is empty).
 _NARROWED = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 _BLOCKED = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, getattr(ast, "TryStar", ast.Try))
 
@@ -244,7 +242,7 @@ def _choose(body: list[ast.stmt], lines: list[str], words: _Words, drop: set[int
         elif isinstance(node, _NARROWED) and node.body[0].lineno > node.lineno and _members_matter(node, lines, words):
             keep.update(range(span.start, node.body[0].lineno - 1))  # decorators and the header
             _choose(node.body, lines, words, drop, keep, blanks)
-        elif not triggered and isinstance(node, _BLOCKED) and _blocks_on_own_lines(node, lines):
+        elif isinstance(node, _BLOCKED) and _blocks_on_own_lines(node, lines):
             for block in _blocks(node):
                 _choose(block, lines, words, drop, keep, blanks)
                 if all(i in drop and i not in keep for s in block for i in _span(s)):
