@@ -118,7 +118,7 @@ def test_a_rule_that_visits_only_imports_keeps_nothing_else():
     text = "import os\nBACKEND = 'flash_attn'\nfrom flash_attn import flash_attn_func\n\n\ndef f():\n    return 'flash_attn'\n"
     narrowed = py.narrow(text, [rule])
     assert narrowed is not None
-    assert [line for line in narrowed.text.splitlines() if line.strip()] == ["import os", "from flash_attn import flash_attn_func"]
+    assert [line for line in narrowed.text.splitlines() if line.strip()] == ["from flash_attn import flash_attn_func"]
     assert narrowing_differences([BY_CODE["RLC203"]], text, "sm61") is None
 
 
@@ -204,3 +204,44 @@ def test_statements_holding_only_imports_are_narrowed_inside_without_changing_fi
     narrowed = py.narrow(text, instances)
     if name != "one-line clauses stay whole":
         assert narrowed is not None and len(narrowed.text) < len(text)
+
+
+def test_imports_nothing_kept_uses_are_left_out_but_not_those_a_fix_names():
+    from rlcompat.lang.pyspeed import narrow as narrowing
+
+    text = ("from __future__ import annotations\n\nimport os\nimport torch\nfrom verl.utils import helper\n"
+            "from torch import bfloat16\n\n\ndef build():\n    helper(os.getcwd())\n    return make(dtype=bfloat16)\n")
+    target = resolve_target("sm61")
+    rule = BY_CODE["RLC101"]
+    narrowed = py.narrow(text, [rule(target)])
+    assert narrowed is not None
+    kept = narrowed.text
+    # `os` and `helper` are used only by a statement left out; `torch` is what the fix writes (torch.float32)
+    assert "import os" not in kept and "helper" not in kept
+    assert "import torch\n" in kept and "from torch import bfloat16" in kept and "from __future__" in kept
+    whole = py.check(py.parse(text), text, "example.py", [rule(target)], target, knowledge=_knowledge())
+    assert len(whole) == 1 and whole[0].fix is not None
+    assert narrowing_differences([rule], text, "sm61") is None
+    assert narrowing.NAMES_FOR_FIXES == {"torch"}
+
+
+def test_every_module_a_rule_asks_a_local_name_for_is_kept_for_fixes():
+    """Narrowing leaves out imports whose names no kept statement spells, except those binding a module in
+    `narrow.NAMES_FOR_FIXES` (fixes write `torch.float32` through `ImportMap.local_name_for`): every module a rule
+    or helper asks a local name for must be there."""
+    import ast as pyast
+
+    from rlcompat.lang.pyspeed import narrow as narrowing
+
+    sources = [*REPO.joinpath("rules").rglob("*.py"), *REPO.joinpath("rlcompat", "analysis").rglob("*.py"),
+               REPO / "rlcompat" / "triton_model.py"]
+    asked = set()
+    for path in sources:
+        for node in pyast.walk(pyast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, pyast.Call) and getattr(node.func, "attr", None) == "local_name_for":
+                arg = node.args[0] if node.args else None
+                assert isinstance(arg, pyast.Constant), f"{path}: local_name_for with a computed module"
+                asked.add(arg.value)
+            assert not (isinstance(node, pyast.Attribute) and node.attr == "module_level"), \
+                f"{path} reads ImportMap.module_level: narrowing keeps only NAMES_FOR_FIXES for it"
+    assert asked and asked <= narrowing.NAMES_FOR_FIXES

@@ -9,7 +9,8 @@ through `Narrowed.lines`.
 
 What is kept is all any rule looks at: rules see a node, its ancestors (a class, function, `if`, `try`, `with` or
 loop is narrowed only inside its blocks, its headers stay; inside a big simple statement the parts no rule reads
-beside what it visits are left out: `_inside`) and the imports seen before it (every import statement is kept). A rule that reads the whole module (`Rule.whole_module`, the Triton model) gets the whole module, where it
+beside what it visits are left out: `_inside`) and the imports seen before it (every import statement that binds a
+name kept code spells, holds a trigger or binds a module fixes write: `_drop_unused_imports`). A rule that reads the whole module (`Rule.whole_module`, the Triton model) gets the whole module, where it
 can match (`Rule.whole_module_for_decorators_from`).
 """
 
@@ -86,6 +87,7 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
         return None
     # Whole-module rules cannot match in this file, and every import statement is kept with its enclosing statements
     # (a rule that visits only imports reads nothing else): the triggers of neither need keep anything.
+    everyone = rules
     rules = [r for r in rules if r not in whole and not _visits_only_imports(r)]
     lines = split_lines(text)
     drop: set[int] = set()  # 0-based line numbers
@@ -93,6 +95,7 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
     blanks: dict[int, list[tuple[int, int]]] = {}  # 0-based line -> columns blanked in it
     words = _Words(tuple({t for r in rules for t in r.triggers}))
     _choose(tree.body, lines, words, drop, keep, blanks)
+    _drop_unused_imports(tree.body, lines, words, drop, keep, {t for r in everyone for t in r.triggers})
     if tree.body:  # comments before the first statement (a licence) and after the last; a coding cookie stays
         ends = (*range(2, _start(tree.body[0]) - 1), *range(tree.body[-1].end_lineno or len(lines), len(lines)))
         drop.update(i for i in ends if _BLANK_OR_COMMENT.fullmatch(lines[i]))
@@ -164,6 +167,7 @@ class _Words:
 
     def __init__(self, triggers: tuple[str, ...]) -> None:
         self.triggers = triggers
+        self.kept_imports: list[tuple[ast.stmt, range, list]] = []  # (import on lines of its own, its lines, its block)
         # What an import can bind of each trigger: its longest name (`LLM` of `LLM(`, `auto` of `"auto"`), so that
         # `from vllm import LLM as Engine` makes `Engine(...)` a statement to keep.
         self.importable = tuple({max(_NAME.findall(t), key=len) for t in triggers if _NAME.search(t)})
@@ -252,6 +256,8 @@ def _choose(body: list[ast.stmt], lines: list[str], words: _Words, drop: set[int
             keep.update(i for i in span if i not in inner)
             drop.update(inner)
             words.learn(node, segment)
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and _on_lines_of_its_own(node, lines):
+                words.kept_imports.append((node, span, body))
     # Comment and blank lines between two statements of the body: no rule reads them (suppressions are read from
     # the file's own text).
     for a, b in zip(body, body[1:]):
@@ -285,6 +291,52 @@ def _blocks_on_own_lines(node: ast.stmt, lines: list[str]) -> bool:
             elif line.encode("utf-8")[:stmt.col_offset].strip():
                 return False
     return True
+
+
+# --- imports nothing kept uses ---------------------------------------------------------------------------------
+# What the rules read of imports (python.ImportMap): the name a kept statement uses (`qualname`, `imports.names`),
+# a module-level name bound to one of these modules (`local_name_for`, for fixes that write `torch.float32`; held
+# to the rules' calls by tests/test_trigger_gates.py), and the imports a rule visits (they hold its trigger).
+NAMES_FOR_FIXES = frozenset({"torch"})
+
+
+def _drop_unused_imports(module: list, lines: list[str], words: _Words, drop: set[int], keep: set[int],
+                         triggers: set[str]) -> None:
+    """Leave out the kept imports that bind no name the kept code spells, hold no trigger and bind no module in
+    `NAMES_FOR_FIXES` (a verl file imports much of verl for code no rule reads). A block left empty keeps one."""
+    if not words.kept_imports:
+        return
+    import_lines = {i for _, span, _ in words.kept_imports for i in span}
+    used = "".join(line for i, line in enumerate(lines) if (i not in drop or i in keep) and i not in import_lines)
+    emptied: dict[int, tuple[list, range]] = {}
+    for node, span, block in words.kept_imports:
+        if not _import_needed(node, "".join(lines[span.start : span.stop]), used, triggers):
+            drop.update(span)
+            keep.difference_update(span)
+            emptied.setdefault(id(block), (block, span))
+    for block, span in emptied.values():
+        if block is not module and all(i in drop and i not in keep for s in block for i in _span(s)):
+            keep.update(span)  # an empty block would not parse
+
+
+def _import_needed(node: ast.Import | ast.ImportFrom, segment: str, used: str, triggers: set[str]) -> bool:
+    if isinstance(node, ast.ImportFrom) and node.module == "__future__" or any(t in segment for t in triggers):
+        return True
+    for alias in node.names:
+        if isinstance(node, ast.Import):
+            top = alias.name.split(".")[0]
+            if (alias.asname or top) in used or (top in NAMES_FOR_FIXES and (not alias.asname or alias.name == top)):
+                return True
+        elif alias.name != "*" and (alias.asname or alias.name) in used:
+            return True
+    return False
+
+
+def _on_lines_of_its_own(node: ast.stmt, lines: list[str]) -> bool:
+    """Nothing but blanks before it on its first line, and nothing but blanks or a comment after it on its last."""
+    first, last = lines[node.lineno - 1], lines[(node.end_lineno or node.lineno) - 1]
+    after = last.encode("utf-8")[node.end_col_offset or 0 :].strip()
+    return not first.encode("utf-8")[: node.col_offset].strip() and (not after or after.startswith(b"#"))
 
 
 # --- inside one big statement ----------------------------------------------------------------------------------
