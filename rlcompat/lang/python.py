@@ -211,7 +211,11 @@ def _config_findings(text: str, path: str, config: Sequence[ConfigRule], target,
                      python_found: list[Finding], knowledge: FrontEndKnowledge) -> list[Finding]:
     from rlcompat.lang.pysettings import drop_overlaps, settings_of
 
-    settings = settings_of(text, tuple({t for r in config for t in r.python_triggers}))
+    triggers = tuple({t for r in config for t in r.python_triggers})  # of all of them: one set of settings for every rule
+    config = [r for r in config if r.reads_python(text)]
+    if not config:
+        return []
+    settings = settings_of(text, triggers)
     if not settings:
         return []
     found = run_rules([ConfigView("python", settings)], text, path, [r for r in config if not r.reads_unread], target,
