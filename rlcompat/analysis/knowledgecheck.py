@@ -159,7 +159,9 @@ def _key_words(frameworks, kinds: frozenset[str]) -> frozenset[str] | None:
 def spells_a_key(text: str, kinds: frozenset[str]) -> bool:
     """Whether the Python `text` can hold a setting `check` reports for these kinds: it spells one of their keys'
     last name parts (any case, `-` or `_`; identifiers compared as CPython reads them, NFKC), or builds a string
-    from escapes. A file that does not is not read for these kinds: no setting of it matches a key of theirs."""
+    from escapes. A file that does not is not read for these kinds: no setting of it matches a key of theirs. Like
+    a trigger, the key is a word the file spells: one split over adjacent string literals (`"use_" "vllm"`) counts
+    only where the file spells a key of these kinds elsewhere."""
     words = python_key_words(kinds)
     if words is None or _UNSPELLED.search(text):
         return True
