@@ -7,6 +7,7 @@ Whether a rule has an autofix is derived from its examples, so the docs cannot d
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -50,6 +51,10 @@ class Rule:
     # tests/test_trigger_gates.py and tests/test_plain_libcst.py hold them to what the rule finds without them
     # (RLC304 reports names it resolves through an import of torch: a file it can match says `torch`).
     requires: ClassVar[tuple[tuple[str, ...], ...]] = ()
+    # A pattern a file the rule can match holds (searched only where a trigger and the `requires` words are), held
+    # like `requires`: the shape of what it reports, where words say too little (RLC109: `dtype="auto"`, with any
+    # spacing or comment the grammar allows, or an escape that could spell it).
+    requires_pattern: ClassVar[re.Pattern | None] = None
     # Python rules see a node, its ancestors and the imports before it, so statements without a trigger are
     # left out before parsing (rlcompat/lang/pyspeed/narrow.py). A rule that reads other statements says so here.
     whole_module: ClassVar[bool] = False
@@ -97,10 +102,13 @@ def triggers_in(rule, language: str) -> tuple[str, ...]:
 def can_match(rule, language: str, present: set[str] | frozenset[str], text: str, plain: bool = False) -> bool:
     """Whether `rule` can match `text`, a file of `language` that holds the trigger words `present` (any superset
     of the rule's own triggers that `text` holds): one of its triggers is there and, unless `plain`, a word of each
-    group it `requires` (looked for only then: most are common words, found at once)."""
+    group it `requires` (looked for only then: most are common words, found at once) and its `requires_pattern`."""
     if present.isdisjoint(triggers_in(rule, language)):
         return False
-    return plain or all(any(w in text for w in group) for group in rule.requires)
+    if plain:
+        return True
+    return (all(any(w in text for w in group) for group in rule.requires)
+            and (rule.requires_pattern is None or rule.requires_pattern.search(text) is not None))
 
 
 def can_match_text(rule, language: str, text: str, plain: bool = False) -> bool:

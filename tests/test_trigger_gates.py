@@ -1,9 +1,10 @@
 """What decides whether a file and a statement reach the rules, held to what the rules find without it.
 
 - The trigger search (rlcompat/wordscan.py) answers exactly which words a text holds.
-- A rule's `requires` (words a file it can match holds besides a trigger) never drops a finding: every fixture and
-  every Python file of the installed verl 0.9.1 package give the rules that declare it the same findings with the
-  words looked for and ignored; the check fails on a rule that requires a word its findings lack.
+- A rule's `requires` (words a file it can match holds besides a trigger) and `requires_pattern` never drop a
+  finding: every fixture and every Python file of the installed verl 0.9.1 package give the rules that declare them
+  the same findings with them looked for and ignored; the check fails on a rule that requires a word its findings
+  lack.
 - Narrowing keeps the statements that use a name an import binds to something holding a trigger, with or without
   `as`, and the whole module for a Triton kernel behind a local wrapper of `triton.jit`.
 """
@@ -27,7 +28,7 @@ from rlcompat.wordscan import WordScan
 from tests.test_narrowing_safety import narrowing_differences
 
 REPO = Path(__file__).resolve().parent.parent
-REQUIRING = [r for r in all_rules() if r.requires]
+REQUIRING = [r for r in all_rules() if r.requires or r.requires_pattern is not None]
 BY_CODE = {r.code: r for r in all_rules()}
 
 
@@ -304,3 +305,26 @@ def test_the_python_key_check_fails_when_the_words_miss_a_key(monkeypatch):
     finally:
         knowledgecheck._KEY_WORDS.clear()
     assert gated != ungated
+
+
+# `dtype="auto"` as the grammar lets it be written: each must reach RLC109 (its `requires_pattern`)
+AUTO_SPELLINGS = [
+    "m = AutoModel.from_pretrained(p, torch_dtype='auto')\n",
+    'm = AutoModel.from_pretrained(p, dtype = "auto")\n',
+    'm = AutoModel.from_pretrained(\n    p,\n    torch_dtype  # from the checkpoint\n    =\n    """auto""",\n)\n',
+    "m = AutoModel.from_pretrained(p, torch_dtype=\\\n    r'auto')\n",
+    "m = AutoModel.from_pretrained(p, torch_dtype=U'''auto''')\n",
+    # escapes: the trigger ('auto' quoted) is elsewhere in the file
+    "m = AutoModel.from_pretrained(p, torch_dtype='au\\x74o', device_map='auto')\n",
+    "m = AutoModel.from_pretrained(p, torch_dtype='au\\\nto', device_map='auto')\n",
+    "llm = LLM(model='Qwen/Qwen2.5-0.5B', dtype='auto')\n",
+]
+
+
+@pytest.mark.parametrize("text", AUTO_SPELLINGS)
+def test_every_spelling_of_dtype_auto_reaches_its_rule(text, monkeypatch):
+    rule = BY_CODE["RLC109"]
+    assert rule.requires_pattern.search(text)
+    checker = Checker(resolve_target("sm61"), Options(select=("RLC109",)))
+    assert checker.check_text("t.py", text, "python").findings, "RLC109 reports nothing here: the text proves nothing"
+    assert not requires_differences(["RLC109"], [("t.py", text)], "sm61", monkeypatch)
