@@ -235,20 +235,26 @@ def _span(node: ast.stmt) -> range:
     return range(_start(node) - 1, node.end_lineno or node.lineno)
 
 
+# Blocks nest this deep at most before a statement is kept whole: an `elif` is an `if` inside the `else` of the one
+# before it, and a chain of a thousand is valid Python (the narrowing recurses once per level).
+_MAX_DEPTH = 64
+
+
 def _choose(body: list[ast.stmt], lines: list[str], words: _Words, drop: set[int], keep: set[int],
-            blanks: dict[int, list[tuple[int, int]]]) -> None:
+            blanks: dict[int, list[tuple[int, int]]], depth: int = 0) -> None:
     for node in body:
         span = _span(node)
         segment = "".join(lines[span.start : span.stop])
         triggered = words.found_in(segment)
         if not triggered and not _holds_import(node, segment):
             drop.update(span)
-        elif isinstance(node, _NARROWED) and node.body[0].lineno > node.lineno and _members_matter(node, lines, words):
+        elif (depth < _MAX_DEPTH and isinstance(node, _NARROWED) and node.body[0].lineno > node.lineno
+              and _members_matter(node, lines, words)):
             keep.update(range(span.start, node.body[0].lineno - 1))  # decorators and the header
-            _choose(node.body, lines, words, drop, keep, blanks)
-        elif isinstance(node, _BLOCKED) and _blocks_on_own_lines(node, lines):
+            _choose(node.body, lines, words, drop, keep, blanks, depth + 1)
+        elif depth < _MAX_DEPTH and isinstance(node, _BLOCKED) and _blocks_on_own_lines(node, lines):
             for block in _blocks(node):
-                _choose(block, lines, words, drop, keep, blanks)
+                _choose(block, lines, words, drop, keep, blanks, depth + 1)
                 if all(i in drop and i not in keep for s in block for i in _span(s)):
                     keep.update(_span(block[0]))  # an empty block would not parse
         else:
