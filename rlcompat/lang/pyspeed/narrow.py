@@ -93,7 +93,7 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
     drop: set[int] = set()  # 0-based line numbers
     keep: set[int] = set()
     blanks: dict[int, list[tuple[int, int]]] = {}  # 0-based line -> columns blanked in it
-    words = _Words(tuple({t for r in rules for t in r.triggers}))
+    words = _Words(tuple({t for r in rules for t in r.triggers}), text)
     _choose(tree.body, lines, words, drop, keep, blanks)
     _drop_unused_imports(tree.body, lines, words, drop, keep, {t for r in everyone for t in r.triggers})
     if tree.body:  # comments before the first statement (a licence) and after the last; a coding cookie stays
@@ -165,8 +165,10 @@ class _Words:
     an import bound to a trigger (`from torch import bfloat16 as bf` makes `bf` one), learnt in source order as the
     walk sees imports, as the rules' import map does."""
 
-    def __init__(self, triggers: tuple[str, ...]) -> None:
+    def __init__(self, triggers: tuple[str, ...], text: str = "") -> None:
         self.triggers = triggers
+        # a part of the text holds only the triggers the text holds: each statement is searched for those
+        self.in_text = tuple(t for t in triggers if t in text) if text else triggers
         self.kept_imports: list[tuple[ast.stmt, range, list]] = []  # (import on lines of its own, its lines, its block)
         # What an import can bind of each trigger: its longest name (`LLM` of `LLM(`, `auto` of `"auto"`), so that
         # `from vllm import LLM as Engine` makes `Engine(...)` a statement to keep.
@@ -176,7 +178,7 @@ class _Words:
 
     def found_in(self, segment: str) -> bool:
         """Whether `segment` holds a trigger or a name bound to one."""
-        if any(t in segment for t in self.triggers):
+        if any(t in segment for t in self.in_text):
             return True
         return self._alias_pattern is not None and self._alias_pattern.search(segment) is not None
 
