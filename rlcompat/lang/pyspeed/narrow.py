@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import itertools
 import re
 import warnings
 from dataclasses import dataclass
@@ -93,7 +94,7 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
     drop: set[int] = set()  # 0-based line numbers
     keep: set[int] = set()
     blanks: dict[int, list[tuple[int, int]]] = {}  # 0-based line -> columns blanked in it
-    words = _Words(tuple({t for r in rules for t in r.triggers}), text)
+    words = _Words(tuple({t for r in rules for t in r.triggers}), text, lines)
     _choose(tree.body, lines, words, drop, keep, blanks)
     _drop_unused_imports(tree.body, lines, words, drop, keep, {t for r in everyone for t in r.triggers})
     if tree.body:  # comments before the first statement (a licence) and after the last; a coding cookie stays
@@ -165,10 +166,13 @@ class _Words:
     an import bound to a trigger (`from torch import bfloat16 as bf` makes `bf` one), learnt in source order as the
     walk sees imports, as the rules' import map does."""
 
-    def __init__(self, triggers: tuple[str, ...], text: str = "") -> None:
+    def __init__(self, triggers: tuple[str, ...], text: str = "", lines: Sequence[str] = ()) -> None:
         self.triggers = triggers
         # a part of the text holds only the triggers the text holds: each statement is searched for those
         self.in_text = tuple(t for t in triggers if t in text) if text else triggers
+        # statements are searched where they are in the text, between line starts (no copy of their lines)
+        self.text = text
+        self.starts = list(itertools.accumulate(map(len, lines), initial=0))
         self.kept_imports: list[tuple[ast.stmt, range, list]] = []  # (import on lines of its own, its lines, its block)
         # What an import can bind of each trigger: its longest name (`LLM` of `LLM(`, `auto` of `"auto"`), so that
         # `from vllm import LLM as Engine` makes `Engine(...)` a statement to keep.
@@ -182,12 +186,23 @@ class _Words:
             return True
         return self._alias_pattern is not None and self._alias_pattern.search(segment) is not None
 
-    def learn(self, node: ast.stmt, segment: str) -> None:
+    def found_in_lines(self, span: range) -> bool:
+        """`found_in` for the lines `span` of the text (a statement's own, as the file has them)."""
+        text, a, b = self.text, self.starts[span.start], self.starts[span.stop]
+        for t in self.in_text:
+            if text.find(t, a, b) >= 0:
+                return True
+        return self._alias_pattern is not None and self._alias_pattern.search(text, a, b) is not None
+
+    def spells(self, word: str, span: range) -> bool:
+        return self.text.find(word, self.starts[span.start], self.starts[span.stop]) >= 0
+
+    def learn(self, node: ast.stmt, span: range) -> None:
         """The names `node`'s imports bind to something whose dotted name holds a trigger, where the name itself holds
         none: `import torch.bfloat16 as bf` binds `bf`, `from liger_kernel.transformers import
         AutoLigerKernelForCausalLM` binds a name without `liger_kernel` (`import a.b` binds `a`, and code that uses
         it spells `a.b`)."""
-        if not _holds_import(node, segment):
+        if not _holds_import(node, self, span):
             return
         known = len(self.aliases)
         for imp in _statements(node):  # imports are statements: no expression need be walked
@@ -202,10 +217,10 @@ class _Words:
             self._alias_pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(self.aliases))) + r")\b")
 
 
-def _holds_import(node: ast.stmt, segment: str) -> bool:
-    """Whether `node` (with this text) is an import statement or holds one: what the rules' import map reads,
+def _holds_import(node: ast.stmt, words: _Words, span: range) -> bool:
+    """Whether `node` (on the lines `span`) is an import statement or holds one: what the rules' import map reads,
     wherever it is."""
-    if "import" not in segment:
+    if not words.spells("import", span):
         return False
     todo = [node]
     while todo:
@@ -243,41 +258,44 @@ _MAX_DEPTH = 64
 
 
 def _choose(body: list[ast.stmt], lines: list[str], words: _Words, drop: set[int], keep: set[int],
-            blanks: dict[int, list[tuple[int, int]]], depth: int = 0) -> None:
+            blanks: dict[int, list[tuple[int, int]]], depth: int = 0) -> bool:
+    """Choose what of `body` stays (into `drop`, `keep`, `blanks`); whether anything does."""
+    kept = False
     for node in body:
         span = _span(node)
-        segment = "".join(lines[span.start : span.stop])
-        triggered = words.found_in(segment)
-        if not triggered and not _holds_import(node, segment):
+        triggered = words.found_in_lines(span)
+        if not triggered and not _holds_import(node, words, span):
             drop.update(span)
-        elif (depth < _MAX_DEPTH and isinstance(node, _NARROWED) and node.body[0].lineno > node.lineno
-              and _members_matter(node, lines, words)):
+            continue
+        kept = True
+        if (depth < _MAX_DEPTH and isinstance(node, _NARROWED) and node.body[0].lineno > node.lineno
+                and _members_matter(node, words)):
             keep.update(range(span.start, node.body[0].lineno - 1))  # decorators and the header
             _choose(node.body, lines, words, drop, keep, blanks, depth + 1)
         elif depth < _MAX_DEPTH and isinstance(node, _BLOCKED) and _blocks_on_own_lines(node, lines):
             for block in _blocks(node):
-                _choose(block, lines, words, drop, keep, blanks, depth + 1)
-                if all(i in drop and i not in keep for s in block for i in _span(s)):
+                if not _choose(block, lines, words, drop, keep, blanks, depth + 1):
                     keep.update(_span(block[0]))  # an empty block would not parse
         else:
             inner = _inside(node, lines, words, blanks) if len(span) >= INSIDE_MIN_LINES else set()
             keep.update(i for i in span if i not in inner)
             drop.update(inner)
-            words.learn(node, segment)
+            words.learn(node, span)
             if isinstance(node, (ast.Import, ast.ImportFrom)) and _on_lines_of_its_own(node, lines):
                 words.kept_imports.append((node, span, body))
     # Comment and blank lines between two statements of the body: no rule reads them (suppressions are read from
     # the file's own text).
     for a, b in zip(body, body[1:]):
         drop.update(i for i in range(a.end_lineno or a.lineno, _start(b) - 1) if _BLANK_OR_COMMENT.fullmatch(lines[i]))
+    return kept
 
 
-def _members_matter(node: ast.stmt, lines: list[str], words: _Words) -> bool:
+def _members_matter(node: ast.stmt, words: _Words) -> bool:
     """Whether a body statement holds a trigger or an import: if only the header does, the statement is kept whole
     (a body narrowed to nothing would not parse)."""
     for member in node.body:
-        segment = "".join(lines[_start(member) - 1 : member.end_lineno or member.lineno])
-        if words.found_in(segment) or _holds_import(member, segment):
+        span = _span(member)
+        if words.found_in_lines(span) or _holds_import(member, words, span):
             return True
     return False
 
