@@ -328,3 +328,41 @@ def test_every_spelling_of_dtype_auto_reaches_its_rule(text, monkeypatch):
     checker = Checker(resolve_target("sm61"), Options(select=("RLC109",)))
     assert checker.check_text("t.py", text, "python").findings, "RLC109 reports nothing here: the text proves nothing"
     assert not requires_differences(["RLC109"], [("t.py", text)], "sm61", monkeypatch)
+
+
+# Every way a name can resolve to what RLC304 reports (`torch.compile`, `torch._dynamo.optimize`, flex_attention),
+# spelled as the grammar allows: each must reach the rule (its `requires_pattern`)
+COMPILER_SPELLINGS = [
+    "import torch\n\ndef build(f):\n    return torch.compile(f)\n",
+    "import torch\n\n@torch.compile\ndef f(x):\n    return x\n",
+    "import torch as th\n\ndef build(f):\n    return th.compile(f)\n",
+    "import os, torch as th\n\ndef build(f):\n    return th.compile(f)\n",
+    "import torch\n\ndef build(f):\n    return (torch  # compile it\n            .compile)(f)\n",
+    "import torch\n\ndef build(f):\n    return torch.\\\n        compile(f)\n",
+    "from torch import compile as c\n\ndef build(f):\n    return c(f)\n",
+    "from torch import (\n    nn,  # the modules (layers)\n    compile,\n)\n\ndef build(f):\n    return compile(f)\n",
+    "from torch import nn, \\\n    compile\n\ndef build(f):\n    return compile(f)\n",
+    "import torch._dynamo as dyn\n\ndef build(m):\n    return dyn.optimize('inductor')(m)\n",
+    "from torch import _dynamo\n\ndef build(m):\n    return _dynamo.optimize('inductor')(m)\n",
+    "from torch._dynamo import optimize\n\ndef build(m):\n    return optimize('inductor')(m)\n",
+    "import torch\n\ndef build(m):\n    return torch._dynamo.optimize('inductor')(m)\n",
+    "import torch\n\ndef build(f):\n    return getattr(torch, 'compile')(f)\n",
+    "import torch\n\ndef build(f):\n    return getattr(torch, 'comp\\x69le')(f)  # compile\n",
+    "from torch.nn.attention.flex_attention import flex_attention as fa\n\ndef attn(q, k, v):\n    return fa(q, k, v)\n",
+]
+
+
+@pytest.mark.parametrize("text", COMPILER_SPELLINGS)
+def test_every_spelling_of_a_compiler_reaches_its_rule(text, monkeypatch):
+    rule = BY_CODE["RLC304"]
+    assert rule.requires_pattern.search(text)
+    checker = Checker(resolve_target("sm61"), Options(select=("RLC304",)))
+    assert checker.check_text("t.py", text, "python").findings, "RLC304 reports nothing here: the text proves nothing"
+    assert not requires_differences(["RLC304"], [("t.py", text)], "sm61", monkeypatch)
+
+
+def test_re_compile_and_the_word_compile_do_not_reach_the_compiler_rule():
+    pattern = BY_CODE["RLC304"].requires_pattern
+    for text in ("import re\nimport torch\nP = re.compile('x')\n", "import torch\n# we compile the graph\n",
+                 "import torch\ntorch._dynamo.reset()\n", "import torch\nfrom torch import nn\nx = compile_fx(m)\n"):
+        assert not pattern.search(text), text
