@@ -16,9 +16,11 @@ from rlcompat.discovery import language_from_content
 from rlcompat.file_knowledge import FileKnowledge
 from rlcompat.frontends import FRONTENDS, frontend
 from rlcompat.findings import FileError, FileResult, Finding, Location
-from rlcompat.rule import triggers_in
+from rlcompat.lang.pyspeed import plain
+from rlcompat.rule import can_match, triggers_in
 from rlcompat.source import SourceError, SourceFile, decode, read_bytes
 from rlcompat.targets import Target, resolve_target
+from rlcompat.wordscan import WordScan
 
 META_UNUSED = "RLC001"
 # Languages whose files can hold code of another (`python - <<EOF` in a script): that language's rules run there too.
@@ -58,6 +60,7 @@ class Checker:
         self.settings = settings
         self.report_unused = settings.is_selected(META_UNUSED)
         self.cache = None
+        self._trigger_scans: dict[str, WordScan] = {}
         if use_cache and settings.cache_dir:
             from rlcompat.cache import ResultCache, run_key
 
@@ -88,6 +91,25 @@ class Checker:
     @cached_property
     def triggers(self) -> dict[str, tuple[str, ...]]:
         return {lang: tuple({t for r in rules for t in triggers_in(r, lang)}) for lang, rules in self.rules_by_language.items()}
+
+    def trigger_scan(self, language: str) -> WordScan:
+        """The search for the triggers of every rule of `language`, built once for the run, on first use."""
+        scan = self._trigger_scans.get(language)
+        if scan is None:
+            scan = self._trigger_scans[language] = WordScan(self.triggers.get(language, ()))
+        return scan
+
+    def runnable(self, rules: Sequence, language: str, text: str, present: set[str] | None = None) -> list:
+        """The rules that can match `text`: a trigger of theirs is in it, and what they require (`Rule.requires`).
+        `present`: the triggers `text` holds, if already known (any superset of this checker's that it holds)."""
+        if not rules or language not in FRONTENDS:
+            return []
+        if present is None:
+            present = self.trigger_scan(language).present(text)
+        if not present:
+            return []
+        plain_mode = plain()
+        return [r for r in rules if can_match(r, language, present, text, plain_mode)]
 
     @cached_property
     def _active_codes(self) -> set[str]:
@@ -127,10 +149,8 @@ class Checker:
         language = language_from_content(language, text)
         result = FileResult(path, language)
         rules = [r for r in self.rules_by_language.get(language, ()) if self.settings.is_selected(r.code, path)]
-        # Each trigger word is looked for once; a rule runs if one of its own is present.
-        present = {t for t in self.triggers.get(language, ()) if t in text} if rules and language in FRONTENDS else ()
-        if present:
-            runnable = [r for r in rules if not present.isdisjoint(triggers_in(r, language))]
+        runnable = self.runnable(rules, language, text)
+        if runnable:
             fe = frontend(language)
             # A front end may leave out what no runnable rule can match (the Python one: lang/pyspeed/narrow.py).
             narrowed = fe.narrow(text, runnable) if hasattr(fe, "narrow") else None

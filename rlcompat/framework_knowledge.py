@@ -234,7 +234,12 @@ _ITEM_INDEX = re.compile(r"(?:\.\d+)+$")
 
 
 def candidates(setting_key: str) -> tuple[FrameworkKey, ...]:
-    return _index().get(_ITEM_INDEX.sub("", normalise(setting_key)).rsplit(".", 1)[-1].lower(), ())
+    return _index().get(_last_name_part(setting_key), ())
+
+
+@lru_cache(maxsize=4096)  # every knowledge rule asks for every setting: about twenty thousand times in verl
+def _last_name_part(setting_key: str) -> str:
+    return _ITEM_INDEX.sub("", normalise(setting_key)).rsplit(".", 1)[-1].lower()
 
 
 def name_matches(key: FrameworkKey, setting_key: str) -> bool:

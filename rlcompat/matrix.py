@@ -23,6 +23,7 @@ from rlcompat.findings import FileError, FileResult, Finding
 from rlcompat.frontends import FRONTENDS, frontend
 from rlcompat.source import SourceError, decode, read_bytes
 from rlcompat.targets import Target, resolve_target
+from rlcompat.wordscan import WordScan
 
 class MatrixChecker:
     """One engine Checker per target (its rules, selection and cache), driven over a single parse per file."""
@@ -31,6 +32,13 @@ class MatrixChecker:
         self.targets = list(targets)
         self.settings = settings
         self.checkers = [Checker(t, settings, use_cache=use_cache) for t in self.targets]
+        self._trigger_scans: dict[str, WordScan] = {}
+
+    def _trigger_scan(self, language: str) -> WordScan:
+        """The triggers of every target's rules of `language`, searched once per file."""
+        if language not in self._trigger_scans:
+            self._trigger_scans[language] = WordScan({t for c in self.checkers for t in c.trigger_scan(language).words})
+        return self._trigger_scans[language]
 
     def check_file(self, path: str, language: str) -> list[FileResult]:
         """One FileResult per target, in target order."""
@@ -47,9 +55,8 @@ class MatrixChecker:
     def check_text(self, path: str, text: str, language: str) -> list[FileResult]:
         per_target = [[r for r in c.rules_by_language.get(language, ()) if self.settings.is_selected(r.code, path)]
                       for c in self.checkers]
-        triggers = {t for rules in per_target for r in rules for t in r.triggers}
-        present = {t for t in triggers if t in text} if language in FRONTENDS else set()
-        runnable = [[r for r in rules if not present.isdisjoint(r.triggers)] for rules in per_target]
+        present = self._trigger_scan(language).present(text) if language in FRONTENDS else set()
+        runnable = [c.runnable(rules, language, text, present) for c, rules in zip(self.checkers, per_target)]
         everything = [r for rules in runnable for r in rules]
         results = [FileResult(path, language) for _ in self.checkers]
         found: list[list[Finding]] = [[] for _ in self.checkers]

@@ -7,6 +7,7 @@ Whether a rule has an autofix is derived from its examples, so the docs cannot d
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -45,12 +46,22 @@ class Rule:
     # Substrings one of which a file must contain for the rule to be able to match: files without any
     # are never parsed for this rule.
     triggers: ClassVar[tuple[str, ...]] = ()
+    # Words a file the rule can match holds besides a trigger: one word of each group. Only whole files are gated
+    # by them (a statement is kept for its triggers alone); with `RLCOMPAT_PLAIN_LIBCST=1` they gate nothing, and
+    # tests/test_trigger_gates.py and tests/test_plain_libcst.py hold them to what the rule finds without them
+    # (RLC304 reports names it resolves through an import of torch: a file it can match says `torch`).
+    requires: ClassVar[tuple[tuple[str, ...], ...]] = ()
+    # A pattern a file the rule can match holds (searched only where a trigger and the `requires` words are), held
+    # like `requires`: the shape of what it reports, where words say too little (RLC109: `dtype="auto"`, with any
+    # spacing or comment the grammar allows, or an escape that could spell it).
+    requires_pattern: ClassVar[re.Pattern | None] = None
     # Python rules see a node, its ancestors and the imports before it, so statements without a trigger are
     # left out before parsing (rlcompat/lang/pyspeed/narrow.py). A rule that reads other statements says so here.
     whole_module: ClassVar[bool] = False
-    # A whole-module rule that only reports functions decorated with something imported from these top-level
-    # modules (RLC301: `@triton.jit` kernels) needs the whole module only in a file that has such a function;
-    # elsewhere it cannot match anything, and its triggers keep nothing.
+    # A whole-module rule that only reports decorated functions whose decorator or a parameter's annotation is
+    # imported from these top-level modules (RLC301: `@triton.jit` kernels, `tl.constexpr` parameters) needs the
+    # whole module only in a file that has such a function; elsewhere it cannot match anything, and its triggers
+    # keep nothing.
     whole_module_for_decorators_from: ClassVar[tuple[str, ...]] = ()
     severity: ClassVar[str] = "error"
     # 0: a rule written for its hazard; 1: a rule driven by framework knowledge data; 2: the generic net. A finding
@@ -86,3 +97,20 @@ def triggers_in(rule, language: str) -> tuple[str, ...]:
     if language == "python" and hasattr(rule, "python_triggers"):
         return rule.python_triggers
     return rule.triggers
+
+
+def can_match(rule, language: str, present: set[str] | frozenset[str], text: str, plain: bool = False) -> bool:
+    """Whether `rule` can match `text`, a file of `language` that holds the trigger words `present` (any superset
+    of the rule's own triggers that `text` holds): one of its triggers is there and, unless `plain`, a word of each
+    group it `requires` (looked for only then: most are common words, found at once) and its `requires_pattern`."""
+    if present.isdisjoint(triggers_in(rule, language)):
+        return False
+    if plain:
+        return True
+    return (all(any(w in text for w in group) for group in rule.requires)
+            and (rule.requires_pattern is None or rule.requires_pattern.search(text) is not None))
+
+
+def can_match_text(rule, language: str, text: str, plain: bool = False) -> bool:
+    """`can_match` for one rule, searching `text` for its triggers."""
+    return can_match(rule, language, {t for t in triggers_in(rule, language) if t in text}, text, plain)

@@ -105,9 +105,9 @@ def scan(
         from rlcompat.discovery import why_not_checked
 
         raise _fail(f"{report.missing[0]}: {why_not_checked(report.missing[0])}")
-    from rlcompat import baseline as baseline_file
-
     findings = report.findings
+    if write_baseline or baseline:
+        from rlcompat import baseline as baseline_file  # hashes findings: OpenSSL's import is ~10 ms a run
     if write_baseline:
         n = baseline_file.write(write_baseline, findings, tgt.name)
         typer.echo(f"Wrote {n} finding{'s' if n != 1 else ''} to {write_baseline}; scan with --baseline {write_baseline} to see only new ones.", err=True)

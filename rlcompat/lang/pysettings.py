@@ -110,13 +110,12 @@ def settings_of(text: str, triggers: tuple[str, ...]) -> list[Setting]:
     if tree is None:
         return []
     pos = _Positions(text)
-    hits = re.compile("|".join(map(re.escape, present)))
     marked = bytearray(len(pos.starts) + 1)
-    line = 0
-    for m in hits.finditer(text):
-        while line + 1 < len(pos.starts) and pos.starts[line + 1] <= m.start():
-            line += 1
-        marked[line] = 1
+    for trigger in present:  # the lines where a trigger starts (a trigger holds no line end)
+        at = text.find(trigger)
+        while at >= 0:
+            marked[bisect.bisect_right(pos.starts, at) - 1] = 1
+            at = text.find(trigger, at + 1)
     reader = _Reader(pos)
 
     def visit(body, guards: frozenset[str], tests: tuple = ()) -> None:

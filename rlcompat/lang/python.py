@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from rlcompat.lang.knowledge import FrontEndKnowledge
-from rlcompat.lang.pyspeed import batches, heap, narrow as pynarrow
+from rlcompat.lang.pyspeed import batches, heap, narrow as pynarrow, plain
 from rlcompat.lang.pyspeed.batches import Parts
 from rlcompat.lang.pyspeed.lazy import lazy_import
 from rlcompat.lang.pyspeed.narrow import Narrowed
@@ -19,7 +19,7 @@ from rlcompat.lang.pyspeed.parse import parse_module
 from rlcompat.lang.pyspeed.walk import statements_to, walk
 from rlcompat.lang.settings import ConfigRule, ConfigView, run_rules
 from rlcompat.findings import Edit, Finding, Fix, FixSafety, Location
-from rlcompat.rule import Rule
+from rlcompat.rule import Rule, can_match_text
 from rlcompat.textpos import LineIndex
 
 
@@ -239,8 +239,12 @@ def check_targets(module: cst.Module | Parts | None, text: str, path: str, group
 
 
 def _settings(text: str, config: Sequence[ConfigRule]) -> list:
+    """The file's settings, read once for every config rule (with the triggers of all of them), or none when no rule
+    reads this file's Python (`reads_python`: a framework's keys the file does not spell)."""
     from rlcompat.lang.pysettings import settings_of
 
+    if not any(r.reads_python(text) for r in config):
+        return []
     return settings_of(text, tuple({t for r in config for t in r.python_triggers}))
 
 
@@ -248,8 +252,8 @@ def _config_findings(text: str, path: str, config: Sequence[ConfigRule], setting
                      python_found: list[Finding], knowledge: FrontEndKnowledge) -> list[Finding]:
     from rlcompat.lang.pysettings import drop_overlaps
 
-    found = run_rules([ConfigView("python", settings)], text, path, [r for r in config if not r.reads_unread], target,
-                      knowledge)
+    config = [r for r in config if r.reads_python(text) and not r.reads_unread]
+    found = run_rules([ConfigView("python", settings)], text, path, config, target, knowledge)
     if found:
         # Overlaps are judged against every Python rule for the target, selected or not: `--ignore RLC201`
         # or `# rlcompat: ignore[RLC201]` must not bring the same hazard back under a config rule's code.
@@ -262,7 +266,7 @@ def _unselected_python_findings(text: str, path: str, target, ran: Sequence, kno
     (deselected with --ignore/--select/per-file-ignores): usually none, and then nothing is parsed."""
     codes = {r.code for r in ran}
     rules = [cls(target) for cls in knowledge.file_rule_classes() if "python" in cls.languages and not issubclass(cls, ConfigRule)
-             and cls.code not in codes and cls.applies_to(target) and any(t in text for t in cls.triggers)]
+             and cls.code not in codes and cls.applies_to(target) and can_match_text(cls, "python", text, plain())]
     if not rules:
         return []
     try:

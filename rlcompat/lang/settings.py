@@ -214,6 +214,11 @@ class ConfigRule(Rule):
         if cls.python_triggers and "python" not in cls.languages:
             cls.languages = cls.languages | {"python"}  # reads Python settings (lang/pysettings.py)
 
+    def reads_python(self, text: str) -> bool:
+        """Whether this rule can report a setting of the Python `text` (which holds one of its `python_triggers`):
+        a rule that can tell from the text that it cannot (no key it judges is spelled) saves reading the settings."""
+        return True
+
     def check_config(self, view: ConfigView, ctx: "ConfigContext") -> None:
         raise NotImplementedError
 
@@ -261,6 +266,8 @@ def run_rules(views: Sequence[ConfigView], text: str, path: str, rules: Sequence
         for rule in rules:
             ctx._rule = rule
             rule.check_config(view, ctx)
+    if not ctx.pending:
+        return []
     index = LineIndex(text)
     findings, seen = [], set()
     # A command's entry word anchors findings about different missing keys: those never replace each other.

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from rlcompat.analysis.knowledgecheck import DataExamples, check
+from rlcompat.analysis.knowledgecheck import DataExamples, check, spells_a_key
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.rule import Bad, Good
 
@@ -62,6 +62,9 @@ class FrameworkAttentionSetting(ConfigRule):
     @classmethod
     def applies_to(cls, target) -> bool:
         return not target.flash_attn_3
+
+    def reads_python(self, text: str) -> bool:
+        return spells_a_key(text, KINDS)
 
     def check_config(self, view, ctx) -> None:
         check(view, ctx, KINDS)

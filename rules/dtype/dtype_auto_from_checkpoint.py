@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from rlcompat import precision
@@ -33,6 +35,13 @@ class DtypeAutoFromCheckpoint(PythonRule):
         "types vLLM refuses in fp16 (Gemma 2/3, GLM-4: safe) [S65]."
     )
     triggers = ('"auto"', "'auto'")
+    # the keyword (`torch_dtype=`, `dtype=`) and the called name as written (`AsyncEngineArgs` holds `EngineArgs`)
+    requires = (("dtype",), ("from_pretrained", "from_config", "LLM", "EngineArgs"))
+    # the argument itself: the keyword, `=` and a string literal whose text is auto (blanks, line breaks, comments
+    # and backslash continuations may stand between them), or an escape that could spell either
+    requires_pattern = re.compile(
+        r"(?<!\w)(?:torch_)?dtype(?:\s|\\\r?\n|#[^\r\n]*)*=(?:\s|\\\r?\n|#[^\r\n]*)*[rRuU]?(?:'{3}|\"{3}|'|\")auto"
+        r"|\\(?:[xuUN0-7]|\r?\n)")
     sources = ("S1", "S61", "S65", "S66")
 
     bad = (

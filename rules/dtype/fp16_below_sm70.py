@@ -28,6 +28,7 @@ class Fp16BelowSm70(PythonRule):
     )
     fix_safety = "`fp16=False`, `mixed_precision=\"no\"`, `\"enabled\": False`: fp32 training, safe."
     triggers = ("fp16",)
+    requires = (("True", "mixed_precision"),)  # `fp16=True`, `"enabled": True`, `mixed_precision="fp16"`
     sources = ("S8", "S16", "S62")
 
     bad = (

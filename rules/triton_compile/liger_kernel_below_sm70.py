@@ -34,7 +34,8 @@ class LigerKernelBelowSm70(PythonRule):
         "`use_liger=True` becomes `use_liger=False`: safe, the model falls back to the Hugging Face modules it "
         "patches (same math, more memory). Direct `liger_kernel` calls have no autofix: gate them on capability."
     )
-    triggers = ("liger",)
+    # `use_liger` (keyword, field, assignment) or a name imported from `liger_kernel`
+    triggers = ("use_liger", "liger_kernel")
     severity = "warning"
     sources = ("S17", "S18", "S37", "S43")
 

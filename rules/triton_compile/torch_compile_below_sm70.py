@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from rlcompat.analysis import pyhelpers as h
@@ -13,6 +15,24 @@ _COMPILERS = {
     "torch.nn.attention.flex_attention.flex_attention": "flex_attention",
 }
 _GUARD = "{torch}.cuda.is_available() and {torch}.cuda.get_device_capability() < (7, 0)"
+
+# What a file must spell for a name in it to resolve to one of _COMPILERS (python.ImportMap, Context.qualname), with
+# the blanks, line breaks, comments and continuations the grammar allows between tokens: `torch.compile`,
+# `torch._dynamo.optimize`; an alias of torch or torch._dynamo (`import torch as th`); `compile`, `_dynamo` or
+# `optimize` in an import from torch or torch._dynamo; the word flex_attention; a string getattr could read
+# (`getattr(torch, "compile")`), or an escape that could spell one. `re.compile`, `torch._dynamo.reset()` and
+# "compile" in a comment are none of these.
+_WS = r"(?:\s|\\\r?\n)"
+_WSC = r"(?:\s|\\\r?\n|#[^\r\n]*)"
+_DYNAMO = rf"(?:{_WS}*\.{_WS}*_dynamo)?"
+_SPELLS_A_COMPILER = re.compile(
+    rf"(?<![\w.])torch{_WSC}*\.{_WSC}*(?:compile|_dynamo{_WSC}*\.{_WSC}*optimize)(?!\w)"
+    rf"|(?<![\w.])torch{_DYNAMO}{_WS}+as(?!\w)"
+    rf"|(?<![\w.])from{_WS}+torch{_DYNAMO}{_WS}+import(?:{_WS}*\((?:[^)#]|#[^\r\n]*)*?|(?:[^\r\n\\(#]|\\\r?\n)*?)"
+    rf"(?<![\w.])(?:compile|_dynamo|optimize)(?!\w)"
+    rf"|(?<!\w)flex_attention(?!\w)"
+    rf"|['\"](?:compile|_dynamo|optimize)['\"]"
+    rf"|\\(?:[xuUN0-7]|\r?\n)")
 
 
 def _disable_kwarg(call: cst.Call) -> bool:
@@ -51,6 +71,8 @@ class TorchCompileBelowSm70(PythonRule):
         "(use SDPA; use torch.compile)."
     )
     triggers = ("compile", "flex_attention", "_dynamo")
+    requires = (("torch",),)  # every name it reports is resolved through an import of torch
+    requires_pattern = _SPELLS_A_COMPILER
     sources = ("S17", "S40", "S42")
 
     bad = (

@@ -2,21 +2,23 @@
 
 LibCST's parse is most of a cold scan's time, and most of a file that contains a trigger is code no rule can
 match. CPython's `ast` (in C, several times faster) gives each statement's line span; a module-level or
-class- or function-level statement whose text has no trigger and no `import` is dropped, whole lines at a time. Kept lines
-keep their columns (inside a big statement, what is left out of a kept line is blanked), so a column is the same in
-both texts and a line maps back through `Narrowed.lines`.
+class- or function-level statement whose text has no trigger and holds no import statement is dropped, whole lines
+at a time, and so are comment and blank lines between statements. Kept lines keep their columns (inside a big
+statement, what is left out of a kept line is blanked), so a column is the same in both texts and a line maps back
+through `Narrowed.lines`.
 
-What is kept is all any rule looks at: rules see a node, its ancestors (a class or function is narrowed only
-inside its body, any other statement is kept whole, except that inside a big simple statement the parts no rule
-reads beside what it visits are left out: `_inside`) and the imports seen before it (every statement mentioning
-`import` is kept). A rule that reads the whole module (`Rule.whole_module`, the Triton model) gets the whole
-module, where it can match (`Rule.whole_module_for_decorators_from`).
+What is kept is all any rule looks at: rules see a node, its ancestors (a class, function, `if`, `try`, `with` or
+loop is narrowed only inside its blocks, its headers stay; inside a big simple statement the parts no rule reads
+beside what it visits are left out: `_inside`) and the imports seen before it (every import statement that binds a
+name kept code spells, holds a trigger or binds a module fixes write: `_drop_unused_imports`). A rule that reads the whole module (`Rule.whole_module`, the Triton model) gets the whole module, where it
+can match (`Rule.whole_module_for_decorators_from`).
 """
 
 from __future__ import annotations
 
 import ast
 import bisect
+import itertools
 import re
 import warnings
 from dataclasses import dataclass
@@ -25,6 +27,7 @@ from typing import Sequence
 from rlcompat.lang.pyspeed import plain
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def split_lines(text: str) -> list[str]:
@@ -83,12 +86,20 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
     # An import that binds a name from `triton` spells `triton`: without the word, no statement need be looked at.
     if whole and any(m in text for m in modules) and _decorated_from(tree, modules):
         return None
-    rules = [r for r in rules if r not in whole]  # they cannot match in this file: their triggers keep nothing
+    # Whole-module rules cannot match in this file, and every import statement is kept with its enclosing statements
+    # (a rule that visits only imports reads nothing else): the triggers of neither need keep anything.
+    everyone = rules
+    rules = [r for r in rules if r not in whole and not _visits_only_imports(r)]
     lines = split_lines(text)
     drop: set[int] = set()  # 0-based line numbers
     keep: set[int] = set()
     blanks: dict[int, list[tuple[int, int]]] = {}  # 0-based line -> columns blanked in it
-    _choose(tree.body, lines, _Words(tuple({t for r in rules for t in r.triggers})), drop, keep, blanks)
+    words = _Words(tuple({t for r in rules for t in r.triggers}), text, lines)
+    _choose(tree.body, lines, words, drop, keep, blanks)
+    _drop_unused_imports(tree.body, lines, words, drop, keep, {t for r in everyone for t in r.triggers})
+    if tree.body:  # comments before the first statement (a licence) and after the last; a coding cookie stays
+        ends = (*range(2, _start(tree.body[0]) - 1), *range(tree.body[-1].end_lineno or len(lines), len(lines)))
+        drop.update(i for i in ends if _BLANK_OR_COMMENT.fullmatch(lines[i]))
     drop -= keep  # a line shared with a kept statement (`a = 1; b = torch.bfloat16`) stays
     if not drop and not blanks:
         return None
@@ -98,9 +109,11 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
 
 
 def _decorated_from(tree: ast.Module, modules: set[str]) -> bool:
-    """Whether a function's decorator starts with a name that an absolute import of one of these top-level modules
-    binds (`import triton` -> `@triton.jit`, `from triton import jit as j` -> `@j`): the only way a decorator
-    resolves into them (`python.ImportMap`, `triton_model.is_jit`). Every import counts, wherever it is."""
+    """Whether a decorated function has a decorator or a parameter annotation that starts with a name an absolute
+    import of one of these top-level modules binds (`import triton` -> `@triton.jit`, `from triton import jit as j`
+    -> `@j`; `import triton.language as tl` -> `@_jit def k(BLOCK: tl.constexpr)`, a kernel behind a local wrapper
+    of `triton.jit`, `triton_model.is_triton_kernel`): the only way either resolves into them (`python.ImportMap`).
+    Every import counts, wherever it is."""
     bound: set[str] = set()
     decorated: list[ast.expr] = []
     for node in _statements(tree):  # imports and function definitions are statements
@@ -108,8 +121,11 @@ def _decorated_from(tree: ast.Module, modules: set[str]) -> bool:
             bound.update((a.asname or a.name).split(".")[0] for a in node.names if a.name.split(".")[0] in modules)
         elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] in modules:
             bound.update(a.asname or a.name for a in node.names)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.decorator_list:
             decorated.extend(node.decorator_list)
+            args = node.args
+            decorated.extend(a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg,
+                                                    args.kwarg) if a is not None and a.annotation is not None)
     for expr in decorated:
         if isinstance(expr, ast.Call):
             expr = expr.func
@@ -118,6 +134,14 @@ def _decorated_from(tree: ast.Module, modules: set[str]) -> bool:
         if isinstance(expr, ast.Name) and expr.id in bound:
             return True
     return False
+
+
+_IMPORT_VISITS = frozenset({"visit_Import", "visit_ImportFrom"})
+
+
+def _visits_only_imports(rule) -> bool:
+    visits = {name for name in dir(type(rule)) if name.startswith("visit_")}
+    return bool(visits) and visits <= _IMPORT_VISITS
 
 
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
@@ -138,38 +162,85 @@ def _statements(root: ast.AST) -> list:
 
 
 class _Words:
-    """What makes a statement worth parsing: a trigger, an import, or a name an import bound to a trigger
-    (`from torch import bfloat16 as bf` makes `bf` one), learnt in source order as the walk sees imports,
-    as the rules' import map does."""
+    """What makes a statement worth parsing: a trigger, an import statement inside it (`_holds_import`), or a name
+    an import bound to a trigger (`from torch import bfloat16 as bf` makes `bf` one), learnt in source order as the
+    walk sees imports, as the rules' import map does."""
 
-    def __init__(self, triggers: tuple[str, ...]) -> None:
+    def __init__(self, triggers: tuple[str, ...], text: str = "", lines: Sequence[str] = ()) -> None:
         self.triggers = triggers
+        # a part of the text holds only the triggers the text holds: each statement is searched for those
+        self.in_text = tuple(t for t in triggers if t in text) if text else triggers
+        # statements are searched where they are in the text, between line starts (no copy of their lines)
+        self.text = text
+        self.starts = list(itertools.accumulate(map(len, lines), initial=0))
+        self.kept_imports: list[tuple[ast.stmt, range, list]] = []  # (import on lines of its own, its lines, its block)
+        # What an import can bind of each trigger: its longest name (`LLM` of `LLM(`, `auto` of `"auto"`), so that
+        # `from vllm import LLM as Engine` makes `Engine(...)` a statement to keep.
+        self.importable = tuple({max(_NAME.findall(t), key=len) for t in triggers if _NAME.search(t)})
         self.aliases: set[str] = set()
         self._alias_pattern: re.Pattern | None = None
 
     def found_in(self, segment: str) -> bool:
-        if "import" in segment or any(t in segment for t in self.triggers):
+        """Whether `segment` holds a trigger or a name bound to one."""
+        if any(t in segment for t in self.in_text):
             return True
         return self._alias_pattern is not None and self._alias_pattern.search(segment) is not None
 
-    def learn(self, node: ast.stmt, segment: str) -> None:
-        if "import" not in segment or " as " not in segment:
+    def found_in_lines(self, span: range) -> bool:
+        """`found_in` for the lines `span` of the text (a statement's own, as the file has them)."""
+        text, a, b = self.text, self.starts[span.start], self.starts[span.stop]
+        for t in self.in_text:
+            if text.find(t, a, b) >= 0:
+                return True
+        return self._alias_pattern is not None and self._alias_pattern.search(text, a, b) is not None
+
+    def spells(self, word: str, span: range) -> bool:
+        return self.text.find(word, self.starts[span.start], self.starts[span.stop]) >= 0
+
+    def learn(self, node: ast.stmt, span: range) -> None:
+        """The names `node`'s imports bind to something whose dotted name holds a trigger, where the name itself holds
+        none: `import torch.bfloat16 as bf` binds `bf`, `from liger_kernel.transformers import
+        AutoLigerKernelForCausalLM` binds a name without `liger_kernel` (`import a.b` binds `a`, and code that uses
+        it spells `a.b`)."""
+        if not _holds_import(node, self, span):
             return
         known = len(self.aliases)
         for imp in _statements(node):  # imports are statements: no expression need be walked
             if isinstance(imp, (ast.Import, ast.ImportFrom)):
                 module = getattr(imp, "module", None) or ""
                 for alias in imp.names:
-                    if alias.asname and any(t in f"{module}.{alias.name}" for t in self.triggers):
-                        self.aliases.add(alias.asname)
+                    bound = alias.asname or (alias.name if isinstance(imp, ast.ImportFrom) else None)
+                    if (bound and bound != "*" and any(t in f"{module}.{alias.name}" for t in self.importable)
+                            and not any(t in bound for t in self.triggers)):
+                        self.aliases.add(bound)
         if len(self.aliases) > known:
             self._alias_pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(self.aliases))) + r")\b")
 
 
-# Bodies narrowed statement by statement. Rules read a node's ancestors, never its siblings, so a sibling
-# without a trigger changes nothing; `if`, `try`, `with` and loops are kept whole (their tests and handlers are
-# what guards a finding).
+def _holds_import(node: ast.stmt, words: _Words, span: range) -> bool:
+    """Whether `node` (on the lines `span`) is an import statement or holds one: what the rules' import map reads,
+    wherever it is."""
+    if not words.spells("import", span):
+        return False
+    todo = [node]
+    while todo:
+        stmt = todo.pop()
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            return True
+        for name in _BLOCKS:
+            block = getattr(stmt, name, None)
+            if type(block) is list:
+                todo.extend(block)
+    return False
+
+
+# Bodies narrowed statement by statement. Rules read a node's ancestors, never their siblings, so a sibling
+# without a trigger changes nothing. A class or function is narrowed inside its body; so is an `if`, `try`, `with`
+# or loop whose blocks' statements start lines of their own: its clauses' headers stay (their tests and handlers are
+# what guards a finding), and in each block what holds a trigger or an import (or the first statement, so that no
+# block is empty).
 _NARROWED = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+_BLOCKED = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, getattr(ast, "TryStar", ast.Try))
 
 
 def _start(node: ast.stmt) -> int:
@@ -177,28 +248,121 @@ def _start(node: ast.stmt) -> int:
     return min([node.lineno, *(d.lineno for d in decorators)])
 
 
+def _span(node: ast.stmt) -> range:
+    return range(_start(node) - 1, node.end_lineno or node.lineno)
+
+
+# Blocks nest this deep at most before a statement is kept whole: an `elif` is an `if` inside the `else` of the one
+# before it, and a chain of a thousand is valid Python (the narrowing recurses once per level).
+_MAX_DEPTH = 64
+
+
 def _choose(body: list[ast.stmt], lines: list[str], words: _Words, drop: set[int], keep: set[int],
-            blanks: dict[int, list[tuple[int, int]]]) -> None:
+            blanks: dict[int, list[tuple[int, int]]], depth: int = 0) -> bool:
+    """Choose what of `body` stays (into `drop`, `keep`, `blanks`); whether anything does."""
+    kept = False
     for node in body:
-        first, last = _start(node) - 1, (node.end_lineno or node.lineno) - 1
-        span = range(first, last + 1)
-        segment = "".join(lines[first : last + 1])
-        if not words.found_in(segment):
+        span = _span(node)
+        triggered = words.found_in_lines(span)
+        if not triggered and not _holds_import(node, words, span):
             drop.update(span)
-        elif isinstance(node, _NARROWED) and node.body[0].lineno > node.lineno and _members_matter(node, lines, words):
-            keep.update(range(first, node.body[0].lineno - 1))  # decorators and the header
-            _choose(node.body, lines, words, drop, keep, blanks)
+            continue
+        kept = True
+        if (depth < _MAX_DEPTH and isinstance(node, _NARROWED) and node.body[0].lineno > node.lineno
+                and _members_matter(node, words)):
+            keep.update(range(span.start, node.body[0].lineno - 1))  # decorators and the header
+            _choose(node.body, lines, words, drop, keep, blanks, depth + 1)
+        elif depth < _MAX_DEPTH and isinstance(node, _BLOCKED) and _blocks_on_own_lines(node, lines):
+            for block in _blocks(node):
+                if not _choose(block, lines, words, drop, keep, blanks, depth + 1):
+                    keep.update(_span(block[0]))  # an empty block would not parse
         else:
             inner = _inside(node, lines, words, blanks) if len(span) >= INSIDE_MIN_LINES else set()
             keep.update(i for i in span if i not in inner)
             drop.update(inner)
-            words.learn(node, segment)
+            words.learn(node, span)
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and _on_lines_of_its_own(node, lines):
+                words.kept_imports.append((node, span, body))
+    # Comment and blank lines between two statements of the body: no rule reads them (suppressions are read from
+    # the file's own text).
+    for a, b in zip(body, body[1:]):
+        drop.update(i for i in range(a.end_lineno or a.lineno, _start(b) - 1) if _BLANK_OR_COMMENT.fullmatch(lines[i]))
+    return kept
 
 
-def _members_matter(node: ast.stmt, lines: list[str], words: _Words) -> bool:
-    """Whether a body statement holds a trigger: if only the header does, the statement is kept whole (a body
-    narrowed to nothing would not parse)."""
-    return any(words.found_in("".join(lines[_start(m) - 1 : m.end_lineno or m.lineno])) for m in node.body)
+def _members_matter(node: ast.stmt, words: _Words) -> bool:
+    """Whether a body statement holds a trigger or an import: if only the header does, the statement is kept whole
+    (a body narrowed to nothing would not parse)."""
+    for member in node.body:
+        span = _span(member)
+        if words.found_in_lines(span) or _holds_import(member, words, span):
+            return True
+    return False
+
+
+def _blocks(node: ast.stmt) -> list[list[ast.stmt]]:
+    handlers = [h.body for h in getattr(node, "handlers", ())]
+    return [b for b in (node.body, *handlers, getattr(node, "orelse", []), getattr(node, "finalbody", [])) if b]
+
+
+def _blocks_on_own_lines(node: ast.stmt, lines: list[str]) -> bool:
+    """Whether every statement of the blocks of `node` starts a line of its own: then leaving one out leaves every
+    clause's header (`if ...:`, `else:`, `except ...:`) where it was."""
+    for block in _blocks(node):
+        for stmt in block:
+            line = lines[_start(stmt) - 1]
+            if getattr(stmt, "decorator_list", None):
+                if not line.lstrip().startswith("@"):
+                    return False
+            elif line.encode("utf-8")[:stmt.col_offset].strip():
+                return False
+    return True
+
+
+# --- imports nothing kept uses ---------------------------------------------------------------------------------
+# What the rules read of imports (python.ImportMap): the name a kept statement uses (`qualname`, `imports.names`),
+# a module-level name bound to one of these modules (`local_name_for`, for fixes that write `torch.float32`; held
+# to the rules' calls by tests/test_trigger_gates.py), and the imports a rule visits (they hold its trigger).
+NAMES_FOR_FIXES = frozenset({"torch"})
+
+
+def _drop_unused_imports(module: list, lines: list[str], words: _Words, drop: set[int], keep: set[int],
+                         triggers: set[str]) -> None:
+    """Leave out the kept imports that bind no name the kept code spells, hold no trigger and bind no module in
+    `NAMES_FOR_FIXES` (a verl file imports much of verl for code no rule reads). A block left empty keeps one."""
+    if not words.kept_imports:
+        return
+    import_lines = {i for _, span, _ in words.kept_imports for i in span}
+    used = "".join(line for i, line in enumerate(lines) if (i not in drop or i in keep) and i not in import_lines)
+    emptied: dict[int, tuple[list, range]] = {}
+    for node, span, block in words.kept_imports:
+        if not _import_needed(node, "".join(lines[span.start : span.stop]), used, triggers):
+            drop.update(span)
+            keep.difference_update(span)
+            emptied.setdefault(id(block), (block, span))
+    for block, span in emptied.values():
+        if block is not module and all(i in drop and i not in keep for s in block for i in _span(s)):
+            keep.update(span)  # an empty block would not parse
+
+
+def _import_needed(node: ast.Import | ast.ImportFrom, segment: str, used: str, triggers: set[str]) -> bool:
+    if isinstance(node, ast.ImportFrom) and node.module == "__future__" or any(t in segment for t in triggers):
+        return True
+    for alias in node.names:
+        if isinstance(node, ast.Import):
+            top = alias.name.split(".")[0]
+            if (alias.asname or top) in used or (top in NAMES_FOR_FIXES and (not alias.asname or alias.name == top)):
+                return True
+        elif alias.name != "*" and (alias.asname or alias.name) in used:
+            return True
+    return False
+
+
+def _on_lines_of_its_own(node: ast.stmt, lines: list[str]) -> bool:
+    """Nothing but blanks before it on its first line, and nothing but blanks or a comment after it on its last."""
+    first, last = lines[node.lineno - 1], lines[(node.end_lineno or node.lineno) - 1]
+    after = last.encode("utf-8")[node.end_col_offset or 0 :].strip()
+    return not first.encode("utf-8")[: node.col_offset].strip() and (not after or after.startswith(b"#"))
 
 
 # --- inside one big statement ----------------------------------------------------------------------------------
