@@ -10,8 +10,9 @@ through `Narrowed.lines`.
 What is kept is all any rule looks at: rules see a node, its ancestors (a class, function, `if`, `try`, `with` or
 loop is narrowed only inside its blocks, its headers stay; inside a big simple statement the parts no rule reads
 beside what it visits are left out: `_inside`) and the imports seen before it (every import statement that binds a
-name kept code spells, holds a trigger or binds a module fixes write: `_drop_unused_imports`). A rule that reads the whole module (`Rule.whole_module`, the Triton model) gets the whole module, where it
-can match (`Rule.whole_module_for_decorators_from`).
+name kept code spells, holds a trigger or binds a module fixes write: `_drop_unused_imports`). A rule that reads the
+whole module (`Rule.whole_module`, the Triton model) gets the whole module, where it can match
+(`Rule.whole_module_for_decorators_from`).
 """
 
 from __future__ import annotations
@@ -86,8 +87,9 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
     # An import that binds a name from `triton` spells `triton`: without the word, no statement need be looked at.
     if whole and any(m in text for m in modules) and _decorated_from(tree, modules):
         return None
-    # Whole-module rules cannot match in this file, and every import statement is kept with its enclosing statements
-    # (a rule that visits only imports reads nothing else): the triggers of neither need keep anything.
+    # Whole-module rules cannot match in this file, and a rule that visits only imports reads nothing but imports,
+    # which are kept with the headers around them (those that hold its trigger always: `_import_needed`): the
+    # triggers of neither need keep any other statement.
     everyone = rules
     rules = [r for r in rules if r not in whole and not _visits_only_imports(r)]
     lines = split_lines(text)
