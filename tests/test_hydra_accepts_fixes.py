@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rlcompat.file_knowledge import FileKnowledge
-from rlcompat.lang import shell
+from tests.shell_views import shell_views
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "scripts"
 pytest.importorskip("hydra")
@@ -23,15 +22,8 @@ pytestmark = pytest.mark.skipif(VERL is None, reason="verl is not installed")
 
 def _overrides(text: str) -> list[list[str]]:
     """Each verl command's Hydra overrides, as the shell would pass them (words with variables left out)."""
-    captured = []
-    original = shell.run_rules
-    shell.run_rules = lambda views, *args: captured.extend(views) or []
-    try:
-        shell.check(shell.parse(text), text, "run.sh", [], None, knowledge=FileKnowledge("run.sh"))
-    finally:
-        shell.run_rules = original
     out = []
-    for view in captured:
+    for view in shell_views(text):
         if not view.is_verl:
             continue
         words = [text[s.word_span.start:s.word_span.end] for s in view.settings if not s.flag and s.word_span]

@@ -9,28 +9,16 @@ import pytest
 
 from rlcompat import framework_knowledge
 from rlcompat.api import scan_paths
-from rlcompat.file_knowledge import FileKnowledge
-from rlcompat.lang import shell
 from rlcompat.targets import resolve_target
-
-
-def _views(text: str) -> list:
-    captured = []
-    original = shell.run_rules
-    shell.run_rules = lambda views, *args: captured.extend(views) or []
-    try:
-        shell.check(shell.parse(text), text, "run.sh", [], None, knowledge=FileKnowledge("run.sh"))
-    finally:
-        shell.run_rules = original
-    return captured
+from tests.shell_views import shell_views
 
 
 def _settings(text: str) -> dict[str, tuple[str, bool]]:
-    return {s.key: (s.value, s.switch) for view in _views(text) for s in view.settings}
+    return {s.key: (s.value, s.switch) for view in shell_views(text) for s in view.settings}
 
 
 def _written(text: str) -> list[tuple[str, str, str]]:
-    return [(s.key, s.value, s.origin) for view in _views(text) for s in view.settings]
+    return [(s.key, s.value, s.origin) for view in shell_views(text) for s in view.settings]
 
 
 def _findings(tmp_path: Path, text: str, target: str) -> list[tuple[str, int]]:
