@@ -15,13 +15,14 @@ parses every file with a trigger whole, which takes several times the time, and 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from bench_trees import package_dir  # this folder is first on sys.path when a script runs
 
 KEPT = (".py", ".yaml", ".yml", ".sh")
 RUN = (
@@ -31,13 +32,6 @@ RUN = (
     "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
     "print(time.perf_counter() - t, u.ru_utime + u.ru_stime, u.ru_maxrss, p.returncode)\n"
 )
-
-
-def package_dir(name: str) -> Path:
-    spec = importlib.util.find_spec(name)  # found, never imported
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit(f"{name} is not installed in {sys.prefix}: run bash scripts/setup.sh")
-    return Path(list(spec.submodule_search_locations)[0])
 
 
 def copy_sources(src: Path, dest: Path) -> None:
