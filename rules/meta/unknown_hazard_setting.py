@@ -22,6 +22,13 @@ def name_tokens(key: str) -> set[str]:
 
 
 NEGATIONS = frozenset({"disable", "disabled", "no", "not", "without", "skip", "off"})
+# A true switch selects its hazard only when its own name (the last key segment) says so, or says "enabled" under a
+# parent that does (`bf16: {enabled: true}`): `torch_compile_options.shape_padding` tunes a compile something else
+# turns on. Names that describe a state, a capability, logging or a scope select nothing: transformers'
+# `_supports_flash_attn = True`, torch's `log_pt2_compile_event=True`, `compile_only=True`, `include_bfloat16=True`.
+ENABLING_LEAVES = frozenset({"enabled", "enable", "use", "on", "active"})
+DESCRIPTIVE = frozenset({"supports", "supported", "support", "can", "has", "have", "been", "is", "was", "patched",
+                         "log", "logging", "event", "debug", "only", "include", "exclude", "context"})
 
 class UnknownHazardSetting(ConfigRule):
     code = "RLC003"
@@ -58,6 +65,9 @@ class UnknownHazardSetting(ConfigRule):
             path="mytool.yaml"),
         Bad("trainer:\n  use_flash: true\n", fixed="trainer:\n  use_flash: false\n", path="mytool.yaml"),
         Bad("trainer:\n  enable_compile: True\n", fixed="trainer:\n  enable_compile: False\n", path="mytool.yaml"),
+        Bad("model:\n  torch_compile:\n    enabled: true\n", fixed="model:\n  torch_compile:\n    enabled: false\n",
+            path="mytool.yaml"),
+        Bad("MyConfig(use_bf16=True)\n", fixed="MyConfig(use_bf16=False)\n", path="train.py"),
         Bad("runtime:\n  compute_precision: bfloat16\n", target="sm75", unsafe=True,
             fixed="runtime:\n  compute_precision: float16\n", path="mytool.yaml"),
     )
@@ -68,6 +78,9 @@ class UnknownHazardSetting(ConfigRule):
         Good("trainer:\n  enable_compile: True\n", path="mytool.yaml", target="sm70"),
         Good("kernels:\n  disable_bf16_reduced_precision_matmul: true\n", path="mytool.yaml"),
         Good("# Megatron engine\ndtype: bfloat16\n", path="verl/trainer/config/engine/megatron.yaml"),
+        Good("class MyModel(PreTrainedModel):\n    _supports_flash_attn = True\n", path="modeling_my.py"),
+        Good("run(graph, log_compile_event=True, compile_only=True)\n", path="driver.py"),
+        Good("trainer:\n  compile_options:\n    shape_padding: true\n", path="mytool.yaml"),
     )
 
     @classmethod
@@ -126,6 +139,11 @@ class UnknownHazardSetting(ConfigRule):
                 return
         if not is_switch or tokens & NEGATIONS:
             return  # `disable_bf16_...=True`, `no_flash=True` switch the thing off
+        leaf = re.split(r"[.:]", s.key.lstrip("-"))[-1]
+        if leaf.startswith("_") or name_tokens(leaf) & DESCRIPTIVE:
+            return  # private state (`self._te_fp8_patched = True`) or a description, not a selection
+        if not name_tokens(leaf) <= ENABLING_LEAVES:
+            tokens = name_tokens(leaf)
         for words, ok, what in ((("bf16", "bfloat16"), target.bf16_native, "bf16"),
                                 (("flash",), target.flash_attn_2, "FlashAttention"),
                                 (("compile",), target.inductor, "torch.compile (Inductor needs 7.0+)"),
