@@ -28,6 +28,9 @@ class KnownSetting:
     engine: str = ""  # read only by this training engine ("megatron", "fsdp_turbo"); "" by the default one
     selected_by: str = ""  # how a run selects that engine, for messages
     config: str = ""  # the top config the key belongs to ("generation.yaml"), when not the PPO trainer's
+    # Why verl's composed config always sets `follows` (the proof): then the oc.select fallback in verl's own files
+    # never applies, and the followed key's own line is where the value is judged.
+    follows_always_set: str = ""
 
 
 @dataclass(frozen=True)
@@ -125,7 +128,7 @@ def _load(version: str, detected: str | None) -> Knowledge:
         settings=tuple(
             KnownSetting(s["id"], s["key"], str(s["default"]), s["proof"], s.get("role", "actor"), s.get("add", ""),
                          s.get("worker", ""), s.get("follows", ""), s.get("engine", ""), s.get("selected_by", ""),
-                         s.get("config", ""))
+                         s.get("config", ""), s.get("follows_always_set", ""))
             for s in data["setting"]
         ),
         dead={d["key"]: DeadKey(d["key"], d["use"], d["why"], d["proof"], d.get("add", ""), d.get("worker", ""),

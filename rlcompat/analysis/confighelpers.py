@@ -87,7 +87,7 @@ def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Ca
     value came from. A new config rule over a verl key is these three callables (docs/architecture.md, "Write a
     rule"; rules/triton_compile/fsdp_torch_compile.py is a complete one).
     """
-    from rlcompat.analysis.interpolation import select_default
+    from rlcompat.analysis.interpolation import followed_key, select_default
     from rlcompat.analysis.verlengines import critic_trained, takes_ppo_keys
 
     for known in ctx.verl.by_id(setting_id):
@@ -98,6 +98,9 @@ def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Ca
         if known.worker and known.worker != worker_of(view, ctx.verl):
             continue
         setting = view.get(known.key)
+        if setting is not None and known.follows_always_set and view.mounts != ("",) and (
+                followed_key(setting) == known.follows):
+            continue  # verl's own config file: the followed key is always set, its line is the one judged
         if setting is not None:
             setting = select_default(view, setting)  # `${oc.select:KEY,DEFAULT}`: judged by its default
             if setting is None or setting.value is None or not is_bad(setting.value):

@@ -42,6 +42,7 @@ def report_engine_settings(view: ConfigView, ctx: ConfigContext, setting_id: str
     """Report each engine-only verl setting of `setting_id` that the view sets to a bad value. `describe(key,
     value)` words the hazard; the message adds when it applies and the proof."""
     own_file = in_verl_package(ctx)
+    reported: set[int] = set()  # a config-group file mounted for several roles: one finding per line
     for known in ctx.verl.by_id(setting_id):
         if not known.engine:
             continue
@@ -50,7 +51,7 @@ def report_engine_settings(view: ConfigView, ctx: ConfigContext, setting_id: str
             _add_engine_default(view, ctx, known, is_bad, new_value, describe)
             continue
         setting = select_default(view, setting)
-        if setting is None or setting.value is None or not is_bad(setting.value):
+        if setting is None or setting.value is None or not is_bad(setting.value) or setting.key_span.start in reported:
             continue
         chosen = engines_chosen(view, known.role)
         if not own_file and chosen and known.engine not in chosen:
@@ -62,6 +63,7 @@ def report_engine_settings(view: ConfigView, ctx: ConfigContext, setting_id: str
         message = (f"{name} is {setting.value}{origin}: {describe(known.key, setting.value)}; use {value}{when} "
                    f"({ctx.verl.label} knowledge: {known.proof.split(' (')[0]})")
         ctx.report(setting.key_span, message, [setting.rewrite(value)], safety, f"set it to {value}")
+        reported.add(setting.key_span.start)
 
 
 def critic_trained(view: ConfigView) -> bool:

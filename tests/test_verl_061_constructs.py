@@ -1,0 +1,69 @@
+"""What verl 0.6.1's trainer configs needed (issue 13, the verl-0.6.1 coverage corpus): the Megatron engine's
+settings, main_generation's rollout engine, a role that follows another through `oc.select` in verl's own files,
+the SFT engine trainer's `engine` block, and a key verl's own file leaves out of the mapping that would carry it.
+Each test builds a small verl 0.6.1 package (its version file and the config files the test needs)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlcompat import verl_knowledge as vk
+from rlcompat.api import fix_paths, scan_paths, scan_source
+from rlcompat.targets import resolve_target
+
+SM61, SM75, SM80 = resolve_target("sm61"), resolve_target("sm75"), resolve_target("sm80")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_detection():
+    vk.version_in_tree.cache_clear()
+    vk.package_root.cache_clear()
+    yield
+    vk.version_in_tree.cache_clear()
+    vk.package_root.cache_clear()
+
+
+def _package(tmp_path, files: dict[str, str]):
+    package = tmp_path / "verl"
+    (package / "version").mkdir(parents=True)
+    (package / "version" / "version").write_text("0.6.1\n")
+    for name, text in files.items():
+        (package / "trainer" / "config" / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / "trainer" / "config" / name).write_text(text)
+    return package
+
+
+def _found(package, target):
+    return [(f.path.split("config/")[-1], f.location.line, f.code) for f in scan_paths([str(package)], target).findings]
+
+
+def test_megatron_engine_settings_once_per_line(tmp_path):
+    package = _package(tmp_path, {"engine/megatron.yaml": (
+        "override_transformer_config:\n  attention_backend: flash\ndtype: bfloat16 # [\"bfloat16\", \"float16\"]\n")})
+    found = _found(package, SM75)
+    # engine/megatron.yaml is mounted for the actor, the ref and the critic: one finding per line, not per role
+    assert found.count(("engine/megatron.yaml", 2, "RLC204")) == 1
+    assert found.count(("engine/megatron.yaml", 3, "RLC120")) == 1
+    assert not _found(package, SM80)
+
+
+def test_main_generation_rollout_engine(tmp_path):
+    package = _package(tmp_path, {"generation.yaml": "rollout:\n  name: vllm\n  dtype: bfloat16\n"})
+    assert ("generation.yaml", 2, "RLC401") in _found(package, SM61)
+    assert "RLC401" not in [code for _, _, code in _found(package, SM75)]  # vLLM runs on a T4 (fp16)
+
+
+def test_ref_following_the_actor_is_judged_at_the_actors_line(tmp_path):
+    ref = "use_torch_compile: ${oc.select:actor_rollout_ref.actor.use_torch_compile,true}\n"
+    package = _package(tmp_path, {"ref/ref.yaml": ref, "actor/actor.yaml": "use_torch_compile: true\n"})
+    found = _found(package, SM61)
+    assert ("actor/actor.yaml", 1, "RLC351") in found
+    assert not [f for f in found if f[0] == "ref/ref.yaml"]  # the fallback never applies in verl's own configs
+    fix_paths([str(package)], SM61)
+    assert (package / "trainer/config/ref/ref.yaml").read_text() == ref
+    assert (package / "trainer/config/actor/actor.yaml").read_text() == "use_torch_compile: false\n"
+    # A file verl does not mount (a user's own config beside this verl 0.6.1 package): the fallback is what applies
+    # while the followed key is unset there, so it is judged.
+    user = "actor_rollout_ref:\n  ref:\n    " + ref
+    found = scan_source(user, SM61, str(tmp_path / "my_config.yaml"), "yaml")
+    assert [(f.code, f.location.line) for f in found] == [("RLC351", 3)]
