@@ -67,3 +67,21 @@ def test_ref_following_the_actor_is_judged_at_the_actors_line(tmp_path):
     user = "actor_rollout_ref:\n  ref:\n    " + ref
     found = scan_source(user, SM61, str(tmp_path / "my_config.yaml"), "yaml")
     assert [(f.code, f.location.line) for f in found] == [("RLC351", 3)]
+
+
+def test_sft_engine_trainer_compiles_on_the_engine_block(tmp_path):
+    # engine/fsdp.yaml is the PPO actor's fsdp_config (dead there for 0.6.1's default legacy worker) and the SFT
+    # engine trainer's `engine` (read: transformer_impl.py:129-133): a live line, named by its live key.
+    package = _package(tmp_path, {"engine/fsdp.yaml": "use_torch_compile: true\nstrategy: fsdp\n"})
+    (finding,) = scan_paths([str(package)], SM61).findings
+    assert (finding.code, finding.location.line) == ("RLC351", 1)
+    assert finding.message.startswith("engine.use_torch_compile (this file is also mounted at actor_rollout_ref.")
+    assert not scan_paths([str(package)], SM75).findings  # Inductor runs on sm70+
+    sft = "torchrun -m verl.trainer.sft_trainer model.path=Qwen/Qwen2.5-0.5B engine.use_torch_compile=True\n"
+    found = scan_source(sft, SM61, str(package / "run.sh"), "shell")
+    assert [(f.code, f.fix.edits[0].content) for f in found] == [("RLC351", "False")]
+    # A PPO command gets no SFT key added; its own compile switch is still added as before.
+    ppo = "python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo trainer.n_gpus_per_node=1\n"
+    added = [e.content for f in scan_source(ppo, SM61, str(package / "run.sh"), "shell") if f.fix for e in f.fix.edits]
+    assert not [a for a in added if "engine.use_torch_compile" in a]
+    assert [a for a in added if "actor_rollout_ref.actor.use_torch_compile=False" in a]

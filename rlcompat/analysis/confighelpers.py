@@ -88,11 +88,14 @@ def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Ca
     rule"; rules/triton_compile/fsdp_torch_compile.py is a complete one).
     """
     from rlcompat.analysis.interpolation import followed_key, select_default
-    from rlcompat.analysis.verlengines import critic_trained, takes_ppo_keys
+    from rlcompat.analysis.verlengines import critic_trained, runs_sft_trainer, takes_ppo_keys
 
+    reported: set[int] = set()  # a config-group file mounted for several roles: one finding per line
     for known in ctx.verl.by_id(setting_id):
         if known.role not in roles or (known.role == "critic" and not critic_trained(view)):
             continue
+        if known.role == "sft" and view.kind == "command" and not runs_sft_trainer(view):
+            continue  # the SFT trainer's own keys (`engine.*`, `model.*`): not a PPO command's
         if setting_id in FSDP_ONLY and training_engine(view, known.role) != "fsdp":
             continue
         if known.worker and known.worker != worker_of(view, ctx.verl):
@@ -103,11 +106,14 @@ def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Ca
             continue  # verl's own config file: the followed key is always set, its line is the one judged
         if setting is not None:
             setting = select_default(view, setting)  # `${oc.select:KEY,DEFAULT}`: judged by its default
-            if setting is None or setting.value is None or not is_bad(setting.value):
+            if setting is None or setting.value is None or not is_bad(setting.value) or setting.key_span.start in reported:
                 continue
             value, safety = new_value(setting.value)
-            message = describe(view.full_key(setting) if view.kind == "yaml" else known.key, setting.value, where(setting))
+            message = describe(key_name(view, setting, known.key) if view.kind == "yaml" else known.key, setting.value,
+                               where(setting))
             ctx.report(setting.key_span, message, [setting.rewrite(value)], safety, f"set it to {value}")
+            if view.kind == "yaml":
+                reported.add(setting.key_span.start)
         elif known.role == "reward":
             continue  # the reward model's engine only runs when it is enabled: never add its settings
         elif known.follows and view.get(known.follows) is not None:
@@ -121,6 +127,17 @@ def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Ca
             message = describe(known.key, known.default, origin)
             ctx.report(view.anchor, message, [view.add(known.add_prefix + known.key, value)], safety,
                        f"add {known.add_prefix}{known.key}={value}")
+
+
+def key_name(view: ConfigView, setting: Setting, key: str) -> str:
+    """How a finding in a config-group file names a verl key: its full path, with the file's other mount points
+    (`view.full_key`), the path of `key` first: engine/fsdp.yaml's `use_torch_compile` is named as the SFT engine
+    trainer's `engine.use_torch_compile` where that is the key found live."""
+    paths = view.paths_of(setting)
+    if key not in paths or key == paths[0]:
+        return view.full_key(setting)
+    others = [mount for mount, path in zip(view.mounts, paths) if path != key]
+    return f"{key} (this file is also mounted at {', '.join(others)})"
 
 
 def turn_off(settings: list[Setting], ctx: ConfigContext, flag_message: Callable[[Setting], str],

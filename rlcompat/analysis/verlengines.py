@@ -118,6 +118,15 @@ def in_its_config(view: ConfigView, ctx: ConfigContext, known) -> bool:
 _NOT_PPO = re.compile(r"(?:^|[\s./])(?:fsdp_)?sft_trainer(?:_ray)?(?:\.py)?(?:\s|$)|(?:^|[\s./])main_(?:eval|generation)(?:\.py)?(?:\s|$)")
 
 
+def runs_sft_trainer(view: ConfigView) -> bool:
+    """Whether a command runs verl's engine-based SFT trainer (verl.trainer.sft_trainer, config sft_trainer_engine),
+    whose config has the `engine` and `model` blocks (not fsdp_sft_trainer's)."""
+    return bool(_SFT_ENGINE.search(" ".join(view.command_words)))
+
+
+_SFT_ENGINE = re.compile(r"(?:^|[\s./])sft_trainer(?:_ray)?(?:\.py)?(?:\s|$)|config-name[= ]sft_trainer_engine")
+
+
 def takes_ppo_keys(view: ConfigView) -> bool:
     """Whether a command runs an entry point of the PPO trainer config (a YAML view: True)."""
     return view.kind != "command" or not _NOT_PPO.search(" ".join(view.command_words))

@@ -54,4 +54,4 @@ class FsdpTorchCompile(ConfigRule):
                     f"(compute capability {target.capability_text} < 7.0); set it to False")
 
         h.set_or_add(view, ctx, "torch-compile", lambda v: v.strip().lower() in h.TRUE_WORDS,
-                     lambda v: (False, FixSafety.SAFE), describe)
+                     lambda v: (False, FixSafety.SAFE), describe, roles=("actor", "ref", "critic", "sft"))
