@@ -85,3 +85,41 @@ def test_sft_engine_trainer_compiles_on_the_engine_block(tmp_path):
     added = [e.content for f in scan_source(ppo, SM61, str(package / "run.sh"), "shell") if f.fix for e in f.fix.edits]
     assert not [a for a in added if "engine.use_torch_compile" in a]
     assert [a for a in added if "actor_rollout_ref.actor.use_torch_compile=False" in a]
+
+
+def test_a_key_verl_leaves_out_of_its_own_mapping(tmp_path):
+    package = _package(tmp_path, {
+        "model/hf_model.yaml": "path: ~/models/x\n\n# override hf config\noverride_config: {}\n\nuse_liger: False\n",
+        "critic/critic.yaml": "strategy: ???\nmodel:\n  path: ~/models/x\n  override_config: {}\n",
+    })
+    findings = {(f.path.split("config/")[-1], f.location.line, f.code): f for f in scan_paths([str(package)], SM75).findings}
+    actor = findings.pop(("model/hf_model.yaml", 4, "RLC204"))
+    critic = findings.pop(("critic/critic.yaml", 4, "RLC204"))
+    assert not findings
+    assert "does not set attn_implementation, so verl 0.6.1 uses its default, verl/workers/fsdp_workers.py:318" in actor.message
+    assert critic.message.startswith("critic.model.override_config.attn_implementation is flash_attention_2")
+    assert not scan_paths([str(package)], SM80).findings
+    fix_paths([str(package)], SM75)
+    assert (package / "trainer/config/model/hf_model.yaml").read_text().count("override_config: {attn_implementation: sdpa}\n") == 1
+    assert (package / "trainer/config/critic/critic.yaml").read_text().endswith("  override_config: {attn_implementation: sdpa}\n")
+    assert not scan_paths([str(package)], SM75).findings
+
+
+def test_a_left_out_key_is_judged_only_in_verls_own_file_of_a_version_that_proves_it(tmp_path):
+    block = "override_config:\n  rope_scaling: null\n"
+    package = _package(tmp_path, {"model/hf_model.yaml": block})
+    (finding,) = scan_paths([str(package)], SM61).findings
+    assert finding.fix.edits[0].content == "\n  attn_implementation: sdpa"  # a block mapping: a line of its own
+    # Set in the file: the value is judged where it is written, once.
+    package = _package(tmp_path / "set", {"model/hf_model.yaml": "override_config:\n  attn_implementation: flash_attention_2\n"})
+    assert [(f.code, f.location.line) for f in scan_paths([str(package)], SM61).findings] == [("RLC204", 2)]
+    # A user's config (not verl's own file) with an empty mapping: nothing is claimed.
+    user = "actor_rollout_ref:\n  model:\n    override_config: {}\n"
+    assert not scan_source(user, SM61, str(tmp_path / "my_config.yaml"), "yaml")
+    # verl 0.9.1's rule set proves no such omission: its hf_model.yaml is not judged by this.
+    newer = tmp_path / "v091" / "verl"
+    (newer / "version").mkdir(parents=True)
+    (newer / "version" / "version").write_text("0.9.1\n")
+    (newer / "trainer" / "config" / "model").mkdir(parents=True)
+    (newer / "trainer" / "config" / "model" / "hf_model.yaml").write_text("override_config: {}\n")
+    assert not scan_paths([str(newer)], SM61).findings

@@ -116,6 +116,8 @@ def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Ca
                 reported.add(setting.key_span.start)
         elif known.role == "reward":
             continue  # the reward model's engine only runs when it is enabled: never add its settings
+        elif view.kind == "yaml" and known.omitted_in:
+            left_out(view, ctx, known, is_bad, new_value, describe)
         elif known.follows and view.get(known.follows) is not None:
             continue  # unset, it takes the value of the key it follows, which the script sets
         elif view.kind == "command" and view.is_verl and view.can_add and is_bad(known.default) and takes_ppo_keys(view):
@@ -127,6 +129,27 @@ def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Ca
             message = describe(known.key, known.default, origin)
             ctx.report(view.anchor, message, [view.add(known.add_prefix + known.key, value)], safety,
                        f"add {known.add_prefix}{known.key}={value}")
+
+
+def left_out(view: ConfigView, ctx: ConfigContext, known, is_bad, new_value, describe) -> None:
+    """verl's own config-group file `known.omitted_in` writes the mapping that would carry the key but not the key
+    (model/hf_model.yaml's `override_config: {}`): verl's default applies to every run that composes the file as
+    written, so the key is reported at the mapping's key and added to it."""
+    if not ctx.path.replace("\\", "/").endswith("trainer/config/" + known.omitted_in) or not is_bad(known.default):
+        return
+    mount = next((m for m in view.mounts if m and known.key.startswith(m + ".")), None)
+    if mount is None:
+        return
+    parent, _, leaf = known.key[len(mount) + 1:].rpartition(".")
+    span = view.sections.get(parent)
+    if span is None:
+        return
+    value, safety = new_value(known.default)
+    value = value if isinstance(value, str) else str(value).lower()  # YAML spells booleans true/false
+    origin = (f" ({parent} in this file does not set {leaf}, so {ctx.verl.label} uses its default, "
+              f"{known.proof.split(' (')[0]})")
+    ctx.report(span, describe(known.key, known.default, origin), [view.add(f"{parent}.{leaf}", value)], safety,
+               f"add {leaf}: {value} to {parent}")
 
 
 def key_name(view: ConfigView, setting: Setting, key: str) -> str:
