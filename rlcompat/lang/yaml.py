@@ -168,8 +168,8 @@ class _Frame:
         self.key: tuple | None = None  # (name, mark, length) of the key whose value comes next
         self.seen: dict[str, int] = {}  # key -> line, to refuse a duplicate key as a YAML loader does
         self.owner: tuple | None = None  # (dotted key, mark, length) of the key whose value this mapping is
-        self.start: tuple[int, int] = (0, 0)
-        self.last_end: tuple[int, int] = (0, 0)  # where the last node read inside it ends
+        self.start = None  # the parser's mark where it starts
+        self.last_end = None  # the parser's mark where the last node read inside it ends (events come in order)
         self.indent = -1  # the column of its first key
 
 
@@ -209,12 +209,13 @@ class _Reader:
 
     def _close(self, event) -> None:
         done = self.stack.pop()
-        end = (event.end_mark.line, event.end_mark.column) if done.flow else done.last_end
-        if self.stack and end > self.stack[-1].last_end:
+        end = event.end_mark if done.flow else done.last_end
+        if self.stack:
             self.stack[-1].last_end = end
         if done.owner is not None and done.mapping and done.settings and self.doc is not None:
             key, key_mark, key_length = done.owner
-            self.doc.mappings[key] = Mapping(key, key_mark, key_length, done.flow, done.start, end, done.indent)
+            self.doc.mappings[key] = Mapping(key, key_mark, key_length, done.flow, (done.start.line, done.start.column),
+                                             (end.line, end.column), done.indent)
         if done.anchor is not None and done.mapping:
             cut = len(done.prefix) + 1 if done.prefix else 0
             self.anchored[done.anchor] = [
@@ -232,7 +233,7 @@ class _Reader:
         flow = flow or bool(event.flow_style)
         frame = _Frame(kind == "MappingStartEvent", prefix, flow, settings, scope, event.anchor, len(self.recorded),
                        is_key)
-        frame.start = frame.last_end = (event.start_mark.line, event.start_mark.column)
+        frame.start = frame.last_end = event.start_mark
         self.stack.append(frame)
         return frame
 
@@ -253,9 +254,7 @@ class _Reader:
             return
         frame = self.stack[-1]
         if not opens:
-            end = (event.end_mark.line, event.end_mark.column)
-            if end > frame.last_end:  # (an empty value `key:` ends where its key does)
-                frame.last_end = end
+            frame.last_end = event.end_mark
         if frame.mapping and frame.key is None:
             self._key(frame, event, kind, mark)
             return
