@@ -23,10 +23,10 @@ def _fresh_detection():
     vk.package_root.cache_clear()
 
 
-def _package(tmp_path, files: dict[str, str]):
+def _package(tmp_path, files: dict[str, str], version: str = "0.6.1"):
     package = tmp_path / "verl"
     (package / "version").mkdir(parents=True)
-    (package / "version" / "version").write_text("0.6.1\n")
+    (package / "version" / "version").write_text(version + "\n")
     for name, text in files.items():
         (package / "trainer" / "config" / name).parent.mkdir(parents=True, exist_ok=True)
         (package / "trainer" / "config" / name).write_text(text)
@@ -123,3 +123,14 @@ def test_a_left_out_key_is_judged_only_in_verls_own_file_of_a_version_that_prove
     (newer / "trainer" / "config" / "model").mkdir(parents=True)
     (newer / "trainer" / "config" / "model" / "hf_model.yaml").write_text("override_config: {}\n")
     assert not scan_paths([str(newer)], SM61).findings
+
+
+def test_verl_070_has_the_same_constructs(tmp_path):
+    # 0.7.0's configs and code paths are 0.6.1's (its own lines): the same rows, proven in its sdist.
+    package = _package(tmp_path, {
+        "model/hf_model.yaml": "override_config: {}\n",
+        "engine/fsdp.yaml": "use_torch_compile: true\nstrategy: fsdp\n",
+        "ref/ref.yaml": "use_torch_compile: ${oc.select:actor_rollout_ref.actor.use_torch_compile,true}\n",
+    }, version="0.7.0")
+    found = {(path, line, code) for path, line, code in _found(package, SM61)}
+    assert found == {("model/hf_model.yaml", 1, "RLC204"), ("engine/fsdp.yaml", 1, "RLC351")}
