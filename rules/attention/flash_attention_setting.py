@@ -25,7 +25,7 @@ class FlashAttentionSetting(ConfigRule):
         "and verl launch scripts that do not set "
         "`override_config.attn_implementation`, whose default in verl is flash_attention_2 [S51]; in verl's own "
         "model configs, an `override_config` mapping that leaves it out where the version's knowledge proves it "
-        "(`omitted_in`: verl 0.6.1's `override_config: {}`)."
+        "(`omitted_in`: verl 0.6.1's and 0.7.0's `override_config: {}`)."
     )
     why = (
         "FlashAttention-2 needs compute capability 8.0 (`FlashAttention only supports Ampere GPUs or newer.`) [S10]; "
