@@ -179,3 +179,16 @@ def minimum_installed(row_name: str, spec: str) -> MinCapability:
         if _overlap(bounds, (low, high)):
             return min_capability(row_name, release)
     return row
+
+
+def shipped_by_image(image: str, tag: str) -> list[tuple[str, str, str]]:
+    """(package, release, proof) for each package a base image's tag says it ships (rules/environment.toml
+    `[[docker.ships]]`): hiyouga/pytorch:th2.6.0-cu124-flashattn2.7.4-... ships flash-attn 2.7.4."""
+    found = []
+    for row in facts.environment_facts()["docker"].get("ships", ()):
+        if image != row["image"] and not image.endswith("/" + row["image"]):
+            continue
+        m = re.search(row["tag"], tag)
+        if m:
+            found.append((row["package"], m.group("version"), row["proof"]))
+    return found

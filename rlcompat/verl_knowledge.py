@@ -28,6 +28,12 @@ class KnownSetting:
     engine: str = ""  # read only by this training engine ("megatron", "fsdp_turbo"); "" by the default one
     selected_by: str = ""  # how a run selects that engine, for messages
     config: str = ""  # the top config the key belongs to ("generation.yaml"), when not the PPO trainer's
+    # Why verl's composed config always sets `follows` (the proof): then the oc.select fallback in verl's own files
+    # never applies, and the followed key's own line is where the value is judged.
+    follows_always_set: str = ""
+    # A config-group file of verl's own ("model/hf_model.yaml") that writes the key's parent mapping without the key,
+    # so verl's default applies to every run composing it as written: the key is judged there, at the mapping.
+    omitted_in: str = ""
 
 
 @dataclass(frozen=True)
@@ -125,7 +131,7 @@ def _load(version: str, detected: str | None) -> Knowledge:
         settings=tuple(
             KnownSetting(s["id"], s["key"], str(s["default"]), s["proof"], s.get("role", "actor"), s.get("add", ""),
                          s.get("worker", ""), s.get("follows", ""), s.get("engine", ""), s.get("selected_by", ""),
-                         s.get("config", ""))
+                         s.get("config", ""), s.get("follows_always_set", ""), s.get("omitted_in", ""))
             for s in data["setting"]
         ),
         dead={d["key"]: DeadKey(d["key"], d["use"], d["why"], d["proof"], d.get("add", ""), d.get("worker", ""),
@@ -166,6 +172,16 @@ def entry_triggers() -> tuple[str, ...]:
     for version in reversed(available_versions()):
         found.update(dict.fromkeys(load_version(version).entry_triggers))
     return tuple(found)
+
+
+@lru_cache(maxsize=None)
+def omitted_mapping_names(setting_id: str) -> tuple[str, ...]:
+    """The names of the mappings (`override_config`) in which verl's own files leave out a key of `setting_id`
+    (`omitted_in`), in every rule set: such a file holds no word of the key itself, so a rule judging it needs the
+    mapping's name among its triggers."""
+    names = {s.key.rsplit(".", 2)[-2] for v in available_versions() for s in load_version(v).by_id(setting_id)
+             if s.omitted_in}
+    return tuple(sorted(names))
 
 
 def knowledge_for(path: str) -> Knowledge:

@@ -81,11 +81,15 @@ def test_a_verl_tree_of_unknown_version_gets_no_dead_key_claim_from_the_installe
 def test_oc_select_default_is_judged_and_only_the_default_is_rewritten(tmp_path):
     ref = "use_torch_compile: ${oc.select:actor_rollout_ref.actor.use_torch_compile,true}\n"
     package = _package(tmp_path, "0.7.0", {"trainer/config/ref/ref.yaml": ref})
-    path = package / "trainer/config/ref/ref.yaml"
+    # verl's own ref/ref.yaml: every config composing it sets the followed key (`follows_always_set`), so the
+    # fallback never applies there; a user's config beside the package is judged by it.
+    assert not scan_paths([str(package / "trainer/config/ref/ref.yaml")], SM61).findings
+    path = tmp_path / "my_ppo.yaml"
+    path.write_text("actor_rollout_ref:\n  ref:\n    " + ref)
     (finding,) = [f for f in scan_paths([str(path)], SM61).findings if f.code == "RLC351"]
     assert "from the default of ${oc.select:actor_rollout_ref.actor.use_torch_compile" in finding.message
     fix_paths([str(path)], SM61)
-    assert path.read_text() == ref.replace(",true}", ",false}")
+    assert path.read_text() == "actor_rollout_ref:\n  ref:\n    " + ref.replace(",true}", ",false}")
     # The followed key set in the same config: that line is the one judged.
     both = "actor:\n  use_torch_compile: false\nref:\n  use_torch_compile: ${oc.select:actor.use_torch_compile,true}\n"
     assert not [f for f in scan_source(both, SM61, str(package / "x.yaml"), "yaml") if f.code == "RLC351"]

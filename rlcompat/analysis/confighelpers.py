@@ -87,26 +87,37 @@ def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Ca
     value came from. A new config rule over a verl key is these three callables (docs/architecture.md, "Write a
     rule"; rules/triton_compile/fsdp_torch_compile.py is a complete one).
     """
-    from rlcompat.analysis.interpolation import select_default
-    from rlcompat.analysis.verlengines import critic_trained, takes_ppo_keys
+    from rlcompat.analysis.interpolation import followed_key, select_default
+    from rlcompat.analysis.verlengines import critic_trained, runs_sft_trainer, takes_ppo_keys
 
+    reported: set[int] = set()  # a config-group file mounted for several roles: one finding per line
     for known in ctx.verl.by_id(setting_id):
         if known.role not in roles or (known.role == "critic" and not critic_trained(view)):
             continue
+        if known.role == "sft" and view.kind == "command" and not runs_sft_trainer(view):
+            continue  # the SFT trainer's own keys (`engine.*`, `model.*`): not a PPO command's
         if setting_id in FSDP_ONLY and training_engine(view, known.role) != "fsdp":
             continue
         if known.worker and known.worker != worker_of(view, ctx.verl):
             continue
         setting = view.get(known.key)
+        if setting is not None and known.follows_always_set and view.mounts != ("",) and (
+                followed_key(setting) == known.follows):
+            continue  # verl's own config file: the followed key is always set, its line is the one judged
         if setting is not None:
             setting = select_default(view, setting)  # `${oc.select:KEY,DEFAULT}`: judged by its default
-            if setting is None or setting.value is None or not is_bad(setting.value):
+            if setting is None or setting.value is None or not is_bad(setting.value) or setting.key_span.start in reported:
                 continue
             value, safety = new_value(setting.value)
-            message = describe(view.full_key(setting) if view.kind == "yaml" else known.key, setting.value, where(setting))
+            message = describe(key_name(view, setting, known.key) if view.kind == "yaml" else known.key, setting.value,
+                               where(setting))
             ctx.report(setting.key_span, message, [setting.rewrite(value)], safety, f"set it to {value}")
+            if view.kind == "yaml":
+                reported.add(setting.key_span.start)
         elif known.role == "reward":
             continue  # the reward model's engine only runs when it is enabled: never add its settings
+        elif view.kind == "yaml" and known.omitted_in:
+            left_out(view, ctx, known, is_bad, new_value, describe)
         elif known.follows and view.get(known.follows) is not None:
             continue  # unset, it takes the value of the key it follows, which the script sets
         elif view.kind == "command" and view.is_verl and view.can_add and is_bad(known.default) and takes_ppo_keys(view):
@@ -118,6 +129,38 @@ def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Ca
             message = describe(known.key, known.default, origin)
             ctx.report(view.anchor, message, [view.add(known.add_prefix + known.key, value)], safety,
                        f"add {known.add_prefix}{known.key}={value}")
+
+
+def left_out(view: ConfigView, ctx: ConfigContext, known, is_bad, new_value, describe) -> None:
+    """verl's own config-group file `known.omitted_in` writes the mapping that would carry the key but not the key
+    (model/hf_model.yaml's `override_config: {}`): verl's default applies to every run that composes the file as
+    written, so the key is reported at the mapping's key and added to it."""
+    if not ctx.path.replace("\\", "/").endswith("trainer/config/" + known.omitted_in) or not is_bad(known.default):
+        return
+    mount = next((m for m in view.mounts if m and known.key.startswith(m + ".")), None)
+    if mount is None:
+        return
+    parent, _, leaf = known.key[len(mount) + 1:].rpartition(".")
+    span = view.sections.get(parent)
+    if span is None:
+        return
+    value, safety = new_value(known.default)
+    value = value if isinstance(value, str) else str(value).lower()  # YAML spells booleans true/false
+    origin = (f" ({parent} in this file does not set {leaf}, so {ctx.verl.label} uses its default, "
+              f"{known.proof.split(' (')[0]})")
+    ctx.report(span, describe(known.key, known.default, origin), [view.add(f"{parent}.{leaf}", value)], safety,
+               f"add {leaf}: {value} to {parent}")
+
+
+def key_name(view: ConfigView, setting: Setting, key: str) -> str:
+    """How a finding in a config-group file names a verl key: its full path, with the file's other mount points
+    (`view.full_key`), the path of `key` first: engine/fsdp.yaml's `use_torch_compile` is named as the SFT engine
+    trainer's `engine.use_torch_compile` where that is the key found live."""
+    paths = view.paths_of(setting)
+    if key not in paths or key == paths[0]:
+        return view.full_key(setting)
+    others = [mount for mount, path in zip(view.mounts, paths) if path != key]
+    return f"{key} (this file is also mounted at {', '.join(others)})"
 
 
 def turn_off(settings: list[Setting], ctx: ConfigContext, flag_message: Callable[[Setting], str],

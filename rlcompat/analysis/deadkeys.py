@@ -21,6 +21,8 @@ def report_dead_keys(view: ConfigView, ctx: ConfigContext, suffix: str, value_ma
             continue
         if dead.worker and dead.worker != worker_of(view, ctx.verl):
             continue
+        if view.kind != "command" and live_at_another_mount(view, setting, ctx.verl):
+            continue  # the line is read where the file is mounted for another trainer: not dead
         if view.kind != "command":
             if setting.key_span.start in reported:
                 continue
@@ -45,6 +47,15 @@ def report_dead_keys(view: ConfigView, ctx: ConfigContext, suffix: str, value_ma
             ctx.report(setting.key_span, message, edits, FixSafety.SAFE, f"set {dead.use} instead")
         else:
             ctx.report(setting.key_span, message)
+
+
+def live_at_another_mount(view: ConfigView, setting, knowledge) -> bool:
+    """Whether a config-group file's line is a live verl setting under another of the file's mount points (verl
+    0.6.1's engine/fsdp.yaml `use_torch_compile`: dead for the PPO trainer's legacy worker, read by the SFT engine
+    trainer at `engine`): a line that some trainer reads is not reported as doing nothing."""
+    paths = set(view.paths_of(setting)) - set(knowledge.dead)
+    worker = worker_of(view, knowledge)
+    return any(k.key in paths and (not k.worker or k.worker == worker) for k in knowledge.settings)
 
 
 def unknown_version_message(shown: str, dead, use: str) -> str:

@@ -32,3 +32,9 @@ def select_default(view: ConfigView, setting: Setting) -> Setting | None:
         default, start, end = default[1:-1], start + 1, end - 1
     via = f"the default of ${{oc.select:{followed},...}}, taken while {followed} is unset"
     return dataclasses.replace(setting, value=default, value_span=Span(start, end), via=via)
+
+
+def followed_key(setting: Setting) -> str | None:
+    """KEY of a setting written as `${oc.select:KEY,DEFAULT}`; None for any other value."""
+    match = _OC_SELECT.fullmatch((setting.value or "").strip())
+    return match.group(1) if match else None

@@ -42,6 +42,7 @@ def report_engine_settings(view: ConfigView, ctx: ConfigContext, setting_id: str
     """Report each engine-only verl setting of `setting_id` that the view sets to a bad value. `describe(key,
     value)` words the hazard; the message adds when it applies and the proof."""
     own_file = in_verl_package(ctx)
+    reported: set[int] = set()  # a config-group file mounted for several roles: one finding per line
     for known in ctx.verl.by_id(setting_id):
         if not known.engine:
             continue
@@ -50,7 +51,7 @@ def report_engine_settings(view: ConfigView, ctx: ConfigContext, setting_id: str
             _add_engine_default(view, ctx, known, is_bad, new_value, describe)
             continue
         setting = select_default(view, setting)
-        if setting is None or setting.value is None or not is_bad(setting.value):
+        if setting is None or setting.value is None or not is_bad(setting.value) or setting.key_span.start in reported:
             continue
         chosen = engines_chosen(view, known.role)
         if not own_file and chosen and known.engine not in chosen:
@@ -62,6 +63,7 @@ def report_engine_settings(view: ConfigView, ctx: ConfigContext, setting_id: str
         message = (f"{name} is {setting.value}{origin}: {describe(known.key, setting.value)}; use {value}{when} "
                    f"({ctx.verl.label} knowledge: {known.proof.split(' (')[0]})")
         ctx.report(setting.key_span, message, [setting.rewrite(value)], safety, f"set it to {value}")
+        reported.add(setting.key_span.start)
 
 
 def critic_trained(view: ConfigView) -> bool:
@@ -114,6 +116,15 @@ def in_its_config(view: ConfigView, ctx: ConfigContext, known) -> bool:
 # sft_trainer_ray.py:388 (sft_trainer_engine), main_eval.py:41 (evaluation); verl 0.7.0 adds fsdp_sft_trainer.py:843
 # (sft_trainer) and main_generation.py:43 (generation).
 _NOT_PPO = re.compile(r"(?:^|[\s./])(?:fsdp_)?sft_trainer(?:_ray)?(?:\.py)?(?:\s|$)|(?:^|[\s./])main_(?:eval|generation)(?:\.py)?(?:\s|$)")
+
+
+def runs_sft_trainer(view: ConfigView) -> bool:
+    """Whether a command runs verl's engine-based SFT trainer (verl.trainer.sft_trainer, config sft_trainer_engine),
+    whose config has the `engine` and `model` blocks (not fsdp_sft_trainer's)."""
+    return bool(_SFT_ENGINE.search(" ".join(view.command_words)))
+
+
+_SFT_ENGINE = re.compile(r"(?:^|[\s./])sft_trainer(?:_ray)?(?:\.py)?(?:\s|$)|config-name[= ]sft_trainer_engine")
 
 
 def takes_ppo_keys(view: ConfigView) -> bool:

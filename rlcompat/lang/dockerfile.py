@@ -3,7 +3,8 @@
 `RUN` bodies (shell form) go through the shell front end: the file is blanked to spaces outside them (newlines
 kept), so commands keep their real offsets and a fix edits the Dockerfile itself, as for Markdown code blocks.
 `ENV`/`ARG` lines of the `KEY=value` form are kept too (without the keyword): to the shell they are assignments,
-so `RUN pip install torch --index-url ${TORCH_INDEX}` resolves to the ARG's value, where a fix edits it.
+so `RUN pip install torch --index-url ${TORCH_INDEX}` resolves to the ARG's value, where a fix edits it. Likewise a
+`FROM ${BASE_IMAGE}` whose ARG writes the whole reference: the image is read, and retagged, in the ARG's value.
 The exec form (`RUN ["pip", "install", ...]`) and heredocs are not read.
 """
 
@@ -90,7 +91,12 @@ def _base_image(rest: str, at: int, group: Declared) -> None:
         return
     ref, start = words[0]
     literal = "$" not in ref
-    if not literal:
+    whole = VARIABLE.fullmatch(ref)
+    known = group.variable(whole.group("braced") or whole.group("bare")) if whole else None
+    if known is not None and "$" not in known.value:
+        # FROM ${BASE_IMAGE}: the reference is the ARG's value, read (and rewritten) where the ARG writes it
+        ref, start, literal = known.value, known.span.start, True
+    elif not literal:
         # FROM nvidia/cuda:${CUDA_VERSION}-cudnn-devel-ubuntu${UBUNTU}: what is known is enough to read the CUDA.
         ref = _expand(ref, group, partial=True)
         if ref is None:

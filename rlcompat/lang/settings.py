@@ -143,11 +143,11 @@ class ConfigView:
     is_verl: bool = False  # a verl config file or a verl training command
     anchor: Span | None = None  # what a finding about a missing key points at (the command's entry word; a TOML
     # file's first line)
-    sections: dict[str, Span] = field(default_factory=dict)  # TOML: `[table]` headers by dotted path, where a
-    # finding about a key the table leaves out points
+    sections: dict[str, Span] = field(default_factory=dict)  # TOML: `[table]` headers by dotted path; YAML: the
+    # keys whose values are mappings: where a finding about a key the table or mapping leaves out points
     command_words: tuple[str, ...] = ()  # the resolved words of a command (for engines and flags)
     word_spans: tuple[Span, ...] = ()  # where each of command_words is written (a wrapper's words share its span)
-    _adder: object = None  # shell: callable(key_with_prefix, value) -> Edit; TOML: callable(dotted key, value)
+    _adder: object = None  # shell: callable(key_with_prefix, value) -> Edit; TOML, YAML: callable(dotted key, value)
     unread: str = ""  # kind "unread": why the parser refused the command
 
     def get(self, key: str) -> Setting | None:
@@ -192,8 +192,8 @@ class ConfigView:
         return self._adder is not None
 
     def add(self, key: str, value: str) -> Edit | None:
-        """An edit adding the override `key=value` to this command, in the script's style, or the key to its TOML
-        table; None for YAML."""
+        """An edit adding the override `key=value` to this command, in the script's style, the key to its TOML
+        table, or (YAML) the key to the mapping the file writes for its parent; None where there is no such place."""
         return self._adder(key, value) if self._adder is not None else None
 
 

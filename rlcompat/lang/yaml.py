@@ -24,7 +24,7 @@ from typing import Iterable, NamedTuple, Sequence
 
 from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span, run_rules
-from rlcompat.findings import Finding
+from rlcompat.findings import Edit, Finding
 from rlcompat.textpos import LineIndex
 
 # Plain scalars that YAML (1.1 and 1.2 core schema alike) reads as null; `key:` with nothing after it is one too.
@@ -56,12 +56,27 @@ class Entry(NamedTuple):
     flow: bool  # inside a flow mapping (`{a: 1, b: 2}`), where `,` `]` `}` end a plain scalar
 
 
+class Mapping(NamedTuple):
+    """A mapping written as a key's value (`override_config: {}`, or a block of keys): where its key is, and where
+    a key added to it goes. Marks are 0-based (line, column)."""
+
+    key: str  # dotted
+    key_mark: tuple[int, int]
+    key_length: int
+    flow: bool  # `{...}`: `start` is its `{`, `end` just after its `}`
+    start: tuple[int, int]
+    end: tuple[int, int]  # flow: after `}`; block: the end of its last key or value
+    indent: int  # block: the column of its keys
+
+
 @dataclass
 class YamlDocument:
-    """A document whose root is a mapping (others configure nothing): its top-level keys and its entries."""
+    """A document whose root is a mapping (others configure nothing): its top-level keys, its entries and the
+    mappings written as values (by dotted key)."""
 
     top_keys: set[str] = field(default_factory=set)
     entries: list[Entry] = field(default_factory=list)
+    mappings: dict[str, Mapping] = field(default_factory=dict)
 
 
 class YamlDocuments(list):
@@ -137,7 +152,8 @@ def _syntax_error(exc: Exception) -> YamlSyntaxError:
 class _Frame:
     """A mapping or sequence being read."""
 
-    __slots__ = ("mapping", "prefix", "flow", "settings", "scope", "anchor", "first", "is_key", "key", "seen")
+    __slots__ = ("mapping", "prefix", "flow", "settings", "scope", "anchor", "first", "is_key", "key", "seen", "owner",
+                 "start", "last_end", "indent")
 
     def __init__(self, mapping: bool, prefix: str, flow: bool, settings: bool, scope: int, anchor: str | None,
                  first: int, is_key: bool = False) -> None:
@@ -151,6 +167,10 @@ class _Frame:
         self.is_key = is_key  # a complex key (`? [a, b]`): when it ends, its mapping's value comes next
         self.key: tuple | None = None  # (name, mark, length) of the key whose value comes next
         self.seen: dict[str, int] = {}  # key -> line, to refuse a duplicate key as a YAML loader does
+        self.owner: tuple | None = None  # (dotted key, mark, length) of the key whose value this mapping is
+        self.start = None  # the parser's mark where it starts
+        self.last_end = None  # the parser's mark where the last node read inside it ends (events come in order)
+        self.indent = -1  # the column of its first key
 
 
 class _Reader:
@@ -176,7 +196,7 @@ class _Reader:
             if kind in ("ScalarEvent", "AliasEvent", "MappingStartEvent", "SequenceStartEvent"):
                 self._node(event, kind)
             elif kind in ("MappingEndEvent", "SequenceEndEvent"):
-                self._close()
+                self._close(event)
             elif kind == "DocumentEndEvent":
                 self._end_document()
         self._end_document()
@@ -187,8 +207,15 @@ class _Reader:
             self.doc.entries = [entry for entry, _, is_setting in self.recorded if is_setting]
         self._start_document()
 
-    def _close(self) -> None:
+    def _close(self, event) -> None:
         done = self.stack.pop()
+        end = event.end_mark if done.flow else done.last_end
+        if self.stack:
+            self.stack[-1].last_end = end
+        if done.owner is not None and done.mapping and done.settings and self.doc is not None:
+            key, key_mark, key_length = done.owner
+            self.doc.mappings[key] = Mapping(key, key_mark, key_length, done.flow, (done.start.line, done.start.column),
+                                             (end.line, end.column), done.indent)
         if done.anchor is not None and done.mapping:
             cut = len(done.prefix) + 1 if done.prefix else 0
             self.anchored[done.anchor] = [
@@ -204,8 +231,11 @@ class _Reader:
             self.scopes += 1
             scope = self.scopes
         flow = flow or bool(event.flow_style)
-        self.stack.append(_Frame(kind == "MappingStartEvent", prefix, flow, settings, scope, event.anchor,
-                                 len(self.recorded), is_key))
+        frame = _Frame(kind == "MappingStartEvent", prefix, flow, settings, scope, event.anchor, len(self.recorded),
+                       is_key)
+        frame.start = frame.last_end = event.start_mark
+        self.stack.append(frame)
+        return frame
 
     def _node(self, event, kind: str) -> None:
         mark = (event.start_mark.line, event.start_mark.column)
@@ -223,6 +253,8 @@ class _Reader:
                 self._open(event, kind, "", False, kind == "MappingStartEvent", None)
             return
         frame = self.stack[-1]
+        if not opens:
+            frame.last_end = event.end_mark
         if frame.mapping and frame.key is None:
             self._key(frame, event, kind, mark)
             return
@@ -236,7 +268,7 @@ class _Reader:
             return
         key = f"{frame.prefix}.{name}" if frame.prefix else name
         if kind == "MappingStartEvent":
-            self._open(event, kind, key, frame.flow, frame.settings, frame.scope)
+            self._open(event, kind, key, frame.flow, frame.settings, frame.scope).owner = (key, key_mark, key_length)
             return
         if kind == "SequenceStartEvent":
             self._record(frame, Entry(key, key_mark, key_length, "sequence", None, frame.flow))
@@ -271,6 +303,8 @@ class _Reader:
         frame.seen[name] = mark[0] + 1
         if self.doc is not None and frame is self.stack[0]:
             self.doc.top_keys.add(name)
+        if frame.indent < 0:
+            frame.indent = mark[1]
         if event.style in ("'", '"'):
             mark = (mark[0], mark[1] + 1)  # point at the key's text, inside its quotes
         frame.key = (name, mark, len(name))
@@ -312,8 +346,51 @@ def _views(docs: YamlDocuments, text: str, path: str, knowledge: FrontEndKnowled
     for doc in docs:
         settings = [_setting(entry, text, index) for entry in doc.entries]
         is_verl = mounts != ("",) or bool(top_keys & doc.top_keys)
-        views.append(ConfigView("yaml", settings, mounts=mounts, is_verl=is_verl))
+        sections = {}
+        for m in doc.mappings.values():
+            start = index.offset(m.key_mark[0] + 1, m.key_mark[1])
+            sections[m.key] = Span(start, start + m.key_length)
+        views.append(ConfigView("yaml", settings, mounts=mounts, is_verl=is_verl, sections=sections,
+                                _adder=_adder(doc.mappings, text, index)))
     return views
+
+
+def _adder(mappings: dict[str, Mapping], text: str, index: LineIndex):
+    """`view.add(key, value)` for YAML: an edit writing `leaf: value` into the mapping the file writes for the
+    key's parent (`override_config: {}` -> `override_config: {attn_implementation: sdpa}`; a block mapping gets a
+    line of its own after its last entry, at its keys' indentation, in the file's line ending); None when the file
+    writes no such mapping."""
+
+    def add(key: str, value: str) -> Edit | None:
+        parent, _, leaf = key.rpartition(".")
+        mapping = mappings.get(parent)
+        if mapping is None or not leaf:
+            return None
+        entry = f"{leaf}: {value}"
+        if mapping.flow:
+            start = index.offset(mapping.start[0] + 1, mapping.start[1])
+            close = index.offset(mapping.end[0] + 1, mapping.end[1]) - 1
+            if text[start:start + 1] != "{" or text[close:close + 1] != "}":
+                return None
+            inner = text[start + 1:close]
+            if not inner.strip():
+                return Edit(start, close + 1, "{" + entry + "}")
+            at = start + 1 + len(inner.rstrip())
+            return Edit(at, at, " " + entry if inner.rstrip().endswith(",") else ", " + entry)
+        if mapping.indent < 0:
+            return None
+        end = index.offset(mapping.end[0] + 1, mapping.end[1])
+        if mapping.end[1] == 0 and end > 0:
+            end -= 1  # a block scalar ends at the start of the line after it
+        line_end = text.find("\n", end)
+        newline = "\r\n" if "\r\n" in text else "\n"
+        if line_end < 0:
+            line_end = len(text)
+        elif line_end > 0 and text[line_end - 1] == "\r":
+            line_end -= 1
+        return Edit(line_end, line_end, newline + " " * mapping.indent + entry)
+
+    return add
 
 
 def _setting(entry: Entry, text: str, index: LineIndex) -> Setting:

@@ -9,6 +9,7 @@ from rlcompat.lang.settings import ConfigRule
 from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
 from rlcompat.spellings import flash_attention
+from rlcompat.verl_knowledge import omitted_mapping_names
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    algorithm.adv_estimator=grpo \\\n    {extra}trainer.n_gpus_per_node=1\n"
 KEY = "actor_rollout_ref.model.override_config.attn_implementation"
@@ -22,7 +23,9 @@ class FlashAttentionSetting(ConfigRule):
         "Finds `attn_implementation: flash_attention_2|3` at any depth of a YAML config, as a Hydra override or as "
         "`--attn_implementation` flag; OpenRLHF's `--flash_attn`; verl's Megatron engine `attention_backend: flash`; "
         "and verl launch scripts that do not set "
-        "`override_config.attn_implementation`, whose default in verl is flash_attention_2 [S51]."
+        "`override_config.attn_implementation`, whose default in verl is flash_attention_2 [S51]; in verl's own "
+        "model configs, an `override_config` mapping that leaves it out where the version's knowledge proves it "
+        "(`omitted_in`: verl 0.6.1's and 0.7.0's `override_config: {}`)."
     )
     why = (
         "FlashAttention-2 needs compute capability 8.0 (`FlashAttention only supports Ampere GPUs or newer.`) [S10]; "
@@ -36,7 +39,9 @@ class FlashAttentionSetting(ConfigRule):
         "plain PyTorch attention, one of the choices engine/megatron.yaml lists): the same attention, but it "
         "materialises the attention matrix and needs more memory, so the fix is unsafe."
     )
-    triggers = ("flash_attention_", "flash_attn", "flash-attn", "attention_backend") + h.ENTRY_TRIGGERS
+    # + the mapping verl's own model configs leave attn_implementation out of (`override_config: {}`)
+    triggers = ("flash_attention_", "flash_attn", "flash-attn", "attention_backend") + h.ENTRY_TRIGGERS + (
+        omitted_mapping_names("attn-implementation"))
     python_triggers = ("flash_attention_", "flash_attn", "flash-attn")
     sources = ("S9", "S10", "S16", "S51")
 

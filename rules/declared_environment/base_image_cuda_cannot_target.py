@@ -45,6 +45,9 @@ class BaseImageCudaCannotTarget(DeclaredRule):
         Bad("FROM nvidia/cuda:12.4.1-devel-ubuntu22.04\n", path="Dockerfile", target="sm120"),
         Bad('ARG CUDA_VERSION="13.0.3"\nFROM nvidia/cuda:${CUDA_VERSION}-cudnn-devel-ubuntu24.04 AS base\n',
             path="Dockerfile", target="sm70"),
+        # the whole reference from a build ARG: read, and retagged, where the ARG writes it
+        Bad("ARG BASE_IMAGE=nvidia/cuda:13.0.1-devel-ubuntu24.04\nFROM ${BASE_IMAGE}\n", path="Dockerfile", unsafe=True,
+            fixed="ARG BASE_IMAGE=nvidia/cuda:12.9.1-devel-ubuntu24.04\nFROM ${BASE_IMAGE}\n"),
     )
     good = (
         Good("FROM nvidia/cuda:12.6.3-cudnn-devel-ubuntu22.04\n", path="Dockerfile"),

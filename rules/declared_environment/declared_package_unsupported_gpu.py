@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from rlcompat.capabilities import last_release_that_runs, min_capability
-from rlcompat.declared_facts import minimum_installed
+from rlcompat.declared_facts import minimum_installed, shipped_by_image
 from rlcompat.doctor import facts
 from rlcompat.lang.declared import DeclaredRule
 from rlcompat.rule import Bad, Good
@@ -21,8 +21,9 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         "`pip install` in Dockerfiles and scripts) for a package whose minimum compute capability in "
         "rules/environment.toml `[packages]` is above the target: flash-attn (8.0), flash-attn-3 and -4 (9.0), "
         "SGLang (7.5), and vLLM per release, judged for the release the specifier installs (pip's newest "
-        f"allowed): {min_capability('vllm').by_release()}. `rlcompat doctor` reads the same table for what is "
-        "installed."
+        f"allowed): {min_capability('vllm').by_release()}. A base image whose tag names a package it ships "
+        "(rules/environment.toml `[[docker.ships]]`: `hiyouga/pytorch:...-flashattn2.7.4-...`) counts as that "
+        "requirement. `rlcompat doctor` reads the same table for what is installed."
     )
     why = (
         "FlashAttention 2 refuses GPUs below Ampere (`FlashAttention only supports Ampere GPUs or newer.`) and its "
@@ -50,12 +51,18 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         Bad("FROM pytorch/pytorch:2.6.0-cuda12.4-cudnn9-devel\nRUN pip install "
             "https://example.org/flash_attn-2.7.4.post1+cu12torch2.6cxx11abiFALSE-cp311-cp311-linux_x86_64.whl\n",
             path="Dockerfile", target="sm75"),
+        # an image that ships flash-attn, named by a build ARG (LLaMA-Factory 0.9.5 docker/docker-cuda/Dockerfile:2-3)
+        Bad("ARG BASE_IMAGE=hiyouga/pytorch:th2.6.0-cu124-flashattn2.7.4-cxx11abi0-devel\nFROM ${BASE_IMAGE}\n",
+            path="Dockerfile"),
     )
     good = (
         Good("flash-attn==2.7.4.post1\n", path="requirements.txt", target="sm80"),
         Good("vllm>=0.8\n", path="requirements.txt", target="sm75"),
         Good("vllm==0.10.2\nfastapi\n", path="requirements.txt", target="sm70"),
         Good("# flash-attn  (Ampere only)\ntransformers\n", path="requirements.txt"),
+        Good("ARG BASE_IMAGE=hiyouga/pytorch:th2.6.0-cu124-flashattn2.7.4-cxx11abi0-devel\nFROM ${BASE_IMAGE}\n",
+             path="Dockerfile", target="sm80"),
+        Good("FROM hiyouga/pytorch:th2.6.0-cu124-cxx11abi0-devel\n", path="Dockerfile"),
         # a branch the build's own ARG default skips (LLaMA-Factory 0.9.5 docker/docker-cuda/Dockerfile:7, :39-43)
         Good("FROM python:3.11\nARG INSTALL_FLASHATTN=false\nRUN if [ \"${INSTALL_FLASHATTN}\" == \"true\" ]; then \\\n"
              "        pip install flash-attn --no-build-isolation; \\\n    fi\n", path="Dockerfile"),
@@ -67,6 +74,19 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
 
     def check_declared(self, group, ctx) -> None:
         minimums = _minimums()
+        for image in group.images:
+            for package, release, proof in shipped_by_image(image.image, image.tag):
+                p = minimums.get(package)
+                if p is None:
+                    continue
+                needed = (minimum_installed(p["min_capability_of"], "==" + release).text if "min_capability_of" in p
+                          else p["min_capability"])
+                if self.target.capability >= facts.capability(needed):
+                    continue
+                ctx.report(image.tag_span, f"{image.image}:{image.tag} ships {package} {release} "
+                                           f"({proof.split(' (')[0]}): it needs compute capability "
+                                           f"{needed}+, {self.target.name} is {self.target.capability_text}: "
+                                           f"{p['why']} (`{facts.error_text(p['error'])}`)", [None])
         for req in group.requirements:
             name = "flash-attn" if req.name == "flash-attention" else req.name
             p = minimums.get(name)

@@ -16,7 +16,8 @@ class FsdpTorchCompile(ConfigRule):
     title = "verl's FSDP engine compiles with torch.compile on a GPU Inductor refuses"
     what = (
         "Finds `fsdp_config.use_torch_compile: true` (verl's `engine/fsdp.yaml`, user configs, Hydra overrides for the "
-        "actor, ref and critic) and launch scripts that leave it at verl's default, true [S51]."
+        "actor, ref and critic; the SFT engine trainer's `engine.use_torch_compile`) and launch scripts that leave it "
+        "at verl's default, true [S51]."
     )
     why = (
         "With it on, the FSDP engine wraps its entropy computation in `torch.compile`, whose Inductor backend generates "
@@ -54,4 +55,4 @@ class FsdpTorchCompile(ConfigRule):
                     f"(compute capability {target.capability_text} < 7.0); set it to False")
 
         h.set_or_add(view, ctx, "torch-compile", lambda v: v.strip().lower() in h.TRUE_WORDS,
-                     lambda v: (False, FixSafety.SAFE), describe)
+                     lambda v: (False, FixSafety.SAFE), describe, roles=("actor", "ref", "critic", "sft"))
