@@ -17,14 +17,16 @@ verl's knowledge (rules/verl/<version>.toml) says, e.g. rollout/rollout.yaml und
 from __future__ import annotations
 
 import functools
+import json
 import os
+import re
 import warnings
 from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple, Sequence
 
 from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span, run_rules
-from rlcompat.findings import Finding
+from rlcompat.findings import Edit, Finding
 from rlcompat.textpos import LineIndex
 
 # Plain scalars that YAML (1.1 and 1.2 core schema alike) reads as null; `key:` with nothing after it is one too.
@@ -56,12 +58,25 @@ class Entry(NamedTuple):
     flow: bool  # inside a flow mapping (`{a: 1, b: 2}`), where `,` `]` `}` end a plain scalar
 
 
+class Section(NamedTuple):
+    """A mapping that is the value of a key (`fsdp_config:` and the keys under it), for a key the file leaves out:
+    where its key is written, the column of its own keys and where its last value ends (0-based line, column)."""
+
+    key_mark: tuple[int, int]
+    key_length: int
+    indent: int | None  # the column of its first key; None for an empty mapping
+    last: tuple[int, int] | None  # the end of its last value
+    flow: bool
+
+
 @dataclass
 class YamlDocument:
-    """A document whose root is a mapping (others configure nothing): its top-level keys and its entries."""
+    """A document whose root is a mapping (others configure nothing): its top-level keys, its entries and its
+    nested mappings (`sections`, by dotted key)."""
 
     top_keys: set[str] = field(default_factory=set)
     entries: list[Entry] = field(default_factory=list)
+    sections: dict[str, Section] = field(default_factory=dict)
 
 
 class YamlDocuments(list):
@@ -137,7 +152,8 @@ def _syntax_error(exc: Exception) -> YamlSyntaxError:
 class _Frame:
     """A mapping or sequence being read."""
 
-    __slots__ = ("mapping", "prefix", "flow", "settings", "scope", "anchor", "first", "is_key", "key", "seen")
+    __slots__ = ("mapping", "prefix", "flow", "settings", "scope", "anchor", "first", "is_key", "key", "seen",
+                 "section", "indent", "last")
 
     def __init__(self, mapping: bool, prefix: str, flow: bool, settings: bool, scope: int, anchor: str | None,
                  first: int, is_key: bool = False) -> None:
@@ -151,6 +167,9 @@ class _Frame:
         self.is_key = is_key  # a complex key (`? [a, b]`): when it ends, its mapping's value comes next
         self.key: tuple | None = None  # (name, mark, length) of the key whose value comes next
         self.seen: dict[str, int] = {}  # key -> line, to refuse a duplicate key as a YAML loader does
+        self.section: tuple | None = None  # (dotted key, mark, length) of the key whose value this mapping is
+        self.indent: int | None = None  # the column of this mapping's first key
+        self.last: tuple[int, int] | None = None  # where its last node ends
 
 
 class _Reader:
@@ -176,7 +195,7 @@ class _Reader:
             if kind in ("ScalarEvent", "AliasEvent", "MappingStartEvent", "SequenceStartEvent"):
                 self._node(event, kind)
             elif kind in ("MappingEndEvent", "SequenceEndEvent"):
-                self._close()
+                self._close(event)
             elif kind == "DocumentEndEvent":
                 self._end_document()
         self._end_document()
@@ -187,8 +206,15 @@ class _Reader:
             self.doc.entries = [entry for entry, _, is_setting in self.recorded if is_setting]
         self._start_document()
 
-    def _close(self) -> None:
+    def _close(self, event) -> None:
         done = self.stack.pop()
+        if done.flow:  # a block collection's end event stands where the next token starts; a flow one's at `}`/`]`
+            done.last = (event.end_mark.line, event.end_mark.column)
+        if done.section is not None and done.settings and self.doc is not None:
+            key, mark, length = done.section
+            self.doc.sections[key] = Section(mark, length, done.indent, done.last, done.flow)
+        if self.stack and done.last is not None:
+            self.stack[-1].last = done.last
         if done.anchor is not None and done.mapping:
             cut = len(done.prefix) + 1 if done.prefix else 0
             self.anchored[done.anchor] = [
@@ -223,7 +249,11 @@ class _Reader:
                 self._open(event, kind, "", False, kind == "MappingStartEvent", None)
             return
         frame = self.stack[-1]
+        if not opens:
+            frame.last = (event.end_mark.line, event.end_mark.column)
         if frame.mapping and frame.key is None:
+            if frame.indent is None:
+                frame.indent = mark[1]
             self._key(frame, event, kind, mark)
             return
         # A value in a mapping, or an item of a list.
@@ -237,6 +267,7 @@ class _Reader:
         key = f"{frame.prefix}.{name}" if frame.prefix else name
         if kind == "MappingStartEvent":
             self._open(event, kind, key, frame.flow, frame.settings, frame.scope)
+            self.stack[-1].section = (key, key_mark, key_length)
             return
         if kind == "SequenceStartEvent":
             self._record(frame, Entry(key, key_mark, key_length, "sequence", None, frame.flow))
@@ -312,8 +343,49 @@ def _views(docs: YamlDocuments, text: str, path: str, knowledge: FrontEndKnowled
     for doc in docs:
         settings = [_setting(entry, text, index) for entry in doc.entries]
         is_verl = mounts != ("",) or bool(top_keys & doc.top_keys)
-        views.append(ConfigView("yaml", settings, mounts=mounts, is_verl=is_verl))
+        sections = {}
+        for name, section in doc.sections.items():
+            start = index.offset(section.key_mark[0] + 1, section.key_mark[1])
+            sections[name] = Span(start, start + section.key_length)
+        views.append(ConfigView("yaml", settings, mounts=mounts, is_verl=is_verl, sections=sections,
+                                _adder=_adder(doc, text, index)))
     return views
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+
+
+def _adder(doc: YamlDocument, text: str, index: LineIndex):
+    """`add(key, value)` for a key the document leaves out: written in block style under the deepest mapping of the
+    document that holds it (`trainer.policy.fsdp_config` for `trainer.policy.fsdp_config.mixed_precision.param_dtype`,
+    the mappings in between added too), after that mapping's last line, indented as its keys are. None where that
+    mapping is a flow mapping or empty, or the document gives one of the keys in between a value of its own."""
+    newline = "\r\n" if "\r\n" in text else "\n"
+    written = {entry.key for entry in doc.entries}
+
+    def add(key: str, value: str) -> Edit | None:
+        parts = key.split(".")
+        depth = next((n for n in range(len(parts) - 1, 0, -1) if ".".join(parts[:n]) in doc.sections), 0)
+        if not depth:
+            return None
+        section = doc.sections[".".join(parts[:depth])]
+        if section.flow or section.indent is None or section.last is None:
+            return None
+        if any(".".join(parts[:n]) in written for n in range(depth + 1, len(parts) + 1)):
+            return None
+        step = section.indent - section.key_mark[1] if section.indent > section.key_mark[1] else 2
+        scalar = value if _PLAIN.fullmatch(value) else json.dumps(value)
+        rest = parts[depth:]
+        lines = [" " * (section.indent + i * step) + part + ":" + (f" {scalar}" if i == len(rest) - 1 else "")
+                 for i, part in enumerate(rest)]
+        line, column = section.last
+        if column:  # after the line its last value ends on (and that line's comment); a block scalar ends at column 0
+            line += 1
+        at = index.starts[line] if line < index.line_count else len(text)
+        lead = newline if at == len(text) and text and not text.endswith(("\n", "\r")) else ""
+        return Edit(at, at, lead + newline.join(lines) + newline)
+
+    return add
 
 
 def _setting(entry: Entry, text: str, index: LineIndex) -> Setting:
