@@ -5,6 +5,7 @@ wheel variant that is. One table each for doctor and scan; nothing here restates
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 
 from rlcompat.capabilities import MinCapability, min_capability
@@ -74,6 +75,30 @@ def _allows(op: str, version: str, line: tuple[int, int]) -> bool:
     if op == "<":
         return candidate < wanted
     return False
+
+
+@dataclass(frozen=True)
+class TorchPin:
+    """A release of another package that pins torch exactly (rules/torch_wheels.toml `[[pinned_by]]`)."""
+    package: str
+    release: str
+    torch: str
+    proof: str
+
+
+def torch_pinned_by(name: str, spec: str) -> TorchPin | None:
+    """The torch release a requirement installs with it: only for an exact pin (`vllm==0.11.0`) of a release the
+    table knows; a range is not resolved (the newest release it allows is not known here)."""
+    m = CLAUSE.match(spec) if "," not in spec else None
+    if m is None or m.group(1) not in ("==", "==="):
+        return None
+    return next((p for p in _torch_pins() if p.package == name and p.release == m.group(2)), None)
+
+
+@lru_cache(maxsize=1)
+def _torch_pins() -> tuple[TorchPin, ...]:
+    return tuple(TorchPin(r["package"], r["release"], r["torch"], r["proof"])
+                 for r in facts.torch_pin_rows())
 
 
 def variant(tag: str | None, torch_version: str) -> facts.WheelVariant | None:

@@ -135,6 +135,11 @@ def wheel_variants() -> tuple[WheelVariant, ...]:
     )
 
 
+def torch_pin_rows() -> tuple[dict, ...]:
+    """rules/torch_wheels.toml `[[pinned_by]]`: releases of other packages that pin torch exactly."""
+    return tuple(_table("torch_wheels.toml").get("pinned_by", ()))
+
+
 def index_url(tag: str) -> str:
     return _table("torch_wheels.toml")["index_url"].format(tag=tag)
 

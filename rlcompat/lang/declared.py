@@ -37,6 +37,7 @@ class Requirement:
     spec_span: Span | None = None  # the specifier's text, for rewriting it
     conda: bool = False  # a conda package (`pytorch=2.5`, `pytorch-cuda=12.1`), not a pip one
     editable: bool = True  # False when the text came from a variable: `span` is where it is used, not written
+    extra: str = ""  # the optional extra (pyproject.toml) it belongs to: installed only when asked for
 
 
 @dataclass
@@ -45,6 +46,8 @@ class IndexUrl:
     kind: str  # "index" | "extra" | "links"
     span: Span  # the URL's text
     editable: bool = True  # False when the URL came from a variable (`--index-url $TORCH_INDEX`)
+    uv_only: bool = False  # a `[[tool.uv.index]]` of pyproject.toml: uv reads it, pip does not
+    routed_at: Span | None = None  # an explicit uv index: where `[tool.uv.sources]` sends torch to it
 
     @property
     def pytorch_tag(self) -> str | None:

@@ -22,7 +22,8 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         "rules/environment.toml `[packages]` is above the target: flash-attn (8.0), flash-attn-3 and -4 (9.0), "
         "SGLang (7.5), and vLLM per release, judged for the release the specifier installs (pip's newest "
         f"allowed): {min_capability('vllm').by_release()}. `rlcompat doctor` reads the same table for what is "
-        "installed."
+        "installed. A pyproject.toml optional extra is installed only when asked for and is not reported (the torch an "
+        "extra pins is RLC601's)."
     )
     why = (
         "FlashAttention 2 refuses GPUs below Ampere (`FlashAttention only supports Ampere GPUs or newer.`) and its "
@@ -56,6 +57,7 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         Good("vllm>=0.8\n", path="requirements.txt", target="sm75"),
         Good("vllm==0.10.2\nfastapi\n", path="requirements.txt", target="sm70"),
         Good("# flash-attn  (Ampere only)\ntransformers\n", path="requirements.txt"),
+        Good('[project]\nname = "x"\n\n[project.optional-dependencies]\nfast = ["flash-attn==2.8.3"]\n', path="pyproject.toml"),
         # a branch the build's own ARG default skips (LLaMA-Factory 0.9.5 docker/docker-cuda/Dockerfile:7, :39-43)
         Good("FROM python:3.11\nARG INSTALL_FLASHATTN=false\nRUN if [ \"${INSTALL_FLASHATTN}\" == \"true\" ]; then \\\n"
              "        pip install flash-attn --no-build-isolation; \\\n    fi\n", path="Dockerfile"),
@@ -68,6 +70,8 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
     def check_declared(self, group, ctx) -> None:
         minimums = _minimums()
         for req in group.requirements:
+            if req.extra:
+                continue  # an optional extra is installed only when asked for; RLC601 judges the torch it pins
             name = "flash-attn" if req.name == "flash-attention" else req.name
             p = minimums.get(name)
             if p is None:
