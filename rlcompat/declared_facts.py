@@ -78,27 +78,31 @@ def _allows(op: str, version: str, line: tuple[int, int]) -> bool:
 
 
 @dataclass(frozen=True)
-class TorchPin:
-    """A release of another package that pins torch exactly (rules/torch_wheels.toml `[[pinned_by]]`)."""
+class TorchRequirement:
+    """What torch a release of another package asks pip for (rules/torch_wheels.toml `[[requires_torch]]`): an exact
+    release, or "" for any torch (the machine's stays)."""
     package: str
     release: str
+    extra: str
     torch: str
     proof: str
 
 
-def torch_pinned_by(name: str, spec: str) -> TorchPin | None:
-    """The torch release a requirement installs with it: only for an exact pin (`vllm==0.11.0`) of a release the
-    table knows; a range is not resolved (the newest release it allows is not known here)."""
+def torch_required_by(name: str, spec: str, extras: tuple[str, ...] = ()) -> TorchRequirement | None:
+    """The known torch requirement of the release a requirement installs: only for an exact pin (`vllm==0.11.0`)
+    of a release the table knows; a range is not resolved (the newest release it allows is not known here). A row
+    for one of the package's extras applies only when the requirement names that extra."""
     m = CLAUSE.match(spec) if "," not in spec else None
     if m is None or m.group(1) not in ("==", "==="):
         return None
-    return next((p for p in _torch_pins() if p.package == name and p.release == m.group(2)), None)
+    rows = [r for r in _torch_requirements() if r.package == name and r.release == m.group(2)]
+    return next((r for r in rows if r.extra and r.extra in extras), None) or next((r for r in rows if not r.extra), None)
 
 
 @lru_cache(maxsize=1)
-def _torch_pins() -> tuple[TorchPin, ...]:
-    return tuple(TorchPin(r["package"], r["release"], r["torch"], r["proof"])
-                 for r in facts.torch_pin_rows())
+def _torch_requirements() -> tuple[TorchRequirement, ...]:
+    return tuple(TorchRequirement(r["package"], r["release"], r.get("extra", ""), r["torch"], r["proof"])
+                 for r in facts.requires_torch_rows())
 
 
 def variant(tag: str | None, torch_version: str) -> facts.WheelVariant | None:

@@ -135,9 +135,9 @@ def wheel_variants() -> tuple[WheelVariant, ...]:
     )
 
 
-def torch_pin_rows() -> tuple[dict, ...]:
-    """rules/torch_wheels.toml `[[pinned_by]]`: releases of other packages that pin torch exactly."""
-    return tuple(_table("torch_wheels.toml").get("pinned_by", ()))
+def requires_torch_rows() -> tuple[dict, ...]:
+    """rules/torch_wheels.toml `[[requires_torch]]`: what torch releases of other packages ask pip for."""
+    return tuple(_table("torch_wheels.toml").get("requires_torch", ()))
 
 
 def index_url(tag: str) -> str:

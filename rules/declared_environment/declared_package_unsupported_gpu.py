@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from rlcompat.capabilities import last_release_that_runs, min_capability
-from rlcompat.declared_facts import minimum_installed
+from rlcompat.declared_facts import minimum_installed, torch_required_by
 from rlcompat.doctor import facts
 from rlcompat.lang.declared import DeclaredRule
 from rlcompat.rule import Bad, Good
@@ -22,8 +22,9 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         "rules/environment.toml `[packages]` is above the target: flash-attn (8.0), flash-attn-3 and -4 (9.0), "
         "SGLang (7.5), and vLLM per release, judged for the release the specifier installs (pip's newest "
         f"allowed): {min_capability('vllm').by_release()}. `rlcompat doctor` reads the same table for what is "
-        "installed. A pyproject.toml optional extra is installed only when asked for and is not reported (the torch an "
-        "extra pins is RLC601's)."
+        "installed. A package a pyproject.toml optional extra lists, of a release whose torch requirement "
+        "rules/torch_wheels.toml `[[requires_torch]]` knows, is not reported: installing an extra selects nothing, and "
+        "the torch it brings is RLC601's to judge; where that is not known, the package's own minimum is reported."
     )
     why = (
         "FlashAttention 2 refuses GPUs below Ampere (`FlashAttention only supports Ampere GPUs or newer.`) and its "
@@ -57,6 +58,7 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         Good("vllm>=0.8\n", path="requirements.txt", target="sm75"),
         Good("vllm==0.10.2\nfastapi\n", path="requirements.txt", target="sm70"),
         Good("# flash-attn  (Ampere only)\ntransformers\n", path="requirements.txt"),
+        # an extra that keeps the machine's torch (flash-attn 2.8.3 asks for any torch: rules/torch_wheels.toml)
         Good('[project]\nname = "x"\n\n[project.optional-dependencies]\nfast = ["flash-attn==2.8.3"]\n', path="pyproject.toml"),
         # a branch the build's own ARG default skips (LLaMA-Factory 0.9.5 docker/docker-cuda/Dockerfile:7, :39-43)
         Good("FROM python:3.11\nARG INSTALL_FLASHATTN=false\nRUN if [ \"${INSTALL_FLASHATTN}\" == \"true\" ]; then \\\n"
@@ -70,8 +72,8 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
     def check_declared(self, group, ctx) -> None:
         minimums = _minimums()
         for req in group.requirements:
-            if req.extra:
-                continue  # an optional extra is installed only when asked for; RLC601 judges the torch it pins
+            if req.extra and torch_required_by(req.name, req.spec, req.extras) is not None:
+                continue  # an extra selects nothing; what it does to torch is known, and RLC601's to judge
             name = "flash-attn" if req.name == "flash-attention" else req.name
             p = minimums.get(name)
             if p is None:

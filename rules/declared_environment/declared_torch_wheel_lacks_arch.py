@@ -24,7 +24,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         "the index's (or the version's `+cuXXX`) tag, else what PyPI ships for that release. Reports it when the "
         "variant's architecture list (rules/torch_wheels.toml, the table `rlcompat doctor` reads) has no code for "
         "the target. A requirement whose release pins torch exactly (`vllm==0.11.0`: torch 2.8.0, rules/torch_wheels.toml "
-        "`[[pinned_by]]`) installs that torch. In pyproject.toml each extra's torch pin is judged as pip installs it "
+        "`[[requires_torch]]`) installs that torch. In pyproject.toml each extra's torch pin is judged as pip installs it "
         "(from PyPI: pip reads no `[tool.uv]` table), and the uv index torch comes from once, where `[tool.uv.sources]` "
         "sends torch to an explicit index (an explicit index nothing sends torch to is not torch's)."
     )
@@ -42,7 +42,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         "`--extra-index-url` line for that variant (unsafe: pip then prefers the `+cuXXX` build of the same "
         "release, which depends on resolution order)."
     )
-    triggers = ("torch", "pytorch", "vllm")  # vllm: a package of rules/torch_wheels.toml [[pinned_by]]
+    triggers = ("torch", "pytorch", "vllm", "sglang")  # packages rules/torch_wheels.toml [[requires_torch]] knows to pin one
     sources = ("S29", "S30", "S31", "S32", "S34")
     prevents = ("E1", "E2")
 
@@ -65,7 +65,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         Bad(UV_ROUTED.format(tag="cu128"), path="pyproject.toml", fixed=UV_ROUTED.format(tag="cu118")),
         # pip: PyPI's 2.8.0 is the cu128 build (reported at the pin; no fix in a pyproject)
         Bad('[project]\nname = "x"\n\n[project.optional-dependencies]\ngpu = ["torch==2.8.0"]\n', path="pyproject.toml"),
-        # an optional extra is its own install; vllm 0.11.0 pins torch 2.8.0 (rules/torch_wheels.toml [[pinned_by]])
+        # an optional extra is its own install; vllm 0.11.0 pins torch 2.8.0 (rules/torch_wheels.toml [[requires_torch]])
         Bad('[project]\nname = "x"\n\n[project.optional-dependencies]\nvllm = ["vllm==0.11.0"]\n', path="pyproject.toml"),
     )
     good = (
@@ -97,7 +97,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         index = next((i for i in pytorch_indexes if i.kind == "index"), None) or (
             pytorch_indexes[0] if pytorch_indexes else None)
         if not any("$" in i.url and i.kind == "index" for i in group.indexes):
-            self._pinned_by_others(group, index, ctx)
+            self._torch_brought_by_others(group, index, ctx)
         conda_cuda = group.conda_package("pytorch-cuda")
         if torch is None and conda_cuda is not None and group.conda_package("pytorch") is not None:
             self._conda(group, conda_cuda, ctx)
@@ -181,16 +181,16 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
                     edits = [_retag(index.tag_span(), fit)]
                 ctx.report(index.routed_at or index.span, message, edits, FixSafety.SAFE,
                            f"install torch from the {fit} index" if fit else "")
-        self._pinned_by_others(group, None, ctx)
+        self._torch_brought_by_others(group, None, ctx)
 
-    def _pinned_by_others(self, group, index, ctx) -> None:
-        """A requirement whose release pins torch exactly (rules/torch_wheels.toml `[[pinned_by]]`: vllm==0.11.0
+    def _torch_brought_by_others(self, group, index, ctx) -> None:
+        """A requirement whose release pins torch exactly (rules/torch_wheels.toml `[[requires_torch]]`: vllm==0.11.0
         installs torch 2.8.0) replaces the machine's torch, from the group's pip index if it names one, else PyPI.
         Left alone where the same install pins another torch (pip refuses the pair)."""
         cc = self.target.capability
         for req in group.requirements:
-            pin = wheels.torch_pinned_by(req.name, req.spec) if req.name != "torch" else None
-            if pin is None:
+            pin = wheels.torch_required_by(req.name, req.spec, req.extras) if req.name != "torch" else None
+            if pin is None or not pin.torch:
                 continue
             own = [t for t in group.requirements if t.name == "torch" and t.extra in ("", req.extra)]
             if any(t.spec.startswith("==") and t.spec[2:].split("+", 1)[0] != pin.torch for t in own):
