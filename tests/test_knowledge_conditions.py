@@ -54,11 +54,14 @@ def test_crlf_files_keep_their_line_endings_and_a_flow_mapping_gets_no_fix():
     assert flow.fix is None and flow.location.line == 6
 
 
-def test_a_mapping_set_to_a_scalar_on_the_way_gets_no_fix():
+def test_a_mapping_set_to_a_scalar_or_an_alias_on_the_way_gets_no_fix():
     # `mixed_precision: null` is written: adding a second `mixed_precision:` would repeat the key
     text = BASE + "trainer:\n  policy:\n    fsdp_config:\n      mixed_precision: null\n"
     (found,) = _found(text)
     assert found.fix is None
+    aliased = "mp: &mp\n  reduce_dtype: fp32\n" + BASE + "trainer:\n  policy:\n    fsdp_config:\n      mixed_precision: *mp\n"
+    (found,) = _found(aliased)
+    assert found.fix is None and found.location.line == 8
 
 
 def test_the_condition_decides_whether_a_key_is_read_at_all():

@@ -359,7 +359,8 @@ def _adder(doc: YamlDocument, text: str, index: LineIndex):
     """`add(key, value)` for a key the document leaves out: written in block style under the deepest mapping of the
     document that holds it (`trainer.policy.fsdp_config` for `trainer.policy.fsdp_config.mixed_precision.param_dtype`,
     the mappings in between added too), after that mapping's last line, indented as its keys are. None where that
-    mapping is a flow mapping or empty, or the document gives one of the keys in between a value of its own."""
+    mapping is a flow mapping or empty, or the document gives one of the keys in between a value of its own (a
+    scalar, or an alias of another mapping)."""
     newline = "\r\n" if "\r\n" in text else "\n"
     written = {entry.key for entry in doc.entries}
 
@@ -371,8 +372,9 @@ def _adder(doc: YamlDocument, text: str, index: LineIndex):
         section = doc.sections[".".join(parts[:depth])]
         if section.flow or section.indent is None or section.last is None:
             return None
-        if any(".".join(parts[:n]) in written for n in range(depth + 1, len(parts) + 1)):
-            return None
+        between = [".".join(parts[:n]) for n in range(depth + 1, len(parts) + 1)]
+        if any(p in written or any(k.startswith(p + ".") for k in written) for p in between):
+            return None  # the document gives that key a value, or takes its mapping from an alias
         step = section.indent - section.key_mark[1] if section.indent > section.key_mark[1] else 2
         scalar = value if _PLAIN.fullmatch(value) else json.dumps(value)
         rest = parts[depth:]
