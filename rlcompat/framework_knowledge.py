@@ -45,8 +45,9 @@ class Kind:
 @dataclass(frozen=True)
 class Omitted:
     """Which config files of a framework would carry a key, so that leaving it out there selects its default: files
-    of one `format` (the front end's view kind: "toml") holding every table in `tables`. `releases` says in which
-    releases reading that format the default is the same, so the finding needs no version of the framework."""
+    of one `format` (the front end's view kind: "toml", "yaml") holding every table (TOML) or mapping (YAML, a dotted
+    path) in `tables`. `releases` says in which releases reading that format the default is the same, so the finding
+    needs no version of the framework."""
     format: str
     tables: tuple[str, ...]
     releases: str

@@ -34,6 +34,9 @@ def test_the_torch_source_line_is_found_in_its_own_table_only():
             'numpy = { index = "a" }\ntorch = { index = "gpu" }\n[tool.ruff]\ntorch = 2\n')
     names, span = pyproject_deps._torch_source({"torch": {"index": "gpu"}, "numpy": {"index": "a"}}, text)
     assert names == {"gpu"} and text[span.start:span.end] == 'torch = { index = "gpu" }'
+    crlf = text.replace("\n", "\r\n")
+    _, span = pyproject_deps._torch_source({"torch": {"index": "gpu"}}, crlf)
+    assert crlf[span.start:span.end] == 'torch = { index = "gpu" }'
 
 
 def test_each_extra_is_judged_as_its_own_install_and_extras_select_no_package():

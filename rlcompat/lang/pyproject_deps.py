@@ -62,7 +62,8 @@ def parse(text: str) -> Declared:
     return group
 
 
-_SOURCES_TABLE = re.compile(r"^\[tool\.uv\.sources\][ \t]*(?:#.*)?$", re.M)
+_SOURCES_TABLE = re.compile(r"^\[tool\.uv\.sources\][ \t]*(?:#[^\r\n]*)?\r?$", re.M)
+_NEXT_TABLE = re.compile(r"^[ \t]*\[", re.M)
 _TORCH_SOURCE = re.compile(r"^[ \t]*[\"']?torch[\"']?[ \t]*=", re.M)
 
 
@@ -77,12 +78,13 @@ def _torch_source(sources, text: str) -> tuple[set[str], Span | None] | None:
     header = _SOURCES_TABLE.search(text)
     if header is None:
         return names, None
-    end = re.compile(r"^[ \t]*\[", re.M).search(text, header.end())
+    end = _NEXT_TABLE.search(text, header.end())
     line = _TORCH_SOURCE.search(text, header.end(), end.start() if end else len(text))
     if line is None:
         return names, None
     start = line.start() + len(line.group(0)) - len(line.group(0).lstrip())
-    return names, Span(start, text.find("\n", start) if "\n" in text[start:] else len(text))
+    stop = text.find("\n", start)
+    return names, Span(start, len(text.rstrip("\r")) if stop < 0 else stop - (text[stop - 1] == "\r"))
 
 
 def _strings(value) -> list[str]:
