@@ -5,6 +5,7 @@ wheel variant that is. One table each for doctor and scan; nothing here restates
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 
 from rlcompat.capabilities import MinCapability, min_capability
@@ -74,6 +75,34 @@ def _allows(op: str, version: str, line: tuple[int, int]) -> bool:
     if op == "<":
         return candidate < wanted
     return False
+
+
+@dataclass(frozen=True)
+class TorchRequirement:
+    """What torch a release of another package asks pip for (rules/torch_wheels.toml `[[requires_torch]]`): an exact
+    release, or "" for any torch (the machine's stays)."""
+    package: str
+    release: str
+    extra: str
+    torch: str
+    proof: str
+
+
+def torch_required_by(name: str, spec: str, extras: tuple[str, ...] = ()) -> TorchRequirement | None:
+    """The known torch requirement of the release a requirement installs: only for an exact pin (`vllm==0.11.0`)
+    of a release the table knows; a range is not resolved (the newest release it allows is not known here). A row
+    for one of the package's extras applies only when the requirement names that extra."""
+    m = CLAUSE.match(spec) if "," not in spec else None
+    if m is None or m.group(1) not in ("==", "==="):
+        return None
+    rows = [r for r in _torch_requirements() if r.package == name and r.release == m.group(2)]
+    return next((r for r in rows if r.extra and r.extra in extras), None) or next((r for r in rows if not r.extra), None)
+
+
+@lru_cache(maxsize=1)
+def _torch_requirements() -> tuple[TorchRequirement, ...]:
+    return tuple(TorchRequirement(r["package"], r["release"], r.get("extra", ""), r["torch"], r["proof"])
+                 for r in facts.requires_torch_rows())
 
 
 def variant(tag: str | None, torch_version: str) -> facts.WheelVariant | None:

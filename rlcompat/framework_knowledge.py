@@ -45,12 +45,35 @@ class Kind:
 @dataclass(frozen=True)
 class Omitted:
     """Which config files of a framework would carry a key, so that leaving it out there selects its default: files
-    of one `format` (the front end's view kind: "toml") holding every table in `tables`. `releases` says in which
-    releases reading that format the default is the same, so the finding needs no version of the framework."""
+    of one `format` (the front end's view kind: "toml", "yaml") holding every table (TOML) or mapping (YAML, a dotted
+    path) in `tables`. `releases` says in which releases reading that format the default is the same, so the finding
+    needs no version of the framework."""
     format: str
     tables: tuple[str, ...]
     releases: str
     proof: str
+
+
+@dataclass(frozen=True)
+class Condition:
+    """When a framework reads a key at all (`when`): another setting of the same run has one of `values` (or, with
+    `other_than`, any value but those), `default` standing for it where the run leaves it unset. `any` holds
+    alternatives instead: the condition holds when one of them does (skyrl-train builds a reference model when
+    either KL switch is on)."""
+    key: str = ""
+    values: tuple[str, ...] = ()  # lower-cased
+    other_than: tuple[str, ...] = ()  # lower-cased; the condition holds for any value but these
+    default: str = ""
+    proof: str = ""
+    any: tuple["Condition", ...] = ()
+
+    def holds(self, value_of) -> bool:
+        """`value_of(key)` -> the value a run gives `key` (None: not set)."""
+        if self.any:
+            return any(c.holds(value_of) for c in self.any)
+        value = value_of(self.key)
+        low = (self.default if value is None else value).strip().strip("'\"").lower()
+        return low not in self.other_than if self.other_than else low in self.values
 
 
 @dataclass(frozen=True)
@@ -77,6 +100,7 @@ class FrameworkKey:
     judged_by: str = ""  # the table and rules that judge this key's values (then no kind's hazard list does)
     omitted: "Omitted | None" = field(default=None, compare=False, hash=False)  # its default in a file that leaves it out
     values: tuple[str, ...] = ()  # the kind's hazard values this release accepts (lower-cased); () = all of them
+    when: tuple[Condition, ...] = field(default=(), compare=False, hash=False)  # all must hold for the key to be read
 
     @property
     def label(self) -> str:
@@ -168,7 +192,9 @@ def _framework(data: dict, filename: str) -> Framework:
             row.get("default_at", "parse"), row.get("auto", ""), row.get("live", True), row.get("scoped", False),
             row["proof"], tuple(row.get("commands", ())), tuple(row.get("requires", ())),
             tuple(row.get("only_with", ())), examples, row.get("resolves", ""), row.get("auto_follows", ""),
-            row.get("judged_by", ""), _omitted(row, fw.name, filename), _values(row, fw.name, filename)))
+            row.get("judged_by", ""), _omitted(row, fw.name, filename), _values(row, fw.name, filename),
+            tuple(_condition(c, f"rules/frameworks/{fw.name}/{filename}: {row['names']} `when`")
+                  for c in row.get("when", ()))))
     object.__setattr__(fw, "keys", tuple(keys))
     for row in data.get("engine", ()):
         if not row.get("proof") or not row.get("commands") or not row.get("engine"):
@@ -198,6 +224,21 @@ def _values(row: dict, framework: str, filename: str) -> tuple[str, ...]:
         raise ValueError(f"rules/frameworks/{framework}/{filename}: {row['names']} `values` {unknown} are not hazard "
                          f"values of kind {row.get('kind')!r} (rules/frameworks/kinds.toml)")
     return values
+
+
+def _condition(row: dict, where: str) -> Condition:
+    """A `when` row: `{ key, values | other_than, default, proof }`, or `{ any = [rows] }`."""
+    if "any" in row:
+        if set(row) != {"any"} or not row["any"]:
+            raise ValueError(f"{where}: an `any` row holds alternatives only")
+        return Condition(any=tuple(_condition(r, where) for r in row["any"]))
+    missing = [f for f in ("key", "default", "proof") if f not in row]
+    if ("values" in row) == ("other_than" in row):
+        missing.append("values or other_than (one of them)")
+    if missing:
+        raise ValueError(f"{where}: a condition needs {', '.join(missing)}")
+    return Condition(row["key"], tuple(str(v).lower() for v in row.get("values", ())),
+                     tuple(str(v).lower() for v in row.get("other_than", ())), str(row["default"]), row["proof"])
 
 
 def _omitted(row: dict, framework: str, filename: str) -> Omitted | None:

@@ -109,7 +109,8 @@ def test_a_left_out_key_is_judged_only_in_verls_own_file_of_a_version_that_prove
     block = "override_config:\n  rope_scaling: null\n"
     package = _package(tmp_path, {"model/hf_model.yaml": block})
     (finding,) = scan_paths([str(package)], SM61).findings
-    assert finding.fix.edits[0].content == "\n  attn_implementation: sdpa"  # a block mapping: a line of its own
+    fix_paths([str(package)], SM61)  # a block mapping: a line of its own, at its keys' indentation
+    assert (package / "trainer/config/model/hf_model.yaml").read_text() == block + "  attn_implementation: sdpa\n"
     # Set in the file: the value is judged where it is written, once.
     package = _package(tmp_path / "set", {"model/hf_model.yaml": "override_config:\n  attn_implementation: flash_attention_2\n"})
     assert [(f.code, f.location.line) for f in scan_paths([str(package)], SM61).findings] == [("RLC204", 2)]

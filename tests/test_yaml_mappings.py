@@ -73,5 +73,5 @@ def test_sections_name_every_mapping_value_at_its_key(events):
 @pytest.mark.parametrize("path", FIXTURE_CONFIGS)
 def test_both_event_sources_give_the_same_mappings(path):
     text = open(path, encoding="utf-8").read()
-    assert ([d.mappings for d in yaml_fe._read_documents(libyaml(text))]
-            == [d.mappings for d in yaml_fe._read_documents(yaml_fe._ruamel_events(text))])
+    assert ([d.sections for d in yaml_fe._read_documents(libyaml(text))]
+            == [d.sections for d in yaml_fe._read_documents(yaml_fe._ruamel_events(text))])

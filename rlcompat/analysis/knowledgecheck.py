@@ -80,6 +80,20 @@ def matching_key(view: ConfigView, ctx: ConfigContext, setting: Setting, kinds: 
     return (exact, True) if exact else (same[0], False)
 
 
+def selected(view: ConfigView, key: fk.FrameworkKey) -> bool:
+    """Whether the run this view describes reads `key` at all (its `when` conditions, judged on the view's own
+    settings, a setting it leaves out by the condition's default): skyrl-train reads `torch_autocast.dtype` only
+    when `trainer.strategy` is deepspeed."""
+    if not key.when:
+        return True
+
+    def value_of(name: str) -> str | None:
+        found = view.get(name)
+        return None if found is None else found.value
+
+    return all(c.holds(value_of) for c in key.when)
+
+
 def known(view: ConfigView, ctx: ConfigContext, setting: Setting) -> bool:
     """Whether any framework key describes this setting (whatever its kind): the net then stays out of it."""
     return any(fk.name_matches(k, setting.key) and form_fits(k, setting)
@@ -189,6 +203,8 @@ def check(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:
         if match is None:
             continue
         key, version_known = match
+        if not selected(view, key):
+            continue  # another setting of the run leaves this key unread (a strategy that is not selected)
         found = hazard_of(key, value, target)
         if found is not None and not _feature_off_by_default(view, setting, key):
             hazards.append((setting, key, version_known, value, *found))
@@ -369,15 +385,15 @@ def _omitted_defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str
             done.add((fw.name, key.names[0]))
             if any(fk.name_matches(key, s.key) for s in view.settings if not s.flag and not is_env(s)):
                 continue
+            if not selected(view, key):
+                continue
             found = hazard_of(key, key.default, ctx.target)
             if found is None:
                 continue
             hazard, kind = found
-            table, _, leaf = key.names[0].rpartition(".")
-            anchor = view.sections.get(table, view.anchor)
+            anchor, where_, to_add = _left_out(view, key.names[0])
             if anchor is None:
                 continue
-            where_ = f"[{table}] does not set {leaf}" if _has_table(view, table) else f"this file has no [{table}] table"
             head = (f"{where_}, so {fw.label} ({spec.releases}) uses the default of {key.names[0]}, {key.default} "
                     f"({first_proof(spec.proof)}): {hazard.why}; {ctx.target.name} is {ctx.target.capability_text}")
             edits, safety, advice = [], FixSafety.SAFE, "; no value of this key avoids it"
@@ -386,15 +402,32 @@ def _omitted_defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str
                 if spelled is None:
                     advice = f"; {note}: train elsewhere or change tool"
                 else:
-                    edits, advice = [view.add(key.names[0], spelled)], f"; add {leaf} = {spelled} to [{table}]{note}"
+                    edits, advice = [view.add(key.names[0], spelled)], f"; {to_add(spelled)}{note}"
             elif kind.fix == "value" and key.safe:
-                edits, advice = [view.add(key.names[0], key.safe)], f"; add {leaf} = {key.safe} to [{table}]"
+                edits, advice = [view.add(key.names[0], key.safe)], f"; {to_add(key.safe)}"
             elif kind.fix in SWITCH_FIXES:
                 value = "false" if kind.fix == "off" else "true"
-                edits, advice = [view.add(key.names[0], value)], f"; add {leaf} = {value} to [{table}]"
+                edits, advice = [view.add(key.names[0], value)], f"; {to_add(value)}"
             if any(e is None for e in edits):
                 edits = []
             ctx.report(anchor, head + advice, edits, safety, advice.lstrip("; ").split(" (")[0])
+
+
+def _left_out(view: ConfigView, name: str):
+    """(where to report a key the file leaves out, how to say so, how to say what to add). A TOML key belongs to
+    its table (`[training]`, or the file's first line when the file has no such table); a YAML key to the deepest
+    mapping of the file on its path (`trainer.policy.fsdp_config` for its `mixed_precision.param_dtype`)."""
+    if view.kind == "yaml":
+        parts = name.split(".")
+        depth = next((n for n in range(len(parts) - 1, 0, -1) if ".".join(parts[:n]) in view.sections), 0)
+        if not depth:
+            return None, "", None
+        section, rest = ".".join(parts[:depth]), ".".join(parts[depth:])
+        return (view.sections[section], f"{section} does not set {rest}",
+                lambda value: f"add {rest}: {value} under {section}")
+    table, _, leaf = name.rpartition(".")
+    where_ = f"[{table}] does not set {leaf}" if _has_table(view, table) else f"this file has no [{table}] table"
+    return view.sections.get(table, view.anchor), where_, lambda value: f"add {leaf} = {value} to [{table}]"
 
 
 def _has_table(view: ConfigView, table: str) -> bool:

@@ -135,6 +135,11 @@ def wheel_variants() -> tuple[WheelVariant, ...]:
     )
 
 
+def requires_torch_rows() -> tuple[dict, ...]:
+    """rules/torch_wheels.toml `[[requires_torch]]`: what torch releases of other packages ask pip for."""
+    return tuple(_table("torch_wheels.toml").get("requires_torch", ()))
+
+
 def index_url(tag: str) -> str:
     return _table("torch_wheels.toml")["index_url"].format(tag=tag)
 

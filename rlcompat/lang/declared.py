@@ -18,7 +18,7 @@ from rlcompat.lang.settings import ConfigContext, ConfigRule, ConfigView, Span, 
 from rlcompat.findings import Finding
 
 # PEP 508 name, optional extras, then the version specifier up to a marker or comment.
-REQUIREMENT = re.compile(r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?P<spec>[^;#@]*)")
+REQUIREMENT = re.compile(r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[(?P<extras>[^\]]*)\])?\s*(?P<spec>[^;#@]*)")
 INDEX_OPTIONS = {"--index-url": "index", "-i": "index", "--extra-index-url": "extra", "-f": "links",
                  "--find-links": "links"}
 PYTORCH_INDEX = re.compile(r"download\.pytorch\.org/whl/(?:nightly/|test/)?(?P<tag>cu\d+|cpu|rocm[\d.]+|xpu)\b")
@@ -37,6 +37,8 @@ class Requirement:
     spec_span: Span | None = None  # the specifier's text, for rewriting it
     conda: bool = False  # a conda package (`pytorch=2.5`, `pytorch-cuda=12.1`), not a pip one
     editable: bool = True  # False when the text came from a variable: `span` is where it is used, not written
+    extra: str = ""  # the optional extra (pyproject.toml) it belongs to: installed only when asked for
+    extras: tuple[str, ...] = ()  # the package's own extras it asks for (`sglang[srt]`)
 
 
 @dataclass
@@ -45,6 +47,8 @@ class IndexUrl:
     kind: str  # "index" | "extra" | "links"
     span: Span  # the URL's text
     editable: bool = True  # False when the URL came from a variable (`--index-url $TORCH_INDEX`)
+    uv_only: bool = False  # a `[[tool.uv.index]]` of pyproject.toml: uv reads it, pip does not
+    routed_at: Span | None = None  # an explicit uv index: where `[tool.uv.sources]` sends torch to it
 
     @property
     def pytorch_tag(self) -> str | None:
@@ -204,8 +208,9 @@ def requirement_at(text: str, offset: int) -> Requirement | None:
         return None
     spec = m.group("spec").rstrip()
     spec_start = offset + m.start("spec")
+    extras = tuple(e.strip().lower() for e in (m.group("extras") or "").split(",") if e.strip())
     return Requirement(normalise(m.group("name")), spec.strip(), Span(offset, offset + len(text.rstrip())),
-                       Span(spec_start, spec_start + len(spec)) if spec.strip() else None)
+                       Span(spec_start, spec_start + len(spec)) if spec.strip() else None, extras=extras)
 
 
 _PIP_INSTALL = re.compile(r"^(?:.*/)?(?:pip3?(?:\.\d+)?|uv)$")

@@ -17,7 +17,9 @@ verl's knowledge (rules/verl/<version>.toml) says, e.g. rollout/rollout.yaml und
 from __future__ import annotations
 
 import functools
+import json
 import os
+import re
 import warnings
 from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple, Sequence
@@ -56,27 +58,27 @@ class Entry(NamedTuple):
     flow: bool  # inside a flow mapping (`{a: 1, b: 2}`), where `,` `]` `}` end a plain scalar
 
 
-class Mapping(NamedTuple):
-    """A mapping written as a key's value (`override_config: {}`, or a block of keys): where its key is, and where
-    a key added to it goes. Marks are 0-based (line, column)."""
+class Section(NamedTuple):
+    """A mapping that is the value of a key (`fsdp_config:` and the keys under it, `override_config: {}`), for a key
+    the file leaves out: where its key is written, where the mapping starts (a flow mapping's `{`), the column of its
+    own keys and where its last value ends (a flow mapping's: just after its `}`). 0-based (line, column)."""
 
-    key: str  # dotted
     key_mark: tuple[int, int]
     key_length: int
-    flow: bool  # `{...}`: `start` is its `{`, `end` just after its `}`
+    indent: int | None  # the column of its first key; None for an empty mapping
+    last: tuple[int, int] | None  # the end of its last value
+    flow: bool
     start: tuple[int, int]
-    end: tuple[int, int]  # flow: after `}`; block: the end of its last key or value
-    indent: int  # block: the column of its keys
 
 
 @dataclass
 class YamlDocument:
-    """A document whose root is a mapping (others configure nothing): its top-level keys, its entries and the
-    mappings written as values (by dotted key)."""
+    """A document whose root is a mapping (others configure nothing): its top-level keys, its entries and its
+    nested mappings (`sections`, by dotted key)."""
 
     top_keys: set[str] = field(default_factory=set)
     entries: list[Entry] = field(default_factory=list)
-    mappings: dict[str, Mapping] = field(default_factory=dict)
+    sections: dict[str, Section] = field(default_factory=dict)
 
 
 class YamlDocuments(list):
@@ -152,8 +154,8 @@ def _syntax_error(exc: Exception) -> YamlSyntaxError:
 class _Frame:
     """A mapping or sequence being read."""
 
-    __slots__ = ("mapping", "prefix", "flow", "settings", "scope", "anchor", "first", "is_key", "key", "seen", "owner",
-                 "start", "last_end", "indent")
+    __slots__ = ("mapping", "prefix", "flow", "settings", "scope", "anchor", "first", "is_key", "key", "seen",
+                 "section", "indent", "start", "last")
 
     def __init__(self, mapping: bool, prefix: str, flow: bool, settings: bool, scope: int, anchor: str | None,
                  first: int, is_key: bool = False) -> None:
@@ -167,10 +169,11 @@ class _Frame:
         self.is_key = is_key  # a complex key (`? [a, b]`): when it ends, its mapping's value comes next
         self.key: tuple | None = None  # (name, mark, length) of the key whose value comes next
         self.seen: dict[str, int] = {}  # key -> line, to refuse a duplicate key as a YAML loader does
-        self.owner: tuple | None = None  # (dotted key, mark, length) of the key whose value this mapping is
-        self.start = None  # the parser's mark where it starts
-        self.last_end = None  # the parser's mark where the last node read inside it ends (events come in order)
-        self.indent = -1  # the column of its first key
+        self.section: tuple | None = None  # (dotted key, mark, length) of the key whose value this mapping is
+        self.indent: int | None = None  # the column of this mapping's first key
+        # The parser's marks, turned into (line, column) once per mapping when it closes, not once per event.
+        self.start = None  # where it starts
+        self.last = None  # where its last node ends
 
 
 class _Reader:
@@ -209,13 +212,15 @@ class _Reader:
 
     def _close(self, event) -> None:
         done = self.stack.pop()
-        end = event.end_mark if done.flow else done.last_end
-        if self.stack:
-            self.stack[-1].last_end = end
-        if done.owner is not None and done.mapping and done.settings and self.doc is not None:
-            key, key_mark, key_length = done.owner
-            self.doc.mappings[key] = Mapping(key, key_mark, key_length, done.flow, (done.start.line, done.start.column),
-                                             (end.line, end.column), done.indent)
+        if done.flow:  # a block collection's end event stands where the next token starts; a flow one's at `}`/`]`
+            done.last = event.end_mark
+        if done.section is not None and done.settings and self.doc is not None:
+            key, mark, length = done.section
+            last = (done.last.line, done.last.column) if done.last is not None else None
+            self.doc.sections[key] = Section(mark, length, done.indent, last, done.flow,
+                                             (done.start.line, done.start.column))
+        if self.stack and done.last is not None:
+            self.stack[-1].last = done.last
         if done.anchor is not None and done.mapping:
             cut = len(done.prefix) + 1 if done.prefix else 0
             self.anchored[done.anchor] = [
@@ -233,9 +238,8 @@ class _Reader:
         flow = flow or bool(event.flow_style)
         frame = _Frame(kind == "MappingStartEvent", prefix, flow, settings, scope, event.anchor, len(self.recorded),
                        is_key)
-        frame.start = frame.last_end = event.start_mark
+        frame.start = event.start_mark
         self.stack.append(frame)
-        return frame
 
     def _node(self, event, kind: str) -> None:
         mark = (event.start_mark.line, event.start_mark.column)
@@ -254,8 +258,10 @@ class _Reader:
             return
         frame = self.stack[-1]
         if not opens:
-            frame.last_end = event.end_mark
+            frame.last = event.end_mark
         if frame.mapping and frame.key is None:
+            if frame.indent is None:
+                frame.indent = mark[1]
             self._key(frame, event, kind, mark)
             return
         # A value in a mapping, or an item of a list.
@@ -268,7 +274,8 @@ class _Reader:
             return
         key = f"{frame.prefix}.{name}" if frame.prefix else name
         if kind == "MappingStartEvent":
-            self._open(event, kind, key, frame.flow, frame.settings, frame.scope).owner = (key, key_mark, key_length)
+            self._open(event, kind, key, frame.flow, frame.settings, frame.scope)
+            self.stack[-1].section = (key, key_mark, key_length)
             return
         if kind == "SequenceStartEvent":
             self._record(frame, Entry(key, key_mark, key_length, "sequence", None, frame.flow))
@@ -303,8 +310,6 @@ class _Reader:
         frame.seen[name] = mark[0] + 1
         if self.doc is not None and frame is self.stack[0]:
             self.doc.top_keys.add(name)
-        if frame.indent < 0:
-            frame.indent = mark[1]
         if event.style in ("'", '"'):
             mark = (mark[0], mark[1] + 1)  # point at the key's text, inside its quotes
         frame.key = (name, mark, len(name))
@@ -347,50 +352,70 @@ def _views(docs: YamlDocuments, text: str, path: str, knowledge: FrontEndKnowled
         settings = [_setting(entry, text, index) for entry in doc.entries]
         is_verl = mounts != ("",) or bool(top_keys & doc.top_keys)
         sections = {}
-        for m in doc.mappings.values():
-            start = index.offset(m.key_mark[0] + 1, m.key_mark[1])
-            sections[m.key] = Span(start, start + m.key_length)
+        for name, section in doc.sections.items():
+            start = index.offset(section.key_mark[0] + 1, section.key_mark[1])
+            sections[name] = Span(start, start + section.key_length)
         views.append(ConfigView("yaml", settings, mounts=mounts, is_verl=is_verl, sections=sections,
-                                _adder=_adder(doc.mappings, text, index)))
+                                _adder=_adder(doc, text, index)))
     return views
 
 
-def _adder(mappings: dict[str, Mapping], text: str, index: LineIndex):
-    """`view.add(key, value)` for YAML: an edit writing `leaf: value` into the mapping the file writes for the
-    key's parent (`override_config: {}` -> `override_config: {attn_implementation: sdpa}`; a block mapping gets a
-    line of its own after its last entry, at its keys' indentation, in the file's line ending); None when the file
-    writes no such mapping."""
+_PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+
+
+def _adder(doc: YamlDocument, text: str, index: LineIndex):
+    """`add(key, value)` for a key the document leaves out, written into the deepest mapping of the document that
+    holds it (`trainer.policy.fsdp_config` for `trainer.policy.fsdp_config.mixed_precision.param_dtype`, the mappings
+    in between added too). A block mapping gets lines after its last line, indented as its keys are; a flow mapping
+    an entry before its `}` (`override_config: {}` -> `override_config: {attn_implementation: sdpa}`). None where a
+    block mapping is empty, or the document gives one of the keys in between a value of its own (a scalar, or an
+    alias of another mapping)."""
+    newline = "\r\n" if "\r\n" in text else "\n"
+    written = {entry.key for entry in doc.entries}
 
     def add(key: str, value: str) -> Edit | None:
-        parent, _, leaf = key.rpartition(".")
-        mapping = mappings.get(parent)
-        if mapping is None or not leaf:
+        parts = key.split(".")
+        depth = next((n for n in range(len(parts) - 1, 0, -1) if ".".join(parts[:n]) in doc.sections), 0)
+        if not depth:
             return None
-        entry = f"{leaf}: {value}"
-        if mapping.flow:
-            start = index.offset(mapping.start[0] + 1, mapping.start[1])
-            close = index.offset(mapping.end[0] + 1, mapping.end[1]) - 1
-            if text[start:start + 1] != "{" or text[close:close + 1] != "}":
-                return None
-            inner = text[start + 1:close]
-            if not inner.strip():
-                return Edit(start, close + 1, "{" + entry + "}")
-            at = start + 1 + len(inner.rstrip())
-            return Edit(at, at, " " + entry if inner.rstrip().endswith(",") else ", " + entry)
-        if mapping.indent < 0:
+        section = doc.sections[".".join(parts[:depth])]
+        between = [".".join(parts[:n]) for n in range(depth + 1, len(parts) + 1)]
+        if any(p in written or any(k.startswith(p + ".") for k in written) for p in between):
+            return None  # the document gives that key a value, or takes its mapping from an alias
+        scalar = value if _PLAIN.fullmatch(value) else json.dumps(value)
+        rest = parts[depth:]
+        if section.flow:
+            return _add_to_flow(section, rest, scalar, text, index)
+        if section.indent is None or section.last is None:
             return None
-        end = index.offset(mapping.end[0] + 1, mapping.end[1])
-        if mapping.end[1] == 0 and end > 0:
-            end -= 1  # a block scalar ends at the start of the line after it
-        line_end = text.find("\n", end)
-        newline = "\r\n" if "\r\n" in text else "\n"
-        if line_end < 0:
-            line_end = len(text)
-        elif line_end > 0 and text[line_end - 1] == "\r":
-            line_end -= 1
-        return Edit(line_end, line_end, newline + " " * mapping.indent + entry)
+        step = section.indent - section.key_mark[1] if section.indent > section.key_mark[1] else 2
+        lines = [" " * (section.indent + i * step) + part + ":" + (f" {scalar}" if i == len(rest) - 1 else "")
+                 for i, part in enumerate(rest)]
+        line, column = section.last
+        if column:  # after the line its last value ends on (and that line's comment); a block scalar ends at column 0
+            line += 1
+        at = index.starts[line] if line < index.line_count else len(text)
+        if at == len(text) and text and not text.endswith(("\n", "\r")):
+            return Edit(at, at, newline + newline.join(lines))  # a file without a final line end stays so
+        return Edit(at, at, newline.join(lines) + newline)
 
     return add
+
+
+def _add_to_flow(section: Section, rest: list[str], scalar: str, text: str, index: LineIndex) -> Edit | None:
+    """`rest[0]: {rest[1]: ... scalar}` as the last entry of a flow mapping."""
+    entry = f"{rest[-1]}: {scalar}"
+    for part in reversed(rest[:-1]):
+        entry = f"{part}: {{{entry}}}"
+    start = index.offset(section.start[0] + 1, section.start[1])
+    close = index.offset(section.last[0] + 1, section.last[1]) - 1
+    if text[start:start + 1] != "{" or text[close:close + 1] != "}":
+        return None
+    inner = text[start + 1:close]
+    if not inner.strip():
+        return Edit(start, close + 1, "{" + entry + "}")
+    at = start + 1 + len(inner.rstrip())
+    return Edit(at, at, " " + entry if inner.rstrip().endswith(",") else ", " + entry)
 
 
 def _setting(entry: Entry, text: str, index: LineIndex) -> Setting:

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from rlcompat.capabilities import last_release_that_runs, min_capability
-from rlcompat.declared_facts import minimum_installed, shipped_by_image
+from rlcompat.declared_facts import minimum_installed, shipped_by_image, torch_required_by
 from rlcompat.doctor import facts
 from rlcompat.lang.declared import DeclaredRule
 from rlcompat.rule import Bad, Good
@@ -23,7 +23,10 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         "SGLang (7.5), and vLLM per release, judged for the release the specifier installs (pip's newest "
         f"allowed): {min_capability('vllm').by_release()}. A base image whose tag names a package it ships "
         "(rules/environment.toml `[[docker.ships]]`: `hiyouga/pytorch:...-flashattn2.7.4-...`) counts as that "
-        "requirement. `rlcompat doctor` reads the same table for what is installed."
+        "requirement. `rlcompat doctor` reads the same table for what is installed. A package a pyproject.toml "
+        "optional extra lists, of a release whose torch requirement rules/torch_wheels.toml `[[requires_torch]]` "
+        "knows, is not reported: installing an extra selects nothing, and the torch it brings is RLC601's to judge; "
+        "where that is not known, the package's own minimum is reported."
     )
     why = (
         "FlashAttention 2 refuses GPUs below Ampere (`FlashAttention only supports Ampere GPUs or newer.`) and its "
@@ -63,6 +66,8 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         Good("ARG BASE_IMAGE=hiyouga/pytorch:th2.6.0-cu124-flashattn2.7.4-cxx11abi0-devel\nFROM ${BASE_IMAGE}\n",
              path="Dockerfile", target="sm80"),
         Good("FROM hiyouga/pytorch:th2.6.0-cu124-cxx11abi0-devel\n", path="Dockerfile"),
+        # an extra that keeps the machine's torch (flash-attn 2.8.3 asks for any torch: rules/torch_wheels.toml)
+        Good('[project]\nname = "x"\n\n[project.optional-dependencies]\nfast = ["flash-attn==2.8.3"]\n', path="pyproject.toml"),
         # a branch the build's own ARG default skips (LLaMA-Factory 0.9.5 docker/docker-cuda/Dockerfile:7, :39-43)
         Good("FROM python:3.11\nARG INSTALL_FLASHATTN=false\nRUN if [ \"${INSTALL_FLASHATTN}\" == \"true\" ]; then \\\n"
              "        pip install flash-attn --no-build-isolation; \\\n    fi\n", path="Dockerfile"),
@@ -88,6 +93,8 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
                                            f"{needed}+, {self.target.name} is {self.target.capability_text}: "
                                            f"{p['why']} (`{facts.error_text(p['error'])}`)", [None])
         for req in group.requirements:
+            if req.extra and torch_required_by(req.name, req.spec, req.extras) is not None:
+                continue  # an extra selects nothing; what it does to torch is known, and RLC601's to judge
             name = "flash-attn" if req.name == "flash-attention" else req.name
             p = minimums.get(name)
             if p is None:

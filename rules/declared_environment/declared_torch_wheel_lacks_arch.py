@@ -8,6 +8,8 @@ from rlcompat.findings import Edit, FixSafety
 from rlcompat.rule import Bad, Good
 
 CU = "https://download.pytorch.org/whl/"
+UV_ROUTED = ('[project]\nname = "x"\ndependencies = ["torch==2.7.1"]\n\n[tool.uv.sources]\ntorch = {{ index = "torch-gpu" }}\n\n'
+             '[[tool.uv.index]]\nname = "torch-gpu"\nurl = "' + CU + '{tag}"\nexplicit = true\n')
 
 
 class DeclaredTorchWheelLacksArch(DeclaredRule):
@@ -21,7 +23,10 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         "install` commands of scripts. The release pip installs is the newest one the specifier allows; the variant is "
         "the index's (or the version's `+cuXXX`) tag, else what PyPI ships for that release. Reports it when the "
         "variant's architecture list (rules/torch_wheels.toml, the table `rlcompat doctor` reads) has no code for "
-        "the target."
+        "the target. A requirement whose release pins torch exactly (`vllm==0.11.0`: torch 2.8.0, rules/torch_wheels.toml "
+        "`[[requires_torch]]`) installs that torch. In pyproject.toml each extra's torch pin is judged as pip installs it "
+        "(from PyPI: pip reads no `[tool.uv]` table), and the uv index torch comes from once, where `[tool.uv.sources]` "
+        "sends torch to an explicit index (an explicit index nothing sends torch to is not torch's)."
     )
     why = (
         "torch wheels hold cubins for a fixed list of architectures [S29][S30]: cu128/cu129 dropped sm_50-sm_61 from "
@@ -37,7 +42,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         "`--extra-index-url` line for that variant (unsafe: pip then prefers the `+cuXXX` build of the same "
         "release, which depends on resolution order)."
     )
-    triggers = ("torch", "pytorch")
+    triggers = ("torch", "pytorch", "vllm", "sglang")  # packages rules/torch_wheels.toml [[requires_torch]] knows to pin one
     sources = ("S29", "S30", "S31", "S32", "S34")
     prevents = ("E1", "E2")
 
@@ -55,6 +60,13 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             path="Dockerfile", fixed=f"FROM python:3.11\nRUN pip install --no-cache-dir torch==2.8.0 --index-url {CU}cu126\n"),
         Bad("name: rl\nchannels:\n  - pytorch\n  - nvidia\ndependencies:\n  - pip:\n    - torch==2.9.0\n",
             path="environment.yml"),
+        # uv takes torch from the explicit index [tool.uv.sources] sends it to (reported there, the URL retagged);
+        # pip reads no [tool.uv] table, and PyPI's 2.7.1 is the cu126 build, which runs
+        Bad(UV_ROUTED.format(tag="cu128"), path="pyproject.toml", fixed=UV_ROUTED.format(tag="cu118")),
+        # pip: PyPI's 2.8.0 is the cu128 build (reported at the pin; no fix in a pyproject)
+        Bad('[project]\nname = "x"\n\n[project.optional-dependencies]\ngpu = ["torch==2.8.0"]\n', path="pyproject.toml"),
+        # an optional extra is its own install; vllm 0.11.0 pins torch 2.8.0 (rules/torch_wheels.toml [[requires_torch]])
+        Bad('[project]\nname = "x"\n\n[project.optional-dependencies]\nvllm = ["vllm==0.11.0"]\n', path="pyproject.toml"),
     )
     good = (
         Good(f"--index-url {CU}cu126\ntorch==2.9.1\n", path="requirements.txt"),
@@ -64,6 +76,11 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         Good("torch>=2.6\n", path="requirements.txt", target="sm80"),
         Good("pip install -r requirements.txt\n", path="setup.sh"),
         Good("name: rl\ndependencies:\n  - pytorch=2.1\n  - pytorch-cuda=12.1\n", path="environment.yml"),
+        # PyPI's torch 2.7.1 is the cu126 build (sm_60 code); an explicit index nothing sends torch to serves no torch
+        Good('[project]\nname = "x"\n\n[project.optional-dependencies]\nsglang = ["torch==2.7.1"]\n\n'
+             '[[tool.uv.index]]\nname = "cu128"\nurl = "https://download.pytorch.org/whl/cu128"\nexplicit = true\n',
+             path="pyproject.toml"),
+        Good(UV_ROUTED.format(tag="cu128"), path="pyproject.toml", target="sm75"),
     )
 
     @classmethod
@@ -71,11 +88,16 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         return not all(v.runs_on(target.capability) for v in facts.wheel_variants())
 
     def check_declared(self, group, ctx) -> None:
+        if group.kind == "pyproject":
+            self._pyproject(group, ctx)
+            return
         cc = self.target.capability
         torch = group.requirement("torch")
         pytorch_indexes = [i for i in group.indexes if i.pytorch_tag]
         index = next((i for i in pytorch_indexes if i.kind == "index"), None) or (
             pytorch_indexes[0] if pytorch_indexes else None)
+        if not any("$" in i.url and i.kind == "index" for i in group.indexes):
+            self._torch_brought_by_others(group, index, ctx)
         conda_cuda = group.conda_package("pytorch-cuda")
         if torch is None and conda_cuda is not None and group.conda_package("pytorch") is not None:
             self._conda(group, conda_cuda, ctx)
@@ -122,6 +144,76 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         ctx.report(torch.span if index is None or local else index.span, message,
                    edits if edits else [None], safety, description)
 
+    def _pyproject(self, group, ctx) -> None:
+        """pyproject.toml is installed two ways: pip reads no `[tool.uv]` table, so each torch requirement (the core
+        one, and each extra's own pin: an extra is its own install) comes from PyPI; uv takes torch from the index
+        `[tool.uv.sources]` sends it to (or a non-explicit uv index), for whichever release the file pins."""
+        cc = self.target.capability
+        torches = [r for r in group.requirements if r.name == "torch" and not r.conda]
+        for torch in torches:
+            version = wheels.chosen_torch(torch.spec.split("+", 1)[0] if "+" in torch.spec else torch.spec)
+            variant = wheels.variant(facts.local_tag(torch.spec), version) if version else None
+            if variant is None or variant.runs_on(cc):
+                continue
+            fit = wheels.fitting_tag(version, cc)
+            extra = f" (the `{torch.extra}` extra)" if torch.extra else ""
+            where = f"the {variant.tag} index" if facts.local_tag(torch.spec) else f"PyPI (its {variant.tag} build)"
+            ctx.report(torch.span, f"pip installs torch {self._release(torch.spec, version)}{extra} from {where}: "
+                                   f"{self._lacks(variant)}" + (f"; install from {facts.index_url(fit)}" if fit else
+                                                                "; no official wheel of this release runs on it"),
+                       [None])
+        index = next((i for i in group.indexes if i.uv_only and i.pytorch_tag), None)
+        if index is not None and not torches:
+            self._index_only(index, ctx)
+        elif index is not None:
+            versions = sorted({v for v in (wheels.chosen_torch(t.spec.split("+", 1)[0]) for t in torches) if v},
+                              key=facts.release)
+            lacking = [(v, found) for v in versions if (found := wheels.variant(index.pytorch_tag, v)) is not None
+                       and not found.runs_on(cc)]
+            if lacking:
+                fit = _common_fit([v for v, _ in lacking], cc)
+                how = "[tool.uv.sources] sends torch to it" if index.routed_at is not None else "a uv index"
+                message = (f"uv installs torch {', '.join(v for v, _ in lacking)} from the {index.pytorch_tag} index "
+                           f"({how}); torch {lacking[0][0]} there: {self._lacks(lacking[0][1])}")
+                edits: list[Edit | None] = [None]
+                if fit is not None:
+                    message += f"; use {facts.index_url(fit)}"
+                    edits = [_retag(index.tag_span(), fit)]
+                ctx.report(index.routed_at or index.span, message, edits, FixSafety.SAFE,
+                           f"install torch from the {fit} index" if fit else "")
+        self._torch_brought_by_others(group, None, ctx)
+
+    def _torch_brought_by_others(self, group, index, ctx) -> None:
+        """A requirement whose release pins torch exactly (rules/torch_wheels.toml `[[requires_torch]]`: vllm==0.11.0
+        installs torch 2.8.0) replaces the machine's torch, from the group's pip index if it names one, else PyPI.
+        Left alone where the same install pins another torch (pip refuses the pair)."""
+        cc = self.target.capability
+        for req in group.requirements:
+            pin = wheels.torch_required_by(req.name, req.spec, req.extras) if req.name != "torch" else None
+            if pin is None or not pin.torch:
+                continue
+            own = [t for t in group.requirements if t.name == "torch" and t.extra in ("", req.extra)]
+            if any(t.spec.startswith("==") and t.spec[2:].split("+", 1)[0] != pin.torch for t in own):
+                continue
+            tag = index.pytorch_tag if index is not None and not index.uv_only else None
+            variant = wheels.variant(tag, pin.torch)
+            if variant is None or variant.runs_on(cc):
+                continue
+            fit = wheels.fitting_tag(pin.torch, cc)
+            where = f"the {variant.tag} index" if tag else f"PyPI (its {variant.tag} build)"
+            ctx.report(req.span, f"{req.name}{req.spec} installs torch {pin.torch} with it ({pin.proof}), from {where}: "
+                                 f"{self._lacks(variant)}"
+                                 + (f"; install torch from {facts.index_url(fit)} first, or pin another release"
+                                    if fit else ""), [None])
+
+    def _release(self, spec: str, version: str) -> str:
+        pinned = spec.startswith(("==", "==="))
+        return version if pinned else f"{version} (the newest release `torch{spec}` allows, per rules/torch_wheels.toml)"
+
+    def _lacks(self, variant) -> str:
+        return (f"it has kernels for {', '.join(variant.arches)} only: none runs on {self.target.name} "
+                f"({self.target.capability_text}), so the first CUDA call fails with `no kernel image is available`")
+
     def _index_only(self, index, ctx) -> None:
         tagged = wheels.variants_tagged(index.pytorch_tag)
         cc = self.target.capability
@@ -130,7 +222,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         newest = ".".join(map(str, wheels.torch_releases()[-1]))
         found = facts.wheel_for_target(newest, cc)  # the variant doctor's RLC501 would recommend
         fit = found[1].tag if found else None
-        ctx.report(index.span, f"no torch build on the {index.pytorch_tag} index has kernels for "
+        ctx.report(index.routed_at or index.span, f"no torch build on the {index.pytorch_tag} index has kernels for "
                                f"{self.target.name} ({self.target.capability_text})"
                                + (f"; use {facts.index_url(fit)}" if fit else ""), [None])
 
@@ -143,6 +235,14 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             return
         ctx.report(conda_cuda.span, f"pytorch {version} built for CUDA {conda_cuda.spec.lstrip('=')} has kernels for "
                                     f"{', '.join(variant.arches)} only: none runs on {self.target.name}", [None])
+
+
+def _common_fit(versions: list[str], cc: tuple[int, int]) -> str | None:
+    """The lowest-CUDA variant tag that ships every one of these torch releases with kernels for `cc` (one index for
+    all of a file's pins), or None."""
+    tags = [v.tag for v in sorted(facts.wheel_variants(), key=lambda v: facts.release(v.cuda))]
+    return next((t for t in dict.fromkeys(tags) if all((found := wheels.variant(t, v)) is not None and found.runs_on(cc)
+                                                        for v in versions)), None)
 
 
 def _retag(span: Span | None, tag: str) -> Edit | None:

@@ -19,8 +19,8 @@ class FrameworkDtypeSetting(ConfigRule):
         "`dtype`, ms-swift `torch_dtype`), and reports a value the target cannot run. A command of a known framework "
         "version that leaves such a flag at a hazardous default is reported too, and so is a config file that leaves out "
         "a key whose default is a hazard (a torchtitan train config without `[training] mixed_precision_param`: "
-        "bfloat16), at the table that would carry it. Adding a framework key is one data "
-        "row (with its own example) in that file."
+        "bfloat16; a skyrl-train config whose `fsdp_config` leaves out `mixed_precision`: bf16), at the table or "
+        "mapping that would carry it. Adding a framework key is one data row (with its own example) in that file."
     )
     why = (
         "bf16 has no hardware below compute capability 8.0 (emulated, slow; vLLM refuses it) [S1][S6]; TF32 tensor "
@@ -35,9 +35,11 @@ class FrameworkDtypeSetting(ConfigRule):
         "`--ds.param_dtype` takes bf16 or fp16 only) there is no fix. A command's default is reported with the flag "
         "to pass, not added; a key a config file leaves out is added to its table."
     )
-    # "[job]": the table of a torchtitan train config, which reports a dtype default the file leaves out (a key's
-    # `omitted` tables; tests/test_framework_knowledge.py holds each such key to a trigger of its rule)
-    triggers = ("dtype", "bf16", "bfloat16", "precision", "PRECISION", "tf32", "fp8", "openrlhf", "trl ", "[job]")
+    # "[job]": the table of a torchtitan train config, "fsdp_config:" the mapping of a skyrl-train config, which
+    # report a dtype default the file leaves out (a key's `omitted` tables; tests/test_framework_knowledge.py holds
+    # each such key to a trigger of its rule)
+    triggers = ("dtype", "bf16", "bfloat16", "precision", "PRECISION", "tf32", "fp8", "openrlhf", "trl ", "[job]",
+                "fsdp_config:")
     sources = ("S1", "S6", "S15", "S20")
     python_triggers = ("bf16", "bfloat16", "tf32", "fp8")  # argparse defaults, config fields, call keywords (lang/pysettings.py)
     kinds = KINDS

@@ -1,0 +1,78 @@
+"""pyproject.toml installed by pip and by uv: optional extras are their own installs (pip reads no `[tool.uv]` table),
+an explicit uv index serves torch only where `[tool.uv.sources]` sends torch to it (reported on that line), and a
+requirement whose release pins torch exactly (rules/torch_wheels.toml `[[requires_torch]]`) installs that torch."""
+
+from __future__ import annotations
+
+from rlcompat import declared_facts
+from rlcompat.api import scan_source
+from rlcompat.doctor import facts
+from rlcompat.lang import pyproject_deps
+from rlcompat.rules import file_rules
+from rlcompat.targets import resolve_target
+
+INDEX = '[[tool.uv.index]]\nname = "{name}"\nurl = "https://download.pytorch.org/whl/cu128"\nexplicit = {explicit}\n'
+
+
+def _found(text: str, target: str = "sm61", path: str = "pyproject.toml", language: str = "pyproject"):
+    return [(f.code, f.location.line) for f in scan_source(text, resolve_target(target), path, language)
+            if f.code in ("RLC601", "RLC603")]
+
+
+def test_an_explicit_index_is_torch_s_only_where_the_sources_table_sends_torch_there():
+    deps = '[project]\nname = "x"\ndependencies = ["torch==2.7.1"]\n\n'
+    routed = deps + '[tool.uv.sources]\n"torch" = [{ index = "gpu", marker = "sys_platform == \'linux\'" }]\n\n'
+    assert _found(routed + INDEX.format(name="gpu", explicit="true")) == [("RLC601", 6)]
+    assert not _found(deps + INDEX.format(name="gpu", explicit="true"))  # nothing sent there
+    assert not _found(routed + INDEX.format(name="other", explicit="true"))
+    # a non-explicit uv index serves every package: reported at its URL
+    assert _found(deps + INDEX.format(name="gpu", explicit="false")) == [("RLC601", 7)]
+
+
+def test_the_torch_source_line_is_found_in_its_own_table_only():
+    text = ('[project]\nname = "x"\n[tool.other]\ntorch = 1\n[tool.uv.sources]  # where packages come from\n'
+            'numpy = { index = "a" }\ntorch = { index = "gpu" }\n[tool.ruff]\ntorch = 2\n')
+    names, span = pyproject_deps._torch_source({"torch": {"index": "gpu"}, "numpy": {"index": "a"}}, text)
+    assert names == {"gpu"} and text[span.start:span.end] == 'torch = { index = "gpu" }'
+    crlf = text.replace("\n", "\r\n")
+    _, span = pyproject_deps._torch_source({"torch": {"index": "gpu"}}, crlf)
+    assert crlf[span.start:span.end] == 'torch = { index = "gpu" }'
+
+
+def test_each_extra_is_judged_as_its_own_install_and_extras_select_no_package():
+    text = ('[project]\nname = "x"\n\n[project.optional-dependencies]\nnew = ["torch==2.8.0", "flash-attn==2.8.3"]\n'
+            'old = ["torch==2.7.1", "sglang[srt]==0.4.8.post1"]\n')
+    assert _found(text) == [("RLC601", 5)]  # PyPI's 2.8.0 is cu128 (no sm_60); its 2.7.1 is cu126
+    assert not _found(text, "sm75")
+    requirements = pyproject_deps.parse(text).requirements
+    assert [(r.name, r.extra, r.extras) for r in requirements] == [
+        ("torch", "new", ()), ("flash-attn", "new", ()), ("torch", "old", ()), ("sglang", "old", ("srt",))]
+
+
+def test_a_package_in_an_extra_whose_torch_requirement_is_not_known_keeps_its_own_minimum():
+    # flash-attn 2.7.4's Requires-Dist is not in rules/torch_wheels.toml: what installing it does is not known here
+    text = '[project]\nname = "x"\n\n[project.optional-dependencies]\nfast = ["flash-attn==2.7.4"]\n'
+    assert _found(text) == [("RLC603", 5)]
+    # the row for sglang 0.4.8.post1's torch pin holds for its srt extra only
+    assert declared_facts.torch_required_by("sglang", "==0.4.8.post1", ("srt", "openai")).torch == "2.7.1"
+    assert declared_facts.torch_required_by("sglang", "==0.4.8.post1") is None
+
+
+def test_a_release_that_pins_torch_installs_it_unless_the_same_install_pins_another():
+    assert declared_facts.torch_required_by("vllm", "==0.11.0").torch == "2.8.0"
+    assert declared_facts.torch_required_by("vllm", ">=0.4.3,<=0.11.0") is None  # a range is not resolved
+    extra = '[project]\nname = "x"\n\n[project.optional-dependencies]\nvllm = ["vllm==0.11.0"{more}]\n'
+    assert _found(extra.format(more="")) == [("RLC601", 5)]
+    assert not _found(extra.format(more=', "torch==2.6.0"'))  # pip refuses the pair: not this rule's to say
+    # a requirement file: vLLM itself (RLC603) and the torch it brings (RLC601), both on its line
+    assert sorted(_found("vllm==0.11.0\n", path="requirements.txt", language="requirements")) == [
+        ("RLC601", 1), ("RLC603", 1)]
+    # a pip index that ships that torch with the card's code: the torch it brings runs
+    assert not [c for c in _found("--index-url https://download.pytorch.org/whl/cu126\nvllm==0.11.0\n",
+                                  path="requirements.txt", language="requirements") if c[0] == "RLC601"]
+
+
+def test_every_package_known_to_pin_torch_is_a_trigger_of_the_torch_wheel_rule():
+    (rule,) = [r for r in file_rules() if r.code == "RLC601"]
+    for row in facts.requires_torch_rows():
+        assert row["proof"] and (not row["torch"] or row["package"] in rule.triggers), row
