@@ -25,3 +25,18 @@ def run_cli(tmp_path):
         return proc.returncode, proc.stdout, proc.stderr
 
     return run
+
+
+@pytest.fixture
+def fresh_verl_detection():
+    """verl's version and package root are cached per path; tests that build verl trees under tmp_path (whose
+    paths repeat across tests) clear the caches before and after."""
+    from rlcompat import verl_knowledge
+
+    def clear():
+        verl_knowledge.version_in_tree.cache_clear()
+        verl_knowledge.package_root.cache_clear()
+
+    clear()
+    yield
+    clear()

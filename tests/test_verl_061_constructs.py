@@ -7,20 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from rlcompat import verl_knowledge as vk
 from rlcompat.api import fix_paths, scan_paths, scan_source
 from rlcompat.targets import resolve_target
 
 SM61, SM75, SM80 = resolve_target("sm61"), resolve_target("sm75"), resolve_target("sm80")
 
 
-@pytest.fixture(autouse=True)
-def _fresh_detection():
-    vk.version_in_tree.cache_clear()
-    vk.package_root.cache_clear()
-    yield
-    vk.version_in_tree.cache_clear()
-    vk.package_root.cache_clear()
+pytestmark = pytest.mark.usefixtures("fresh_verl_detection")
 
 
 def _package(tmp_path, files: dict[str, str], version: str = "0.6.1"):

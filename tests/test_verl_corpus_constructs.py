@@ -19,13 +19,7 @@ GENERATED = ("# This reference configration yaml is automatically generated via 
              "    dtype: bfloat16\n    enforce_eager: false\n")
 
 
-@pytest.fixture(autouse=True)
-def _fresh_detection():
-    vk.version_in_tree.cache_clear()
-    vk.package_root.cache_clear()
-    yield
-    vk.version_in_tree.cache_clear()
-    vk.package_root.cache_clear()
+pytestmark = pytest.mark.usefixtures("fresh_verl_detection")
 
 
 def _package(tmp_path, version: str | None, files: dict[str, str]):

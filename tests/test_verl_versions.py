@@ -27,11 +27,7 @@ def _tree(tmp_path, version: str | None, files=()):
     return package
 
 
-@pytest.fixture(autouse=True)
-def _fresh_detection():
-    vk.version_in_tree.cache_clear()
-    yield
-    vk.version_in_tree.cache_clear()
+pytestmark = pytest.mark.usefixtures("fresh_verl_detection")
 
 
 def test_every_rule_set_loads_and_names_its_proofs():
