@@ -34,6 +34,9 @@ class KnownSetting:
     # A config-group file of verl's own ("model/hf_model.yaml") that writes the key's parent mapping without the key,
     # so verl's default applies to every run composing it as written: the key is judged there, at the mapping.
     omitted_in: str = ""
+    # The only values verl's config class for the key accepts (its proof in `proof`): a fix writes no other value.
+    accepts: tuple[str, ...] = ()
+    accepts_proof: str = ""
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,8 @@ def _load(version: str, detected: str | None) -> Knowledge:
         settings=tuple(
             KnownSetting(s["id"], s["key"], str(s["default"]), s["proof"], s.get("role", "actor"), s.get("add", ""),
                          s.get("worker", ""), s.get("follows", ""), s.get("engine", ""), s.get("selected_by", ""),
-                         s.get("config", ""), s.get("follows_always_set", ""), s.get("omitted_in", ""))
+                         s.get("config", ""), s.get("follows_always_set", ""), s.get("omitted_in", ""),
+                         tuple(s.get("accepts", ())), s.get("accepts_proof", ""))
             for s in data["setting"]
         ),
         dead={d["key"]: DeadKey(d["key"], d["use"], d["why"], d["proof"], d.get("add", ""), d.get("worker", ""),

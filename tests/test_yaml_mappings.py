@@ -65,8 +65,17 @@ def test_sections_name_every_mapping_value_at_its_key(events):
     text = "a:\n  b: {}\n  c:\n    d: 1\nlist:\n  - e: {}\n\"q\": {x: 1}\n"
     view = _view(text, events)
     assert {key: text[span.start:span.end] for key, span in view.sections.items()} == {
-        "a": "a", "a.b": "b", "a.c": "c", "q": "q"}  # a mapping inside a list is not a setting's place
-    assert view.add("list.e.k", "v") is None and view.add("nowhere.k", "v") is None
+        "": "a", "a": "a", "a.b": "b", "a.c": "c", "q": "q"}  # a mapping inside a list is not a setting's place
+    assert view.add("list.e.k", "v") is None  # the list gives `list` a value of its own
+    # a key no mapping of the file carries: its mappings are added at the end of the root mapping
+    edit = view.add("nowhere.k", "v")
+    assert text[:edit.start] + edit.content + text[edit.end:] == text + "nowhere:\n  k: v\n"
+
+
+@pytest.mark.parametrize("events", SOURCES)
+def test_root_mapping_of_a_flow_document_takes_no_key(events):
+    assert _view("{a: 1}\n", events).add("b.c", "v") is None
+    assert "" not in _view("{a: 1}\n", events).sections
 
 
 @pytest.mark.skipif(libyaml is None, reason="PyYAML without libyaml")

@@ -132,24 +132,32 @@ def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Ca
 
 
 def left_out(view: ConfigView, ctx: ConfigContext, known, is_bad, new_value, describe) -> None:
-    """verl's own config-group file `known.omitted_in` writes the mapping that would carry the key but not the key
-    (model/hf_model.yaml's `override_config: {}`): verl's default applies to every run that composes the file as
-    written, so the key is reported at the mapping's key and added to it."""
+    """verl's own config-group file `known.omitted_in` leaves the key out (model/hf_model.yaml's `override_config:
+    {}`; engine/fsdp.yaml writes no `mixed_precision` at all): verl's default applies to every run that composes the
+    file as written, so the key is reported at the deepest mapping of the file on its path (the root mapping's first
+    key where there is none) and added there."""
     if not ctx.path.replace("\\", "/").endswith("trainer/config/" + known.omitted_in) or not is_bad(known.default):
         return
     mount = next((m for m in view.mounts if m and known.key.startswith(m + ".")), None)
     if mount is None:
         return
-    parent, _, leaf = known.key[len(mount) + 1:].rpartition(".")
-    span = view.sections.get(parent)
+    path = known.key[len(mount) + 1:]
+    parent, _, leaf = path.rpartition(".")
+    holder = parent
+    while holder and holder not in view.sections:
+        holder = holder.rpartition(".")[0]
+    span = view.sections.get(holder)
     if span is None:
         return
     value, safety = new_value(known.default)
     value = value if isinstance(value, str) else str(value).lower()  # YAML spells booleans true/false
-    origin = (f" ({parent} in this file does not set {leaf}, so {ctx.verl.label} uses its default, "
-              f"{known.proof.split(' (')[0]})")
-    ctx.report(span, describe(known.key, known.default, origin), [view.add(f"{parent}.{leaf}", value)], safety,
-               f"add {leaf}: {value} to {parent}")
+    missing = path[len(holder) + 1:] if holder else path
+    if holder == parent:
+        where_, advice = f"{parent} in this file does not set {leaf}", f"add {leaf}: {value} to {parent}"
+    else:
+        where_, advice = f"this file does not set {missing}", f"add {missing}: {value}" + (f" under {holder}" if holder else "")
+    origin = f" ({where_}, so {ctx.verl.label} uses its default, {known.proof.split(' (')[0]})"
+    ctx.report(span, describe(known.key, known.default, origin), [view.add(path, value)], safety, advice)
 
 
 def key_name(view: ConfigView, setting: Setting, key: str) -> str:

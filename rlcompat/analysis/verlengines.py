@@ -56,14 +56,36 @@ def report_engine_settings(view: ConfigView, ctx: ConfigContext, setting_id: str
         chosen = engines_chosen(view, known.role)
         if not own_file and chosen and known.engine not in chosen:
             continue  # the run uses another engine for this role: nothing reads the key
-        value, safety = new_value(setting.value)
+        value, safety = accepted_fix(known, ctx, *new_value(setting.value))
         name = view.full_key(setting) if view.kind == "yaml" else known.key
         origin = f" (from {setting.via})" if setting.via else ""
         when = "" if known.engine in chosen else f"; it applies when a run selects {known.selected_by}"
-        message = (f"{name} is {setting.value}{origin}: {describe(known.key, setting.value)}; use {value}{when} "
+        advice = f"use {value}" if value is not None else no_accepted_value(known, ctx)
+        message = (f"{name} is {setting.value}{origin}: {describe(known.key, setting.value)}; {advice}{when} "
                    f"({ctx.verl.label} knowledge: {known.proof.split(' (')[0]})")
-        ctx.report(setting.key_span, message, [setting.rewrite(value)], safety, f"set it to {value}")
+        ctx.report(setting.key_span, message, [setting.rewrite(value)] if value is not None else [], safety,
+                   f"set it to {value}" if value is not None else "")
         reported.add(setting.key_span.start)
+
+
+def accepted_fix(known, ctx: ConfigContext, value: str, safety: FixSafety) -> tuple[str | None, FixSafety]:
+    """The fix where verl's config class for the key accepts it (`accepts`: 0.8.0's McoreEngineConfig asserts
+    bfloat16 or float16). Else the accepted fp16 spelling where the precision policy computes in fp16 on the target
+    (unsafe: a bf16-pretrained model may overflow in fp16), else None: no value the engine takes runs there."""
+    if not known.accepts or value in known.accepts:
+        return value, safety
+    from rlcompat.precision import dtype_for
+
+    fp16 = next((a for a in known.accepts if a in ("float16", "fp16")), None)
+    if fp16 is not None and dtype_for(ctx.target, "autocast") == "float16":
+        return fp16, FixSafety.UNSAFE
+    return None, safety
+
+
+def no_accepted_value(known, ctx: ConfigContext) -> str:
+    return (f"the {known.engine} engine of {ctx.verl.label} accepts only {', '.join(known.accepts)} "
+            f"({known.accepts_proof}), and the precision policy (docs/precision.md) picks neither on {ctx.target.name}: "
+            f"train with the FSDP engine")
 
 
 def critic_trained(view: ConfigView) -> bool:
@@ -90,12 +112,13 @@ def _add_engine_default(view: ConfigView, ctx: ConfigContext, known, is_bad, new
         return
     if known.engine not in _role_engines(view, known.role) or (known.role == "critic" and not critic_trained(view)):
         return
-    value, safety = new_value(known.default)
+    value, safety = accepted_fix(known, ctx, *new_value(known.default))
+    advice = f"add {value}" if value is not None else no_accepted_value(known, ctx)
     message = (f"{known.key} is not set here, so the {known.engine} engine this command selects uses "
-               f"{ctx.verl.label}'s default, {known.default}: {describe(known.key, known.default)}; add {value} "
+               f"{ctx.verl.label}'s default, {known.default}: {describe(known.key, known.default)}; {advice} "
                f"({ctx.verl.label} knowledge: {known.proof.split(' (')[0]})")
-    ctx.report(view.anchor, message, [view.add(known.add_prefix + known.key, value)], safety,
-               f"add {known.add_prefix}{known.key}={value}")
+    ctx.report(view.anchor, message, [view.add(known.add_prefix + known.key, value)] if value is not None else [],
+               safety, f"add {known.add_prefix}{known.key}={value}" if value is not None else "")
 
 
 def in_its_config(view: ConfigView, ctx: ConfigContext, known) -> bool:

@@ -144,7 +144,8 @@ class ConfigView:
     anchor: Span | None = None  # what a finding about a missing key points at (the command's entry word; a TOML
     # file's first line)
     sections: dict[str, Span] = field(default_factory=dict)  # TOML: `[table]` headers by dotted path; YAML: the
-    # keys whose values are mappings: where a finding about a key the table or mapping leaves out points
+    # keys whose values are mappings (and "": a block root mapping's first key): where a finding about a key the
+    # table or mapping leaves out points
     command_words: tuple[str, ...] = ()  # the resolved words of a command (for engines and flags)
     word_spans: tuple[Span, ...] = ()  # where each of command_words is written (a wrapper's words share its span)
     _adder: object = None  # shell: callable(key_with_prefix, value) -> Edit; TOML, YAML: callable(dotted key, value)

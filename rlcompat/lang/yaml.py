@@ -74,7 +74,7 @@ class Section(NamedTuple):
 @dataclass
 class YamlDocument:
     """A document whose root is a mapping (others configure nothing): its top-level keys, its entries and its
-    nested mappings (`sections`, by dotted key)."""
+    nested mappings (`sections`, by dotted key; a block root mapping under "")."""
 
     top_keys: set[str] = field(default_factory=set)
     entries: list[Entry] = field(default_factory=list)
@@ -219,6 +219,11 @@ class _Reader:
             last = (done.last.line, done.last.column) if done.last is not None else None
             self.doc.sections[key] = Section(mark, length, done.indent, last, done.flow,
                                              (done.start.line, done.start.column))
+        elif not self.stack and done.mapping and not done.flow and done.seen and self.doc is not None:
+            # the document's root mapping, under "": where a key no mapping of the file carries yet is added
+            last = (done.last.line, done.last.column) if done.last is not None else None
+            start = (done.start.line, done.start.column)
+            self.doc.sections[""] = Section(start, len(next(iter(done.seen))), done.indent, last, False, start)
         if self.stack and done.last is not None:
             self.stack[-1].last = done.last
         if done.anchor is not None and done.mapping:
@@ -367,7 +372,8 @@ def _adder(doc: YamlDocument, text: str, index: LineIndex):
     """`add(key, value)` for a key the document leaves out, written into the deepest mapping of the document that
     holds it (`trainer.policy.fsdp_config` for `trainer.policy.fsdp_config.mixed_precision.param_dtype`, the mappings
     in between added too). A block mapping gets lines after its last line, indented as its keys are; a flow mapping
-    an entry before its `}` (`override_config: {}` -> `override_config: {attn_implementation: sdpa}`). None where a
+    an entry before its `}` (`override_config: {}` -> `override_config: {attn_implementation: sdpa}`); a key no
+    mapping of the file carries goes at the end of the root mapping (`mixed_precision:` and its key). None where a
     block mapping is empty, or the document gives one of the keys in between a value of its own (a scalar, or an
     alias of another mapping)."""
     newline = "\r\n" if "\r\n" in text else "\n"
@@ -376,9 +382,9 @@ def _adder(doc: YamlDocument, text: str, index: LineIndex):
     def add(key: str, value: str) -> Edit | None:
         parts = key.split(".")
         depth = next((n for n in range(len(parts) - 1, 0, -1) if ".".join(parts[:n]) in doc.sections), 0)
-        if not depth:
+        if not depth and "" not in doc.sections:
             return None
-        section = doc.sections[".".join(parts[:depth])]
+        section = doc.sections[".".join(parts[:depth])]  # depth 0: the root mapping
         between = [".".join(parts[:n]) for n in range(depth + 1, len(parts) + 1)]
         if any(p in written or any(k.startswith(p + ".") for k in written) for p in between):
             return None  # the document gives that key a value, or takes its mapping from an alias

@@ -32,7 +32,10 @@ class VerlEngineBf16Dtype(ConfigRule):
         "left it out): the precision policy keeps training weights in fp32 below sm80 (docs/precision.md), which "
         "is safe (Megatron at float32 turns neither its fp16 nor its bf16 mode on: verl 0.9.1 "
         "verl/workers/engine/megatron/transformer_impl.py:334-335); fp16 would be faster on sm70/sm75 but a "
-        "bf16-pretrained model may overflow in it [S66], so rlcompat does not choose it for you."
+        "bf16-pretrained model may overflow in it [S66], so rlcompat does not choose it for you. Where the "
+        "version's knowledge says the engine's config class accepts only some values (`accepts`: verl 0.8.0's "
+        "McoreEngineConfig asserts bfloat16 or float16), float32 is not written: float16 on sm70/sm75 (unsafe, "
+        "Megatron's fp16 optimizer scales the loss), and no fix on sm6x, where the message says to use the FSDP engine."
     )
     triggers = ("dtype",) + h.ENTRY_TRIGGERS
     sources = ("S1", "S5", "S66")
