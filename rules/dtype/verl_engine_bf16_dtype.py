@@ -28,32 +28,35 @@ class VerlEngineBf16Dtype(ConfigRule):
         "is emulated and slow, and fused kernels refuse it [S1][S5]."
     )
     fix_safety = (
-        "The bf16 spelling becomes the fp32 one (`float32`, `fp32`; added as an override where a launch command "
-        "left it out): the precision policy keeps training weights in fp32 below sm80 (docs/precision.md), which "
-        "is safe (Megatron at float32 turns neither its fp16 nor its bf16 mode on: verl 0.9.1 "
-        "verl/workers/engine/megatron/transformer_impl.py:334-335); fp16 would be faster on sm70/sm75 but a "
-        "bf16-pretrained model may overflow in it [S66], so rlcompat does not choose it for you. Where the "
-        "version's knowledge says the engine's config class accepts only some values (`accepts`: verl 0.8.0's "
-        "McoreEngineConfig asserts bfloat16 or float16), float32 is not written: float16 on sm70/sm75 (unsafe, "
-        "Megatron's fp16 optimizer scales the loss), and no fix on sm6x, where the message says to use the FSDP engine."
+        "fsdp_turbo: the bf16 spelling becomes the fp32 one (`fp32`; added as an override where a launch command "
+        "left it out): the precision policy keeps training weights in fp32 below sm80 (docs/precision.md). "
+        "Megatron: its config class takes only bfloat16 or float16 (`accepts` in the version's knowledge: "
+        "McoreEngineConfig asserts it, verl 0.6.1 to 0.9.1), so float32 would stop the run at startup; the fix "
+        "writes float16 on sm70/sm75 (unsafe: a bf16-pretrained model may overflow in it [S66]; Megatron's fp16 "
+        "optimizer scales the loss), and gives none on sm6x, where the message says to use the FSDP engine."
     )
     triggers = ("dtype",) + h.ENTRY_TRIGGERS
     sources = ("S1", "S5", "S66")
 
     bad = (
+        # McoreEngineConfig takes only bfloat16 or float16 (verl 0.9.1 verl/workers/config/engine.py:218): no fix on
+        # sm61; float16 on sm75, whose tensor cores run it (unsafe: a bf16-pretrained model may overflow in it)
+        Bad("# Mixed precision training param dtype\ndtype: bfloat16 # [\"bfloat16\", \"float16\"]\n", path=MEGATRON),
         Bad("# Mixed precision training param dtype\ndtype: bfloat16 # [\"bfloat16\", \"float16\"]\n", path=MEGATRON,
-            fixed="# Mixed precision training param dtype\ndtype: float32 # [\"bfloat16\", \"float16\"]\n"),
+            target="sm75", unsafe=True,
+            fixed="# Mixed precision training param dtype\ndtype: float16 # [\"bfloat16\", \"float16\"]\n"),
         Bad(TURBO.format(p="bf16", o="bf16"), fixed=TURBO.format(p="fp32", o="fp32"),
             path="verl/trainer/config/engine/fsdp.yaml"),
         Bad("python3 -m verl.trainer.main_ppo --config-name ppo_megatron_trainer "
-            "actor_rollout_ref.actor.megatron.dtype=bfloat16\n", path="run.sh",
+            "actor_rollout_ref.actor.megatron.dtype=bfloat16\n", path="run.sh", target="sm75", unsafe=True,
             fixed="python3 -m verl.trainer.main_ppo --config-name ppo_megatron_trainer "
-            "actor_rollout_ref.actor.megatron.dtype=float32 actor_rollout_ref.ref.megatron.dtype=float32 "
-            "critic.megatron.dtype=float32\n"),
+            "actor_rollout_ref.actor.megatron.dtype=float16 actor_rollout_ref.ref.megatron.dtype=float16 "
+            "critic.megatron.dtype=float16\n"),
         # a command that selects the engine and leaves its dtype at verl's default gets the override added
         Bad("python3 -m verl.trainer.main_ppo model_engine=megatron algorithm.adv_estimator=grpo\n", path="run.sh",
+            target="sm75", unsafe=True,
             fixed="python3 -m verl.trainer.main_ppo model_engine=megatron algorithm.adv_estimator=grpo "
-            "actor_rollout_ref.actor.megatron.dtype=float32 actor_rollout_ref.ref.megatron.dtype=float32\n"),
+            "actor_rollout_ref.actor.megatron.dtype=float16 actor_rollout_ref.ref.megatron.dtype=float16\n"),
     )
     good = (
         Good("dtype: float16\n", path=MEGATRON, target="sm75"),
