@@ -67,6 +67,9 @@ class Knowledge:
     entry_triggers: tuple[str, ...] = ()  # words whose presence in a file may mean a command runs an entry point
     # Files of the verl package that no entry point of this version reads: path relative to the package -> why
     unread: dict[str, str] = field(default_factory=dict)
+    # Files whose settings (all of them, or those under `keys`) only an option no shipped entry config selects reads:
+    # path relative to the package -> (key prefixes, "" = whole file; the option). rlcompat/verl_unselected.py
+    unselected: dict[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)
 
     @property
     def version_known(self) -> bool:
@@ -147,6 +150,7 @@ def _load(version: str, detected: str | None) -> Knowledge:
         default_worker=data.get("default_worker", "engine"),
         entry_triggers=tuple(data["entry_points"].get("triggers", ())),
         unread={f: u["why"] for u in data.get("unread", ()) for f in u["files"]},
+        unselected={f: (tuple(u.get("keys", ("",))), u["option"]) for u in data.get("unselected", ()) for f in u["files"]},
     )
 
 

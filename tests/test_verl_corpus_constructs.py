@@ -100,8 +100,12 @@ def test_070_legacy_fsdp_dtype_megatron_and_reward_files(tmp_path):
     found = {(f.path.split("config/")[-1], f.location.line, f.code) for f in scan_paths([str(package)], SM61).findings}
     assert ("engine/fsdp.yaml", 2, "RLC105") in found  # the legacy worker's param dtype (fsdp_workers.py:491)
     assert ("engine/megatron.yaml", 2, "RLC204") in found and ("engine/megatron.yaml", 3, "RLC120") in found
-    assert ("reward_model/megatron_reward_loop.yaml", 3, "RLC104") in found
-    assert ("reward_model/megatron_reward_model.yaml", 2, "RLC120") in found
+    # The reward model is off in every shipped entry config (reward_model.enable: False): its settings in verl's own
+    # files are not reported (rules/verl/0.7.0.toml [[unselected]]); a user's config that enables it is.
+    assert not [f for f in found if f[0].startswith("reward_model/")]
+    user = tmp_path / "my_reward.yaml"
+    user.write_text("reward_model:\n  enable: True\n  rollout:\n    name: vllm\n    dtype: bfloat16\n")
+    assert [(f.location.line, f.code) for f in scan_paths([str(user)], SM61).findings if f.code == "RLC104"] == [(5, "RLC104")]
     assert ("generation.yaml", 2, "RLC401") in found
     # rollout.name of another tool's YAML is not main_generation's.
     assert not [f for f in scan_source("rollout:\n  name: hf\n", SM61, str(tmp_path / "tool.yaml"), "yaml")
@@ -111,8 +115,13 @@ def test_070_legacy_fsdp_dtype_megatron_and_reward_files(tmp_path):
 def test_engine_settings_say_when_they_apply_and_yield_to_another_engine(tmp_path):
     package = _package(tmp_path, "0.9.1", {"trainer/config/engine/fsdp.yaml": (
         "strategy: fsdp\nturbo_config:\n  distributed:\n    fsdp_plan:\n      param_dtype: bf16\n      output_dtype: bf16\n")})
-    findings = [f for f in scan_paths([str(package)], SM75).findings if f.code == "RLC120"]
-    assert [f.location.line for f in findings] == [5, 6]
+    # verl's own engine/fsdp.yaml: fsdp_turbo is selected by no shipped entry config ([[unselected]]): not reported.
+    assert not [f for f in scan_paths([str(package)], SM75).findings if f.code == "RLC120"]
+    user = tmp_path / "my_ppo.yaml"
+    user.write_text("actor_rollout_ref:\n  actor:\n    fsdp_config:\n      turbo_config:\n        distributed:\n"
+                    "          fsdp_plan:\n            param_dtype: bf16\n            output_dtype: bf16\n")
+    findings = [f for f in scan_paths([str(user)], SM75).findings if f.code == "RLC120"]
+    assert [f.location.line for f in findings] == [7, 8]
     assert all("it applies when a run selects strategy=fsdp_turbo" in f.message for f in findings)
     fsdp_run = ("python3 -m verl.trainer.main_ppo actor_rollout_ref.actor.strategy=fsdp "
                 "actor_rollout_ref.actor.megatron.dtype=bfloat16\n")
@@ -162,3 +171,36 @@ def test_050_generated_files_are_not_read_and_main_generation_rollout_is(tmp_pat
     assert len(reasons) == 2 and all(w.startswith("not read by verl 0.5.0: ") for w in reasons)
     # sm75 runs vLLM: main_generation's engine is no hazard there.
     assert "RLC401" not in [f.code for f in scan_paths([str(package)], SM75).findings]
+
+
+def test_settings_of_options_no_shipped_entry_config_selects(tmp_path):
+    """verl 0.9.1's VeOmni ref config and reward-model rollout: not reported in verl's own files (model_engine=veomni
+    and reward.reward_model.enable are user choices: rules/verl/0.9.1.toml [[unselected]]); the same values in a
+    user's launch command that selects the option are."""
+    veomni_ref = ("veomni:\n  attn_implementation: "
+                  "${oc.select:actor_rollout_ref.actor.veomni.attn_implementation,flash_attention_2}\n")
+    reward = "reward_model:\n  enable: False\n  rollout:\n    name: ???\n    dtype: bfloat16\n"
+    package = _package(tmp_path, "0.9.1", {"trainer/config/ref/veomni_ref.yaml": veomni_ref,
+                                           "trainer/config/reward/reward.yaml": reward,
+                                           "trainer/config/engine/veomni.yaml": "attn_implementation: flash_attention_2\n"})
+    assert not scan_paths([str(package)], SM61).findings
+    # A copy outside a verl package of known version is judged as before.
+    copy = tmp_path / "copy" / "veomni_ref.yaml"
+    copy.parent.mkdir()
+    copy.write_text(veomni_ref)
+    assert [f.code for f in scan_paths([str(copy)], SM61).findings] == ["RLC204"]
+    run = ("python3 -m verl.trainer.main_ppo model_engine=veomni "
+           "actor_rollout_ref.actor.veomni.attn_implementation=flash_attention_2 "
+           "reward.reward_model.enable=True reward.reward_model.rollout.dtype=bfloat16\n")
+    codes = {f.code for f in scan_source(run, SM61, str(tmp_path / "run.sh"), "shell")}
+    assert {"RLC204", "RLC104"} <= codes
+
+
+def test_unselected_key_paths_follow_indentation():
+    from rlcompat.verl_unselected import is_unselected_line, key_path_at
+
+    lines = "a: 1\nreward_model:\n  enable: False\n  # note\n  rollout:\n    dtype: bfloat16\nother: 2\n".splitlines()
+    assert key_path_at(lines, 6) == "reward_model.rollout.dtype"
+    assert is_unselected_line(("reward_model",), lines, 6)
+    assert not is_unselected_line(("reward_model",), lines, 7) and not is_unselected_line(("reward",), lines, 6)
+    assert is_unselected_line(("",), lines, 1)

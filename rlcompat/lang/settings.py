@@ -48,6 +48,7 @@ from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.findings import Edit, Finding, Fix, FixSafety, Location
 from rlcompat.rule import Rule
 from rlcompat.textpos import LineIndex
+from rlcompat.verl_unselected import is_unselected_line, unselected_prefixes
 
 TRUE_WORDS = {"true", "yes", "on", "1"}
 FALSE_WORDS = {"false", "no", "off", "0"}
@@ -271,6 +272,7 @@ def run_rules(views: Sequence[ConfigView], text: str, path: str, rules: Sequence
         return []
     index = LineIndex(text)
     findings, seen = [], set()
+    unselected, lines = unselected_prefixes(path), text.splitlines()
     # A command's entry word anchors findings about different missing keys: those never replace each other.
     anchors = {(v.anchor.start, v.anchor.end) for v in views if v.anchor is not None}
     claims = [(p.rule.precedence, _ranges(p)) for p in ctx.pending]
@@ -283,6 +285,8 @@ def run_rules(views: Sequence[ConfigView], text: str, path: str, rules: Sequence
         # line, not one per mount. Findings about different keys at one anchor (a script's missing overrides) stay.
         if (p.rule.code, p.span.start, p.message) in seen:
             continue
+        if unselected and is_unselected_line(unselected, lines, index.position(p.span.start)[0]):
+            continue  # verl's own setting of an option no shipped entry config selects (verl_unselected.py)
         seen.add((p.rule.code, p.span.start, p.message))
         line, col = index.position(p.span.start)
         end_line, end_col = index.position(max(p.span.start, p.span.end))
