@@ -272,7 +272,8 @@ def run_rules(views: Sequence[ConfigView], text: str, path: str, rules: Sequence
         return []
     index = LineIndex(text)
     findings, seen = [], set()
-    unselected, lines = unselected_prefixes(path), text.splitlines()
+    unselected = unselected_prefixes(path)
+    lines = text.splitlines() if unselected else []
     # A command's entry word anchors findings about different missing keys: those never replace each other.
     anchors = {(v.anchor.start, v.anchor.end) for v in views if v.anchor is not None}
     claims = [(p.rule.precedence, _ranges(p)) for p in ctx.pending]
