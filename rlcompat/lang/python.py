@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from rlcompat.lang.knowledge import FrontEndKnowledge
-from rlcompat.lang.pyspeed import batches, heap, narrow as pynarrow, plain
+from rlcompat.lang.pyspeed import batches, chunks, heap, narrow as pynarrow, plain
 from rlcompat.lang.pyspeed.batches import Parts
 from rlcompat.lang.pyspeed.lazy import lazy_import
 from rlcompat.lang.pyspeed.narrow import Narrowed
@@ -163,13 +163,19 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
     python_rules = [r for r in rules if not isinstance(r, ConfigRule)]
     if not python_rules:
         return Narrowed("", ())
-    narrowed = pynarrow.narrow(text, python_rules)
-    if narrowed is not None:
-        from rlcompat.lang.pysettings import remembered_tree
+    readers = []
+    if chunks.in_chunks(text):
+        # A big text's CPython tree is built a chunk at a time and let go: the settings are read from the same chunks.
+        triggers = _settings_triggers(text, [r for r in rules if isinstance(r, ConfigRule)])
+        if triggers:
+            from rlcompat.lang.pysettings import SettingsReading
 
-        tree = remembered_tree(text)  # the narrowing's tree of `text`: where a big narrowed text may be cut
-        if tree is not None:
-            batches.plan_narrowed(narrowed.text, narrowed.lines, tree)
+            readers.append(SettingsReading(text, triggers))
+    narrowed = pynarrow.narrow(text, python_rules, readers)
+    if narrowed is not None:
+        seen = chunks.remembered(text)  # where the top-level statements are: where a big narrowed text may be cut
+        if seen is not None:
+            batches.plan_narrowed(narrowed.text, narrowed.lines, seen.spans)
     return narrowed
 
 
@@ -178,9 +184,7 @@ def parse(text: str) -> cst.Module | Parts | None:
     (lang/pyspeed/batches.py: a whole file's tree can be hundreds of MB)."""
     if not text:
         return None  # nothing to parse (narrowed to nothing): no LibCST import, no statements, no findings
-    from rlcompat.lang.pysettings import tree_of
-
-    parts = batches.split(text, tree_of)
+    parts = batches.split(text, chunks.spans_of)
     return parts if parts is not None else parse_whole(text)
 
 
@@ -215,22 +219,21 @@ def check_targets(module: cst.Module | Parts | None, text: str, path: str, group
                   narrowed: Narrowed | None = None, *, knowledge: FrontEndKnowledge) -> list[list[Finding]]:
     """`check` for several (rules, target) groups over one tree (`rlcompat matrix`): the Python rules of every group
     in one walk, then each group's config rules over the file's settings; a list of findings per group."""
-    from rlcompat.lang.pysettings import forget_tree
-
     split = [([r for r in rules if not isinstance(r, ConfigRule)], [r for r in rules if isinstance(r, ConfigRule)], target)
              for rules, target in groups]
     try:
-        # The settings are read first, from the tree the narrowing step built, so that tree (70 to 150 bytes a byte
-        # of source) need not live on beside LibCST's parts of a big file.
+        # The settings are read first, from the tree the narrowing step built (or, for a big text, as it read each
+        # chunk), so that what it left (a tree costs 70 to 150 bytes a byte of source) need not live on beside
+        # LibCST's parts of a big file.
         settings = [_settings(text, config) if config else [] for _, config, _ in split]
         if isinstance(module, Parts):
-            forget_tree()
+            chunks.forget()
         if module is not None and any(python_rules for python_rules, _, _ in split):
             walked = _walk_targets(module, text, path, [(python_rules, target) for python_rules, _, target in split], narrowed)
         else:
             walked = [[] for _ in groups]
     finally:
-        forget_tree()  # never held on while the next file is read
+        chunks.forget()  # never held on while the next file is read
         if isinstance(module, Parts):
             heap.give_back(text)
     return [found + _config_findings(text, path, config, found_settings, target, python_rules, found, knowledge)
@@ -243,9 +246,16 @@ def _settings(text: str, config: Sequence[ConfigRule]) -> list:
     reads this file's Python (`reads_python`: a framework's keys the file does not spell)."""
     from rlcompat.lang.pysettings import settings_of
 
+    triggers = _settings_triggers(text, config)
+    return settings_of(text, triggers) if triggers else []
+
+
+def _settings_triggers(text: str, config: Sequence[ConfigRule]) -> tuple[str, ...]:
+    """The words that mark the statements the settings are read from, or none when no rule reads this file's
+    Python."""
     if not any(r.reads_python(text) for r in config):
-        return []
-    return settings_of(text, tuple({t for r in config for t in r.python_triggers}))
+        return ()
+    return tuple({t for r in config for t in r.python_triggers})
 
 
 def _config_findings(text: str, path: str, config: Sequence[ConfigRule], settings: list, target, python_rules: Sequence,
