@@ -401,12 +401,18 @@ def _found(module: cst.Module, located_text: str, contexts: list[Context], narro
                         for r in positions.values()):
         raise _NeedsWholeFile
     index = text_index()
-    return [[_finding(p, positions, line, index, ctx.path, ctx.target) for p in ctx.pending] for ctx in contexts]
+    shared: dict[str, str] = {}
+    return [[_finding(p, positions, line, index, ctx.path, ctx.target, shared) for p in ctx.pending] for ctx in contexts]
 
 
-def _finding(p: _Pending, positions: dict, line: Callable[[int], int], index: LineIndex, path: str, target) -> Finding:
+def _finding(p: _Pending, positions: dict, line: Callable[[int], int], index: LineIndex, path: str, target,
+             shared: dict[str, str]) -> Finding:
+    """`shared`: one string object for equal messages and fix descriptions (rules format one per finding; a file
+    can have thousands that read the same)."""
     rng = positions[p.node]
-    loc = Location(line(rng.start.line), rng.start.column + 1, line(rng.end.line), rng.end.column + 1)
+    start = line(rng.start.line)
+    end = start if rng.end.line == rng.start.line else line(rng.end.line)
+    loc = Location(start, rng.start.column + 1, end, rng.end.column + 1)
     fix = None
     if p.fix is not None:
         edits = []
@@ -414,11 +420,11 @@ def _finding(p: _Pending, positions: dict, line: Callable[[int], int], index: Li
             r = positions[node]
             edits.append(Edit(index.offset(line(r.start.line), r.start.column),
                               index.offset(line(r.end.line), r.end.column), new_text))
-        fix = Fix(tuple(sorted(edits)), p.fix.safety, p.fix.description)
+        fix = Fix(tuple(sorted(edits)), p.fix.safety, shared.setdefault(p.fix.description, p.fix.description))
     return Finding(
         code=p.rule.code,
         name=p.rule.name,
-        message=p.message,
+        message=shared.setdefault(p.message, p.message),
         path=path,
         location=loc,
         target=target.name,
