@@ -313,9 +313,10 @@ def _choose(body: list[ast.stmt], lines: list[str], words: _Words, drop: set[int
             drop.update(span)
             continue
         kept = True
-        if (depth < _MAX_DEPTH and isinstance(node, _NARROWED) and node.body[0].lineno > node.lineno
+        if (depth < _MAX_DEPTH and isinstance(node, _NARROWED) and _start(node.body[0]) > node.lineno
                 and _members_matter(node, words)):
-            keep.update(range(span.start, node.body[0].lineno - 1))  # decorators and the header
+            # decorators and the header, up to the first member's decorators (not the first member's own line)
+            keep.update(range(span.start, _start(node.body[0]) - 1))
             _choose(node.body, lines, words, drop, keep, blanks, depth + 1)
         elif depth < _MAX_DEPTH and isinstance(node, _BLOCKED) and _blocks_on_own_lines(node, lines):
             for block in _blocks(node):
