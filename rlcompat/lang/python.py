@@ -166,11 +166,11 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
     readers = []
     if chunks.in_chunks(text):
         # A big text's CPython tree is built a chunk at a time and let go: the settings are read from the same chunks.
-        triggers = _settings_triggers(text, [r for r in rules if isinstance(r, ConfigRule)])
-        if triggers:
+        config = [r for r in rules if isinstance(r, ConfigRule)]
+        if any(r.reads_python(text) for r in config):
             from rlcompat.lang.pysettings import SettingsReading
 
-            readers.append(SettingsReading(text, triggers))
+            readers.append(SettingsReading(text, _triggers(config)))
     narrowed = pynarrow.narrow(text, python_rules, readers)
     if narrowed is not None:
         seen = chunks.remembered(text)  # where the top-level statements are: where a big narrowed text may be cut
@@ -219,42 +219,44 @@ def check_targets(module: cst.Module | Parts | None, text: str, path: str, group
                   narrowed: Narrowed | None = None, *, knowledge: FrontEndKnowledge) -> list[list[Finding]]:
     """`check` for several (rules, target) groups over one tree (`rlcompat matrix`): the Python rules of every group
     in one walk, then each group's config rules over the file's settings; a list of findings per group."""
-    split = [([r for r in rules if not isinstance(r, ConfigRule)], [r for r in rules if isinstance(r, ConfigRule)], target)
-             for rules, target in groups]
+    split = []
+    for rules, target in groups:
+        config = [r for r in rules if isinstance(r, ConfigRule)]
+        # (Python rules, config rules, those that read this file's Python (asked once: `reads_python`), target)
+        split.append(([r for r in rules if not isinstance(r, ConfigRule)], config,
+                      [r for r in config if r.reads_python(text)], target))
     try:
         # The settings are read first, from the tree the narrowing step built (or, for a big text, as it read each
         # chunk), so that what it left (a tree costs 70 to 150 bytes a byte of source) need not live on beside
         # LibCST's parts of a big file.
-        settings = [_settings(text, config) if config else [] for _, config, _ in split]
+        settings = [_settings(text, config) if reading else [] for _, config, reading, _ in split]
         if isinstance(module, Parts):
             chunks.forget()
-        if module is not None and any(python_rules for python_rules, _, _ in split):
-            walked = _walk_targets(module, text, path, [(python_rules, target) for python_rules, _, target in split], narrowed)
+        if module is not None and any(python_rules for python_rules, *_ in split):
+            walked = _walk_targets(module, text, path, [(python_rules, target) for python_rules, _, _, target in split],
+                                   narrowed)
         else:
             walked = [[] for _ in groups]
     finally:
         chunks.forget()  # never held on while the next file is read
         if isinstance(module, Parts):
             heap.give_back(text)
-    return [found + _config_findings(text, path, config, found_settings, target, python_rules, found, knowledge)
+    return [found + _config_findings(text, path, [r for r in reading if not r.reads_unread], found_settings, target,
+                                     python_rules, found, knowledge)
             if found_settings else found
-            for (python_rules, config, target), found_settings, found in zip(split, settings, walked)]
+            for (python_rules, _, reading, target), found_settings, found in zip(split, settings, walked)]
 
 
 def _settings(text: str, config: Sequence[ConfigRule]) -> list:
-    """The file's settings, read once for every config rule (with the triggers of all of them), or none when no rule
-    reads this file's Python (`reads_python`: a framework's keys the file does not spell)."""
+    """The file's settings, read once for every config rule (with the triggers of all of them): asked where a rule
+    reads this file's Python (`reads_python`: a framework's keys the file spells)."""
     from rlcompat.lang.pysettings import settings_of
 
-    triggers = _settings_triggers(text, config)
-    return settings_of(text, triggers) if triggers else []
+    return settings_of(text, _triggers(config))
 
 
-def _settings_triggers(text: str, config: Sequence[ConfigRule]) -> tuple[str, ...]:
-    """The words that mark the statements the settings are read from, or none when no rule reads this file's
-    Python."""
-    if not any(r.reads_python(text) for r in config):
-        return ()
+def _triggers(config: Sequence[ConfigRule]) -> tuple[str, ...]:
+    """The words that mark the statements the settings are read from."""
     return tuple({t for r in config for t in r.python_triggers})
 
 
@@ -262,7 +264,6 @@ def _config_findings(text: str, path: str, config: Sequence[ConfigRule], setting
                      python_found: list[Finding], knowledge: FrontEndKnowledge) -> list[Finding]:
     from rlcompat.lang.pysettings import drop_overlaps
 
-    config = [r for r in config if r.reads_python(text) and not r.reads_unread]
     found = run_rules([ConfigView("python", settings)], text, path, config, target, knowledge)
     if found:
         # Overlaps are judged against every Python rule for the target, selected or not: `--ignore RLC201`
