@@ -1,8 +1,9 @@
 """Settings written in Python, so rules over settings (`ConfigRule`) run over Python as over YAML and scripts.
 
-Read with CPython's `ast` (no LibCST parse is needed for them; the tree the narrowing step already built is reused),
-only inside statements whose lines hold a `python_triggers` word of a runnable config rule (a config rule opts into
-Python by naming them). A setting under an `if` whose test reads the same name (`elif bf16: args["bf16"] = True`)
+Read with CPython's `ast` (no LibCST parse is needed for them; the tree the narrowing step already built is reused,
+and a big text's settings are read from the narrowing's chunks as it parses them: `SettingsReading`), only inside
+statements whose lines hold a `python_triggers` word of a runnable config rule (a config rule opts into Python by
+naming them). A setting under an `if` whose test reads the same name (`elif bf16: args["bf16"] = True`)
 repeats a choice made elsewhere and is left out.
 
 | construct | origin | key |
