@@ -6,7 +6,7 @@ import bisect
 import difflib
 from dataclasses import dataclass, field
 
-from rlcompat.engine import Checker, FileResult, ParseFailure, parse
+from rlcompat.engine import Checker, FileResult, ParseFailure, validate
 from rlcompat.findings import Edit, Finding, FileError
 from rlcompat.source import SourceError, SourceFile, encode, read, read_bytes, write_atomic
 
@@ -88,7 +88,7 @@ def fix_source(checker: Checker, source: SourceFile, language: str, unsafe: bool
                 raise FixBroke(source.path, {f.code for f in taken}, f"uncompilable ({error})")
         else:
             try:
-                parse(language, new_text, whole=True)
+                validate(language, new_text)
             except ParseFailure as exc:
                 raise FixBroke(source.path, {f.code for f in taken}, f"unparsable ({exc})") from exc
         text = new_text

@@ -258,3 +258,33 @@ def test_a_big_text_is_never_parsed_or_compiled_whole_by_cpython_and_one_chunks_
     assert compiled and max(compiled) < len(BIG) / 2
     # No chunk's tree is alive when the next is parsed.
     assert len(alive_at_each_chunk) > 5 and set(alive_at_each_chunk) == {0}
+
+
+def test_a_fixed_text_that_cpython_does_not_compile_is_proved_valid_by_libcst_a_part_at_a_time(monkeypatch):
+    from rlcompat.lang import python as py
+
+    text = BIG + "def f(a, a):\n    pass\n"  # parses, does not compile: the fixer asks LibCST whether a fix broke it
+    real = py.parse_module
+    parsed: list[int] = []
+
+    def parse_module(part: str):
+        parsed.append(len(part))
+        return real(part)
+
+    monkeypatch.setattr(py, "parse_module", parse_module)
+    checker = Checker(resolve_target("sm61"), Options())
+    fixed = fix_source(checker, decode("big.py", text.encode(), "python"), "python", unsafe=False)
+    assert len(fixed.applied) == 3500 and fixed.fixed.endswith("def f(a, a):\n    pass\n")
+    assert max(parsed) < len(text) / 2
+    # A part LibCST rejects: the whole text decides, and places the error.
+    parsed.clear()
+
+    def rejecting(part: str):
+        parsed.append(len(part))
+        return real("(" if "\nx_3000 " in part and len(part) < len(text) else part)
+
+    monkeypatch.setattr(py, "parse_module", rejecting)
+    with pytest.raises(py.PythonSyntaxError):
+        py.validate(text.replace("x_3000 = ", "x_3000 = (", 1))  # CPython no longer parses it: whole at once
+    py.validate(text)  # the part holding x_3000 is rejected, the whole text is not
+    assert len(text) in parsed

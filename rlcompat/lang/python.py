@@ -205,6 +205,23 @@ def parse_whole(text: str) -> cst.Module:
         raise PythonSyntaxError(exc.message, exc.raw_line, exc.raw_column + 1) from exc
 
 
+def validate(text: str) -> None:
+    """`PythonSyntaxError` where LibCST does not parse `text` (a fixed text, before it is written). A big text that
+    CPython parses is parsed in the parts a scan walks, each let go before the next (LibCST's tree of a whole 3 MB
+    file is 2.5 GB); the parts are cut between top-level statements, so they parse where the whole text does. A part
+    that does not parse: the whole text, for the error as it places it."""
+    parts = batches.split(text, chunks.spans_of)
+    if parts is None:
+        parse_whole(text)
+        return
+    for part in parts.parts:
+        try:
+            parse_module(part.text)
+        except (cst.ParserSyntaxError, RecursionError):
+            parse_whole(text)
+            return
+
+
 def syntax_error_location(exc: PythonSyntaxError) -> tuple[int, int, str]:
     return exc.line, exc.column, exc.message
 

@@ -224,20 +224,29 @@ def compile_error(text: str) -> str | None:
         chars = CHUNK_CHARS
         while True:
             stop = _next_cut(lines, starts, first, chars)
-            error, more = _compile(text[starts[first]:starts[stop]], first, flags)
-            if error is None or stop == len(lines):
-                break
+            chunk = text[starts[first]:starts[stop]]
+            error, more = _compile(chunk, first, flags)
+            if error is None or stop == len(lines) or _parses(chunk):
+                break  # compiled, or the compiler's own complaint about a chunk that parses: the text's
             chars = 2 * (starts[stop] - starts[first])  # it may end inside a string or a bracket: a longer chunk
-        if error is not None:
+        if error is not None or more is None:
             return error
         flags |= more
         first = stop
     return None
 
 
-def _compile(text: str, shift: int, flags: int) -> tuple[str | None, int]:
+def _parses(text: str) -> bool:
+    try:
+        parse(text)
+        return True
+    except NotParsed:
+        return False
+
+
+def _compile(text: str, shift: int, flags: int) -> tuple[str | None, int | None]:
     """(the complaint about `text`, whose first line is line `shift` + 1 of the file, or None; the `__future__`
-    features it turns on)."""
+    features it turns on, None where it is too deep to compile)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # invalid escape sequences and the like: the user's, not ours
         try:
@@ -246,5 +255,5 @@ def _compile(text: str, shift: int, flags: int) -> tuple[str | None, int]:
             line = f"line {exc.lineno + shift}: " if getattr(exc, "lineno", None) else ""
             return f"{line}{getattr(exc, 'msg', None) or exc}", 0
         except (RecursionError, MemoryError):
-            return None, 0  # too deep for CPython's compiler here: nothing to compare against
+            return None, None  # too deep for CPython's compiler here: nothing to compare against
     return None, code.co_flags & _FUTURE_FLAGS
