@@ -55,7 +55,7 @@ class Pass:
 
     text: str
     spans: list[tuple[int, int]]  # (first line, last line), 1-based, of each top-level statement, decorators included
-    cuts: tuple[int, ...]  # the 0-based first line of each chunk
+    cuts: list[int]  # the 0-based first line of each chunk
     tree: ast.Module | None = None  # the whole tree, where the text was one chunk
     extra: dict = field(default_factory=dict)  # what readers of the same pass left for later (the settings)
 

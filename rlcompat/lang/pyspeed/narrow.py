@@ -75,17 +75,18 @@ def narrow(text: str, rules: Sequence, readers: Sequence = ()) -> Narrowed | Non
     keep: set[int] = set()
     blanks: dict[int, list[tuple[int, int]]] = {}  # 0-based line -> columns blanked in it
     words = _Words(tuple({t for r in rules for t in r.triggers}), text, lines)
-    spans: list[tuple[int, int]] = []
-    cuts: list[int] = []
+    seen = Pass(text, [], [])  # what this pass learns, remembered for the rest of the file's check
+    spans = seen.spans
     try:
         for chunk in chunks(text, lines):
-            cuts.append(chunk.first)
+            seen.cuts.append(chunk.first)
             more = statement_spans(chunk.tree, chunk.first)
             if spans and more:  # comment and blank lines between the last statement of the chunk before and its first
                 drop.update(i for i in range(spans[-1][1], more[0][0] - 1) if _BLANK_OR_COMMENT.fullmatch(lines[i]))
             spans.extend(more)
             if chunk.stop is None:  # one piece: its tree is remembered for the settings reader and rules
-                remember(Pass(text, spans, (0,), chunk.tree))
+                seen.tree = chunk.tree
+                remember(seen)
             if kernels is not None and kernels.found_in(chunk.tree):
                 return None
             for reader in readers:
@@ -93,8 +94,7 @@ def narrow(text: str, rules: Sequence, readers: Sequence = ()) -> Narrowed | Non
             _choose_in(chunk, lines, words, drop, keep, blanks)
     except NotParsed:
         return None  # the full parse reports the error, or parses what CPython's grammar here does not
-    if len(cuts) > 1:
-        remember(Pass(text, spans, tuple(cuts)))
+    remember(seen)
     for reader in readers:
         reader.done()
     if kernels is not None and kernels.found():
@@ -306,6 +306,7 @@ def _choose(body: list[ast.stmt], lines: list[str], words: _Words, drop: set[int
             blanks: dict[int, list[tuple[int, int]]], depth: int = 0) -> bool:
     """Choose what of `body` stays (into `drop`, `keep`, `blanks`); whether anything does."""
     kept = False
+    body_lines: tuple[range, ...] | None = None  # the lines of each statement of `body`, for the imports kept in it
     for node in body:
         span = _span(node)
         triggered = words.found_in_lines(span)
@@ -329,7 +330,9 @@ def _choose(body: list[ast.stmt], lines: list[str], words: _Words, drop: set[int
             words.learn(node, span)
             if isinstance(node, (ast.Import, ast.ImportFrom)) and _on_lines_of_its_own(node, lines):
                 # with the lines of the statements of its block, unless that is the module's (never left empty)
-                words.kept_imports.append((node, span, tuple(_span(s) for s in body) if depth else None))
+                if depth and body_lines is None:
+                    body_lines = tuple(_span(s) for s in body)
+                words.kept_imports.append((node, span, body_lines))
     # Comment and blank lines between two statements of the body: no rule reads them (suppressions are read from
     # the file's own text).
     for a, b in zip(body, body[1:]):
