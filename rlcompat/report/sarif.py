@@ -6,7 +6,7 @@ from typing import Iterator
 
 from rlcompat.release import __version__
 from rlcompat.report import Summary
-from rlcompat.report.json_format import STREAMED, dumps_pieces
+from rlcompat.report.json_format import Streamed, dumps_pieces
 from rlcompat.report.paths import uri_reference as _uri
 
 _LEVEL = {"error": "error", "warning": "warning"}
@@ -81,8 +81,8 @@ def render_pieces(summary: Summary) -> Iterator[str]:
                     {"executionSuccessful": not summary.errors, "toolExecutionNotifications": notifications}
                 ],
                 "properties": {"target": summary.target.name},
-                "results": STREAMED,
+                "results": Streamed(lambda: (result(f) for f in summary.findings), len(summary.findings)),
             }
         ],
     }
-    return dumps_pieces(doc, (result(f) for f in summary.findings))
+    return dumps_pieces(doc)
