@@ -59,8 +59,11 @@ def render(format_name: str, summary: Summary) -> str:
 
 
 def render_pieces(format_name: str, summary: Summary) -> Iterator[str]:
-    """`render` in pieces to be written one after the other, built as they are written."""
-    return importlib.import_module(FORMATS[format_name]).render_pieces(summary)
+    """`render` in pieces to be written one after the other, built as they are written (a format without
+    `render_pieces`: its whole text, one piece)."""
+    module = importlib.import_module(FORMATS[format_name])
+    pieces = getattr(module, "render_pieces", None)
+    return pieces(summary) if pieces is not None else iter((module.render(summary),))
 
 
 def fixable_counts(findings: list[Finding], unsafe_fixes: bool) -> tuple[int, int]:
