@@ -33,12 +33,22 @@ class ParseFailure(Exception):
         self.line, self.column = line, column
 
 
-def parse(language: str, text: str, *, whole: bool = False):
-    """Parse with the language's front end; ParseFailure with a location if the text is not valid. `whole`: all of
-    it now (to prove a fixed text valid), where the front end would parse a big text in parts as it walks it."""
+def parse(language: str, text: str):
+    """Parse with the language's front end; ParseFailure with a location if the text is not valid."""
     fe = frontend(language)
     with parse_errors_of(fe):
-        return fe.parse_whole(text) if whole and hasattr(fe, "parse_whole") else fe.parse(text)
+        return fe.parse(text)
+
+
+def validate(language: str, text: str) -> None:
+    """ParseFailure with a location if the text is not valid (to prove a fixed text valid): parsed all of it now,
+    where the front end would parse a big text in parts as it walks it (the Python one: a part at a time here too)."""
+    fe = frontend(language)
+    with parse_errors_of(fe):
+        if hasattr(fe, "validate"):
+            fe.validate(text)
+        else:
+            fe.parse(text)
 
 
 @contextlib.contextmanager

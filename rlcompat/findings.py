@@ -11,7 +11,9 @@ class FixSafety(str, Enum):
     UNSAFE = "unsafe"  # may change numerics or behaviour (e.g. bf16 -> fp16: smaller range); needs --unsafe-fixes
 
 
-@dataclass(frozen=True, order=True)
+# Edits, fixes, locations and findings have slots, not a dict each: a file can have 100,000 findings, and each
+# one's objects cost about a third less so (docs/performance.md, issue 15).
+@dataclass(frozen=True, order=True, slots=True)
 class Edit:
     """Replace text[start:end] (character offsets into the decoded file) with `content`."""
 
@@ -20,7 +22,7 @@ class Edit:
     content: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Fix:
     edits: tuple[Edit, ...]
     safety: FixSafety
@@ -30,7 +32,7 @@ class Fix:
         return self.safety is FixSafety.SAFE or unsafe_fixes
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Location:
     line: int  # 1-based
     column: int  # 1-based, in characters
@@ -38,7 +40,7 @@ class Location:
     end_column: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Finding:
     code: str  # "RLC101"
     name: str  # "bf16-dtype"

@@ -6,7 +6,7 @@ import bisect
 import difflib
 from dataclasses import dataclass, field
 
-from rlcompat.engine import Checker, FileResult, ParseFailure, parse
+from rlcompat.engine import Checker, FileResult, ParseFailure, validate
 from rlcompat.findings import Edit, Finding, FileError
 from rlcompat.source import SourceError, SourceFile, encode, read, read_bytes, write_atomic
 
@@ -88,7 +88,7 @@ def fix_source(checker: Checker, source: SourceFile, language: str, unsafe: bool
                 raise FixBroke(source.path, {f.code for f in taken}, f"uncompilable ({error})")
         else:
             try:
-                parse(language, new_text, whole=True)
+                validate(language, new_text)
             except ParseFailure as exc:
                 raise FixBroke(source.path, {f.code for f in taken}, f"unparsable ({exc})") from exc
         text = new_text
@@ -100,19 +100,11 @@ def fix_source(checker: Checker, source: SourceFile, language: str, unsafe: bool
 
 
 def _compile_error(text: str) -> str | None:
-    """CPython's complaint about `text` as a module (syntax the grammar allows but the compiler does not), or None."""
-    import warnings
+    """CPython's complaint about `text` as a module (syntax the grammar allows but the compiler does not), or None;
+    a big text is compiled a few top-level statements at a time (a whole 3 MB file's compile takes 400 MB)."""
+    from rlcompat.lang.pyspeed.chunks import compile_error
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # invalid escape sequences and the like: the user's, not ours
-        try:
-            compile(text, "<fixed>", "exec", dont_inherit=True)
-        except (SyntaxError, ValueError) as exc:
-            line = f"line {exc.lineno}: " if getattr(exc, "lineno", None) else ""
-            return f"{line}{getattr(exc, 'msg', None) or exc}"
-        except (RecursionError, MemoryError):
-            return None  # too deep for CPython's compiler here: nothing to compare against
-    return None
+    return compile_error(text)
 
 
 def _overlaps(a: Edit, b: Edit) -> bool:

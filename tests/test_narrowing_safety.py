@@ -240,3 +240,26 @@ def test_the_keyword_scan_sees_comparisons_aliases_constants_and_helpers():
     names, unresolved = keywords_read(source, Module)
     assert names == {"flavour", "sweet", "sour", "texture", "colour"}
     assert unresolved == {"computed(wanted)"}
+
+
+def test_a_first_member_left_out_takes_its_decorators_with_it():
+    # The header kept of a class or function ends before its first member's decorators: a decorator left without
+    # its definition does not parse, and the whole file was parsed instead (torch 2.13 _inductor/codecache.py,
+    # _functorch/_aot_autograd/graph_compile.py).
+    class Bf16:
+        triggers = ("bfloat16",)
+
+    text = ("import torch\n"
+            "class C:\n"
+            "    @dataclass\n"
+            "    class Entry:\n"
+            "        path: str\n"
+            "    x = torch.bfloat16\n"
+            "def f():\n"
+            "    @wraps(g)\n"
+            "    def inner():\n"
+            "        return 1\n"
+            "    return torch.bfloat16\n")
+    narrowed = narrowing.narrow(text, [Bf16()])
+    assert narrowed.text == "import torch\nclass C:\n    x = torch.bfloat16\ndef f():\n    return torch.bfloat16\n"
+    ast.parse(narrowed.text)

@@ -22,6 +22,7 @@ from rlcompat.file_knowledge import FileKnowledge
 from rlcompat.findings import Finding
 from rlcompat.lang import python as py
 from rlcompat.lang.pyspeed import batches
+from rlcompat.lang.pyspeed.chunks import statement_spans
 from rlcompat.source import decode
 from rlcompat.targets import resolve_target
 from tests.test_narrowing_safety import PYTHON_RULES, _fixture_texts, _ReadsASibling, _with_selected
@@ -38,7 +39,7 @@ def smallest_parts(monkeypatch):
 
 
 def _parts(text: str) -> list[tuple[int, str]]:
-    parts = batches.split(text, ast.parse)
+    parts = batches.split(text, lambda t: statement_spans(ast.parse(t)))
     assert parts is not None and "".join(p.text for p in parts.parts) == text
     return [(p.first_line, p.text) for p in parts.parts]
 

@@ -10,7 +10,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from rlcompat.cli.common import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_INTERRUPTED, OutputFormat
-from rlcompat.cli.common import emit as _emit
+from rlcompat.cli.common import emit as _emit, emit_pieces
 from rlcompat.cli.common import fail as _fail
 from rlcompat.cli.common import run_settings as _settings
 from rlcompat.lang.pyspeed.collector import collector_off
@@ -89,7 +89,7 @@ def scan(
     """List every hazard for the target GPU with file:line, why, and the fix."""
     from rlcompat.api import scan_paths
     from rlcompat.knowledge_summary import knowledge_applied
-    from rlcompat.report import Summary, render
+    from rlcompat.report import Summary, render_pieces
 
     paths = paths or ["."]
     settings = _settings(paths, config, select, ignore, extend_exclude, force_exclude)
@@ -123,7 +123,7 @@ def scan(
                       unsafe_fixes=settings.unsafe_fixes, statistics=statistics, color=_color(),
                       knowledge=knowledge_applied(paths or [], findings),
                       not_read=report.not_read)
-    _emit(render(output_format.value, summary))
+    emit_pieces(render_pieces(output_format.value, summary))
     if exit_zero:
         raise typer.Exit(EXIT_CLEAN)
     raise typer.Exit(EXIT_FINDINGS if (findings or report.errors) else EXIT_CLEAN)
@@ -149,7 +149,7 @@ def fix(
     from rlcompat.api import fix_paths
     from rlcompat.fixer import unified_diff
     from rlcompat.knowledge_summary import knowledge_applied
-    from rlcompat.report import Summary, render
+    from rlcompat.report import Summary, render_pieces
 
     paths = paths or ["."]
     settings = _settings(paths, config, select, ignore, extend_exclude, force_exclude, unsafe_fixes)
@@ -175,7 +175,7 @@ def fix(
                       fixed=report.applied, unsafe_fixes=settings.unsafe_fixes, color=_color(),
                       knowledge=knowledge_applied(paths or [], report.applied + report.remaining),
                       not_read=report.not_read)
-    _emit(render(output_format.value, summary))
+    emit_pieces(render_pieces(output_format.value, summary))
     if report.broken:
         raise typer.Exit(EXIT_ERROR)  # a rule produced unparsable code: an internal error, whatever --exit-zero says
     if exit_zero:

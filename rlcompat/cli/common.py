@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 from enum import Enum
-from typing import List, Optional
+from typing import Iterable, List, Optional
 
 import typer
 
@@ -54,4 +54,17 @@ def run_settings(paths, config, select, ignore, extend_exclude, force_exclude, u
 
 def emit(text: str) -> None:
     sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def emit_pieces(pieces: Iterable[str]) -> None:
+    """Write a report as it is built (`report.render_pieces`), a thousand pieces a write: the whole text of a big
+    report, and the objects it is built from, never exist at once."""
+    batch: list[str] = []
+    for piece in pieces:
+        batch.append(piece)
+        if len(batch) == 1000:
+            sys.stdout.write("".join(batch))
+            batch.clear()
+    sys.stdout.write("".join(batch))
     sys.stdout.flush()

@@ -1,8 +1,9 @@
 """Settings written in Python, so rules over settings (`ConfigRule`) run over Python as over YAML and scripts.
 
-Read with CPython's `ast` (no LibCST parse is needed for them; the tree the narrowing step already built is reused),
-only inside statements whose lines hold a `python_triggers` word of a runnable config rule (a config rule opts into
-Python by naming them). A setting under an `if` whose test reads the same name (`elif bf16: args["bf16"] = True`)
+Read with CPython's `ast` (no LibCST parse is needed for them; the tree the narrowing step already built is reused,
+and a big text's settings are read from the narrowing's chunks as it parses them: `SettingsReading`), only inside
+statements whose lines hold a `python_triggers` word of a runnable config rule (a config rule opts into Python by
+naming them). A setting under an `if` whose test reads the same name (`elif bf16: args["bf16"] = True`)
 repeats a choice made elsewhere and is left out.
 
 | construct | origin | key |
@@ -38,9 +39,9 @@ import ast
 import bisect
 import itertools
 import re
-import warnings
 from dataclasses import dataclass, replace
 
+from rlcompat.lang.pyspeed import chunks
 from rlcompat.lang.settings import Setting, Span, flag_key
 
 
@@ -50,35 +51,6 @@ class ResolvedSetting(Setting):
 
 
 _SIMPLE_STRING = re.compile(r"^[rRuU]?(['\"])(?P<body>[^'\"\\\r\n]*)\1$")
-_last_tree: tuple[str, ast.Module] | None = None  # the narrowing step's tree of the text it read
-
-
-def remember_tree(text: str, tree: ast.Module) -> None:
-    global _last_tree
-    _last_tree = (text, tree)
-
-
-def forget_tree() -> None:
-    """Let the narrowing step's tree go (tens of MB for a big file) once the settings are read."""
-    global _last_tree
-    _last_tree = None
-
-
-def remembered_tree(text: str) -> ast.Module | None:
-    """The narrowing step's tree of `text`, if it is the text that step read; never a new parse."""
-    return _last_tree[1] if _last_tree is not None and _last_tree[0] is text else None
-
-
-def tree_of(text: str) -> ast.Module | None:
-    remembered = remembered_tree(text)
-    if remembered is not None:
-        return remembered
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
 
 
 class _Positions:
@@ -88,8 +60,10 @@ class _Positions:
             self.starts = [0, *(m.end() for m in re.finditer(r"\r\n|\r|\n", text))]
         else:  # most files: the same offsets from the lengths of the lines, without a match object per line
             self.starts = list(itertools.accumulate(map((1).__add__, map(len, text.split("\n")[:-1])), initial=0))
+        self.shift = 0  # the text's line where the chunk being read starts: its tree numbers lines from there
 
     def offset(self, line: int, byte_col: int) -> int:
+        line += self.shift
         start = self.starts[line - 1]
         end = self.starts[line] if line < len(self.starts) else len(self.text)
         segment = self.text[start:end]
@@ -102,29 +76,84 @@ class _Positions:
 
 
 def settings_of(text: str, triggers: tuple[str, ...]) -> list[Setting]:
-    """Settings of the statements of `text` whose lines hold one of `triggers`."""
-    present = [t for t in triggers if t in text]
-    if not present:
+    """Settings of the statements of `text` whose lines hold one of `triggers`: those the narrowing step's pass read
+    (`SettingsReading` as one of its readers), or read here from CPython's tree, a chunk at a time for a big text."""
+    seen = chunks.remembered(text)
+    if seen is not None and _key(triggers) in seen.extra:
+        return seen.extra[_key(triggers)]
+    reading = SettingsReading(text, triggers)
+    if not reading.present:
         return []
-    tree = tree_of(text)
-    if tree is None:
+    whole = None  # the tree of a text parsed in one piece, for `settings` to read again
+    try:
+        for chunk in chunks.chunks(text):
+            reading.chunk(chunk.tree, chunk.first)
+            if chunk.stop is None:
+                whole = chunk.tree
+    except chunks.NotParsed:
         return []
-    pos = _Positions(text)
-    marked = bytearray(len(pos.starts) + 1)
-    for trigger in present:  # the lines where a trigger starts (a trigger holds no line end)
-        at = text.find(trigger)
-        while at >= 0:
-            marked[bisect.bisect_right(pos.starts, at) - 1] = 1
-            at = text.find(trigger, at + 1)
-    reader = _Reader(pos)
+    return reading.settings(whole)
 
-    def visit(body, guards: frozenset[str], tests: tuple = ()) -> None:
-        visit_in(body, guards, reader.conditions, tests)
 
-    def visit_in(body, guards: frozenset[str], conditions: dict, tests: tuple) -> None:
+def _key(triggers: tuple[str, ...]) -> tuple:
+    return ("settings", frozenset(triggers))
+
+
+class SettingsReading:
+    """The settings of a text read from its tree a chunk at a time, in order (`chunk`), then completed (`settings`);
+    `done` leaves them where `settings_of` finds them for the same text and triggers."""
+
+    def __init__(self, text: str, triggers: tuple[str, ...]) -> None:
+        self.text, self.triggers = text, triggers
+        self.present = [t for t in triggers if t in text]
+        self.pos = _Positions(text) if self.present else None
+        self.reader = _Reader(self.pos)
+        self.stopped = False  # nesting deeper than the interpreter's stack: the settings read so far are all
+        self.marked = bytearray(len(self.pos.starts) + 1) if self.pos is not None else bytearray()
+        for trigger in self.present:  # the lines where a trigger starts (a trigger holds no line end)
+            at = text.find(trigger)
+            while at >= 0:
+                self.marked[bisect.bisect_right(self.pos.starts, at) - 1] = 1
+                at = text.find(trigger, at + 1)
+
+    def chunk(self, tree: ast.Module, first: int) -> None:
+        """Read the statements of `tree`, the text's top-level statements from its line `first` + 1 on."""
+        if self.pos is None or self.stopped:
+            return
+        self.pos.shift = first
+        try:
+            self._visit(tree.body, frozenset())
+        except RecursionError:
+            self.stopped = True  # a 1,000-arm elif chain
+
+    def done(self) -> None:
+        seen = chunks.remembered(self.text)
+        if seen is not None:
+            seen.extra[_key(self.triggers)] = self.settings()
+
+    def settings(self, whole: ast.Module | None = None) -> list[Setting]:
+        """The settings read, completed; `whole`: the text's whole tree, if it is at hand."""
+        reader = self.reader
+        attributes = [st for st in reader.out if st.origin in _ATTRIBUTE_ORIGINS]
+        if attributes:
+            # `args.flash_attn = True` where this file declares `--flash_attn`: that flag's setting, also where the
+            # declaration holds no trigger word (`default="sdpa"`) and so was not read above (the whole module is
+            # walked for that only when an attribute of something other than `self` is set).
+            dests = reader.dests
+            if any(not st.call.startswith("self") for st in attributes):
+                dests = dests | _declared_dests(self.text, whole)
+            if dests:
+                reader.out = [_as_flag(st, dests) if st.origin in _ATTRIBUTE_ORIGINS else st for st in reader.out]
+        return reader.out
+
+    def _visit(self, body, guards: frozenset[str], tests: tuple = ()) -> None:
+        self._visit_in(body, guards, self.reader.conditions, tests)
+
+    def _visit_in(self, body, guards: frozenset[str], conditions: dict, tests: tuple) -> None:
         """`tests`: the tests of the `if`s whose bodies hold `body`, outermost first."""
+        reader, marked, shift = self.reader, self.marked, self.pos.shift
         for stmt in body:
-            first, last = stmt.lineno - 1, (stmt.end_lineno or stmt.lineno) - 1
+            first, last = stmt.lineno - 1 + shift, (stmt.end_lineno or stmt.lineno) - 1 + shift
             if not any(marked[first:last + 1]):
                 continue
             reader.guards = guards
@@ -132,7 +161,7 @@ def settings_of(text: str, triggers: tuple[str, ...]) -> list[Setting]:
             if isinstance(stmt, ast.ClassDef):
                 outer = reader.class_defaults
                 reader.class_defaults = reader.fields(stmt)
-                visit(stmt.body, guards)
+                self._visit(stmt.body, guards)
                 reader.class_defaults = outer
                 continue
             inner = [getattr(stmt, name) for name in ("body", "orelse", "finalbody") if isinstance(getattr(stmt, name, None), list)]
@@ -157,34 +186,30 @@ def settings_of(text: str, triggers: tuple[str, ...]) -> list[Setting]:
                         reader.conditions = {**conditions, **{n: (whole, others) for n in unset}}
                     else:
                         reader.conditions = conditions
-                    visit_in(b, inner_guards if in_body or is_if else guards, reader.conditions,
-                             tests + (test,) if in_body and is_if and not _is_main_check(test) else tests)
+                    self._visit_in(b, inner_guards if in_body or is_if else guards, reader.conditions,
+                                   tests + (test,) if in_body and is_if and not _is_main_check(test) else tests)
                     reader.conditions = conditions
                 for h in handlers:
-                    visit(h.body, guards, tests)
+                    self._visit(h.body, guards, tests)
                 continue
             reader.statement(stmt)
 
+
+def _declared_dests(text: str, whole: ast.Module | None) -> set[str]:
+    """The dest of every `add_argument("--flag", ...)` call of a module (`whole`, or the chunks that spell it)."""
+    dests: set[str] = set()
+    if whole is not None:
+        _add_dests(whole, dests)
+        return dests
     try:
-        visit(tree.body, frozenset())
-    except RecursionError:
-        pass  # nesting deeper than the interpreter's stack (a 1,000-arm elif chain): the settings read so far
-    attributes = [st for st in reader.out if st.origin in _ATTRIBUTE_ORIGINS]
-    if attributes:
-        # `args.flash_attn = True` where this file declares `--flash_attn`: that flag's setting, also where the
-        # declaration holds no trigger word (`default="sdpa"`) and so was not read above (the whole module is
-        # walked for that only when an attribute of something other than `self` is set).
-        dests = reader.dests
-        if any(not st.call.startswith("self") for st in attributes):
-            dests = dests | _declared_dests(tree)
-        if dests:
-            reader.out = [_as_flag(st, dests) if st.origin in _ATTRIBUTE_ORIGINS else st for st in reader.out]
-    return reader.out
+        for chunk in chunks.chunks(text, spelling="add_argument"):
+            _add_dests(chunk.tree, dests)
+    except chunks.NotParsed:
+        pass  # a text whose settings are read parses: its chunks were read before
+    return dests
 
 
-def _declared_dests(tree: ast.Module) -> set[str]:
-    """The dest of every `add_argument("--flag", ...)` call of a module."""
-    dests = set()
+def _add_dests(tree: ast.AST, dests: set[str]) -> None:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and _name(node.func).rsplit(".", 1)[-1] == "add_argument":
             dest = next((k.value.value for k in node.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)
@@ -193,7 +218,6 @@ def _declared_dests(tree: ast.Module) -> set[str]:
             long = next((f for f in flags if f.startswith("--")), None) or next((f for f in flags if f.startswith("-")), None)
             if dest or long:
                 dests.add(dest or flag_key(long))
-    return dests
 
 
 def _as_flag(setting: Setting, dests: set[str]) -> Setting:
@@ -406,8 +430,9 @@ class _Reader:
         forced = resolution is None and bool(condition[1])
         fields = {**self.class_defaults, attr: None}
         value = _evaluate(unset_value, fields)
-        via = (f"when `{ast.unparse(test)}` (line {test.lineno})" if resolution is None
-               else f"line {test.lineno} sets `{ast.unparse(unset_value)}` when `{ast.unparse(test)}`")
+        line = test.lineno + self.pos.shift
+        via = (f"when `{ast.unparse(test)}` (line {line})" if resolution is None
+               else f"line {line} sets `{ast.unparse(unset_value)}` when `{ast.unparse(test)}`")
         self.out.append(ResolvedSetting(
             attr, None if value is _UNKNOWN else _spelled(value), key_span, None, via=via,
             origin="python-forced" if forced else "python-default", call=owner,

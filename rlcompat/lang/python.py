@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from rlcompat.lang.knowledge import FrontEndKnowledge
-from rlcompat.lang.pyspeed import batches, heap, narrow as pynarrow, plain
+from rlcompat.lang.pyspeed import batches, chunks, heap, narrow as pynarrow, plain
 from rlcompat.lang.pyspeed.batches import Parts
 from rlcompat.lang.pyspeed.lazy import lazy_import
 from rlcompat.lang.pyspeed.narrow import Narrowed
@@ -163,13 +163,19 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
     python_rules = [r for r in rules if not isinstance(r, ConfigRule)]
     if not python_rules:
         return Narrowed("", ())
-    narrowed = pynarrow.narrow(text, python_rules)
-    if narrowed is not None:
-        from rlcompat.lang.pysettings import remembered_tree
+    readers = []
+    if chunks.in_chunks(text):
+        # A big text's CPython tree is built a chunk at a time and let go: the settings are read from the same chunks.
+        config = [r for r in rules if isinstance(r, ConfigRule)]
+        if any(r.reads_python(text) for r in config):
+            from rlcompat.lang.pysettings import SettingsReading
 
-        tree = remembered_tree(text)  # the narrowing's tree of `text`: where a big narrowed text may be cut
-        if tree is not None:
-            batches.plan_narrowed(narrowed.text, narrowed.lines, tree)
+            readers.append(SettingsReading(text, _triggers(config)))
+    narrowed = pynarrow.narrow(text, python_rules, readers)
+    if narrowed is not None:
+        seen = chunks.remembered(text)  # where the top-level statements are: where a big narrowed text may be cut
+        if seen is not None:
+            batches.plan_narrowed(narrowed.text, narrowed.lines, seen.spans)
     return narrowed
 
 
@@ -178,9 +184,7 @@ def parse(text: str) -> cst.Module | Parts | None:
     (lang/pyspeed/batches.py: a whole file's tree can be hundreds of MB)."""
     if not text:
         return None  # nothing to parse (narrowed to nothing): no LibCST import, no statements, no findings
-    from rlcompat.lang.pysettings import tree_of
-
-    parts = batches.split(text, tree_of)
+    parts = batches.split(text, chunks.spans_of)
     return parts if parts is not None else parse_whole(text)
 
 
@@ -201,6 +205,23 @@ def parse_whole(text: str) -> cst.Module:
         raise PythonSyntaxError(exc.message, exc.raw_line, exc.raw_column + 1) from exc
 
 
+def validate(text: str) -> None:
+    """`PythonSyntaxError` where LibCST does not parse `text` (a fixed text, before it is written). A big text that
+    CPython parses is parsed in the parts a scan walks, each let go before the next (LibCST's tree of a whole 3 MB
+    file is 2.5 GB); the parts are cut between top-level statements, so they parse where the whole text does. A part
+    that does not parse: the whole text, for the error as it places it."""
+    parts = batches.split(text, chunks.spans_of)
+    if parts is None:
+        parse_whole(text)
+        return
+    for part in parts.parts:
+        try:
+            parse_module(part.text)
+        except (cst.ParserSyntaxError, RecursionError):
+            parse_whole(text)
+            return
+
+
 def syntax_error_location(exc: PythonSyntaxError) -> tuple[int, int, str]:
     return exc.line, exc.column, exc.message
 
@@ -215,44 +236,51 @@ def check_targets(module: cst.Module | Parts | None, text: str, path: str, group
                   narrowed: Narrowed | None = None, *, knowledge: FrontEndKnowledge) -> list[list[Finding]]:
     """`check` for several (rules, target) groups over one tree (`rlcompat matrix`): the Python rules of every group
     in one walk, then each group's config rules over the file's settings; a list of findings per group."""
-    from rlcompat.lang.pysettings import forget_tree
-
-    split = [([r for r in rules if not isinstance(r, ConfigRule)], [r for r in rules if isinstance(r, ConfigRule)], target)
-             for rules, target in groups]
+    split = []
+    for rules, target in groups:
+        config = [r for r in rules if isinstance(r, ConfigRule)]
+        # (Python rules, config rules, those that read this file's Python (asked once: `reads_python`), target)
+        split.append(([r for r in rules if not isinstance(r, ConfigRule)], config,
+                      [r for r in config if r.reads_python(text)], target))
     try:
-        # The settings are read first, from the tree the narrowing step built, so that tree (70 to 150 bytes a byte
-        # of source) need not live on beside LibCST's parts of a big file.
-        settings = [_settings(text, config) if config else [] for _, config, _ in split]
+        # The settings are read first, from the tree the narrowing step built (or, for a big text, as it read each
+        # chunk), so that what it left (a tree costs 70 to 150 bytes a byte of source) need not live on beside
+        # LibCST's parts of a big file.
+        settings = [_settings(text, config) if reading else [] for _, config, reading, _ in split]
         if isinstance(module, Parts):
-            forget_tree()
-        if module is not None and any(python_rules for python_rules, _, _ in split):
-            walked = _walk_targets(module, text, path, [(python_rules, target) for python_rules, _, target in split], narrowed)
+            chunks.forget()
+        if module is not None and any(python_rules for python_rules, *_ in split):
+            walked = _walk_targets(module, text, path, [(python_rules, target) for python_rules, _, _, target in split],
+                                   narrowed)
         else:
             walked = [[] for _ in groups]
     finally:
-        forget_tree()  # never held on while the next file is read
+        chunks.forget()  # never held on while the next file is read
         if isinstance(module, Parts):
             heap.give_back(text)
-    return [found + _config_findings(text, path, config, found_settings, target, python_rules, found, knowledge)
+    return [found + _config_findings(text, path, [r for r in reading if not r.reads_unread], found_settings, target,
+                                     python_rules, found, knowledge)
             if found_settings else found
-            for (python_rules, config, target), found_settings, found in zip(split, settings, walked)]
+            for (python_rules, _, reading, target), found_settings, found in zip(split, settings, walked)]
 
 
 def _settings(text: str, config: Sequence[ConfigRule]) -> list:
-    """The file's settings, read once for every config rule (with the triggers of all of them), or none when no rule
-    reads this file's Python (`reads_python`: a framework's keys the file does not spell)."""
+    """The file's settings, read once for every config rule (with the triggers of all of them): asked where a rule
+    reads this file's Python (`reads_python`: a framework's keys the file spells)."""
     from rlcompat.lang.pysettings import settings_of
 
-    if not any(r.reads_python(text) for r in config):
-        return []
-    return settings_of(text, tuple({t for r in config for t in r.python_triggers}))
+    return settings_of(text, _triggers(config))
+
+
+def _triggers(config: Sequence[ConfigRule]) -> tuple[str, ...]:
+    """The words that mark the statements the settings are read from."""
+    return tuple({t for r in config for t in r.python_triggers})
 
 
 def _config_findings(text: str, path: str, config: Sequence[ConfigRule], settings: list, target, python_rules: Sequence,
                      python_found: list[Finding], knowledge: FrontEndKnowledge) -> list[Finding]:
     from rlcompat.lang.pysettings import drop_overlaps
 
-    config = [r for r in config if r.reads_python(text) and not r.reads_unread]
     found = run_rules([ConfigView("python", settings)], text, path, config, target, knowledge)
     if found:
         # Overlaps are judged against every Python rule for the target, selected or not: `--ignore RLC201`
@@ -391,12 +419,18 @@ def _found(module: cst.Module, located_text: str, contexts: list[Context], narro
                         for r in positions.values()):
         raise _NeedsWholeFile
     index = text_index()
-    return [[_finding(p, positions, line, index, ctx.path, ctx.target) for p in ctx.pending] for ctx in contexts]
+    shared: dict[str, str] = {}
+    return [[_finding(p, positions, line, index, ctx.path, ctx.target, shared) for p in ctx.pending] for ctx in contexts]
 
 
-def _finding(p: _Pending, positions: dict, line: Callable[[int], int], index: LineIndex, path: str, target) -> Finding:
+def _finding(p: _Pending, positions: dict, line: Callable[[int], int], index: LineIndex, path: str, target,
+             shared: dict[str, str]) -> Finding:
+    """`shared`: one string object for equal messages and fix descriptions (rules format one per finding; a file
+    can have thousands that read the same)."""
     rng = positions[p.node]
-    loc = Location(line(rng.start.line), rng.start.column + 1, line(rng.end.line), rng.end.column + 1)
+    start = line(rng.start.line)
+    end = start if rng.end.line == rng.start.line else line(rng.end.line)
+    loc = Location(start, rng.start.column + 1, end, rng.end.column + 1)
     fix = None
     if p.fix is not None:
         edits = []
@@ -404,11 +438,11 @@ def _finding(p: _Pending, positions: dict, line: Callable[[int], int], index: Li
             r = positions[node]
             edits.append(Edit(index.offset(line(r.start.line), r.start.column),
                               index.offset(line(r.end.line), r.end.column), new_text))
-        fix = Fix(tuple(sorted(edits)), p.fix.safety, p.fix.description)
+        fix = Fix(tuple(sorted(edits)), p.fix.safety, shared.setdefault(p.fix.description, p.fix.description))
     return Finding(
         code=p.rule.code,
         name=p.rule.name,
-        message=p.message,
+        message=shared.setdefault(p.message, p.message),
         path=path,
         location=loc,
         target=target.name,

@@ -1,9 +1,12 @@
-"""Output formats. Each module has `render(summary) -> str`; FORMATS maps `--output-format` names to them."""
+"""Output formats. Each module has `render(summary) -> str` and `render_pieces(summary)`, the same text in pieces
+(what the CLI writes: a report of 100,000 findings is tens of MB of text, and several times that as the Python
+objects it is built from); FORMATS maps `--output-format` names to them."""
 
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
+from typing import Iterator
 
 from rlcompat.findings import FileError, Finding
 from rlcompat.targets import Target
@@ -53,6 +56,14 @@ def not_read_line(not_read: list[tuple[str, str]]) -> str:
 
 def render(format_name: str, summary: Summary) -> str:
     return importlib.import_module(FORMATS[format_name]).render(summary)
+
+
+def render_pieces(format_name: str, summary: Summary) -> Iterator[str]:
+    """`render` in pieces to be written one after the other, built as they are written (a format without
+    `render_pieces`: its whole text, one piece)."""
+    module = importlib.import_module(FORMATS[format_name])
+    pieces = getattr(module, "render_pieces", None)
+    return pieces(summary) if pieces is not None else iter((module.render(summary),))
 
 
 def fixable_counts(findings: list[Finding], unsafe_fixes: bool) -> tuple[int, int]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Iterator
+
 from rlcompat.report import Summary
 
 
@@ -14,10 +16,14 @@ def _escape_property(text: str) -> str:
 
 
 def render(summary: Summary) -> str:
-    lines = []
+    return "".join(render_pieces(summary))
+
+
+def render_pieces(summary: Summary) -> Iterator[str]:
+    """One workflow command a line."""
     for e in summary.errors:
         where = f"file={_escape_property(e.path)}" + (f",line={e.line}" if e.line else "")
-        lines.append(f"::error {where},title=rlcompat::{_escape_data(e.message)}")
+        yield f"::error {where},title=rlcompat::{_escape_data(e.message)}\n"
     for f in summary.findings:
         loc = f.location
         level = "error" if f.severity == "error" else "warning"
@@ -25,5 +31,4 @@ def render(summary: Summary) -> str:
             f"file={_escape_property(f.path)},line={loc.line},col={loc.column},"
             f"endLine={loc.end_line},endColumn={loc.end_column},title={_escape_property(f'{f.code} {f.name}')}"
         )
-        lines.append(f"::{level} {props}::{_escape_data(f'{f.code} {f.message}')}")
-    return "\n".join(lines) + ("\n" if lines else "")
+        yield f"::{level} {props}::{_escape_data(f'{f.code} {f.message}')}\n"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Callable, Iterator
 
 from rlcompat.release import __version__
 from rlcompat.discovery import UNKNOWN_TYPE
@@ -41,6 +42,10 @@ def error_dict(e) -> dict:
 
 
 def render(summary: Summary) -> str:
+    return "".join(render_pieces(summary))
+
+
+def render_pieces(summary: Summary) -> Iterator[str]:
     t = summary.target
     safe, unsafe_only = fixable_counts(summary.findings, summary.unsafe_fixes)
     doc = {
@@ -58,10 +63,35 @@ def render(summary: Summary) -> str:
             "errors": len(summary.errors),
             "knowledge": summary.knowledge,
         },
-        "findings": [finding_dict(f) for f in summary.findings],
+        "findings": Streamed(lambda: (finding_dict(f) for f in summary.findings), len(summary.findings)),
         "errors": [error_dict(e) for e in summary.errors],
         # Files seen but not read, and why (discovery.discover); walked files of other types are only counted.
         "not_read": [{"path": p, "reason": why} for p, why in summary.not_read if why != UNKNOWN_TYPE],
         "not_read_other_types": sum(1 for _, why in summary.not_read if why == UNKNOWN_TYPE),
     }
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    return dumps_pieces(doc)
+
+
+class Streamed(list):
+    """A list in a document for `dumps_pieces` whose items are built as the encoder reaches each one and dropped once
+    it is written (a dict a finding: about 1 KB each), never all held at once: `JSONEncoder.iterencode` encodes in
+    Python (the C encoder, which reads a list's items directly, serves only `encode`) and iterates a list with `for`."""
+
+    def __init__(self, items: Callable[[], Iterator], count: int) -> None:
+        super().__init__()
+        self._items, self._count = items, count
+
+    def __iter__(self) -> Iterator:
+        return self._items()
+
+    def __len__(self) -> int:
+        return self._count
+
+
+def dumps_pieces(doc: dict) -> Iterator[str]:
+    """`json.dumps(doc, indent=2, ensure_ascii=False) + "\\n"` in pieces, as the encoder makes them: its lists may be
+    `Streamed`. One encoder for the whole document: `json.dumps` of each item alone makes the encoder's functions
+    anew each time, in reference cycles that a CLI run, with the cyclic collector off, never frees (250 MB for
+    100,000 findings)."""
+    yield from json.JSONEncoder(indent=2, ensure_ascii=False).iterencode(doc)
+    yield "\n"

@@ -2,45 +2,49 @@
 
 from __future__ import annotations
 
-import json
+from typing import Iterator
 
 from rlcompat.release import __version__
 from rlcompat.report import Summary
+from rlcompat.report.json_format import Streamed, dumps_pieces
 from rlcompat.report.paths import uri_reference as _uri
 
 _LEVEL = {"error": "error", "warning": "warning"}
 
 
 def render(summary: Summary) -> str:
+    return "".join(render_pieces(summary))
+
+
+def render_pieces(summary: Summary) -> Iterator[str]:
     from rlcompat.rules import all_rules
 
     rules = list(all_rules())
     index = {r.code: i for i, r in enumerate(rules)}
-    results = []
-    for f in summary.findings:
+
+    def result(f) -> dict:
         loc = f.location
-        results.append(
-            {
-                "ruleId": f.code,
-                "ruleIndex": index[f.code],
-                "level": _LEVEL.get(f.severity, "warning"),
-                "message": {"text": f.message},
-                "locations": [
-                    {
-                        "physicalLocation": {
-                            "artifactLocation": {"uri": _uri(f.path)},
-                            "region": {
-                                "startLine": loc.line,
-                                "startColumn": loc.column,
-                                "endLine": loc.end_line,
-                                "endColumn": max(loc.end_column, 1),
-                            },
-                        }
+        return {
+            "ruleId": f.code,
+            "ruleIndex": index[f.code],
+            "level": _LEVEL.get(f.severity, "warning"),
+            "message": {"text": f.message},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": _uri(f.path)},
+                        "region": {
+                            "startLine": loc.line,
+                            "startColumn": loc.column,
+                            "endLine": loc.end_line,
+                            "endColumn": max(loc.end_column, 1),
+                        },
                     }
-                ],
-                "properties": {"target": f.target, "fixable": f.fix is not None},
-            }
-        )
+                }
+            ],
+            "properties": {"target": f.target, "fixable": f.fix is not None},
+        }
+
     notifications = [
         {
             "level": "error",
@@ -77,8 +81,8 @@ def render(summary: Summary) -> str:
                     {"executionSuccessful": not summary.errors, "toolExecutionNotifications": notifications}
                 ],
                 "properties": {"target": summary.target.name},
-                "results": results,
+                "results": Streamed(lambda: (result(f) for f in summary.findings), len(summary.findings)),
             }
         ],
     }
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    return dumps_pieces(doc)

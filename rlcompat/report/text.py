@@ -15,17 +15,27 @@ Line = list[tuple[str, str]]
 
 
 def render(summary: Summary) -> str:
-    lines = list(_lines(summary))
+    return "".join(render_pieces(summary))
+
+
+def render_pieces(summary: Summary) -> Iterator[str]:
+    """The report a line at a time (with colour, a few hundred lines at a time)."""
     if not summary.color:
-        return "".join("".join(text for text, _ in line) + "\n" for line in lines)
+        for line in _lines(summary):
+            yield "".join(text for text, _ in line) + "\n"
+        return
     from rich.console import Console
     from rich.text import Text
 
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=True, width=200, highlight=False, soft_wrap=True)
-    for line in lines:
+    for n, line in enumerate(_lines(summary), start=1):
         console.print(Text.assemble(*line))
-    return buf.getvalue()
+        if n % 500 == 0:
+            yield buf.getvalue()
+            buf.seek(0)
+            buf.truncate()
+    yield buf.getvalue()
 
 
 def _lines(summary: Summary) -> Iterator[Line]:

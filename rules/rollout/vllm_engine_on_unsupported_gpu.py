@@ -5,7 +5,7 @@ import ast
 import libcst as cst
 
 from rlcompat.capabilities import min_capability, runs
-from rlcompat.lang.pysettings import tree_of
+from rlcompat.lang.pyspeed.chunks import NotParsed, chunks
 from rlcompat.lang.python import PythonRule
 from rlcompat.rule import Bad, Good
 from rlcompat.rules.rollout.helpers import unsupported_message, vllm_argv_word
@@ -24,8 +24,7 @@ def _one_choice_of_several(ctx) -> bool:
     the file never uses (an entry point, a library function) is reported. Read in the whole file (CPython's `ast`;
     the walked module may be narrowed to the statements holding a trigger)."""
     function = next((a for a in reversed(ctx.ancestors) if isinstance(a, cst.FunctionDef)), None)
-    tree = tree_of(ctx.source_text) if function is not None and ctx.source_text else None
-    if tree is None:
+    if function is None or not ctx.source_text:
         return False
     name = function.name.value
     uses: list[bool] = []  # per use of the function's name: under a test that picks a value
@@ -47,8 +46,9 @@ def _one_choice_of_several(ctx) -> bool:
             visit(child, picked)
 
     try:
-        visit(tree, False)
-    except RecursionError:
+        for chunk in chunks(ctx.source_text):  # the module's top-level statements, a few at a time for a big file
+            visit(chunk.tree, False)
+    except (NotParsed, RecursionError):
         return False
     return bool(uses) and all(uses)
 

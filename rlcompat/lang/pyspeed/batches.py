@@ -15,14 +15,13 @@ module (`Rule.whole_module`) gets the whole module where it can match (`reads_wh
 
 from __future__ import annotations
 
-import ast
 import bisect
 import itertools
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from rlcompat.lang.pyspeed import plain
-from rlcompat.lang.pyspeed.narrow import split_lines
+from rlcompat.lang.pyspeed.chunks import split_lines
 
 PART_CHARS = 32_000  # about 20-30 MB of LibCST tree a part
 SPLIT_MIN_CHARS = 2 * PART_CHARS  # shorter texts are parsed whole: at most two parts' worth of tree
@@ -42,11 +41,11 @@ class Parts:
     parts: tuple[Part, ...]
 
 
-def split(text: str, tree_of: Callable[[str], ast.Module | None]) -> Parts | None:
+def split(text: str, spans_of: Callable[[str], list[tuple[int, int]] | None]) -> Parts | None:
     """`text` cut into parts between top-level statements, or None when it is to be parsed whole: short, plain
     mode, not parsed by CPython (LibCST then reports the error as before), or no place to cut. Where the top-level
-    statements are: from `plan_narrowed` for the narrowed text it planned, else from `tree_of(text)` (CPython's
-    tree of a text: the one the narrowing step built, where it is the same text)."""
+    statements are: from `plan_narrowed` for the narrowed text it planned, else `spans_of(text)` ((first line, last
+    line) of each: `chunks.spans_of`, what the narrowing step's pass over the same text learnt)."""
     global _planned
     planned, _planned = _planned, None
     if plain() or len(text) < SPLIT_MIN_CHARS:
@@ -54,9 +53,7 @@ def split(text: str, tree_of: Callable[[str], ast.Module | None]) -> Parts | Non
     if planned is not None and planned[0] is text:
         spans = planned[1]
     else:
-        tree = tree_of(text)
-        spans = statement_spans(tree) if tree is not None else []
-        del tree  # only the lines are needed; the tree of a big text is tens of MB
+        spans = spans_of(text) or []
     if len(spans) < 2:
         return None
     lines = split_lines(text)  # the lines CPython numbers: ended by \r\n, \r or \n only
@@ -67,30 +64,25 @@ def split(text: str, tree_of: Callable[[str], ast.Module | None]) -> Parts | Non
     return Parts(text, tuple(Part("".join(lines[a:b]), a + 1) for a, b in zip(bounds, bounds[1:])))
 
 
-def statement_spans(tree: ast.Module) -> list[tuple[int, int]]:
-    """(first line, last line) of each top-level statement, its decorators included."""
-    return [(min([s.lineno, *(d.lineno for d in getattr(s, "decorator_list", ()))]), s.end_lineno or s.lineno)
-            for s in tree.body]
-
-
 _planned: tuple[str, list[tuple[int, int]]] | None = None  # a narrowed text and its top-level statements' lines
 
 
-def plan_narrowed(narrowed_text: str, kept_lines: Sequence[int], tree: ast.Module) -> None:
-    """Where the top-level statements of a narrowed text are, from the original text's tree (`kept_lines`: the
-    original line of each line of `narrowed_text`, in order), for `split` to cut it without parsing it again. The
-    narrowing keeps or leaves out whole top-level statements, and a kept one keeps its first line at column 0 and
-    no line of another, so its lines are the kept lines between its own first and last."""
+def plan_narrowed(narrowed_text: str, kept_lines: Sequence[int], spans: list[tuple[int, int]]) -> None:
+    """Where the top-level statements of a narrowed text are, from those of the original text (`spans`, their first
+    and last lines; `kept_lines`: the original line of each line of `narrowed_text`, in order), for `split` to cut
+    it without parsing it again. The narrowing keeps or leaves out whole top-level statements, and a kept one keeps
+    its first line at column 0 and no line of another, so its lines are the kept lines between its own first and
+    last."""
     global _planned
     _planned = None
     if plain() or len(narrowed_text) < SPLIT_MIN_CHARS:
         return
-    spans = []
-    for start, end in statement_spans(tree):
+    planned = []
+    for start, end in spans:
         first, last = bisect.bisect_left(kept_lines, start), bisect.bisect_right(kept_lines, end) - 1
         if first <= last:
-            spans.append((first + 1, last + 1))
-    _planned = (narrowed_text, spans)
+            planned.append((first + 1, last + 1))
+    _planned = (narrowed_text, planned)
 
 
 def _cuts(spans: list[tuple[int, int]], lines: list[str]) -> list[int]:

@@ -26,23 +26,9 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from rlcompat.lang.pyspeed import plain
+from rlcompat.lang.pyspeed.chunks import Chunk, NotParsed, Pass, chunks, remember, split_lines, statement_spans
 
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def split_lines(text: str) -> list[str]:
-    """The lines of `text` with their ends (`\r\n`, `\r` or `\n`; the last may have none)."""
-    if "\r" in text:
-        lines = [m.group() for m in _LINE.finditer(text)]
-        if lines and lines[-1] == "":
-            lines.pop()
-        return lines
-    parts = text.split("\n")  # most files: the same lines as the pattern gives, without a match object each
-    lines = [p + "\n" for p in parts[:-1]]
-    if parts[-1]:
-        lines.append(parts[-1])
-    return lines
 
 
 @dataclass(frozen=True)
@@ -66,27 +52,19 @@ class Narrowed:
         return self.lines[line - 1]
 
 
-def narrow(text: str, rules: Sequence) -> Narrowed | None:
+def narrow(text: str, rules: Sequence, readers: Sequence = ()) -> Narrowed | None:
     """`text` without the statements no rule can match, or None when the whole text is to be parsed (always with
-    `RLCOMPAT_PLAIN_LIBCST=1`)."""
+    `RLCOMPAT_PLAIN_LIBCST=1`). CPython's tree is read a chunk of top-level statements at a time (`chunks.py`);
+    `readers` read each chunk's tree too (`.chunk(tree, first line)`, then `.done()` once a pass read every chunk),
+    so that a big text is parsed once."""
     if plain():
         return None
     whole = [r for r in rules if getattr(r, "whole_module", False)]
     if any(not getattr(r, "whole_module_for_decorators_from", ()) for r in whole):
         return None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None  # the full parse reports the error, or parses what CPython's grammar here does not
-    from rlcompat.lang.pysettings import remember_tree
-
-    remember_tree(text, tree)  # the settings reader (lang/pysettings.py) walks the same tree
     modules = {m for r in whole for m in r.whole_module_for_decorators_from}
     # An import that binds a name from `triton` spells `triton`: without the word, no statement need be looked at.
-    if whole and any(m in text for m in modules) and _decorated_from(tree, modules):
-        return None
+    kernels = _Kernels(modules) if whole and any(m in text for m in modules) else None
     # Whole-module rules cannot match in this file, and a rule that visits only imports reads nothing but imports,
     # which are kept with the headers around them (those that hold its trigger always: `_import_needed`): the
     # triggers of neither need keep any other statement.
@@ -97,10 +75,33 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
     keep: set[int] = set()
     blanks: dict[int, list[tuple[int, int]]] = {}  # 0-based line -> columns blanked in it
     words = _Words(tuple({t for r in rules for t in r.triggers}), text, lines)
-    _choose(tree.body, lines, words, drop, keep, blanks)
-    _drop_unused_imports(tree.body, lines, words, drop, keep, {t for r in everyone for t in r.triggers})
-    if tree.body:  # comments before the first statement (a licence) and after the last; a coding cookie stays
-        ends = (*range(2, _start(tree.body[0]) - 1), *range(tree.body[-1].end_lineno or len(lines), len(lines)))
+    seen = Pass(text, [], [])  # what this pass learns, remembered for the rest of the file's check
+    spans = seen.spans
+    try:
+        for chunk in chunks(text, lines):
+            seen.cuts.append(chunk.first)
+            more = statement_spans(chunk.tree, chunk.first)
+            if spans and more:  # comment and blank lines between the last statement of the chunk before and its first
+                drop.update(i for i in range(spans[-1][1], more[0][0] - 1) if _BLANK_OR_COMMENT.fullmatch(lines[i]))
+            spans.extend(more)
+            if chunk.stop is None:  # one piece: its tree is remembered for the settings reader and rules
+                seen.tree = chunk.tree
+                remember(seen)
+            if kernels is not None and kernels.found_in(chunk.tree):
+                return None
+            for reader in readers:
+                reader.chunk(chunk.tree, chunk.first)
+            _choose_in(chunk, lines, words, drop, keep, blanks)
+    except NotParsed:
+        return None  # the full parse reports the error, or parses what CPython's grammar here does not
+    remember(seen)
+    for reader in readers:
+        reader.done()
+    if kernels is not None and kernels.found():
+        return None
+    _drop_unused_imports(lines, words, drop, keep, {t for r in everyone for t in r.triggers})
+    if spans:  # comments before the first statement (a licence) and after the last; a coding cookie stays
+        ends = (*range(2, spans[0][0] - 1), *range(spans[-1][1], len(lines)))
         drop.update(i for i in ends if _BLANK_OR_COMMENT.fullmatch(lines[i]))
     drop -= keep  # a line shared with a kept statement (`a = 1; b = torch.bfloat16`) stays
     if not drop and not blanks:
@@ -110,32 +111,72 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
     return Narrowed("".join(lines[i] for i in kept), tuple(i + 1 for i in kept), blanked)
 
 
-def _decorated_from(tree: ast.Module, modules: set[str]) -> bool:
+def _choose_in(chunk: Chunk, lines: list[str], words: _Words, drop: set[int], keep: set[int],
+               blanks: dict[int, list[tuple[int, int]]]) -> None:
+    """`_choose` over a chunk's top-level statements, whose tree numbers lines from the chunk's first: it works on
+    the chunk's own lines, and what it chooses is moved `chunk.first` lines down into `drop`, `keep` and `blanks`."""
+    shift, body = chunk.first, chunk.tree.body
+    own = lines if chunk.stop is None else lines[shift:chunk.stop]
+    words.shift = shift
+    imports = len(words.kept_imports)
+    chosen_drop: set[int] = set()
+    chosen_keep: set[int] = set()
+    chosen_blanks: dict[int, list[tuple[int, int]]] = {}
+    _choose(body, own, words, chosen_drop, chosen_keep, chosen_blanks)
+    words.shift = 0
+    if own is not lines:
+        lines[shift:chunk.stop] = own  # what `_inside` blanked
+    drop.update(i + shift for i in chosen_drop)
+    keep.update(i + shift for i in chosen_keep)
+    blanks.update((i + shift, columns) for i, columns in chosen_blanks.items())
+    words.kept_imports[imports:] = [
+        (node, _moved(span, shift), siblings and tuple(_moved(s, shift) for s in siblings))
+        for node, span, siblings in words.kept_imports[imports:]]
+
+
+def _moved(span: range, shift: int) -> range:
+    return range(span.start + shift, span.stop + shift)
+
+
+class _Kernels:
     """Whether a decorated function has a decorator or a parameter annotation that starts with a name an absolute
     import of one of these top-level modules binds (`import triton` -> `@triton.jit`, `from triton import jit as j`
     -> `@j`; `import triton.language as tl` -> `@_jit def k(BLOCK: tl.constexpr)`, a kernel behind a local wrapper
     of `triton.jit`, `triton_model.is_triton_kernel`): the only way either resolves into them (`python.ImportMap`).
-    Every import counts, wherever it is."""
-    bound: set[str] = set()
-    decorated: list[ast.expr] = []
-    for node in _statements(tree):  # imports and function definitions are statements
-        if isinstance(node, ast.Import):
-            bound.update((a.asname or a.name).split(".")[0] for a in node.names if a.name.split(".")[0] in modules)
-        elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] in modules:
-            bound.update(a.asname or a.name for a in node.names)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.decorator_list:
-            decorated.extend(node.decorator_list)
-            args = node.args
-            decorated.extend(a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg,
-                                                    args.kwarg) if a is not None and a.annotation is not None)
-    for expr in decorated:
-        if isinstance(expr, ast.Call):
-            expr = expr.func
-        while isinstance(expr, ast.Attribute):
-            expr = expr.value
-        if isinstance(expr, ast.Name) and expr.id in bound:
-            return True
-    return False
+    Every import counts, wherever it is: the chunks of a text are read in turn, and the question is settled when a
+    name is both bound and used so."""
+
+    def __init__(self, modules: set[str]) -> None:
+        self.modules = modules
+        self.bound: set[str] = set()
+        self.used: set[str] = set()  # the first name of each decorator and annotation of a decorated function
+
+    def found_in(self, tree: ast.Module) -> bool:
+        """Read `tree` (the next chunk); whether what is read so far settles it."""
+        modules = self.modules
+        decorated: list[ast.expr] = []
+        for node in _statements(tree):  # imports and function definitions are statements
+            if isinstance(node, ast.Import):
+                self.bound.update((a.asname or a.name).split(".")[0] for a in node.names
+                                  if a.name.split(".")[0] in modules)
+            elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] in modules:
+                self.bound.update(a.asname or a.name for a in node.names)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.decorator_list:
+                decorated.extend(node.decorator_list)
+                args = node.args
+                decorated.extend(a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg,
+                                                        args.kwarg) if a is not None and a.annotation is not None)
+        for expr in decorated:
+            if isinstance(expr, ast.Call):
+                expr = expr.func
+            while isinstance(expr, ast.Attribute):
+                expr = expr.value
+            if isinstance(expr, ast.Name):
+                self.used.add(expr.id)
+        return self.found()
+
+    def found(self) -> bool:
+        return not self.bound.isdisjoint(self.used)
 
 
 _IMPORT_VISITS = frozenset({"visit_Import", "visit_ImportFrom"})
@@ -175,7 +216,9 @@ class _Words:
         # statements are searched where they are in the text, between line starts (no copy of their lines)
         self.text = text
         self.starts = list(itertools.accumulate(map(len, lines), initial=0))
-        self.kept_imports: list[tuple[ast.stmt, range, list]] = []  # (import on lines of its own, its lines, its block)
+        self.shift = 0  # the text's line where the chunk being narrowed starts: its statements number lines from it
+        # (import on lines of its own, its lines, the lines of each statement of its block or None at module level)
+        self.kept_imports: list[tuple[ast.stmt, range, tuple[range, ...] | None]] = []
         # What an import can bind of each trigger: its longest name (`LLM` of `LLM(`, `auto` of `"auto"`), so that
         # `from vllm import LLM as Engine` makes `Engine(...)` a statement to keep.
         self.importable = tuple({max(_NAME.findall(t), key=len) for t in triggers if _NAME.search(t)})
@@ -190,14 +233,14 @@ class _Words:
 
     def found_in_lines(self, span: range) -> bool:
         """`found_in` for the lines `span` of the text (a statement's own, as the file has them)."""
-        text, a, b = self.text, self.starts[span.start], self.starts[span.stop]
+        text, a, b = self.text, self.starts[span.start + self.shift], self.starts[span.stop + self.shift]
         for t in self.in_text:
             if text.find(t, a, b) >= 0:
                 return True
         return self._alias_pattern is not None and self._alias_pattern.search(text, a, b) is not None
 
     def spells(self, word: str, span: range) -> bool:
-        return self.text.find(word, self.starts[span.start], self.starts[span.stop]) >= 0
+        return self.text.find(word, self.starts[span.start + self.shift], self.starts[span.stop + self.shift]) >= 0
 
     def learn(self, node: ast.stmt, span: range) -> None:
         """The names `node`'s imports bind to something whose dotted name holds a trigger, where the name itself holds
@@ -263,6 +306,7 @@ def _choose(body: list[ast.stmt], lines: list[str], words: _Words, drop: set[int
             blanks: dict[int, list[tuple[int, int]]], depth: int = 0) -> bool:
     """Choose what of `body` stays (into `drop`, `keep`, `blanks`); whether anything does."""
     kept = False
+    body_lines: tuple[range, ...] | None = None  # the lines of each statement of `body`, for the imports kept in it
     for node in body:
         span = _span(node)
         triggered = words.found_in_lines(span)
@@ -270,9 +314,10 @@ def _choose(body: list[ast.stmt], lines: list[str], words: _Words, drop: set[int
             drop.update(span)
             continue
         kept = True
-        if (depth < _MAX_DEPTH and isinstance(node, _NARROWED) and node.body[0].lineno > node.lineno
+        if (depth < _MAX_DEPTH and isinstance(node, _NARROWED) and _start(node.body[0]) > node.lineno
                 and _members_matter(node, words)):
-            keep.update(range(span.start, node.body[0].lineno - 1))  # decorators and the header
+            # decorators and the header, up to the first member's decorators (not the first member's own line)
+            keep.update(range(span.start, _start(node.body[0]) - 1))
             _choose(node.body, lines, words, drop, keep, blanks, depth + 1)
         elif depth < _MAX_DEPTH and isinstance(node, _BLOCKED) and _blocks_on_own_lines(node, lines):
             for block in _blocks(node):
@@ -284,7 +329,10 @@ def _choose(body: list[ast.stmt], lines: list[str], words: _Words, drop: set[int
             drop.update(inner)
             words.learn(node, span)
             if isinstance(node, (ast.Import, ast.ImportFrom)) and _on_lines_of_its_own(node, lines):
-                words.kept_imports.append((node, span, body))
+                # with the lines of the statements of its block, unless that is the module's (never left empty)
+                if depth and body_lines is None:
+                    body_lines = tuple(_span(s) for s in body)
+                words.kept_imports.append((node, span, body_lines))
     # Comment and blank lines between two statements of the body: no rule reads them (suppressions are read from
     # the file's own text).
     for a, b in zip(body, body[1:]):
@@ -328,22 +376,22 @@ def _blocks_on_own_lines(node: ast.stmt, lines: list[str]) -> bool:
 NAMES_FOR_FIXES = frozenset({"torch"})
 
 
-def _drop_unused_imports(module: list, lines: list[str], words: _Words, drop: set[int], keep: set[int],
-                         triggers: set[str]) -> None:
+def _drop_unused_imports(lines: list[str], words: _Words, drop: set[int], keep: set[int], triggers: set[str]) -> None:
     """Leave out the kept imports that bind no name the kept code spells, hold no trigger and bind no module in
     `NAMES_FOR_FIXES` (a verl file imports much of verl for code no rule reads). A block left empty keeps one."""
     if not words.kept_imports:
         return
     import_lines = {i for _, span, _ in words.kept_imports for i in span}
     used = "".join(line for i, line in enumerate(lines) if (i not in drop or i in keep) and i not in import_lines)
-    emptied: dict[int, tuple[list, range]] = {}
+    emptied: dict[tuple[range, ...], range] = {}
     for node, span, block in words.kept_imports:
         if not _import_needed(node, "".join(lines[span.start : span.stop]), used, triggers):
             drop.update(span)
             keep.difference_update(span)
-            emptied.setdefault(id(block), (block, span))
-    for block, span in emptied.values():
-        if block is not module and all(i in drop and i not in keep for s in block for i in _span(s)):
+            if block is not None:
+                emptied.setdefault(block, span)
+    for block, span in emptied.items():
+        if all(i in drop and i not in keep for s in block for i in s):
             keep.update(span)  # an empty block would not parse
 
 
