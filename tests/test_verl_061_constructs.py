@@ -9,6 +9,7 @@ import pytest
 
 from rlcompat.api import fix_paths, scan_paths, scan_source
 from rlcompat.targets import resolve_target
+from tests.verl_trees import verl_package
 
 SM61, SM75, SM80 = resolve_target("sm61"), resolve_target("sm75"), resolve_target("sm80")
 
@@ -17,13 +18,7 @@ pytestmark = pytest.mark.usefixtures("fresh_verl_detection")
 
 
 def _package(tmp_path, files: dict[str, str], version: str = "0.6.1"):
-    package = tmp_path / "verl"
-    (package / "version").mkdir(parents=True)
-    (package / "version" / "version").write_text(version + "\n")
-    for name, text in files.items():
-        (package / "trainer" / "config" / name).parent.mkdir(parents=True, exist_ok=True)
-        (package / "trainer" / "config" / name).write_text(text)
-    return package
+    return verl_package(tmp_path, version, {f"trainer/config/{name}": text for name, text in files.items()})
 
 
 def _found(package, target):

@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from rlcompat import verl_knowledge as vk
 from rlcompat.api import fix_paths, scan_paths
 from rlcompat.targets import resolve_target
+from tests.verl_trees import verl_package
 
 SM61, SM75, SM80 = resolve_target("sm61"), resolve_target("sm75"), resolve_target("sm80")
 FSDP = "# Target class for this configuration\n_target_: verl.workers.config.FSDPEngineConfig\n\nmodel_dtype: fp32\n" \
@@ -19,23 +19,11 @@ FSDP = "# Target class for this configuration\n_target_: verl.workers.config.FSD
 MEGATRON = "override_transformer_config:\n  attention_backend: flash\ndtype: bfloat16 # [\"bfloat16\", \"float16\"]\n"
 
 
-@pytest.fixture(autouse=True)
-def _fresh_detection():
-    vk.version_in_tree.cache_clear()
-    vk.package_root.cache_clear()
-    yield
-    vk.version_in_tree.cache_clear()
-    vk.package_root.cache_clear()
+pytestmark = pytest.mark.usefixtures("fresh_verl_detection")
 
 
 def _package(tmp_path, files: dict[str, str], version: str = "0.8.0"):
-    package = tmp_path / "verl"
-    (package / "version").mkdir(parents=True)
-    (package / "version" / "version").write_text(version + "\n")
-    for name, text in files.items():
-        (package / "trainer" / "config" / name).parent.mkdir(parents=True, exist_ok=True)
-        (package / "trainer" / "config" / name).write_text(text)
-    return package
+    return verl_package(tmp_path, version, {f"trainer/config/{name}": text for name, text in files.items()})
 
 
 def _findings(package, target):

@@ -12,6 +12,7 @@ from rlcompat import verl_knowledge as vk
 from rlcompat.api import fix_paths, scan_paths, scan_source
 from rlcompat.report import Summary, not_read_line, render
 from rlcompat.targets import resolve_target
+from tests.verl_trees import verl_package
 
 SM61, SM75 = resolve_target("sm61"), resolve_target("sm75")
 GENERATED = ("# This reference configration yaml is automatically generated via 'scripts/generate_trainer_config.sh'\n"
@@ -22,21 +23,9 @@ GENERATED = ("# This reference configration yaml is automatically generated via 
 pytestmark = pytest.mark.usefixtures("fresh_verl_detection")
 
 
-def _package(tmp_path, version: str | None, files: dict[str, str]):
-    package = tmp_path / "verl"
-    (package / "trainer").mkdir(parents=True)
-    if version:
-        (package / "version").mkdir()
-        (package / "version" / "version").write_text(version + "\n")
-    for name, text in files.items():
-        (package / name).parent.mkdir(parents=True, exist_ok=True)
-        (package / name).write_text(text)
-    return package
-
-
 def test_generated_reference_configs_are_not_read_and_the_report_says_why(tmp_path):
-    package = _package(tmp_path, "0.9.1", {"trainer/config/_generated_ppo_trainer.yaml": GENERATED,
-                                           "trainer/config/rollout/rollout.yaml": "name: ???\ndtype: bfloat16\n"})
+    package = verl_package(tmp_path, "0.9.1", {"trainer/config/_generated_ppo_trainer.yaml": GENERATED,
+                                               "trainer/config/rollout/rollout.yaml": "name: ???\ndtype: bfloat16\n"})
     report = scan_paths([str(package)], SM61)
     assert {f.path.rsplit("/", 1)[-1] for f in report.findings} == {"rollout.yaml"}
     (why,) = [w for p, w in report.not_read if p.endswith("_generated_ppo_trainer.yaml")]
@@ -52,19 +41,19 @@ def test_generated_reference_configs_are_not_read_and_the_report_says_why(tmp_pa
 
 def test_generated_file_is_checked_where_the_version_is_unknown_or_outside_verl(tmp_path, monkeypatch):
     monkeypatch.setattr(vk, "installed_version", lambda: "0.9.1")
-    unknown = _package(tmp_path / "u", None, {"trainer/config/_generated_ppo_trainer.yaml": GENERATED})
+    unknown = verl_package(tmp_path / "u", None, {"trainer/config/_generated_ppo_trainer.yaml": GENERATED})
     assert [f.code for f in scan_paths([str(unknown)], SM61).findings if f.code == "RLC104"]
     copy = tmp_path / "project" / "_generated_ppo_trainer.yaml"
     copy.parent.mkdir()
     copy.write_text(GENERATED)
     assert [f.code for f in scan_paths([str(copy)], SM61).findings if f.code == "RLC104"]
-    older = _package(tmp_path / "o", "0.4.1", {"trainer/config/_generated_ppo_trainer.yaml": GENERATED})
+    older = verl_package(tmp_path / "o", "0.4.1", {"trainer/config/_generated_ppo_trainer.yaml": GENERATED})
     assert [f.code for f in scan_paths([str(older)], SM61).findings if f.code == "RLC104"]  # 0.4.1 lists none
 
 
 def test_a_verl_tree_of_unknown_version_gets_no_dead_key_claim_from_the_installed_verl(tmp_path, monkeypatch):
     monkeypatch.setattr(vk, "installed_version", lambda: "0.9.1")
-    package = _package(tmp_path, None, {"trainer/config/actor/actor.yaml": "use_torch_compile: true\n"})
+    package = verl_package(tmp_path, None, {"trainer/config/actor/actor.yaml": "use_torch_compile: true\n"})
     assert vk.detect_version(str(package / "trainer/config/actor/actor.yaml")) is None
     notes = [f for f in scan_paths([str(package)], SM61).findings if f.code == "RLC352"]
     assert notes and all("does nothing in verl" not in f.message and f.fix is None for f in notes)
@@ -74,7 +63,7 @@ def test_a_verl_tree_of_unknown_version_gets_no_dead_key_claim_from_the_installe
 
 def test_oc_select_default_is_judged_and_only_the_default_is_rewritten(tmp_path):
     ref = "use_torch_compile: ${oc.select:actor_rollout_ref.actor.use_torch_compile,true}\n"
-    package = _package(tmp_path, "0.7.0", {"trainer/config/ref/ref.yaml": ref})
+    package = verl_package(tmp_path, "0.7.0", {"trainer/config/ref/ref.yaml": ref})
     # verl's own ref/ref.yaml: every config composing it sets the followed key (`follows_always_set`), so the
     # fallback never applies there; a user's config beside the package is judged by it.
     assert not scan_paths([str(package / "trainer/config/ref/ref.yaml")], SM61).findings
@@ -90,7 +79,7 @@ def test_oc_select_default_is_judged_and_only_the_default_is_rewritten(tmp_path)
 
 
 def test_070_legacy_fsdp_dtype_megatron_and_reward_files(tmp_path):
-    package = _package(tmp_path, "0.7.0", {
+    package = verl_package(tmp_path, "0.7.0", {
         "trainer/config/engine/fsdp.yaml": "strategy: fsdp\ndtype: bfloat16 # [\"bfloat16\", \"float16\"]\n",
         "trainer/config/engine/megatron.yaml": "override_transformer_config:\n  attention_backend: flash\ndtype: bfloat16\n",
         "trainer/config/reward_model/megatron_reward_loop.yaml": "rollout:\n  name: ???\n  dtype: bfloat16\n",
@@ -113,7 +102,7 @@ def test_070_legacy_fsdp_dtype_megatron_and_reward_files(tmp_path):
 
 
 def test_engine_settings_say_when_they_apply_and_yield_to_another_engine(tmp_path):
-    package = _package(tmp_path, "0.9.1", {"trainer/config/engine/fsdp.yaml": (
+    package = verl_package(tmp_path, "0.9.1", {"trainer/config/engine/fsdp.yaml": (
         "strategy: fsdp\nturbo_config:\n  distributed:\n    fsdp_plan:\n      param_dtype: bf16\n      output_dtype: bf16\n")})
     # verl's own engine/fsdp.yaml: fsdp_turbo is selected by no shipped entry config ([[unselected]]): not reported.
     assert not [f for f in scan_paths([str(package)], SM75).findings if f.code == "RLC120"]
@@ -129,12 +118,12 @@ def test_engine_settings_say_when_they_apply_and_yield_to_another_engine(tmp_pat
 
 
 def test_rollout_settings_wait_for_an_engine_to_be_chosen(tmp_path):
-    package = _package(tmp_path, "0.9.1", {"trainer/config/rollout/rollout.yaml": "name: ???\nenforce_eager: False\n"})
+    package = verl_package(tmp_path, "0.9.1", {"trainer/config/rollout/rollout.yaml": "name: ???\nenforce_eager: False\n"})
     assert "RLC402" not in [f.code for f in scan_paths([str(package)], SM61).findings]
 
 
 def test_verl_launch_script_cases_of_issue_13(tmp_path):
-    package = _package(tmp_path, "0.9.1", {})
+    package = verl_package(tmp_path, "0.9.1", {})
     script = ("export VLLM_ATTENTION_BACKEND=FLASH_ATTN\n"
               "python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.n_gpus_per_node=1\n"
               "torchrun -m verl.trainer.sft_trainer model.use_liger=True model.path=Qwen/Qwen2.5-0.5B\n"
@@ -149,7 +138,7 @@ def test_verl_launch_script_cases_of_issue_13(tmp_path):
 
 
 def test_model_engine_selects_the_engine_whose_defaults_apply(tmp_path):
-    package = _package(tmp_path, "0.9.1", {})
+    package = verl_package(tmp_path, "0.9.1", {})
     megatron = "python3 -m verl.trainer.main_ppo model_engine=megatron actor_rollout_ref.rollout.name=vllm\n"
     codes = [f.code for f in scan_source(megatron, SM61, str(package / "run.sh"), "shell")]
     assert "RLC105" not in codes and "RLC351" not in codes  # FSDP's defaults are not the Megatron run's
@@ -159,7 +148,7 @@ def test_model_engine_selects_the_engine_whose_defaults_apply(tmp_path):
 
 
 def test_050_generated_files_are_not_read_and_main_generation_rollout_is(tmp_path):
-    package = _package(tmp_path, "0.5.0", {
+    package = verl_package(tmp_path, "0.5.0", {
         "trainer/config/_generated_ppo_trainer.yaml": GENERATED,
         "trainer/config/_generated_ppo_megatron_trainer.yaml": GENERATED,
         "trainer/config/generation.yaml": "rollout:\n  name: vllm\n  dtype: bfloat16\n",
@@ -180,9 +169,9 @@ def test_settings_of_options_no_shipped_entry_config_selects(tmp_path):
     veomni_ref = ("veomni:\n  attn_implementation: "
                   "${oc.select:actor_rollout_ref.actor.veomni.attn_implementation,flash_attention_2}\n")
     reward = "reward_model:\n  enable: False\n  rollout:\n    name: ???\n    dtype: bfloat16\n"
-    package = _package(tmp_path, "0.9.1", {"trainer/config/ref/veomni_ref.yaml": veomni_ref,
-                                           "trainer/config/reward/reward.yaml": reward,
-                                           "trainer/config/engine/veomni.yaml": "attn_implementation: flash_attention_2\n"})
+    package = verl_package(tmp_path, "0.9.1", {"trainer/config/ref/veomni_ref.yaml": veomni_ref,
+                                               "trainer/config/reward/reward.yaml": reward,
+                                               "trainer/config/engine/veomni.yaml": "attn_implementation: flash_attention_2\n"})
     assert not scan_paths([str(package)], SM61).findings
     # A copy outside a verl package of known version is judged as before.
     copy = tmp_path / "copy" / "veomni_ref.yaml"
