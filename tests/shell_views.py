@@ -1,4 +1,4 @@
-"""The config views the shell front end hands to its rules for a script, caught before any rule runs."""
+"""The config views a front end hands to its rules for a text, caught before any rule runs."""
 
 from __future__ import annotations
 
@@ -6,12 +6,17 @@ from rlcompat.file_knowledge import FileKnowledge
 from rlcompat.lang import shell
 
 
-def shell_views(text: str, path: str = "run.sh") -> list:
+def config_views(module, text: str, path: str, target=None) -> list:
+    """What `module` (a front end of rlcompat.lang) passes to `run_rules` for `text`."""
     captured = []
-    original = shell.run_rules
-    shell.run_rules = lambda views, *args: captured.extend(views) or []
+    original = module.run_rules
+    module.run_rules = lambda views, *args: captured.extend(views) or []
     try:
-        shell.check(shell.parse(text), text, path, [], None, knowledge=FileKnowledge(path))
+        module.check(module.parse(text), text, path, [], target, knowledge=FileKnowledge(path))
     finally:
-        shell.run_rules = original
+        module.run_rules = original
     return captured
+
+
+def shell_views(text: str, path: str = "run.sh") -> list:
+    return config_views(shell, text, path)

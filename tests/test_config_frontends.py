@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from rlcompat.file_knowledge import FileKnowledge
 from rlcompat.api import scan_source
 from rlcompat.config import Options
 from rlcompat.engine import Checker
@@ -13,19 +12,13 @@ from rlcompat.lang import shell, yaml as yaml_fe
 from rlcompat.lang.settings import ConfigView
 from rlcompat.source import decode
 from rlcompat.targets import resolve_target
+from tests.shell_views import config_views
 
 SM61 = resolve_target("sm61")
 
 
 def _views(module, text: str, path: str) -> list[ConfigView]:
-    captured: list[ConfigView] = []
-    original = module.run_rules
-    module.run_rules = lambda views, *args: captured.extend(views) or []
-    try:
-        module.check(module.parse(text), text, path, [], SM61, knowledge=FileKnowledge(path))
-    finally:
-        module.run_rules = original
-    return captured
+    return config_views(module, text, path, SM61)
 
 
 def _fix(text: str, path: str, language: str, target: str = "sm61", select=None, unsafe=False) -> str:
