@@ -197,6 +197,27 @@ def knowledge_for(path: str) -> Knowledge:
     return _load(choose_version(detected), detected)
 
 
+@lru_cache(maxsize=None)
+def _own_file_names(table: str) -> frozenset[str]:
+    """Base names of the files a per-file table (`unread`, `unselected`) lists in any rule set: a cheap first test."""
+    return frozenset(os.path.basename(f) for v in available_versions() for f in getattr(load_version(v), table))
+
+
+def own_file_row(path: str, table: str) -> tuple[Knowledge, object] | None:
+    """For a file of a verl package whose version is found in the tree itself: that version's knowledge and the
+    file's row of `table` (a dict by path relative to the package: `unread`, `unselected`), else None. The
+    installed verl says nothing about a copied tree, and an unknown version supports no claim about its files."""
+    if os.path.basename(path) not in _own_file_names(table):
+        return None
+    full = os.path.abspath(path)
+    root = package_root(os.path.dirname(full))
+    if root is None or version_in_tree(root) is None:
+        return None
+    knowledge = knowledge_for(full)  # the tree's own version (found above), never the installed one
+    row = getattr(knowledge, table).get(os.path.relpath(full, root).replace(os.sep, "/"))
+    return (knowledge, row) if row else None
+
+
 def detect_version(path: str) -> str | None:
     directory = os.path.dirname(os.path.abspath(path))
     found = version_in_tree(directory)

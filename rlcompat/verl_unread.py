@@ -8,30 +8,10 @@ supports no claim about which files it reads.
 
 from __future__ import annotations
 
-import os
-from functools import lru_cache
-
-
-@lru_cache(maxsize=1)
-def _unread_names() -> frozenset[str]:
-    """Base names of every unread file of every rule set: a cheap first test for each discovered file."""
-    from rlcompat.verl_knowledge import available_versions, load_version
-
-    return frozenset(os.path.basename(f) for v in available_versions() for f in load_version(v).unread)
-
 
 def why_unread(path: str) -> str:
     """"not read by verl X: why" for a file the tree's verl version never reads, else ""."""
-    if os.path.basename(path) not in _unread_names():
-        return ""
-    from rlcompat.verl_knowledge import knowledge_for, package_root, version_in_tree
+    from rlcompat.verl_knowledge import own_file_row  # loaded on the first file, not on import
 
-    full = os.path.abspath(path)
-    root = package_root(os.path.dirname(full))
-    if root is None:
-        return ""
-    if version_in_tree(root) is None:
-        return ""  # no claim about which files an unknown version reads
-    knowledge = knowledge_for(full)  # the tree's own version (found above), never the installed one
-    why = knowledge.unread.get(os.path.relpath(full, root).replace(os.sep, "/"))
-    return f"not read by {knowledge.label}: {why}" if why else ""
+    found = own_file_row(path, "unread")
+    return f"not read by {found[0].label}: {found[1]}" if found else ""

@@ -10,34 +10,18 @@ as usual. Only a file inside a verl package whose version is found in the tree i
 
 from __future__ import annotations
 
-import os
 import re
-from functools import lru_cache
 
 _KEY = re.compile(r"\s*([A-Za-z_][\w@.-]*)\s*:")
-
-
-@lru_cache(maxsize=1)
-def _unselected_names() -> frozenset[str]:
-    """Base names of every file with unselected settings in any rule set: a cheap first test."""
-    from rlcompat.verl_knowledge import available_versions, load_version
-
-    return frozenset(os.path.basename(f) for v in available_versions() for f in load_version(v).unselected)
 
 
 def unselected_prefixes(path: str) -> tuple[str, ...] | None:
     """The key paths of `path` (a file of a verl package) that only an unselected option reads ("" = the whole
     file), or None when nothing of the file is such a setting."""
-    if os.path.basename(path) not in _unselected_names():
-        return None
-    from rlcompat.verl_knowledge import knowledge_for, package_root, version_in_tree
+    from rlcompat.verl_knowledge import own_file_row  # loaded on the first file, not on import
 
-    full = os.path.abspath(path)
-    root = package_root(os.path.dirname(full))
-    if root is None or version_in_tree(root) is None:
-        return None  # no claim about what an unknown version's entry configs select
-    entry = knowledge_for(full).unselected.get(os.path.relpath(full, root).replace(os.sep, "/"))
-    return entry[0] if entry else None
+    found = own_file_row(path, "unselected")
+    return found[1][0] if found else None
 
 
 def key_path_at(lines: list[str], number: int) -> str:
