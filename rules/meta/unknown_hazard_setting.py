@@ -140,10 +140,11 @@ class UnknownHazardSetting(ConfigRule):
         if not is_switch or tokens & NEGATIONS:
             return  # `disable_bf16_...=True`, `no_flash=True` switch the thing off
         leaf = re.split(r"[.:]", s.key.lstrip("-"))[-1]
-        if leaf.startswith("_") or name_tokens(leaf) & DESCRIPTIVE:
+        own = name_tokens(leaf)
+        if leaf.startswith("_") or own & DESCRIPTIVE:
             return  # private state (`self._te_fp8_patched = True`) or a description, not a selection
-        if not name_tokens(leaf) <= ENABLING_LEAVES:
-            tokens = name_tokens(leaf)
+        if not own <= ENABLING_LEAVES:
+            tokens = own  # the switch's own name, not its parents', says what it turns on
         for words, ok, what in ((("bf16", "bfloat16"), target.bf16_native, "bf16"),
                                 (("flash",), target.flash_attn_2, "FlashAttention"),
                                 (("compile",), target.inductor, "torch.compile (Inductor needs 7.0+)"),
