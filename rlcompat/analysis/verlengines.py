@@ -69,8 +69,8 @@ def report_engine_settings(view: ConfigView, ctx: ConfigContext, setting_id: str
 
 
 def accepted_fix(known, ctx: ConfigContext, value: str, safety: FixSafety) -> tuple[str | None, FixSafety]:
-    """The fix where verl's config class for the key accepts it (`accepts`: 0.8.0's McoreEngineConfig asserts
-    bfloat16 or float16). Else the accepted fp16 spelling where the precision policy computes in fp16 on the target
+    """The fix where verl's config class for the key accepts it (`accepts`: verl's McoreEngineConfig asserts
+    bfloat16 or float16, 0.6.1 to 0.9.1). Else the accepted fp16 spelling where the precision policy computes in fp16 on the target
     (unsafe: a bf16-pretrained model may overflow in fp16), else None: no value the engine takes runs there."""
     if not known.accepts or value in known.accepts:
         return value, safety
