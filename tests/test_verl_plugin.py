@@ -236,3 +236,31 @@ if __name__ == "__main__":
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["got"] == pytest.approx(out["want"])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_graph_replayed_decode_gives_the_eager_decode_and_generate_tokens(tiny):
+    folder, tok = tiny
+    gen = HFGenerator.from_pretrained(str(folder), device="cuda", dtype=torch.float32, attn_implementation="sdpa")
+    prompts = _prompt_ids(tok)
+    requests = [Request(p, max_tokens=40, temperature=0.0) for p in prompts]
+    graphed = [c.token_ids for c in gen.generate(requests)]
+    from rlcompat.verl_plugin import decode
+
+    eager_step = decode.StaticDecode.__init__
+
+    def without_graph(self, model, prompt_mask, max_new, use_graph):
+        eager_step(self, model, prompt_mask, max_new, use_graph=False)
+
+    decode.StaticDecode.__init__ = without_graph
+    try:
+        eager = [c.token_ids for c in gen.generate(requests)]
+    finally:
+        decode.StaticDecode.__init__ = eager_step
+    assert graphed == eager
+    for prompt, tokens in zip(prompts, graphed):
+        ids = torch.tensor([prompt], device="cuda")
+        want = gen.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=40, min_new_tokens=40,
+                                  do_sample=False, pad_token_id=tok.pad_token_id)[0, len(prompt):].tolist()
+        assert tokens == want

@@ -1,7 +1,8 @@
 """A batched token-in/token-out generator on plain transformers: what the `hf` rollout serves verl with.
 
-No verl and no Ray here, so it can be tested on its own. One decode loop with a KV cache serves a batch of
-requests whose sampling settings may differ row by row (temperature, top-p, top-k, max tokens, stop ids).
+No verl and no Ray here, so it can be tested on its own. One decode loop with a static KV cache (rlcompat/verl_plugin/decode.py: a CUDA
+graph per batch on a GPU) serves a batch of requests whose sampling settings may differ row by row (temperature,
+top-p, top-k, max tokens, stop ids).
 Prompts are left-padded and positions follow the attention mask, as `transformers.generate` does, so greedy
 decoding gives the same tokens as `generate` (tests/test_verl_plugin_engine.py).
 """
@@ -12,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 import torch
+
+from rlcompat.verl_plugin.decode import StaticDecode
 
 
 @dataclass
@@ -111,89 +114,93 @@ class HFGenerator:
             input_ids[row, width - n:] = torch.tensor(r.prompt_ids, dtype=torch.long)
             mask[row, width - n:] = 1
         input_ids, mask = input_ids.to(device), mask.to(device)
-        position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
+        rows = _Rows(requests, device)
+        longest = int(max(r.max_tokens for r in requests))
+        decode = StaticDecode(self.model, mask, longest, use_graph=device.type == "cuda")
 
-        temperature = torch.tensor([r.temperature for r in requests], dtype=torch.float32, device=device)
-        greedy = temperature <= 0
-        top_p = torch.tensor([r.top_p for r in requests], dtype=torch.float32, device=device)
-        top_k = torch.tensor([r.top_k if r.top_k and r.top_k > 0 else 0 for r in requests], device=device)
-        max_tokens = torch.tensor([r.max_tokens for r in requests], device=device)
-        generators = _row_generators(requests, device)
-
-        out_tokens: list[list[int]] = [[] for _ in requests]
-        out_logprobs: list[list[float]] = [[] for _ in requests]
-        finished = [False] * batch
-        reasons = ["length"] * batch
-        past = None
-        step_ids, step_positions = input_ids, position_ids
-        longest = int(max_tokens.max())
+        # Every row's tokens, log-probs and state stay on the device: the host learns them once at the end, and
+        # whether all rows finished every few steps, so the decode loop never waits for the GPU token by token.
+        tokens = torch.zeros((batch, longest), dtype=torch.long, device=device)
+        logprobs = torch.zeros((batch, longest), dtype=torch.float32, device=device)
+        lengths = torch.zeros(batch, dtype=torch.long, device=device)
+        stopped = torch.zeros(batch, dtype=torch.bool, device=device)
+        done = torch.zeros(batch, dtype=torch.bool, device=device)
+        logits = decode.prefill(input_ids, mask)
         for step in range(longest):
-            out = self.model(input_ids=step_ids, attention_mask=mask, position_ids=step_positions,
-                             past_key_values=past, use_cache=True)
-            past = out.past_key_values
-            logits = out.logits[:, -1, :].float()
-            scaled = logits / torch.where(greedy, torch.ones_like(temperature), temperature).unsqueeze(-1)
-            next_ids = _pick(scaled, greedy, top_k, top_p, generators)
-            logprobs = torch.log_softmax(scaled, dim=-1).gather(-1, next_ids.unsqueeze(-1)).squeeze(-1)
-            ids_list, lp_list = next_ids.tolist(), logprobs.tolist()
-            for row, r in enumerate(requests):
-                if finished[row]:
-                    continue
-                out_tokens[row].append(ids_list[row])
-                out_logprobs[row].append(lp_list[row])
-                if ids_list[row] in r.stop_ids:
-                    finished[row], reasons[row] = True, "stop"
-                elif len(out_tokens[row]) >= r.max_tokens:
-                    finished[row] = True
-            if all(finished):
+            scaled = logits.float() / rows.divisor
+            next_ids = _pick(scaled, rows)
+            tokens[:, step] = next_ids
+            logprobs[:, step] = torch.log_softmax(scaled, dim=-1).gather(-1, next_ids.unsqueeze(-1)).squeeze(-1)
+            live = ~done
+            lengths += live.long()
+            hit = live & (next_ids.unsqueeze(-1) == rows.stop_ids).any(-1)
+            stopped |= hit
+            done |= hit | (lengths >= rows.max_tokens)
+            if step + 1 == longest or ((step + 1) % _CHECK_EVERY == 0 and bool(done.all())):
                 break
-            step_ids = next_ids.unsqueeze(-1)
-            done = torch.tensor(finished, device=device)
-            # finished rows keep decoding pad tokens (cheaper than reshaping the cache) but stop attending
-            step_ids = torch.where(done.unsqueeze(-1), torch.full_like(step_ids, self.pad_token_id), step_ids)
-            mask = torch.cat([mask, (~done).long().unsqueeze(-1)], dim=-1)
-            step_positions = (mask.sum(-1, keepdim=True) - 1).clamp(min=0)
-        self.tokens_generated += sum(len(t) for t in out_tokens)
+            logits = decode.step(next_ids)
+        counts, stops = lengths.tolist(), stopped.tolist()
+        token_rows, logprob_rows = tokens.tolist(), logprobs.tolist()
+        del decode  # the cache and the graph's memory go back before the next batch
+        self.tokens_generated += sum(counts)
         return [
-            Completion(out_tokens[i], out_logprobs[i] if r.want_logprobs else None, reasons[i])
+            Completion(token_rows[i][: counts[i]], logprob_rows[i][: counts[i]] if r.want_logprobs else None,
+                       "stop" if stops[i] else "length")
             for i, r in enumerate(requests)
         ]
 
 
-def _row_generators(requests: list[Request], device: torch.device) -> list[Optional[torch.Generator]]:
-    gens = []
-    for r in requests:
-        if r.seed is None:
-            gens.append(None)
-        else:
-            g = torch.Generator(device=device)
-            g.manual_seed(int(r.seed))
-            gens.append(g)
-    return gens
+_CHECK_EVERY = 16  # decode steps between the host's looks at whether every row finished
 
 
-def _pick(scaled: torch.Tensor, greedy: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor,
-          generators: list[Optional[torch.Generator]]) -> torch.Tensor:
+class _Rows:
+    """The batch's sampling settings as device tensors, and which rows sample (a host fact, known up front)."""
+
+    def __init__(self, requests: list[Request], device: torch.device):
+        temperature = [r.temperature for r in requests]
+        greedy = [t <= 0 for t in temperature]
+        self.divisor = torch.tensor([1.0 if g else t for g, t in zip(greedy, temperature)],
+                                    dtype=torch.float32, device=device).unsqueeze(-1)
+        self.top_p = torch.tensor([r.top_p for r in requests], dtype=torch.float32, device=device)
+        self.top_k = torch.tensor([r.top_k if r.top_k and r.top_k > 0 else 0 for r in requests], device=device)
+        self.max_tokens = torch.tensor([r.max_tokens for r in requests], device=device)
+        widest = max([len(r.stop_ids) for r in requests] + [1])
+        self.stop_ids = torch.tensor([sorted(r.stop_ids) + [-1] * (widest - len(r.stop_ids)) for r in requests],
+                                     dtype=torch.long, device=device)
+        sampled = [i for i, g in enumerate(greedy) if not g]
+        self.any_sampled = bool(sampled)
+        # Seeded rows draw from their own generator, one call each; the others draw together in one call.
+        self.seeded = [(i, _generator(requests[i].seed, device)) for i in sampled if requests[i].seed is not None]
+        unseeded = [i for i in sampled if requests[i].seed is None]
+        self.unseeded = torch.tensor(unseeded, dtype=torch.long, device=device) if unseeded else None
+
+
+def _generator(seed: int, device: torch.device) -> torch.Generator:
+    g = torch.Generator(device=device)
+    g.manual_seed(int(seed))
+    return g
+
+
+def _pick(scaled: torch.Tensor, rows: _Rows) -> torch.Tensor:
     """Greedy rows take the argmax; sampled rows draw from the top-k / top-p filtered distribution."""
     chosen = scaled.argmax(dim=-1)
-    if bool(greedy.all()):
+    if not rows.any_sampled:
         return chosen
-    filtered = scaled.clone()
-    vocab = filtered.shape[-1]
-    k = torch.where(top_k > 0, top_k.clamp(max=vocab), torch.full_like(top_k, vocab))
-    sorted_logits, order = filtered.sort(dim=-1, descending=True)
+    vocab = scaled.shape[-1]
+    k = torch.where(rows.top_k > 0, rows.top_k.clamp(max=vocab), torch.full_like(rows.top_k, vocab))
+    sorted_logits, order = scaled.sort(dim=-1, descending=True)
     ranks = torch.arange(vocab, device=scaled.device).unsqueeze(0)
     drop = ranks >= k.unsqueeze(-1)
     probs = torch.softmax(sorted_logits.masked_fill(drop, float("-inf")), dim=-1)
     before = probs.cumsum(-1) - probs  # mass of the tokens ranked above each token
-    drop |= before >= top_p.unsqueeze(-1)
+    drop |= before >= rows.top_p.unsqueeze(-1)
     drop[:, 0] = False  # the most likely token always stays
     sorted_logits = sorted_logits.masked_fill(drop, float("-inf"))
-    filtered = torch.full_like(filtered, float("-inf")).scatter(-1, order, sorted_logits)
-    probs = torch.softmax(filtered, dim=-1)
-    for row in range(scaled.shape[0]):
-        if not bool(greedy[row]):
-            chosen[row] = torch.multinomial(probs[row], 1, generator=generators[row]).squeeze(-1)
+    probs = torch.softmax(torch.full_like(scaled, float("-inf")).scatter(-1, order, sorted_logits), dim=-1)
+    if rows.unseeded is not None:
+        chosen[rows.unseeded] = torch.multinomial(probs[rows.unseeded], 1).squeeze(-1)
+    for row, generator in rows.seeded:
+        chosen[row] = torch.multinomial(probs[row], 1, generator=generator).squeeze(-1)
     return chosen
 
 

@@ -1,0 +1,162 @@
+"""Decode speed of the hf rollout against transformers' static-cache generate, on one GPU, in one process.
+
+For a random Qwen2 of Qwen2.5-0.5B's shape in fp32 (the model `verify --trainer --model-size 0.5b` trains), at each
+batch x prompt x response size: milliseconds per decode step and tokens/s of
+  - rollout:          rlcompat's HFGenerator (rlcompat/verl_plugin/engine.py) under the sm61 target guard, as it
+                      runs in `verify --trainer`;
+  - rollout_no_guard: the same without the guard;
+  - hf_static:        `model.generate(cache_implementation="static")`, transformers' own fixed-cache path;
+plus the memory-bandwidth bound of reading the weights once a step, on this device (its copy bandwidth measured here)
+and on a Tesla P40 (346 GB/s, NVIDIA's Tesla P40 datasheet). Every figure counts the whole generate call (prefill
+included) divided by the tokens decoded, the same way for all three; every row decodes exactly `response` tokens.
+
+Runs on the device (see the top of bench/verify_trainer_on_device.sh for the machine; it needs only torch and
+transformers there, and rlcompat installed with `pip install --no-deps --target`):
+    python3 bench/rollout_speed.py --out $OUT/rollout_speed.json [--quick]
+Writes the table to stdout and the figures as JSON (bench/results/rollout_speed.json is a copy of a device run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+
+P40_BYTES_PER_SECOND = 346e9  # NVIDIA Tesla P40 datasheet: 346 GB/s GDDR5
+
+
+def build_model(device: str) -> torch.nn.Module:
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(0)
+    config = Qwen2Config(hidden_size=896, num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2,
+                         intermediate_size=4864, vocab_size=151936, max_position_embeddings=4096,
+                         tie_word_embeddings=True)
+    config._attn_implementation = "sdpa"
+    return Qwen2ForCausalLM(config).to(device, torch.float32).eval()
+
+
+def copy_bandwidth(device: str) -> float:
+    """Bytes per second a device-to-device copy moves (read + write), the roofline's ceiling on this card."""
+    src = torch.empty(2 ** 30 // 4, dtype=torch.float32, device=device)
+    dst = torch.empty_like(src)
+    for _ in range(3):
+        dst.copy_(src)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(10):
+        dst.copy_(src)
+    torch.cuda.synchronize()
+    return 2 * src.numel() * 4 * 10 / (time.perf_counter() - start)
+
+
+def timed(fn, reps: int) -> float:
+    fn()  # warm-up: allocator, kernels' first launch
+    best = float("inf")
+    for _ in range(reps):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def rollout_call(generator, prompts, response):
+    from rlcompat.verl_plugin.engine import Request
+
+    def call():
+        out = generator.generate([Request(list(p), max_tokens=response, temperature=1.0) for p in prompts])
+        assert all(len(c.token_ids) == response for c in out)
+    return call
+
+
+def hf_static_call(model, prompts, response):
+    ids = torch.tensor(prompts, device=model.device)
+
+    def call():
+        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=response,
+                             min_new_tokens=response, do_sample=True, temperature=1.0, top_p=1.0, top_k=0,
+                             pad_token_id=0, cache_implementation="static")
+        assert out.shape[1] - ids.shape[1] == response
+    return call
+
+
+def guarded():
+    from rlcompat.targets import resolve_target
+    from rlcompat.verify.guard import TargetGuard
+
+    return TargetGuard(resolve_target("sm61"), None, enforce=True, device="cuda")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--quick", action="store_true", help="batch 8, prompt 96, response 64 only")
+    parser.add_argument("--reps", type=int, default=2)
+    args = parser.parse_args()
+
+    from rlcompat.verl_plugin.engine import HFGenerator
+
+    device = "cuda"
+    model = build_model(device)
+    weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    bandwidth = copy_bandwidth(device)
+    generator = HFGenerator(model, device, pad_token_id=0)
+    sizes = [(8, 96, 64)] if args.quick else [
+        (b, p, r) for b in (1, 8, 32) for p in (96, 512) for r in (64, 512)]
+    rows = []
+    for batch, prompt, response in sizes:
+        prompts = torch.randint(0, 150000, (batch, prompt), generator=torch.Generator().manual_seed(batch)).tolist()
+        with torch.no_grad():
+            plain = timed(rollout_call(generator, prompts, response), args.reps)
+            static = timed(hf_static_call(model, prompts, response), args.reps)
+            guard = guarded().install()
+            try:
+                with_guard = timed(rollout_call(generator, prompts, response), args.reps)
+            finally:
+                guard.uninstall()
+            violations = [v.to_dict() for v in guard.violations]
+        row = {
+            "batch": batch, "prompt": prompt, "response": response,
+            "rollout_ms_per_step": 1000 * with_guard / response,
+            "rollout_no_guard_ms_per_step": 1000 * plain / response,
+            "hf_static_ms_per_step": 1000 * static / response,
+            "rollout_tokens_per_s": batch * response / with_guard,
+            "hf_static_tokens_per_s": batch * response / static,
+            "guard_violations": len(violations),
+        }
+        row["rollout_vs_hf_static"] = row["rollout_ms_per_step"] / row["hf_static_ms_per_step"]
+        row["guard_overhead"] = row["rollout_ms_per_step"] / row["rollout_no_guard_ms_per_step"] - 1
+        rows.append(row)
+        print(f"batch {batch:3d} prompt {prompt:4d} response {response:4d}: rollout {row['rollout_ms_per_step']:.2f} "
+              f"ms/step (no guard {row['rollout_no_guard_ms_per_step']:.2f}), hf static "
+              f"{row['hf_static_ms_per_step']:.2f}: {row['rollout_vs_hf_static']:.2f}x, guard "
+              f"{100 * row['guard_overhead']:+.0f}%, {row['rollout_tokens_per_s']:.0f} tokens/s, "
+              f"{len(violations)} guard violations", flush=True)
+    result = {
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "transformers": __import__("transformers").__version__,
+        "weight_bytes": weight_bytes,
+        "device_copy_bytes_per_s": bandwidth,
+        "roofline_ms_per_step": {"device": 1000 * weight_bytes / bandwidth,
+                                 "tesla_p40": 1000 * weight_bytes / P40_BYTES_PER_SECOND},
+        "rows": rows,
+    }
+    headline = next((r for r in rows if (r["batch"], r["prompt"], r["response"]) == (8, 96, 64)), None)
+    if headline:
+        result.update(batch=8, rollout_ms_per_step=headline["rollout_ms_per_step"],
+                      rollout_no_guard_ms_per_step=headline["rollout_no_guard_ms_per_step"],
+                      hf_static_ms_per_step=headline["hf_static_ms_per_step"])
+    result["two_gpu_pass"] = None  # set by a two-GPU `verify --trainer` run, not measured by this script
+    with open(args.out, "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=1)
+    print(f"roofline: {result['roofline_ms_per_step']['device']:.2f} ms/step on this device, "
+          f"{result['roofline_ms_per_step']['tesla_p40']:.2f} on a Tesla P40")
+
+
+if __name__ == "__main__":
+    main()
