@@ -246,18 +246,8 @@ def test_graph_replayed_decode_gives_the_eager_decode_and_generate_tokens(tiny):
     prompts = _prompt_ids(tok)
     requests = [Request(p, max_tokens=40, temperature=0.0) for p in prompts]
     graphed = [c.token_ids for c in gen.generate(requests)]
-    from rlcompat.verl_plugin import decode
-
-    eager_step = decode.StaticDecode.__init__
-
-    def without_graph(self, model, prompt_mask, max_new, use_graph):
-        eager_step(self, model, prompt_mask, max_new, use_graph=False)
-
-    decode.StaticDecode.__init__ = without_graph
-    try:
-        eager = [c.token_ids for c in gen.generate(requests)]
-    finally:
-        decode.StaticDecode.__init__ = eager_step
+    gen.cuda_graphs = False
+    eager = [c.token_ids for c in gen.generate(requests)]
     assert graphed == eager
     for prompt, tokens in zip(prompts, graphed):
         ids = torch.tensor([prompt], device="cuda")

@@ -40,8 +40,10 @@ class Completion:
 class HFGenerator:
     """Owns one causal LM; generates for batches of `Request`s; can drop its device memory and take new weights."""
 
-    def __init__(self, model: torch.nn.Module, device: str | torch.device, pad_token_id: int):
+    def __init__(self, model: torch.nn.Module, device: str | torch.device, pad_token_id: int,
+                 cuda_graphs: bool = True):
         self.model = model.eval()
+        self.cuda_graphs = cuda_graphs  # decode steps replayed from a CUDA graph (on a GPU; decode.py says why)
         self.device = torch.device(device)
         self.pad_token_id = pad_token_id
         self.asleep = False
@@ -116,7 +118,7 @@ class HFGenerator:
         input_ids, mask = input_ids.to(device), mask.to(device)
         rows = _Rows(requests, device)
         longest = int(max(r.max_tokens for r in requests))
-        decode = StaticDecode(self.model, mask, longest, use_graph=device.type == "cuda")
+        decode = StaticDecode(self.model, mask, longest, use_graph=self.cuda_graphs and device.type == "cuda")
 
         # Every row's tokens, log-probs and state stay on the device: the host learns them once at the end, and
         # whether all rows finished every few steps, so the decode loop never waits for the GPU token by token.
