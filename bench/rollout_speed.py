@@ -95,7 +95,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--quick", action="store_true", help="batch 8, prompt 96, response 64 only")
-    parser.add_argument("--reps", type=int, default=2)
+    parser.add_argument("--reps", type=int, default=1, help="timed calls per figure after one warm-up (best kept)")
     args = parser.parse_args()
 
     from rlcompat.verl_plugin.engine import HFGenerator
@@ -131,11 +131,19 @@ def main() -> None:
         row["rollout_vs_hf_static"] = row["rollout_ms_per_step"] / row["hf_static_ms_per_step"]
         row["guard_overhead"] = row["rollout_ms_per_step"] / row["rollout_no_guard_ms_per_step"] - 1
         rows.append(row)
+        write(args.out, summary(rows, weight_bytes, bandwidth))  # a run cut short keeps what it measured
         print(f"batch {batch:3d} prompt {prompt:4d} response {response:4d}: rollout {row['rollout_ms_per_step']:.2f} "
               f"ms/step (no guard {row['rollout_no_guard_ms_per_step']:.2f}), hf static "
               f"{row['hf_static_ms_per_step']:.2f}: {row['rollout_vs_hf_static']:.2f}x, guard "
               f"{100 * row['guard_overhead']:+.0f}%, {row['rollout_tokens_per_s']:.0f} tokens/s, "
               f"{len(violations)} guard violations", flush=True)
+    result = summary(rows, weight_bytes, bandwidth)
+    write(args.out, result)
+    print(f"roofline: {result['roofline_ms_per_step']['device']:.2f} ms/step on this device, "
+          f"{result['roofline_ms_per_step']['tesla_p40']:.2f} on a Tesla P40")
+
+
+def summary(rows: list[dict], weight_bytes: int, bandwidth: float) -> dict:
     result = {
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,
@@ -152,11 +160,12 @@ def main() -> None:
                       rollout_no_guard_ms_per_step=headline["rollout_no_guard_ms_per_step"],
                       hf_static_ms_per_step=headline["hf_static_ms_per_step"])
     result["two_gpu_pass"] = None  # set by a two-GPU `verify --trainer` run, not measured by this script
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(result, f, indent=1)
-    print(f"roofline: {result['roofline_ms_per_step']['device']:.2f} ms/step on this device, "
-          f"{result['roofline_ms_per_step']['tesla_p40']:.2f} on a Tesla P40")
+    return result
 
+
+def write(path: str, result: dict) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=1)
 
 if __name__ == "__main__":
     main()
