@@ -130,9 +130,11 @@ class HFGenerator:
         logits = decode.prefill(input_ids, mask)
         for step in range(longest):
             scaled = logits.float() / rows.divisor
-            next_ids = _pick(scaled, rows)
+            logp = torch.log_softmax(scaled, dim=-1) if rows.needs_log_softmax else None
+            next_ids = _pick(scaled, rows, logp)
             tokens[:, step] = next_ids
-            logprobs[:, step] = torch.log_softmax(scaled, dim=-1).gather(-1, next_ids.unsqueeze(-1)).squeeze(-1)
+            if rows.want_logprobs:
+                logprobs[:, step] = logp.gather(-1, next_ids.unsqueeze(-1)).squeeze(-1)
             live = ~done
             lengths += live.long()
             hit = live & (next_ids.unsqueeze(-1) == rows.stop_ids).any(-1)
@@ -171,6 +173,10 @@ class _Rows:
                                      dtype=torch.long, device=device)
         sampled = [i for i, g in enumerate(greedy) if not g]
         self.any_sampled = bool(sampled)
+        # verl's default sampling (top_k -1, top_p 1) filters nothing: the vocabulary-wide sort is then skipped.
+        self.filters = any((requests[i].top_k or 0) > 0 or requests[i].top_p < 1.0 for i in sampled)
+        self.want_logprobs = any(r.want_logprobs for r in requests)
+        self.needs_log_softmax = self.want_logprobs or (self.any_sampled and not self.filters)
         # Seeded rows draw from their own generator, one call each; the others draw together in one call.
         self.seeded = [(i, _generator(requests[i].seed, device)) for i in sampled if requests[i].seed is not None]
         unseeded = [i for i in sampled if requests[i].seed is None]
@@ -183,11 +189,25 @@ def _generator(seed: int, device: torch.device) -> torch.Generator:
     return g
 
 
-def _pick(scaled: torch.Tensor, rows: _Rows) -> torch.Tensor:
-    """Greedy rows take the argmax; sampled rows draw from the top-k / top-p filtered distribution."""
+def _pick(scaled: torch.Tensor, rows: _Rows, logp: Optional[torch.Tensor]) -> torch.Tensor:
+    """Greedy rows take the argmax; sampled rows draw from the top-k / top-p filtered distribution (`logp`, the
+    rows' log-softmax, where nothing is filtered)."""
     chosen = scaled.argmax(dim=-1)
     if not rows.any_sampled:
         return chosen
+    if rows.filters:
+        probs = _filtered_probs(scaled, rows)
+    else:
+        probs = logp.exp()
+    if rows.unseeded is not None:
+        chosen[rows.unseeded] = torch.multinomial(probs[rows.unseeded], 1).squeeze(-1)
+    for row, generator in rows.seeded:
+        chosen[row] = torch.multinomial(probs[row], 1, generator=generator).squeeze(-1)
+    return chosen
+
+
+def _filtered_probs(scaled: torch.Tensor, rows: _Rows) -> torch.Tensor:
+    """The top-k / top-p filtered distribution of each row (a row with neither keeps every token)."""
     vocab = scaled.shape[-1]
     k = torch.where(rows.top_k > 0, rows.top_k.clamp(max=vocab), torch.full_like(rows.top_k, vocab))
     sorted_logits, order = scaled.sort(dim=-1, descending=True)
@@ -198,12 +218,7 @@ def _pick(scaled: torch.Tensor, rows: _Rows) -> torch.Tensor:
     drop |= before >= rows.top_p.unsqueeze(-1)
     drop[:, 0] = False  # the most likely token always stays
     sorted_logits = sorted_logits.masked_fill(drop, float("-inf"))
-    probs = torch.softmax(torch.full_like(scaled, float("-inf")).scatter(-1, order, sorted_logits), dim=-1)
-    if rows.unseeded is not None:
-        chosen[rows.unseeded] = torch.multinomial(probs[rows.unseeded], 1).squeeze(-1)
-    for row, generator in rows.seeded:
-        chosen[row] = torch.multinomial(probs[row], 1, generator=generator).squeeze(-1)
-    return chosen
+    return torch.softmax(torch.full_like(scaled, float("-inf")).scatter(-1, order, sorted_logits), dim=-1)
 
 
 def _empty_cache(device: torch.device) -> None:
