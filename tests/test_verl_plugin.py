@@ -254,3 +254,17 @@ def test_graph_replayed_decode_gives_the_eager_decode_and_generate_tokens(tiny):
         want = gen.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=40, min_new_tokens=40,
                                   do_sample=False, pad_token_id=tok.pad_token_id)[0, len(prompt):].tolist()
         assert tokens == want
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_graph_decode_leaves_no_memory_behind_batch_after_batch(tiny):
+    folder, tok = tiny
+    gen = HFGenerator.from_pretrained(str(folder), device="cuda", dtype=torch.float32, attn_implementation="sdpa")
+    requests = [Request(p, max_tokens=24, temperature=1.0) for p in _prompt_ids(tok) * 3]
+    allocated = []
+    for _ in range(6):
+        gen.generate(requests)
+        torch.cuda.synchronize()
+        allocated.append(torch.cuda.memory_allocated())
+    assert allocated[-1] == allocated[1], allocated  # after the first batch's one-time workspaces, flat

@@ -35,7 +35,8 @@ def static_cache(model: torch.nn.Module, max_len: int):
 class StaticDecode:
     """Prefill a left-padded batch, then decode one token per `step`, reusing every buffer."""
 
-    def __init__(self, model: torch.nn.Module, prompt_mask: torch.Tensor, max_new: int, use_graph: bool):
+    def __init__(self, model: torch.nn.Module, prompt_mask: torch.Tensor, max_new: int,
+                 graph_stream: "torch.cuda.Stream | None"):
         self.model = model
         batch, self.width = prompt_mask.shape
         self.length = self.width + max_new
@@ -49,7 +50,7 @@ class StaticDecode:
         self.ids = torch.zeros((batch, 1), dtype=torch.long, device=device)
         self.positions = prompt_mask.sum(-1, keepdim=True).long() - 1  # the last prompt token's position
         self.slot = torch.full((1,), self.width - 1, dtype=torch.long, device=device)
-        self.use_graph = use_graph
+        self.graph_stream = graph_stream  # None: no graph (a CPU, or graphs switched off)
         self.graph: torch.cuda.CUDAGraph | None = None
         self.graph_logits: torch.Tensor | None = None
 
@@ -65,7 +66,7 @@ class StaticDecode:
         self.ids.copy_(next_ids.view(-1, 1))
         self.positions.add_(1)
         self.slot.add_(1)
-        if not self.use_graph:
+        if self.graph_stream is None:
             return self._forward()
         if self.graph is None:
             return self._first_graph_step()
@@ -82,17 +83,19 @@ class StaticDecode:
         return out.logits[:, -1, :]
 
     def _first_graph_step(self) -> torch.Tensor:
-        # The first step runs eagerly on a side stream (CUDA's warm-up before a capture: lazy initialisation and
+        # The first step runs eagerly on the side stream (CUDA's warm-up before a capture: lazy initialisation and
         # workspace allocation happen outside the graph); its logits are this step's result. Capturing records the
-        # step without running it, so the buffers' values stay as the warm-up left them.
-        side = torch.cuda.Stream()
+        # step without running it, so the buffers' values stay as the warm-up left them. The side stream is the
+        # generator's, reused batch after batch: cuBLAS keeps a workspace per stream it runs on (32 MiB on Hopper),
+        # so a new stream per batch would leave one more workspace behind each time.
+        side = self.graph_stream
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
             logits = self._forward().clone()
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         # thread_local: the rollout server decodes on a worker thread while its event loop thread keeps running.
-        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+        with torch.cuda.graph(graph, stream=side, capture_error_mode="thread_local"):
             self.graph_logits = self._forward()
         self.graph = graph
         return logits

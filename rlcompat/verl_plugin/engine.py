@@ -44,6 +44,7 @@ class HFGenerator:
                  cuda_graphs: bool = True):
         self.model = model.eval()
         self.cuda_graphs = cuda_graphs  # decode steps replayed from a CUDA graph (on a GPU; decode.py says why)
+        self._stream = None
         self.device = torch.device(device)
         self.pad_token_id = pad_token_id
         self.asleep = False
@@ -60,6 +61,14 @@ class HFGenerator:
                                                      trust_remote_code=trust_remote_code)
         pad = config.pad_token_id if getattr(config, "pad_token_id", None) is not None else 0
         return cls(model, device, pad)
+
+    def _graph_stream(self) -> "torch.cuda.Stream | None":
+        """The one stream every batch's decode graph is warmed up and captured on (decode.py says why one)."""
+        if not self.cuda_graphs or self.device.type != "cuda":
+            return None
+        if self._stream is None:
+            self._stream = torch.cuda.Stream(self.device)
+        return self._stream
 
     # ---- memory ------------------------------------------------------------------------------------------
     def sleep(self) -> None:
@@ -118,7 +127,7 @@ class HFGenerator:
         input_ids, mask = input_ids.to(device), mask.to(device)
         rows = _Rows(requests, device)
         longest = int(max(r.max_tokens for r in requests))
-        decode = StaticDecode(self.model, mask, longest, use_graph=self.cuda_graphs and device.type == "cuda")
+        decode = StaticDecode(self.model, mask, longest, self._graph_stream())
 
         # Every row's tokens, log-probs and state stay on the device: the host learns them once at the end, and
         # whether all rows finished every few steps, so the decode loop never waits for the GPU token by token.
