@@ -4,14 +4,19 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TARGET=${1:-sm61}
-bash scripts/setup.sh || exit 2
+# Set-up says nothing unless it fails: the first lines printed are the scan's.
+if ! setup_log=$(bash scripts/setup.sh 2>&1); then
+  printf '%s\n' "$setup_log" >&2
+  echo "quickstart: scripts/setup.sh failed (above)" >&2
+  exit 2
+fi
 RL=.venv/bin/rlcompat
 VERL_SRC=$(.venv/bin/python -c "import os, verl; print(os.path.dirname(verl.__file__))")
 WORK=demo/verl-0.9.1
 rm -rf "$WORK" && mkdir -p "$WORK" && cp -r "$VERL_SRC" "$WORK/verl"
 find "$WORK" -name __pycache__ -prune -exec rm -rf {} +
 
-echo; echo "== 1. scan the pristine verl 0.9.1 for $TARGET"
+echo "== 1. scan the pristine verl 0.9.1 for $TARGET"
 $RL scan "$WORK/verl" --target "$TARGET" --statistics | tail -n 25
 echo; echo "== 2. fix it (safe fixes)"
 $RL fix "$WORK/verl" --target "$TARGET" | tail -n 3

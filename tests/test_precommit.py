@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from rlcompat.release import __version__
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -19,17 +22,30 @@ def _git(cwd, *args):
                         "GIT_COMMITTER_EMAIL": "t@t"})
 
 
+def _documented_config(hook_repo_path: Path) -> str:
+    """docs/ci.md's .pre-commit-config.yaml, with its repo pointed at a local clone and the fix hook (commented out
+    there) switched on for the manual stage."""
+    text = (REPO / "docs" / "ci.md").read_text("utf-8")
+    snippet = re.search(r"```yaml\n(# \.pre-commit-config\.yaml\n.*?)```", text, re.S).group(1)
+    assert "repo: https://github.com/rlcompat/rlcompat\n" in snippet
+    snippet = snippet.replace("https://github.com/rlcompat/rlcompat", str(hook_repo_path))
+    fix_hook = "  # - id: rlcompat-fix "
+    assert fix_hook in snippet
+    return snippet.replace(fix_hook, "  - id: rlcompat-fix\n    stages: [manual]\n  # ")
+
+
 @pytest.fixture
 def hook_repo(tmp_path):
-    """A committed copy of this project to serve as the hook repository (pre-commit installs from a git rev)."""
+    """A committed copy of this project to serve as the hook repository (pre-commit installs from a git rev), with
+    this version's release tag made as docs/releasing.md says."""
     src = tmp_path / "hookrepo"
     shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".venv", ".git", "demo", "*.egg-info", "__pycache__",
                                                              ".rlcompat_cache", ".pytest_cache", ".hypothesis", "build", "dist"))
     _git(src, "init", "-q")
     _git(src, "add", "-A")
     _git(src, "commit", "-qm", "hooks")
-    rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=src, capture_output=True, text=True, check=True).stdout.strip()
-    return src, rev
+    _git(src, "tag", "-a", f"v{__version__}", "-m", f"rlcompat {__version__}")
+    return src
 
 
 @pytest.mark.slow
@@ -37,14 +53,13 @@ def test_precommit_blocks_a_bf16_commit_passes_a_clean_one_and_fixes(tmp_path, h
     if shutil.which("pre-commit") is None and not (Path(sys.executable).parent / "pre-commit").exists():
         pytest.skip("pre-commit is not installed (pip install -e .[dev])")
     pre_commit = shutil.which("pre-commit") or str(Path(sys.executable).parent / "pre-commit")
-    src, rev = hook_repo
     work = tmp_path / "work"
     work.mkdir()
     _git(work, "init", "-q")
     (work / "pyproject.toml").write_text('[tool.rlcompat]\ntarget = "sm61"\nextend-exclude = ["vendored"]\n')
-    (work / ".pre-commit-config.yaml").write_text(
-        f"repos:\n- repo: {src}\n  rev: {rev}\n  hooks:\n  - id: rlcompat\n  - id: rlcompat-fix\n    stages: [manual]\n"
-    )
+    config = _documented_config(hook_repo)
+    assert f"rev: v{__version__}\n" in config  # the documented rev is this release's tag
+    (work / ".pre-commit-config.yaml").write_text(config)
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pc-home"), "NO_COLOR": "1"}
     run = lambda *a: subprocess.run([pre_commit, *a], cwd=work, capture_output=True, text=True, env=env, timeout=900)
 

@@ -117,10 +117,20 @@ def test_deep_nesting_is_read_iteratively_and_past_the_limit_is_too_deep():
     assert doc.entries[-1].key.endswith(f"k{depth - 1}.dtype")
 
 
-@pytest.mark.parametrize("closed", [True, False])
-def test_pathological_flow_nesting_stops_at_the_limit(closed, tmp_path):
-    depth = 200_000  # libyaml alone takes over a minute on this: its time grows with the square of the depth
-    text = "rollout:\n  dtype: bfloat16\nb: " + "[" * depth + ("]" * depth if closed else "") + "\n"
+def _too_deep_flow(closed: bool) -> str:
+    depth = 200_000  # libyaml 0.2.5 alone takes over a minute on this: its time grows with the square of the depth
+    return "rollout:\n  dtype: bfloat16\nb: " + "[" * depth + ("]" * depth if closed else "") + "\n"
+
+
+def _too_deep_block() -> str:
+    depth = yaml_fe.MAX_NESTING + 50
+    return "".join(f"{' ' * i}k{i}:\n" for i in range(depth)) + f"{' ' * depth}dtype: bfloat16\n"
+
+
+# A flow level is one event (`[`), a block level two (the key, then the mapping under it).
+@pytest.mark.parametrize(("text", "events_per_level"), [(_too_deep_flow(True), 1), (_too_deep_flow(False), 1),
+                                                         (_too_deep_block(), 2)], ids=["flow-closed", "flow-open", "block"])
+def test_pathological_nesting_stops_at_the_limit(text, events_per_level, tmp_path, monkeypatch):
     read = []
 
     def counted(events):
@@ -128,10 +138,19 @@ def test_pathological_flow_nesting_stops_at_the_limit(closed, tmp_path):
             read.append(event)
             yield event
 
+    # libyaml 0.2.5 (PyYAML <= 6.0.3) runs into MAX_NESTING; libyaml 0.2.6 (PyYAML 6.0.4's wheels) stops at its own
+    # limit of 1,000 levels first. Either way the reader reports the same RecursionError.
     source = libyaml or yaml_fe._ruamel_events
     with pytest.raises(RecursionError):
         yaml_fe._read_documents(counted(source(text)))
-    assert len(read) < yaml_fe.MAX_NESTING + 10  # stopped right there, not after the parser went all the way down
+    # stopped right there, not after the parser went all the way down
+    assert len(read) < events_per_level * yaml_fe.MAX_NESTING + 10
+
+    # ...and with libyaml the file is not handed to ruamel.yaml's slow pure-Python parser for a second opinion.
+    second_opinions = []
+    ruamel_events = yaml_fe._ruamel_events
+    monkeypatch.setattr(yaml_fe, "_ruamel_events", lambda t: second_opinions.append(t) or ruamel_events(t))
     (tmp_path / "deep.yaml").write_text(text)
     result = Checker(SM61, Options()).check_file(str(tmp_path / "deep.yaml"), "yaml")
-    assert "is nested too deeply to parse" in result.error.message
+    assert result.error.one_line().startswith(f"{tmp_path / 'deep.yaml'}: is nested too deeply to parse")
+    assert not second_opinions or libyaml is None

@@ -36,6 +36,10 @@ _MERGE_KEY = "<<"
 # nesting depth (libyaml: 0.3 s at 10,000 levels, 96 s for a 200,000-level `[[[...]]]` file). Configs nest a few
 # dozen levels; past this the file is reported as too deep, as the Python front end reports one, after ~10 ms.
 MAX_NESTING = 1000
+# libyaml 0.2.6 (in PyYAML's wheels from 6.0.4 on) stops at 1,000 levels itself (yaml/libyaml#287) with this problem
+# ("while increasing flow level" or "block level"). That is the same verdict as MAX_NESTING, not a YAML 1.1 quirk for
+# ruamel.yaml to judge again: its pure-Python scanner takes seconds to reach 1,000 levels.
+_LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"
 
 
 class YamlSyntaxError(Exception):
@@ -121,6 +125,8 @@ def _libyaml_events():
             while parser.check_event():
                 yield parser.get_event()
         except YAMLError as exc:
+            if getattr(exc, "problem", None) == _LIBYAML_TOO_DEEP:
+                raise RecursionError(f"nested deeper than {MAX_NESTING} levels") from exc
             raise _syntax_error(exc) from exc
         finally:
             parser.dispose()
