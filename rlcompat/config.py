@@ -18,7 +18,7 @@ DEFAULT_EXCLUDE = (
 )
 _KEYS = {
     "target", "select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores",
-    "respect-gitignore", "unsafe-fixes", "force-exclude", "cache-dir",
+    "respect-gitignore", "unsafe-fixes", "force-exclude", "cache-dir", "fail-on",
 }
 
 
@@ -37,6 +37,7 @@ class Options:
     respect_gitignore: bool = True
     unsafe_fixes: bool = False
     force_exclude: bool = False  # also exclude explicitly named files (the pre-commit case)
+    fail_on: str = "warning"  # the lowest severity (findings.SEVERITIES) a remaining finding makes scan/fix exit 1 for
     cache_dir: str | None = ".rlcompat_cache"
     root: str = "."  # where the config was found; exclude and per-file-ignores patterns are relative to it
     config_file: str | None = None
@@ -180,6 +181,11 @@ def settings_from_table(table: dict, config_file: str) -> Options:
     pfi = table.get("per-file-ignores", {})
     if not isinstance(pfi, dict):
         raise ConfigError(f"{config_file}: [tool.rlcompat] per-file-ignores must be a table of pattern = [codes]")
+    from rlcompat.findings import SEVERITIES
+
+    fail_on = table.get("fail-on", "warning")
+    if fail_on not in SEVERITIES:
+        raise ConfigError(f'{config_file}: [tool.rlcompat] fail-on must be "error" or "warning", not {fail_on!r}')
     select = strings("select")
     extend = strings("extend-select") or ()
     base = Options()
@@ -193,6 +199,7 @@ def settings_from_table(table: dict, config_file: str) -> Options:
         respect_gitignore=boolean("respect-gitignore") if boolean("respect-gitignore") is not None else True,
         unsafe_fixes=bool(boolean("unsafe-fixes")),
         force_exclude=bool(boolean("force-exclude")),
+        fail_on=fail_on,
         cache_dir=table.get("cache-dir", base.cache_dir),
         root=str(Path(config_file).parent),
         config_file=config_file,

@@ -6,6 +6,18 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 
+# A finding's severity, lowest first. "error": breaks at run time on the target (`matrix` counts it as a blocker or
+# a fix to make); "warning": slow, fragile or stale, not stopping the run (`matrix` counts it as a note).
+# `--fail-on SEVERITY` makes `scan` and `fix` exit 1 only for findings of that severity or above.
+SEVERITIES = ("warning", "error")
+
+
+def at_least(severity: str, threshold: str) -> bool:
+    """Whether `severity` is `threshold` or above (an unknown severity counts as the lowest)."""
+    rank = SEVERITIES.index(severity) if severity in SEVERITIES else 0
+    return rank >= SEVERITIES.index(threshold)
+
+
 class FixSafety(str, Enum):
     SAFE = "safe"  # keeps the program's meaning on the target (e.g. bf16 -> fp32: same math, more precision)
     UNSAFE = "unsafe"  # may change numerics or behaviour (e.g. bf16 -> fp16: smaller range); needs --unsafe-fixes
@@ -48,7 +60,7 @@ class Finding:
     path: str  # as given or discovered, with forward slashes
     location: Location
     target: str  # "sm61"
-    severity: str = "error"  # "error" breaks at run time on the target; "warning" is slow or fragile
+    severity: str = "error"  # one of SEVERITIES
     fix: Fix | None = None
     source_line: str = field(default="", compare=False)  # the first line of the finding, for reports
 

@@ -36,6 +36,19 @@ def invoke(*args, cwd=None):
     return result.exit_code, result.stdout, result.stderr
 
 
+@pytest.fixture(autouse=True)
+def rlcompat_on_path(tmp_path_factory, monkeypatch):
+    """The reports name `rlcompat fix` as the user would type it: outside pre-commit, with `rlcompat` on PATH."""
+    import os
+
+    bin_dir = tmp_path_factory.mktemp("bin")
+    (bin_dir / "rlcompat").write_text("#!/bin/sh\n")
+    (bin_dir / "rlcompat").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.delenv("PRE_COMMIT", raising=False)
+    return bin_dir
+
+
 @pytest.fixture
 def tree(tmp_path):
     (tmp_path / "train.py").write_text(BAD)
@@ -47,7 +60,7 @@ def test_scan_reports_findings_and_exits_1(tree):
     code, out, _ = invoke("scan", str(tree), "--target", "sm61")
     assert code == 1
     assert "train.py:5:38: RLC101" in out and "RLC201" in out
-    assert "Found 2 findings, 2 fixable with `rlcompat fix` in 2 files for sm61" in out
+    assert "Found 2 findings (2 fixable with `rlcompat fix`) in 2 files for sm61" in out
 
 
 def test_scan_clean_for_a_target_that_has_everything(tree):
@@ -91,7 +104,8 @@ def test_fix_leaves_unsafe_fixes_unless_asked_and_exits_1(tree):
     assert code == 1, "an unsafe bf16 -> fp16 fix remains, so fix must exit 1"
     assert "torch_dtype=torch.float32" in (tree / "train.py").read_text()
     assert "torch.bfloat16" in amp.read_text()
-    assert "1 more with `--unsafe-fixes`" in out
+    # The unsafe one is one of those remaining, not one more: the counts add up.
+    assert "Fixed 2 findings, 1 remaining (1 fixable with `rlcompat fix --unsafe-fixes`) in 3 files" in out
     code, _, _ = invoke("fix", str(tree), "--target", "sm75", "--unsafe-fixes")
     assert code == 0 and "dtype=torch.float16" in amp.read_text()
 
@@ -149,6 +163,113 @@ def test_github_annotations(tree):
 def test_statistics(tree):
     _, out, _ = invoke("scan", str(tree), "--target", "sm61", "--statistics")
     assert "    1  RLC101  [*] torch-bfloat16-dtype" in out
+    assert "[*] fixable with `rlcompat fix`." in out
+
+
+def test_statistics_marks_what_is_left_after_a_safe_fix(tree):
+    """After `fix`, a rule whose fixes left all need --unsafe-fixes is not marked as fixable by `fix` (Ruff's [*]):
+    it is marked [u], for the flag that fixes it; with --unsafe-fixes configured it is [*] again."""
+    (tree / "train.py").write_text("import torch\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n    pass\n"
+                                   "m = load('m', torch_dtype=torch.bfloat16)\n")
+    _, before, _ = invoke("scan", str(tree), "--target", "sm75", "--statistics", "--no-cache")
+    assert "    2  RLC101  [*] torch-bfloat16-dtype" in before, before
+    assert invoke("fix", str(tree), "--target", "sm75", "--no-cache")[0] == 1
+    _, after, _ = invoke("scan", str(tree), "--target", "sm75", "--statistics", "--no-cache")
+    assert "    1  RLC101  [u] torch-bfloat16-dtype" in after, after
+    assert "[u] only with `rlcompat fix --unsafe-fixes`." in after and "[*]" not in after
+    assert "Found 1 finding (1 fixable with `rlcompat fix --unsafe-fixes`)" in after
+    (tree / "pyproject.toml").write_text("[tool.rlcompat]\nunsafe-fixes = true\n")
+    _, configured, _ = invoke("scan", str(tree), "--target", "sm75", "--statistics", "--no-cache")
+    assert "    1  RLC101  [*] torch-bfloat16-dtype" in configured, configured
+
+
+def test_counts_never_count_a_finding_twice(tree):
+    """scan: the fixable parts are disjoint parts of what was found; fix: the unsafe ones are among what remains."""
+    (tree / "amp.py").write_text("import torch\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n    pass\n")
+    (tree / "fa.py").write_text("import flash_attn\n")  # RLC203: no fix
+    code, out, _ = invoke("scan", str(tree), "--target", "sm75", "--no-cache", "--output-format", "json")
+    doc = json.loads(out)["summary"]
+    assert code == 1 and doc["findings"] == 4 and (doc["fixable"], doc["fixable_with_unsafe_fixes"]) == (2, 1)
+    _, out, _ = invoke("scan", str(tree), "--target", "sm75", "--no-cache")
+    assert ("Found 4 findings (2 fixable with `rlcompat fix`, 1 more fixable with `rlcompat fix --unsafe-fixes`) "
+            "in 4 files") in out, out
+    code, out, _ = invoke("fix", str(tree), "--target", "sm75", "--no-cache", "--output-format", "json")
+    doc = json.loads(out)["summary"]
+    assert code == 1 and (doc["fixed"], doc["findings"], doc["fixable"], doc["fixable_with_unsafe_fixes"]) == (2, 2, 0, 1)
+
+
+def test_under_pre_commit_the_report_names_the_fix_hook(tree, monkeypatch):
+    """pre-commit sets PRE_COMMIT=1 for hooks; the user may have installed only pre-commit, so no `rlcompat`."""
+    (tree / "amp.py").write_text("import torch\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n    pass\n")
+    monkeypatch.setenv("PRE_COMMIT", "1")
+    _, out, _ = invoke("scan", str(tree), "--target", "sm75", "--no-cache")
+    assert ("(2 fixable with the `rlcompat-fix` hook, 1 more fixable with the `rlcompat-fix` hook with "
+            "`args: [--unsafe-fixes]`)") in out, out
+    assert "rlcompat fix`" not in out
+
+
+def test_without_rlcompat_on_path_the_report_names_a_command_that_runs(tree, monkeypatch):
+    import sys
+
+    monkeypatch.setenv("PATH", "")
+    monkeypatch.setattr(sys, "argv", ["/opt/venv/bin/rlcompat", "scan"])
+    _, out, _ = invoke("scan", str(tree), "--target", "sm61", "--no-cache")
+    assert "(2 fixable with `/opt/venv/bin/rlcompat fix`)" in out
+    monkeypatch.setattr(sys, "argv", ["/usr/lib/python3/site-packages/rlcompat/__main__.py", "scan"])
+    _, out, _ = invoke("scan", str(tree), "--target", "sm61", "--no-cache")
+    assert "(2 fixable with `python -m rlcompat fix`)" in out
+
+
+def test_fail_on_error_passes_on_warnings_and_fails_on_errors(tmp_path):
+    """A tree whose remaining findings are all warnings (what matrix calls notes): exit 1 by default, 0 with
+    --fail-on error (or fail-on = "error" in the config), and 1 again once an error is added."""
+    (tmp_path / "stale.py").write_text("x = 1  # rlcompat: ignore[RLC101]\n")  # RLC001, a stale suppression
+    code, out, _ = invoke("scan", str(tmp_path), "--target", "sm61", "--no-cache", "--output-format", "json")
+    doc = json.loads(out)
+    severities = {f["severity"] for f in doc["findings"]}
+    assert code == 1 and severities == {"warning"}, doc["findings"]
+    assert doc["summary"]["severities"] == {"error": 0, "warning": len(doc["findings"])}
+    assert doc["summary"]["fail_on"] == "warning"
+    code, out, _ = invoke("scan", str(tmp_path), "--target", "sm61", "--no-cache", "--fail-on", "error")
+    assert code == 0 and "none of severity error" in out, out
+    code, out, _ = invoke("matrix", str(tmp_path), "--targets", "sm61", "--no-cache")
+    assert code == 0 and "sm61  runs\n" in out  # one meaning: a note for matrix, a pass for --fail-on error
+    (tmp_path / "pyproject.toml").write_text('[tool.rlcompat]\nfail-on = "error"\n')
+    assert invoke("scan", str(tmp_path), "--target", "sm61", "--no-cache")[0] == 0
+    assert invoke("scan", str(tmp_path), "--target", "sm61", "--no-cache", "--fail-on", "warning")[0] == 1
+    (tmp_path / "train.py").write_text(BAD)
+    code, out, _ = invoke("scan", str(tmp_path), "--target", "sm61", "--no-cache")
+    assert code == 1 and "2 of severity error" in out
+    code, _, _ = invoke("fix", str(tmp_path), "--target", "sm61", "--no-cache")
+    assert code == 0  # the errors had safe fixes; the warnings left do not fail under fail-on = "error"
+    code, _, _ = invoke("fix", str(tmp_path), "--target", "sm61", "--no-cache", "--fail-on", "warning")
+    assert code == 1
+
+
+def test_fail_on_rejects_other_values(tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n")
+    code, _, err = invoke("scan", str(tmp_path), "--target", "sm61", "--fail-on", "info")
+    assert code == 2 and "info" in err
+    (tmp_path / "pyproject.toml").write_text('[tool.rlcompat]\nfail-on = "notes"\n')
+    code, _, err = invoke("scan", str(tmp_path), "--target", "sm61")
+    assert code == 2 and "fail-on" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("command", ["scan", "fix", "matrix"])
+def test_no_file_to_check_exits_2_unless_allowed(tmp_path, command):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "README.md").write_text("# notes\n")  # Markdown is read only when named
+    (docs / "data.csv").write_text("a,b\n")
+    target = ["--targets", "sm61"] if command == "matrix" else ["--target", "sm61"]
+    for where in (empty, docs, docs / "data.csv"):
+        code, out, err = invoke(command, str(where), *target, "--no-cache")
+        assert code == 2 and out == "", (where, out)
+        assert err.startswith(f"rlcompat: error: no files to check in {where}: ") and err.count("\n") == 1
+        assert "--allow-empty" in err
+        assert invoke(command, str(where), *target, "--no-cache", "--allow-empty")[0] == 0
 
 
 def test_inline_suppression_and_unused_suppression(tmp_path):
@@ -218,8 +339,9 @@ def test_gitignored_files_are_skipped(tmp_path):
     (tmp_path / ".gitignore").write_text("generated/\n")
     (tmp_path / "generated").mkdir()
     (tmp_path / "generated" / "g.py").write_text("import torch\nx = t.to(torch.bfloat16)\n")
+    (tmp_path / "kept.py").write_text("x = 1\n")
     code, out, _ = invoke("scan", str(tmp_path), "--target", "sm61")
-    assert code == 0 and "generated" not in out
+    assert code == 0 and "generated" not in out and "in 1 file " in out
     # named explicitly, a file is checked (unless --force-exclude applies an exclude to it)
     assert invoke("scan", str(tmp_path / "generated" / "g.py"), "--target", "sm61")[0] == 1
 

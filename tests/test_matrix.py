@@ -67,7 +67,9 @@ def test_bf16_is_fixable_on_pascal_and_runs_on_ampere(tmp_path):
     code, rows = _rows(tmp_path)
     assert code == 1
     assert list(rows) == list(DEFAULT_TARGETS)
-    assert rows["sm61"]["status"] == "runs_after_fix" and rows["sm61"]["verdict"] == "runs after `rlcompat fix`"
+    assert rows["sm61"]["status"] == "runs_after_fix"
+    assert rows["sm61"]["verdict"] == "runs after `rlcompat fix` (1 fix: RLC101)"
+    assert [f["code"] for f in rows["sm61"]["deciding"]] == ["RLC101"]
     assert rows["sm61"]["cells"]["dtype"] == {"blockers": 0, "fixable": 1, "unsafe_fixable": 0, "notes": 0}
     assert rows["sm61"]["first_blocker"] is None
     assert rows["sm80"]["status"] == "runs" and rows["sm80"]["totals"] == dict.fromkeys(matrix_report.KINDS, 0)
@@ -79,7 +81,8 @@ def test_a_finding_without_fix_blocks_and_names_itself(tmp_path):
     assert code == 1 and list(rows) == ["sm61", "sm75"]
     blocker = rows["sm61"]["first_blocker"]
     assert rows["sm61"]["status"] == "blocked" and blocker["code"] == "RLC304" and blocker["line"] == 4
-    assert rows["sm61"]["verdict"].startswith(f"blocked: RLC304 {blocker['message']} (")
+    assert rows["sm61"]["verdict"] == "blocked by 1 blocker: RLC304"
+    assert rows["sm61"]["deciding"] == [blocker]  # JSON keeps every detail of what decides
     assert rows["sm61"]["cells"]["triton/compile"]["blockers"] == 1
     assert rows["sm75"]["status"] == "runs"
 
@@ -91,7 +94,7 @@ def test_text_table_and_exit_codes(tmp_path):
     assert "sm61  runs" in out and "sm75  runs" in out and "blockers/fixable/unsafe-fixable/notes" in out
     (tmp_path / "train.py").write_text(BF16)
     code, out, _ = invoke("matrix", str(tmp_path), "--targets", "sm61,sm80", "--no-cache")
-    assert code == 1 and "sm61  runs after `rlcompat fix`" in out and "sm80  runs\n" in out
+    assert code == 1 and "sm61  runs after `rlcompat fix` (1 fix: RLC101)\n" in out and "sm80  runs\n" in out
     assert [line.split()[:3] for line in out.splitlines() if line.startswith("sm61 ")][0] == ["sm61", "Tesla", "P40"]
     assert "-/1/-/-" in out  # the dtype cell of sm61
     assert invoke("matrix", str(tmp_path), "--targets", "sm61", "--exit-zero", "--no-cache")[0] == 0
@@ -158,5 +161,44 @@ def test_json_matrix_document_shape(tmp_path):
     assert doc["command"] == "matrix" and doc["schema_version"] == 1 and doc["files"] == 1
     assert [f["name"] for f in doc["families"]] == ["dtype", "attention", "triton/compile", "rollout", "environment", "other"]
     row = doc["targets"][0]
-    assert set(row) == {"name", "capability", "architecture", "gpus", "cells", "totals", "suppressed", "status", "verdict", "first_blocker"}
+    assert set(row) == {"name", "capability", "architecture", "gpus", "cells", "totals", "suppressed", "status", "verdict",
+                        "first_blocker", "deciding"}
     assert row["capability"] == "7.0" and row["totals"]["fixable"] + row["totals"]["unsafe_fixable"] == 1
+
+
+def test_each_verdict_is_one_short_line_with_the_blockers_below(tmp_path):
+    """Many blockers with long messages: the verdict line names the target, the verdict and the deciding rules
+    (at most three codes, then a count); the blockers follow, indented, with their messages and locations (the first
+    five, then where to see the rest)."""
+    for i in range(7):
+        (tmp_path / f"attn{i}.py").write_text(FLEX)
+    (tmp_path / "train.py").write_text(BF16)
+    code, out, _ = invoke("matrix", str(tmp_path), "--targets", "sm61,sm75,sm80", "--no-cache")
+    lines = out.splitlines()
+    import re
+
+    verdicts = {line.split()[0]: line for line in lines if re.match(r"sm\d\d  (blocked|runs)", line)}
+    assert code == 1
+    assert verdicts["sm61"] == "sm61  blocked by 7 blockers: RLC304 x7"
+    assert verdicts["sm75"] == "sm75  runs after `rlcompat fix` (1 fix: RLC101)"
+    assert verdicts["sm80"] == "sm80  runs"
+    below = lines[lines.index(verdicts["sm61"]) + 1:lines.index(verdicts["sm75"])]
+    assert len(below) == 6 and all(line.startswith("      ") for line in below)
+    assert below[0].strip().startswith(f"{tmp_path / 'attn0.py'}:4: RLC304 ")
+    assert below[-1].strip() == "... 2 more blockers: `rlcompat scan --target sm61` lists them"
+    assert max(len(v) for v in verdicts.values()) <= 80
+    doc = json.loads(invoke("matrix", str(tmp_path), "--targets", "sm61", "--no-cache", "--output-format", "json")[1])
+    row = doc["targets"][0]
+    assert row["verdict"] == "blocked by 7 blockers: RLC304 x7" and len(row["deciding"]) == 7
+    assert all(f["message"] and f["line"] == 4 for f in row["deciding"])
+
+
+def test_a_verdict_names_at_most_three_rules():
+    from rlcompat.report.matrix import _codes
+
+    class F:
+        def __init__(self, code):
+            self.code = code
+
+    found = [F(c) for c in ["RLC101"] * 3 + ["RLC201"] * 2 + ["RLC105", "RLC104", "RLC302", "RLC303"]]
+    assert _codes(found) == "RLC101 x3, RLC201 x2, RLC104, 3 more rules"

@@ -71,6 +71,10 @@ def test_precommit_blocks_a_bf16_commit_passes_a_clean_one_and_fixes(tmp_path, h
     assert blocked.returncode == 1, blocked.stdout + blocked.stderr
     assert "train.py:2:" in blocked.stdout and "RLC101" in blocked.stdout
     assert "vendored" not in blocked.stdout.split("rlcompat (GPU")[1], "configured excludes must hold under pre-commit"
+    # pre-commit sets PRE_COMMIT=1: the report names the hook that fixes, not a command the user may not have.
+    assert "(1 fixable with the `rlcompat-fix` hook)" in blocked.stdout, blocked.stdout
+    only_excluded = run("run", "rlcompat", "--files", "vendored/v.py")
+    assert only_excluded.returncode == 0, only_excluded.stdout + only_excluded.stderr  # nothing to check is no error
 
     fixed = run("run", "rlcompat-fix", "--hook-stage", "manual", "--files", "train.py")
     assert "torch.float32" in (work / "train.py").read_text()

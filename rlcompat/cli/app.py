@@ -9,7 +9,8 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from rlcompat.cli.common import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_INTERRUPTED, OutputFormat
+from rlcompat.cli.common import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_INTERRUPTED, FailOn, OutputFormat
+from rlcompat.cli.common import failing, nothing_to_check
 from rlcompat.cli.common import emit as _emit, emit_pieces
 from rlcompat.cli.common import fail as _fail
 from rlcompat.cli.common import run_settings as _settings
@@ -60,6 +61,8 @@ ForceExcludeOpt = Annotated[bool, typer.Option("--force-exclude", help="Apply ex
 FormatOpt = Annotated[OutputFormat, typer.Option("--output-format", help="text, json, sarif or github.")]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Neither read nor write .rlcompat_cache/.")]
 ConfigOpt = Annotated[Optional[str], typer.Option("--config", help="A pyproject.toml to read [tool.rlcompat] from.")]
+FailOnOpt = Annotated[Optional[FailOn], typer.Option("--fail-on", help="Exit 1 for remaining findings of this severity or above: warning (default: any finding) or error (only what breaks a run; warnings are reported but pass).", show_default=False)]
+AllowEmptyOpt = Annotated[bool, typer.Option("--allow-empty", help="Exit as for a clean tree when no file to check is found (default: exit 2, so a wrong path fails CI).")]
 PathsArg = Annotated[Optional[List[str]], typer.Argument(help="Files or directories (default: .).", show_default=False)]
 
 
@@ -80,6 +83,8 @@ def scan(
     output_format: FormatOpt = OutputFormat.text,
     statistics: Annotated[bool, typer.Option("--statistics", help="Count findings per rule.")] = False,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when findings remain.")] = False,
+    fail_on: FailOnOpt = None,
+    allow_empty: AllowEmptyOpt = False,
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help="Worker processes (default: all cores).")] = None,
     no_cache: NoCacheOpt = False,
     baseline: Annotated[Optional[str], typer.Option("--baseline", help="Report only findings not recorded in this baseline file.")] = None,
@@ -92,7 +97,7 @@ def scan(
     from rlcompat.report import Summary, render_pieces
 
     paths = paths or ["."]
-    settings = _settings(paths, config, select, ignore, extend_exclude, force_exclude)
+    settings = _settings(paths, config, select, ignore, extend_exclude, force_exclude, fail_on=fail_on)
     tgt = _target(target, settings)
     show_bar = output_format is OutputFormat.text and sys.stderr.isatty()
     bar, advance = _progress(_discovered_count(paths, settings)) if show_bar else (None, None)
@@ -105,6 +110,8 @@ def scan(
         from rlcompat.discovery import why_not_checked
 
         raise _fail(f"{report.missing[0]}: {why_not_checked(report.missing[0])}")
+    if not report.results and not allow_empty:
+        raise nothing_to_check(paths)
     findings = report.findings
     if write_baseline or baseline:
         from rlcompat import baseline as baseline_file  # hashes findings: OpenSSL's import is ~10 ms a run
@@ -122,11 +129,11 @@ def scan(
     summary = Summary("scan", tgt, findings, report.errors, report.files_checked, report.suppressed,
                       unsafe_fixes=settings.unsafe_fixes, statistics=statistics, color=_color(),
                       knowledge=knowledge_applied(paths or [], findings),
-                      not_read=report.not_read)
+                      not_read=report.not_read, fail_on=settings.fail_on)
     emit_pieces(render_pieces(output_format.value, summary))
     if exit_zero:
         raise typer.Exit(EXIT_CLEAN)
-    raise typer.Exit(EXIT_FINDINGS if (findings or report.errors) else EXIT_CLEAN)
+    raise typer.Exit(EXIT_FINDINGS if failing(findings, report.errors, settings.fail_on) else EXIT_CLEAN)
 
 
 @app.command()
@@ -141,6 +148,8 @@ def fix(
     force_exclude: ForceExcludeOpt = False,
     output_format: FormatOpt = OutputFormat.text,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when findings remain.")] = False,
+    fail_on: FailOnOpt = None,
+    allow_empty: AllowEmptyOpt = False,
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help="Worker processes (default: all cores).")] = None,
     no_cache: NoCacheOpt = False,
     config: ConfigOpt = None,
@@ -152,7 +161,7 @@ def fix(
     from rlcompat.report import Summary, render_pieces
 
     paths = paths or ["."]
-    settings = _settings(paths, config, select, ignore, extend_exclude, force_exclude, unsafe_fixes)
+    settings = _settings(paths, config, select, ignore, extend_exclude, force_exclude, unsafe_fixes, fail_on)
     tgt = _target(target, settings)
     try:
         report = fix_paths(paths, tgt, settings, write=not diff, jobs=jobs, use_cache=not no_cache)
@@ -164,23 +173,25 @@ def fix(
         from rlcompat.discovery import why_not_checked
 
         raise _fail(f"{report.missing[0]}: {why_not_checked(report.missing[0])}")
+    if not report.fixes and not allow_empty:
+        raise nothing_to_check(paths)
     if diff:
         _emit("".join(unified_diff(x) for x in report.changed_files))
         if output_format is OutputFormat.text:
             n = len(report.applied)
             typer.echo(f"Would fix {n} finding{'s' if n != 1 else ''} in {len(report.changed_files)} file(s); "
                        f"{len(report.remaining)} would remain.", err=True)
-            raise typer.Exit(EXIT_FINDINGS if (report.applied or report.remaining or report.errors) else EXIT_CLEAN)
+            raise typer.Exit(EXIT_FINDINGS if failing(report.applied + report.remaining, report.errors, settings.fail_on) else EXIT_CLEAN)
     summary = Summary("fix", tgt, report.remaining, report.errors, len(report.fixes),
                       fixed=report.applied, unsafe_fixes=settings.unsafe_fixes, color=_color(),
                       knowledge=knowledge_applied(paths or [], report.applied + report.remaining),
-                      not_read=report.not_read)
+                      not_read=report.not_read, fail_on=settings.fail_on)
     emit_pieces(render_pieces(output_format.value, summary))
     if report.broken:
         raise typer.Exit(EXIT_ERROR)  # a rule produced unparsable code: an internal error, whatever --exit-zero says
     if exit_zero:
         raise typer.Exit(EXIT_CLEAN)
-    raise typer.Exit(EXIT_FINDINGS if (report.remaining or report.errors) else EXIT_CLEAN)
+    raise typer.Exit(EXIT_FINDINGS if failing(report.remaining, report.errors, settings.fail_on) else EXIT_CLEAN)
 
 
 @app.command("rules")

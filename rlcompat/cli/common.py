@@ -34,7 +34,12 @@ def split_codes(values: Optional[List[str]]) -> Optional[tuple[str, ...]]:
     return tuple(c.strip().upper() for v in values for c in v.split(",") if c.strip())
 
 
-def run_settings(paths, config, select, ignore, extend_exclude, force_exclude, unsafe_fixes=None):
+class FailOn(str, Enum):
+    error = "error"
+    warning = "warning"
+
+
+def run_settings(paths, config, select, ignore, extend_exclude, force_exclude, unsafe_fixes=None, fail_on=None):
     """[tool.rlcompat] for `paths` (or `config`) with the command line's options laid over it."""
     from rlcompat.config import ConfigError, load_options
 
@@ -49,7 +54,24 @@ def run_settings(paths, config, select, ignore, extend_exclude, force_exclude, u
         extend_exclude=ext or None,
         force_exclude=force_exclude or None,
         unsafe_fixes=unsafe_fixes or None,
+        fail_on=fail_on.value if fail_on is not None else None,
     )
+
+
+def failing(findings, errors, fail_on: str) -> bool:
+    """Whether what is left makes `scan`/`fix` exit 1: a file that could not be checked, or a finding of severity
+    `fail_on` or above (findings.SEVERITIES)."""
+    from rlcompat.findings import at_least
+
+    return bool(errors) or any(at_least(f.severity, fail_on) for f in findings)
+
+
+def nothing_to_check(paths) -> typer.Exit:
+    """The one-line error for a run that found no file to read under `paths` (a wrong path passes CI otherwise)."""
+    where = ", ".join(paths)
+    return fail(f"no files to check in {where}: nothing there is a file rlcompat reads (Python, YAML, shell, JSON, "
+                "TOML, notebooks, requirements files, Dockerfiles), or every file is excluded; check the path and "
+                "the excludes, or pass --allow-empty to accept an empty run")
 
 
 def emit(text: str) -> None:

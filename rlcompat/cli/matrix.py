@@ -25,6 +25,7 @@ def matrix_command(
     force_exclude: Annotated[bool, typer.Option("--force-exclude", help="Apply excludes to files named on the command line too.")] = False,
     output_format: Annotated[MatrixFormat, typer.Option("--output-format", help="text or json.")] = MatrixFormat.text,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when a target does not run as it is.")] = False,
+    allow_empty: Annotated[bool, typer.Option("--allow-empty", help="Exit as for a tree that runs everywhere when no file to check is found (default: exit 2).")] = False,
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help="Worker processes (default: all cores).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write .rlcompat_cache/.")] = False,
     config: Annotated[Optional[str], typer.Option("--config", help="A pyproject.toml to read \\[tool.rlcompat] from.")] = None,
@@ -61,6 +62,10 @@ def matrix_command(
         from rlcompat.discovery import why_not_checked
 
         raise _fail(f"{run.missing[0]}: {why_not_checked(run.missing[0])}")
+    if not run.files and not allow_empty:
+        from rlcompat.cli.common import nothing_to_check
+
+        raise nothing_to_check(paths)
     matrix = matrix_report.build(run, unsafe_fixes=settings.unsafe_fixes)
     _emit(matrix_report.render_json(matrix) if output_format is MatrixFormat.json else matrix_report.render_text(matrix))
     raise typer.Exit(EXIT_CLEAN if (exit_zero or matrix.all_run) else EXIT_FINDINGS)

@@ -35,6 +35,7 @@ class Summary:
     color: bool = False
     knowledge: list[str] = field(default_factory=list)  # framework knowledge applied: "verl 0.9.1", "OpenRLHF 0.11.2"
     not_read: list[tuple[str, str]] = field(default_factory=list)  # (path, why) of files seen but not read
+    fail_on: str = "warning"  # the lowest severity that makes the run exit 1 (findings.SEVERITIES)
 
 
 def not_read_line(not_read: list[tuple[str, str]]) -> str:
@@ -66,8 +67,32 @@ def render_pieces(format_name: str, summary: Summary) -> Iterator[str]:
     return pieces(summary) if pieces is not None else iter((module.render(summary),))
 
 
+def fix_hint(unsafe: bool) -> str:
+    """How the user runs `fix` (with `--unsafe-fixes` when `unsafe`) from where this report is read.
+
+    Under pre-commit, which sets PRE_COMMIT=1 for its hooks since 2.5.0 (pre_commit/commands/run.py:417 in 4.6.2:
+    https://github.com/pre-commit/pre-commit/blob/v4.6.2/pre_commit/commands/run.py#L417), rlcompat lives in the
+    hook's own environment (whose bin/ pre-commit puts on the hook's PATH) and the user may have no `rlcompat`
+    command at all: the `rlcompat-fix` hook is the way. Elsewhere, without `rlcompat` on PATH, the command this run
+    was started as (`.venv/bin/rlcompat`) or the module form."""
+    import os
+    import shutil
+    import sys
+
+    if os.environ.get("PRE_COMMIT") == "1":
+        return "the `rlcompat-fix` hook" + (" with `args: [--unsafe-fixes]`" if unsafe else "")
+    if shutil.which("rlcompat"):
+        command = "rlcompat fix"
+    elif os.path.basename(sys.argv[0]) == "rlcompat":
+        command = f"{sys.argv[0]} fix"
+    else:
+        command = "python -m rlcompat fix"
+    return f"`{command} --unsafe-fixes`" if unsafe else f"`{command}`"
+
+
 def fixable_counts(findings: list[Finding], unsafe_fixes: bool) -> tuple[int, int]:
-    """(fixable by `fix` as configured, fixable only with --unsafe-fixes)."""
+    """(fixable by `fix` as configured, fixable only with --unsafe-fixes): two parts of `findings` that never
+    overlap; the rest has no fix."""
     safe = sum(1 for f in findings if f.fix and f.fix.applies(unsafe_fixes))
     unsafe_only = sum(1 for f in findings if f.fix and not f.fix.applies(unsafe_fixes))
     return safe, unsafe_only

@@ -7,6 +7,7 @@ from typing import Callable, Iterator
 
 from rlcompat.release import __version__
 from rlcompat.discovery import UNKNOWN_TYPE
+from rlcompat.findings import SEVERITIES
 from rlcompat.report import Summary, fixable_counts
 from rlcompat.report.paths import display_path, uri_reference
 
@@ -59,6 +60,8 @@ def render_pieces(summary: Summary) -> Iterator[str]:
             "fixable": safe,
             "fixable_with_unsafe_fixes": unsafe_only,
             "fixed": len(summary.fixed),
+            "severities": {s: sum(1 for f in summary.findings if f.severity == s) for s in reversed(SEVERITIES)},
+            "fail_on": summary.fail_on,
             "suppressed": summary.suppressed,
             "errors": len(summary.errors),
             "knowledge": summary.knowledge,

@@ -1,7 +1,8 @@
 """The compatibility matrix: targets x rule families, with a verdict per target, as text or JSON.
 
-A finding counts as a note when its severity is below error (slow, fragile or stale: it does not stop a run);
-otherwise as a blocker (no autofix), fixable (a safe fix) or unsafe-fixable (a fix that needs --unsafe-fixes).
+A finding counts as a note when its severity is below error (findings.SEVERITIES: slow, fragile or stale, it does
+not stop a run; `scan --fail-on error` passes on such findings too); otherwise as a blocker (no autofix), fixable (a
+safe fix) or unsafe-fixable (a fix that needs --unsafe-fixes).
 The JSON schema is documented in docs/output-formats.md.
 """
 
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 
 from rlcompat.release import __version__
 from rlcompat.rules.codes import CODES, REPORT_NAMES
-from rlcompat.findings import FileError, Finding, FixSafety
+from rlcompat.findings import FileError, Finding, FixSafety, at_least
 from rlcompat.targets import Target
 
 
@@ -40,7 +41,7 @@ def family_of(code: str) -> str:
 
 
 def kind_of(f: Finding) -> str:
-    if f.severity != "error":
+    if not at_least(f.severity, "error"):
         return "notes"
     if f.fix is None:
         return "blockers"
@@ -52,9 +53,10 @@ class TargetRow:
     target: Target
     cells: dict[str, dict[str, int]]  # family -> kind -> count
     status: str
-    verdict: str
+    verdict: str  # one short line: the verdict and the rule codes that decide it
     first_blocker: Finding | None
     suppressed: int = 0
+    deciding: list[Finding] = field(default_factory=list)  # the blockers, else what `fix` must change; path order
 
     @property
     def totals(self) -> dict[str, int]:
@@ -80,19 +82,40 @@ def build(run, unsafe_fixes: bool = False) -> Matrix:
         cells = {name: dict.fromkeys(KINDS, 0) for _, name in FAMILIES}
         for f in findings:
             cells[family_of(f.code)][kind_of(f)] += 1
-        blocker = next((f for f in findings if kind_of(f) == "blockers"), None)
-        if blocker is not None:
-            loc = blocker.location
-            status, verdict = BLOCKED, f"blocked: {blocker.code} {blocker.message} ({blocker.path}:{loc.line})"
-        elif any(kind_of(f) == "unsafe_fixable" for f in findings):
-            status = RUNS_AFTER_UNSAFE_FIX
-            verdict = "runs after `rlcompat fix`" if unsafe_fixes else "runs after `rlcompat fix --unsafe-fixes`"
-        elif any(kind_of(f) == "fixable" for f in findings):
-            status, verdict = RUNS_AFTER_FIX, "runs after `rlcompat fix`"
+        blockers = [f for f in findings if kind_of(f) == "blockers"]
+        to_fix = [f for f in findings if kind_of(f) in ("fixable", "unsafe_fixable")]
+        if blockers:
+            status, deciding = BLOCKED, blockers
+            verdict = f"blocked by {_count(len(blockers), 'blocker')}: {_codes(blockers)}"
+        elif to_fix:
+            unsafe = any(kind_of(f) == "unsafe_fixable" for f in to_fix)
+            status, deciding = (RUNS_AFTER_UNSAFE_FIX if unsafe else RUNS_AFTER_FIX), to_fix
+            command = "rlcompat fix --unsafe-fixes" if unsafe and not unsafe_fixes else "rlcompat fix"
+            verdict = f"runs after `{command}` ({_count(len(to_fix), 'fix', 'fixes')}: {_codes(to_fix)})"
         else:
-            status, verdict = RUNS, "runs"
-        rows.append(TargetRow(target, cells, status, verdict, blocker, run.suppressed[i]))
+            status, deciding, verdict = RUNS, [], "runs"
+        rows.append(TargetRow(target, cells, status, verdict, blockers[0] if blockers else None, run.suppressed[i],
+                              deciding))
     return Matrix(rows, len(run.files), run.errors)
+
+
+SHOWN_CODES = 3  # rule codes a verdict names, so that it stays one short line; the rest are counted
+SHOWN_DETAILS = 5  # blockers listed under a verdict in the text report; JSON lists them all
+
+
+def _count(n: int, one: str, many: str = "") -> str:
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+def _codes(findings: list[Finding]) -> str:
+    """`RLC101 x10, RLC201`: the rules of `findings`, most findings first, at most SHOWN_CODES of them."""
+    from collections import Counter
+
+    counts = sorted(Counter(f.code for f in findings).items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = [code if n == 1 else f"{code} x{n}" for code, n in counts[:SHOWN_CODES]]
+    if len(counts) > SHOWN_CODES:
+        shown.append(f"{_count(len(counts) - SHOWN_CODES, 'more rule')}")
+    return ", ".join(shown)
 
 
 def _cell(counts: dict[str, int]) -> str:
@@ -114,7 +137,14 @@ def render_text(matrix: Matrix) -> str:
     lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in table]
     lines.append("")
     name_width = max((len(r.target.name) for r in matrix.rows), default=0)
-    lines += [f"{r.target.name.ljust(name_width)}  {r.verdict}" for r in matrix.rows]
+    for r in matrix.rows:
+        lines.append(f"{r.target.name.ljust(name_width)}  {r.verdict}")
+        if r.status == BLOCKED:  # what blocks it, where: the user's next step
+            indent = " " * (name_width + 4)
+            lines += [f"{indent}{f.path}:{f.location.line}: {f.code} {f.message}" for f in r.deciding[:SHOWN_DETAILS]]
+            if len(r.deciding) > SHOWN_DETAILS:
+                lines.append(f"{indent}... {_count(len(r.deciding) - SHOWN_DETAILS, 'more blocker')}: "
+                             f"`rlcompat scan --target {r.target.name}` lists them")
     if matrix.errors:
         lines.append("")
         lines += [f"error: {e.one_line()}" for e in matrix.errors]
@@ -144,6 +174,7 @@ def render_json(matrix: Matrix) -> str:
                 "status": r.status,
                 "verdict": r.verdict,
                 "first_blocker": None if r.first_blocker is None else finding_dict(r.first_blocker),
+                "deciding": [finding_dict(f) for f in r.deciding],
             }
             for r in matrix.rows
         ],

@@ -6,7 +6,8 @@ import io
 from collections import Counter
 from typing import Iterator
 
-from rlcompat.report import Summary, fixable_counts
+from rlcompat.findings import at_least
+from rlcompat.report import Summary, fix_hint, fixable_counts
 
 
 # A line is a list of (text, rich style) segments. Without colour the styles are dropped, and rich (about 25 ms
@@ -68,32 +69,50 @@ def _lines(summary: Summary) -> Iterator[Line]:
 
 
 def _statistics(summary: Summary) -> Iterator[Line]:
+    """Findings per rule, marked as Ruff marks them, by what is left: `[*]` some are fixable by `fix` as configured,
+    `[u]` the rule's fixes left all need `--unsafe-fixes`, blank none has a fix."""
     counts = Counter((f.code, f.name) for f in summary.findings)
-    fixable = Counter(f.code for f in summary.findings if f.fix)
+    now = Counter(f.code for f in summary.findings if f.fix and f.fix.applies(summary.unsafe_fixes))
+    unsafe = Counter(f.code for f in summary.findings if f.fix and not f.fix.applies(summary.unsafe_fixes))
     for (code, name), n in sorted(counts.items()):
-        mark = "[*]" if fixable[code] else "   "
+        mark = "[*]" if now[code] else "[u]" if unsafe[code] else "   "
         yield [(f"{n:>5}  {code:<7} {mark} {name}", "")]
+    legend = []
+    if now:
+        legend.append(f"[*] fixable with {fix_hint(False)}")
+    if unsafe:
+        legend.append(f"[u] only with {fix_hint(True)}")
+    if legend:
+        yield [("; ".join(legend) + ".", "")]
     yield []
 
 
 def _summary_line(summary: Summary) -> str:
+    """One line of counts in which no finding is counted twice: what was fixed, then what is left, split into what
+    `fix` can still do (and with which flag) so the parts add up to at most the whole."""
     t = summary.target
     where = f"{summary.files} file{'s' if summary.files != 1 else ''} for {t.name} ({t.capability_text}, {t.architecture})"
+    n = len(summary.findings)
     parts = []
     if summary.command == "fix":
         parts.append(f"Fixed {len(summary.fixed)} finding{'s' if len(summary.fixed) != 1 else ''}")
-        parts.append(f"{len(summary.findings)} remaining" if summary.findings else "nothing remaining")
-    elif summary.findings:
-        parts.append(f"Found {len(summary.findings)} finding{'s' if len(summary.findings) != 1 else ''}")
+        left = f"{n} remaining" if n else "nothing remaining"
+    elif n:
+        left = f"Found {n} finding{'s' if n != 1 else ''}"
     elif summary.errors:
-        parts.append("No findings")  # not "all clear": some files could not be checked
+        left = "No findings"  # not "all clear": some files could not be checked
     else:
-        parts.append("All clear: no findings")
+        left = "All clear: no findings"
     safe, unsafe_only = fixable_counts(summary.findings, summary.unsafe_fixes)
-    if summary.command == "scan" and safe:
-        parts.append(f"{safe} fixable with `rlcompat fix`")
+    fixable = []
+    if summary.command == "scan" and safe:  # after `fix`, safe fixes left are those it could not write
+        fixable.append(f"{safe} fixable with {fix_hint(False)}")
     if unsafe_only:
-        parts.append(f"{unsafe_only} more with `--unsafe-fixes`")
+        fixable.append(f"{unsafe_only} {'more ' if safe else ''}fixable with {fix_hint(True)}")
+    if summary.fail_on == "error" and n:
+        errors = sum(1 for f in summary.findings if at_least(f.severity, "error"))
+        fixable.append(f"{errors} of severity error" if errors else "none of severity error")
+    parts.append(f"{left} ({', '.join(fixable)})" if fixable else left)
     if summary.suppressed:
         parts.append(f"{summary.suppressed} suppressed")
     if summary.errors:
