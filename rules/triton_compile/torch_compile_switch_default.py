@@ -18,6 +18,8 @@ class TorchCompileSwitchDefault(PythonRule):
     what = (
         "Finds a `use_torch_compile`-style switch set to `True` in Python: a dataclass field or class attribute "
         "default (`use_torch_compile: bool = True`), a parameter default, a keyword argument or a config-dict value. "
+        "An assignment under an `if` of its own function or class (`if mode is not None: self.torch_compile = True`) "
+        "is a choice that condition makes, not a default, and is not reported. "
         "verl 0.9.1's FSDP engine configs default it to True, and the engine then compiles its entropy function "
         "[S40]."
     )
@@ -37,6 +39,11 @@ class TorchCompileSwitchDefault(PythonRule):
             fixed="def build(model, use_torch_compile=False):\n    pass\n"),
         Bad("cfg = EngineConfig(use_torch_compile=True)\n", fixed="cfg = EngineConfig(use_torch_compile=False)\n"),
         Bad('overrides = {"use_torch_compile": True}\n', fixed='overrides = {"use_torch_compile": False}\n'),
+        # Set unconditionally in __post_init__: every config gets it.
+        Bad("class Args:\n    def __post_init__(self):\n        self.torch_compile = True\n",
+            fixed="class Args:\n    def __post_init__(self):\n        self.torch_compile = False\n"),
+        Bad('if __name__ == "__main__":\n    use_torch_compile = True\n',
+            fixed='if __name__ == "__main__":\n    use_torch_compile = False\n'),
     )
     good = (
         Good("@dataclass\nclass C:\n    use_torch_compile: bool = False\n"),
@@ -45,6 +52,11 @@ class TorchCompileSwitchDefault(PythonRule):
         Good("use_torch_compile = torch.cuda.get_device_capability()[0] >= 7\n"),
         Good("@dataclass\nclass ActorConfig(BaseConfig):\n    use_torch_compile: bool = True\n",
              path="verl/workers/config/actor.py"),
+        # transformers' TrainingArguments.__post_init__ (training_args.py, 5.10.4): compile is switched on only when
+        # a compile mode or backend was asked for; the field's default stays False.
+        Good("class TrainingArguments:\n    def __post_init__(self):\n"
+             "        if (self.torch_compile_mode is not None or self.torch_compile_backend is not None) "
+             "and not self.torch_compile:\n            self.torch_compile = True\n"),
     )
 
     @classmethod
@@ -61,5 +73,24 @@ class TorchCompileSwitchDefault(PythonRule):
             return
         if role.kind == "assign" and dead_field(ctx.path, enclosing_class(ctx.ancestors), role.name):
             return  # a default the scanned verl version never reads: RLC356 says so instead of "fixing" it
+        if role.kind == "assign" and _in_branch(ctx.ancestors):
+            return  # set only when a condition holds: not the default every config starts from
         turn_off(node, ctx, f"`{role.name}` defaults to True: torch.compile's inductor refuses {self.target.name} "
                             f"({self.target.capability_text}; it needs 7.0+); default it to False", "default it to False")
+
+
+def _in_branch(ancestors) -> bool:
+    """The statement runs only when an `if` (or `while`) of its own function or class body decides so;
+    `if __name__ == "__main__":` is the script itself, not a condition."""
+    for parent in reversed(ancestors):
+        if isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        if isinstance(parent, (cst.If, cst.While)) and not _is_main_check(parent.test):
+            return True
+    return False
+
+
+def _is_main_check(test) -> bool:
+    return (isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and test.left.value == "__name__"
+            and any(isinstance(c.comparator, cst.SimpleString) and c.comparator.evaluated_value == "__main__"
+                    for c in test.comparisons))
