@@ -59,6 +59,28 @@ def test_the_hazards_these_rules_exist_for_are_still_found(tmp_path, body, code)
     assert (text.count("\n") - 0, code) in [(line, c) for line, c in found], found
 
 
+# axolotl 0.21.0: `bf16: auto` asks a probe that emulation answers yes on a P40 [S3], and `torch_compile: auto` turns
+# compile on wherever torch is installed; the code decides these itself, so they stay reported.
+AUTO = '''import os
+
+
+def setup(cfg, data, env):
+    if cfg.fp8:
+        os.environ["ACCELERATE_MIXED_PRECISION"] = "fp8"
+    elif (cfg.bf16 == "auto" and is_torch_bf16_gpu_available()) or cfg.bf16 is True:
+        os.environ["ACCELERATE_MIXED_PRECISION"] = "bf16"
+    if data.get("torch_compile") == "auto":
+        if env.get("torch_version"):
+            data["torch_compile"] = True
+'''
+
+
+def test_choices_the_code_makes_itself_stay_reported(tmp_path):
+    found = findings(tmp_path, "trainer.py", AUTO)
+    assert line_of(AUTO, '= "bf16"') in {line for line, _ in found}, found
+    assert (line_of(AUTO, 'data["torch_compile"] = True'), "RLC306") in found, found
+
+
 @pytest.mark.parametrize("name, text, code", [
     ("run.sh", "accelerate launch --mixed_precision=bf16 train.py\n", "RLC107"),
     ("run.sh", "python train.py --bf16 True\n", "RLC107"),
