@@ -18,10 +18,10 @@ class TorchCompileSwitchDefault(PythonRule):
     what = (
         "Finds a `use_torch_compile`-style switch set to `True` in Python: a dataclass field or class attribute "
         "default (`use_torch_compile: bool = True`), a parameter default, a keyword argument or a config-dict value. "
-        "An assignment under an `if` that tests another compile setting by name (`if self.torch_compile_mode is not "
-        "None ...: self.torch_compile = True`) follows the user's setting, is not a default, and is not reported. "
         "verl 0.9.1's FSDP engine configs default it to True, and the engine then compiles its entropy function "
-        "[S40]."
+        "[S40]. An assignment under an `if` that tests another compile setting by name (`if self.torch_compile_mode "
+        "is not None ...: self.torch_compile = True`, transformers' TrainingArguments) follows the user's setting, is "
+        "not a default, and is not reported."
     )
     why = (
         "The switch turns on torch.compile, whose inductor backend refuses GPUs below compute capability 7.0 with "
