@@ -1,12 +1,17 @@
 """Per-step figures of a `rlcompat verify --trainer` run, and a plot of GPU memory per step.
 
 usage:
-  python bench/trainer_memory.py RESULT.json [--gpu-log GPU.csv] --out DIR [--name NAME]
+  python bench/trainer_memory.py RESULT.json [--gpu-log GPU.csv] --out DIR [--name NAME] [--device NAME]
+  python bench/trainer_memory.py STEPS.csv --out DIR [--name NAME] [--device NAME]   (plot a CSV written before)
 
 Reads verify's JSON result (verl's per-step metrics, the hf rollout servers' per-step figures) and, if given, a
 `nvidia-smi --query-gpu=timestamp,memory.used --format=csv,noheader,nounits -lms 500` log taken during the run.
-Writes DIR/NAME.csv (one row per step) and DIR/NAME.png (memory per step) when matplotlib is importable; without
-it, run this script again where it is (the CSV has everything the plot needs).
+Writes DIR/NAME.csv (one row per step; not for a CSV input) and DIR/NAME.png (memory per step) when matplotlib is
+importable; without it, run this script again where it is on the CSV (it has everything the plot needs).
+
+The plot's title names the GPU the run used: `--device`, else the name in the result's `device`, else the first
+field of `environment.txt` beside the input (bench/verify_trainer_on_device.sh writes nvidia-smi's
+`name,compute_cap,driver_version,memory.total` line there).
 """
 
 from __future__ import annotations
@@ -80,6 +85,32 @@ def attach_gpu_log(rows: list[dict], gpu_csv: Path | None) -> None:
         row["gpu_used_peak_gb"] = max(inside) if inside else None
 
 
+def rows_from_csv(path: Path) -> list[dict]:
+    """The rows write_csv wrote, numbers as numbers (an empty cell is a figure the run did not report)."""
+    rows = []
+    with open(path, newline="") as f:
+        for raw in csv.DictReader(f):
+            row = {}
+            for key, value in raw.items():
+                row[key] = None if value in ("", None) else (int(value) if key == "step" else float(value))
+            rows.append(row)
+    return rows
+
+
+def recorded_device(result_path: Path, result: dict | None) -> str | None:
+    """The GPU's name as the record states it: the result's own, else environment.txt's nvidia-smi line."""
+    name = ((result or {}).get("device") or {}).get("name")
+    if name:
+        return str(name)
+    environment = result_path.parent / "environment.txt"
+    if environment.is_file():
+        for line in environment.read_text(errors="replace").splitlines():
+            first = line.split(",")[0].strip()
+            if first.startswith(("NVIDIA", "Tesla", "Quadro", "GeForce")):
+                return first
+    return None
+
+
 def write_csv(rows: list[dict], path: Path) -> None:
     keys = []
     for row in rows:
@@ -126,17 +157,32 @@ def main(argv=None) -> int:
     p.add_argument("--gpu-log")
     p.add_argument("--out", required=True)
     p.add_argument("--name", default="trainer_memory")
-    p.add_argument("--title", default="verl main_ppo with the hf rollout: memory per step")
+    p.add_argument("--device", help="the GPU the run used, when the record does not say (see the module docstring)")
+    p.add_argument("--title", help="the whole title; by default it names the run's GPU")
     a = p.parse_args(argv)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    result = json.loads(Path(a.result).read_text())
-    rows = rows_from_result(result)
-    attach_gpu_log(rows, Path(a.gpu_log) if a.gpu_log else None)
-    write_csv(rows, out / f"{a.name}.csv")
-    plotted = plot(rows, out / f"{a.name}.png", a.title)
-    print(f"{len(rows)} steps -> {out / (a.name + '.csv')}" + (f", {out / (a.name + '.png')}" if plotted else
-                                                                " (no matplotlib: plot it elsewhere from the CSV)"))
+    source = Path(a.result)
+    result = None
+    if source.suffix == ".csv":
+        rows = rows_from_csv(source)
+    else:
+        result = json.loads(source.read_text())
+        rows = rows_from_result(result)
+        attach_gpu_log(rows, Path(a.gpu_log) if a.gpu_log else None)
+    device = a.device or recorded_device(source, result)
+    if a.title is None and device is None:
+        p.error(f"no GPU name in {source} nor in an environment.txt beside it: pass --device or --title")
+    title = a.title or f"verl main_ppo with the hf rollout on one {device}: memory per step"
+    written = []
+    if result is not None:  # a CSV given as input is not written again
+        write_csv(rows, out / f"{a.name}.csv")
+        written.append(str(out / f"{a.name}.csv"))
+    if plot(rows, out / f"{a.name}.png", title):
+        written.append(str(out / f"{a.name}.png"))
+    else:
+        written.append("no plot: matplotlib is not importable here; run this again on the CSV where it is")
+    print(f"{len(rows)} steps -> " + ", ".join(written))
     return 0
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `rlcompat verify --trainer --device cuda` on one GPU (an H100 emulating a Tesla P40, sm61): verl's own
+# `rlcompat verify --trainer --device cuda` on one GPU (an H100 or an H200 emulating a Tesla P40, sm61): verl's own
 # `python -m verl.trainer.main_ppo` with rlcompat's hf rollout, under the target guard in every Ray process.
 #
 # Ray: the device has no network, and pack-verify-wheels.sh strips ray's cluster binaries (raylet, gcs_server) to
@@ -20,16 +20,16 @@
 #    (what a call installs under /tmp and the carried folders stay there between calls):
 #      call 1: carry [".whl", ".whl-ray"], command `bash bench/verify_trainer_on_device.sh tiny`   (pristine, fixed)
 #      call 2: no carry needed,            command `bash bench/verify_trainer_on_device.sh big`    (0.5B, 20 steps;
-#              about 10 s a step with the CUDA IPC weight path, 363 s for 20 steps on an H100)
+#              about 10 s a step with the CUDA IPC weight path, 363 s for 20 steps on an H100, 317 s on an H200)
 #    If `du` said 64 MiB or more: before call 1, one call with carry [".whl"] and command
 #    `bash bench/verify_trainer_on_device.sh install`, then call 1 with carry [".whl-ray"] only.
 #    Measured on an H100 (docs/verify.md): install 5 s; tiny 320 s (pristine 108 s, fixed 163 s, setup); big with
 #    20 steps 363 s for verify plus about 20 s of setup.
 #    Everything lands in $OUT: environment.txt, fix.txt, one .json/.txt per run, gpu-*.csv (nvidia-smi every
 #    0.5 s), trainer_memory_*.csv and .png (the device tool brings back a limited number of files, so the CSV and
-#    PNG may stay behind; they are remade from the JSON and the GPU log here,
-#    `.venv/bin/pip install matplotlib && python bench/trainer_memory.py OUT/big.json --gpu-log OUT/gpu-big.csv
-#     --out docs --name verify_trainer_memory`).
+#    PNG may stay behind; they are remade from the JSON and the GPU log here, the plot titled with the GPU named in
+#    OUT/environment.txt: `.venv/bin/pip install matplotlib && python bench/trainer_memory.py OUT/big.json
+#    --gpu-log OUT/gpu-big.csv --out docs --name verify_trainer_memory`).
 #
 # The runs: (a) pristine verl 0.9.1 + the seeds' launch script (vllm, bf16): expected FAIL, exit 1, naming the
 # first blocker; (b) fixed verl + fixed script (rollout.name=hf, fp32, sdpa): 2 steps, expected PASS, exit 0;
@@ -120,7 +120,7 @@ run() {  # name, then the verify arguments; nvidia-smi samples the whole GPU's m
   printf 'exit %s, %.1f s wall (whole command)\n' "$rc" "$(python3 -c "print($end - $start)")" >> "$OUT/$name.txt"
   cat "$OUT/$name.txt"
   python3 "$REPO/bench/trainer_memory.py" "$OUT/$name.json" --gpu-log "$OUT/gpu-$name.csv" --out "$OUT" \
-    --name "trainer_memory_$name" --title "main_ppo, hf rollout, sm61 guard on an H100: $name"
+    --name "trainer_memory_$name"
 }
 if [ "$MODE" = "all" ] || [ "$MODE" = "tiny" ]; then
   run pristine "$SITE/verl" --target sm61 --trainer --device cuda --script "$WORK/pristine.sh"

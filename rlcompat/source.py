@@ -13,6 +13,9 @@ import tokenize
 from dataclasses import dataclass
 
 _COOKIE_LINE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+# C0 control bytes no text encoding writes (tab, newlines, form feed and ESC are text): a file that does not decode
+# and holds one is binary, not text in an undeclared encoding. file(1)'s text test draws the same line.
+_BINARY_BYTE = re.compile(rb"[\x00-\x08\x0e-\x1a\x1c-\x1f]")
 
 
 class SourceError(Exception):
@@ -35,6 +38,7 @@ def decode(path: str, raw: bytes, language: str) -> SourceFile:
         try:
             encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
         except SyntaxError as exc:
+            _refuse_binary(raw)
             raise SourceError(f"{exc.msg}; fix the coding cookie in the first two lines") from exc
         if encoding == "utf-8-sig":
             encoding = "utf-8"
@@ -46,6 +50,7 @@ def decode(path: str, raw: bytes, language: str) -> SourceFile:
     except LookupError as exc:  # a cookie naming an encoding Python does not know
         raise SourceError(f"declares an unknown encoding {encoding!r}; fix the coding cookie in the first two lines") from exc
     except UnicodeDecodeError as exc:
+        _refuse_binary(body)
         hint = "declare its encoding with a `# -*- coding: ... -*-` line" if language == "python" else "save it as UTF-8"
         # Say where: in a large file "invalid continuation byte" alone leaves the user searching.
         line = body.count(b"\n", 0, exc.start) + 1
@@ -54,6 +59,16 @@ def decode(path: str, raw: bytes, language: str) -> SourceFile:
             f"is not valid {encoding} (byte 0x{body[exc.start]:02x} at line {line}, column {column}: {exc.reason}); {hint}"
         ) from exc
     return SourceFile(path, text, encoding, bom, raw)
+
+
+def _refuse_binary(data: bytes) -> None:
+    """Raise SourceError if `data`, which did not decode, is a binary file rather than text in another encoding."""
+    found = _BINARY_BYTE.search(data)
+    if found is None:
+        return
+    line = data.count(b"\n", 0, found.start()) + 1
+    raise SourceError(f"is a binary file, not text (control byte 0x{data[found.start()]:02x} at line {line}): "
+                      "skipped; exclude it from the scan")
 
 
 def read_bytes(path: str) -> bytes:

@@ -13,6 +13,7 @@ import os
 import stat
 import sys
 import tempfile
+import zlib
 
 import pytest
 from typer.testing import CliRunner
@@ -68,6 +69,35 @@ def test_nul_bytes_are_one_error_and_the_file_is_never_rewritten(tmp_path):
     assert code == 1 and "NUL bytes" in one_error_for(out, "blob.py")
     assert (tmp_path / "blob.py").read_bytes() == raw
     assert (tmp_path / "ok.py").read_text() == FIXED
+
+
+def test_a_binary_file_without_nul_bytes_is_called_binary_and_skipped(tmp_path):
+    # Compressed data with its NUL bytes taken out: not text in any encoding, yet no NUL to give it away. Before, the
+    # .py one read "invalid or missing encoding declaration", sending the user to a coding cookie.
+    blob = bytes(b for b in zlib.compress(bytes(range(256)) * 8, 9) if b) + b"\xff\x01\x02"
+    assert b"\x00" not in blob
+    (tmp_path / "weights.py").write_bytes(blob)
+    (tmp_path / "weights.yaml").write_bytes(b"\xfe" + blob)
+    (tmp_path / "ok.py").write_text(HAZARD)
+    code, out, _ = invoke("scan", ".", "--no-cache", cwd=tmp_path)
+    assert code == 1
+    for name in ("weights.py", "weights.yaml"):
+        line = one_error_for(out, name)
+        assert "is a binary file, not text" in line and "skipped" in line and "exclude it" in line, line
+        assert "encoding" not in line and "coding" not in line, line
+    assert "ok.py:2:10: RLC101" in out  # the rest of the run went on
+    code, out, _ = invoke("fix", ".", "--no-cache", cwd=tmp_path)
+    assert "is a binary file" in one_error_for(out, "weights.py")
+    assert (tmp_path / "weights.py").read_bytes() == blob
+
+
+def test_text_in_an_undeclared_encoding_keeps_its_encoding_message(tmp_path):
+    # The first line is not UTF-8, so Python's own cookie check fails: that is an encoding problem, not a binary file.
+    (tmp_path / "legacy.py").write_bytes("# café\nimport torch\n".encode("latin-1"))
+    code, out, _ = invoke("scan", ".", "--no-cache", cwd=tmp_path)
+    line = one_error_for(out, "legacy.py")
+    assert code == 1 and "invalid or missing encoding declaration" in line and "coding cookie" in line
+    assert "binary" not in line
 
 
 def test_non_utf8_bytes_without_a_cookie_are_located_and_left_alone(tmp_path):

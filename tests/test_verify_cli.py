@@ -124,3 +124,65 @@ def test_a_child_that_hangs_is_stopped_and_reported(run_cli, tmp_path):
     result = json.loads(out)
     assert code == 2 and result["status"] == "error"
     assert "timed out after 3 s" in result["reason"]
+
+
+# --- what a user without torch, or with progress bars, sees --------------------------------------------------
+
+
+def test_without_torch_verify_says_in_one_line_what_to_install(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from rlcompat.cli.app import app
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a, **k: None if name == "torch" else real(name, *a, **k))
+    (tmp_path / "verl").mkdir()
+    (tmp_path / "verl" / "__init__.py").write_text("")
+    result = CliRunner().invoke(app, ["verify", str(tmp_path), "--target", "sm61"])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "rlcompat: error: verify needs torch, not installed in this Python: pip install 'rlcompat[verify]'"]
+
+
+# Loaded by the child only (its command line names the harness): the installed packages, torch among them, are
+# gone there, as in a Python without rlcompat[verify]; the parent still finds them.
+_NO_TORCH_IN_THE_CHILD = """import sys
+
+if "rlcompat.verify.harness" in sys.orig_argv:
+    sys.path[:] = [p for p in sys.path if "site-packages" not in p]
+"""
+
+
+def test_a_torch_that_fails_to_import_in_the_child_is_reported_without_harness_internals(run_cli, tmp_path):
+    fake = tmp_path / "site"
+    fake.mkdir()
+    (fake / "sitecustomize.py").write_text(_NO_TORCH_IN_THE_CHILD)
+    (tmp_path / "verl").mkdir()
+    (tmp_path / "verl" / "__init__.py").write_text("")
+    code, out, err = run_cli("verify", str(tmp_path), "--target", "sm61", "--device", "cpu",
+                             env={"PYTHONPATH": str(fake)})
+    assert code == 2, out + err
+    assert "CANNOT RUN: torch is not importable (No module named 'torch'); pip install 'rlcompat[verify]'" in out
+    assert "harness.py" not in out and "rlcompat/verify" not in out and "Traceback" not in out + err
+
+
+def test_children_get_the_libraries_own_progress_bar_switches_and_a_user_value_is_kept(tmp_path, monkeypatch):
+    from rlcompat.verify.runner import child_environment
+
+    monkeypatch.delenv("HF_HUB_DISABLE_PROGRESS_BARS", raising=False)
+    monkeypatch.setenv("TQDM_DISABLE", "0")  # whatever the user chose stays theirs
+    env = child_environment(tmp_path / "verl")
+    assert env["HF_HUB_DISABLE_PROGRESS_BARS"] == "1" and env["TQDM_DISABLE"] == "0"
+
+
+@needs_verl
+def test_building_the_tiny_model_prints_no_progress_bar_and_leaves_the_switch_as_it_was(tmp_path, capfd):
+    from transformers.utils import logging as hf_logging
+
+    from rlcompat.verify.tiny_model import build_tiny_model
+
+    hf_logging.enable_progress_bar()
+    build_tiny_model(tmp_path / "model")
+    captured = capfd.readouterr()
+    assert "Writing model shards" not in captured.err + captured.out
+    assert hf_logging.is_progress_bar_enabled()

@@ -19,6 +19,20 @@ def is_bf16(value: str | None) -> bool:
     return value is not None and value.strip().lower() in bf16_replacements()
 
 
+# Probes that answer yes on pre-Ampere cards by emulation [S3]: a test that calls one picks bf16 by itself
+# (axolotl's `elif (cfg.bf16 == "auto" and is_torch_bf16_gpu_available()) or cfg.bf16 is True:`).
+_EMULATION_FOOLED_PROBES = frozenset({"is_torch_bf16_gpu_available", "is_torch_bf16_available", "is_bf16_supported"})
+
+
+def follows_bf16_switch(setting) -> bool:
+    """Python under `if self.bf16:` / `elif args.use_bf16:` (the setting's `guards`): a value that switch chose, not a
+    selection of its own; the switch is where bf16 is chosen and reported. `torch.bfloat16` in a test (`if x.dtype ==
+    torch.bfloat16`) compares a dtype; it is no switch; a test that asks a probe emulation fools decides by itself."""
+    if setting.guards & _EMULATION_FOOLED_PROBES:
+        return False
+    return any("bf16" in g.lower() or ("bfloat16" in g.lower() and g != "bfloat16") for g in setting.guards)
+
+
 def dtype_replacement(target, value: str, role: str = "weights") -> tuple[str, FixSafety]:
     """What replaces a bf16 spelling for `role` on `target` (the precision policy, rules/precision.toml), in the
     same spelling family, and whether that is safe: fp32 always is; fp16 is not (a smaller range than bf16)."""

@@ -12,7 +12,7 @@ import re
 import unicodedata
 
 from rlcompat import framework_knowledge as fk
-from rlcompat.analysis.confighelpers import remove_flag, where
+from rlcompat.analysis.confighelpers import follows_bf16_switch, is_bf16, remove_flag, where
 from rlcompat.lang.settings import ConfigContext, ConfigView, Setting
 from rlcompat.findings import FixSafety
 from rlcompat.precision import dtype_for, knowledge_choice
@@ -206,6 +206,8 @@ def check(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:
         if not selected(view, key):
             continue  # another setting of the run leaves this key unread (a strategy that is not selected)
         found = hazard_of(key, value, target)
+        if found is not None and is_bf16(value) and follows_bf16_switch(setting):
+            continue  # `elif self.bf16: self.mixed_precision = "bf16"` passes a switch on: reported at the switch
         if found is not None and not _feature_off_by_default(view, setting, key):
             hazards.append((setting, key, version_known, value, *found))
     # A switch the code turns on that only matters through a value the same code then forces (kinds.toml `forces`:

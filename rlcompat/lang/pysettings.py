@@ -4,7 +4,8 @@ Read with CPython's `ast` (no LibCST parse is needed for them; the tree the narr
 and a big text's settings are read from the narrowing's chunks as it parses them: `SettingsReading`), only inside
 statements whose lines hold a `python_triggers` word of a runnable config rule (a config rule opts into Python by
 naming them). A setting under an `if` whose test reads the same name (`elif bf16: args["bf16"] = True`)
-repeats a choice made elsewhere and is left out.
+repeats a choice made elsewhere and is left out; any other setting under an `if` carries the names its tests read
+(`guards`), for rules that judge a value by the switch it follows (`elif self.bf16: self.mixed_precision = "bf16"`).
 
 | construct | origin | key |
 |---|---|---|
@@ -192,7 +193,10 @@ class SettingsReading:
                 for h in handlers:
                     self._visit(h.body, guards, tests)
                 continue
+            before = len(reader.out)
             reader.statement(stmt)
+            if guards:  # a rule may judge a value by the switch it follows (RLC107: `elif self.bf16:`)
+                reader.out[before:] = [replace(st, guards=guards) for st in reader.out[before:]]
 
 
 def _declared_dests(text: str, whole: ast.Module | None) -> set[str]:

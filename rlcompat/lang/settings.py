@@ -74,6 +74,7 @@ class Setting:
     written: str = ""  # a flag as written (`--flash-attn`); "" where the key is what was written
     switch: bool = False  # a flag given with no value (`--bf16`)
     call: str = ""  # Python: the called name of a keyword argument (`GRPOConfig`), the class of a field
+    guards: frozenset = frozenset()  # Python: the names the enclosing `if` tests read (`elif self.bf16:` -> bf16, self)
 
     @property
     def label(self) -> str:

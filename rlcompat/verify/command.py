@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from enum import Enum
 from typing import Annotated, Optional
@@ -68,6 +69,9 @@ def verify_command(
         raise fail(str(exc))
     if script and not trainer:
         raise fail("--script needs --trainer (the fast mode does not read launch scripts)")
+    missing = [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
+    if missing and not trainer:  # the child would only fail importing them; --trainer checks its own list
+        raise fail(f"verify needs {' and '.join(missing)}, not installed in this Python: pip install 'rlcompat[verify]'")
     if trainer:
         from rlcompat.verify.trainer_mode import run_trainer_mode
 

@@ -75,7 +75,7 @@ class Harness:
             try:
                 import torch
             except ImportError as exc:
-                return self.finish_env(f"torch is not importable ({exc}); pip install 'rlcompat[verify]'", exc)
+                return self.finish_env(f"torch is not importable ({exc}); pip install 'rlcompat[verify]'")
         device = self._pick_device(torch)
         if device is None:
             return self.finish_env("--device cuda given but torch.cuda.is_available() is False")

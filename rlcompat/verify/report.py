@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+
+_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep  # rlcompat/
 
 # Metrics worth a line in the text report, in this order: (key in the role's metrics, label).
 _FIGURES = {
@@ -114,13 +117,19 @@ def verdict_lines(result: dict) -> list[str]:
             lines.append(f"  where the tree selects it: rlcompat scan {verl_path} --target {target}  (rlcompat fix rewrites it)")
         if len(violations) > 1:
             lines.append(f"  ({len(violations)} violations recorded; the first is shown, all are in --output-format json)")
-    elif result.get("error") and result["error"].get("location"):
+    elif result.get("error") and result["error"].get("location") and not _ours(result["error"]["location"]["file"]):
         loc = result["error"]["location"]
         lines.append(f"  at {loc['file']}:{loc['line']} in {loc['function']}")
     if status == "error" and result.get("log_tail") and not violations and not result.get("verl"):
         lines.append("  last lines of the child's output:")
         lines += [f"    {line}" for line in result["log_tail"].splitlines()[-8:]]
     return lines
+
+
+def _ours(path: str) -> bool:
+    """A frame of rlcompat's own harness: where verify broke, not where the user's tree or a library did, so not a
+    place to send the user (the reason says what to do; the traceback stays in --output-format json)."""
+    return os.path.realpath(path).startswith(_PACKAGE_ROOT)
 
 
 def table_lines(rows) -> list[str]:

@@ -65,6 +65,13 @@ def child_environment(package: Path) -> dict[str, str]:
         VERL_LOGGING_LEVEL=env.get("VERL_LOGGING_LEVEL", "WARN"),
         RAY_DEDUP_LOGS="0", WANDB_MODE="disabled",
     )
+    # Progress bars are noise in a log whose tail verify shows: huggingface_hub reads HF_HUB_DISABLE_PROGRESS_BARS
+    # at import (huggingface_hub/constants.py:273 in 1.x) and transformers follows it (transformers 5.10.4
+    # utils/logging.py:55, "Writing model shards", "Loading weights"); tqdm >= 4.66 takes any default of `tqdm()`
+    # from a TQDM_* variable (tqdm 4.70.1 std.py:958, `envwrap("tqdm")`), so TQDM_DISABLE=1 silences bars of other
+    # libraries (verl, ray, datasets). A value the user set is kept.
+    env.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    env.setdefault("TQDM_DISABLE", "1")
     return env
 
 

@@ -7,6 +7,7 @@ byte-identical weights and the same tokenizer.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,6 +103,21 @@ def build_tiny_model(folder: str | Path, seed: int = 0, spec: TinyModelSpec = Ti
     model.generation_config = GenerationConfig(
         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, do_sample=False
     )
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
+    with _no_progress_bars():  # "Writing model shards" would land on the terminal of `verify --trainer`
+        model.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
     return folder
+
+
+@contextmanager
+def _no_progress_bars():
+    """transformers' own switch (utils/logging.py `disable_progress_bar`), put back as it was."""
+    from transformers.utils import logging as hf_logging
+
+    was_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()

@@ -302,15 +302,17 @@ def verify_trainer(req: TrainerRequest) -> dict:
                   "phases": [], "checks": [], "violations": [], "steps": []}
     result["wall_seconds"] = round(time.perf_counter() - start, 2)
     native = False
+    result["device"] = {"kind": req.device}
     if req.device == "cuda":
         import torch
 
         from rlcompat.verify.harness import same_generation
 
         native = torch.cuda.is_available() and same_generation(torch, target)
+        if torch.cuda.is_available():  # the record names the card it ran on (bench/trainer_memory.py's plot title)
+            result["device"]["name"] = torch.cuda.get_device_name(0)
     result["target"] = {"name": target.name, "describe": target.describe(), "emulated": not native}
     result["verl"] = {"path": str(req.package), "version": _tree_version(req.package)}
-    result["device"] = {"kind": req.device}
     if req.keep:
         result["workdir"] = str(workdir)
     else:

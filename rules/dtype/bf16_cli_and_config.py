@@ -13,6 +13,16 @@ DTYPE_FLAGS = ("--dtype", "--torch_dtype", "--torch-dtype")
 MIXED_FLAGS = ("--mixed_precision", "--mixed-precision")
 
 
+_POST_INIT = """import os
+
+
+class TrainingArguments:
+    def __post_init__(self):
+        self.mixed_precision = os.environ.get("ACCELERATE_MIXED_PRECISION", "no")
+        {body}
+"""
+
+
 class Bf16CliAndConfig(ConfigRule):
     code = "RLC107"
     name = "bf16-cli-and-config"
@@ -20,7 +30,9 @@ class Bf16CliAndConfig(ConfigRule):
     what = (
         "Finds argparse-style flags in launch scripts (`--bf16`, `--bf16 True`, `--dtype bfloat16`, `--torch_dtype "
         "bfloat16`, `--mixed_precision bf16`: transformers/TRL, OpenRLHF, accelerate, vLLM) and the same keys in YAML "
-        "trainer configs (`bf16: true`, `torch_dtype: bfloat16`, `mixed_precision: bf16`)."
+        "trainer configs (`bf16: true`, `torch_dtype: bfloat16`, `mixed_precision: bf16`). In Python, a dtype or "
+        "`mixed_precision` set under an `if` that tests a bf16 switch (`elif self.bf16: self.mixed_precision = "
+        "\"bf16\"`) follows that switch and is not reported: the switch is where bf16 is chosen."
     )
     why = (
         "They switch training or inference to bf16, which compute capability < 8.0 has no hardware for [S1]; vLLM "
@@ -57,6 +69,12 @@ class Bf16CliAndConfig(ConfigRule):
         Good("vllm serve m --dtype bfloat16\n", path="run.sh", target="sm80"),
         Good("bf16: false\n", path="grpo.yaml"),
         Good("echo --bf16\n", path="run.sh", target="sm86"),
+        # transformers' TrainingArguments (training_args.py, 5.10.4): the value follows the `bf16` switch, which is
+        # where bf16 is chosen (reported there: `--bf16`, `bf16: true`, `bf16=True`); this line only passes it on.
+        # Python that picks "bf16" on its own is RLC102's (tests/test_switch_followers.py).
+        Good(_POST_INIT.format(body='if self.fp16:\n            self.mixed_precision = "fp16"\n'
+                                    '        elif self.bf16:\n            self.mixed_precision = "bf16"'),
+             path="training_args.py"),
     )
 
     @classmethod
@@ -74,14 +92,14 @@ class Bf16CliAndConfig(ConfigRule):
                  removal=lambda s: "remove --bf16")
         dtype_settings = view.flags(*DTYPE_FLAGS) + (view.by_name(*DTYPE_NAMES) if not view.is_verl else [])
         for s in dtype_settings:
-            if not h.is_bf16(s.value):
+            if not h.is_bf16(s.value) or h.follows_bf16_switch(s):
                 continue
             new, safety = h.dtype_replacement(target, s.value, _dtype_role(view, s))
             ctx.report(s.key_span, f"{s.label} is {s.value}{h.where(s)}: {target.name} ({target.architecture}) has no "
                                    f"bf16; use {new}", [s.rewrite(new)], safety, f"use {new}")
         mixed = view.flags(*MIXED_FLAGS) + (view.by_name("mixed_precision") if not view.is_verl else [])
         for s in mixed:
-            if s.value is None or s.value.strip().lower() != "bf16":
+            if s.value is None or s.value.strip().lower() != "bf16" or h.follows_bf16_switch(s):
                 continue
             new = "fp16" if fp16 else "no"
             # YAML reads a bare `no` as false: quote it where the value is unquoted YAML.

@@ -57,7 +57,7 @@ class TritonAtomicBelowSm70(PythonRule):
     )
     why = (
         "Triton emits every atomic with a memory-ordering qualifier: `atom.global.gpu.acq_rel.add.f32` by default, "
-        "`atom....relaxed...` with sem=\"relaxed\". Those qualifiers belong to the memory model introduced with sm_70 "
+        "`atom....relaxed...` with sem=\"relaxed\"; no value of `sem` leaves it out (Triton's `_str_to_sem`) [S45]. Those qualifiers belong to the memory model introduced with sm_70 "
         "[S45], and ptxas rejects them below it: `Feature '.acq_rel' requires .target sm_70 or higher`. Measured "
         "with Triton 3.1 and 3.9 for sm61: every sem (relaxed, acquire, release, acq_rel) and scope (gpu, cta, sys) "
         "fails the same way, so passing sem= does not help [S54]. The kernel cannot be compiled, on its first launch."
