@@ -71,10 +71,11 @@ class Editor:
         def show(params: types.ShowMessageParams) -> None:
             self.messages.append(params.message)
 
-    async def start(self, options: dict | None = None) -> types.InitializeResult:
+    async def start(self, options: dict | None = None, capabilities=None) -> types.InitializeResult:
         await self.client.start_io(sys.executable, "-m", "rlcompat", "server", cwd=str(self.root))
         result = await asyncio.wait_for(self.client.initialize_async(types.InitializeParams(
-            capabilities=types.ClientCapabilities(), root_uri=self.root.as_uri(), initialization_options=options)), TIMEOUT)
+            capabilities=capabilities or types.ClientCapabilities(), root_uri=self.root.as_uri(),
+            initialization_options=options)), TIMEOUT)
         self.client.initialized(types.InitializedParams())
         return result
 
@@ -113,10 +114,10 @@ class Editor:
         return await asyncio.wait_for(self.client.text_document_code_action_async(params), TIMEOUT) or []
 
 
-def _session(root: Path, body, options: dict | None = None):
+def _session(root: Path, body, options: dict | None = None, capabilities=None):
     async def run():
         editor = Editor(root)
-        await editor.start(options)
+        editor.initialized = await editor.start(options, capabilities)
         try:
             return await body(editor)
         finally:
@@ -175,6 +176,21 @@ def test_diagnostics_quick_fixes_and_updates_for_a_bf16_hazard(project):
     assert _session(project, body)
 
 
+def test_a_client_that_counts_utf8_bytes_gets_byte_columns(project):
+    utf8_only = types.ClientCapabilities(general=types.GeneralClientCapabilities(position_encodings=["utf-8"]))
+
+    async def body(editor: Editor):
+        assert editor.initialized.capabilities.position_encoding == "utf-8"
+        return await editor.open("train.py", HAZARD)
+
+    found = _session(project, body, capabilities=utf8_only)
+    bf16 = next(d for d in found if d.code == "RLC101")
+    line = HAZARD.splitlines()[2]
+    prefix = line[:line.index("torch.bfloat16")]
+    assert (bf16.range.start.line, bf16.range.start.character) == (2, len(prefix.encode("utf-8")))
+    assert bf16.range.end.character - bf16.range.start.character == len("torch.bfloat16")
+
+
 def test_fix_all_gives_what_rlcompat_fix_writes(project):
     text = HAZARD + ATTENTION
 
@@ -222,6 +238,21 @@ def test_a_syntax_error_yaml_and_the_editor_target(project):
     # sm80 (A100) runs bf16 and FlashAttention-2: the editor's target wins over [tool.rlcompat]'s sm61.
     on_a100 = _session(project, lambda e: e.open("train.py", HAZARD), {"target": "sm80"})
     assert on_a100 == []
+
+
+def test_saving_pyproject_rechecks_open_documents_and_closing_clears_them(project):
+    async def body(editor: Editor):
+        before = await editor.open("train.py", HAZARD)
+        (project / "pyproject.toml").write_text('[tool.rlcompat]\ntarget = "sm80"\n')
+        editor.client.text_document_did_save(types.DidSaveTextDocumentParams(
+            types.TextDocumentIdentifier(editor.uri("pyproject.toml"))))
+        after = await editor.diagnostics(editor.uri("train.py"))
+        editor.client.text_document_did_close(types.DidCloseTextDocumentParams(
+            types.TextDocumentIdentifier(editor.uri("train.py"))))
+        return before, after, await editor.diagnostics(editor.uri("train.py"))
+
+    before, after, closed = _session(project, body)
+    assert before and after == [] and closed == []
 
 
 def test_an_unknown_target_is_shown_once_and_nothing_is_published(project):
