@@ -240,6 +240,24 @@ def test_a_syntax_error_yaml_and_the_editor_target(project):
     assert on_a100 == []
 
 
+def test_after_a_burst_of_changes_the_diagnostics_are_those_of_the_last_text(project):
+    texts = [HAZARD + "#" * n + "\n" for n in range(1, 6)] + [HAZARD.replace("bfloat16", "float32")]
+
+    async def body(editor: Editor):
+        await editor.open("train.py", HAZARD)
+        uri = editor.uri("train.py")
+        for version, text in enumerate(texts, start=2):
+            editor.client.text_document_did_change(types.DidChangeTextDocumentParams(
+                types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                [types.TextDocumentContentChangeWholeDocument(text=text)]))
+        while True:
+            params = await asyncio.wait_for(editor.published.get(), TIMEOUT)
+            if params.version == len(texts) + 1:
+                return list(params.diagnostics)
+
+    assert "RLC101" not in [d.code for d in _session(project, body)]
+
+
 def test_saving_pyproject_rechecks_open_documents_and_closing_clears_them(project):
     async def body(editor: Editor):
         before = await editor.open("train.py", HAZARD)

@@ -5,6 +5,9 @@ so the buffer checked is exactly the client's, line breaks and all.
 
 from __future__ import annotations
 
+import asyncio
+from urllib.parse import unquote
+
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
@@ -16,6 +19,9 @@ from rlcompat.server.positions import UTF16, PositionMap
 
 SOURCE = "rlcompat"
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.rlcompat"
+# A change is checked once no newer change came for this long: typing in a big file, where a check takes a second,
+# then checks the last text, not every keystroke's in turn (the changes queued meanwhile are read first).
+SETTLE_S = 0.1
 
 
 class RlcompatServer(LanguageServer):
@@ -24,6 +30,21 @@ class RlcompatServer(LanguageServer):
         self.editor = EditorSettings()
         self.analyses: dict[str, tuple[int | None, Analysis]] = {}  # uri -> (document version, its analysis)
         self.told: set[str] = set()  # problems already shown, so a bad config is not shown at every keystroke
+        self.waiting: dict[str, asyncio.TimerHandle] = {}  # uri -> its check after the last change
+
+    def check_later(self, uri: str) -> None:
+        self.forget(uri)
+        self.waiting[uri] = asyncio.get_running_loop().call_later(SETTLE_S, self._settled, uri)
+
+    def forget(self, uri: str) -> None:
+        handle = self.waiting.pop(uri, None)
+        if handle is not None:
+            handle.cancel()
+
+    def _settled(self, uri: str) -> None:
+        self.waiting.pop(uri, None)
+        if unquote(uri) in self.workspace.text_documents:  # not closed meanwhile
+            self.check(uri)
 
     def analysis(self, uri: str) -> Analysis:
         """The analysis of the document's current text (reused while its version is unchanged)."""
@@ -37,6 +58,7 @@ class RlcompatServer(LanguageServer):
         return found
 
     def check(self, uri: str, again: bool = False) -> None:
+        self.forget(uri)
         if again:
             self.analyses.pop(uri, None)
         found = self.analysis(uri)
@@ -133,7 +155,7 @@ def build() -> RlcompatServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(params: types.DidChangeTextDocumentParams) -> None:
-        server.check(params.text_document.uri)
+        server.check_later(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(params: types.DidSaveTextDocumentParams) -> None:
@@ -144,6 +166,7 @@ def build() -> RlcompatServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(params: types.DidCloseTextDocumentParams) -> None:
+        server.forget(params.text_document.uri)
         server.analyses.pop(params.text_document.uri, None)
         server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
 
