@@ -35,10 +35,9 @@ class EditorSettings:
         if not isinstance(value, dict):
             return cls()
         value = value.get("rlcompat", value) if isinstance(value.get("rlcompat"), dict) else value
-        target = value.get("target")
+        spec = value.get("target")
         unsafe = value.get("unsafeFixes", value.get("unsafe-fixes"))
-        return cls(target if isinstance(target, str) and target.strip() else None,
-                   unsafe if isinstance(unsafe, bool) else None)
+        return cls(spec if isinstance(spec, str) and spec.strip() else None, unsafe if isinstance(unsafe, bool) else None)
 
 
 @dataclass
