@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from rlcompat.config import Options
 from rlcompat.discovery import discover, why_not_checked
 from rlcompat.engine import Checker, FileResult, check_files, run_parallel
-from rlcompat.fixer import FileFix, fix_one
+from rlcompat.fixer import FileFix, FixBroke, fix_one, fix_source
 from rlcompat.findings import FileError, Finding
+from rlcompat.source import SourceFile
 from rlcompat.targets import Target
 
 
@@ -82,6 +83,27 @@ def scan_source(text: str, target: Target, path: str = "<string>.py", language: 
     if result.error:
         raise ValueError(result.error.one_line())
     return result.findings
+
+
+def check_text(text: str, target: Target, path: str, language: str, settings: Options | None = None) -> FileResult:
+    """Findings, or the parse error, for text already decoded (an editor's buffer): no file is read, and the text is
+    taken as it is (a coding cookie says nothing about text that was never bytes)."""
+    return Checker(target, settings or Options()).check_source(_decoded(path, text), language)
+
+
+def fix_text(text: str, target: Target, path: str, language: str, settings: Options | None = None,
+             unsafe: bool | None = None) -> FileFix:
+    """What `fix` would make of decoded text, without writing anything; `error` says why nothing could be fixed."""
+    settings = settings or Options()
+    unsafe = settings.unsafe_fixes if unsafe is None else unsafe
+    try:
+        return fix_source(Checker(target, settings), _decoded(path, text), language, unsafe)
+    except FixBroke as exc:
+        return FileFix(path, original=text, fixed=text, error=FileError(path, exc.reason), broken=True)
+
+
+def _decoded(path: str, text: str) -> SourceFile:
+    return SourceFile(path, text, "utf-8", False, text.encode("utf-8", "surrogatepass"))
 
 
 def fix_paths(paths: list[str], target: Target, settings: Options | None = None, unsafe: bool | None = None,

@@ -28,10 +28,26 @@ def test_scan_imports_neither_torch_nor_verl(tmp_path):
     assert json.loads(proc.stderr.strip().splitlines()[-1]) == []
 
 
-COMMAND_MODULES = ["rlcompat.doctor.command", "rlcompat.verify.command", "rlcompat.cli.matrix", "rlcompat.cli.app"]
+@pytest.mark.parametrize("args", [["scan", "m.py"], ["fix", "--diff", "m.py"], ["doctor", "--output-format", "json"]])
+def test_scan_fix_and_doctor_never_load_the_language_server(tmp_path, args):
+    """pygls is the `lsp` extra's: only `rlcompat server` loads it, so every other command works without it."""
+    (tmp_path / "m.py").write_text("import torch\nx = t.to(torch.bfloat16)\n")
+    code = (
+        "import sys, json\n"
+        "from rlcompat.cli import main\n"
+        "sys.argv = ['rlcompat', *sys.argv[1:], '--target', 'sm61']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('pygls', 'lsprotocol', 'cattrs'))), file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert json.loads(proc.stderr.strip().splitlines()[-1]) == []
 
 
-@pytest.mark.parametrize("command_module", COMMAND_MODULES[:3])
+COMMAND_MODULES = ["rlcompat.doctor.command", "rlcompat.verify.command", "rlcompat.cli.matrix",
+                   "rlcompat.server.command", "rlcompat.cli.app"]
+
+
+@pytest.mark.parametrize("command_module", COMMAND_MODULES[:4])
 def test_a_command_module_loads_no_other_command(command_module):
     # Commands share rlcompat.cli.common; the cli package's __init__ must not pull the app (and with it every command).
     code = (

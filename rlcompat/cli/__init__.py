@@ -1,7 +1,7 @@
 """The command line. `app.py`: the typer app with scan, fix, rules, rule, targets and --version, and the line that
 registers each other command; `common.py`: what every command shares (exit codes, output formats, fail/emit,
-settings from the command line); `matrix.py`: `rlcompat matrix`. doctor and verify keep their commands in their
-own packages (doctor/command.py, verify/command.py). Command modules import `common` only, so this package's import
+settings from the command line); `matrix.py`: `rlcompat matrix`. doctor, verify and server keep their commands in their
+own packages (doctor/command.py, verify/command.py, server/command.py). Command modules import `common` only, so this package's import
 pulls in no command: `main` loads the app when it runs.
 """
 

@@ -287,6 +287,9 @@ app.command("verify")(verify_command)
 
 from rlcompat.cli.matrix import matrix_command  # noqa: E402
 app.command("matrix")(matrix_command)
+
+from rlcompat.server.command import server_command  # noqa: E402
+app.command("server")(server_command)
 # --- end extra commands ---
 
 
