@@ -291,4 +291,4 @@ def test_server_without_pygls_says_how_to_install_it(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "rlcompat", "server"], capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": str(tmp_path)}, stdin=subprocess.DEVNULL)
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == ["rlcompat: error: the language server needs pygls: pip install 'rlcompat[lsp]'"]
+    assert proc.stderr.strip().splitlines() == ["rlcompat: error: the language server needs pygls: pip install 'pygls>=2.0,<3' (rlcompat's lsp extra)"]

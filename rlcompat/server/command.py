@@ -20,6 +20,6 @@ def server_command(
     except ImportError as exc:
         if (exc.name or "").split(".")[0] not in ("pygls", "lsprotocol"):
             raise
-        typer.echo("rlcompat: error: the language server needs pygls: pip install 'rlcompat[lsp]'", err=True)
+        typer.echo("rlcompat: error: the language server needs pygls: pip install 'pygls>=2.0,<3' (rlcompat's lsp extra)", err=True)
         raise typer.Exit(EXIT_ERROR)
     build().start_io()
