@@ -1,4 +1,4 @@
-"""rules/quantized_checkpoints.toml: which quantization a model's name says its checkpoint has, and the lowest
+"""rlcompat/knowledge/data/quantized_checkpoints.toml: which quantization a model's name says its checkpoint has, and the lowest
 compute capability of the engines that load that format (RLC416). Read on first use."""
 
 from __future__ import annotations
@@ -6,9 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 
-from rlcompat._toml import load_toml_text
+from rlcompat.knowledge import files
 
 
 @dataclass(frozen=True)
@@ -33,8 +32,7 @@ class Format:
 
 @lru_cache(maxsize=1)
 def _table() -> dict:
-    text = resources.files("rlcompat.rules").joinpath("quantized_checkpoints.toml").read_text("utf-8")
-    data = load_toml_text(text)
+    data = files.load("quantized_checkpoints.toml")
     formats = []
     for row in data.get("format", ()):
         engines = []

@@ -1,5 +1,5 @@
-"""Questions the declared-environment rules (RLC6xx) ask of the tables doctor reads (rules/torch_wheels.toml,
-rules/environment.toml through `rlcompat.doctor.facts`): which torch release a specifier installs, and which
+"""Questions the declared-environment rules (RLC6xx) ask of the tables doctor reads (rlcompat/knowledge/data/torch_wheels.toml,
+rlcompat/knowledge/data/environment.toml through `rlcompat.doctor.facts`): which torch release a specifier installs, and which
 wheel variant that is. One table each for doctor and scan; nothing here restates a fact."""
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def _allows(op: str, version: str, line: tuple[int, int]) -> bool:
 
 @dataclass(frozen=True)
 class TorchRequirement:
-    """What torch a release of another package asks pip for (rules/torch_wheels.toml `[[requires_torch]]`): an exact
+    """What torch a release of another package asks pip for (rlcompat/knowledge/data/torch_wheels.toml `[[requires_torch]]`): an exact
     release, or "" for any torch (the machine's stays)."""
     package: str
     release: str
@@ -193,7 +193,7 @@ def _overlap(a: tuple[Bound | None, Bound | None], b: tuple[Bound | None, Bound 
 
 
 def minimum_installed(row_name: str, spec: str) -> MinCapability:
-    """The minimum capability (rules/capabilities.toml) of the release pip installs for a specifier, its newest
+    """The minimum capability (rlcompat/knowledge/data/capabilities.toml) of the release pip installs for a specifier, its newest
     allowed: where the row's minimum changed between releases ("vllm": 7.0 up to 0.19.1, 7.5 from 0.20.0),
     `vllm==0.10.2` and `vllm<0.20` get the older one, `vllm>=0.8` and an unreadable specifier the current one."""
     row = min_capability(row_name)
@@ -211,7 +211,7 @@ def minimum_installed(row_name: str, spec: str) -> MinCapability:
 
 
 def shipped_by_image(image: str, tag: str) -> list[tuple[str, str, str]]:
-    """(package, release, proof) for each package a base image's tag says it ships (rules/environment.toml
+    """(package, release, proof) for each package a base image's tag says it ships (rlcompat/knowledge/data/environment.toml
     `[[docker.ships]]`): hiyouga/pytorch:th2.6.0-cu124-flashattn2.7.4-... ships flash-attn 2.7.4."""
     found = []
     for row in facts.environment_facts()["docker"].get("ships", ()):

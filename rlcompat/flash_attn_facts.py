@@ -1,4 +1,4 @@
-"""FlashAttention-2's backward for large head dims on cards with less shared memory than an A100 (rules/environment.toml
+"""FlashAttention-2's backward for large head dims on cards with less shared memory than an A100 (rlcompat/knowledge/data/environment.toml
 `[flash_attn_backward_head_dim]`, source S70): the questions RLC209 (Python) and RLC210 (configs, scripts) ask."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""verl's configuration knowledge, per verl version, from rules/verl/<version>.toml.
+"""verl's configuration knowledge, per verl version, from rlcompat/knowledge/data/verl/<version>.toml.
 
 Which version applies is read from the scanned tree (`verl/version/version` in an ancestor directory), else from
 the installed `verl` distribution's metadata (never by importing verl; not for a file inside a verl package
@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import metadata, resources
+from importlib import metadata
 
-from rlcompat._toml import load_toml_text
+from rlcompat.knowledge import files
 
 
 @dataclass(frozen=True)
@@ -109,9 +109,7 @@ def _parse_version(text: str) -> tuple[int, ...]:
 
 @lru_cache(maxsize=1)
 def available_versions() -> tuple[str, ...]:
-    folder = resources.files("rlcompat.rules").joinpath("verl")
-    names = [entry.name[: -len(".toml")] for entry in folder.iterdir() if entry.name.endswith(".toml")]
-    return tuple(sorted(names, key=_parse_version))
+    return tuple(sorted(files.names("verl"), key=_parse_version))
 
 
 def choose_version(detected: str | None) -> str:
@@ -126,8 +124,7 @@ def choose_version(detected: str | None) -> str:
 
 @lru_cache(maxsize=None)
 def _load(version: str, detected: str | None) -> Knowledge:
-    text = resources.files("rlcompat.rules").joinpath("verl", f"{version}.toml").read_text("utf-8")
-    data = load_toml_text(text)
+    data = files.load("verl", f"{version}.toml")
     return Knowledge(
         version=data["version"],
         detected=detected,
@@ -256,8 +253,7 @@ def version_in_tree(directory: str) -> str | None:
 def _version_from_files(package: str) -> str | None:
     """A verl package without `version/version` (a trimmed copy): the newest rule set whose `[detect]` files match."""
     for version in reversed(available_versions()):
-        text = resources.files("rlcompat.rules").joinpath("verl", f"{version}.toml").read_text("utf-8")
-        detect = load_toml_text(text).get("detect")
+        detect = files.load("verl", f"{version}.toml").get("detect")
         if not detect:
             continue
         present = all(os.path.exists(os.path.join(package, p)) for p in detect.get("present", ()))

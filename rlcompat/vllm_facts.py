@@ -1,17 +1,16 @@
-"""rules/vllm.toml: what vLLM's quantization methods, KV-cache dtypes and attention backends need, for the rules
+"""rlcompat/knowledge/data/vllm.toml: what vLLM's quantization methods, KV-cache dtypes and attention backends need, for the rules
 over scripts and Python (RLC405, RLC406)."""
 
 from __future__ import annotations
 
 from functools import lru_cache
-from importlib import resources
 
-from rlcompat._toml import load_toml_text
+from rlcompat.knowledge import files
 
 
 @lru_cache(maxsize=1)
 def vllm_facts() -> dict:
-    return load_toml_text(resources.files("rlcompat.rules").joinpath("vllm.toml").read_text("utf-8"))
+    return files.load("vllm.toml")
 
 
 def minimum(table: str, value: str) -> dict | None:

@@ -1,13 +1,13 @@
-"""Quantization read from a model's name (RLC416, rules/quantized_checkpoints.toml), axolotl's knowledge
-(rules/frameworks/axolotl/0.21.0.toml) and LLaMA-Factory 0.9.5's fp8 keys, as a user meets them."""
+"""Quantization read from a model's name (RLC416, rlcompat/knowledge/data/quantized_checkpoints.toml), axolotl's knowledge
+(rlcompat/knowledge/data/frameworks/axolotl/0.21.0.toml) and LLaMA-Factory 0.9.5's fp8 keys, as a user meets them."""
 
 from __future__ import annotations
 
 import re
 
 from rlcompat import checkpoint_names
-from rlcompat._toml import load_toml_text
 from rlcompat.api import scan_paths
+from rlcompat.knowledge import files
 from rlcompat.rules.rollout.quantized_checkpoint_name import QuantizedCheckpointName
 from rlcompat.targets import resolve_target
 
@@ -54,9 +54,7 @@ def test_every_token_of_the_table_triggers_the_rule():
 
 
 def test_every_engine_row_cites_known_sources():
-    from importlib import resources
-
-    known = set(load_toml_text(resources.files("rlcompat.rules").joinpath("sources.toml").read_text("utf-8"))["sources"])
+    known = set(files.load("sources.toml")["sources"])
     for fmt in checkpoint_names.formats():
         for engine in fmt.engines:
             assert engine.sources and set(engine.sources) <= known, (fmt.name, engine.engine)

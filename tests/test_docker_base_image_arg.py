@@ -1,5 +1,5 @@
 """Base images named by build ARGs (`FROM ${BASE_IMAGE}`) and images whose tags say what they ship
-(rules/environment.toml `[[docker.ships]]`): what the Dockerfile front end reads, and the table lookup."""
+(rlcompat/knowledge/data/environment.toml `[[docker.ships]]`): what the Dockerfile front end reads, and the table lookup."""
 
 from __future__ import annotations
 

@@ -84,7 +84,7 @@ def test_wheel_contains_rules_and_data_and_works(tmp_path):
                    check=True, capture_output=True, timeout=300)
     wheel = next(out.glob("rlcompat-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
-    assert "rlcompat/rules/targets.toml" in names and "rlcompat/rules/sources.toml" in names
+    assert "rlcompat/knowledge/data/targets.toml" in names and "rlcompat/knowledge/data/sources.toml" in names
     assert "rlcompat/rules/dtype/torch_bfloat16_dtype.py" in names
     assert not any(n.startswith(("tests/", "fixtures/", "rules/")) for n in names)
     # Import from the unpacked wheel alone (no editable finder) and scan with it.

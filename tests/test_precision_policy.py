@@ -1,4 +1,4 @@
-"""The precision policy (rules/precision.toml): complete, sourced, what the dtype rules follow, and its doc current."""
+"""The precision policy (rlcompat/knowledge/data/precision.toml): complete, sourced, what the dtype rules follow, and its doc current."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """pyproject.toml installed by pip and by uv: optional extras are their own installs (pip reads no `[tool.uv]` table),
 an explicit uv index serves torch only where `[tool.uv.sources]` sends torch to it (reported on that line), and a
-requirement whose release pins torch exactly (rules/torch_wheels.toml `[[requires_torch]]`) installs that torch."""
+requirement whose release pins torch exactly (rlcompat/knowledge/data/torch_wheels.toml `[[requires_torch]]`) installs that torch."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def test_each_extra_is_judged_as_its_own_install_and_extras_select_no_package():
 
 
 def test_a_package_in_an_extra_whose_torch_requirement_is_not_known_keeps_its_own_minimum():
-    # flash-attn 2.7.4's Requires-Dist is not in rules/torch_wheels.toml: what installing it does is not known here
+    # flash-attn 2.7.4's Requires-Dist is not in rlcompat/knowledge/data/torch_wheels.toml: what installing it does is not known here
     text = '[project]\nname = "x"\n\n[project.optional-dependencies]\nfast = ["flash-attn==2.7.4"]\n'
     assert _found(text) == [("RLC603", 5)]
     # the row for sglang 0.4.8.post1's torch pin holds for its srt extra only

@@ -1,4 +1,4 @@
-"""rules/spellings.toml is the one list of the strings that spell bf16, fp8 and FlashAttention-2/3."""
+"""rlcompat/knowledge/data/spellings.toml is the one list of the strings that spell bf16, fp8 and FlashAttention-2/3."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def test_no_module_keeps_its_own_copy_of_a_spelling_list():
                     words = {i.value.lower() for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)}
                     if any(len(words & row) >= 2 and len(words & row) == len(row) for row in rows):
                         copies.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-    assert not copies, "spelling lists outside rules/spellings.toml:\n" + "\n".join(copies)
+    assert not copies, "spelling lists outside rlcompat/knowledge/data/spellings.toml:\n" + "\n".join(copies)
 
 
 def test_torch_dtype_name_reads_every_spelling_of_the_table():

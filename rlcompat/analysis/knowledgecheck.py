@@ -1,7 +1,7 @@
-"""Framework knowledge applied to settings: one checker for every rule backed by rules/frameworks/ data.
+"""Framework knowledge applied to settings: one checker for every rule backed by rlcompat/knowledge/data/frameworks/ data.
 
 For each setting of a view, the framework keys whose names match it (rlcompat.framework_knowledge) decide whether
-its value is a hazard on the target (rules/frameworks/kinds.toml) and what to write instead (the key's spellings,
+its value is a hazard on the target (rlcompat/knowledge/data/frameworks/kinds.toml) and what to write instead (the key's spellings,
 chosen by its precision role: rlcompat.precision). For a command of a known framework version, hazardous
 defaults of flags the command does not pass are reported at the command, with the flag to add.
 """
@@ -372,7 +372,7 @@ def _defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> No
 
 
 def _omitted_defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:
-    """A config file of a framework that leaves out a key whose default is a hazard (rules/frameworks: `omitted`):
+    """A config file of a framework that leaves out a key whose default is a hazard (rlcompat/knowledge/data/frameworks: `omitted`):
     reported at the table that would carry the key (the view's anchor, its first line, when the table is absent),
     with the key added where the knowledge has a value for the target."""
     done: set[tuple[str, str]] = set()
@@ -447,7 +447,7 @@ def _suggest(key: fk.FrameworkKey, kind, target) -> str:
 
 class DataExamples:
     """A rule's `bad`/`good` examples: the ones written in the rule plus the rows of the framework keys of its
-    kinds (`bad = [{text, fixed, path, target, unsafe}]` in rules/frameworks/*/*.toml), read on first use."""
+    kinds (`bad = [{text, fixed, path, target, unsafe}]` in rlcompat/knowledge/data/frameworks/*/*.toml), read on first use."""
 
     def __init__(self, which: str, written: tuple = ()) -> None:
         self.which, self.written = which, written

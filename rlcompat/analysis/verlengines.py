@@ -1,4 +1,4 @@
-"""verl settings read only by a training engine other than the default FSDP one (`engine` in rules/verl/*.toml:
+"""verl settings read only by a training engine other than the default FSDP one (`engine` in rlcompat/knowledge/data/verl/*.toml:
 Megatron, fsdp_turbo). In verl's own config files they are the values whoever selects that engine gets, so they are
 judged there, with a message that says when they apply; in a user's config or launch command they are left alone
 when the run selects another engine for that role."""

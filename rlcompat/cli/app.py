@@ -12,6 +12,7 @@ import typer
 from rlcompat.cli.common import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_INTERRUPTED, OutputFormat
 from rlcompat.cli.common import emit as _emit, emit_pieces
 from rlcompat.cli.common import fail as _fail
+from rlcompat.knowledge.files import KnowledgeFileError
 from rlcompat.cli.common import run_settings as _settings
 from rlcompat.lang.pyspeed.collector import collector_off
 
@@ -286,3 +287,6 @@ def main() -> None:
         except KeyboardInterrupt:  # outside a command body (fix handles its own)
             typer.echo("rlcompat: interrupted", err=True)
             sys.exit(EXIT_INTERRUPTED)
+        except KnowledgeFileError as exc:  # an installed knowledge file that does not parse: no command can run
+            typer.echo(f"rlcompat: {exc}", err=True)
+            sys.exit(EXIT_ERROR)

@@ -58,7 +58,7 @@ def probe_torch(run=subprocess.run, python: str = sys.executable, timeout: float
     """torch's version, CUDA/HIP build and arch list, from a child interpreter; None when torch is not installed.
 
     When the child fails (a broken install, a timeout) the arch list is inferred from the version's wheel tag
-    (rules/torch_wheels.toml), and `problem` says why torch could not be asked."""
+    (rlcompat/knowledge/data/torch_wheels.toml), and `problem` says why torch could not be asked."""
     if importlib.util.find_spec("torch") is None:
         return None
     try:

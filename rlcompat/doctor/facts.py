@@ -1,4 +1,4 @@
-"""The doctor's knowledge, read from rules/environment.toml and rules/torch_wheels.toml, and the small pieces of
+"""The doctor's knowledge, read from rlcompat/knowledge/data/environment.toml and rlcompat/knowledge/data/torch_wheels.toml, and the small pieces of
 logic that interpret it: release versions, CUDA architecture strings, which wheel variant a torch build is."""
 
 from __future__ import annotations
@@ -6,9 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 
-from rlcompat._toml import load_toml_text
+from rlcompat.knowledge import files
 
 # Jetson parts run no desktop cubin (torch's DEVICE_REQUIREMENT excludes them) [S1].
 _JETSON = {(5, 3), (6, 2), (7, 2), (8, 7)}
@@ -16,13 +15,13 @@ _JETSON = {(5, 3), (6, 2), (7, 2), (8, 7)}
 
 @lru_cache(maxsize=None)
 def _table(name: str) -> dict:
-    return load_toml_text(resources.files("rlcompat.rules").joinpath(name).read_text("utf-8"))
+    return files.load(name)
 
 
 @lru_cache(maxsize=1)
 def environment_facts() -> dict:
-    """rules/environment.toml, with every `min_capability_of = "row"` / `warn_below_of = "row"` (a package's minimum,
-    named in rules/capabilities.toml) filled in as `min_capability` / `warn_below` = that row's capability text."""
+    """rlcompat/knowledge/data/environment.toml, with every `min_capability_of = "row"` / `warn_below_of = "row"` (a package's minimum,
+    named in rlcompat/knowledge/data/capabilities.toml) filled in as `min_capability` / `warn_below` = that row's capability text."""
     from rlcompat.capabilities import min_capability
 
     data = _table("environment.toml")
@@ -136,7 +135,7 @@ def wheel_variants() -> tuple[WheelVariant, ...]:
 
 
 def requires_torch_rows() -> tuple[dict, ...]:
-    """rules/torch_wheels.toml `[[requires_torch]]`: what torch releases of other packages ask pip for."""
+    """rlcompat/knowledge/data/torch_wheels.toml `[[requires_torch]]`: what torch releases of other packages ask pip for."""
     return tuple(_table("torch_wheels.toml").get("requires_torch", ()))
 
 

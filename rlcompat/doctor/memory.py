@@ -25,9 +25,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from importlib import resources
 
-from rlcompat._toml import load_toml_text
+from rlcompat.knowledge import files
 
 GIB = 2**30
 CUDA_CONTEXT = int(0.6 * GIB)  # context + cuBLAS/cuDNN workspaces, outside torch's allocator statistics
@@ -74,7 +73,7 @@ class Shape:
 
 @lru_cache(maxsize=1)
 def shapes() -> tuple[Shape, ...]:
-    data = load_toml_text(resources.files("rlcompat.rules").joinpath("model_shapes.toml").read_text("utf-8"))
+    data = files.load("model_shapes.toml")
     return tuple(Shape(**s) for s in data["shape"])
 
 

@@ -24,14 +24,14 @@ class EnvFinding(Finding):
     """A finding about the environment: also the exact error it prevents and what to do."""
 
     problem: str = ""  # what is wrong (the message without the remedy)
-    error_id: str = ""  # "E8": an id in rules/environment.toml [errors]
+    error_id: str = ""  # "E8": an id in rlcompat/knowledge/data/environment.toml [errors]
     error_text: str = ""  # the message the user would otherwise meet
     remedy: str = ""  # what to do, as a command where there is one
 
 
 class EnvironmentRule(Rule):
     languages = frozenset({"environment"})
-    # The error ids (rules/environment.toml [errors]) whose messages this rule's findings forestall; the
+    # The error ids (rlcompat/knowledge/data/environment.toml [errors]) whose messages this rule's findings forestall; the
     # troubleshooting page (docs/troubleshooting.md) is generated from them.
     prevents: ClassVar[tuple[str, ...]] = ()
 
@@ -76,8 +76,8 @@ def below(cc: tuple[int, int], threshold: str | None) -> bool:
 
 
 class PackageRequirementRule(EnvironmentRule):
-    """An installed distribution that needs a minimum capability (rules/environment.toml [packages.NAME]):
-    an error below `min_capability` (the installed release's, where rules/capabilities.toml's row changed between
+    """An installed distribution that needs a minimum capability (rlcompat/knowledge/data/environment.toml [packages.NAME]):
+    an error below `min_capability` (the installed release's, where rlcompat/knowledge/data/capabilities.toml's row changed between
     releases), a warning below `warn_below`."""
 
     package_name: str = ""

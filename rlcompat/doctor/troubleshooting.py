@@ -18,7 +18,7 @@ def markdown() -> str:
     scan_rules = [r for r in file_rules() if getattr(r, "prevents", ())]
     table = sources()
     out = ["# Troubleshooting: error messages and the doctor findings that prevent them", "",
-           "Generated from `rules/environment.toml`, the RLC5xx rules and the scan rules that name an error there by "
+           "Generated from `rlcompat/knowledge/data/environment.toml`, the RLC5xx rules and the scan rules that name an error there by "
            "`python -m rlcompat.doctor.troubleshooting`; do not edit by hand.", "",
            "Paste the message you got into your browser's find box. `rlcompat doctor` (on the machine) or "
            "`rlcompat doctor --target sm61` (anywhere) reports the finding before the error happens; "
@@ -52,7 +52,7 @@ def markdown() -> str:
 
 
 def _precision_sections(table: dict[str, str]) -> list[str]:
-    """Errors the precision rules (rules/precision.toml) prevent: found by `scan`, rewritten by `fix`."""
+    """Errors the precision rules (rlcompat/knowledge/data/precision.toml) prevent: found by `scan`, rewritten by `fix`."""
     from rlcompat import precision
     from rlcompat.rules import file_rules
 

@@ -33,7 +33,7 @@ from typing import Any, Callable
 from rlcompat.spellings import flash_attention
 
 # Modules that hold FlashAttention kernels, and transformers' attn_implementation values selecting them, by the
-# target fact that says whether the card can run them (rules/spellings.toml).
+# target fact that says whether the card can run them (rlcompat/knowledge/data/spellings.toml).
 FLASH_MODULES = {m: fa.fact for fa in map(flash_attention, (2, 3)) for m in fa.modules}
 FLASH_IMPLEMENTATIONS = {fa.implementations[0]: fa.fact for fa in map(flash_attention, (2, 3))}
 

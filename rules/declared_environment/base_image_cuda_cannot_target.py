@@ -18,7 +18,7 @@ class BaseImageCudaCannotTarget(DeclaredRule):
     what = (
         "Reads `FROM` lines of Dockerfiles: `nvidia/cuda:<CUDA>-...` and `pytorch/pytorch:<torch>-cuda<CUDA>-...`. "
         "Reports CUDA 13+ for a GPU below 7.5, a CUDA older than the first that knows the GPU (Blackwell needs "
-        "12.8), and a pytorch/pytorch image whose torch build (rules/torch_wheels.toml) has no kernels for it."
+        "12.8), and a pytorch/pytorch image whose torch build (rlcompat/knowledge/data/torch_wheels.toml) has no kernels for it."
     )
     why = (
         "CUDA 13.0 removed offline compilation for capability < 7.5 [S27][S28] (`nvcc fatal : Unsupported gpu "
@@ -29,7 +29,7 @@ class BaseImageCudaCannotTarget(DeclaredRule):
     fix_safety = (
         "For `nvidia/cuda` the fix swaps the CUDA release at the head of the tag for the last 12.x release, keeping "
         "the rest (`-cudnn-devel-ubuntu24.04`). Unsafe: it changes the toolkit version, and that tag's existence is "
-        "not verified (rules/environment.toml [docker]). pytorch/pytorch images get no fix."
+        "not verified (rlcompat/knowledge/data/environment.toml [docker]). pytorch/pytorch images get no fix."
     )
     triggers = ("FROM", "from")
     sources = ("S27", "S28", "S29", "S48", "S55")

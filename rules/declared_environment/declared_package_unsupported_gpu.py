@@ -8,7 +8,7 @@ from rlcompat.rule import Bad, Good
 
 
 def _minimums() -> dict[str, dict]:
-    """Packages rules/environment.toml gives a hard minimum capability (the table doctor's RLC503-RLC507 read)."""
+    """Packages rlcompat/knowledge/data/environment.toml gives a hard minimum capability (the table doctor's RLC503-RLC507 read)."""
     return {name: p for name, p in facts.environment_facts()["packages"].items() if "min_capability" in p}
 
 
@@ -19,12 +19,12 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
     what = (
         "Reports a declared requirement (pip or conda; requirement files, pyproject.toml, environment files, "
         "`pip install` in Dockerfiles and scripts) for a package whose minimum compute capability in "
-        "rules/environment.toml `[packages]` is above the target: flash-attn (8.0), flash-attn-3 and -4 (9.0), "
+        "rlcompat/knowledge/data/environment.toml `[packages]` is above the target: flash-attn (8.0), flash-attn-3 and -4 (9.0), "
         "SGLang (7.5), and vLLM per release, judged for the release the specifier installs (pip's newest "
         f"allowed): {min_capability('vllm').by_release()}. A base image whose tag names a package it ships "
-        "(rules/environment.toml `[[docker.ships]]`: `hiyouga/pytorch:...-flashattn2.7.4-...`) counts as that "
+        "(rlcompat/knowledge/data/environment.toml `[[docker.ships]]`: `hiyouga/pytorch:...-flashattn2.7.4-...`) counts as that "
         "requirement. `rlcompat doctor` reads the same table for what is installed. A package a pyproject.toml "
-        "optional extra lists, of a release whose torch requirement rules/torch_wheels.toml `[[requires_torch]]` "
+        "optional extra lists, of a release whose torch requirement rlcompat/knowledge/data/torch_wheels.toml `[[requires_torch]]` "
         "knows, is not reported: installing an extra selects nothing, and the torch it brings is RLC601's to judge; "
         "where that is not known, the package's own minimum is reported."
     )
@@ -66,7 +66,7 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         Good("ARG BASE_IMAGE=hiyouga/pytorch:th2.6.0-cu124-flashattn2.7.4-cxx11abi0-devel\nFROM ${BASE_IMAGE}\n",
              path="Dockerfile", target="sm80"),
         Good("FROM hiyouga/pytorch:th2.6.0-cu124-cxx11abi0-devel\n", path="Dockerfile"),
-        # an extra that keeps the machine's torch (flash-attn 2.8.3 asks for any torch: rules/torch_wheels.toml)
+        # an extra that keeps the machine's torch (flash-attn 2.8.3 asks for any torch: rlcompat/knowledge/data/torch_wheels.toml)
         Good('[project]\nname = "x"\n\n[project.optional-dependencies]\nfast = ["flash-attn==2.8.3"]\n', path="pyproject.toml"),
         # a branch the build's own ARG default skips (LLaMA-Factory 0.9.5 docker/docker-cuda/Dockerfile:7, :39-43)
         Good("FROM python:3.11\nARG INSTALL_FLASHATTN=false\nRUN if [ \"${INSTALL_FLASHATTN}\" == \"true\" ]; then \\\n"

@@ -22,8 +22,8 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         "`pytorch-cuda=X.Y`) in requirement files, pyproject.toml, conda environment files, Dockerfiles and `pip "
         "install` commands of scripts. The release pip installs is the newest one the specifier allows; the variant is "
         "the index's (or the version's `+cuXXX`) tag, else what PyPI ships for that release. Reports it when the "
-        "variant's architecture list (rules/torch_wheels.toml, the table `rlcompat doctor` reads) has no code for "
-        "the target. A requirement whose release pins torch exactly (`vllm==0.11.0`: torch 2.8.0, rules/torch_wheels.toml "
+        "variant's architecture list (rlcompat/knowledge/data/torch_wheels.toml, the table `rlcompat doctor` reads) has no code for "
+        "the target. A requirement whose release pins torch exactly (`vllm==0.11.0`: torch 2.8.0, rlcompat/knowledge/data/torch_wheels.toml "
         "`[[requires_torch]]`) installs that torch. In pyproject.toml each extra's torch pin is judged as pip installs it "
         "(from PyPI: pip reads no `[tool.uv]` table), and the uv index torch comes from once, where `[tool.uv.sources]` "
         "sends torch to an explicit index (an explicit index nothing sends torch to is not torch's)."
@@ -42,7 +42,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         "`--extra-index-url` line for that variant (unsafe: pip then prefers the `+cuXXX` build of the same "
         "release, which depends on resolution order)."
     )
-    triggers = ("torch", "pytorch", "vllm", "sglang")  # packages rules/torch_wheels.toml [[requires_torch]] knows to pin one
+    triggers = ("torch", "pytorch", "vllm", "sglang")  # packages rlcompat/knowledge/data/torch_wheels.toml [[requires_torch]] knows to pin one
     sources = ("S29", "S30", "S31", "S32", "S34")
     prevents = ("E1", "E2")
 
@@ -65,7 +65,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         Bad(UV_ROUTED.format(tag="cu128"), path="pyproject.toml", fixed=UV_ROUTED.format(tag="cu118")),
         # pip: PyPI's 2.8.0 is the cu128 build (reported at the pin; no fix in a pyproject)
         Bad('[project]\nname = "x"\n\n[project.optional-dependencies]\ngpu = ["torch==2.8.0"]\n', path="pyproject.toml"),
-        # an optional extra is its own install; vllm 0.11.0 pins torch 2.8.0 (rules/torch_wheels.toml [[requires_torch]])
+        # an optional extra is its own install; vllm 0.11.0 pins torch 2.8.0 (rlcompat/knowledge/data/torch_wheels.toml [[requires_torch]])
         Bad('[project]\nname = "x"\n\n[project.optional-dependencies]\nvllm = ["vllm==0.11.0"]\n', path="pyproject.toml"),
     )
     good = (
@@ -184,7 +184,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         self._torch_brought_by_others(group, None, ctx)
 
     def _torch_brought_by_others(self, group, index, ctx) -> None:
-        """A requirement whose release pins torch exactly (rules/torch_wheels.toml `[[requires_torch]]`: vllm==0.11.0
+        """A requirement whose release pins torch exactly (rlcompat/knowledge/data/torch_wheels.toml `[[requires_torch]]`: vllm==0.11.0
         installs torch 2.8.0) replaces the machine's torch, from the group's pip index if it names one, else PyPI.
         Left alone where the same install pins another torch (pip refuses the pair)."""
         cc = self.target.capability

@@ -83,7 +83,7 @@ class Bf16DtypeString(PythonRule):
 
     def visit_SimpleString(self, node: cst.SimpleString, ctx) -> None:
         value = h.string_value(node)
-        if value not in bf16_replacements():  # the bf16 spellings dtype-parsing code accepts (rules/spellings.toml)
+        if value not in bf16_replacements():  # the bf16 spellings dtype-parsing code accepts (rlcompat/knowledge/data/spellings.toml)
             return
         role = h.role_of(node, ctx.ancestors)
         if not self._selects(role, ctx):

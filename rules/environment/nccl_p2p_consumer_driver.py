@@ -19,7 +19,7 @@ class NcclP2pConsumerDriver(EnvironmentRule):
     title = "Several GeForce RTX 40xx GPUs under a driver whose NCCL peer-to-peer hangs"
     what = (
         "Reports two or more visible GPUs whose name contains `RTX 40` under a driver older than 550.40.07 "
-        "(rules/environment.toml `[nccl_p2p]`, the entry the script rule RLC605 reads), unless this process has "
+        "(rlcompat/knowledge/data/environment.toml `[nccl_p2p]`, the entry the script rule RLC605 reads), unless this process has "
         "NCCL_P2P_DISABLE=1 and NCCL_IB_DISABLE=1 set."
     )
     why = (

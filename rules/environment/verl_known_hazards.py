@@ -15,7 +15,7 @@ class VerlKnownHazards(EnvironmentRule):
     name = "verl-known-hazards"
     title = "The installed verl release has known hazards on the target GPU"
     what = (
-        "Reports, for the installed verl release, the hazards rules/environment.toml lists for it below the "
+        "Reports, for the installed verl release, the hazards rlcompat/knowledge/data/environment.toml lists for it below the "
         "capability they need: the critic loader that hard-codes flash_attention_2, and flash-attention/bf16/"
         "torch.compile defaults."
     )

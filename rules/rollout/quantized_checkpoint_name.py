@@ -19,7 +19,7 @@ class QuantizedCheckpointName(ConfigRule):
     what = (
         "Reads the settings that name the model a run loads (`base_model`, `model_name_or_path`, `pretrain`, "
         "`model.path`, `--model`, ...) and the format its name says, from the table in "
-        "rules/quantized_checkpoints.toml (`...-AWQ`, `...-NVFP4`). The format's minimum compute capability is the "
+        "rlcompat/knowledge/data/quantized_checkpoints.toml (`...-AWQ`, `...-NVFP4`). The format's minimum compute capability is the "
         "lowest of the engines that load it (vLLM, AutoAWQ); in a config of a framework with its own row (axolotl "
         "trains NVFP4 bases only with its own kernels) that framework's. A warning: the name is a hint, the "
         "checkpoint's `quantization_config` decides."

@@ -18,7 +18,7 @@ class VllmEngineQuantizationKeyword(PythonRule):
     title = "`LLM(quantization=...)` / `kv_cache_dtype=` asks vLLM for a method it refuses on the GPU"
     what = (
         "Finds `quantization=` and `kv_cache_dtype=` string arguments of vLLM's `LLM(...)`, `EngineArgs(...)` and "
-        "`AsyncEngineArgs(...)`, and compares them with rules/vllm.toml (the table RLC405 reads for command lines)."
+        "`AsyncEngineArgs(...)`, and compares them with rlcompat/knowledge/data/vllm.toml (the table RLC405 reads for command lines)."
     )
     why = (
         "vLLM raises `The quantization method ... is not supported for the current GPU. Minimum capability: ...` "

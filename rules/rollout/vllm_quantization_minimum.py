@@ -31,7 +31,7 @@ class VllmQuantizationMinimum(ConfigRule):
     title = "`vllm serve --quantization` / `--kv-cache-dtype` asks for a method vLLM refuses on the GPU"
     what = (
         "Reads `--quantization`/`-q` and `--kv-cache-dtype` of `vllm serve` and `python -m vllm.entrypoints...` "
-        "commands in scripts, and compares them with the minimum capability of each method in rules/vllm.toml "
+        "commands in scripts, and compares them with the minimum capability of each method in rlcompat/knowledge/data/vllm.toml "
         "(vLLM 0.33.0's `get_min_capability`, file:line per entry)."
     )
     why = (

@@ -19,10 +19,10 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
     what = (
         "Finds `vllm serve` and `python -m vllm.entrypoints...` commands in scripts, and framework commands the "
         "framework knowledge says start vLLM (`trl vllm-serve`: an `[[engine]]` row). Below the current vLLM "
-        "release's minimum capability (rules/capabilities.toml `vllm`, the row RLC401/RLC413 read too) the command "
+        "release's minimum capability (rlcompat/knowledge/data/capabilities.toml `vllm`, the row RLC401/RLC413 read too) the command "
         "is reported, naming the last release that runs on the card where there is one; on any card, a "
         "`VLLM_ATTENTION_BACKEND=...` set on the command or earlier in the script naming a backend the card lacks "
-        "(rules/vllm.toml `[attention_backend]`) is reported."
+        "(rlcompat/knowledge/data/vllm.toml `[attention_backend]`) is reported."
     )
     why = (
         f"{_VLLM.by_release()} [S7]; below its minimum a release's wheels have no kernels for the card "
