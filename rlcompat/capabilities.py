@@ -8,11 +8,11 @@ booleans, rlcompat/knowledge/data/environment.toml's package minimums and the ru
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 
 from rlcompat.knowledge import files
+from rlcompat.knowledge.versions import capability, release
 
 
 @dataclass(frozen=True)
@@ -52,27 +52,16 @@ class MinCapability:
         return f"{needs} from {self.since} ({before})"
 
 
-def _capability(text: str) -> tuple[int, int]:
-    major, minor = (int(p) for p in text.split("."))
-    return major, minor
-
-
-def release(version: str) -> tuple[int, ...]:
-    """The numeric release of a version string: "0.19.1+cu128" -> (0, 19, 1); "0.20.0rc1" -> (0, 20, 0)."""
-    m = re.match(r"\s*v?(\d+(?:\.\d+)*)", version or "")
-    return tuple(int(p) for p in m.group(1).split(".")) if m else ()
-
-
 @lru_cache(maxsize=1)
 def table() -> dict[str, MinCapability]:
     data = files.load("capabilities.toml")
     out = {}
     for name, row in data["min_capability"].items():
-        earlier = tuple(sorted((Earlier(e["through"], _capability(e["capability"]), e.get("note", ""))
+        earlier = tuple(sorted((Earlier(e["through"], capability(e["capability"]), e.get("note", ""))
                                 for e in row.get("earlier", ())), key=lambda e: release(e.through)))
         if earlier and not row.get("since"):
             raise ValueError(f"rlcompat/knowledge/data/capabilities.toml {name}: `earlier` minimums need the `since` of the current one")
-        out[name] = MinCapability(name, _capability(row["capability"]), tuple(row["sources"]), row.get("note", ""),
+        out[name] = MinCapability(name, capability(row["capability"]), tuple(row["sources"]), row.get("note", ""),
                                   row.get("target_fact"), row.get("since", ""), earlier, row.get("product", ""))
     return out
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from rlcompat.knowledge import files
+from rlcompat.knowledge.versions import capability
 
 
 @dataclass(frozen=True)
@@ -37,8 +38,7 @@ def _table() -> dict:
     for row in data.get("format", ()):
         engines = []
         for e in row.get("engine", ()):
-            major, minor = (int(p) for p in e["min_capability"].split("."))
-            engines.append(Engine(e["engine"], (major, minor), e["where"], tuple(e.get("sources", ())),
+            engines.append(Engine(e["engine"], capability(e["min_capability"]), e["where"], tuple(e.get("sources", ())),
                                   e.get("framework", "")))
         formats.append(Format(row["name"], frozenset(t.lower() for t in row["tokens"]), tuple(engines)))
     return {"model_keys": tuple(data["model_keys"]), "formats": tuple(formats)}

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rlcompat.doctor import facts
+from rlcompat.knowledge.versions import release
 from rlcompat.model_config import ModelShape
 
 
@@ -19,18 +20,14 @@ def applies_to(target) -> bool:
     return bool(target.flash_attn_2) and isinstance(optin, int) and optin < _facts()["full_kernel_smem"]
 
 
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in text.split("."))
-
-
 def needed_release(head_dim: int) -> str:
     """The first flash-attn release whose backward runs this head_dim without dropout on a 99 KB card."""
     last = "0.0.0"
     for row in _facts()["refused"]:
         low, high = (int(x) for x in row["head_dim"].split("-"))
         if row["dropout"] == "any" and low <= head_dim <= high:
-            last = max(last, row["versions"].split("-")[1], key=_version)
-    major, minor, patch = _version(last)
+            last = max(last, row["versions"].split("-")[1], key=release)
+    major, minor, patch = release(last)
     return f"{major}.{minor}.{patch + 1}"
 
 

@@ -14,6 +14,7 @@ from functools import lru_cache
 from importlib import metadata
 
 from rlcompat.knowledge import files
+from rlcompat.knowledge.versions import release
 
 
 @dataclass(frozen=True)
@@ -121,10 +122,6 @@ class Framework:
     engines: tuple[dict, ...] = ()  # `[[engine]]`: commands of this framework that start a generation engine
 
 
-def version_key(text: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", text))
-
-
 @lru_cache(maxsize=1)
 def kinds() -> dict[str, Kind]:
     from rlcompat.targets import FACT_NAMES
@@ -165,7 +162,7 @@ def frameworks() -> tuple[Framework, ...]:
     for folder in sorted(files.folders("frameworks")):
         for name in files.names("frameworks", folder):
             found.append(_framework(files.load("frameworks", folder, f"{name}.toml"), f"{name}.toml"))
-    return tuple(sorted(found, key=lambda f: (f.name, tuple(-p for p in version_key(f.version)))))
+    return tuple(sorted(found, key=lambda f: (f.name, tuple(-p for p in release(f.version)))))
 
 
 def _framework(data: dict, filename: str) -> Framework:

@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import Any
 
 from rlcompat.knowledge import files
+from rlcompat.knowledge.versions import capability
 
 
 class TargetError(Exception):
@@ -122,8 +123,7 @@ def _table() -> dict:
 def all_targets() -> tuple[Target, ...]:
     out = []
     for entry in _table()["target"]:
-        major, minor = (int(p) for p in entry["capability"].split("."))
-        out.append(_target(entry["name"], (major, minor), entry["architecture"], entry["gpus"], entry["aliases"],
+        out.append(_target(entry["name"], capability(entry["capability"]), entry["architecture"], entry["gpus"], entry["aliases"],
                            _facts(entry, entry["name"])))
     return tuple(sorted(out, key=lambda t: t.cc))
 
@@ -133,8 +133,7 @@ def products() -> tuple[Target, ...]:
     """Named products (targets.toml `[[product]]`): their capability's entry, renamed, with their facts added."""
     out = []
     for entry in _table().get("product", ()):
-        major, minor = (int(p) for p in entry["capability"].split("."))
-        base = next(t for t in all_targets() if t.capability == (major, minor))
+        base = next(t for t in all_targets() if t.capability == capability(entry["capability"]))
         out.append(_target(entry["name"], base.capability, base.architecture, entry["gpus"], entry["aliases"],
                            {**base.facts, **_facts(entry, entry["name"])}))
     return tuple(out)

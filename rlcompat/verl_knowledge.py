@@ -13,6 +13,7 @@ from functools import lru_cache
 from importlib import metadata
 
 from rlcompat.knowledge import files
+from rlcompat.knowledge.versions import release
 
 
 @dataclass(frozen=True)
@@ -95,21 +96,9 @@ class Knowledge:
         return f"verl {self.version} (version not found; assumed)"
 
 
-def _parse_version(text: str) -> tuple[int, ...]:
-    out = []
-    for part in text.strip().split("."):
-        digits = "".join(ch for ch in part if ch.isdigit())
-        if not digits:
-            break
-        out.append(int(digits))
-        if not part.isdigit():
-            break
-    return tuple(out)
-
-
 @lru_cache(maxsize=1)
 def available_versions() -> tuple[str, ...]:
-    return tuple(sorted(files.names("verl"), key=_parse_version))
+    return tuple(sorted(files.names("verl"), key=release))
 
 
 def choose_version(detected: str | None) -> str:
@@ -117,8 +106,8 @@ def choose_version(detected: str | None) -> str:
     versions = available_versions()
     if detected is None:
         return versions[-1]
-    wanted = _parse_version(detected)
-    older = [v for v in versions if _parse_version(v) <= wanted]
+    wanted = release(detected)
+    older = [v for v in versions if release(v) <= wanted]
     return older[-1] if older else versions[0]
 
 

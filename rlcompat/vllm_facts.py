@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from rlcompat.knowledge import files
+from rlcompat.knowledge import files, versions
 
 
 @lru_cache(maxsize=1)
@@ -23,5 +23,4 @@ def refused(table: str, value: str, capability: tuple[int, int]) -> dict | None:
     entry = minimum(table, value)
     if entry is None:
         return None
-    major, minor = (int(p) for p in entry["min_capability"].split("."))
-    return entry if capability < (major, minor) else None
+    return entry if capability < versions.capability(entry["min_capability"]) else None

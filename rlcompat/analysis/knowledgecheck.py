@@ -15,6 +15,7 @@ from rlcompat import framework_knowledge as fk
 from rlcompat.analysis.confighelpers import remove_flag, where
 from rlcompat.lang.settings import ConfigContext, ConfigView, Setting
 from rlcompat.findings import FixSafety
+from rlcompat.knowledge.versions import release
 from rlcompat.precision import dtype_for, knowledge_choice
 
 SWITCH_FIXES = ("off", "on")
@@ -58,7 +59,7 @@ def chosen_version(view: ConfigView, framework_name: str) -> tuple[str | None, s
             return fw.version, "markers"
     installed = fk.installed_version(versions[0].distribution) if versions else None
     if installed:
-        older = [f.version for f in versions if fk.version_key(f.version) <= fk.version_key(installed)]
+        older = [f.version for f in versions if release(f.version) <= release(installed)]
         return (older[0] if older else versions[-1].version), "installed"
     return None, ""
 

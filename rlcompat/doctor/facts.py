@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from rlcompat.knowledge import files
+from rlcompat.knowledge.versions import capability, local_tag, release, version_in  # noqa: F401 (read as facts.*)
 
 # Jetson parts run no desktop cubin (torch's DEVICE_REQUIREMENT excludes them) [S1].
 _JETSON = {(5, 3), (6, 2), (7, 2), (8, 7)}
@@ -45,32 +46,6 @@ def error_text(error_id: str) -> str:
 
 def package_facts(name: str) -> dict:
     return environment_facts()["packages"][name]
-
-
-# --- versions ---------------------------------------------------------------------------------------------------
-
-_RELEASE = re.compile(r"^\s*v?(\d+(?:\.\d+)*)")
-
-
-def release(version: str) -> tuple[int, ...]:
-    """The numeric release of a version string: "2.8.0+cu128" -> (2, 8, 0); "0.9.1.dev0" -> (0, 9, 1)."""
-    m = _RELEASE.match(version or "")
-    return tuple(int(p) for p in m.group(1).split(".")) if m else ()
-
-
-def local_tag(version: str) -> str | None:
-    """The local version label: "2.8.0+cu128" -> "cu128"; None without one."""
-    return version.split("+", 1)[1].lower() if "+" in version else None
-
-
-def version_in(version: str, minimum: str, below: str) -> bool:
-    v = release(version)
-    return release(minimum) <= v < release(below)
-
-
-def capability(text: str) -> tuple[int, int]:
-    major, minor = text.split(".")
-    return int(major), int(minor)
 
 
 # --- CUDA architectures -----------------------------------------------------------------------------------------
