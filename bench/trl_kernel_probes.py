@@ -33,14 +33,14 @@ _REPO = Path(__file__).resolve().parent.parent
 
 
 def _import_targets():
-    """rlcompat.targets from this checkout, also in a scratch venv where rlcompat is not installed."""
+    """rlcompat.knowledge.targets from this checkout, also in a scratch venv where rlcompat is not installed."""
     sys.path.insert(0, str(_REPO))
     if importlib.util.find_spec("rlcompat.rules") is None:  # not installed: rules/ is rlcompat.rules
         spec = importlib.util.spec_from_file_location("rlcompat.rules", _REPO / "rules" / "__init__.py",
                                                       submodule_search_locations=[str(_REPO / "rules")])
         sys.modules["rlcompat.rules"] = module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-    from rlcompat.targets import target_for_capability
+    from rlcompat.knowledge.targets import target_for_capability
 
     return target_for_capability
 

@@ -9,7 +9,7 @@ from rlcompat.discovery import discover, why_not_checked
 from rlcompat.engine import Checker, FileResult, check_files, run_parallel
 from rlcompat.fixer import FileFix, fix_one
 from rlcompat.findings import FileError, Finding
-from rlcompat.targets import Target
+from rlcompat.knowledge.targets import Target
 
 
 @dataclass

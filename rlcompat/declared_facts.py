@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from rlcompat.capabilities import MinCapability, min_capability
+from rlcompat.knowledge.capabilities import MinCapability, min_capability
 from rlcompat.doctor import facts
 
 CLAUSE = re.compile(r"^\s*(===|==|!=|~=|>=|<=|>|<|=)?\s*([0-9][\w.*+!-]*)\s*$")

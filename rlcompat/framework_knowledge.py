@@ -124,14 +124,14 @@ class Framework:
 
 @lru_cache(maxsize=1)
 def kinds() -> dict[str, Kind]:
-    from rlcompat.targets import FACT_NAMES
+    from rlcompat.knowledge.targets import FACT_NAMES
 
     out = {}
     for name, body in files.load("frameworks", "kinds.toml").items():
         unknown = sorted({h["needs"] for h in body.get("hazards", ())} - FACT_NAMES)
         if unknown:
             raise ValueError(f"rlcompat/knowledge/data/frameworks/kinds.toml [{name}]: needs = {unknown[0]!r} is not a fact of "
-                             "rlcompat/knowledge/data/targets.toml (rlcompat.targets.FACT_NAMES)")
+                             "rlcompat/knowledge/data/targets.toml (rlcompat.knowledge.targets.FACT_NAMES)")
         hazards = tuple(Hazard(tuple(v.lower() for v in h["values"]), h["needs"], _why(h["why"]), tuple(h.get("sources", ())))
                         for h in body.get("hazards", ()))
         out[name] = Kind(name, body.get("fix", "none"), hazards, body.get("forces", ""))
@@ -146,7 +146,7 @@ class _Minimums:
     capability 7.5+ from 0.20.0 (7.0+ up to 0.19.1)"), so the numbers are written in one place."""
 
     def __getitem__(self, name: str) -> str:
-        from rlcompat.capabilities import min_capability
+        from rlcompat.knowledge.capabilities import min_capability
 
         return min_capability(name).by_release()
 

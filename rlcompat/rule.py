@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
-    from rlcompat.targets import Target
+    from rlcompat.knowledge.targets import Target
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ class Rule:
 
     @classmethod
     def targets(cls) -> list[str]:
-        from rlcompat.targets import all_targets
+        from rlcompat.knowledge.targets import all_targets
 
         return [t.name for t in all_targets() if cls.applies_to(t)]
 

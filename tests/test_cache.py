@@ -4,7 +4,7 @@ import json
 
 from rlcompat.api import fix_paths, scan_paths
 from rlcompat.config import Options
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 BAD = "import torch\nx = t.to(torch.bfloat16)\n"
 

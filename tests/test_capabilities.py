@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from rlcompat import capabilities
+from rlcompat.knowledge import capabilities
 from rlcompat.doctor import facts
 from rlcompat.knowledge import files
-from rlcompat.targets import FACT_NAMES, all_targets, products, resolve_target, sources
+from rlcompat.knowledge.targets import FACT_NAMES, all_targets, products, resolve_target, sources
 
 
 def test_every_row_has_known_sources_and_a_declared_target_fact():

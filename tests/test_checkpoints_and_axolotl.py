@@ -9,7 +9,7 @@ from rlcompat import checkpoint_names
 from rlcompat.api import scan_paths
 from rlcompat.knowledge import files
 from rlcompat.rules.rollout.quantized_checkpoint_name import QuantizedCheckpointName
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 
 def _codes(tmp_path, name: str, text: str, target: str) -> list[tuple[str, int]]:

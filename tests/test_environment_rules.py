@@ -9,7 +9,7 @@ from rlcompat.doctor import facts
 from rlcompat.doctor.rule import EnvFinding, EnvironmentRule
 from rlcompat.doctor.snapshot import ENVIRONMENT_PATH, Environment
 from rlcompat.rules import all_rules, environment_rules, file_rules
-from rlcompat.targets import resolve_target, sources
+from rlcompat.knowledge.targets import resolve_target, sources
 
 ENV_RULES = [r for r in all_rules() if issubclass(r, EnvironmentRule)]
 BAD = [pytest.param(r, b, id=f"{r.code}-bad{i}") for r in ENV_RULES for i, b in enumerate(r.bad)]

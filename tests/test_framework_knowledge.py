@@ -12,7 +12,7 @@ from rlcompat import framework_knowledge as fk
 from rlcompat.api import scan_source
 from rlcompat.lang.settings import ConfigView, Setting, Span, run_rules
 from rlcompat.rules import file_rules
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 PROOF = re.compile(r"[\w./-]+\.(py|yaml|toml|json)(:\d+(-\d+)?)?|https?://")
 RULES = {r.code: r for r in file_rules()}

@@ -9,7 +9,7 @@ import pytest
 from rlcompat import framework_knowledge as fk
 from rlcompat.api import scan_source
 from rlcompat.lang import yaml as yaml_frontend
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 BASE = "defaults:\n  - ppo_base_config\n  - _self_\n"
 

@@ -24,7 +24,7 @@ def test_a_malformed_knowledge_file_is_one_error_naming_it(tmp_path, monkeypatch
 
 def test_the_command_line_reports_a_malformed_knowledge_file_and_exits_2(monkeypatch, capsys):
     from rlcompat.cli import app as cli_app
-    from rlcompat import targets
+    from rlcompat.knowledge import targets
 
     def broken():
         raise files.KnowledgeFileError("rlcompat/knowledge/data/targets.toml: not valid TOML (x); fix the file")

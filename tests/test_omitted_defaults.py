@@ -12,7 +12,7 @@ from rlcompat.file_knowledge import FileKnowledge
 from rlcompat.lang import tomlfile
 from rlcompat.lang.settings import ConfigView, Setting, Span, run_rules
 from rlcompat.rules import file_rules
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 JOB = '[job]\ndump_folder = "./outputs"\n\n'
 

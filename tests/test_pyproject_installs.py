@@ -9,7 +9,7 @@ from rlcompat.api import scan_source
 from rlcompat.doctor import facts
 from rlcompat.lang import pyproject_deps
 from rlcompat.rules import file_rules
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 INDEX = '[[tool.uv.index]]\nname = "{name}"\nurl = "https://download.pytorch.org/whl/cu128"\nexplicit = {explicit}\n'
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from rlcompat import spellings
+from rlcompat.knowledge import spellings
 from rlcompat.analysis import confighelpers
-from rlcompat.targets import FACT_NAMES
+from rlcompat.knowledge.targets import FACT_NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -55,7 +55,7 @@ def test_no_module_keeps_its_own_copy_of_a_spelling_list():
 
 
 def test_torch_dtype_name_reads_every_spelling_of_the_table():
-    from rlcompat.spellings import torch_dtype_name
+    from rlcompat.knowledge.spellings import torch_dtype_name
 
     assert [torch_dtype_name(s) for s in ("bf16", "torch.bfloat16", "half", "fp16", "torch.float16", "fp32",
                                           "torch.float32")] == ["bfloat16", "bfloat16", "float16", "float16",

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from rlcompat import framework_knowledge, targets
-from rlcompat.targets import FACT_NAMES, Target, all_targets, products, resolve_target
+from rlcompat import framework_knowledge
+from rlcompat.knowledge import targets
+from rlcompat.knowledge.targets import FACT_NAMES, Target, all_targets, products, resolve_target
 
 ROOT = Path(__file__).resolve().parent.parent
 # Names code gives a Target: `target.x`, `self.target.x`, `ctx.target.x`, `guard.target.x`, `tgt.x`.

@@ -11,7 +11,7 @@ import pytest
 from rlcompat import verl_knowledge as vk
 from rlcompat.api import fix_paths, scan_paths, scan_source
 from rlcompat.report import Summary, not_read_line, render
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 from tests.verl_trees import verl_package
 
 SM61, SM75 = resolve_target("sm61"), resolve_target("sm75")

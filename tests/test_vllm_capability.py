@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from rlcompat import capabilities
+from rlcompat.knowledge import capabilities
 from rlcompat.api import scan_paths
 from rlcompat.doctor.snapshot import Environment
 from rlcompat.rules.environment.vllm_unsupported_gpu import VllmUnsupportedGpu
-from rlcompat.targets import all_targets, resolve_target
+from rlcompat.knowledge.targets import all_targets, resolve_target
 
 # One file per rule, each starting vLLM on the card the scan is for.
 STARTS_VLLM = {

@@ -9,7 +9,7 @@ import pytest
 
 from rlcompat import framework_knowledge
 from rlcompat.api import scan_paths
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 from tests.shell_views import shell_views
 
 

@@ -7,7 +7,7 @@ from typing import Callable
 
 from rlcompat.lang.settings import TRUE_WORDS, ConfigContext, ConfigView, Setting, Span
 from rlcompat.findings import Edit, FixSafety
-from rlcompat.spellings import bf16_replacements
+from rlcompat.knowledge.spellings import bf16_replacements
 from rlcompat.verl_knowledge import entry_triggers
 
 # Substrings of a verl training command: rules that add missing overrides need one of them (rule `triggers`).
@@ -22,7 +22,7 @@ def is_bf16(value: str | None) -> bool:
 def dtype_replacement(target, value: str, role: str = "weights") -> tuple[str, FixSafety]:
     """What replaces a bf16 spelling for `role` on `target` (the precision policy, rlcompat/knowledge/data/precision.toml), in the
     same spelling family, and whether that is safe: fp32 always is; fp16 is not (a smaller range than bf16)."""
-    from rlcompat.precision import dtype_for
+    from rlcompat.knowledge.precision import dtype_for
 
     fp32, fp16 = bf16_replacements().get(value.strip().lower(), ("float32", "float16"))
     if dtype_for(target, role) == "float16":

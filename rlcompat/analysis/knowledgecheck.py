@@ -2,7 +2,7 @@
 
 For each setting of a view, the framework keys whose names match it (rlcompat.framework_knowledge) decide whether
 its value is a hazard on the target (rlcompat/knowledge/data/frameworks/kinds.toml) and what to write instead (the key's spellings,
-chosen by its precision role: rlcompat.precision). For a command of a known framework version, hazardous
+chosen by its precision role: rlcompat.knowledge.precision). For a command of a known framework version, hazardous
 defaults of flags the command does not pass are reported at the command, with the flag to add.
 """
 
@@ -16,7 +16,7 @@ from rlcompat.analysis.confighelpers import remove_flag, where
 from rlcompat.lang.settings import ConfigContext, ConfigView, Setting
 from rlcompat.findings import FixSafety
 from rlcompat.knowledge.versions import release
-from rlcompat.precision import dtype_for, knowledge_choice
+from rlcompat.knowledge.precision import dtype_for, knowledge_choice
 
 SWITCH_FIXES = ("off", "on")
 

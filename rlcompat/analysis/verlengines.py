@@ -74,7 +74,7 @@ def accepted_fix(known, ctx: ConfigContext, value: str, safety: FixSafety) -> tu
     (unsafe: a bf16-pretrained model may overflow in fp16), else None: no value the engine takes runs there."""
     if not known.accepts or value in known.accepts:
         return value, safety
-    from rlcompat.precision import dtype_for
+    from rlcompat.knowledge.precision import dtype_for
 
     fp16 = next((a for a in known.accepts if a in ("float16", "fp16")), None)
     if fp16 is not None and dtype_for(ctx.target, "autocast") == "float16":

@@ -26,7 +26,7 @@ app = typer.Typer(
 
 
 def _target(spec: Optional[str], settings):
-    from rlcompat.targets import TargetError, resolve_target
+    from rlcompat.knowledge.targets import TargetError, resolve_target
 
     spec = spec or settings.target
     if not spec:
@@ -228,7 +228,7 @@ def targets(
     output_format: Annotated[OutputFormat, typer.Option("--output-format", help="text or json.")] = OutputFormat.text,
 ) -> None:
     """Print the GPU target table and the named products (`rlcompat targets rtx4090`), or one target's profile with sources."""
-    from rlcompat.targets import TargetError, all_targets, products, resolve_target
+    from rlcompat.knowledge.targets import TargetError, all_targets, products, resolve_target
     from rlcompat import target_view
 
     if name:

@@ -51,7 +51,7 @@ def doctor_command(
     from rlcompat.doctor import render
     from rlcompat.doctor.checks import run_checks
     from rlcompat.doctor.environment import collect
-    from rlcompat.targets import TargetError, resolve_target, target_for_capability
+    from rlcompat.knowledge.targets import TargetError, resolve_target, target_for_capability
 
     settings = _settings(["."], config, select, ignore, None, False)
     spec = target or settings.target or "auto"
@@ -115,10 +115,10 @@ def _notes(env) -> list[str]:
 
 
 def _memory(result, model_params, algo, gpu_memory, gpus, seq_len, micro_batch, rollout, no_reference, fail) -> None:
-    from rlcompat.capabilities import runs
+    from rlcompat.knowledge.capabilities import runs
     from rlcompat.doctor import memory
     from rlcompat.doctor.render import MemoryCheck
-    from rlcompat.targets import target_for_capability
+    from rlcompat.knowledge.targets import target_for_capability
 
     env, tgt = result.env, result.target
     try:

@@ -23,7 +23,7 @@ def _table(name: str) -> dict:
 def environment_facts() -> dict:
     """rlcompat/knowledge/data/environment.toml, with every `min_capability_of = "row"` / `warn_below_of = "row"` (a package's minimum,
     named in rlcompat/knowledge/data/capabilities.toml) filled in as `min_capability` / `warn_below` = that row's capability text."""
-    from rlcompat.capabilities import min_capability
+    from rlcompat.knowledge.capabilities import min_capability
 
     data = _table("environment.toml")
 

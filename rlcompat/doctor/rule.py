@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from rlcompat.capabilities import min_capability
+from rlcompat.knowledge.capabilities import min_capability
 from rlcompat.doctor import facts
 from rlcompat.doctor.snapshot import ENVIRONMENT_PATH, Environment, Package
 from rlcompat.findings import Finding, Location

@@ -8,7 +8,7 @@ import re
 from rlcompat.doctor import facts
 from rlcompat.doctor.checks import environment_rules
 from rlcompat.rules import file_rules
-from rlcompat.targets import sources
+from rlcompat.knowledge.targets import sources
 
 
 def markdown() -> str:
@@ -53,7 +53,7 @@ def markdown() -> str:
 
 def _precision_sections(table: dict[str, str]) -> list[str]:
     """Errors the precision rules (rlcompat/knowledge/data/precision.toml) prevent: found by `scan`, rewritten by `fix`."""
-    from rlcompat import precision
+    from rlcompat.knowledge import precision
     from rlcompat.rules import file_rules
 
     by_code = {r.code: r for r in file_rules()}
@@ -77,7 +77,7 @@ def _precision_sections(table: dict[str, str]) -> list[str]:
 def _example_finding(rule, error_id: str):
     """The finding of the rule's own Bad example that names this error (its remedy is real output)."""
     from rlcompat.doctor.snapshot import Environment
-    from rlcompat.targets import resolve_target
+    from rlcompat.knowledge.targets import resolve_target
 
     found = [f for b in rule.bad for f in rule(resolve_target(b.target)).check(Environment.from_toml(b.code))]
     return next((f for f in found if f.error_id == error_id), found[0] if found else None)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from rlcompat.release import __version__
 from rlcompat.rules.codes import CODES, REPORT_NAMES
 from rlcompat.findings import FileError, Finding, FixSafety
-from rlcompat.targets import Target
+from rlcompat.knowledge.targets import Target
 
 
 

@@ -8,7 +8,7 @@ from rlcompat.analysis.knowledgecheck import RESOLVED_ORIGINS
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
-from rlcompat.spellings import flash_attention
+from rlcompat.knowledge.spellings import flash_attention
 from rlcompat.verl_knowledge import omitted_mapping_names
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    algorithm.adv_estimator=grpo \\\n    {extra}trainer.n_gpus_per_node=1\n"

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from rlcompat.capabilities import last_release_that_runs, min_capability
+from rlcompat.knowledge.capabilities import last_release_that_runs, min_capability
 from rlcompat.declared_facts import minimum_installed, shipped_by_image, torch_required_by
 from rlcompat.doctor import facts
 from rlcompat.lang.declared import DeclaredRule

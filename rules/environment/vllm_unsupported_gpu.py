@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from rlcompat.capabilities import last_release_that_runs, min_capability
+from rlcompat.knowledge.capabilities import last_release_that_runs, min_capability
 from rlcompat.doctor.rule import PackageRequirementRule
 from rlcompat.rule import Bad, Good
 

@@ -7,7 +7,7 @@ from rlcompat.analysis.confighelpers import remove_flag, where
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
-from rlcompat.spellings import bf16_replacements, flash_attention, flash_attention_backends, fp8_names
+from rlcompat.knowledge.spellings import bf16_replacements, flash_attention, flash_attention_backends, fp8_names
 
 DTYPE_WORDS = {"dtype", "precision", "mp", "amp"}
 # verl's knowledge covers its FSDP engine; in verl's own configs the net leaves the other training engines' sections

@@ -3,7 +3,7 @@ from __future__ import annotations
 from rlcompat.analysis import confighelpers as h
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.findings import FixSafety
-from rlcompat.precision import dtype_for
+from rlcompat.knowledge.precision import dtype_for
 from rlcompat.rule import Bad, Good
 
 MIXED_FLAGS = ("--mixed_precision", "--mixed-precision")

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from rlcompat.analysis.knowledgecheck import DataExamples, check, spells_a_key
-from rlcompat.capabilities import min_capability
+from rlcompat.knowledge.capabilities import min_capability
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.rule import Bad, Good
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rlcompat.capabilities import last_release_that_runs, min_capability
+from rlcompat.knowledge.capabilities import last_release_that_runs, min_capability
 
 
 def unsupported_reason(target) -> str:

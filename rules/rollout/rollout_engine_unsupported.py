@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import os
 
-from rlcompat.capabilities import min_capability, runs
+from rlcompat.knowledge.capabilities import min_capability, runs
 from rlcompat.analysis.verlengines import in_its_config
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.findings import FixSafety

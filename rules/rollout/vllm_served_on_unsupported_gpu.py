@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import re
 
-from rlcompat.capabilities import min_capability, runs
+from rlcompat.knowledge.capabilities import min_capability, runs
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.rule import Bad, Good
 from rlcompat.rules.rollout.helpers import unsupported_message, vllm_command

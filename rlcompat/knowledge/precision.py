@@ -99,7 +99,7 @@ def role_of_binding(call_name: str = "", name: str = "") -> str:
 
 def markdown() -> str:
     """docs/precision.md's policy table (the rest of that page is written by hand below a marker)."""
-    from rlcompat.targets import sources
+    from rlcompat.knowledge.targets import sources
 
     data = policy_data()
     table = sources()

@@ -70,13 +70,13 @@ class Target:
     def fact(self, key: str) -> Any:
         """A fact by its name (for tables and knowledge files that name facts); an undeclared name raises KeyError."""
         if key not in FACT_NAMES:
-            raise KeyError(f"{key!r} is not a target fact (rlcompat.targets.FACT_NAMES)")
+            raise KeyError(f"{key!r} is not a target fact (rlcompat.knowledge.targets.FACT_NAMES)")
         return getattr(self, key)
 
     @property
     def training_dtype(self) -> str:
         """The compute (autocast) dtype: bf16 where native, fp16 on sm70/sm75, fp32 where fp16 is slow or lacks tensor
-        cores. Weights stay fp32 below sm80: rules ask rlcompat.precision (rlcompat/knowledge/data/precision.toml) for each role."""
+        cores. Weights stay fp32 below sm80: rules ask rlcompat.knowledge.precision (rlcompat/knowledge/data/precision.toml) for each role."""
         if self.bf16_native:
             return "bfloat16"
         if self.fp16_tensor_cores and not self.fp16_slow:
@@ -98,7 +98,7 @@ def _facts(entry: dict, where: str) -> dict[str, Fact]:
     out = {}
     for key, f in entry["facts"].items():
         if key not in FACT_NAMES:
-            raise TargetError(f"rlcompat/knowledge/data/targets.toml {where}: unknown fact {key!r}; declare it as a field of rlcompat.targets.Target")
+            raise TargetError(f"rlcompat/knowledge/data/targets.toml {where}: unknown fact {key!r}; declare it as a field of rlcompat.knowledge.targets.Target")
         expected = {"bool": bool, "int": int, "str": str}[_FACT_TYPES[key]]
         if type(f["value"]) is not expected:
             raise TargetError(f"rlcompat/knowledge/data/targets.toml {where}: {key} = {f['value']!r} is not a {expected.__name__}")
