@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rlcompat.knowledge import capabilities
-from rlcompat.doctor import facts
+from rlcompat.knowledge.environment import environment_facts
 from rlcompat.knowledge import files
 from rlcompat.knowledge.targets import FACT_NAMES, all_targets, products, resolve_target, sources
 
@@ -38,7 +38,7 @@ def test_environment_packages_name_their_row_instead_of_a_number():
     text = files.path("environment.toml").read_text("utf-8")
     packages = text[text.index("[packages."):text.index("[[triton_min_version")]
     assert "min_capability = " not in packages and "warn_below = " not in packages
-    pkgs = facts.environment_facts()["packages"]
+    pkgs = environment_facts()["packages"]
     assert pkgs["vllm"]["min_capability"] == capabilities.min_capability("vllm").text
     assert pkgs["sglang"]["min_capability"] == capabilities.min_capability("sglang").text
     assert pkgs["flash-attn"]["new_arch"]["min_capability"] == "10.0"

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from rlcompat.declared_facts import shipped_by_image
+from rlcompat.knowledge.environment import shipped_by_image
 from rlcompat.lang import dockerfile
 
 IMAGE = "hiyouga/pytorch:th2.6.0-cu124-flashattn2.7.4-cxx11abi0-devel"

@@ -171,7 +171,7 @@ def test_front_ends_hold_no_rule_helper_library():
 
 # Modules that hold or read knowledge of frameworks: the engine hands what a front end needs (rlcompat/lang/knowledge.py).
 FRAMEWORK_KNOWLEDGE = ("rlcompat.verl_knowledge", "rlcompat.framework_knowledge", "rlcompat.file_knowledge",
-                       "rlcompat.vllm_facts", "rlcompat.rules")
+                       "rlcompat.knowledge.vllm", "rlcompat.rules")
 
 
 def _front_ends_knowing_frameworks() -> list[str]:

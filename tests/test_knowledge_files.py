@@ -67,3 +67,4 @@ def test_verl_rule_sets_are_chosen_by_the_shared_release_order():
     assert verl_knowledge.choose_version("0.9.1.dev0") == "0.9.1"
     assert verl_knowledge.choose_version("0.8.5") == "0.8.0"
     assert verl_knowledge.choose_version("0.1.0") == available[0] and verl_knowledge.choose_version(None) == available[-1]
+

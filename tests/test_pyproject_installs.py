@@ -4,9 +4,9 @@ requirement whose release pins torch exactly (rlcompat/knowledge/data/torch_whee
 
 from __future__ import annotations
 
-from rlcompat import declared_facts
 from rlcompat.api import scan_source
-from rlcompat.doctor import facts
+from rlcompat.knowledge import torch_wheels
+from rlcompat.rules.declared_environment.helpers import torch_required_by
 from rlcompat.lang import pyproject_deps
 from rlcompat.rules import file_rules
 from rlcompat.knowledge.targets import resolve_target
@@ -54,13 +54,13 @@ def test_a_package_in_an_extra_whose_torch_requirement_is_not_known_keeps_its_ow
     text = '[project]\nname = "x"\n\n[project.optional-dependencies]\nfast = ["flash-attn==2.7.4"]\n'
     assert _found(text) == [("RLC603", 5)]
     # the row for sglang 0.4.8.post1's torch pin holds for its srt extra only
-    assert declared_facts.torch_required_by("sglang", "==0.4.8.post1", ("srt", "openai")).torch == "2.7.1"
-    assert declared_facts.torch_required_by("sglang", "==0.4.8.post1") is None
+    assert torch_required_by("sglang", "==0.4.8.post1", ("srt", "openai")).torch == "2.7.1"
+    assert torch_required_by("sglang", "==0.4.8.post1") is None
 
 
 def test_a_release_that_pins_torch_installs_it_unless_the_same_install_pins_another():
-    assert declared_facts.torch_required_by("vllm", "==0.11.0").torch == "2.8.0"
-    assert declared_facts.torch_required_by("vllm", ">=0.4.3,<=0.11.0") is None  # a range is not resolved
+    assert torch_required_by("vllm", "==0.11.0").torch == "2.8.0"
+    assert torch_required_by("vllm", ">=0.4.3,<=0.11.0") is None  # a range is not resolved
     extra = '[project]\nname = "x"\n\n[project.optional-dependencies]\nvllm = ["vllm==0.11.0"{more}]\n'
     assert _found(extra.format(more="")) == [("RLC601", 5)]
     assert not _found(extra.format(more=', "torch==2.6.0"'))  # pip refuses the pair: not this rule's to say
@@ -74,5 +74,5 @@ def test_a_release_that_pins_torch_installs_it_unless_the_same_install_pins_anot
 
 def test_every_package_known_to_pin_torch_is_a_trigger_of_the_torch_wheel_rule():
     (rule,) = [r for r in file_rules() if r.code == "RLC601"]
-    for row in facts.requires_torch_rows():
-        assert row["proof"] and (not row["torch"] or row["package"] in rule.triggers), row
+    for row in torch_wheels.torch_requirements():
+        assert row.proof and (not row.torch or row.package in rule.triggers), row

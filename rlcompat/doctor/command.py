@@ -103,11 +103,12 @@ def _no_gpu(env, output_format, render, emit) -> None:
 
 
 def _notes(env) -> list[str]:
-    from rlcompat.doctor import facts
+    from rlcompat.knowledge import versions
+    from rlcompat.knowledge.environment import environment_facts
 
     notes = []
-    for rule in facts.environment_facts()["driver"]["last_branch"]:
-        old = [g for g in env.gpus if g.capability < facts.capability(rule["below_capability"])]
+    for rule in environment_facts()["driver"]["last_branch"]:
+        old = [g for g in env.gpus if g.capability < versions.capability(rule["below_capability"])]
         if old:
             notes.append(f"driver R{rule['branch']} is the last branch for {old[0].name} (capability "
                          f"{old[0].capability_text}): keep the driver on it (e.g. apt-mark hold the driver packages)")

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rlcompat.knowledge.capabilities import min_capability
-from rlcompat.doctor import facts
+from rlcompat.knowledge import versions
+from rlcompat.knowledge.environment import error_text, package_facts
 from rlcompat.doctor.snapshot import ENVIRONMENT_PATH, Environment, Package
 from rlcompat.findings import Finding, Location
 from rlcompat.rule import Rule
@@ -48,7 +49,7 @@ class EnvironmentRule(Rule):
 
     def finding(self, message: str, *, error: str, remedy: str, package: Package | None = None,
                 severity: str | None = None, **fmt) -> EnvFinding:
-        text = facts.error_text(error).format_map(_Defaults(fmt)) if error else ""
+        text = error_text(error).format_map(_Defaults(fmt)) if error else ""
         return EnvFinding(
             code=self.code,
             name=self.name,
@@ -72,7 +73,7 @@ class _Defaults(dict):
 
 
 def below(cc: tuple[int, int], threshold: str | None) -> bool:
-    return threshold is not None and cc < facts.capability(threshold)
+    return threshold is not None and cc < versions.capability(threshold)
 
 
 class PackageRequirementRule(EnvironmentRule):
@@ -84,7 +85,7 @@ class PackageRequirementRule(EnvironmentRule):
 
     @classmethod
     def requirement(cls) -> dict:
-        return facts.package_facts(cls.package_name)
+        return package_facts(cls.package_name)
 
     @classmethod
     def applies_to(cls, target) -> bool:

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import re
 
-from rlcompat.doctor import facts
+from rlcompat.knowledge.environment import environment_facts
 from rlcompat.doctor.checks import environment_rules
 from rlcompat.rules import file_rules
 from rlcompat.knowledge.targets import sources
 
 
 def markdown() -> str:
-    errors = facts.environment_facts()["errors"]
+    errors = environment_facts()["errors"]
     rules = environment_rules()
     # Scan rules that name the error they prevent (declared environments, vLLM command lines) join the list.
     scan_rules = [r for r in file_rules() if getattr(r, "prevents", ())]

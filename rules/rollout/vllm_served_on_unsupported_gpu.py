@@ -6,7 +6,8 @@ from rlcompat.knowledge.capabilities import min_capability, runs
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.rule import Bad, Good
 from rlcompat.rules.rollout.helpers import unsupported_message, vllm_command
-from rlcompat import framework_knowledge, vllm_facts
+from rlcompat import framework_knowledge
+from rlcompat.knowledge import vllm
 
 
 _VLLM = min_capability("vllm")  # the current release's (a script names none); doctor's RLC506 reads the installed one's
@@ -78,9 +79,9 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
         chosen = re.findall(r"\bVLLM_ATTENTION_BACKEND=[\"']?([A-Z_0-9]+)", before)
         if not chosen:
             return
-        entry = vllm_facts.refused("attention_backend", chosen[-1], cc)
+        entry = vllm.refused("attention_backend", chosen[-1], cc)
         if entry is not None:
             ctx.report(anchor, f"VLLM_ATTENTION_BACKEND={chosen[-1]} needs compute capability "
-                               f"{entry['min_capability']}+ in vLLM {vllm_facts.vllm_facts()['version']} "
+                               f"{entry['min_capability']}+ in vLLM {vllm.table()['version']} "
                                f"({entry['where']}); {self.target.name} is {self.target.capability_text}: use "
                                f"TRITON_ATTN or leave it unset", [None])

@@ -1,12 +1,11 @@
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 
 import libcst as cst
 
 from rlcompat import model_config
-from rlcompat.knowledge import files
+from rlcompat.knowledge.flex_attention import forward_config
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.analysis.pymodel import attention_and_model_path, keyword
 from rlcompat.lang.python import PythonRule
@@ -17,21 +16,6 @@ _FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "models" / "flex_a
 _EXAMPLE = str(_FIXTURE / "train.py")
 _LOAD = ('import torch\nfrom transformers import AutoModelForCausalLM\nm = AutoModelForCausalLM.from_pretrained("{path}", '
          'dtype={dtype}, attn_implementation="{impl}")\n')
-
-
-@lru_cache(maxsize=1)
-def flex_facts() -> dict:
-    return files.load("flex_attention.toml")
-
-
-def forward_config(capability: tuple[int, int], dtype: str, head_dim: int) -> list[int]:
-    """torch 2.13's default forward [BLOCK_M, BLOCK_N, num_stages, num_warps] on a capability below 9.0."""
-    fwd = flex_facts()["forward"]
-    if head_dim > 256:
-        return fwd["above_256_float32" if dtype == "float32" else "above_256_half"]
-    if capability >= (8, 0):
-        return fwd["sm8x"].get(f"{dtype}-{head_dim}", fwd["generic"])
-    return fwd["generic"]
 
 
 def one_stage_bytes(block_m: int, block_n: int, head_dim: int, element: int) -> int:

@@ -9,18 +9,18 @@ from rlcompat.knowledge import files, versions
 
 
 @lru_cache(maxsize=1)
-def vllm_facts() -> dict:
+def table() -> dict:
     return files.load("vllm.toml")
 
 
-def minimum(table: str, value: str) -> dict | None:
-    """The entry for `value` in `table` ("quantization", "kv_cache_dtype", "attention_backend"), or None."""
-    return vllm_facts()[table].get(value.strip().lower() if table != "attention_backend" else value.strip())
+def minimum(name: str, value: str) -> dict | None:
+    """The entry for `value` in the table `name` ("quantization", "kv_cache_dtype", "attention_backend"), or None."""
+    return table()[name].get(value.strip().lower() if name != "attention_backend" else value.strip())
 
 
-def refused(table: str, value: str, capability: tuple[int, int]) -> dict | None:
+def refused(name: str, value: str, capability: tuple[int, int]) -> dict | None:
     """The entry when vLLM refuses `value` on `capability`, else None."""
-    entry = minimum(table, value)
+    entry = minimum(name, value)
     if entry is None:
         return None
     return entry if capability < versions.capability(entry["min_capability"]) else None

@@ -1,17 +1,21 @@
-"""FlashAttention-2's backward for large head dims on cards with less shared memory than an A100 (rlcompat/knowledge/data/environment.toml
-`[flash_attn_backward_head_dim]`, source S70): the questions RLC209 (Python) and RLC210 (configs, scripts) ask."""
+"""FlashAttention-2's backward for large head dims on cards with less shared memory than an A100
+(rlcompat/knowledge/data/environment.toml `[flash_attn_backward_head_dim]`, source S70): the questions RLC209
+(Python) and RLC210 (configs, scripts) ask of a model's shape."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from rlcompat.doctor import facts
+from rlcompat.knowledge.environment import environment_facts
 from rlcompat.knowledge.versions import release
-from rlcompat.model_config import ModelShape
+
+if TYPE_CHECKING:
+    from rlcompat.model_config import ModelShape
 
 
 def _facts() -> dict:
-    return facts.environment_facts()["flash_attn_backward_head_dim"]
+    return environment_facts()["flash_attn_backward_head_dim"]
 
 
 def applies_to(target) -> bool:
