@@ -169,9 +169,9 @@ def test_front_ends_hold_no_rule_helper_library():
     assert not {f"rlcompat.lang.{name}" for name in helpers} & set(MODULES)
 
 
-# Modules that hold or read knowledge of frameworks: the engine hands what a front end needs (rlcompat/lang/knowledge.py).
+# Modules and packages that hold or read knowledge: the engine hands what a front end needs (rlcompat/lang/knowledge.py).
 FRAMEWORK_KNOWLEDGE = ("rlcompat.verl_knowledge", "rlcompat.framework_knowledge", "rlcompat.file_knowledge",
-                       "rlcompat.knowledge.vllm", "rlcompat.rules")
+                       "rlcompat.knowledge", "rlcompat.rules")
 
 
 def _front_ends_knowing_frameworks() -> list[str]:

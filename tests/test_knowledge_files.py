@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 from importlib import resources
+from pathlib import Path
 
 import pytest
 
@@ -68,3 +70,57 @@ def test_verl_rule_sets_are_chosen_by_the_shared_release_order():
     assert verl_knowledge.choose_version("0.8.5") == "0.8.0"
     assert verl_knowledge.choose_version("0.1.0") == available[0] and verl_knowledge.choose_version(None) == available[-1]
 
+
+# --- knowledge has one home --------------------------------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parent.parent
+# Modules that parse TOML written by users (pyproject.toml, trainer configs, machine snapshots), never knowledge.
+USER_TOML_READERS = {"rlcompat/config.py", "rlcompat/lang/tomlfile.py", "rlcompat/lang/pyproject_deps.py",
+                     "rlcompat/doctor/snapshot.py"}
+# Modules that walk the installed package's files as bytes (the cache's fingerprint, the rule catalog's digest).
+PACKAGE_WALKERS = {"rlcompat/cache.py", "rlcompat/version_info.py"}
+TOML_MODULES = {"rlcompat._toml", "tomllib", "tomli"}
+
+
+def _imported_modules(tree: ast.AST) -> set[str]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _modules_outside_knowledge():
+    for root in (REPO / "rlcompat", REPO / "rules"):
+        for path in sorted(root.rglob("*.py")):
+            rel = path.relative_to(REPO).as_posix()
+            if not rel.startswith("rlcompat/knowledge/") and rel != "rlcompat/_toml.py":
+                yield rel, ast.parse(path.read_text("utf-8"))
+
+
+def test_rules_holds_the_rule_catalog_only():
+    strays = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "rules").rglob("*") if p.is_file()
+                    and p.suffix not in (".py", ".pyc"))
+    assert strays == [], f"knowledge files belong in rlcompat/knowledge/data/, not rules/: {strays}"
+
+
+def test_no_knowledge_table_is_read_outside_rlcompat_knowledge():
+    """Outside rlcompat/knowledge/, TOML is parsed only from users' files, and package files are found only to be
+    fingerprinted: every knowledge table is read through rlcompat.knowledge (files.load and the typed loaders)."""
+    parsing, locating = [], []
+    for rel, tree in _modules_outside_knowledge():
+        imported = _imported_modules(tree)
+        if imported & TOML_MODULES and rel not in USER_TOML_READERS:
+            parsing.append(rel)
+        if {"importlib.resources", "importlib.resources.files"} & imported and rel not in PACKAGE_WALKERS:
+            locating.append(rel)
+    assert parsing == [], f"these modules parse TOML themselves; read knowledge through rlcompat.knowledge: {parsing}"
+    assert locating == [], f"these modules locate package files; read knowledge through rlcompat.knowledge: {locating}"
+
+
+def test_the_guard_sees_a_stray_reader():
+    tree = ast.parse("def f():\n    from importlib import resources\n    from rlcompat._toml import load_toml_text\n")
+    assert {"importlib.resources", "rlcompat._toml"} <= _imported_modules(tree)

@@ -1,5 +1,5 @@
 """Framework knowledge reaches the front ends as data handed by the engine: switches, verl's config shape and entry
-triggers are rows in rules/, and the matrix's families come from the code registry."""
+triggers are rows in rlcompat/knowledge/data/, and the matrix's families come from the code registry."""
 
 from __future__ import annotations
 
