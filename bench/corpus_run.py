@@ -69,7 +69,7 @@ from rlcompat.discovery import discover  # noqa: E402
 from rlcompat.engine import Checker  # noqa: E402
 from rlcompat.fixer import FixBroke, apply_edits, fix_file  # noqa: E402
 from rlcompat.source import SourceError, SourceFile, decode, encode, read, read_bytes  # noqa: E402
-from rlcompat.targets import resolve_target  # noqa: E402
+from rlcompat.knowledge.targets import resolve_target  # noqa: E402
 from rlcompat.textpos import LineIndex  # noqa: E402
 
 SETTINGS = Options(cache_dir=None)

@@ -11,7 +11,7 @@ not tune on them). --holdout-details lists them too, for whoever adjudicates the
 Each corpus is one label file, bench/coverage/labels/<corpus>.toml: where to download it from (a PyPI sdist or
 wheel, pinned by sha256; or, for files no PyPI release ships, a commit of a local git mirror: GIT_MIRRORS), which files inside the unpacked archive form the corpus (`include` globs), its split
 ("dev": rule writers may read it; "holdout": only measured), and every candidate line judged by hand from the GPU
-and framework facts (rules/targets.toml, docs/troubleshooting.md, shared/gpu-facts.md), independently of what
+and framework facts (rlcompat/knowledge/data/targets.toml, docs/troubleshooting.md, shared/gpu-facts.md), independently of what
 rlcompat reports: `[[hazard]]` (kind, targets it breaks on, the fact) or `[[clean]]` (why not).
 
 Archives are fetched through PyPI's JSON API (the project's release list gives the file's URL and sha256) and

@@ -79,7 +79,7 @@ def _members(filename: str, data: bytes):
 def score(labels_path: str) -> None:
     from rlcompat._toml import load_toml_text
     from rlcompat.api import scan_paths
-    from rlcompat.targets import resolve_target
+    from rlcompat.knowledge.targets import resolve_target
 
     labels = load_toml_text(Path(labels_path).read_text())
     codes = labels["codes"]

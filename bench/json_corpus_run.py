@@ -27,7 +27,7 @@ from rlcompat.config import Options
 from rlcompat.discovery import language_of
 from rlcompat.engine import Checker
 from rlcompat.fixer import fix_file
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 MAX_BYTES = 2 * 1024 * 1024
 

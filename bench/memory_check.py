@@ -1,6 +1,6 @@
 """Measure what `rlcompat doctor --model-params` estimates, on a real GPU, and print both side by side.
 
-Builds a randomly initialised Qwen2 model of one of the shapes in rules/model_shapes.toml (no download), then,
+Builds a randomly initialised Qwen2 model of one of the shapes in rlcompat/knowledge/data/model_shapes.toml (no download), then,
 with torch's allocator statistics (torch.cuda.max_memory_allocated, CUDA context excluded on both sides):
   1. weights:            the fp32 model on the GPU (verl keeps fp32 master weights)
   2. trained state:      after one AdamW step: weights + gradients + moments

@@ -85,7 +85,7 @@ def hf_static_call(model, prompts, response):
 
 
 def guarded():
-    from rlcompat.targets import resolve_target
+    from rlcompat.knowledge.targets import resolve_target
     from rlcompat.verify.guard import TargetGuard
 
     return TargetGuard(resolve_target("sm61"), None, enforce=True, device="cuda")

@@ -7,7 +7,7 @@ read from TRL's source at run time (an installed `trl`, or `--trl-src` pointing 
 package directory). Only the `@triton.jit` functions (TRL also wraps `triton.jit` in a local `_jit` decorator) and
 the module's int constants are taken; they are written to a temporary module so Triton can read their source, and
 nothing else of TRL is executed. Per kernel x launch variant x dtype x target it prints `ok` with the compiled shared
-memory against the target's per-block limit (rules/targets.toml), or the compiler's error.
+memory against the target's per-block limit (rlcompat/knowledge/data/targets.toml), or the compiler's error.
 
 The launch table below says how TRL 1.16.0 calls each kernel: the dtype of each pointer, the constexpr flags and
 which tensor dtypes reach the kernel. docs/triton.md ("TRL's kernels on old GPUs") has the results and the sources.
@@ -33,14 +33,14 @@ _REPO = Path(__file__).resolve().parent.parent
 
 
 def _import_targets():
-    """rlcompat.targets from this checkout, also in a scratch venv where rlcompat is not installed."""
+    """rlcompat.knowledge.targets from this checkout, also in a scratch venv where rlcompat is not installed."""
     sys.path.insert(0, str(_REPO))
     if importlib.util.find_spec("rlcompat.rules") is None:  # not installed: rules/ is rlcompat.rules
         spec = importlib.util.spec_from_file_location("rlcompat.rules", _REPO / "rules" / "__init__.py",
                                                       submodule_search_locations=[str(_REPO / "rules")])
         sys.modules["rlcompat.rules"] = module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-    from rlcompat.targets import target_for_capability
+    from rlcompat.knowledge.targets import target_for_capability
 
     return target_for_capability
 

@@ -2,7 +2,7 @@
 
     python bench/wheel_archs.py path/to/lib.so ...
 
-Used for the facts S59/S67 in rules/sources.toml (sglang-kernel and bitsandbytes wheels from PyPI). Entry kind 1 is
+Used for the facts S59/S67 in rlcompat/knowledge/data/sources.toml (sglang-kernel and bitsandbytes wheels from PyPI). Entry kind 1 is
 PTX, 2 a cubin; the architecture is the 32-bit field at offset 28 of each entry header.
 """
 import struct, sys, collections

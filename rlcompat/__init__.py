@@ -32,7 +32,7 @@ def __getattr__(name: str):
 
         return getattr(findings, name)
     if name in ("Target", "TargetError", "resolve_target"):
-        from rlcompat import targets
+        from rlcompat.knowledge import targets
 
         return getattr(targets, name)
     if name == "Options":

@@ -10,7 +10,7 @@ from rlcompat.engine import Checker, FileResult, check_files, run_parallel
 from rlcompat.fixer import FileFix, FixBroke, fix_one, fix_source
 from rlcompat.findings import FileError, Finding
 from rlcompat.source import SourceFile
-from rlcompat.targets import Target
+from rlcompat.knowledge.targets import Target
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rlcompat.targets import sources
+from rlcompat.knowledge.targets import sources
 
 
 def rule_markdown(rule) -> str:

@@ -19,7 +19,7 @@ from rlcompat.findings import FileError, FileResult, Finding, Location
 from rlcompat.lang.pyspeed import plain
 from rlcompat.rule import can_match, triggers_in
 from rlcompat.source import SourceError, SourceFile, decode, read_bytes
-from rlcompat.targets import Target, resolve_target
+from rlcompat.knowledge.targets import Target, resolve_target
 from rlcompat.wordscan import WordScan
 
 META_UNUSED = "RLC001"

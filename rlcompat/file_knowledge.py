@@ -1,7 +1,7 @@
 """The framework knowledge a scanned file is read with, resolved by whoever runs the front ends and handed to them.
 
-`FileKnowledge(path)` answers rlcompat/lang/knowledge.py's `FrontEndKnowledge` from rules/verl/<version>.toml (the
-version found for the file's tree: rlcompat/verl_knowledge.py) and rules/frameworks/vocabulary.toml. Each is read
+`FileKnowledge(path)` answers rlcompat/lang/knowledge.py's `FrontEndKnowledge` from rlcompat/knowledge/data/verl/<version>.toml (the
+version found for the file's tree: rlcompat/verl_knowledge.py) and rlcompat/knowledge/data/frameworks/vocabulary.toml. Each is read
 on first use, so a file whose front end asks nothing costs nothing. It also hands over the front end of another
 language (rlcompat/frontends.py), so a front end never imports the engine.
 """

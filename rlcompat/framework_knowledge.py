@@ -1,5 +1,5 @@
-"""Framework knowledge as data: rules/frameworks/<framework>/<version>.toml, and the hazard kinds in
-rules/frameworks/kinds.toml. Loaded on first use (a scan that never meets a framework key never reads them).
+"""Framework knowledge as data: rlcompat/knowledge/data/frameworks/<framework>/<version>.toml, and the hazard kinds in
+rlcompat/knowledge/data/frameworks/kinds.toml. Loaded on first use (a scan that never meets a framework key never reads them).
 
 A `FrameworkKey` is one setting a framework reads: its spellings (a flag without dashes, a dotted config key, an
 environment variable), what it selects (`kind`), the precision role of a dtype, its default and whether that is
@@ -11,9 +11,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import metadata, resources
+from importlib import metadata
 
-from rlcompat._toml import load_toml_text
+from rlcompat.knowledge import files
+from rlcompat.knowledge.versions import release
 
 
 @dataclass(frozen=True)
@@ -121,36 +122,31 @@ class Framework:
     engines: tuple[dict, ...] = ()  # `[[engine]]`: commands of this framework that start a generation engine
 
 
-def version_key(text: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", text))
-
-
 @lru_cache(maxsize=1)
 def kinds() -> dict[str, Kind]:
-    text = resources.files("rlcompat.rules").joinpath("frameworks", "kinds.toml").read_text("utf-8")
-    from rlcompat.targets import FACT_NAMES
+    from rlcompat.knowledge.targets import FACT_NAMES
 
     out = {}
-    for name, body in load_toml_text(text).items():
+    for name, body in files.load("frameworks", "kinds.toml").items():
         unknown = sorted({h["needs"] for h in body.get("hazards", ())} - FACT_NAMES)
         if unknown:
-            raise ValueError(f"rules/frameworks/kinds.toml [{name}]: needs = {unknown[0]!r} is not a fact of "
-                             "rules/targets.toml (rlcompat.targets.FACT_NAMES)")
+            raise ValueError(f"rlcompat/knowledge/data/frameworks/kinds.toml [{name}]: needs = {unknown[0]!r} is not a fact of "
+                             "rlcompat/knowledge/data/targets.toml (rlcompat.knowledge.targets.FACT_NAMES)")
         hazards = tuple(Hazard(tuple(v.lower() for v in h["values"]), h["needs"], _why(h["why"]), tuple(h.get("sources", ())))
                         for h in body.get("hazards", ()))
         out[name] = Kind(name, body.get("fix", "none"), hazards, body.get("forces", ""))
     for kind in out.values():
         if kind.forces and kind.forces not in out:
-            raise ValueError(f"rules/frameworks/kinds.toml [{kind.name}]: forces = {kind.forces!r} is not a kind of this file")
+            raise ValueError(f"rlcompat/knowledge/data/frameworks/kinds.toml [{kind.name}]: forces = {kind.forces!r} is not a kind of this file")
     return out
 
 
 class _Minimums:
-    """`{minimum[vllm]}` in a hazard's why: rules/capabilities.toml's row, per release ("vLLM needs compute
+    """`{minimum[vllm]}` in a hazard's why: rlcompat/knowledge/data/capabilities.toml's row, per release ("vLLM needs compute
     capability 7.5+ from 0.20.0 (7.0+ up to 0.19.1)"), so the numbers are written in one place."""
 
     def __getitem__(self, name: str) -> str:
-        from rlcompat.capabilities import min_capability
+        from rlcompat.knowledge.capabilities import min_capability
 
         return min_capability(name).by_release()
 
@@ -162,29 +158,26 @@ def _why(text: str) -> str:
 @lru_cache(maxsize=1)
 def frameworks() -> tuple[Framework, ...]:
     """Every framework version file, newest version first within a framework."""
-    root = resources.files("rlcompat.rules").joinpath("frameworks")
     found = []
-    for folder in sorted((f for f in root.iterdir() if f.is_dir() and not f.name.startswith(("_", "."))),
-                         key=lambda f: f.name):
-        for entry in folder.iterdir():
-            if entry.name.endswith(".toml"):
-                found.append(_framework(load_toml_text(entry.read_text("utf-8")), entry.name))
-    return tuple(sorted(found, key=lambda f: (f.name, tuple(-p for p in version_key(f.version)))))
+    for folder in sorted(files.folders("frameworks")):
+        for name in files.names("frameworks", folder):
+            found.append(_framework(files.load("frameworks", folder, f"{name}.toml"), f"{name}.toml"))
+    return tuple(sorted(found, key=lambda f: (f.name, tuple(-p for p in release(f.version)))))
 
 
 def _framework(data: dict, filename: str) -> Framework:
     for required in ("framework", "label", "version"):
         if required not in data:
-            raise ValueError(f"rules/frameworks/.../{filename}: `{required}` is missing")
+            raise ValueError(f"rlcompat/knowledge/data/frameworks/.../{filename}: `{required}` is missing")
     fw = Framework(data["framework"], data["label"], data["version"], data.get("distribution", data["framework"]),
                    tuple(data.get("commands", ())), tuple(data.get("markers", ())), tuple(data.get("files", ())),
                    config_markers=tuple(data.get("config_markers", ())))
     keys = []
     for row in data.get("key", ()):
         if row.get("kind", "none") not in kinds() and row.get("kind", "none") != "none":
-            raise ValueError(f"rules/frameworks/{fw.name}/{filename}: unknown kind {row['kind']!r} for {row['names']}")
+            raise ValueError(f"rlcompat/knowledge/data/frameworks/{fw.name}/{filename}: unknown kind {row['kind']!r} for {row['names']}")
         if not row.get("proof"):
-            raise ValueError(f"rules/frameworks/{fw.name}/{filename}: {row['names']} has no proof")
+            raise ValueError(f"rlcompat/knowledge/data/frameworks/{fw.name}/{filename}: {row['names']} has no proof")
         examples = tuple(("bad", e) for e in row.get("bad", ())) + tuple(("good", e) for e in row.get("good", ()))
         keys.append(FrameworkKey(
             fw, tuple(row["names"]), row.get("form", "any"), row.get("kind", "none"), row.get("role", ""),
@@ -193,12 +186,12 @@ def _framework(data: dict, filename: str) -> Framework:
             row["proof"], tuple(row.get("commands", ())), tuple(row.get("requires", ())),
             tuple(row.get("only_with", ())), examples, row.get("resolves", ""), row.get("auto_follows", ""),
             row.get("judged_by", ""), _omitted(row, fw.name, filename), _values(row, fw.name, filename),
-            tuple(_condition(c, f"rules/frameworks/{fw.name}/{filename}: {row['names']} `when`")
+            tuple(_condition(c, f"rlcompat/knowledge/data/frameworks/{fw.name}/{filename}: {row['names']} `when`")
                   for c in row.get("when", ()))))
     object.__setattr__(fw, "keys", tuple(keys))
     for row in data.get("engine", ()):
         if not row.get("proof") or not row.get("commands") or not row.get("engine"):
-            raise ValueError(f"rules/frameworks/{fw.name}/{filename}: an [[engine]] needs engine, commands and proof")
+            raise ValueError(f"rlcompat/knowledge/data/frameworks/{fw.name}/{filename}: an [[engine]] needs engine, commands and proof")
     object.__setattr__(fw, "engines", tuple(dict(row) for row in data.get("engine", ())))
     return fw
 
@@ -221,8 +214,8 @@ def _values(row: dict, framework: str, filename: str) -> tuple[str, ...]:
     kind = kinds().get(row.get("kind", "none"))
     unknown = [v for v in values if kind is None or not any(h.matches(v) for h in kind.hazards)]
     if unknown:
-        raise ValueError(f"rules/frameworks/{framework}/{filename}: {row['names']} `values` {unknown} are not hazard "
-                         f"values of kind {row.get('kind')!r} (rules/frameworks/kinds.toml)")
+        raise ValueError(f"rlcompat/knowledge/data/frameworks/{framework}/{filename}: {row['names']} `values` {unknown} are not hazard "
+                         f"values of kind {row.get('kind')!r} (rlcompat/knowledge/data/frameworks/kinds.toml)")
     return values
 
 
@@ -245,7 +238,7 @@ def _omitted(row: dict, framework: str, filename: str) -> Omitted | None:
     spec = row.get("omitted")
     if spec is None:
         return None
-    where = f"rules/frameworks/{framework}/{filename}: {row['names']}"
+    where = f"rlcompat/knowledge/data/frameworks/{framework}/{filename}: {row['names']}"
     missing = [f"omitted.{f}" for f in ("format", "releases", "proof") if not spec.get(f)]
     missing += [] if "default" in row else ["default"]
     if missing:
@@ -301,7 +294,7 @@ def installed_version(distribution: str) -> str | None:
 
 @dataclass(frozen=True)
 class Vocabulary:
-    """rules/frameworks/vocabulary.toml: the words front ends need to read commands and configs."""
+    """rlcompat/knowledge/data/frameworks/vocabulary.toml: the words front ends need to read commands and configs."""
     switches: frozenset[str]  # flags (argparse dest) that take no value
     verl_config_top_keys: frozenset[str]  # top-level keys that make a YAML file a verl config
     override_clis: frozenset[str] = frozenset()  # programs whose `key=value` words are config overrides
@@ -309,12 +302,11 @@ class Vocabulary:
 
 @lru_cache(maxsize=1)
 def vocabulary() -> Vocabulary:
-    text = resources.files("rlcompat.rules").joinpath("frameworks", "vocabulary.toml").read_text("utf-8")
-    data = load_toml_text(text)
+    data = files.load("frameworks", "vocabulary.toml")
     for table, name in (("switch", "flag"), ("override_cli", "program")):
         for row in data.get(table, ()):
             if not row.get("proof"):
-                raise ValueError(f"rules/frameworks/vocabulary.toml: {table} {row.get(name)!r} has no proof: add the "
+                raise ValueError(f"rlcompat/knowledge/data/frameworks/vocabulary.toml: {table} {row.get(name)!r} has no proof: add the "
                                  "file:line of the framework release that reads it")
     return Vocabulary(frozenset(row["flag"] for row in data.get("switch", ())),
                       frozenset(data["verl_config"]["top_keys"]),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 
-# Rules that read rules/verl/<version>.toml, and those that read rules/frameworks/ (whose messages carry
+# Rules that read rlcompat/knowledge/data/verl/<version>.toml, and those that read rlcompat/knowledge/data/frameworks/ (whose messages carry
 # "<Framework> <version> knowledge: <file:line>").
 VERL_CODES = {"RLC104", "RLC105", "RLC106", "RLC119", "RLC120", "RLC204", "RLC206", "RLC351", "RLC352", "RLC353", "RLC354",
               "RLC356", "RLC401", "RLC402", "RLC403"}

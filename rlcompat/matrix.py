@@ -22,7 +22,7 @@ from rlcompat.file_knowledge import FileKnowledge
 from rlcompat.findings import FileError, FileResult, Finding
 from rlcompat.frontends import FRONTENDS, frontend
 from rlcompat.source import SourceError, decode, read_bytes
-from rlcompat.targets import Target, resolve_target
+from rlcompat.knowledge.targets import Target, resolve_target
 from rlcompat.wordscan import WordScan
 
 class MatrixChecker:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
-    from rlcompat.targets import Target
+    from rlcompat.knowledge.targets import Target
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class Rule:
     name: ClassVar[str]  # "torch-bfloat16-dtype"
     title: ClassVar[str]  # one line, shown in listings
     what: ClassVar[str]  # what it does
-    why: ClassVar[str]  # why it breaks which targets, with sources [Sxx] from rules/sources.toml
+    why: ClassVar[str]  # why it breaks which targets, with sources [Sxx] from rlcompat/knowledge/data/sources.toml
     fix_safety: ClassVar[str]  # when the fix is safe, when not
     languages: ClassVar[frozenset[str]] = frozenset({"python"})
     # Substrings one of which a file must contain for the rule to be able to match: files without any
@@ -87,7 +87,7 @@ class Rule:
 
     @classmethod
     def targets(cls) -> list[str]:
-        from rlcompat.targets import all_targets
+        from rlcompat.knowledge.targets import all_targets
 
         return [t.name for t in all_targets() if cls.applies_to(t)]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from rlcompat.precision import ROLES, dtype_for
-from rlcompat.targets import Target, sources
+from rlcompat.knowledge.precision import ROLES, dtype_for
+from rlcompat.knowledge.targets import Target, sources
 
 _COLUMNS = [
     ("bf16", "bf16_native"),

@@ -1,4 +1,4 @@
-"""verl's configuration knowledge, per verl version, from rules/verl/<version>.toml.
+"""verl's configuration knowledge, per verl version, from rlcompat/knowledge/data/verl/<version>.toml.
 
 Which version applies is read from the scanned tree (`verl/version/version` in an ancestor directory), else from
 the installed `verl` distribution's metadata (never by importing verl; not for a file inside a verl package
@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import metadata, resources
+from importlib import metadata
 
-from rlcompat._toml import load_toml_text
+from rlcompat.knowledge import files
+from rlcompat.knowledge.versions import release
 
 
 @dataclass(frozen=True)
@@ -95,23 +96,9 @@ class Knowledge:
         return f"verl {self.version} (version not found; assumed)"
 
 
-def _parse_version(text: str) -> tuple[int, ...]:
-    out = []
-    for part in text.strip().split("."):
-        digits = "".join(ch for ch in part if ch.isdigit())
-        if not digits:
-            break
-        out.append(int(digits))
-        if not part.isdigit():
-            break
-    return tuple(out)
-
-
 @lru_cache(maxsize=1)
 def available_versions() -> tuple[str, ...]:
-    folder = resources.files("rlcompat.rules").joinpath("verl")
-    names = [entry.name[: -len(".toml")] for entry in folder.iterdir() if entry.name.endswith(".toml")]
-    return tuple(sorted(names, key=_parse_version))
+    return tuple(sorted(files.names("verl"), key=release))
 
 
 def choose_version(detected: str | None) -> str:
@@ -119,15 +106,14 @@ def choose_version(detected: str | None) -> str:
     versions = available_versions()
     if detected is None:
         return versions[-1]
-    wanted = _parse_version(detected)
-    older = [v for v in versions if _parse_version(v) <= wanted]
+    wanted = release(detected)
+    older = [v for v in versions if release(v) <= wanted]
     return older[-1] if older else versions[0]
 
 
 @lru_cache(maxsize=None)
 def _load(version: str, detected: str | None) -> Knowledge:
-    text = resources.files("rlcompat.rules").joinpath("verl", f"{version}.toml").read_text("utf-8")
-    data = load_toml_text(text)
+    data = files.load("verl", f"{version}.toml")
     return Knowledge(
         version=data["version"],
         detected=detected,
@@ -256,8 +242,7 @@ def version_in_tree(directory: str) -> str | None:
 def _version_from_files(package: str) -> str | None:
     """A verl package without `version/version` (a trimmed copy): the newest rule set whose `[detect]` files match."""
     for version in reversed(available_versions()):
-        text = resources.files("rlcompat.rules").joinpath("verl", f"{version}.toml").read_text("utf-8")
-        detect = load_toml_text(text).get("detect")
+        detect = files.load("verl", f"{version}.toml").get("detect")
         if not detect:
             continue
         present = all(os.path.exists(os.path.join(package, p)) for p in detect.get("present", ()))

@@ -1,4 +1,4 @@
-"""Files inside a verl package that its version never reads (`[[unread]]` of rules/verl/<version>.toml).
+"""Files inside a verl package that its version never reads (`[[unread]]` of rlcompat/knowledge/data/verl/<version>.toml).
 
 Such a file is not checked for hazards: a finding there would point at a line no run uses. Discovery leaves it out
 and the report lists it as "not read by verl <version>: <why>". Only a file inside a verl package whose version is

@@ -1,5 +1,5 @@
 """Settings inside a verl package that only an option no shipped entry config selects reads (`[[unselected]]` of
-rules/verl/<version>.toml): the VeOmni engine (`model_engine=veomni`), the reward model (`reward_model.enable`,
+rlcompat/knowledge/data/verl/<version>.toml): the VeOmni engine (`model_engine=veomni`), the reward model (`reward_model.enable`,
 False in every entry config), the fsdp_turbo strategy.
 
 In verl's own config files such a setting is not reported: as shipped no run reads it (bench/coverage/README.md,

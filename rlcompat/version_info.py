@@ -2,7 +2,7 @@
 
 The rule catalog has no version number of its own; it changes with every rule or knowledge file, so its version
 is a digest of exactly those files (the same bytes whatever the install method). A knowledge file that declares
-the version of what it describes (rules/verl/0.9.1.toml: `version = "0.9.1"`) shows that version; the others
+the version of what it describes (rlcompat/knowledge/data/verl/0.9.1.toml: `version = "0.9.1"`) shows that version; the others
 show their own digest, so two installs can be compared line by line.
 """
 
@@ -29,42 +29,44 @@ def installed_version() -> str:
 
 @dataclass(frozen=True)
 class KnowledgeFile:
-    path: str  # relative to the rules package, with forward slashes: "verl/0.9.1.toml"
+    path: str  # relative to rlcompat/knowledge/data/, with forward slashes: "verl/0.9.1.toml"
     version: str  # what the file declares (`version = ...`), else "sha256:<first 12 hex digits>"
 
 
-def _catalog_entries(folder=None, prefix: str = ""):
-    """(relative path, Traversable) of every .py and .toml file of the catalog, at any depth, sorted by path."""
+def _rule_modules(folder=None, prefix: str = ""):
+    """(relative path, Traversable) of every module of the rule catalog, at any depth, sorted by path."""
     folder = folder or resources.files(_RULES_PACKAGE)
     found = []
     for entry in folder.iterdir():
         if entry.name.startswith((".", "__pycache__")):
             continue
         if entry.is_dir():
-            found.extend(_catalog_entries(entry, f"{prefix}{entry.name}/"))
-        elif entry.name.endswith((".py", ".toml")):
+            found.extend(_rule_modules(entry, f"{prefix}{entry.name}/"))
+        elif entry.name.endswith(".py"):
             found.append((f"{prefix}{entry.name}", entry))
     return sorted(found, key=lambda item: item[0])
 
 
 def catalog_version() -> str:
     """A digest of every rule module and knowledge file: equal catalogs give equal versions."""
+    from rlcompat.knowledge import files
+
     digest = hashlib.sha256()
-    for name, entry in _catalog_entries():
+    entries = [(f"rules/{name}", entry) for name, entry in _rule_modules()]
+    entries += [(f"knowledge/{name}", entry) for name, entry in files.all_files()]
+    for name, entry in entries:
         digest.update(name.encode() + b"\0")
         digest.update(entry.read_bytes())
     return f"sha256:{digest.hexdigest()[:12]}"
 
 
 def knowledge_files() -> list[KnowledgeFile]:
-    from rlcompat._toml import load_toml_text
+    from rlcompat.knowledge import files
 
     out = []
-    for name, entry in _catalog_entries():
-        if not name.endswith(".toml"):
-            continue
+    for name, entry in files.all_files():
         raw = entry.read_bytes()
-        declared = load_toml_text(raw.decode("utf-8")).get("version")
+        declared = files.load(*name.split("/")).get("version")
         version = str(declared) if isinstance(declared, (str, int, float)) else f"sha256:{hashlib.sha256(raw).hexdigest()[:12]}"
         out.append(KnowledgeFile(name, version))
     return out
@@ -77,6 +79,6 @@ def version_text(verbose: bool) -> str:
 
         files, machine = len(file_rules()), len(environment_rules())
         lines.append(f"rule catalog {catalog_version()}: {files + machine} rules ({files} for files, {machine} for the machine)")
-        lines.append("knowledge files (rlcompat/rules/):")
+        lines.append("knowledge files (rlcompat/knowledge/data/):")
         lines.extend(f"  {k.path}  {k.version}" for k in knowledge_files())
     return "\n".join(lines) + "\n"

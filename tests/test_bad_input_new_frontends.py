@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rlcompat.api import fix_paths, scan_paths
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 SM61 = resolve_target("sm61")
 

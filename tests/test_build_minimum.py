@@ -66,7 +66,7 @@ def test_wheel_builds_with_the_declared_minimum_setuptools_and_not_below(tmp_pat
     [wheel] = (tmp_path / "dist").glob("rlcompat-*.whl")
     with zipfile.ZipFile(wheel) as zf:
         metadata = zf.read(next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))).decode()
-        assert "rlcompat/rules/targets.toml" in zf.namelist()
+        assert "rlcompat/knowledge/data/targets.toml" in zf.namelist()
     assert "License-Expression: Apache-2.0" in metadata.splitlines()
 
     older = _venv_with_setuptools(tmp_path / "venv-below", BELOW_MINIMUM)

@@ -4,7 +4,7 @@ import json
 
 from rlcompat.api import fix_paths, scan_paths
 from rlcompat.config import Options
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 BAD = "import torch\nx = t.to(torch.bfloat16)\n"
 
@@ -70,15 +70,16 @@ def test_fix_skips_files_the_cache_knows_are_clean_and_still_fixes_the_rest(tmp_
 
 
 def test_fingerprint_covers_rule_family_folders_and_knowledge_at_any_depth(monkeypatch, tmp_path):
-    """A rule edited in rules/<family>/ or a framework file added under rules/frameworks/<fw>/ invalidates the cache."""
+    """A rule edited in rules/<family>/ or a framework file added under rlcompat/knowledge/data/frameworks/<fw>/ invalidates the cache."""
     from importlib import resources
 
     from rlcompat import cache
 
     rels = {rel for rel, _ in cache._code_files(resources.files("rlcompat.rules"), "")}
     assert "dtype/bf16_flag.py" in rels and "attention/helpers.py" in rels
-    assert any(r.startswith("frameworks/") and r.count("/") == 2 for r in rels)
-    assert any(r.startswith("analysis/") for r, _ in cache._code_files(resources.files("rlcompat"), ""))
+    own = {rel for rel, _ in cache._code_files(resources.files("rlcompat"), "")}
+    assert any(r.startswith("analysis/") for r in own)
+    assert any(r.startswith("knowledge/data/frameworks/") and r.count("/") == 4 for r in own)
 
     (tmp_path / "fam").mkdir()
     rule = tmp_path / "fam" / "a_rule.py"

@@ -1,13 +1,14 @@
-"""rules/capabilities.toml is the one source of minimum capabilities: targets.toml's threshold booleans agree with
+"""rlcompat/knowledge/data/capabilities.toml is the one source of minimum capabilities: targets.toml's threshold booleans agree with
 it, environment.toml's package minimums are read from it, and the rules ask it."""
 
 from __future__ import annotations
 
 import pytest
 
-from rlcompat import capabilities
-from rlcompat.doctor import facts
-from rlcompat.targets import FACT_NAMES, all_targets, products, resolve_target, sources
+from rlcompat.knowledge import capabilities
+from rlcompat.knowledge.environment import environment_facts
+from rlcompat.knowledge import files
+from rlcompat.knowledge.targets import FACT_NAMES, all_targets, products, resolve_target, sources
 
 
 def test_every_row_has_known_sources_and_a_declared_target_fact():
@@ -21,7 +22,7 @@ def test_every_row_has_known_sources_and_a_declared_target_fact():
 def test_targets_booleans_agree_with_the_threshold(row):
     for t in (*all_targets(), *products()):
         assert t.fact(row.target_fact) == (t.capability >= row.capability), (
-            f"rules/targets.toml {t.name}.{row.target_fact} = {t.fact(row.target_fact)} but rules/capabilities.toml "
+            f"rlcompat/knowledge/data/targets.toml {t.name}.{row.target_fact} = {t.fact(row.target_fact)} but rlcompat/knowledge/data/capabilities.toml "
             f"{row.name} needs {row.text}")
 
 
@@ -34,10 +35,10 @@ def test_the_rollout_engines_and_their_packages_have_rows():
 
 
 def test_environment_packages_name_their_row_instead_of_a_number():
-    text = (capabilities.resources.files("rlcompat.rules") / "environment.toml").read_text("utf-8")
+    text = files.path("environment.toml").read_text("utf-8")
     packages = text[text.index("[packages."):text.index("[[triton_min_version")]
     assert "min_capability = " not in packages and "warn_below = " not in packages
-    pkgs = facts.environment_facts()["packages"]
+    pkgs = environment_facts()["packages"]
     assert pkgs["vllm"]["min_capability"] == capabilities.min_capability("vllm").text
     assert pkgs["sglang"]["min_capability"] == capabilities.min_capability("sglang").text
     assert pkgs["flash-attn"]["new_arch"]["min_capability"] == "10.0"

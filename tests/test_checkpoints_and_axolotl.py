@@ -1,15 +1,15 @@
-"""Quantization read from a model's name (RLC416, rules/quantized_checkpoints.toml), axolotl's knowledge
-(rules/frameworks/axolotl/0.21.0.toml) and LLaMA-Factory 0.9.5's fp8 keys, as a user meets them."""
+"""Quantization read from a model's name (RLC416, rlcompat/knowledge/data/quantized_checkpoints.toml), axolotl's knowledge
+(rlcompat/knowledge/data/frameworks/axolotl/0.21.0.toml) and LLaMA-Factory 0.9.5's fp8 keys, as a user meets them."""
 
 from __future__ import annotations
 
 import re
 
-from rlcompat import checkpoint_names
-from rlcompat._toml import load_toml_text
+from rlcompat.knowledge import quantized_checkpoints
 from rlcompat.api import scan_paths
+from rlcompat.knowledge import files
 from rlcompat.rules.rollout.quantized_checkpoint_name import QuantizedCheckpointName
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 
 def _codes(tmp_path, name: str, text: str, target: str) -> list[tuple[str, int]]:
@@ -19,17 +19,17 @@ def _codes(tmp_path, name: str, text: str, target: str) -> list[tuple[str, int]]
 
 
 def test_a_format_is_a_whole_name_part():
-    assert checkpoint_names.name_format("TechxGenus/Meta-Llama-3-8B-Instruct-AWQ").name == "AWQ"
-    assert checkpoint_names.name_format("nvidia/Qwen3-30B-A3B-NVFP4").name == "NVFP4"
-    assert checkpoint_names.name_format("Qwen/Qwen2.5-7B-Instruct-awq").name == "AWQ"
-    assert checkpoint_names.name_format("someone/awqward-model") is None
-    assert checkpoint_names.name_format("Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4") is None
+    assert quantized_checkpoints.name_format("TechxGenus/Meta-Llama-3-8B-Instruct-AWQ").name == "AWQ"
+    assert quantized_checkpoints.name_format("nvidia/Qwen3-30B-A3B-NVFP4").name == "NVFP4"
+    assert quantized_checkpoints.name_format("Qwen/Qwen2.5-7B-Instruct-awq").name == "AWQ"
+    assert quantized_checkpoints.name_format("someone/awqward-model") is None
+    assert quantized_checkpoints.name_format("Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4") is None
 
 
 def test_a_framework_row_replaces_the_general_engines_in_that_frameworks_files():
-    nvfp4 = checkpoint_names.name_format("x-NVFP4")
-    assert min(e.min_capability for e in checkpoint_names.engines_for(nvfp4, set())) == (7, 5)
-    assert [e.min_capability for e in checkpoint_names.engines_for(nvfp4, {"axolotl"})] == [(8, 0)]
+    nvfp4 = quantized_checkpoints.name_format("x-NVFP4")
+    assert min(e.min_capability for e in quantized_checkpoints.engines_for(nvfp4, set())) == (7, 5)
+    assert [e.min_capability for e in quantized_checkpoints.engines_for(nvfp4, {"axolotl"})] == [(8, 0)]
 
 
 def test_nvfp4_is_reported_on_a_t4_in_an_axolotl_config_only(tmp_path):
@@ -47,17 +47,15 @@ def test_the_finding_says_it_read_the_name_and_is_a_warning(tmp_path):
 
 
 def test_every_token_of_the_table_triggers_the_rule():
-    for fmt in checkpoint_names.formats():
+    for fmt in quantized_checkpoints.formats():
         for token in fmt.tokens:
             for spelling in (token, token.upper()):
                 assert any(t in spelling for t in QuantizedCheckpointName.triggers), spelling
 
 
 def test_every_engine_row_cites_known_sources():
-    from importlib import resources
-
-    known = set(load_toml_text(resources.files("rlcompat.rules").joinpath("sources.toml").read_text("utf-8"))["sources"])
-    for fmt in checkpoint_names.formats():
+    known = set(files.load("sources.toml")["sources"])
+    for fmt in quantized_checkpoints.formats():
         for engine in fmt.engines:
             assert engine.sources and set(engine.sources) <= known, (fmt.name, engine.engine)
             assert re.search(r":\d+|README", engine.where), engine.where

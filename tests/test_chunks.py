@@ -24,7 +24,7 @@ from rlcompat.fixer import fix_source
 from rlcompat.lang import pysettings
 from rlcompat.lang.pyspeed import chunks, narrow as narrowing
 from rlcompat.source import decode
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 from tests.test_narrowing_safety import PYTHON_RULES
 from tests.test_plain_libcst import _assert_same, _both_ways, _fixture_files
 

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from rlcompat.cli.app import app
 from rlcompat.rules import all_rules
-from rlcompat.targets import all_targets, sources
+from rlcompat.knowledge.targets import all_targets, sources
 
 INTERNAL = re.compile(r"index ids?\b|stored (?:mirror )?cop(?:y|ies)|stored (?:third-party )?analysis|in the index\b",
                       re.IGNORECASE)

@@ -11,7 +11,7 @@ import pytest
 
 from rlcompat._toml import load_toml_text
 from rlcompat.api import fix_paths, scan_paths
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 CASES = sorted(p for kind in ("scripts", "yaml", "markdown", "python", "json", "pysettings", "notebooks", "toml") for p in (FIXTURES / kind).iterdir() if p.is_dir())

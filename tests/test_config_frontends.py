@@ -11,7 +11,7 @@ from rlcompat.fixer import fix_source
 from rlcompat.lang import shell, yaml as yaml_fe
 from rlcompat.lang.settings import ConfigView
 from rlcompat.source import decode
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 from tests.shell_views import config_views
 
 SM61 = resolve_target("sm61")

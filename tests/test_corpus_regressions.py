@@ -9,7 +9,7 @@ from rlcompat.config import Options
 from rlcompat.engine import Checker
 from rlcompat.fixer import fix_source
 from rlcompat.source import decode
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 
 def _fix(text: str, target: str, unsafe: bool = True, path: str = "case.py", language: str = "python") -> str:

@@ -12,7 +12,7 @@ from rlcompat.api import fix_paths, scan_paths
 from rlcompat.config import Options
 from rlcompat.discovery import discover, language_from_content, language_of
 from rlcompat.lang import condaenv, dockerfile, requirements
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 CASES = sorted(p for p in (Path(__file__).resolve().parents[1] / "fixtures" / "declared").iterdir() if p.is_dir())
 

@@ -1,9 +1,9 @@
 """Base images named by build ARGs (`FROM ${BASE_IMAGE}`) and images whose tags say what they ship
-(rules/environment.toml `[[docker.ships]]`): what the Dockerfile front end reads, and the table lookup."""
+(rlcompat/knowledge/data/environment.toml `[[docker.ships]]`): what the Dockerfile front end reads, and the table lookup."""
 
 from __future__ import annotations
 
-from rlcompat.declared_facts import shipped_by_image
+from rlcompat.knowledge.environment import shipped_by_image
 from rlcompat.lang import dockerfile
 
 IMAGE = "hiyouga/pytorch:th2.6.0-cu124-flashattn2.7.4-cxx11abi0-devel"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rlcompat.doctor import memory
-from rlcompat.doctor.memory import GIB, Plan, Shape
+from rlcompat.doctor.memory import GIB, Plan
+from rlcompat.knowledge.model_shapes import Shape
 
 
 @pytest.mark.parametrize("text,count", [("0.5B", 500_000_000), ("1.5b", 1_500_000_000), ("350M", 350_000_000),

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from rlcompat.doctor import facts
+from rlcompat.knowledge import torch_wheels
+from rlcompat.knowledge.environment import environment_facts
 from rlcompat.doctor.rule import EnvFinding, EnvironmentRule
 from rlcompat.doctor.snapshot import ENVIRONMENT_PATH, Environment
 from rlcompat.rules import all_rules, environment_rules, file_rules
-from rlcompat.targets import resolve_target, sources
+from rlcompat.knowledge.targets import resolve_target, sources
 
 ENV_RULES = [r for r in all_rules() if issubclass(r, EnvironmentRule)]
 BAD = [pytest.param(r, b, id=f"{r.code}-bad{i}") for r in ENV_RULES for i, b in enumerate(r.bad)]
@@ -42,7 +43,7 @@ def test_bad_environment_is_reported(rule, example):
     for f in mine:
         assert isinstance(f, EnvFinding)
         assert f.target == target.name and f.fix is None
-        assert f.error_id in facts.environment_facts()["errors"] and f.error_text.strip()
+        assert f.error_id in environment_facts()["errors"] and f.error_text.strip()
         assert f.error_id in rule.prevents, f"{rule.code} reports {f.error_id}, not in its `prevents`"
         assert f.remedy and f.remedy in f.message
         assert f.path == ENVIRONMENT_PATH  # examples carry no METADATA path
@@ -55,7 +56,7 @@ def test_good_environment_is_not_reported(rule, example):
 
 
 def test_every_error_id_and_source_in_the_tables_resolves():
-    env = facts.environment_facts()
+    env = environment_facts()
     known = sources()
     for error_id, e in env["errors"].items():
         assert e["text"].strip() and e["sources"], error_id
@@ -66,9 +67,9 @@ def test_every_error_id_and_source_in_the_tables_resolves():
         assert error_id in env["errors"], error_id
     for rule in ENV_RULES:
         assert rule.prevents and set(rule.prevents) <= set(env["errors"]), rule.code
-    for variant in facts.wheel_variants():
+    for variant in torch_wheels.wheel_variants():
         assert set(variant.sources) <= set(known)
-        assert all(facts.parse_arch(a) for a in variant.arches), variant
+        assert all(torch_wheels.parse_arch(a) for a in variant.arches), variant
 
 
 def test_package_finding_points_at_the_distribution_metadata():

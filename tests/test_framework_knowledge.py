@@ -1,4 +1,4 @@
-"""Framework knowledge as data (rules/frameworks/): the schema holds, every row is sourced and reachable, the
+"""Framework knowledge as data (rlcompat/knowledge/data/frameworks/): the schema holds, every row is sourced and reachable, the
 knowledge-backed rules and the generic net read settings from any front end, and neither repeats a finding."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from rlcompat import framework_knowledge as fk
 from rlcompat.api import scan_source
 from rlcompat.lang.settings import ConfigView, Setting, Span, run_rules
 from rlcompat.rules import file_rules
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 PROOF = re.compile(r"[\w./-]+\.(py|yaml|toml|json)(:\d+(-\d+)?)?|https?://")
 RULES = {r.code: r for r in file_rules()}
@@ -65,7 +65,7 @@ def test_every_key_is_reached_by_a_rule_and_its_triggers():
 
 
 def test_a_bad_framework_file_names_the_file_and_the_row():
-    with pytest.raises(ValueError, match=r"rules/frameworks/x/1\.0\.toml: unknown kind 'colour'"):
+    with pytest.raises(ValueError, match=r"rlcompat/knowledge/data/frameworks/x/1\.0\.toml: unknown kind 'colour'"):
         fk._framework({"framework": "x", "label": "X", "version": "1.0",
                        "key": [{"names": ["a"], "kind": "colour", "proof": "x.py:1"}]}, "1.0.toml")
     with pytest.raises(ValueError, match="has no proof"):

@@ -36,7 +36,7 @@ from rlcompat.config import Options  # noqa: E402
 from rlcompat.engine import Checker  # noqa: E402
 from rlcompat.fixer import fix_source  # noqa: E402
 from rlcompat.source import decode, encode  # noqa: E402
-from rlcompat.targets import resolve_target  # noqa: E402
+from rlcompat.knowledge.targets import resolve_target  # noqa: E402
 
 _COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
                print_blob=True)

@@ -169,9 +169,9 @@ def test_front_ends_hold_no_rule_helper_library():
     assert not {f"rlcompat.lang.{name}" for name in helpers} & set(MODULES)
 
 
-# Modules that hold or read knowledge of frameworks: the engine hands what a front end needs (rlcompat/lang/knowledge.py).
+# Modules and packages that hold or read knowledge: the engine hands what a front end needs (rlcompat/lang/knowledge.py).
 FRAMEWORK_KNOWLEDGE = ("rlcompat.verl_knowledge", "rlcompat.framework_knowledge", "rlcompat.file_knowledge",
-                       "rlcompat.vllm_facts", "rlcompat.rules")
+                       "rlcompat.knowledge", "rlcompat.rules")
 
 
 def _front_ends_knowing_frameworks() -> list[str]:
@@ -251,14 +251,14 @@ def test_no_module_uses_another_modules_private_name_by_attribute():
 
 
 def test_private_attribute_check_sees_module_attribute_access():
-    source = ("from rlcompat.lang import shell\nimport rlcompat.engine as eng\nimport rlcompat.targets\n\n"
+    source = ("from rlcompat.lang import shell\nimport rlcompat.engine as eng\nimport rlcompat.knowledge.targets\n\n"
               "def f(x):\n    from rlcompat import nvml\n"
-              "    return shell._commands(x), eng._size, rlcompat.targets._table, nvml._read, x._private, shell.parse\n")
+              "    return shell._commands(x), eng._size, rlcompat.knowledge.targets._table, nvml._read, x._private, shell.parse\n")
     assert _private_attribute_uses("rlcompat.verify.launch_script", source) == [
         "rlcompat.verify.launch_script uses rlcompat.engine._size",
+        "rlcompat.verify.launch_script uses rlcompat.knowledge.targets._table",
         "rlcompat.verify.launch_script uses rlcompat.lang.shell._commands",
         "rlcompat.verify.launch_script uses rlcompat.nvml._read",
-        "rlcompat.verify.launch_script uses rlcompat.targets._table",
     ]
     # a module's own private names, and an object that is no module, are its business
     assert _private_attribute_uses("rlcompat.lang.shell", "from rlcompat.lang import shell\nshell._commands\n") == []

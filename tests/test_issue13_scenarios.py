@@ -5,7 +5,7 @@ and `GRPOConfig(use_vllm=True)`, a launch line passing `--ds.param_dtype $MODEL_
 from __future__ import annotations
 
 from rlcompat.api import fix_paths, scan_paths
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 TRAIN = '''import argparse
 

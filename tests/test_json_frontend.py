@@ -11,7 +11,7 @@ from rlcompat.api import fix_paths, scan_paths
 from rlcompat.config import Options
 from rlcompat.discovery import JSON_MAX_BYTES, discover
 from rlcompat.lang import jsonfile
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 DS_CONFIG = """{
   "train_micro_batch_size_per_gpu": "auto",

@@ -9,7 +9,7 @@ import pytest
 from rlcompat import framework_knowledge as fk
 from rlcompat.api import scan_source
 from rlcompat.lang import yaml as yaml_frontend
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 BASE = "defaults:\n  - ppo_base_config\n  - _self_\n"
 
@@ -102,7 +102,7 @@ def test_a_remote_engine_is_not_judged_on_this_gpu():
 def test_a_condition_row_is_checked_when_the_knowledge_loads():
     row = {"names": ["a.b"], "kind": "dtype", "role": "compute", "proof": "x.py:1",
            "when": [{"key": "a.c", "default": "x", "proof": "x.py:2"}]}
-    with pytest.raises(ValueError, match=r"rules/frameworks/x/1\.0\.toml: \['a\.b'\] `when`: a condition needs "
+    with pytest.raises(ValueError, match=r"rlcompat/knowledge/data/frameworks/x/1\.0\.toml: \['a\.b'\] `when`: a condition needs "
                                          r"values or other_than \(one of them\)"):
         fk._framework({"framework": "x", "label": "X", "version": "1.0", "key": [row]}, "1.0.toml")
     row["when"] = [{"any": [{"key": "a.c", "values": ["y"], "proof": "x.py:2"}]}]

@@ -1,15 +1,14 @@
 """Framework knowledge reaches the front ends as data handed by the engine: switches, verl's config shape and entry
-triggers are rows in rules/, and the matrix's families come from the code registry."""
+triggers are rows in rlcompat/knowledge/data/, and the matrix's families come from the code registry."""
 
 from __future__ import annotations
 
 import dataclasses
-from importlib import resources
 
 from rlcompat import framework_knowledge, verl_knowledge
-from rlcompat._toml import load_toml_text
 from rlcompat.analysis import confighelpers
 from rlcompat.file_knowledge import FileKnowledge
+from rlcompat.knowledge import files
 from rlcompat.lang import shell
 from rlcompat.lang import yaml as yaml_fe
 from rlcompat.lang.settings import ConfigView
@@ -52,8 +51,7 @@ def test_known_switches_come_from_the_vocabulary_file():
 
 
 def test_every_switch_row_has_a_proof():
-    text = resources.files("rlcompat.rules").joinpath("frameworks", "vocabulary.toml").read_text("utf-8")
-    rows = load_toml_text(text)["switch"]
+    rows = files.load("frameworks", "vocabulary.toml")["switch"]
     assert all(r.get("proof", "").count(":") >= 2 and "unproven" not in r for r in rows)
     assert len({r["flag"] for r in rows}) == len(rows)
 
@@ -116,7 +114,6 @@ def test_a_program_taking_key_value_overrides_is_a_data_row(monkeypatch):
 
 
 def test_every_override_program_row_has_a_proof():
-    text = resources.files("rlcompat.rules").joinpath("frameworks", "vocabulary.toml").read_text("utf-8")
-    rows = load_toml_text(text)["override_cli"]
+    rows = files.load("frameworks", "vocabulary.toml")["override_cli"]
     assert all(r.get("proof", "").count(":") >= 2 and "unproven" not in r for r in rows)
     assert {r["program"] for r in rows} == framework_knowledge.vocabulary().override_clis

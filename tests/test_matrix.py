@@ -14,7 +14,7 @@ from rlcompat.config import Options, load_options
 from rlcompat.matrix import run_matrix
 from rlcompat.cli.matrix import DEFAULT_TARGETS
 from rlcompat.report import matrix as matrix_report
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 from tests.test_cli import invoke
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

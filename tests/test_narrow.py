@@ -12,7 +12,7 @@ from rlcompat.config import Options
 from rlcompat.engine import Checker
 from rlcompat.lang.pyspeed.narrow import narrow
 from rlcompat.source import decode, read_bytes
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 
 class _Rule:

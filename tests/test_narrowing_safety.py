@@ -25,7 +25,7 @@ from rlcompat.lang.settings import ConfigRule
 from rlcompat.file_knowledge import FileKnowledge
 from rlcompat.findings import Finding
 from rlcompat.rules import all_rules
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON_RULES = [r for r in all_rules() if "python" in r.languages and not issubclass(r, ConfigRule)]

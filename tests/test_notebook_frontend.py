@@ -9,7 +9,7 @@ import pytest
 
 from rlcompat.api import fix_paths, scan_paths
 from rlcompat.lang import notebook
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 SM61 = resolve_target("sm61")
 

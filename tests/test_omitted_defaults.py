@@ -1,4 +1,4 @@
-"""A config file that leaves out a key whose framework default is a hazard (rules/frameworks: `omitted`), e.g. a
+"""A config file that leaves out a key whose framework default is a hazard (rlcompat/knowledge/data/frameworks: `omitted`), e.g. a
 torchtitan train config without `[training] mixed_precision_param` (bfloat16): reported at the table, the key added
 to it in the file's own format."""
 
@@ -12,7 +12,7 @@ from rlcompat.file_knowledge import FileKnowledge
 from rlcompat.lang import tomlfile
 from rlcompat.lang.settings import ConfigView, Setting, Span, run_rules
 from rlcompat.rules import file_rules
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 JOB = '[job]\ndump_folder = "./outputs"\n\n'
 
@@ -76,7 +76,7 @@ def test_a_torchtitan_command_gets_no_default_claim_for_a_key_its_config_file_ca
 def test_omitted_needs_a_default_and_its_release_range():
     row = {"names": ["training.x"], "kind": "dtype", "role": "compute", "proof": "x.py:1",
            "omitted": {"format": "toml", "tables": ["job"], "proof": "x.py:2"}}
-    with pytest.raises(ValueError, match=r"rules/frameworks/x/1\.0\.toml: \['training\.x'\]: a key with `omitted` "
+    with pytest.raises(ValueError, match=r"rlcompat/knowledge/data/frameworks/x/1\.0\.toml: \['training\.x'\]: a key with `omitted` "
                                          r"needs omitted\.releases, default"):
         fk._framework({"framework": "x", "label": "X", "version": "1.0", "key": [row]}, "1.0.toml")
 

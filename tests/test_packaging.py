@@ -102,7 +102,7 @@ def test_wheel_contains_rules_and_data_and_works(tmp_path):
     assert "is absent from the `packages` configuration" not in built.stdout + built.stderr
     wheel = next(out.glob("rlcompat-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
-    assert "rlcompat/rules/targets.toml" in names and "rlcompat/rules/sources.toml" in names
+    assert "rlcompat/knowledge/data/targets.toml" in names and "rlcompat/knowledge/data/sources.toml" in names
     assert "rlcompat/rules/dtype/torch_bfloat16_dtype.py" in names
     # Every module and knowledge file of the checkout ships, a new folder's too.
     in_wheel = {"rlcompat": "rlcompat", "rules": "rlcompat/rules"}  # package-dir maps rules/ to rlcompat.rules

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rlcompat.api import scan_paths
 from rlcompat.config import Options
 from rlcompat.engine import task_batches
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 
 def test_tasks_cover_every_file_once_biggest_first(tmp_path):

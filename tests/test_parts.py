@@ -24,7 +24,7 @@ from rlcompat.lang import python as py
 from rlcompat.lang.pyspeed import batches
 from rlcompat.lang.pyspeed.chunks import statement_spans
 from rlcompat.source import decode
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 from tests.test_narrowing_safety import PYTHON_RULES, _fixture_texts, _ReadsASibling, _with_selected
 from tests.test_plain_libcst import _assert_same, _both_ways, _fixture_files
 

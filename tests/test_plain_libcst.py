@@ -16,7 +16,7 @@ from rlcompat.engine import Checker
 from rlcompat.fixer import FixBroke, fix_source
 from rlcompat.lang import pyspeed
 from rlcompat.source import SourceError, decode, read_bytes
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 REPO = Path(__file__).resolve().parent.parent
 TARGETS = ("sm61", "sm75")

@@ -13,7 +13,7 @@ import ast
 import pytest
 
 from rlcompat.api import fix_paths, scan_paths
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 SCRIPT = """import torch
 from transformers import AutoModelForCausalLM, TrainingArguments

@@ -1,4 +1,4 @@
-"""The precision policy (rules/precision.toml): complete, sourced, what the dtype rules follow, and its doc current."""
+"""The precision policy (rlcompat/knowledge/data/precision.toml): complete, sourced, what the dtype rules follow, and its doc current."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from rlcompat import precision
+from rlcompat.knowledge import precision
 from rlcompat.rules import file_rules
-from rlcompat.targets import all_targets, resolve_target, sources
+from rlcompat.knowledge.targets import all_targets, resolve_target, sources
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "precision.md"
 
@@ -73,7 +73,7 @@ def test_every_precision_error_names_existing_rules_and_every_new_rule_has_a_row
 def test_precision_doc_is_current():
     text = DOC.read_text("utf-8")
     assert precision.START in text and precision.END in text
-    assert text == precision.refresh(text), "docs/precision.md is stale: run `python -m rlcompat.precision docs/precision.md`"
+    assert text == precision.refresh(text), "docs/precision.md is stale: run `python -m rlcompat.knowledge.precision docs/precision.md`"
 
 
 def test_target_view_shows_the_policy():

@@ -1,15 +1,15 @@
 """pyproject.toml installed by pip and by uv: optional extras are their own installs (pip reads no `[tool.uv]` table),
 an explicit uv index serves torch only where `[tool.uv.sources]` sends torch to it (reported on that line), and a
-requirement whose release pins torch exactly (rules/torch_wheels.toml `[[requires_torch]]`) installs that torch."""
+requirement whose release pins torch exactly (rlcompat/knowledge/data/torch_wheels.toml `[[requires_torch]]`) installs that torch."""
 
 from __future__ import annotations
 
-from rlcompat import declared_facts
 from rlcompat.api import scan_source
-from rlcompat.doctor import facts
+from rlcompat.knowledge import torch_wheels
+from rlcompat.rules.declared_environment.helpers import torch_required_by
 from rlcompat.lang import pyproject_deps
 from rlcompat.rules import file_rules
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 INDEX = '[[tool.uv.index]]\nname = "{name}"\nurl = "https://download.pytorch.org/whl/cu128"\nexplicit = {explicit}\n'
 
@@ -50,17 +50,17 @@ def test_each_extra_is_judged_as_its_own_install_and_extras_select_no_package():
 
 
 def test_a_package_in_an_extra_whose_torch_requirement_is_not_known_keeps_its_own_minimum():
-    # flash-attn 2.7.4's Requires-Dist is not in rules/torch_wheels.toml: what installing it does is not known here
+    # flash-attn 2.7.4's Requires-Dist is not in rlcompat/knowledge/data/torch_wheels.toml: what installing it does is not known here
     text = '[project]\nname = "x"\n\n[project.optional-dependencies]\nfast = ["flash-attn==2.7.4"]\n'
     assert _found(text) == [("RLC603", 5)]
     # the row for sglang 0.4.8.post1's torch pin holds for its srt extra only
-    assert declared_facts.torch_required_by("sglang", "==0.4.8.post1", ("srt", "openai")).torch == "2.7.1"
-    assert declared_facts.torch_required_by("sglang", "==0.4.8.post1") is None
+    assert torch_required_by("sglang", "==0.4.8.post1", ("srt", "openai")).torch == "2.7.1"
+    assert torch_required_by("sglang", "==0.4.8.post1") is None
 
 
 def test_a_release_that_pins_torch_installs_it_unless_the_same_install_pins_another():
-    assert declared_facts.torch_required_by("vllm", "==0.11.0").torch == "2.8.0"
-    assert declared_facts.torch_required_by("vllm", ">=0.4.3,<=0.11.0") is None  # a range is not resolved
+    assert torch_required_by("vllm", "==0.11.0").torch == "2.8.0"
+    assert torch_required_by("vllm", ">=0.4.3,<=0.11.0") is None  # a range is not resolved
     extra = '[project]\nname = "x"\n\n[project.optional-dependencies]\nvllm = ["vllm==0.11.0"{more}]\n'
     assert _found(extra.format(more="")) == [("RLC601", 5)]
     assert not _found(extra.format(more=', "torch==2.6.0"'))  # pip refuses the pair: not this rule's to say
@@ -74,5 +74,5 @@ def test_a_release_that_pins_torch_installs_it_unless_the_same_install_pins_anot
 
 def test_every_package_known_to_pin_torch_is_a_trigger_of_the_torch_wheel_rule():
     (rule,) = [r for r in file_rules() if r.code == "RLC601"]
-    for row in facts.requires_torch_rows():
-        assert row["proof"] and (not row["torch"] or row["package"] in rule.triggers), row
+    for row in torch_wheels.torch_requirements():
+        assert row.proof and (not row.torch or row.package in rule.triggers), row

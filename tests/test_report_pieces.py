@@ -13,7 +13,7 @@ from rlcompat.cli.common import emit_pieces
 from rlcompat.findings import Edit, FileError, Finding, Fix, FixSafety, Location
 from rlcompat.report import Summary, render, render_pieces
 from rlcompat.report.json_format import Streamed, dumps_pieces, finding_dict
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 ITEMS = [{"a": 1, "b": [1, {"c": "ü"}], "d": {}, "e": [], "f": None}, {"g": "x\ny\"z"}, {}]
 

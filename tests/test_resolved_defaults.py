@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from rlcompat.api import scan_source
 from rlcompat.lang import pysettings
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 TRL = """from dataclasses import dataclass, field
 from typing import Optional

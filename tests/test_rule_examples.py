@@ -10,7 +10,7 @@ from rlcompat.engine import Checker, parse
 from rlcompat.fixer import fix_source
 from rlcompat.rules import all_rules
 from rlcompat.source import decode
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 RULES = all_rules()
 # Environment rules (RLC5xx) check a machine, not source: tests/test_environment_rules.py runs their examples.
@@ -67,7 +67,7 @@ def test_rule_metadata_is_complete(rule):
     for attr in ("title", "what", "why", "fix_safety"):
         assert getattr(rule, attr).strip(), f"{rule.code} has no {attr}"
     assert rule.bad and rule.good, f"{rule.code} needs bad and good examples"
-    from rlcompat.targets import sources
+    from rlcompat.knowledge.targets import sources
 
     for s in rule.sources:
         assert s in sources(), f"{rule.code} cites unknown source {s}"

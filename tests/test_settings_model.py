@@ -9,7 +9,7 @@ from rlcompat.file_knowledge import FileKnowledge
 from rlcompat.api import fix_paths, scan_paths
 from rlcompat.lang import pysettings, shell
 from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span, flag_key
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 SM61 = resolve_target("sm61")
 

@@ -1,13 +1,13 @@
-"""rules/spellings.toml is the one list of the strings that spell bf16, fp8 and FlashAttention-2/3."""
+"""rlcompat/knowledge/data/spellings.toml is the one list of the strings that spell bf16, fp8 and FlashAttention-2/3."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-from rlcompat import spellings
+from rlcompat.knowledge import spellings
 from rlcompat.analysis import confighelpers
-from rlcompat.targets import FACT_NAMES
+from rlcompat.knowledge.targets import FACT_NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,11 +51,11 @@ def test_no_module_keeps_its_own_copy_of_a_spelling_list():
                     words = {i.value.lower() for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)}
                     if any(len(words & row) >= 2 and len(words & row) == len(row) for row in rows):
                         copies.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-    assert not copies, "spelling lists outside rules/spellings.toml:\n" + "\n".join(copies)
+    assert not copies, "spelling lists outside rlcompat/knowledge/data/spellings.toml:\n" + "\n".join(copies)
 
 
 def test_torch_dtype_name_reads_every_spelling_of_the_table():
-    from rlcompat.spellings import torch_dtype_name
+    from rlcompat.knowledge.spellings import torch_dtype_name
 
     assert [torch_dtype_name(s) for s in ("bf16", "torch.bfloat16", "half", "fp16", "torch.float16", "fp32",
                                           "torch.float32")] == ["bfloat16", "bfloat16", "float16", "float16",

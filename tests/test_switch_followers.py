@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rlcompat.api import scan_paths
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 # transformers 5.10.4 `TrainingArguments.__post_init__`, sections 5 and 6, as the constructs stand there.
 POST_INIT = '''import os

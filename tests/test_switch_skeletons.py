@@ -12,7 +12,7 @@ from rlcompat.analysis.confighelpers import keys_at_every_mount
 from rlcompat.api import scan_source
 from rlcompat.config import Options
 from rlcompat.rules.triton_compile import liger_kernel
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 SM61 = resolve_target("sm61")
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from rlcompat import framework_knowledge, targets
-from rlcompat.targets import FACT_NAMES, Target, all_targets, products, resolve_target
+from rlcompat import framework_knowledge
+from rlcompat.knowledge import targets
+from rlcompat.knowledge.targets import FACT_NAMES, Target, all_targets, products, resolve_target
 
 ROOT = Path(__file__).resolve().parent.parent
 # Names code gives a Target: `target.x`, `self.target.x`, `ctx.target.x`, `guard.target.x`, `tgt.x`.
@@ -77,7 +78,7 @@ def test_an_undeclared_or_mistyped_fact_in_the_table_is_refused(monkeypatch):
 
 def test_a_knowledge_hazard_needing_an_unknown_fact_fails_at_load(monkeypatch):
     bad = {"dtype": {"hazards": [{"values": ["bf16"], "needs": "bf16_nativ", "why": "x"}]}}
-    monkeypatch.setattr(framework_knowledge, "load_toml_text", lambda text: bad)
+    monkeypatch.setattr(framework_knowledge.files, "load", lambda *parts: bad)
     framework_knowledge.kinds.cache_clear()
     try:
         with pytest.raises(ValueError, match="bf16_nativ"):

@@ -5,7 +5,7 @@ import types
 import pytest
 
 from rlcompat import nvml
-from rlcompat.targets import (
+from rlcompat.knowledge.targets import (
     TargetError,
     all_targets,
     lowest_visible_target,

@@ -13,7 +13,7 @@ from rlcompat.api import fix_paths, scan_paths
 from rlcompat.config import Options
 from rlcompat.discovery import TOML_MAX_BYTES, discover
 from rlcompat.lang import tomlfile
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -23,7 +23,7 @@ from rlcompat.engine import Checker
 from rlcompat.lang import python as py
 from rlcompat.rules import all_rules
 from rlcompat.source import SourceError, decode, read_bytes
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 from rlcompat.wordscan import WordScan
 from tests.test_narrowing_safety import narrowing_differences
 

@@ -12,7 +12,7 @@ from rlcompat.config import Options
 from rlcompat.engine import Checker
 from rlcompat.fixer import fix_source
 from rlcompat.source import decode
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 CASES = sorted(p for p in (Path(__file__).resolve().parents[1] / "fixtures" / "triton").iterdir() if p.is_dir())
 

@@ -12,7 +12,7 @@ import pytest
 from rlcompat import triton_model as tm
 from rlcompat.api import scan_source
 from rlcompat.config import Options
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 HEADER = "import triton\nimport triton.language as tl\n"
 

@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rlcompat.targets import resolve_target  # noqa: E402
+from rlcompat.knowledge.targets import resolve_target  # noqa: E402
 from rlcompat.verify.guard import TargetGuard, TargetViolation, check_triton_smem  # noqa: E402
 
 THIS_FILE = __file__

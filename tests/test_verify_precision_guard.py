@@ -8,7 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rlcompat.targets import resolve_target  # noqa: E402
+from rlcompat.knowledge.targets import resolve_target  # noqa: E402
 from rlcompat.verify.guard import TargetGuard, TargetViolation  # noqa: E402
 
 

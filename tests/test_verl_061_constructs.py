@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from rlcompat.api import fix_paths, scan_paths, scan_source
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 from tests.verl_trees import verl_package
 
 SM61, SM75, SM80 = resolve_target("sm61"), resolve_target("sm75"), resolve_target("sm80")

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from rlcompat.api import fix_paths, scan_paths
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 from tests.verl_trees import verl_package
 
 SM61, SM75, SM80 = resolve_target("sm61"), resolve_target("sm75"), resolve_target("sm80")

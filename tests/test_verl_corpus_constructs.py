@@ -11,7 +11,7 @@ import pytest
 from rlcompat import verl_knowledge as vk
 from rlcompat.api import fix_paths, scan_paths, scan_source
 from rlcompat.report import Summary, not_read_line, render
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 from tests.verl_trees import verl_package
 
 SM61, SM75 = resolve_target("sm61"), resolve_target("sm75")
@@ -90,7 +90,7 @@ def test_070_legacy_fsdp_dtype_megatron_and_reward_files(tmp_path):
     assert ("engine/fsdp.yaml", 2, "RLC105") in found  # the legacy worker's param dtype (fsdp_workers.py:491)
     assert ("engine/megatron.yaml", 2, "RLC204") in found and ("engine/megatron.yaml", 3, "RLC120") in found
     # The reward model is off in every shipped entry config (reward_model.enable: False): its settings in verl's own
-    # files are not reported (rules/verl/0.7.0.toml [[unselected]]); a user's config that enables it is.
+    # files are not reported (rlcompat/knowledge/data/verl/0.7.0.toml [[unselected]]); a user's config that enables it is.
     assert not [f for f in found if f[0].startswith("reward_model/")]
     user = tmp_path / "my_reward.yaml"
     user.write_text("reward_model:\n  enable: True\n  rollout:\n    name: vllm\n    dtype: bfloat16\n")
@@ -164,7 +164,7 @@ def test_050_generated_files_are_not_read_and_main_generation_rollout_is(tmp_pat
 
 def test_settings_of_options_no_shipped_entry_config_selects(tmp_path):
     """verl 0.9.1's VeOmni ref config and reward-model rollout: not reported in verl's own files (model_engine=veomni
-    and reward.reward_model.enable are user choices: rules/verl/0.9.1.toml [[unselected]]); the same values in a
+    and reward.reward_model.enable are user choices: rlcompat/knowledge/data/verl/0.9.1.toml [[unselected]]); the same values in a
     user's launch command that selects the option are."""
     veomni_ref = ("veomni:\n  attn_implementation: "
                   "${oc.select:actor_rollout_ref.actor.veomni.attn_implementation,flash_attention_2}\n")

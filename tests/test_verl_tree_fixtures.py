@@ -12,7 +12,7 @@ import pytest
 from rlcompat import verl_knowledge as vk
 from rlcompat._toml import load_toml_text
 from rlcompat.api import fix_paths, scan_paths
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 CASES = sorted(p for p in (Path(__file__).resolve().parents[1] / "fixtures" / "verl_trees").iterdir() if p.is_dir())
 

@@ -7,7 +7,7 @@ import pytest
 
 from rlcompat import verl_knowledge as vk
 from rlcompat.api import scan_source
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 SM61 = resolve_target("sm61")
 SCRIPT = ("python3 -m verl.trainer.main_ppo \\\n    algorithm.adv_estimator=grpo \\\n"

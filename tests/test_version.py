@@ -7,6 +7,7 @@ from importlib import metadata, resources
 import pytest
 
 from rlcompat import version_info
+from rlcompat.knowledge import files
 from tests.test_cli import invoke
 
 
@@ -25,10 +26,10 @@ def test_verbose_version_lists_the_catalog_and_every_knowledge_file():
     n_files, n_machine = len(file_rules()), len(environment_rules())
     assert lines[1] == f"rule catalog {version_info.catalog_version()}: {n_files + n_machine} rules ({n_files} for files, {n_machine} for the machine)"
     listed = {line.split()[0]: line.split()[1] for line in lines[3:]}
-    root = resources.files("rlcompat.rules")
+    root = files.path()
     on_disk: set[str] = set()
     folders = [(root, "")]
-    while folders:  # every knowledge file at any depth: rules/verl/, rules/frameworks/<framework>/, ...
+    while folders:  # every knowledge file at any depth: rlcompat/knowledge/data/verl/, rlcompat/knowledge/data/frameworks/<framework>/, ...
         folder, prefix = folders.pop()
         for e in folder.iterdir():
             if e.is_dir() and e.name != "__pycache__":
@@ -42,15 +43,20 @@ def test_verbose_version_lists_the_catalog_and_every_knowledge_file():
 
 
 def test_catalog_version_follows_the_catalog_bytes(tmp_path, monkeypatch):
-    (tmp_path / "rlc999_x.py").write_text("A = 1\n")
-    (tmp_path / "targets.toml").write_text('[[target]]\nname = "x"\n')
-    (tmp_path / "verl").mkdir()
-    (tmp_path / "verl" / "1.0.toml").write_text('version = "1.0"\n')
-    monkeypatch.setattr(version_info.resources, "files", lambda package: tmp_path)
+    rules, data = tmp_path / "rules", tmp_path / "knowledge" / "data"
+    (data / "verl").mkdir(parents=True)
+    rules.mkdir()
+    (rules / "rlc999_x.py").write_text("A = 1\n")
+    (data / "targets.toml").write_text('[[target]]\nname = "x"\n')
+    (data / "verl" / "1.0.toml").write_text('version = "1.0"\n')
+    monkeypatch.setattr(resources, "files", lambda package: rules if package == "rlcompat.rules" else data.parent)
     before = version_info.catalog_version()
     assert [(k.path, k.version) for k in version_info.knowledge_files()][1] == ("verl/1.0.toml", "1.0")
-    (tmp_path / "verl" / "1.0.toml").write_text('version = "1.0"\n# edited\n')
-    assert version_info.catalog_version() != before
+    (data / "verl" / "1.0.toml").write_text('version = "1.0"\n# edited\n')
+    edited = version_info.catalog_version()
+    assert edited != before
+    (rules / "rlc999_x.py").write_text("A = 2\n")
+    assert version_info.catalog_version() != edited
 
 
 def test_version_without_a_command_does_not_need_one():

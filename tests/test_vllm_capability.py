@@ -1,4 +1,4 @@
-"""vLLM's minimum compute capability is one row of rules/capabilities.toml, per release (7.0 up to 0.19.1, 7.5 from
+"""vLLM's minimum compute capability is one row of rlcompat/knowledge/data/capabilities.toml, per release (7.0 up to 0.19.1, 7.5 from
 0.20.0: S7), and every rule that judges vLLM on a card gives the same answer from it: scan's RLC401 (verl's
 rollout), RLC404 (a framework's vLLM switch), RLC407 (`vllm serve`) and RLC413 (`LLM(...)` in Python), which know no
 release and judge the current one, doctor's RLC506, which judges the installed release, and RLC603, which judges the
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from rlcompat import capabilities
+from rlcompat.knowledge import capabilities
 from rlcompat.api import scan_paths
 from rlcompat.doctor.snapshot import Environment
 from rlcompat.rules.environment.vllm_unsupported_gpu import VllmUnsupportedGpu
-from rlcompat.targets import all_targets, resolve_target
+from rlcompat.knowledge.targets import all_targets, resolve_target
 
 # One file per rule, each starting vLLM on the card the scan is for.
 STARTS_VLLM = {

@@ -1,4 +1,4 @@
-"""rules/frameworks/vocabulary.toml says only what the frameworks' own argument parsers do: a flag is a switch only
+"""rlcompat/knowledge/data/frameworks/vocabulary.toml says only what the frameworks' own argument parsers do: a flag is a switch only
 where a release declares it store_true, and a program's `key=value` words are settings only where it parses them."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from rlcompat import framework_knowledge
 from rlcompat.api import scan_paths
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 from tests.shell_views import shell_views
 
 

@@ -12,7 +12,7 @@ from rlcompat.api import scan_source
 from rlcompat.config import Options
 from rlcompat.engine import Checker
 from rlcompat.lang import yaml as yaml_fe
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 from rlcompat.textpos import LineIndex
 
 SM61 = resolve_target("sm61")

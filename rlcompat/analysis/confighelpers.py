@@ -7,11 +7,11 @@ from typing import Callable
 
 from rlcompat.lang.settings import TRUE_WORDS, ConfigContext, ConfigView, Setting, Span
 from rlcompat.findings import Edit, FixSafety
-from rlcompat.spellings import bf16_replacements
+from rlcompat.knowledge.spellings import bf16_replacements
 from rlcompat.verl_knowledge import entry_triggers
 
 # Substrings of a verl training command: rules that add missing overrides need one of them (rule `triggers`).
-# Every verl rule set's `[entry_points] triggers` (rules/verl/<version>.toml).
+# Every verl rule set's `[entry_points] triggers` (rlcompat/knowledge/data/verl/<version>.toml).
 ENTRY_TRIGGERS = entry_triggers()
 
 
@@ -34,9 +34,9 @@ def follows_bf16_switch(setting) -> bool:
 
 
 def dtype_replacement(target, value: str, role: str = "weights") -> tuple[str, FixSafety]:
-    """What replaces a bf16 spelling for `role` on `target` (the precision policy, rules/precision.toml), in the
+    """What replaces a bf16 spelling for `role` on `target` (the precision policy, rlcompat/knowledge/data/precision.toml), in the
     same spelling family, and whether that is safe: fp32 always is; fp16 is not (a smaller range than bf16)."""
-    from rlcompat.precision import dtype_for
+    from rlcompat.knowledge.precision import dtype_for
 
     fp32, fp16 = bf16_replacements().get(value.strip().lower(), ("float32", "float16"))
     if dtype_for(target, role) == "float16":
@@ -94,7 +94,7 @@ def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Ca
     """The "this key's value is bad -> set it, or add it when absent" skeleton: report a known verl setting whose
     value (set, or left at verl's default) is bad on the target.
 
-    `setting_id` names the rows of rules/verl/<version>.toml (`[[setting]] id = ...`), one per role; `roles` picks
+    `setting_id` names the rows of rlcompat/knowledge/data/verl/<version>.toml (`[[setting]] id = ...`), one per role; `roles` picks
     the roles checked. Set in the file: the value is rewritten in place. Left at the default in a launch script: the
     override is added. `is_bad(value)` decides, `new_value(value) -> (value, FixSafety)` is the fix (a bool is
     written the Hydra way, True/False), `describe(key, value, origin)` words the finding; `origin` says where the
@@ -203,7 +203,7 @@ def turn_off(settings: list[Setting], ctx: ConfigContext, flag_message: Callable
 
 
 def keys_at_every_mount(knowledge, known) -> tuple[str, ...]:
-    """A verl setting's key under every prefix where the config file its proof cites is mounted (rules/verl/<version>
+    """A verl setting's key under every prefix where the config file its proof cites is mounted (rlcompat/knowledge/data/verl/<version>
     .toml `[[mount]]`): verl 0.9.1 mounts model/hf_model.yaml at `actor_rollout_ref.model` and `critic.model`, so the
     actor's `use_liger` proven at hf_model.yaml:58 is the critic's too. Just its own key where no mount of that file
     holds it."""

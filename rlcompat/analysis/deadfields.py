@@ -1,5 +1,5 @@
 """Python declarations of verl config keys that the scanned verl version never reads (`field` of `[[dead]]` in
-rules/verl/<version>.toml): the same verdict for `use_torch_compile: bool = True` in `ActorConfig` as for
+rlcompat/knowledge/data/verl/<version>.toml): the same verdict for `use_torch_compile: bool = True` in `ActorConfig` as for
 `actor_rollout_ref.actor.use_torch_compile` in YAML or a launch script."""
 
 from __future__ import annotations

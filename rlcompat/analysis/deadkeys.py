@@ -1,4 +1,4 @@
-"""Keys that look like switches but that the scanned verl version never reads (rules/verl/<version>.toml `[[dead]]`)."""
+"""Keys that look like switches but that the scanned verl version never reads (rlcompat/knowledge/data/verl/<version>.toml `[[dead]]`)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""Framework knowledge applied to settings: one checker for every rule backed by rules/frameworks/ data.
+"""Framework knowledge applied to settings: one checker for every rule backed by rlcompat/knowledge/data/frameworks/ data.
 
 For each setting of a view, the framework keys whose names match it (rlcompat.framework_knowledge) decide whether
-its value is a hazard on the target (rules/frameworks/kinds.toml) and what to write instead (the key's spellings,
-chosen by its precision role: rlcompat.precision). For a command of a known framework version, hazardous
+its value is a hazard on the target (rlcompat/knowledge/data/frameworks/kinds.toml) and what to write instead (the key's spellings,
+chosen by its precision role: rlcompat.knowledge.precision). For a command of a known framework version, hazardous
 defaults of flags the command does not pass are reported at the command, with the flag to add.
 """
 
@@ -15,7 +15,8 @@ from rlcompat import framework_knowledge as fk
 from rlcompat.analysis.confighelpers import follows_bf16_switch, is_bf16, remove_flag, where
 from rlcompat.lang.settings import ConfigContext, ConfigView, Setting
 from rlcompat.findings import FixSafety
-from rlcompat.precision import dtype_for, knowledge_choice
+from rlcompat.knowledge.versions import release
+from rlcompat.knowledge.precision import dtype_for, knowledge_choice
 
 SWITCH_FIXES = ("off", "on")
 
@@ -58,7 +59,7 @@ def chosen_version(view: ConfigView, framework_name: str) -> tuple[str | None, s
             return fw.version, "markers"
     installed = fk.installed_version(versions[0].distribution) if versions else None
     if installed:
-        older = [f.version for f in versions if fk.version_key(f.version) <= fk.version_key(installed)]
+        older = [f.version for f in versions if release(f.version) <= release(installed)]
         return (older[0] if older else versions[-1].version), "installed"
     return None, ""
 
@@ -374,7 +375,7 @@ def _defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> No
 
 
 def _omitted_defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:
-    """A config file of a framework that leaves out a key whose default is a hazard (rules/frameworks: `omitted`):
+    """A config file of a framework that leaves out a key whose default is a hazard (rlcompat/knowledge/data/frameworks: `omitted`):
     reported at the table that would carry the key (the view's anchor, its first line, when the table is absent),
     with the key added where the knowledge has a value for the target."""
     done: set[tuple[str, str]] = set()
@@ -449,7 +450,7 @@ def _suggest(key: fk.FrameworkKey, kind, target) -> str:
 
 class DataExamples:
     """A rule's `bad`/`good` examples: the ones written in the rule plus the rows of the framework keys of its
-    kinds (`bad = [{text, fixed, path, target, unsafe}]` in rules/frameworks/*/*.toml), read on first use."""
+    kinds (`bad = [{text, fixed, path, target, unsafe}]` in rlcompat/knowledge/data/frameworks/*/*.toml), read on first use."""
 
     def __init__(self, which: str, written: tuple = ()) -> None:
         self.which, self.written = which, written

@@ -1,4 +1,4 @@
-"""verl settings read only by a training engine other than the default FSDP one (`engine` in rules/verl/*.toml:
+"""verl settings read only by a training engine other than the default FSDP one (`engine` in rlcompat/knowledge/data/verl/*.toml:
 Megatron, fsdp_turbo). In verl's own config files they are the values whoever selects that engine gets, so they are
 judged there, with a message that says when they apply; in a user's config or launch command they are left alone
 when the run selects another engine for that role."""
@@ -74,7 +74,7 @@ def accepted_fix(known, ctx: ConfigContext, value: str, safety: FixSafety) -> tu
     (unsafe: a bf16-pretrained model may overflow in fp16), else None: no value the engine takes runs there."""
     if not known.accepts or value in known.accepts:
         return value, safety
-    from rlcompat.precision import dtype_for
+    from rlcompat.knowledge.precision import dtype_for
 
     fp16 = next((a for a in known.accepts if a in ("float16", "fp16")), None)
     if fp16 is not None and dtype_for(ctx.target, "autocast") == "float16":

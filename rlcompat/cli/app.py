@@ -13,6 +13,7 @@ from rlcompat.cli.common import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_INTE
 from rlcompat.cli.common import failing, nothing_to_check
 from rlcompat.cli.common import emit as _emit, emit_pieces
 from rlcompat.cli.common import fail as _fail
+from rlcompat.knowledge.files import KnowledgeFileError
 from rlcompat.cli.common import run_settings as _settings
 from rlcompat.lang.pyspeed.collector import collector_off
 
@@ -26,7 +27,7 @@ app = typer.Typer(
 
 
 def _target(spec: Optional[str], settings):
-    from rlcompat.targets import TargetError, resolve_target
+    from rlcompat.knowledge.targets import TargetError, resolve_target
 
     spec = spec or settings.target
     if not spec:
@@ -238,7 +239,7 @@ def targets(
     output_format: Annotated[OutputFormat, typer.Option("--output-format", help="text or json.")] = OutputFormat.text,
 ) -> None:
     """Print the GPU target table and the named products (`rlcompat targets rtx4090`), or one target's profile with sources."""
-    from rlcompat.targets import TargetError, all_targets, products, resolve_target
+    from rlcompat.knowledge.targets import TargetError, all_targets, products, resolve_target
     from rlcompat import target_view
 
     if name:
@@ -300,3 +301,6 @@ def main() -> None:
         except KeyboardInterrupt:  # outside a command body (fix handles its own)
             typer.echo("rlcompat: interrupted", err=True)
             sys.exit(EXIT_INTERRUPTED)
+        except KnowledgeFileError as exc:  # an installed knowledge file that does not parse: no command can run
+            typer.echo(f"rlcompat: {exc}", err=True)
+            sys.exit(EXIT_ERROR)

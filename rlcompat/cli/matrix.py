@@ -39,7 +39,7 @@ def matrix_command(
     from rlcompat.cli.common import run_settings as _settings
     from rlcompat.matrix import run_matrix
     from rlcompat.report import matrix as matrix_report
-    from rlcompat.targets import TargetError, resolve_target
+    from rlcompat.knowledge.targets import TargetError, resolve_target
 
     paths = paths or ["."]
     settings = _settings(paths, config, select, ignore, extend_exclude, force_exclude)

@@ -6,7 +6,7 @@ from rlcompat.config import Options
 from rlcompat.doctor.rule import EnvironmentRule
 from rlcompat.doctor.snapshot import Environment
 from rlcompat.findings import Finding
-from rlcompat.targets import Target
+from rlcompat.knowledge.targets import Target
 
 
 def environment_rules() -> list[type[EnvironmentRule]]:

@@ -51,7 +51,7 @@ def doctor_command(
     from rlcompat.doctor import render
     from rlcompat.doctor.checks import run_checks
     from rlcompat.doctor.environment import collect
-    from rlcompat.targets import TargetError, resolve_target, target_for_capability
+    from rlcompat.knowledge.targets import TargetError, resolve_target, target_for_capability
 
     settings = _settings(["."], config, select, ignore, None, False)
     spec = target or settings.target or "auto"
@@ -103,11 +103,12 @@ def _no_gpu(env, output_format, render, emit) -> None:
 
 
 def _notes(env) -> list[str]:
-    from rlcompat.doctor import facts
+    from rlcompat.knowledge import versions
+    from rlcompat.knowledge.environment import environment_facts
 
     notes = []
-    for rule in facts.environment_facts()["driver"]["last_branch"]:
-        old = [g for g in env.gpus if g.capability < facts.capability(rule["below_capability"])]
+    for rule in environment_facts()["driver"]["last_branch"]:
+        old = [g for g in env.gpus if g.capability < versions.capability(rule["below_capability"])]
         if old:
             notes.append(f"driver R{rule['branch']} is the last branch for {old[0].name} (capability "
                          f"{old[0].capability_text}): keep the driver on it (e.g. apt-mark hold the driver packages)")
@@ -115,10 +116,10 @@ def _notes(env) -> list[str]:
 
 
 def _memory(result, model_params, algo, gpu_memory, gpus, seq_len, micro_batch, rollout, no_reference, fail) -> None:
-    from rlcompat.capabilities import runs
+    from rlcompat.knowledge.capabilities import runs
     from rlcompat.doctor import memory
     from rlcompat.doctor.render import MemoryCheck
-    from rlcompat.targets import target_for_capability
+    from rlcompat.knowledge.targets import target_for_capability
 
     env, tgt = result.env, result.target
     try:

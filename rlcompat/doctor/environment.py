@@ -16,7 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rlcompat.doctor import facts
+from rlcompat.knowledge import torch_wheels
+from rlcompat.knowledge.environment import environment_facts
 from rlcompat.doctor.snapshot import Environment, Package, TorchBuild, normalise
 from rlcompat.nvml import NvmlUnavailable, read_gpus, visible_gpus
 
@@ -35,7 +36,7 @@ TORCH_PROBE_TIMEOUT = 120  # seconds: a cold import of a CUDA torch on a slow di
 
 
 def watched_names() -> tuple[str, ...]:
-    return WATCHED + tuple(facts.environment_facts()["packages"])
+    return WATCHED + tuple(environment_facts()["packages"])
 
 
 def read_packages(names=None, distribution=metadata.distribution) -> dict[str, Package]:
@@ -58,7 +59,7 @@ def probe_torch(run=subprocess.run, python: str = sys.executable, timeout: float
     """torch's version, CUDA/HIP build and arch list, from a child interpreter; None when torch is not installed.
 
     When the child fails (a broken install, a timeout) the arch list is inferred from the version's wheel tag
-    (rules/torch_wheels.toml), and `problem` says why torch could not be asked."""
+    (rlcompat/knowledge/data/torch_wheels.toml), and `problem` says why torch could not be asked."""
     if importlib.util.find_spec("torch") is None:
         return None
     try:
@@ -77,7 +78,7 @@ def probe_torch(run=subprocess.run, python: str = sys.executable, timeout: float
     version = installed_version or _installed_version("torch")
     if version is None:
         return TorchBuild(version="unknown", cuda=None, arches_from="unknown", problem=problem)
-    variant = facts.variant_for(version)
+    variant = torch_wheels.variant(version)
     if variant is None:
         return TorchBuild(version=version, cuda=None, arches_from="unknown", problem=problem)
     return TorchBuild(version=version, cuda=variant.cuda, arches=(), arches_from="table", problem=problem)

@@ -24,10 +24,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
-from importlib import resources
 
-from rlcompat._toml import load_toml_text
+from rlcompat.knowledge.model_shapes import Shape, shapes
 
 GIB = 2**30
 CUDA_CONTEXT = int(0.6 * GIB)  # context + cuBLAS/cuDNN workspaces, outside torch's allocator statistics
@@ -59,23 +57,6 @@ def parse_bytes(text: str) -> int:
     unit = (m.group(2) or "GiB").lower()
     scale = {"gib": GIB, "g": GIB, "gb": 10**9, "mib": 2**20, "m": 2**20, "mb": 10**6}[unit]
     return int(float(m.group(1)) * scale)
-
-
-@dataclass(frozen=True)
-class Shape:
-    name: str
-    params: int
-    hidden: int
-    layers: int
-    intermediate: int
-    vocab: int
-    kv_dim: int
-
-
-@lru_cache(maxsize=1)
-def shapes() -> tuple[Shape, ...]:
-    data = load_toml_text(resources.files("rlcompat.rules").joinpath("model_shapes.toml").read_text("utf-8"))
-    return tuple(Shape(**s) for s in data["shape"])
 
 
 def nearest_shape(params: int) -> Shape:

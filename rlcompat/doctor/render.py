@@ -10,7 +10,7 @@ from rlcompat.release import __version__
 from rlcompat.doctor.memory import GIB, USABLE, Estimate
 from rlcompat.doctor.snapshot import Environment
 from rlcompat.findings import Finding
-from rlcompat.targets import Target
+from rlcompat.knowledge.targets import Target
 
 SCHEMA_VERSION = 1
 # Shown as "not installed" in text output when absent; every watched distribution appears in JSON when present.

@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from rlcompat.capabilities import min_capability
-from rlcompat.doctor import facts
+from rlcompat.knowledge.capabilities import min_capability
+from rlcompat.knowledge import versions
+from rlcompat.knowledge.environment import error_text, package_facts
 from rlcompat.doctor.snapshot import ENVIRONMENT_PATH, Environment, Package
 from rlcompat.findings import Finding, Location
 from rlcompat.rule import Rule
@@ -24,14 +25,14 @@ class EnvFinding(Finding):
     """A finding about the environment: also the exact error it prevents and what to do."""
 
     problem: str = ""  # what is wrong (the message without the remedy)
-    error_id: str = ""  # "E8": an id in rules/environment.toml [errors]
+    error_id: str = ""  # "E8": an id in rlcompat/knowledge/data/environment.toml [errors]
     error_text: str = ""  # the message the user would otherwise meet
     remedy: str = ""  # what to do, as a command where there is one
 
 
 class EnvironmentRule(Rule):
     languages = frozenset({"environment"})
-    # The error ids (rules/environment.toml [errors]) whose messages this rule's findings forestall; the
+    # The error ids (rlcompat/knowledge/data/environment.toml [errors]) whose messages this rule's findings forestall; the
     # troubleshooting page (docs/troubleshooting.md) is generated from them.
     prevents: ClassVar[tuple[str, ...]] = ()
 
@@ -48,7 +49,7 @@ class EnvironmentRule(Rule):
 
     def finding(self, message: str, *, error: str, remedy: str, package: Package | None = None,
                 severity: str | None = None, **fmt) -> EnvFinding:
-        text = facts.error_text(error).format_map(_Defaults(fmt)) if error else ""
+        text = error_text(error).format_map(_Defaults(fmt)) if error else ""
         return EnvFinding(
             code=self.code,
             name=self.name,
@@ -72,19 +73,19 @@ class _Defaults(dict):
 
 
 def below(cc: tuple[int, int], threshold: str | None) -> bool:
-    return threshold is not None and cc < facts.capability(threshold)
+    return threshold is not None and cc < versions.capability(threshold)
 
 
 class PackageRequirementRule(EnvironmentRule):
-    """An installed distribution that needs a minimum capability (rules/environment.toml [packages.NAME]):
-    an error below `min_capability` (the installed release's, where rules/capabilities.toml's row changed between
+    """An installed distribution that needs a minimum capability (rlcompat/knowledge/data/environment.toml [packages.NAME]):
+    an error below `min_capability` (the installed release's, where rlcompat/knowledge/data/capabilities.toml's row changed between
     releases), a warning below `warn_below`."""
 
     package_name: str = ""
 
     @classmethod
     def requirement(cls) -> dict:
-        return facts.package_facts(cls.package_name)
+        return package_facts(cls.package_name)
 
     @classmethod
     def applies_to(cls, target) -> bool:

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from rlcompat._toml import load_toml_text
+from rlcompat.knowledge import versions
 from rlcompat.nvml import Gpu
 
 ENVIRONMENT_PATH = "<environment>"  # the location of findings about the machine rather than one distribution
@@ -83,7 +84,7 @@ class Environment:
                 index=i,
                 name=g["name"],
                 uuid=g.get("uuid", f"GPU-{i:08d}-0000-0000-0000-000000000000"),
-                capability=tuple(int(p) for p in g["capability"].split(".")),  # type: ignore[arg-type]
+                capability=versions.capability(g["capability"]),
                 memory_total=int(float(g.get("memory_gib", 16)) * 2**30),
                 driver_version=g.get("driver", "580.95.05"),
                 cuda_driver_version=g.get("cuda_driver", "13.0"),

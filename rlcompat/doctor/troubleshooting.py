@@ -5,20 +5,20 @@ from __future__ import annotations
 
 import re
 
-from rlcompat.doctor import facts
+from rlcompat.knowledge.environment import environment_facts
 from rlcompat.doctor.checks import environment_rules
 from rlcompat.rules import file_rules
-from rlcompat.targets import sources
+from rlcompat.knowledge.targets import sources
 
 
 def markdown() -> str:
-    errors = facts.environment_facts()["errors"]
+    errors = environment_facts()["errors"]
     rules = environment_rules()
     # Scan rules that name the error they prevent (declared environments, vLLM command lines) join the list.
     scan_rules = [r for r in file_rules() if getattr(r, "prevents", ())]
     table = sources()
     out = ["# Troubleshooting: error messages and the doctor findings that prevent them", "",
-           "Generated from `rules/environment.toml`, the RLC5xx rules and the scan rules that name an error there by "
+           "Generated from `rlcompat/knowledge/data/environment.toml`, the RLC5xx rules and the scan rules that name an error there by "
            "`python -m rlcompat.doctor.troubleshooting`; do not edit by hand.", "",
            "Paste the message you got into your browser's find box. `rlcompat doctor` (on the machine) or "
            "`rlcompat doctor --target sm61` (anywhere) reports the finding before the error happens; "
@@ -52,8 +52,8 @@ def markdown() -> str:
 
 
 def _precision_sections(table: dict[str, str]) -> list[str]:
-    """Errors the precision rules (rules/precision.toml) prevent: found by `scan`, rewritten by `fix`."""
-    from rlcompat import precision
+    """Errors the precision rules (rlcompat/knowledge/data/precision.toml) prevent: found by `scan`, rewritten by `fix`."""
+    from rlcompat.knowledge import precision
     from rlcompat.rules import file_rules
 
     by_code = {r.code: r for r in file_rules()}
@@ -77,7 +77,7 @@ def _precision_sections(table: dict[str, str]) -> list[str]:
 def _example_finding(rule, error_id: str):
     """The finding of the rule's own Bad example that names this error (its remedy is real output)."""
     from rlcompat.doctor.snapshot import Environment
-    from rlcompat.targets import resolve_target
+    from rlcompat.knowledge.targets import resolve_target
 
     found = [f for b in rule.bad for f in rule(resolve_target(b.target)).check(Environment.from_toml(b.code))]
     return next((f for f in found if f.error_id == error_id), found[0] if found else None)

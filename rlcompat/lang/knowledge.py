@@ -4,7 +4,7 @@ is handed.
 Whoever runs a front end (the engine, `rlcompat matrix`) resolves the framework knowledge for the scanned file's tree
 (rlcompat/file_knowledge.py) and passes it to `check` as `knowledge`; front ends read it through this interface and
 never open a knowledge file, so a language knows no framework. Adding a framework's switch or config shape is a data
-row in rules/, not a change here.
+row in rlcompat/knowledge/data/, not a change here.
 """
 
 from __future__ import annotations

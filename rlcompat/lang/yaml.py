@@ -11,7 +11,7 @@ line and character-column marks, so the rest of this module does not know which 
 Fixes never re-dump the document: a setting's value span is the exact characters of its scalar (inside its
 quotes), so a fix replaces those and every comment, blank line, quote style and flow mapping stays as it was.
 A file inside verl's `trainer/config/<group>/` is a Hydra config group: its keys are mounted where
-verl's knowledge (rules/verl/<version>.toml) says, e.g. rollout/rollout.yaml under `actor_rollout_ref.rollout`.
+verl's knowledge (rlcompat/knowledge/data/verl/<version>.toml) says, e.g. rollout/rollout.yaml under `actor_rollout_ref.rollout`.
 """
 
 from __future__ import annotations

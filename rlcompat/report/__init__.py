@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from rlcompat.findings import FileError, Finding
-from rlcompat.targets import Target
+from rlcompat.knowledge.targets import Target
 
 FORMATS = {
     "text": "rlcompat.report.text",

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from rlcompat.release import __version__
 from rlcompat.rules.codes import CODES, REPORT_NAMES
 from rlcompat.findings import FileError, Finding, FixSafety, at_least
-from rlcompat.targets import Target
+from rlcompat.knowledge.targets import Target
 
 
 

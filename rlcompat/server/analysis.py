@@ -14,7 +14,7 @@ from rlcompat.config import ConfigError, Options, load_options
 from rlcompat.discovery import EXPLICIT_ONLY, json_skip_reason, language_of, toml_skip_reason
 from rlcompat.findings import Edit, Finding
 from rlcompat.server.positions import UTF16, PositionMap
-from rlcompat.targets import Target, TargetError, resolve_target
+from rlcompat.knowledge.targets import Target, TargetError, resolve_target
 
 # For a buffer with no file name yet (an "untitled:" URI): the editor's language identifier, as LSP lists them
 # (https://microsoft.github.io/language-server-protocol/specifications/lsp/3.17/specification/#textDocumentItem).

@@ -48,7 +48,7 @@ def verify_command(
 ) -> None:
     """Run one tiny PPO step through the tree's own verl code under the target GPU's limits; PASS or FAIL."""
     from rlcompat.cli.common import fail
-    from rlcompat.targets import TargetError, resolve_target
+    from rlcompat.knowledge.targets import TargetError, resolve_target
     from rlcompat.verify.report import render_json, render_text
     from rlcompat.verify.result import EXIT_ENV
     from rlcompat.verify.runner import VerifyRequest, VerifyUsageError, resolve_package, run_verify

@@ -30,10 +30,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from rlcompat.spellings import flash_attention
+from rlcompat.knowledge.spellings import flash_attention
 
 # Modules that hold FlashAttention kernels, and transformers' attn_implementation values selecting them, by the
-# target fact that says whether the card can run them (rules/spellings.toml).
+# target fact that says whether the card can run them (rlcompat/knowledge/data/spellings.toml).
 FLASH_MODULES = {m: fa.fact for fa in map(flash_attention, (2, 3)) for m in fa.modules}
 FLASH_IMPLEMENTATIONS = {fa.implementations[0]: fa.fact for fa in map(flash_attention, (2, 3))}
 
@@ -280,7 +280,7 @@ class TargetGuard:
         self._undo.append(lambda: setattr(CompiledKernel, "_init_handles", original))
 
     def _install_amp_checks(self) -> None:
-        from rlcompat.precision import dtype_for
+        from rlcompat.knowledge.precision import dtype_for
 
         if dtype_for(self.target, "autocast") != "float16":
             return

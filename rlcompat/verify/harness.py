@@ -68,7 +68,7 @@ class Harness:
     # ---- the run ------------------------------------------------------------------------------------------------
     def run(self) -> int:
         a = self.args
-        from rlcompat.targets import resolve_target
+        from rlcompat.knowledge.targets import resolve_target
 
         target = resolve_target(a.target)
         with self.phase("import torch"):
@@ -431,7 +431,7 @@ class Harness:
 
 def same_generation(torch, target) -> bool:
     """A GPU of the target's own architecture: the card is the judge, so the guard only watches."""
-    from rlcompat.targets import TargetError, target_for_capability
+    from rlcompat.knowledge.targets import TargetError, target_for_capability
 
     try:
         return target_for_capability(*torch.cuda.get_device_capability(0)).architecture == target.architecture

@@ -257,7 +257,7 @@ def run_trainer(req: TrainerRequest, workdir: Path) -> dict:
     if req.device == "cuda":
         from rlcompat.verify import trainer_memory
 
-        from rlcompat.targets import resolve_target
+        from rlcompat.knowledge.targets import resolve_target
 
         settings = trainer_memory.run_settings(final, _parameter_count(model), batch, response, req.target,
                                                resolve_target(req.target).training_dtype)
@@ -290,7 +290,7 @@ def verify_trainer(req: TrainerRequest) -> dict:
     import shutil
     import tempfile
 
-    from rlcompat.targets import resolve_target
+    from rlcompat.knowledge.targets import resolve_target
 
     workdir = Path(tempfile.mkdtemp(prefix="rlcompat-verify-trainer-"))
     start = time.perf_counter()

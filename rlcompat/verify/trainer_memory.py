@@ -10,7 +10,7 @@ cache, as a separate row.
 
 from __future__ import annotations
 
-from rlcompat.spellings import torch_dtype_name
+from rlcompat.knowledge.spellings import torch_dtype_name
 
 GIB = 2**30
 _TRUE = ("true", "1", "yes")

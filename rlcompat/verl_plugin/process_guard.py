@@ -22,7 +22,7 @@ def install_process_guard(target_name: str, log_path: str | None, tree: str | No
         return
     import torch
 
-    from rlcompat.targets import resolve_target
+    from rlcompat.knowledge.targets import resolve_target
     from rlcompat.verify.guard import TargetGuard
     from rlcompat.verify.harness import same_generation
 

@@ -25,7 +25,7 @@ class HFRolloutServer:
                  cuda_visible_devices: Optional[str] = None, device: Optional[str] = None):
         import torch
 
-        from rlcompat.spellings import torch_dtype_name
+        from rlcompat.knowledge.spellings import torch_dtype_name
         from rlcompat.verl_plugin.engine import HFGenerator
 
         self.config = config

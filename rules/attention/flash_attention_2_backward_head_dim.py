@@ -4,7 +4,8 @@ from pathlib import Path
 
 import libcst as cst
 
-from rlcompat import flash_attn_facts, model_config
+from rlcompat import model_config
+from rlcompat.knowledge import flash_attn_backward
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.analysis.pymodel import attention_and_model_path
 from rlcompat.lang.python import PendingFix, PythonRule
@@ -61,14 +62,14 @@ class FlashAttention2BackwardHeadDim(PythonRule):
 
     @classmethod
     def applies_to(cls, target) -> bool:
-        return flash_attn_facts.applies_to(target)
+        return flash_attn_backward.applies_to(target)
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
         found = attention_and_model_path(node, "flash_attention_2")
         if found is None:
             return
         impl, path = found
-        hazard = flash_attn_facts.backward_hazard(model_config.model_shape(path, ctx.path), self.target)
+        hazard = flash_attn_backward.backward_hazard(model_config.model_shape(path, ctx.path), self.target)
         if hazard is None:
             return
         if hazard.with_dropout:

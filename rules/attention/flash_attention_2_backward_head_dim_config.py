@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rlcompat import flash_attn_facts, model_config
+from rlcompat import model_config
+from rlcompat.knowledge import flash_attn_backward
 from rlcompat.analysis import confighelpers as h
 from rlcompat.analysis.confighelpers import remove_flag
 from rlcompat.lang.settings import ConfigRule
@@ -63,14 +64,14 @@ class FlashAttention2BackwardHeadDimConfig(ConfigRule):
 
     @classmethod
     def applies_to(cls, target) -> bool:
-        return flash_attn_facts.applies_to(target)
+        return flash_attn_backward.applies_to(target)
 
     def check_config(self, view, ctx) -> None:
         paths = view.by_name(*_MODEL_NAMES) + view.flags(*_MODEL_FLAGS)
         verl_model = view.get(VERL_MODEL) if view.is_verl else None
         if verl_model is not None:
             paths.append(verl_model)
-        hazard = next((z for z in (flash_attn_facts.backward_hazard(model_config.model_shape(s.value, ctx.path),
+        hazard = next((z for z in (flash_attn_backward.backward_hazard(model_config.model_shape(s.value, ctx.path),
                                                                      self.target)
                                    for s in paths if s.value) if z is not None), None)
         if hazard is None:

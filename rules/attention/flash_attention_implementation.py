@@ -7,7 +7,7 @@ from rlcompat.lang.python import PendingFix, PythonRule
 from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
 from rlcompat.rules.attention.helpers import is_flash_attn_guard
-from rlcompat.spellings import flash_attention
+from rlcompat.knowledge.spellings import flash_attention
 
 
 def _names_attention(name: str) -> bool:

@@ -8,7 +8,7 @@ from rlcompat.analysis.knowledgecheck import RESOLVED_ORIGINS
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
-from rlcompat.spellings import flash_attention
+from rlcompat.knowledge.spellings import flash_attention
 from rlcompat.verl_knowledge import omitted_mapping_names
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    algorithm.adv_estimator=grpo \\\n    {extra}trainer.n_gpus_per_node=1\n"
@@ -101,7 +101,7 @@ class FlashAttentionSetting(ConfigRule):
 
         h.set_or_add(view, ctx, "attn-implementation", lambda v: self._bad(v, target),
                      lambda v: ("sdpa", FixSafety.SAFE), describe, roles=("actor", "critic"))
-        # verl's Megatron engine: override_transformer_config.attention_backend (rules/verl/*.toml, `engine`)
+        # verl's Megatron engine: override_transformer_config.attention_backend (rlcompat/knowledge/data/verl/*.toml, `engine`)
         report_engine_settings(view, ctx, "engine-attention-backend",
                                lambda v: v.strip().lower() == "flash" and not target.flash_attn_2,
                                lambda v: ("unfused", FixSafety.UNSAFE),

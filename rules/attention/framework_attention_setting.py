@@ -21,7 +21,7 @@ class FrameworkAttentionSetting(ConfigRule):
     name = "framework-attention-setting"
     title = "A framework's attention setting (from rlcompat's framework knowledge) that needs FlashAttention"
     what = (
-        "Reads rules/frameworks/: keys, flags and environment variables of kind `attention`, `flash-switch`, "
+        "Reads rlcompat/knowledge/data/frameworks/: keys, flags and environment variables of kind `attention`, `flash-switch`, "
         "`attention-backend`, `flash-only-switch` and `ring-attention` (OpenRLHF `--ds.attn_implementation`, "
         "`--flash_attn`, `--packing_samples`, `--ring_attn_size`; LLaMA-Factory `flash_attn: fa2`; ms-swift "
         "`attn_impl`; SGLang `--attention-backend`; VLLM_ATTENTION_BACKEND=FLASH_ATTN) and reports values that need "

@@ -1,14 +1,14 @@
 from __future__ import annotations
 
-from rlcompat import declared_facts as wheels
-from rlcompat.doctor import facts
+from rlcompat.knowledge import torch_wheels, versions
+from rlcompat.knowledge.environment import environment_facts
 from rlcompat.lang.declared import DeclaredRule
 from rlcompat.findings import Edit, FixSafety
 from rlcompat.rule import Bad, Good
 
 
 def _nvcc() -> dict:
-    return facts.environment_facts()["nvcc"]
+    return environment_facts()["nvcc"]
 
 
 class BaseImageCudaCannotTarget(DeclaredRule):
@@ -18,7 +18,7 @@ class BaseImageCudaCannotTarget(DeclaredRule):
     what = (
         "Reads `FROM` lines of Dockerfiles: `nvidia/cuda:<CUDA>-...` and `pytorch/pytorch:<torch>-cuda<CUDA>-...`. "
         "Reports CUDA 13+ for a GPU below 7.5, a CUDA older than the first that knows the GPU (Blackwell needs "
-        "12.8), and a pytorch/pytorch image whose torch build (rules/torch_wheels.toml) has no kernels for it."
+        "12.8), and a pytorch/pytorch image whose torch build (rlcompat/knowledge/data/torch_wheels.toml) has no kernels for it."
     )
     why = (
         "CUDA 13.0 removed offline compilation for capability < 7.5 [S27][S28] (`nvcc fatal : Unsupported gpu "
@@ -29,7 +29,7 @@ class BaseImageCudaCannotTarget(DeclaredRule):
     fix_safety = (
         "For `nvidia/cuda` the fix swaps the CUDA release at the head of the tag for the last 12.x release, keeping "
         "the rest (`-cudnn-devel-ubuntu24.04`). Unsafe: it changes the toolkit version, and that tag's existence is "
-        "not verified (rules/environment.toml [docker]). pytorch/pytorch images get no fix."
+        "not verified (rlcompat/knowledge/data/environment.toml [docker]). pytorch/pytorch images get no fix."
     )
     triggers = ("FROM", "from")
     sources = ("S27", "S28", "S29", "S48", "S55")
@@ -75,7 +75,7 @@ class BaseImageCudaCannotTarget(DeclaredRule):
                            FixSafety.UNSAFE, "use the last CUDA 12 image")
                 continue
             version = image.torch_version
-            variant = wheels.variant("cu" + cuda.replace(".", ""), version) if version else None
+            variant = torch_wheels.variant(version, "cu" + cuda.replace(".", "")) if version else None
             if variant is not None and not variant.runs_on(self.target.capability):
                 ctx.report(image.tag_span, f"{image.image}:{image.tag} holds torch {version} for CUDA {cuda}, built "
                                            f"for {', '.join(variant.arches)} only: no kernels for {self.target.name} "
@@ -84,22 +84,22 @@ class BaseImageCudaCannotTarget(DeclaredRule):
     def _cuda_problem(self, cuda: str) -> str | None:
         limit = _nvcc()["cannot_target_below"]
         cc = self.target.capability
-        if cc < facts.capability(limit["capability"]) and not wheels.cuda_below(cuda, limit["cuda"]):
+        if cc < versions.capability(limit["capability"]) and not torch_wheels.cuda_below(cuda, limit["cuda"]):
             return (f"cannot compile for {self.target.name} ({self.target.capability_text}): CUDA {limit['cuda']}+ "
                     f"targets {limit['capability']}+ only (`nvcc fatal : Unsupported gpu architecture "
                     f"'compute_{self.target.cc}'`), and torch's CUDA 13 wheels have no kernels for it")
         # The entry for the nearest capability at or below the card's (sm120 is 12.0's, not 11.0's).
-        known = [m for m in _nvcc()["min_cuda"] if facts.capability(m["capability"]) <= cc]
-        first = max(known, key=lambda m: facts.capability(m["capability"]))["cuda"] if known else None
-        if first and wheels.cuda_below(cuda, first):
+        known = [m for m in _nvcc()["min_cuda"] if versions.capability(m["capability"]) <= cc]
+        first = max(known, key=lambda m: versions.capability(m["capability"]))["cuda"] if known else None
+        if first and torch_wheels.cuda_below(cuda, first):
             return f"predates {self.target.name} ({self.target.capability_text}): CUDA {first}+ is needed"
         return None
 
     def _retag(self, image) -> Edit | None:
         cc = self.target.capability
-        if cc >= facts.capability(_nvcc()["cannot_target_below"]["capability"]):
+        if cc >= versions.capability(_nvcc()["cannot_target_below"]["capability"]):
             return None  # a newer card: the old tag is not the way out
-        last = {d["cuda"]: d["tag"] for d in facts.environment_facts()["docker"]["nvidia_cuda_last"]}
+        last = {d["cuda"]: d["tag"] for d in environment_facts()["docker"]["nvidia_cuda_last"]}
         release = image.tag.split("-", 1)[0]
         replacement = last.get("12")
         if replacement is None:

@@ -1,15 +1,16 @@
 from __future__ import annotations
 
-from rlcompat.capabilities import last_release_that_runs, min_capability
-from rlcompat.declared_facts import minimum_installed, shipped_by_image, torch_required_by
-from rlcompat.doctor import facts
+from rlcompat.knowledge.capabilities import last_release_that_runs, min_capability
+from rlcompat.knowledge import versions
+from rlcompat.knowledge.environment import environment_facts, error_text, shipped_by_image
+from rlcompat.rules.declared_environment.helpers import minimum_installed, torch_required_by
 from rlcompat.lang.declared import DeclaredRule
 from rlcompat.rule import Bad, Good
 
 
 def _minimums() -> dict[str, dict]:
-    """Packages rules/environment.toml gives a hard minimum capability (the table doctor's RLC503-RLC507 read)."""
-    return {name: p for name, p in facts.environment_facts()["packages"].items() if "min_capability" in p}
+    """Packages rlcompat/knowledge/data/environment.toml gives a hard minimum capability (the table doctor's RLC503-RLC507 read)."""
+    return {name: p for name, p in environment_facts()["packages"].items() if "min_capability" in p}
 
 
 class DeclaredPackageUnsupportedGpu(DeclaredRule):
@@ -19,12 +20,12 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
     what = (
         "Reports a declared requirement (pip or conda; requirement files, pyproject.toml, environment files, "
         "`pip install` in Dockerfiles and scripts) for a package whose minimum compute capability in "
-        "rules/environment.toml `[packages]` is above the target: flash-attn (8.0), flash-attn-3 and -4 (9.0), "
+        "rlcompat/knowledge/data/environment.toml `[packages]` is above the target: flash-attn (8.0), flash-attn-3 and -4 (9.0), "
         "SGLang (7.5), and vLLM per release, judged for the release the specifier installs (pip's newest "
         f"allowed): {min_capability('vllm').by_release()}. A base image whose tag names a package it ships "
-        "(rules/environment.toml `[[docker.ships]]`: `hiyouga/pytorch:...-flashattn2.7.4-...`) counts as that "
+        "(rlcompat/knowledge/data/environment.toml `[[docker.ships]]`: `hiyouga/pytorch:...-flashattn2.7.4-...`) counts as that "
         "requirement. `rlcompat doctor` reads the same table for what is installed. A package a pyproject.toml "
-        "optional extra lists, of a release whose torch requirement rules/torch_wheels.toml `[[requires_torch]]` "
+        "optional extra lists, of a release whose torch requirement rlcompat/knowledge/data/torch_wheels.toml `[[requires_torch]]` "
         "knows, is not reported: installing an extra selects nothing, and the torch it brings is RLC601's to judge; "
         "where that is not known, the package's own minimum is reported."
     )
@@ -66,7 +67,7 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         Good("ARG BASE_IMAGE=hiyouga/pytorch:th2.6.0-cu124-flashattn2.7.4-cxx11abi0-devel\nFROM ${BASE_IMAGE}\n",
              path="Dockerfile", target="sm80"),
         Good("FROM hiyouga/pytorch:th2.6.0-cu124-cxx11abi0-devel\n", path="Dockerfile"),
-        # an extra that keeps the machine's torch (flash-attn 2.8.3 asks for any torch: rules/torch_wheels.toml)
+        # an extra that keeps the machine's torch (flash-attn 2.8.3 asks for any torch: rlcompat/knowledge/data/torch_wheels.toml)
         Good('[project]\nname = "x"\n\n[project.optional-dependencies]\nfast = ["flash-attn==2.8.3"]\n', path="pyproject.toml"),
         # a branch the build's own ARG default skips (LLaMA-Factory 0.9.5 docker/docker-cuda/Dockerfile:7, :39-43)
         Good("FROM python:3.11\nARG INSTALL_FLASHATTN=false\nRUN if [ \"${INSTALL_FLASHATTN}\" == \"true\" ]; then \\\n"
@@ -75,7 +76,7 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
 
     @classmethod
     def applies_to(cls, target) -> bool:
-        return any(target.capability < facts.capability(p["min_capability"]) for p in _minimums().values())
+        return any(target.capability < versions.capability(p["min_capability"]) for p in _minimums().values())
 
     def check_declared(self, group, ctx) -> None:
         minimums = _minimums()
@@ -86,12 +87,12 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
                     continue
                 needed = (minimum_installed(p["min_capability_of"], "==" + release).text if "min_capability_of" in p
                           else p["min_capability"])
-                if self.target.capability >= facts.capability(needed):
+                if self.target.capability >= versions.capability(needed):
                     continue
                 ctx.report(image.tag_span, f"{image.image}:{image.tag} ships {package} {release} "
                                            f"({proof.split(' (')[0]}): it needs compute capability "
                                            f"{needed}+, {self.target.name} is {self.target.capability_text}: "
-                                           f"{p['why']} (`{facts.error_text(p['error'])}`)", [None])
+                                           f"{p['why']} (`{error_text(p['error'])}`)", [None])
         for req in group.requirements:
             if req.extra and torch_required_by(req.name, req.spec, req.extras) is not None:
                 continue  # an extra selects nothing; what it does to torch is known, and RLC601's to judge
@@ -102,7 +103,7 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
             # A minimum that changed between releases: the one of the release this specifier installs.
             row = minimum_installed(p["min_capability_of"], req.spec) if "min_capability_of" in p else None
             needed = row.text if row is not None else p["min_capability"]
-            if self.target.capability >= facts.capability(needed):
+            if self.target.capability >= versions.capability(needed):
                 continue
             current = min_capability(p["min_capability_of"]) if row is not None else None
             written, history = req.name, ""
@@ -112,4 +113,4 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
                 history = f"; {current.by_release()}" + (f": pin {req.name}<={older}" if older else "")
             ctx.report(req.span, f"{written} needs compute capability {needed}+, {self.target.name} is "
                                  f"{self.target.capability_text}: {p['why']}{history} "
-                                 f"(`{facts.error_text(p['error'])}`)", [None])
+                                 f"(`{error_text(p['error'])}`)", [None])

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from rlcompat import declared_facts as wheels
-from rlcompat.doctor import facts
+from rlcompat.knowledge import torch_wheels, versions
+from rlcompat.rules.declared_environment.helpers import chosen_torch, torch_required_by
 from rlcompat.lang.declared import DeclaredRule
 from rlcompat.lang.settings import Span
 from rlcompat.findings import Edit, FixSafety
@@ -22,8 +22,8 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         "`pytorch-cuda=X.Y`) in requirement files, pyproject.toml, conda environment files, Dockerfiles and `pip "
         "install` commands of scripts. The release pip installs is the newest one the specifier allows; the variant is "
         "the index's (or the version's `+cuXXX`) tag, else what PyPI ships for that release. Reports it when the "
-        "variant's architecture list (rules/torch_wheels.toml, the table `rlcompat doctor` reads) has no code for "
-        "the target. A requirement whose release pins torch exactly (`vllm==0.11.0`: torch 2.8.0, rules/torch_wheels.toml "
+        "variant's architecture list (rlcompat/knowledge/data/torch_wheels.toml, the table `rlcompat doctor` reads) has no code for "
+        "the target. A requirement whose release pins torch exactly (`vllm==0.11.0`: torch 2.8.0, rlcompat/knowledge/data/torch_wheels.toml "
         "`[[requires_torch]]`) installs that torch. In pyproject.toml each extra's torch pin is judged as pip installs it "
         "(from PyPI: pip reads no `[tool.uv]` table), and the uv index torch comes from once, where `[tool.uv.sources]` "
         "sends torch to an explicit index (an explicit index nothing sends torch to is not torch's)."
@@ -42,7 +42,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         "`--extra-index-url` line for that variant (unsafe: pip then prefers the `+cuXXX` build of the same "
         "release, which depends on resolution order)."
     )
-    triggers = ("torch", "pytorch", "vllm", "sglang")  # packages rules/torch_wheels.toml [[requires_torch]] knows to pin one
+    triggers = ("torch", "pytorch", "vllm", "sglang")  # packages rlcompat/knowledge/data/torch_wheels.toml [[requires_torch]] knows to pin one
     sources = ("S29", "S30", "S31", "S32", "S34")
     prevents = ("E1", "E2")
 
@@ -65,7 +65,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         Bad(UV_ROUTED.format(tag="cu128"), path="pyproject.toml", fixed=UV_ROUTED.format(tag="cu118")),
         # pip: PyPI's 2.8.0 is the cu128 build (reported at the pin; no fix in a pyproject)
         Bad('[project]\nname = "x"\n\n[project.optional-dependencies]\ngpu = ["torch==2.8.0"]\n', path="pyproject.toml"),
-        # an optional extra is its own install; vllm 0.11.0 pins torch 2.8.0 (rules/torch_wheels.toml [[requires_torch]])
+        # an optional extra is its own install; vllm 0.11.0 pins torch 2.8.0 (rlcompat/knowledge/data/torch_wheels.toml [[requires_torch]])
         Bad('[project]\nname = "x"\n\n[project.optional-dependencies]\nvllm = ["vllm==0.11.0"]\n', path="pyproject.toml"),
     )
     good = (
@@ -85,7 +85,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
 
     @classmethod
     def applies_to(cls, target) -> bool:
-        return not all(v.runs_on(target.capability) for v in facts.wheel_variants())
+        return not all(v.runs_on(target.capability) for v in torch_wheels.wheel_variants())
 
     def check_declared(self, group, ctx) -> None:
         if group.kind == "pyproject":
@@ -108,35 +108,35 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             return
         if any("$" in i.url and i.kind == "index" for i in group.indexes):
             return  # the index comes from a variable the shell front end could not resolve: unknown, not PyPI
-        version = wheels.chosen_torch(torch.spec.split("+", 1)[0] if "+" in torch.spec else torch.spec)
+        version = chosen_torch(torch.spec.split("+", 1)[0] if "+" in torch.spec else torch.spec)
         if version is None:
             return
-        local = facts.local_tag(torch.spec)
+        local = versions.local_tag(torch.spec)
         tag = local or (index.pytorch_tag if index is not None else None)
-        variant = wheels.variant(tag, version)
+        variant = torch_wheels.variant(version, tag)
         if variant is None or variant.runs_on(cc):
             return
-        fit = wheels.fitting_tag(version, cc)
+        fit = torch_wheels.fitting_tag(version, cc)
         where = f"the {variant.tag} index" if index is not None or local else f"PyPI (its {variant.tag} build)"
         pinned = torch.spec.startswith(("==", "===")) or (torch.conda and torch.spec.startswith("="))
-        release = version if pinned else f"{version} (the newest release `torch{torch.spec}` allows, per rules/torch_wheels.toml)"
+        release = version if pinned else f"{version} (the newest release `torch{torch.spec}` allows, per rlcompat/knowledge/data/torch_wheels.toml)"
         message = (f"torch {release} from {where} has kernels for {', '.join(variant.arches)} only: none runs on "
                    f"{self.target.name} ({self.target.capability_text}), so the first CUDA call fails with `no "
                    f"kernel image is available`")
         edits: list[Edit | None] = []
         safety, description = FixSafety.SAFE, ""
         if fit is not None and index is not None and not index.editable:
-            message += f"; set it to {facts.index_url(fit)} where the variable is defined"
+            message += f"; set it to {torch_wheels.index_url(fit)} where the variable is defined"
         elif fit is not None and index is not None:
             edits.append(_retag(index.tag_span(), fit))
             if local:
                 plus = ctx.source_text.find("+", torch.span.start, torch.span.end) if torch.editable else -1
                 edits.append(Edit(plus + 1, plus + 1 + len(local), fit) if plus >= 0 else None)
             description = f"install the {fit} build of torch {version}"
-            message += f"; use {facts.index_url(fit)}"
+            message += f"; use {torch_wheels.index_url(fit)}"
         elif fit is not None and not local:
             description = f"add the {fit} index, whose build of torch {version} runs on {self.target.name}"
-            message += f"; install from {facts.index_url(fit)}"
+            message += f"; install from {torch_wheels.index_url(fit)}"
             edits.append(_extra_index_line(group, torch, fit, ctx.source_text))
             safety = FixSafety.UNSAFE
         elif fit is None:
@@ -151,24 +151,24 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         cc = self.target.capability
         torches = [r for r in group.requirements if r.name == "torch" and not r.conda]
         for torch in torches:
-            version = wheels.chosen_torch(torch.spec.split("+", 1)[0] if "+" in torch.spec else torch.spec)
-            variant = wheels.variant(facts.local_tag(torch.spec), version) if version else None
+            version = chosen_torch(torch.spec.split("+", 1)[0] if "+" in torch.spec else torch.spec)
+            variant = torch_wheels.variant(version, versions.local_tag(torch.spec)) if version else None
             if variant is None or variant.runs_on(cc):
                 continue
-            fit = wheels.fitting_tag(version, cc)
+            fit = torch_wheels.fitting_tag(version, cc)
             extra = f" (the `{torch.extra}` extra)" if torch.extra else ""
-            where = f"the {variant.tag} index" if facts.local_tag(torch.spec) else f"PyPI (its {variant.tag} build)"
+            where = f"the {variant.tag} index" if versions.local_tag(torch.spec) else f"PyPI (its {variant.tag} build)"
             ctx.report(torch.span, f"pip installs torch {self._release(torch.spec, version)}{extra} from {where}: "
-                                   f"{self._lacks(variant)}" + (f"; install from {facts.index_url(fit)}" if fit else
+                                   f"{self._lacks(variant)}" + (f"; install from {torch_wheels.index_url(fit)}" if fit else
                                                                 "; no official wheel of this release runs on it"),
                        [None])
         index = next((i for i in group.indexes if i.uv_only and i.pytorch_tag), None)
         if index is not None and not torches:
             self._index_only(index, ctx)
         elif index is not None:
-            versions = sorted({v for v in (wheels.chosen_torch(t.spec.split("+", 1)[0]) for t in torches) if v},
-                              key=facts.release)
-            lacking = [(v, found) for v in versions if (found := wheels.variant(index.pytorch_tag, v)) is not None
+            releases = sorted({v for v in (chosen_torch(t.spec.split("+", 1)[0]) for t in torches) if v},
+                              key=versions.release)
+            lacking = [(v, found) for v in releases if (found := torch_wheels.variant(v, index.pytorch_tag)) is not None
                        and not found.runs_on(cc)]
             if lacking:
                 fit = _common_fit([v for v, _ in lacking], cc)
@@ -177,72 +177,72 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
                            f"({how}); torch {lacking[0][0]} there: {self._lacks(lacking[0][1])}")
                 edits: list[Edit | None] = [None]
                 if fit is not None:
-                    message += f"; use {facts.index_url(fit)}"
+                    message += f"; use {torch_wheels.index_url(fit)}"
                     edits = [_retag(index.tag_span(), fit)]
                 ctx.report(index.routed_at or index.span, message, edits, FixSafety.SAFE,
                            f"install torch from the {fit} index" if fit else "")
         self._torch_brought_by_others(group, None, ctx)
 
     def _torch_brought_by_others(self, group, index, ctx) -> None:
-        """A requirement whose release pins torch exactly (rules/torch_wheels.toml `[[requires_torch]]`: vllm==0.11.0
+        """A requirement whose release pins torch exactly (rlcompat/knowledge/data/torch_wheels.toml `[[requires_torch]]`: vllm==0.11.0
         installs torch 2.8.0) replaces the machine's torch, from the group's pip index if it names one, else PyPI.
         Left alone where the same install pins another torch (pip refuses the pair)."""
         cc = self.target.capability
         for req in group.requirements:
-            pin = wheels.torch_required_by(req.name, req.spec, req.extras) if req.name != "torch" else None
+            pin = torch_required_by(req.name, req.spec, req.extras) if req.name != "torch" else None
             if pin is None or not pin.torch:
                 continue
             own = [t for t in group.requirements if t.name == "torch" and t.extra in ("", req.extra)]
             if any(t.spec.startswith("==") and t.spec[2:].split("+", 1)[0] != pin.torch for t in own):
                 continue
             tag = index.pytorch_tag if index is not None and not index.uv_only else None
-            variant = wheels.variant(tag, pin.torch)
+            variant = torch_wheels.variant(pin.torch, tag)
             if variant is None or variant.runs_on(cc):
                 continue
-            fit = wheels.fitting_tag(pin.torch, cc)
+            fit = torch_wheels.fitting_tag(pin.torch, cc)
             where = f"the {variant.tag} index" if tag else f"PyPI (its {variant.tag} build)"
             ctx.report(req.span, f"{req.name}{req.spec} installs torch {pin.torch} with it ({pin.proof}), from {where}: "
                                  f"{self._lacks(variant)}"
-                                 + (f"; install torch from {facts.index_url(fit)} first, or pin another release"
+                                 + (f"; install torch from {torch_wheels.index_url(fit)} first, or pin another release"
                                     if fit else ""), [None])
 
     def _release(self, spec: str, version: str) -> str:
         pinned = spec.startswith(("==", "==="))
-        return version if pinned else f"{version} (the newest release `torch{spec}` allows, per rules/torch_wheels.toml)"
+        return version if pinned else f"{version} (the newest release `torch{spec}` allows, per rlcompat/knowledge/data/torch_wheels.toml)"
 
     def _lacks(self, variant) -> str:
         return (f"it has kernels for {', '.join(variant.arches)} only: none runs on {self.target.name} "
                 f"({self.target.capability_text}), so the first CUDA call fails with `no kernel image is available`")
 
     def _index_only(self, index, ctx) -> None:
-        tagged = wheels.variants_tagged(index.pytorch_tag)
+        tagged = torch_wheels.variants_tagged(index.pytorch_tag)
         cc = self.target.capability
         if not tagged or any(v.runs_on(cc) for v in tagged):
             return
-        newest = ".".join(map(str, wheels.torch_releases()[-1]))
-        found = facts.wheel_for_target(newest, cc)  # the variant doctor's RLC501 would recommend
+        newest = ".".join(map(str, torch_wheels.torch_releases()[-1]))
+        found = torch_wheels.wheel_for_target(newest, cc)  # the variant doctor's RLC501 would recommend
         fit = found[1].tag if found else None
         ctx.report(index.routed_at or index.span, f"no torch build on the {index.pytorch_tag} index has kernels for "
                                f"{self.target.name} ({self.target.capability_text})"
-                               + (f"; use {facts.index_url(fit)}" if fit else ""), [None])
+                               + (f"; use {torch_wheels.index_url(fit)}" if fit else ""), [None])
 
     def _conda(self, group, conda_cuda, ctx) -> None:
         torch = group.conda_package("pytorch")
         tag = "cu" + conda_cuda.spec.lstrip("=<>!~ ").replace(".", "")[:3]
-        version = wheels.chosen_torch(torch.spec)
-        variant = wheels.variant(tag, version) if version else None
+        version = chosen_torch(torch.spec)
+        variant = torch_wheels.variant(version, tag) if version else None
         if variant is None or variant.runs_on(self.target.capability):
             return
         ctx.report(conda_cuda.span, f"pytorch {version} built for CUDA {conda_cuda.spec.lstrip('=')} has kernels for "
                                     f"{', '.join(variant.arches)} only: none runs on {self.target.name}", [None])
 
 
-def _common_fit(versions: list[str], cc: tuple[int, int]) -> str | None:
+def _common_fit(releases: list[str], cc: tuple[int, int]) -> str | None:
     """The lowest-CUDA variant tag that ships every one of these torch releases with kernels for `cc` (one index for
     all of a file's pins), or None."""
-    tags = [v.tag for v in sorted(facts.wheel_variants(), key=lambda v: facts.release(v.cuda))]
-    return next((t for t in dict.fromkeys(tags) if all((found := wheels.variant(t, v)) is not None and found.runs_on(cc)
-                                                        for v in versions)), None)
+    tags = [v.tag for v in sorted(torch_wheels.wheel_variants(), key=lambda v: versions.release(v.cuda))]
+    return next((t for t in dict.fromkeys(tags) if all((found := torch_wheels.variant(v, t)) is not None and found.runs_on(cc)
+                                                        for v in releases)), None)
 
 
 def _retag(span: Span | None, tag: str) -> Edit | None:
@@ -251,7 +251,7 @@ def _retag(span: Span | None, tag: str) -> Edit | None:
 
 def _extra_index_line(group, torch, tag: str, text: str) -> Edit | None:
     """`--extra-index-url URL` before the torch line of a requirement file, or after the torch word of a command."""
-    url = facts.index_url(tag)
+    url = torch_wheels.index_url(tag)
     if group.kind == "requirements":
         line_start = text.rfind("\n", 0, torch.span.start) + 1
         newline = "\r\n" if text[text.find("\n", line_start) - 1: text.find("\n", line_start)] == "\r" else "\n"

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import re
 
-from rlcompat.doctor import facts
+from rlcompat.knowledge.environment import environment_facts
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.findings import Edit, FixSafety
 from rlcompat.rule import Bad, Good
@@ -101,7 +101,7 @@ class MultiGpuLaunchConsumerP2p(ConfigRule):
         # The variables go right before the program word, after any `VAR=...` the command already has.
         program = view.word_spans[0] if name in ("torchrun", "deepspeed") or at < 2 else view.word_spans[at - 2]
         prefix = " ".join(f"{v}=1" for v in missing) + " "
-        fixed = facts.environment_facts()["nccl_p2p"]["driver_fixed"]  # the entry doctor's RLC515 reads
+        fixed = environment_facts()["nccl_p2p"]["driver_fixed"]  # the entry doctor's RLC515 reads
         ctx.report(view.word_spans[at], f"{count} processes on GeForce RTX 40xx cards without "
                                         f"{' and '.join(f'{v}=1' for v in missing)}: under drivers before {fixed} "
                                         f"NCCL peer-to-peer hangs and accelerate refuses to start",

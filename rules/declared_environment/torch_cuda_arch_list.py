@@ -1,10 +1,9 @@
 from __future__ import annotations
 
 import re
-
-from rlcompat import declared_facts as wheels
 from rlcompat.discovery import declared_language
-from rlcompat.doctor import facts
+from rlcompat.knowledge import torch_wheels, versions
+from rlcompat.knowledge.environment import environment_facts
 from rlcompat.lang.declared import Declared, DeclaredRule, GroupView, Variable, from_command
 from rlcompat.lang.settings import Span
 from rlcompat.findings import Edit, FixSafety
@@ -109,10 +108,10 @@ class TorchCudaArchList(DeclaredRule):
         if not listed:
             return
         cc = self.target.capability
-        limit = facts.environment_facts()["nvcc"]["cannot_target_below"]
-        floor = facts.capability(limit["capability"])
+        limit = environment_facts()["nvcc"]["cannot_target_below"]
+        floor = versions.capability(limit["capability"])
         cuda = group.cuda
-        too_old = [e for e in listed if e[0] < floor] if cuda and not wheels.cuda_below(cuda, limit["cuda"]) else []
+        too_old = [e for e in listed if e[0] < floor] if cuda and not torch_wheels.cuda_below(cuda, limit["cuda"]) else []
         runs = any(c == cc or (c[0] == cc[0] and c[1] <= cc[1]) or (ptx and c <= cc) for c, ptx in listed)
         if too_old:
             names = ", ".join(f"{c[0]}.{c[1]}" for c, _ in too_old)
@@ -123,7 +122,7 @@ class TorchCudaArchList(DeclaredRule):
                                                                   f"12 base image (RLC602)"),
                        [edit], FixSafety.SAFE, f"drop {names}")
             return
-        if not runs and cuda and not wheels.cuda_below(cuda, limit["cuda"]) and cc < floor:
+        if not runs and cuda and not torch_wheels.cuda_below(cuda, limit["cuda"]) and cc < floor:
             ctx.report(variable.span, f"TORCH_CUDA_ARCH_LIST has no entry that runs on {self.target.name} "
                                       f"({self.target.capability_text}), and CUDA {cuda} cannot compile for it: the "
                                       f"base image has to change first (RLC602)", [None])

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from rlcompat.analysis import confighelpers as h
-from rlcompat.precision import dtype_for
+from rlcompat.knowledge.precision import dtype_for
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.analysis.confighelpers import turn_off
 from rlcompat.findings import FixSafety

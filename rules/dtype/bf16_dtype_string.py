@@ -2,13 +2,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rlcompat import precision
+from rlcompat.knowledge import precision
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.analysis.deadfields import dead_field, enclosing_class
 from rlcompat.lang.python import PendingFix, PythonRule
 from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
-from rlcompat.spellings import bf16_replacements
+from rlcompat.knowledge.spellings import bf16_replacements
 
 # accelerate's `mixed_precision` takes "no" | "fp16" | "bf16" | "fp8": fp32 is spelled "no".
 _MIXED_PRECISION = {"float32": "no", "float16": "fp16"}
@@ -83,7 +83,7 @@ class Bf16DtypeString(PythonRule):
 
     def visit_SimpleString(self, node: cst.SimpleString, ctx) -> None:
         value = h.string_value(node)
-        if value not in bf16_replacements():  # the bf16 spellings dtype-parsing code accepts (rules/spellings.toml)
+        if value not in bf16_replacements():  # the bf16 spellings dtype-parsing code accepts (rlcompat/knowledge/data/spellings.toml)
             return
         role = h.role_of(node, ctx.ancestors)
         if not self._selects(role, ctx):

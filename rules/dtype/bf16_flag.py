@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rlcompat import precision
+from rlcompat.knowledge import precision
 from rlcompat.analysis.pyswitches import switched_on
 from rlcompat.lang.python import PendingFix, PythonRule
 from rlcompat.findings import FixSafety

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from rlcompat import precision
+from rlcompat.knowledge import precision
 from rlcompat.analysis import confighelpers as h
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.findings import FixSafety

@@ -4,7 +4,7 @@ import re
 
 import libcst as cst
 
-from rlcompat import precision
+from rlcompat.knowledge import precision
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.lang.python import PendingFix, PythonRule
 from rlcompat.findings import FixSafety

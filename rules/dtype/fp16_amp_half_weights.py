@@ -6,7 +6,7 @@ from rlcompat.analysis import pyhelpers as h
 from rlcompat.lang.python import ImportMap, PendingFix, PythonRule
 from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
-from rlcompat.spellings import half_to_fp32
+from rlcompat.knowledge.spellings import half_to_fp32
 
 _HALF_ATTRS = {"float16": "float16", "half": "float16", "bfloat16": "bfloat16"}
 _WEIGHT_KEYWORDS = ("torch_dtype", "dtype")

@@ -4,7 +4,7 @@ from rlcompat.analysis import confighelpers as h
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
-from rlcompat.spellings import half_to_fp32
+from rlcompat.knowledge.spellings import half_to_fp32
 
 WEIGHT_FLAGS = ("--torch_dtype", "--torch-dtype")
 WEIGHT_KEYS = ("torch_dtype", "model_dtype")

@@ -12,7 +12,7 @@ class FrameworkDtypeSetting(ConfigRule):
     name = "framework-dtype-setting"
     title = "A framework's dtype, bf16 or TF32 setting (from rlcompat's framework knowledge) the GPU lacks"
     what = (
-        "Reads rules/frameworks/<framework>/<version>.toml: every key, flag or environment variable whose kind is "
+        "Reads rlcompat/knowledge/data/frameworks/<framework>/<version>.toml: every key, flag or environment variable whose kind is "
         "`dtype`, `bf16-switch`, `tf32-switch` or `fp8-switch` (OpenRLHF `--ds.param_dtype`, TRL/transformers `bf16`, `tf32`, "
         "`model_init_kwargs.torch_dtype`, accelerate `mixed_precision` and ACCELERATE_MIXED_PRECISION, DeepSpeed "
         "`bf16.enabled` incl. \"auto\", vLLM/SGLang `--dtype`, LLaMA-Factory `pure_bf16`/`infer_dtype`, torchtune "

@@ -11,7 +11,7 @@ class FrameworkLowPrecisionTraining(ConfigRule):
     name = "framework-low-precision-training"
     title = "A framework's fp8 or MX training converter (from rlcompat's framework knowledge) below compute capability 8.9"
     what = (
-        "Reads rules/frameworks/: keys of kind `low-precision-training` (torchtitan's `model.converters` with "
+        "Reads rlcompat/knowledge/data/frameworks/: keys of kind `low-precision-training` (torchtitan's `model.converters` with "
         "`quantize.linear.float8`, `quantize.grouped_mm.float8` or the MX converters, in a TOML train config or as "
         "a `--model.converters` flag) and reports a converter the target cannot run. Unlike a dtype, a converter is "
         "one item of a list, and it has no value that works on an older GPU."

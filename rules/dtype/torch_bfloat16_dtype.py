@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rlcompat import precision
+from rlcompat.knowledge import precision
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.lang.python import PendingFix, PythonRule
 from rlcompat.findings import FixSafety
@@ -30,7 +30,7 @@ class TorchBfloat16Dtype(PythonRule):
         "sm_80 or higher`) [S37], and inductor skips bf16 graphs [S5]."
     )
     fix_safety = (
-        "The replacement follows the precision policy (rules/precision.toml, docs/precision.md) for the role the dtype "
+        "The replacement follows the precision policy (rlcompat/knowledge/data/precision.toml, docs/precision.md) for the role the dtype "
         "plays. Training weights (`torch_dtype=`, `.to(...)`, `param_dtype=`, defaults) become `torch.float32` on every "
         "target without bf16: safe, the same computation with more precision and range (fp16 AMP needs fp32 master "
         "weights anyway [S60]). Autocast and compute dtypes (`autocast(dtype=)`, `bnb_4bit_compute_dtype=`) and rollout "

@@ -15,7 +15,7 @@ class VerlEngineBf16Dtype(ConfigRule):
     title = "bf16 set for a verl training engine other than the default FSDP one (Megatron, fsdp_turbo)"
     what = (
         "Finds bf16 in the settings that only verl's other training engines read, as listed per verl version in "
-        "rules/verl/<version>.toml (`engine`): the Megatron engine's `megatron.dtype` (actor, ref, critic, the 0.7 "
+        "rlcompat/knowledge/data/verl/<version>.toml (`engine`): the Megatron engine's `megatron.dtype` (actor, ref, critic, the 0.7 "
         "reward model) and fsdp_turbo's `turbo_config.distributed.fsdp_plan.param_dtype`/`output_dtype`. In verl's "
         "own config files they are what a run that selects that engine gets, so they are reported there, saying "
         "when they apply; in a user's config or command they are left alone when the run selects another engine, and a "

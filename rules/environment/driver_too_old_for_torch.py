@@ -1,12 +1,13 @@
 from __future__ import annotations
 
-from rlcompat.doctor import facts
+from rlcompat.knowledge import torch_wheels, versions
+from rlcompat.knowledge.environment import environment_facts
 from rlcompat.doctor.rule import EnvironmentRule
 from rlcompat.rule import Bad, Good
 
 
 def _branch(driver_version: str) -> int:
-    return facts.release(driver_version)[0]
+    return versions.release(driver_version)[0]
 
 
 class DriverTooOldForTorch(EnvironmentRule):
@@ -39,15 +40,15 @@ class DriverTooOldForTorch(EnvironmentRule):
         torch = env.torch
         if not env.driver_version or torch is None or not torch.cuda:
             return []
-        major = str(facts.release(torch.cuda)[0])
-        table = facts.environment_facts()["driver"]["min_branch"]
+        major = str(versions.release(torch.cuda)[0])
+        table = environment_facts()["driver"]["min_branch"]
         need = next((m["branch"] for m in table if m["cuda"] == major), None)
         if need is None or _branch(env.driver_version) >= need:
             return []
-        fitting = facts.wheel_for_target(torch.version, self.target.capability)
+        fitting = torch_wheels.wheel_for_target(torch.version, self.target.capability)
         older = ""
-        if fitting and facts.release(fitting[1].cuda)[0] < int(major):
-            older = f", or install the {fitting[1].tag} torch: pip install '{fitting[0]}' --index-url {facts.index_url(fitting[1].tag)}"
+        if fitting and versions.release(fitting[1].cuda)[0] < int(major):
+            older = f", or install the {fitting[1].tag} torch: pip install '{fitting[0]}' --index-url {torch_wheels.index_url(fitting[1].tag)}"
         return [self.finding(
             f"driver {env.driver_version} (R{_branch(env.driver_version)}) is older than R{need}, the first branch "
             f"for CUDA {major}.x that torch {torch.version} needs", error="X5",

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from rlcompat.doctor import facts
+from rlcompat.knowledge import versions
 from rlcompat.doctor.rule import PackageRequirementRule, below
 from rlcompat.rule import Bad, Good
 
@@ -49,7 +49,7 @@ class FlashAttnUnsupportedGpu(PackageRequirementRule):
         pkg = env.package(self.package_name)
         new_arch = self.requirement()["new_arch"]
         if (pkg is not None and not found and not below(self.target.capability, new_arch["min_capability"])
-                and facts.release(pkg.version) < facts.release(new_arch["min_version"])):
+                and versions.release(pkg.version) < versions.release(new_arch["min_version"])):
             found.append(self.finding(
                 f"{pkg.name} {pkg.version} has no kernels for {self.where()}: wheels before "
                 f"{new_arch['min_version']} are built for sm80 and sm90 only",

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import os
 
-from rlcompat.doctor import facts
+from rlcompat.knowledge import versions
+from rlcompat.knowledge.environment import environment_facts
 from rlcompat.doctor.rule import EnvironmentRule
 from rlcompat.rule import Bad, Good
 
@@ -10,7 +11,7 @@ GPU = '[[gpu]]\nname = "NVIDIA GeForce RTX 4090"\ncapability = "8.9"\ndriver = "
 
 
 def p2p_facts() -> dict:
-    return facts.environment_facts()["nccl_p2p"]  # the entry RLC605 reads for launch scripts
+    return environment_facts()["nccl_p2p"]  # the entry RLC605 reads for launch scripts
 
 
 class NcclP2pConsumerDriver(EnvironmentRule):
@@ -19,7 +20,7 @@ class NcclP2pConsumerDriver(EnvironmentRule):
     title = "Several GeForce RTX 40xx GPUs under a driver whose NCCL peer-to-peer hangs"
     what = (
         "Reports two or more visible GPUs whose name contains `RTX 40` under a driver older than 550.40.07 "
-        "(rules/environment.toml `[nccl_p2p]`, the entry the script rule RLC605 reads), unless this process has "
+        "(rlcompat/knowledge/data/environment.toml `[nccl_p2p]`, the entry the script rule RLC605 reads), unless this process has "
         "NCCL_P2P_DISABLE=1 and NCCL_IB_DISABLE=1 set."
     )
     why = (
@@ -43,7 +44,7 @@ class NcclP2pConsumerDriver(EnvironmentRule):
     def check(self, env):
         p2p = p2p_facts()
         cards = [g for g in env.gpus if p2p["gpu_name_contains"] in g.name]
-        if len(cards) < 2 or facts.release(cards[0].driver_version) >= facts.release(p2p["driver_fixed"]):
+        if len(cards) < 2 or versions.release(cards[0].driver_version) >= versions.release(p2p["driver_fixed"]):
             return []
         if all(os.environ.get(v) == "1" for v in ("NCCL_P2P_DISABLE", "NCCL_IB_DISABLE")):
             return []

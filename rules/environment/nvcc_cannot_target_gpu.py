@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from rlcompat.doctor import facts
+from rlcompat.knowledge import versions
+from rlcompat.knowledge.environment import environment_facts
 from rlcompat.doctor.rule import EnvironmentRule, below
 from rlcompat.rule import Bad, Good
 
@@ -36,18 +37,18 @@ class NvccCannotTargetGpu(EnvironmentRule):
     def check(self, env):
         if not env.nvcc:
             return []
-        table = facts.environment_facts()["nvcc"]
-        cc, nvcc = self.target.capability, facts.release(env.nvcc)
+        table = environment_facts()["nvcc"]
+        cc, nvcc = self.target.capability, versions.release(env.nvcc)
         cut = table["cannot_target_below"]
-        if below(cc, cut["capability"]) and nvcc >= facts.release(cut["cuda"]):
+        if below(cc, cut["capability"]) and nvcc >= versions.release(cut["cuda"]):
             return [self.finding(
                 f"nvcc {env.nvcc} cannot compile for {self.where()}: CUDA {cut['cuda']}+ dropped capabilities below "
                 f"{cut['capability']}", error=cut["error"], cc=f"{cc[0]}{cc[1]}",
                 remedy="install CUDA 12.9 (the last toolkit for this card) and put its bin/ first on PATH, or set "
                        "CUDA_HOME to it before building extensions")]
-        needed = [m for m in table["min_cuda"] if not below(cc, m["capability"]) and cc[0] == facts.capability(m["capability"])[0]]
-        need = max(needed, key=lambda m: facts.capability(m["capability"]), default=None)
-        if need and nvcc < facts.release(need["cuda"]):
+        needed = [m for m in table["min_cuda"] if not below(cc, m["capability"]) and cc[0] == versions.capability(m["capability"])[0]]
+        need = max(needed, key=lambda m: versions.capability(m["capability"]), default=None)
+        if need and nvcc < versions.release(need["cuda"]):
             return [self.finding(
                 f"nvcc {env.nvcc} is older than CUDA {need['cuda']}, the first toolkit that targets {self.where()}",
                 error="X2", cc=f"{cc[0]}{cc[1]}", remedy=f"install CUDA {need['cuda']} or newer")]

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from rlcompat.doctor import facts
+from rlcompat.knowledge import versions
 from rlcompat.doctor.rule import EnvironmentRule
 from rlcompat.rule import Bad, Good
 
@@ -30,9 +30,9 @@ class NvccTorchCudaMismatch(EnvironmentRule):
         torch = env.torch
         if not env.nvcc or torch is None or not torch.cuda:
             return []
-        if facts.release(env.nvcc)[:1] == facts.release(torch.cuda)[:1]:
+        if versions.release(env.nvcc)[:1] == versions.release(torch.cuda)[:1]:
             return []
         return [self.finding(
             f"nvcc is CUDA {env.nvcc} but torch {torch.version} was built with CUDA {torch.cuda}: extensions built "
             "here will not compile", error="X3", nvcc=env.nvcc, torch_cuda=torch.cuda,
-            remedy=f"set CUDA_HOME to a CUDA {facts.release(torch.cuda)[0]}.x toolkit before building extensions")]
+            remedy=f"set CUDA_HOME to a CUDA {versions.release(torch.cuda)[0]}.x toolkit before building extensions")]

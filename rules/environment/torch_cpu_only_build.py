@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from rlcompat.doctor import facts
+from rlcompat.knowledge import torch_wheels
 from rlcompat.doctor.rule import EnvironmentRule
 from rlcompat.rule import Bad, Good
 
@@ -34,11 +34,11 @@ class TorchCpuOnlyBuild(EnvironmentRule):
         torch = env.torch
         if torch is None or not torch.is_cpu_only:
             return []
-        fitting = facts.wheel_for_target(torch.version, self.target.capability)
+        fitting = torch_wheels.wheel_for_target(torch.version, self.target.capability)
         if fitting is None:
             remedy = f"no official CUDA wheel ships {self.target.name}: build torch from source"
         else:
             requirement, variant = fitting
-            remedy = (f"install a CUDA build: pip install '{requirement}' --index-url {facts.index_url(variant.tag)}")
+            remedy = (f"install a CUDA build: pip install '{requirement}' --index-url {torch_wheels.index_url(variant.tag)}")
         return [self.finding(f"torch {torch.version} is a CPU-only build: it cannot use {self.where()}",
                              error="X1", remedy=remedy, package=env.package("torch"))]

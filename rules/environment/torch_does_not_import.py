@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from rlcompat.doctor import facts
+from rlcompat.knowledge import torch_wheels, versions
 from rlcompat.doctor.rule import EnvironmentRule
 from rlcompat.rule import Bad, Good
 
@@ -43,5 +43,5 @@ class TorchDoesNotImport(EnvironmentRule):
 
 
 def _index(version: str) -> str:
-    tag = facts.local_tag(version)
-    return f" --index-url {facts.index_url(tag)}" if tag and tag.startswith(("cu", "cpu", "rocm")) else ""
+    tag = versions.local_tag(version)
+    return f" --index-url {torch_wheels.index_url(tag)}" if tag and tag.startswith(("cu", "cpu", "rocm")) else ""

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from rlcompat.doctor import facts
+from rlcompat.knowledge import torch_wheels
 from rlcompat.doctor.rule import EnvironmentRule
 from rlcompat.rule import Bad, Good
 
@@ -65,22 +65,22 @@ class TorchWheelLacksArch(EnvironmentRule):
         arches = torch.arches
         inferred = False
         if not arches:
-            variant = facts.variant_for(torch.version)
+            variant = torch_wheels.variant(torch.version)
             if variant is None:
                 return []
             arches, inferred = variant.arches, True
         cc = self.target.capability
-        if facts.runnable_arches(arches, cc):
+        if torch_wheels.runnable_arches(arches, cc):
             return []
         how = " (inferred from its version: torch itself could not be asked)" if inferred else ""
         message = (f"torch {torch.version} is built for {' '.join(arches)}{how}: nothing runs on "
                    f"{self.where()}")
-        fitting = facts.wheel_for_target(torch.version, cc)
+        fitting = torch_wheels.wheel_for_target(torch.version, cc)
         if fitting is None:
             remedy = (f"no official torch wheel ships {self.target.name}: build torch from source with "
                       f"TORCH_CUDA_ARCH_LIST={self.target.capability_text}")
         else:
             requirement, variant = fitting
             remedy = (f"install the {variant.tag} wheel: pip install '{requirement}' --index-url "
-                      f"{facts.index_url(variant.tag)} (torchvision/torchaudio from the same index)")
+                      f"{torch_wheels.index_url(variant.tag)} (torchvision/torchaudio from the same index)")
         return [self.finding(message, error="E1", remedy=remedy, package=env.package("torch"))]

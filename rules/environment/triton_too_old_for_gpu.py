@@ -1,14 +1,15 @@
 from __future__ import annotations
 
-from rlcompat.doctor import facts
+from rlcompat.knowledge import versions
+from rlcompat.knowledge.environment import environment_facts
 from rlcompat.doctor.rule import EnvironmentRule, below
 from rlcompat.rule import Bad, Good
 
 
 def _requirement(target) -> dict | None:
     """The strictest Triton minimum that applies to the target, if any."""
-    fitting = [r for r in facts.environment_facts()["triton_min_version"] if not below(target.capability, r["min_capability"])]
-    return max(fitting, key=lambda r: facts.release(r["version"]), default=None)
+    fitting = [r for r in environment_facts()["triton_min_version"] if not below(target.capability, r["min_capability"])]
+    return max(fitting, key=lambda r: versions.release(r["version"]), default=None)
 
 
 class TritonTooOldForGpu(EnvironmentRule):
@@ -41,7 +42,7 @@ class TritonTooOldForGpu(EnvironmentRule):
     def check(self, env):
         req = _requirement(self.target)
         pkg = env.package("triton") or env.package("pytorch-triton")
-        if req is None or pkg is None or facts.release(pkg.version) >= facts.release(req["version"]):
+        if req is None or pkg is None or versions.release(pkg.version) >= versions.release(req["version"]):
             return []
         return [self.finding(
             f"{pkg.name} {pkg.version} cannot compile for {self.where()}: it needs Triton {req['version']}+",

@@ -1,13 +1,14 @@
 from __future__ import annotations
 
-from rlcompat.doctor import facts
+from rlcompat.knowledge import versions
+from rlcompat.knowledge.environment import environment_facts
 from rlcompat.doctor.rule import EnvironmentRule, below
 from rlcompat.rule import Bad, Good
 
 
 def _hazards(version: str, target) -> list[dict]:
-    return [h for h in facts.environment_facts()["verl"]
-            if facts.version_in(version, h["min"], h["below"]) and below(target.capability, h["min_capability_ok"])]
+    return [h for h in environment_facts()["verl"]
+            if versions.version_in(version, h["min"], h["below"]) and below(target.capability, h["min_capability_ok"])]
 
 
 class VerlKnownHazards(EnvironmentRule):
@@ -15,7 +16,7 @@ class VerlKnownHazards(EnvironmentRule):
     name = "verl-known-hazards"
     title = "The installed verl release has known hazards on the target GPU"
     what = (
-        "Reports, for the installed verl release, the hazards rules/environment.toml lists for it below the "
+        "Reports, for the installed verl release, the hazards rlcompat/knowledge/data/environment.toml lists for it below the "
         "capability they need: the critic loader that hard-codes flash_attention_2, and flash-attention/bf16/"
         "torch.compile defaults."
     )
@@ -47,7 +48,7 @@ class VerlKnownHazards(EnvironmentRule):
 
     @classmethod
     def applies_to(cls, target) -> bool:
-        return any(below(target.capability, h["min_capability_ok"]) for h in facts.environment_facts()["verl"])
+        return any(below(target.capability, h["min_capability_ok"]) for h in environment_facts()["verl"])
 
     def check(self, env):
         pkg = env.package("verl")

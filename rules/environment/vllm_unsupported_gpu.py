@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from rlcompat.capabilities import last_release_that_runs, min_capability
+from rlcompat.knowledge.capabilities import last_release_that_runs, min_capability
 from rlcompat.doctor.rule import PackageRequirementRule
 from rlcompat.rule import Bad, Good
 
@@ -13,7 +13,7 @@ class VllmUnsupportedGpu(PackageRequirementRule):
     title = "vLLM is installed for rollout on a GPU it does not support"
     what = (
         "Reports an installed `vllm` release on a card below that release's minimum compute capability "
-        "(rules/capabilities.toml, per release: the same table `scan`'s RLC401/RLC407/RLC413 read for the current "
+        "(rlcompat/knowledge/data/capabilities.toml, per release: the same table `scan`'s RLC401/RLC407/RLC413 read for the current "
         f"release): {_VLLM.by_release()}."
     )
     why = (

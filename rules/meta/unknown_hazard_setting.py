@@ -7,7 +7,7 @@ from rlcompat.analysis.confighelpers import remove_flag, where
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
-from rlcompat.spellings import bf16_replacements, flash_attention, flash_attention_backends, fp8_names
+from rlcompat.knowledge.spellings import bf16_replacements, flash_attention, flash_attention_backends, fp8_names
 
 DTYPE_WORDS = {"dtype", "precision", "mp", "amp"}
 # verl's knowledge covers its FSDP engine; in verl's own configs the net leaves the other training engines' sections
@@ -36,7 +36,7 @@ class UnknownHazardSetting(ConfigRule):
     title = "A setting rlcompat has no knowledge of whose name and value say bf16, FlashAttention or compile"
     what = (
         "The net under the framework knowledge: any config key, flag or environment variable that no file in "
-        "rules/frameworks/ or rules/verl/ describes, whose name says what it selects (a name part `dtype`, "
+        "rlcompat/knowledge/data/frameworks/ or rlcompat/knowledge/data/verl/ describes, whose name says what it selects (a name part `dtype`, "
         "`precision`, `attn`/`attention`, `flash`, `compile`, `bf16`, `fp8`) and whose value is a hazard on the target "
         "(`bf16`, `bfloat16`, `torch.bfloat16`, `flash_attention_2`, `fa2`, `FLASH_ATTN`, `fp8`, or true for a "
         "bf16/flash/compile switch). It is a warning whose message says the key is not in the knowledge base: the "

@@ -45,7 +45,7 @@ class Fp8RolloutQuantization(ConfigRule):
         return not target.fp8
 
     def check_config(self, view, ctx) -> None:
-        # `vllm serve --quantization` is RLC405's, from vLLM's own per-method minimums (rules/vllm.toml).
+        # `vllm serve --quantization` is RLC405's, from vLLM's own per-method minimums (rlcompat/knowledge/data/vllm.toml).
         flags = [] if vllm_command(view.command_words) else view.flags("--quantization")
         found = [s for s in (view.get("actor_rollout_ref.rollout.quantization"),) if s] + flags
         for s in found:

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from rlcompat.analysis.knowledgecheck import DataExamples, check, spells_a_key
-from rlcompat.capabilities import min_capability
+from rlcompat.knowledge.capabilities import min_capability
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.rule import Bad, Good
 
@@ -13,11 +13,11 @@ class FrameworkRolloutSetting(ConfigRule):
     name = "framework-rollout-setting"
     title = "A framework's generation-engine setting (from rlcompat's framework knowledge) the GPU cannot run"
     what = (
-        "Reads rules/frameworks/: keys and flags of kind `rollout-engine`, `vllm-switch`, `vllm-engines`, "
+        "Reads rlcompat/knowledge/data/frameworks/: keys and flags of kind `rollout-engine`, `vllm-switch`, `vllm-engines`, "
         "`quantization`, `kv-cache-dtype` and `eager-switch` (TRL `use_vllm`, OpenRLHF `--vllm.num_engines` and "
         "`--vllm_num_engines`, ms-swift `infer_backend`, SGLang `--quantization`, `--kv-cache-dtype`, vLLM/SGLang "
         "`--enforce-eager`) and reports what the target cannot run. vLLM's `--quantization` and `--kv-cache-dtype` "
-        "are RLC405's and RLC406's, judged per method from rules/vllm.toml."
+        "are RLC405's and RLC406's, judged per method from rlcompat/knowledge/data/vllm.toml."
     )
     why = (
         f"{min_capability('vllm').by_release()} [S7]; SGLang refuses < 7.5 [S35]; fp8 "

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from rlcompat.capabilities import last_release_that_runs, min_capability
+from rlcompat.knowledge.capabilities import last_release_that_runs, min_capability
 
 
 def unsupported_reason(target) -> str:
-    """Why vLLM does not run on `target`, from rules/capabilities.toml's `vllm` row (its minimum per release): one
+    """Why vLLM does not run on `target`, from rlcompat/knowledge/data/capabilities.toml's `vllm` row (its minimum per release): one
     text for RLC401, RLC407 and RLC413. A script names no vLLM release, so the current one is judged."""
     head = f"{min_capability('vllm').by_release()} and {target.name} is {target.capability_text}"
     if last_release_that_runs("vllm", target):

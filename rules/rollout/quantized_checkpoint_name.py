@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from rlcompat import checkpoint_names
+from rlcompat.knowledge import quantized_checkpoints
 from rlcompat import framework_knowledge as fk
 from rlcompat.analysis.knowledgecheck import attributed
 from rlcompat.lang.settings import ConfigRule
@@ -9,7 +9,7 @@ from rlcompat.rule import Bad, Good
 
 def _is_model_key(key: str) -> bool:
     name = fk.normalise(key).lower()
-    return any(name == k or name.endswith("." + k) for k in checkpoint_names.model_keys())
+    return any(name == k or name.endswith("." + k) for k in quantized_checkpoints.model_keys())
 
 
 class QuantizedCheckpointName(ConfigRule):
@@ -19,7 +19,7 @@ class QuantizedCheckpointName(ConfigRule):
     what = (
         "Reads the settings that name the model a run loads (`base_model`, `model_name_or_path`, `pretrain`, "
         "`model.path`, `--model`, ...) and the format its name says, from the table in "
-        "rules/quantized_checkpoints.toml (`...-AWQ`, `...-NVFP4`). The format's minimum compute capability is the "
+        "rlcompat/knowledge/data/quantized_checkpoints.toml (`...-AWQ`, `...-NVFP4`). The format's minimum compute capability is the "
         "lowest of the engines that load it (vLLM, AutoAWQ); in a config of a framework with its own row (axolotl "
         "trains NVFP4 bases only with its own kernels) that framework's. A warning: the name is a hint, the "
         "checkpoint's `quantization_config` decides."
@@ -56,19 +56,19 @@ class QuantizedCheckpointName(ConfigRule):
 
     @classmethod
     def applies_to(cls, target) -> bool:
-        return any(target.capability < e.min_capability for f in checkpoint_names.formats() for e in f.engines)
+        return any(target.capability < e.min_capability for f in quantized_checkpoints.formats() for e in f.engines)
 
     def check_config(self, view, ctx) -> None:
         target = ctx.target
         for s in view.settings:
             if s.value is None or not _is_model_key(s.key):
                 continue
-            fmt = checkpoint_names.name_format(s.value)
+            fmt = quantized_checkpoints.name_format(s.value)
             if fmt is None:
                 continue
             own = {e.framework for e in fmt.engines if e.framework}
             frameworks = {fw.name for fw in fk.frameworks() if fw.name in own and attributed(view, ctx, fw)}
-            engines = checkpoint_names.engines_for(fmt, frameworks)
+            engines = quantized_checkpoints.engines_for(fmt, frameworks)
             lowest = min(e.min_capability for e in engines)
             if target.capability >= lowest:
                 continue

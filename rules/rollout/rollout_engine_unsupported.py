@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import os
 
-from rlcompat.capabilities import min_capability, runs
+from rlcompat.knowledge.capabilities import min_capability, runs
 from rlcompat.analysis.verlengines import in_its_config
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.findings import FixSafety
@@ -41,7 +41,7 @@ def hf_rollout_available() -> bool:
 def engine_runs(engine: str, target) -> tuple[bool, str]:
     if engine == "hf":  # HF transformers' generate(): runs wherever torch runs (verl <= 0.5 registers it)
         return True, ""
-    # The thresholds are rules/capabilities.toml's rows (targets.toml's vllm/sglang booleans agree with them).
+    # The thresholds are rlcompat/knowledge/data/capabilities.toml's rows (targets.toml's vllm/sglang booleans agree with them).
     if engine == "vllm":
         return runs("vllm", target), unsupported_reason(target)
     if engine == "sglang":

@@ -4,7 +4,7 @@ import ast
 
 import libcst as cst
 
-from rlcompat.capabilities import min_capability, runs
+from rlcompat.knowledge.capabilities import min_capability, runs
 from rlcompat.lang.pyspeed.chunks import NotParsed, chunks
 from rlcompat.lang.python import PythonRule
 from rlcompat.rule import Bad, Good

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rlcompat import vllm_facts
+from rlcompat.knowledge import vllm
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.lang.python import PendingFix, PythonRule
 from rlcompat.findings import FixSafety
@@ -18,7 +18,7 @@ class VllmEngineQuantizationKeyword(PythonRule):
     title = "`LLM(quantization=...)` / `kv_cache_dtype=` asks vLLM for a method it refuses on the GPU"
     what = (
         "Finds `quantization=` and `kv_cache_dtype=` string arguments of vLLM's `LLM(...)`, `EngineArgs(...)` and "
-        "`AsyncEngineArgs(...)`, and compares them with rules/vllm.toml (the table RLC405 reads for command lines)."
+        "`AsyncEngineArgs(...)`, and compares them with rlcompat/knowledge/data/vllm.toml (the table RLC405 reads for command lines)."
     )
     why = (
         "vLLM raises `The quantization method ... is not supported for the current GPU. Minimum capability: ...` "
@@ -48,8 +48,8 @@ class VllmEngineQuantizationKeyword(PythonRule):
 
     @classmethod
     def applies_to(cls, target) -> bool:
-        facts = vllm_facts.vllm_facts()
-        return any(vllm_facts.refused(t, v, target.capability) for t in ("quantization", "kv_cache_dtype")
+        facts = vllm.table()
+        return any(vllm.refused(t, v, target.capability) for t in ("quantization", "kv_cache_dtype")
                    for v in facts[t])
 
     def visit_Arg(self, node: cst.Arg, ctx) -> None:
@@ -61,15 +61,15 @@ class VllmEngineQuantizationKeyword(PythonRule):
         value = h.string_value(node.value)
         if value is None:
             return
-        version = vllm_facts.vllm_facts()["version"]
+        version = vllm.table()["version"]
         if node.keyword.value == "quantization":
-            entry = vllm_facts.refused("quantization", value, self.target.capability)
+            entry = vllm.refused("quantization", value, self.target.capability)
             if entry:
                 ctx.report(node, f"vLLM {version} refuses quantization={value!r} below capability "
                                  f"{entry['min_capability']} ({self.target.name} is {self.target.capability_text}; "
                                  f"vllm {entry['where']})")
             return
-        entry = vllm_facts.refused("kv_cache_dtype", value, self.target.capability)
+        entry = vllm.refused("kv_cache_dtype", value, self.target.capability)
         if entry and isinstance(node.value, cst.SimpleString):
             ctx.report(node, f"an {value} KV cache below capability 8.0 runs on vLLM's Triton attention backend, which "
                              f"refuses fp8 below 8.9 (vLLM {version} {entry['where']}); use float16",

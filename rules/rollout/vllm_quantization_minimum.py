@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from rlcompat import vllm_facts
+from rlcompat.knowledge import vllm
 from rlcompat.analysis.confighelpers import remove_flag
 from rlcompat.lang.settings import ConfigRule, Span
 from rlcompat.findings import Edit, FixSafety
@@ -31,7 +31,7 @@ class VllmQuantizationMinimum(ConfigRule):
     title = "`vllm serve --quantization` / `--kv-cache-dtype` asks for a method vLLM refuses on the GPU"
     what = (
         "Reads `--quantization`/`-q` and `--kv-cache-dtype` of `vllm serve` and `python -m vllm.entrypoints...` "
-        "commands in scripts, and compares them with the minimum capability of each method in rules/vllm.toml "
+        "commands in scripts, and compares them with the minimum capability of each method in rlcompat/knowledge/data/vllm.toml "
         "(vLLM 0.33.0's `get_min_capability`, file:line per entry)."
     )
     why = (
@@ -65,16 +65,16 @@ class VllmQuantizationMinimum(ConfigRule):
 
     @classmethod
     def applies_to(cls, target) -> bool:
-        facts = vllm_facts.vllm_facts()
-        return any(vllm_facts.refused(t, v, target.capability) for t in ("quantization", "kv_cache_dtype")
+        facts = vllm.table()
+        return any(vllm.refused(t, v, target.capability) for t in ("quantization", "kv_cache_dtype")
                    for v in facts[t])
 
     def check_config(self, view, ctx) -> None:
         if view.kind != "command" or not vllm_command(view.command_words):
             return
-        version = vllm_facts.vllm_facts()["version"]
+        version = vllm.table()["version"]
         for value, span, whole in flag_values(view, QUANT_FLAGS):
-            entry = vllm_facts.refused("quantization", value, self.target.capability)
+            entry = vllm.refused("quantization", value, self.target.capability)
             if entry is None:
                 continue
             edit = remove_flag(ctx.source_text, whole) if value.lower() == "fp8" else None
@@ -82,7 +82,7 @@ class VllmQuantizationMinimum(ConfigRule):
                              f"{entry['min_capability']} ({self.target.name} is {self.target.capability_text}; "
                              f"vllm {entry['where']})", [edit], FixSafety.UNSAFE, "run unquantized")
         for value, span, _ in flag_values(view, KV_FLAGS):
-            entry = vllm_facts.refused("kv_cache_dtype", value, self.target.capability)
+            entry = vllm.refused("kv_cache_dtype", value, self.target.capability)
             if entry is None:
                 continue
             ctx.report(span, f"an {value} KV cache below capability 8.0 runs on vLLM's Triton attention backend, "

@@ -2,11 +2,12 @@ from __future__ import annotations
 
 import re
 
-from rlcompat.capabilities import min_capability, runs
+from rlcompat.knowledge.capabilities import min_capability, runs
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.rule import Bad, Good
 from rlcompat.rules.rollout.helpers import unsupported_message, vllm_command
-from rlcompat import framework_knowledge, vllm_facts
+from rlcompat import framework_knowledge
+from rlcompat.knowledge import vllm
 
 
 _VLLM = min_capability("vllm")  # the current release's (a script names none); doctor's RLC506 reads the installed one's
@@ -19,10 +20,10 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
     what = (
         "Finds `vllm serve` and `python -m vllm.entrypoints...` commands in scripts, and framework commands the "
         "framework knowledge says start vLLM (`trl vllm-serve`: an `[[engine]]` row). Below the current vLLM "
-        "release's minimum capability (rules/capabilities.toml `vllm`, the row RLC401/RLC413 read too) the command "
+        "release's minimum capability (rlcompat/knowledge/data/capabilities.toml `vllm`, the row RLC401/RLC413 read too) the command "
         "is reported, naming the last release that runs on the card where there is one; on any card, a "
         "`VLLM_ATTENTION_BACKEND=...` set on the command or earlier in the script naming a backend the card lacks "
-        "(rules/vllm.toml `[attention_backend]`) is reported."
+        "(rlcompat/knowledge/data/vllm.toml `[attention_backend]`) is reported."
     )
     why = (
         f"{_VLLM.by_release()} [S7]; below its minimum a release's wheels have no kernels for the card "
@@ -78,9 +79,9 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
         chosen = re.findall(r"\bVLLM_ATTENTION_BACKEND=[\"']?([A-Z_0-9]+)", before)
         if not chosen:
             return
-        entry = vllm_facts.refused("attention_backend", chosen[-1], cc)
+        entry = vllm.refused("attention_backend", chosen[-1], cc)
         if entry is not None:
             ctx.report(anchor, f"VLLM_ATTENTION_BACKEND={chosen[-1]} needs compute capability "
-                               f"{entry['min_capability']}+ in vLLM {vllm_facts.vllm_facts()['version']} "
+                               f"{entry['min_capability']}+ in vLLM {vllm.table()['version']} "
                                f"({entry['where']}); {self.target.name} is {self.target.capability_text}: use "
                                f"TRITON_ATTN or leave it unset", [None])

@@ -16,7 +16,7 @@ class DeadVerlFieldDefault(PythonRule):
     name = "dead-verl-field-default"
     title = "A verl config dataclass default that the scanned verl version never reads"
     what = (
-        "Finds the Python declaration of a key that `rules/verl/<version>.toml` lists as dead for the detected verl "
+        "Finds the Python declaration of a key that `rlcompat/knowledge/data/verl/<version>.toml` lists as dead for the detected verl "
         "version (`ActorConfig.use_torch_compile` in `verl/workers/config/actor.py`, the Megatron-only "
         "`EngineConfig.dtype` in `verl/workers/config/engine.py` for verl 0.8 and 0.9) [S51]. The YAML and launch-"
         "script rules (RLC106, RLC352) give the same verdict on the same keys; RLC102 and RLC306 leave these "

@@ -1,13 +1,11 @@
 from __future__ import annotations
 
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
 import libcst as cst
 
 from rlcompat import model_config
-from rlcompat._toml import load_toml_text
+from rlcompat.knowledge.flex_attention import forward_config
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.analysis.pymodel import attention_and_model_path, keyword
 from rlcompat.lang.python import PythonRule
@@ -20,23 +18,8 @@ _LOAD = ('import torch\nfrom transformers import AutoModelForCausalLM\nm = AutoM
          'dtype={dtype}, attn_implementation="{impl}")\n')
 
 
-@lru_cache(maxsize=1)
-def flex_facts() -> dict:
-    return load_toml_text(resources.files("rlcompat.rules").joinpath("flex_attention.toml").read_text("utf-8"))
-
-
-def forward_config(capability: tuple[int, int], dtype: str, head_dim: int) -> list[int]:
-    """torch 2.13's default forward [BLOCK_M, BLOCK_N, num_stages, num_warps] on a capability below 9.0."""
-    fwd = flex_facts()["forward"]
-    if head_dim > 256:
-        return fwd["above_256_float32" if dtype == "float32" else "above_256_half"]
-    if capability >= (8, 0):
-        return fwd["sm8x"].get(f"{dtype}-{head_dim}", fwd["generic"])
-    return fwd["generic"]
-
-
 def one_stage_bytes(block_m: int, block_n: int, head_dim: int, element: int) -> int:
-    """rlcompat's estimate (rules/flex_attention.toml): the Q tile and one K and one V tile."""
+    """rlcompat's estimate (rlcompat/knowledge/data/flex_attention.toml): the Q tile and one K and one V tile."""
     return (block_m + 2 * block_n) * head_dim * element
 
 
@@ -59,7 +42,7 @@ class FlexAttentionSharedMemory(PythonRule):
     what = (
         "Finds `attn_implementation=\"flex_attention\"` in a call that loads a local model directory (its config.json "
         "gives head_dim, as for RLC209) with a `dtype=`/`torch_dtype=` (`\"auto\"`: the checkpoint's dtype), takes "
-        "torch 2.13's default forward block sizes for that capability, dtype and head_dim (rules/flex_attention.toml) "
+        "torch 2.13's default forward block sizes for that capability, dtype and head_dim (rlcompat/knowledge/data/flex_attention.toml) "
         "and estimates the kernel's shared memory at one pipeline stage. Reports when that exceeds the card's opt-in "
         "limit (sm75: 64 KB; sm86/sm89: 99 KB). A direct `flex_attention(q, k, v)` call does not say its head_dim "
         "and is not judged; capabilities 9.0 and above are not modelled."

@@ -12,7 +12,7 @@ class FrameworkKernelSetting(ConfigRule):
     name = "framework-kernel-setting"
     title = "A framework's torch.compile or Liger switch (from rlcompat's framework knowledge) below Volta"
     what = (
-        "Reads rules/frameworks/: keys and flags of kind `compile-switch` and `liger-switch` (transformers "
+        "Reads rlcompat/knowledge/data/frameworks/: keys and flags of kind `compile-switch` and `liger-switch` (transformers "
         "`torch_compile`, torchtune `compile`, DeepSpeed `compile.deepcompile`, OpenRLHF `--ds.deepcompile` and "
         "`--ds.use_liger_kernel`, LLaMA-Factory `enable_liger_kernel`, SGLang `--enable-torch-compile`, axolotl "
         "`torch_compile`, `flex_attention` and the Liger plugin's `liger_*` switches) and reports "

@@ -1,77 +1,24 @@
-"""The doctor's knowledge, read from rules/environment.toml and rules/torch_wheels.toml, and the small pieces of
-logic that interpret it: release versions, CUDA architecture strings, which wheel variant a torch build is."""
+"""rlcompat/knowledge/data/torch_wheels.toml: the official torch wheel variants (CUDA tag, releases, architectures),
+what torch other packages' releases pin, and the logic that reads them: which CUDA architecture strings run on a
+capability, which variant a torch build or an index is, which wheel to install for a card. doctor (RLC5xx) and the
+declared-environment rules (RLC6xx) read this one table."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 
-from rlcompat._toml import load_toml_text
+from rlcompat.knowledge import files
+from rlcompat.knowledge.versions import local_tag, release, version_in
 
 # Jetson parts run no desktop cubin (torch's DEVICE_REQUIREMENT excludes them) [S1].
 _JETSON = {(5, 3), (6, 2), (7, 2), (8, 7)}
 
 
-@lru_cache(maxsize=None)
-def _table(name: str) -> dict:
-    return load_toml_text(resources.files("rlcompat.rules").joinpath(name).read_text("utf-8"))
-
-
 @lru_cache(maxsize=1)
-def environment_facts() -> dict:
-    """rules/environment.toml, with every `min_capability_of = "row"` / `warn_below_of = "row"` (a package's minimum,
-    named in rules/capabilities.toml) filled in as `min_capability` / `warn_below` = that row's capability text."""
-    from rlcompat.capabilities import min_capability
-
-    data = _table("environment.toml")
-
-    def fill(entry: dict) -> None:
-        for key in ("min_capability", "warn_below"):
-            if f"{key}_of" in entry:
-                entry[key] = min_capability(entry[f"{key}_of"]).text
-        for value in entry.values():
-            if isinstance(value, dict):
-                fill(value)
-
-    for package in data["packages"].values():
-        fill(package)
-    return data
-
-
-def error_text(error_id: str) -> str:
-    return environment_facts()["errors"][error_id]["text"]
-
-
-def package_facts(name: str) -> dict:
-    return environment_facts()["packages"][name]
-
-
-# --- versions ---------------------------------------------------------------------------------------------------
-
-_RELEASE = re.compile(r"^\s*v?(\d+(?:\.\d+)*)")
-
-
-def release(version: str) -> tuple[int, ...]:
-    """The numeric release of a version string: "2.8.0+cu128" -> (2, 8, 0); "0.9.1.dev0" -> (0, 9, 1)."""
-    m = _RELEASE.match(version or "")
-    return tuple(int(p) for p in m.group(1).split(".")) if m else ()
-
-
-def local_tag(version: str) -> str | None:
-    """The local version label: "2.8.0+cu128" -> "cu128"; None without one."""
-    return version.split("+", 1)[1].lower() if "+" in version else None
-
-
-def version_in(version: str, minimum: str, below: str) -> bool:
-    v = release(version)
-    return release(minimum) <= v < release(below)
-
-
-def capability(text: str) -> tuple[int, int]:
-    major, minor = text.split(".")
-    return int(major), int(minor)
+def _table() -> dict:
+    return files.load("torch_wheels.toml")
 
 
 # --- CUDA architectures -----------------------------------------------------------------------------------------
@@ -131,36 +78,74 @@ class WheelVariant:
 def wheel_variants() -> tuple[WheelVariant, ...]:
     return tuple(
         WheelVariant(v["tag"], v["cuda"], v["torch_min"], v["torch_below"], tuple(v["arches"]), tuple(v["sources"]))
-        for v in _table("torch_wheels.toml")["variant"]
+        for v in _table()["variant"]
     )
 
 
-def requires_torch_rows() -> tuple[dict, ...]:
-    """rules/torch_wheels.toml `[[requires_torch]]`: what torch releases of other packages ask pip for."""
-    return tuple(_table("torch_wheels.toml").get("requires_torch", ()))
+@dataclass(frozen=True)
+class TorchRequirement:
+    """What torch a release of another package asks pip for (`[[requires_torch]]`): an exact release, or "" for any
+    torch (the machine's stays)."""
+    package: str
+    release: str
+    extra: str
+    torch: str
+    proof: str
+
+
+@lru_cache(maxsize=1)
+def torch_requirements() -> tuple[TorchRequirement, ...]:
+    return tuple(TorchRequirement(r["package"], r["release"], r.get("extra", ""), r["torch"], r["proof"])
+                 for r in _table().get("requires_torch", ()))
 
 
 def index_url(tag: str) -> str:
-    return _table("torch_wheels.toml")["index_url"].format(tag=tag)
+    return _table()["index_url"].format(tag=tag)
 
 
-def variant_for(torch_version: str) -> WheelVariant | None:
-    """The official variant a torch version string names: its `+cuXXX` tag, or the PyPI default for a plain
-    version (PyPI wheels carry no tag). None for CPU/ROCm builds and versions outside the table."""
-    tag = local_tag(torch_version)
+def pypi_default_tag(torch_version: str) -> str | None:
+    d = next((d for d in _table()["pypi_default"]
+              if version_in(torch_version, d["torch_min"], d["torch_below"])), None)
+    return d["tag"] if d else None
+
+
+def variant(torch_version: str, tag: str | None = None) -> WheelVariant | None:
+    """The official variant of a torch release: the one `tag` names (an index's), else the version's `+cuXXX` tag,
+    else PyPI's default for the release (PyPI wheels carry no tag). None for CPU/ROCm builds and versions outside
+    the table."""
     if tag is None:
-        default = next((d for d in _table("torch_wheels.toml")["pypi_default"]
-                        if version_in(torch_version, d["torch_min"], d["torch_below"])), None)
-        tag = default["tag"] if default else None
+        tag = local_tag(torch_version) or pypi_default_tag(torch_version)
     if tag is None or not tag.startswith("cu"):
         return None
     return next((v for v in wheel_variants() if v.tag == tag and v.ships(torch_version)), None)
 
 
-def pypi_default_tag(torch_version: str) -> str | None:
-    d = next((d for d in _table("torch_wheels.toml")["pypi_default"]
-              if version_in(torch_version, d["torch_min"], d["torch_below"])), None)
-    return d["tag"] if d else None
+def variants_tagged(tag: str) -> list[WheelVariant]:
+    return [v for v in wheel_variants() if v.tag == tag]
+
+
+def fitting_tag(torch_version: str, cc: tuple[int, int]) -> str | None:
+    """The tag of the lowest-CUDA variant of this torch release that runs on `cc` (None when no variant does)."""
+    fitting = [v for v in wheel_variants() if v.ships(torch_version) and v.runs_on(cc)]
+    return min(fitting, key=lambda v: release(v.cuda)).tag if fitting else None
+
+
+def cuda_below(cuda: str, other: str) -> bool:
+    return release(cuda) < release(other)
+
+
+@lru_cache(maxsize=1)
+def torch_releases() -> tuple[tuple[int, int], ...]:
+    """Every torch minor release the wheel table speaks of (2.0 ... the last one a bounded range names)."""
+    lines = set()
+    for v in wheel_variants():
+        low, high = release(v.torch_min), release(v.torch_below)
+        if high[0] >= 99:
+            high = low
+        for minor in range(low[1], high[1] if high[0] == low[0] else low[1] + 1):
+            lines.add((low[0], minor))
+        lines.add(low[:2])
+    return tuple(sorted(lines))
 
 
 def wheel_for_target(torch_version: str, cc: tuple[int, int]) -> tuple[str, WheelVariant] | None:

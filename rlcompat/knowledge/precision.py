@@ -1,13 +1,12 @@
-"""The precision policy in rules/precision.toml: which dtype a role (training weights, autocast, rollout) uses on a
+"""The precision policy in rlcompat/knowledge/data/precision.toml: which dtype a role (training weights, autocast, rollout) uses on a
 target, and why. Dtype rules ask here instead of deciding per rule, so their fixes agree with each other."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 
-from rlcompat._toml import load_toml_text
+from rlcompat.knowledge import files
 from rlcompat.findings import FixSafety
 
 ROLES = ("weights", "autocast", "rollout")
@@ -29,7 +28,7 @@ class Choice:
 
 @lru_cache(maxsize=1)
 def policy_data() -> dict:
-    return load_toml_text(resources.files("rlcompat.rules").joinpath("precision.toml").read_text("utf-8"))
+    return files.load("precision.toml")
 
 
 def target_class(target) -> str:
@@ -100,7 +99,7 @@ def role_of_binding(call_name: str = "", name: str = "") -> str:
 
 def markdown() -> str:
     """docs/precision.md's policy table (the rest of that page is written by hand below a marker)."""
-    from rlcompat.targets import sources
+    from rlcompat.knowledge.targets import sources
 
     data = policy_data()
     table = sources()
@@ -144,7 +143,7 @@ if __name__ == "__main__":
     page.write_text(refresh(page.read_text("utf-8")), "utf-8")
 
 
-# Framework-knowledge rows (rules/frameworks/) name a setting's role as weights, compute or inference.
+# Framework-knowledge rows (rlcompat/knowledge/data/frameworks/) name a setting's role as weights, compute or inference.
 _KNOWLEDGE_ROLES = {"weights": "weights", "compute": "autocast", "inference": "rollout"}
 _SHORT_NAMES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 

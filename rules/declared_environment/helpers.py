@@ -1,31 +1,17 @@
-"""Questions the declared-environment rules (RLC6xx) ask of the tables doctor reads (rules/torch_wheels.toml,
-rules/environment.toml through `rlcompat.doctor.facts`): which torch release a specifier installs, and which
-wheel variant that is. One table each for doctor and scan; nothing here restates a fact."""
+"""What the declared-environment rules (RLC6xx) share: how a requirement's version specifier reads against the tables
+doctor reads too (rlcompat.knowledge.torch_wheels, rlcompat.knowledge.capabilities): which torch release a specifier
+installs, the torch an exact pin of another package brings, and the minimum capability of the release a specifier
+installs. Nothing here restates a fact."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from functools import lru_cache
 
-from rlcompat.capabilities import MinCapability, min_capability
-from rlcompat.doctor import facts
+from rlcompat.knowledge import torch_wheels
+from rlcompat.knowledge.capabilities import MinCapability, min_capability
+from rlcompat.knowledge.versions import release
 
 CLAUSE = re.compile(r"^\s*(===|==|!=|~=|>=|<=|>|<|=)?\s*([0-9][\w.*+!-]*)\s*$")
-
-
-@lru_cache(maxsize=1)
-def torch_releases() -> tuple[tuple[int, int], ...]:
-    """Every torch minor release the wheel table speaks of (2.0 ... the last one a bounded range names)."""
-    lines = set()
-    for v in facts.wheel_variants():
-        low, high = facts.release(v.torch_min), facts.release(v.torch_below)
-        if high[0] >= 99:
-            high = low
-        for minor in range(low[1], high[1] if high[0] == low[0] else low[1] + 1):
-            lines.add((low[0], minor))
-        lines.add(low[:2])
-    return tuple(sorted(lines))
 
 
 def chosen_torch(spec: str) -> str | None:
@@ -34,7 +20,7 @@ def chosen_torch(spec: str) -> str | None:
     satisfies it, or the specifier cannot be read."""
     spec = spec.strip()
     if not spec:
-        return ".".join(map(str, torch_releases()[-1]))
+        return ".".join(map(str, torch_wheels.torch_releases()[-1]))
     clauses = [c for c in spec.split(",") if c.strip()]
     parsed = []
     for c in clauses:
@@ -45,20 +31,20 @@ def chosen_torch(spec: str) -> str | None:
     exact = [v for op, v in parsed if op in ("==", "===", "=") and "*" not in v]
     if exact:
         return exact[0]
-    for line in reversed(torch_releases()):
+    for line in reversed(torch_wheels.torch_releases()):
         if all(_allows(op, v, line) for op, v in parsed):
             return ".".join(map(str, line))
     return None
 
 
 def _allows(op: str, version: str, line: tuple[int, int]) -> bool:
-    wanted = facts.release(version.replace("*", "0"))
+    wanted = release(version.replace("*", "0"))
     if not wanted:
         return False
     # Compare a minor line with the bound at the bound's precision ("<2.9" excludes 2.9.x; "<2.9.1" allows 2.9).
     candidate = line + (0,) * max(0, len(wanted) - 2)
     if op in ("==", "=") and "*" in version:  # "==2.8.*"
-        prefix = facts.release(version.replace(".*", ""))
+        prefix = release(version.replace(".*", ""))
         return candidate[: len(prefix)] == prefix
     if op in ("==", "===", "="):
         return candidate[:2] == wanted[:2]
@@ -77,55 +63,15 @@ def _allows(op: str, version: str, line: tuple[int, int]) -> bool:
     return False
 
 
-@dataclass(frozen=True)
-class TorchRequirement:
-    """What torch a release of another package asks pip for (rules/torch_wheels.toml `[[requires_torch]]`): an exact
-    release, or "" for any torch (the machine's stays)."""
-    package: str
-    release: str
-    extra: str
-    torch: str
-    proof: str
-
-
-def torch_required_by(name: str, spec: str, extras: tuple[str, ...] = ()) -> TorchRequirement | None:
+def torch_required_by(name: str, spec: str, extras: tuple[str, ...] = ()) -> torch_wheels.TorchRequirement | None:
     """The known torch requirement of the release a requirement installs: only for an exact pin (`vllm==0.11.0`)
     of a release the table knows; a range is not resolved (the newest release it allows is not known here). A row
     for one of the package's extras applies only when the requirement names that extra."""
     m = CLAUSE.match(spec) if "," not in spec else None
     if m is None or m.group(1) not in ("==", "==="):
         return None
-    rows = [r for r in _torch_requirements() if r.package == name and r.release == m.group(2)]
+    rows = [r for r in torch_wheels.torch_requirements() if r.package == name and r.release == m.group(2)]
     return next((r for r in rows if r.extra and r.extra in extras), None) or next((r for r in rows if not r.extra), None)
-
-
-@lru_cache(maxsize=1)
-def _torch_requirements() -> tuple[TorchRequirement, ...]:
-    return tuple(TorchRequirement(r["package"], r["release"], r.get("extra", ""), r["torch"], r["proof"])
-                 for r in facts.requires_torch_rows())
-
-
-def variant(tag: str | None, torch_version: str) -> facts.WheelVariant | None:
-    """The variant pip gets: the `+cuXXX` tag of the version or the index, else PyPI's default for the release."""
-    if tag is None:
-        tag = facts.local_tag(torch_version) or facts.pypi_default_tag(torch_version)
-    if tag is None or not tag.startswith("cu"):
-        return None
-    return next((v for v in facts.wheel_variants() if v.tag == tag and v.ships(torch_version)), None)
-
-
-def variants_tagged(tag: str) -> list[facts.WheelVariant]:
-    return [v for v in facts.wheel_variants() if v.tag == tag]
-
-
-def fitting_tag(torch_version: str, cc: tuple[int, int]) -> str | None:
-    """The tag of the lowest-CUDA variant of this torch release that runs on `cc` (None when no variant does)."""
-    fitting = [v for v in facts.wheel_variants() if v.ships(torch_version) and v.runs_on(cc)]
-    return min(fitting, key=lambda v: facts.release(v.cuda)).tag if fitting else None
-
-
-def cuda_below(cuda: str, other: str) -> bool:
-    return facts.release(cuda) < facts.release(other)
 
 
 # --- a package's minimum for the release a specifier installs -----------------------------------------------------
@@ -164,7 +110,7 @@ def _spec_bounds(spec: str) -> tuple[Bound | None, Bound | None] | None:
         op, text = m.group(1) or "==", m.group(2)
         if op == "!=":
             continue
-        r = facts.release(text.replace(".*", ""))
+        r = release(text.replace(".*", ""))
         if not r:
             return None
         if op in ("==", "===", "=", "~="):
@@ -193,31 +139,18 @@ def _overlap(a: tuple[Bound | None, Bound | None], b: tuple[Bound | None, Bound 
 
 
 def minimum_installed(row_name: str, spec: str) -> MinCapability:
-    """The minimum capability (rules/capabilities.toml) of the release pip installs for a specifier, its newest
+    """The minimum capability (rlcompat/knowledge/data/capabilities.toml) of the release pip installs for a specifier, its newest
     allowed: where the row's minimum changed between releases ("vllm": 7.0 up to 0.19.1, 7.5 from 0.20.0),
     `vllm==0.10.2` and `vllm<0.20` get the older one, `vllm>=0.8` and an unreadable specifier the current one."""
     row = min_capability(row_name)
     bounds = _spec_bounds(spec.strip()) if row.earlier else None
     if bounds is None:
         return row
-    ranges = [((facts.release(row.since), True), None, row.since)]
+    ranges = [((release(row.since), True), None, row.since)]
     for i in reversed(range(len(row.earlier))):
-        below = (facts.release(row.earlier[i - 1].through), False) if i else None
-        ranges.append((below, (facts.release(row.earlier[i].through), True), row.earlier[i].through))
-    for low, high, release in ranges:
+        below = (release(row.earlier[i - 1].through), False) if i else None
+        ranges.append((below, (release(row.earlier[i].through), True), row.earlier[i].through))
+    for low, high, through in ranges:
         if _overlap(bounds, (low, high)):
-            return min_capability(row_name, release)
+            return min_capability(row_name, through)
     return row
-
-
-def shipped_by_image(image: str, tag: str) -> list[tuple[str, str, str]]:
-    """(package, release, proof) for each package a base image's tag says it ships (rules/environment.toml
-    `[[docker.ships]]`): hiyouga/pytorch:th2.6.0-cu124-flashattn2.7.4-... ships flash-attn 2.7.4."""
-    found = []
-    for row in facts.environment_facts()["docker"].get("ships", ()):
-        if image != row["image"] and not image.endswith("/" + row["image"]):
-            continue
-        m = re.search(row["tag"], tag)
-        if m:
-            found.append((row["package"], m.group("version"), row["proof"]))
-    return found

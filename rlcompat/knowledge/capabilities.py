@@ -1,5 +1,5 @@
-"""Minimum compute capabilities (rules/capabilities.toml): the one table that rules/targets.toml's threshold
-booleans, rules/environment.toml's package minimums and the rules share.
+"""Minimum compute capabilities (rlcompat/knowledge/data/capabilities.toml): the one table that rlcompat/knowledge/data/targets.toml's threshold
+booleans, rlcompat/knowledge/data/environment.toml's package minimums and the rules share.
 
     min_capability("vllm").text             -> "7.5"  (the current release's)
     min_capability("vllm", "0.19.1").text   -> "7.0"  (a minimum that changed between releases: per release)
@@ -8,12 +8,11 @@ booleans, rules/environment.toml's package minimums and the rules share.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 
-from rlcompat._toml import load_toml_text
+from rlcompat.knowledge import files
+from rlcompat.knowledge.versions import capability, release
 
 
 @dataclass(frozen=True)
@@ -34,7 +33,7 @@ class MinCapability:
     capability: tuple[int, int]
     sources: tuple[str, ...]
     note: str
-    target_fact: str | None  # the rules/targets.toml boolean this threshold decides, if any
+    target_fact: str | None  # the rlcompat/knowledge/data/targets.toml boolean this threshold decides, if any
     since: str = ""  # the first release this minimum holds for, where it changed between releases
     earlier: tuple[Earlier, ...] = ()  # older minimums, oldest first
     product: str = ""  # the component's name in messages
@@ -53,27 +52,16 @@ class MinCapability:
         return f"{needs} from {self.since} ({before})"
 
 
-def _capability(text: str) -> tuple[int, int]:
-    major, minor = (int(p) for p in text.split("."))
-    return major, minor
-
-
-def release(version: str) -> tuple[int, ...]:
-    """The numeric release of a version string: "0.19.1+cu128" -> (0, 19, 1); "0.20.0rc1" -> (0, 20, 0)."""
-    m = re.match(r"\s*v?(\d+(?:\.\d+)*)", version or "")
-    return tuple(int(p) for p in m.group(1).split(".")) if m else ()
-
-
 @lru_cache(maxsize=1)
 def table() -> dict[str, MinCapability]:
-    data = load_toml_text(resources.files("rlcompat.rules").joinpath("capabilities.toml").read_text("utf-8"))
+    data = files.load("capabilities.toml")
     out = {}
     for name, row in data["min_capability"].items():
-        earlier = tuple(sorted((Earlier(e["through"], _capability(e["capability"]), e.get("note", ""))
+        earlier = tuple(sorted((Earlier(e["through"], capability(e["capability"]), e.get("note", ""))
                                 for e in row.get("earlier", ())), key=lambda e: release(e.through)))
         if earlier and not row.get("since"):
-            raise ValueError(f"rules/capabilities.toml {name}: `earlier` minimums need the `since` of the current one")
-        out[name] = MinCapability(name, _capability(row["capability"]), tuple(row["sources"]), row.get("note", ""),
+            raise ValueError(f"rlcompat/knowledge/data/capabilities.toml {name}: `earlier` minimums need the `since` of the current one")
+        out[name] = MinCapability(name, capability(row["capability"]), tuple(row["sources"]), row.get("note", ""),
                                   row.get("target_fact"), row.get("since", ""), earlier, row.get("product", ""))
     return out
 
@@ -83,7 +71,7 @@ def min_capability(name: str, version: str | None = None) -> MinCapability:
     a KeyError naming the file, so a typo fails in the first test that asks."""
     rows = table()
     if name not in rows:
-        raise KeyError(f"{name!r} is not a row of rules/capabilities.toml [min_capability] ({', '.join(rows)})")
+        raise KeyError(f"{name!r} is not a row of rlcompat/knowledge/data/capabilities.toml [min_capability] ({', '.join(rows)})")
     row = rows[name]
     if version and release(version):
         for e in row.earlier:

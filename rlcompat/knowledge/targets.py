@@ -1,4 +1,4 @@
-"""GPU targets: the table in rules/targets.toml, and resolving `--target` to one entry."""
+"""GPU targets: the table in rlcompat/knowledge/data/targets.toml, and resolving `--target` to one entry."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import difflib
 import re
 from dataclasses import MISSING, dataclass, field, fields
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
-from rlcompat._toml import load_toml_text
+from rlcompat.knowledge import files
+from rlcompat.knowledge.versions import capability
 
 
 class TargetError(Exception):
@@ -25,7 +25,7 @@ class Fact:
 
 @dataclass(frozen=True)
 class Target:
-    """One entry of rules/targets.toml. Every fact is a declared, typed field (`target.bf16_native`); its value's
+    """One entry of rlcompat/knowledge/data/targets.toml. Every fact is a declared, typed field (`target.bf16_native`); its value's
     sources and note are in `facts` (`target.facts["bf16_native"].sources`), in the table's order."""
 
     name: str  # "sm61"
@@ -70,13 +70,13 @@ class Target:
     def fact(self, key: str) -> Any:
         """A fact by its name (for tables and knowledge files that name facts); an undeclared name raises KeyError."""
         if key not in FACT_NAMES:
-            raise KeyError(f"{key!r} is not a target fact (rlcompat.targets.FACT_NAMES)")
+            raise KeyError(f"{key!r} is not a target fact (rlcompat.knowledge.targets.FACT_NAMES)")
         return getattr(self, key)
 
     @property
     def training_dtype(self) -> str:
         """The compute (autocast) dtype: bf16 where native, fp16 on sm70/sm75, fp32 where fp16 is slow or lacks tensor
-        cores. Weights stay fp32 below sm80: rules ask rlcompat.precision (rules/precision.toml) for each role."""
+        cores. Weights stay fp32 below sm80: rules ask rlcompat.knowledge.precision (rlcompat/knowledge/data/precision.toml) for each role."""
         if self.bf16_native:
             return "bfloat16"
         if self.fp16_tensor_cores and not self.fp16_slow:
@@ -98,10 +98,10 @@ def _facts(entry: dict, where: str) -> dict[str, Fact]:
     out = {}
     for key, f in entry["facts"].items():
         if key not in FACT_NAMES:
-            raise TargetError(f"rules/targets.toml {where}: unknown fact {key!r}; declare it as a field of rlcompat.targets.Target")
+            raise TargetError(f"rlcompat/knowledge/data/targets.toml {where}: unknown fact {key!r}; declare it as a field of rlcompat.knowledge.targets.Target")
         expected = {"bool": bool, "int": int, "str": str}[_FACT_TYPES[key]]
         if type(f["value"]) is not expected:
-            raise TargetError(f"rules/targets.toml {where}: {key} = {f['value']!r} is not a {expected.__name__}")
+            raise TargetError(f"rlcompat/knowledge/data/targets.toml {where}: {key} = {f['value']!r} is not a {expected.__name__}")
         out[key] = Fact(value=f["value"], sources=tuple(f["sources"]), note=f.get("note"))
     return out
 
@@ -109,18 +109,21 @@ def _facts(entry: dict, where: str) -> dict[str, Fact]:
 def _target(name: str, capability: tuple[int, int], architecture: str, gpus, aliases, facts: dict[str, Fact]) -> Target:
     missing = _REQUIRED_FACTS - facts.keys()
     if missing:
-        raise TargetError(f"rules/targets.toml {name}: missing fact(s) {', '.join(sorted(missing))}")
+        raise TargetError(f"rlcompat/knowledge/data/targets.toml {name}: missing fact(s) {', '.join(sorted(missing))}")
     return Target(name=name, capability=capability, architecture=architecture, gpus=tuple(gpus),
                   aliases=tuple(aliases), facts=facts, **{k: f.value for k, f in facts.items()})
 
 
 @lru_cache(maxsize=1)
+def _table() -> dict:
+    return files.load("targets.toml")
+
+
+@lru_cache(maxsize=1)
 def all_targets() -> tuple[Target, ...]:
-    data = load_toml_text(resources.files("rlcompat.rules").joinpath("targets.toml").read_text("utf-8"))
     out = []
-    for entry in data["target"]:
-        major, minor = (int(p) for p in entry["capability"].split("."))
-        out.append(_target(entry["name"], (major, minor), entry["architecture"], entry["gpus"], entry["aliases"],
+    for entry in _table()["target"]:
+        out.append(_target(entry["name"], capability(entry["capability"]), entry["architecture"], entry["gpus"], entry["aliases"],
                            _facts(entry, entry["name"])))
     return tuple(sorted(out, key=lambda t: t.cc))
 
@@ -128,11 +131,9 @@ def all_targets() -> tuple[Target, ...]:
 @lru_cache(maxsize=1)
 def products() -> tuple[Target, ...]:
     """Named products (targets.toml `[[product]]`): their capability's entry, renamed, with their facts added."""
-    data = load_toml_text(resources.files("rlcompat.rules").joinpath("targets.toml").read_text("utf-8"))
     out = []
-    for entry in data.get("product", ()):
-        major, minor = (int(p) for p in entry["capability"].split("."))
-        base = next(t for t in all_targets() if t.capability == (major, minor))
+    for entry in _table().get("product", ()):
+        base = next(t for t in all_targets() if t.capability == capability(entry["capability"]))
         out.append(_target(entry["name"], base.capability, base.architecture, entry["gpus"], entry["aliases"],
                            {**base.facts, **_facts(entry, entry["name"])}))
     return tuple(out)
@@ -140,8 +141,7 @@ def products() -> tuple[Target, ...]:
 
 def product_for_gpu_name(name: str, target: Target) -> Target:
     """`auto`: the product entry when the card's NVML name marks one (\"NVIDIA GeForce RTX 4090\"), else `target`."""
-    data = load_toml_text(resources.files("rlcompat.rules").joinpath("targets.toml").read_text("utf-8"))
-    for entry, product in zip(data.get("product", ()), products()):
+    for entry, product in zip(_table().get("product", ()), products()):
         if entry["nvml_name_contains"] in name and product.capability == target.capability:
             return product
     return target
@@ -149,7 +149,7 @@ def product_for_gpu_name(name: str, target: Target) -> Target:
 
 @lru_cache(maxsize=1)
 def sources() -> dict[str, str]:
-    return load_toml_text(resources.files("rlcompat.rules").joinpath("sources.toml").read_text("utf-8"))["sources"]
+    return files.load("sources.toml")["sources"]
 
 
 def _normalise(spec: str) -> str:

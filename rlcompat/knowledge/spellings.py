@@ -1,4 +1,4 @@
-"""rules/spellings.toml as questions: which strings spell bf16, fp8, FlashAttention-2/3. The public reader for rules
+"""rlcompat/knowledge/data/spellings.toml as questions: which strings spell bf16, fp8, FlashAttention-2/3. The public reader for rules
 and for rlcompat verify's guard (which must not import rules' helpers). Loaded once, on first use.
 
     bf16_replacements()["torch.bfloat16"]     -> ("torch.float32", "torch.float16")
@@ -9,15 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 
-from rlcompat._toml import load_toml_text
+from rlcompat.knowledge import files
 
 
 @dataclass(frozen=True)
 class FlashAttention:
     version: int  # 2 or 3
-    fact: str  # the rules/targets.toml fact saying whether a target runs it
+    fact: str  # the rlcompat/knowledge/data/targets.toml fact saying whether a target runs it
     implementations: tuple[str, ...]  # transformers attn_implementation values selecting it
     names: frozenset[str]  # every lower-case name a setting may give it
     modules: tuple[str, ...]  # importable modules holding its kernels
@@ -25,7 +24,7 @@ class FlashAttention:
 
 @lru_cache(maxsize=1)
 def _table() -> dict:
-    return load_toml_text(resources.files("rlcompat.rules").joinpath("spellings.toml").read_text("utf-8"))
+    return files.load("spellings.toml")
 
 
 @lru_cache(maxsize=1)

@@ -1,16 +1,21 @@
-"""FlashAttention-2's backward for large head dims on cards with less shared memory than an A100 (rules/environment.toml
-`[flash_attn_backward_head_dim]`, source S70): the questions RLC209 (Python) and RLC210 (configs, scripts) ask."""
+"""FlashAttention-2's backward for large head dims on cards with less shared memory than an A100
+(rlcompat/knowledge/data/environment.toml `[flash_attn_backward_head_dim]`, source S70): the questions RLC209
+(Python) and RLC210 (configs, scripts) ask of a model's shape."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from rlcompat.doctor import facts
-from rlcompat.model_config import ModelShape
+from rlcompat.knowledge.environment import environment_facts
+from rlcompat.knowledge.versions import release
+
+if TYPE_CHECKING:
+    from rlcompat.model_config import ModelShape
 
 
 def _facts() -> dict:
-    return facts.environment_facts()["flash_attn_backward_head_dim"]
+    return environment_facts()["flash_attn_backward_head_dim"]
 
 
 def applies_to(target) -> bool:
@@ -19,18 +24,14 @@ def applies_to(target) -> bool:
     return bool(target.flash_attn_2) and isinstance(optin, int) and optin < _facts()["full_kernel_smem"]
 
 
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in text.split("."))
-
-
 def needed_release(head_dim: int) -> str:
     """The first flash-attn release whose backward runs this head_dim without dropout on a 99 KB card."""
     last = "0.0.0"
     for row in _facts()["refused"]:
         low, high = (int(x) for x in row["head_dim"].split("-"))
         if row["dropout"] == "any" and low <= head_dim <= high:
-            last = max(last, row["versions"].split("-")[1], key=_version)
-    major, minor, patch = _version(last)
+            last = max(last, row["versions"].split("-")[1], key=release)
+    major, minor, patch = release(last)
     return f"{major}.{minor}.{patch + 1}"
 
 

@@ -1,4 +1,4 @@
-"""rules/quantized_checkpoints.toml: which quantization a model's name says its checkpoint has, and the lowest
+"""rlcompat/knowledge/data/quantized_checkpoints.toml: which quantization a model's name says its checkpoint has, and the lowest
 compute capability of the engines that load that format (RLC416). Read on first use."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 
-from rlcompat._toml import load_toml_text
+from rlcompat.knowledge import files
+from rlcompat.knowledge.versions import capability
 
 
 @dataclass(frozen=True)
@@ -33,14 +33,12 @@ class Format:
 
 @lru_cache(maxsize=1)
 def _table() -> dict:
-    text = resources.files("rlcompat.rules").joinpath("quantized_checkpoints.toml").read_text("utf-8")
-    data = load_toml_text(text)
+    data = files.load("quantized_checkpoints.toml")
     formats = []
     for row in data.get("format", ()):
         engines = []
         for e in row.get("engine", ()):
-            major, minor = (int(p) for p in e["min_capability"].split("."))
-            engines.append(Engine(e["engine"], (major, minor), e["where"], tuple(e.get("sources", ())),
+            engines.append(Engine(e["engine"], capability(e["min_capability"]), e["where"], tuple(e.get("sources", ())),
                                   e.get("framework", "")))
         formats.append(Format(row["name"], frozenset(t.lower() for t in row["tokens"]), tuple(engines)))
     return {"model_keys": tuple(data["model_keys"]), "formats": tuple(formats)}

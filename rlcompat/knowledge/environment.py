@@ -1,0 +1,53 @@
+"""rlcompat/knowledge/data/environment.toml: what doctor's RLC5xx rules and the declared-environment rules (RLC6xx)
+know about a machine's packages (minimum capabilities, known hazards per release), the errors they prevent, what
+base images ship, and the NCCL, nvcc and FlashAttention-2 backward limits."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from rlcompat.knowledge import files
+
+
+@lru_cache(maxsize=1)
+def environment_facts() -> dict:
+    """The table, with every `min_capability_of = "row"` / `warn_below_of = "row"` (a package's minimum, named in
+    rlcompat/knowledge/data/capabilities.toml) filled in as `min_capability` / `warn_below` = that row's capability
+    text."""
+    from rlcompat.knowledge.capabilities import min_capability
+
+    data = files.load("environment.toml")
+
+    def fill(entry: dict) -> None:
+        for key in ("min_capability", "warn_below"):
+            if f"{key}_of" in entry:
+                entry[key] = min_capability(entry[f"{key}_of"]).text
+        for value in entry.values():
+            if isinstance(value, dict):
+                fill(value)
+
+    for package in data["packages"].values():
+        fill(package)
+    return data
+
+
+def error_text(error_id: str) -> str:
+    return environment_facts()["errors"][error_id]["text"]
+
+
+def package_facts(name: str) -> dict:
+    return environment_facts()["packages"][name]
+
+
+def shipped_by_image(image: str, tag: str) -> list[tuple[str, str, str]]:
+    """(package, release, proof) for each package a base image's tag says it ships (`[[docker.ships]]`):
+    hiyouga/pytorch:th2.6.0-cu124-flashattn2.7.4-... ships flash-attn 2.7.4."""
+    found = []
+    for row in environment_facts()["docker"].get("ships", ()):
+        if image != row["image"] and not image.endswith("/" + row["image"]):
+            continue
+        m = re.search(row["tag"], tag)
+        if m:
+            found.append((row["package"], m.group("version"), row["proof"]))
+    return found

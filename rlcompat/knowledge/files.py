@@ -1,0 +1,62 @@
+"""The knowledge files (rlcompat/knowledge/data/, installed with the package): where one is, and reading it.
+
+    load("targets.toml")                  -> the parsed table (a new dict on each call: loaders cache their own)
+    load("verl", "0.9.1.toml")            -> a file of a per-framework folder
+    names("verl")                         -> ("0.4.1", ..., "0.9.1"): a folder's files, without ".toml"
+
+A malformed file raises `KnowledgeFileError`, one line naming the file.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+from rlcompat._toml import TOMLDecodeError, load_toml_text
+
+DATA = "data"
+LOCATION = "rlcompat/knowledge/data"  # how messages name the folder (the source tree's path, and the wheel's)
+
+
+class KnowledgeFileError(ValueError):
+    """A knowledge file that cannot be read; the message is one line naming the file."""
+
+
+def path(*parts: str):
+    """The Traversable of a knowledge file or folder, relative to data/."""
+    return resources.files("rlcompat.knowledge").joinpath(DATA, *parts)
+
+
+def load(*parts: str) -> dict:
+    where = "/".join((LOCATION, *parts))
+    try:
+        text = path(*parts).read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KnowledgeFileError(f"{where}: cannot be read ({exc}); reinstall rlcompat") from exc
+    try:
+        return load_toml_text(text)
+    except TOMLDecodeError as exc:
+        raise KnowledgeFileError(f"{where}: not valid TOML ({exc}); fix the file or reinstall rlcompat") from exc
+
+
+def names(*folder: str) -> tuple[str, ...]:
+    """The knowledge files directly in a folder of data/, without their ".toml", in no particular order."""
+    return tuple(entry.name[: -len(".toml")] for entry in path(*folder).iterdir() if entry.name.endswith(".toml"))
+
+
+def folders(*folder: str) -> tuple[str, ...]:
+    """The sub-folders of a folder of data/ (the per-framework folders of frameworks/)."""
+    return tuple(entry.name for entry in path(*folder).iterdir() if entry.is_dir() and not entry.name.startswith(("_", ".")))
+
+
+def all_files(folder=None, prefix: str = "") -> list[tuple[str, object]]:
+    """(path relative to data/ with forward slashes, Traversable) of every knowledge file, at any depth, sorted."""
+    folder = folder or path()
+    found = []
+    for entry in folder.iterdir():
+        if entry.name.startswith((".", "_")):
+            continue
+        if entry.is_dir():
+            found.extend(all_files(entry, f"{prefix}{entry.name}/"))
+        elif entry.name.endswith(".toml"):
+            found.append((f"{prefix}{entry.name}", entry))
+    return sorted(found, key=lambda item: item[0])

@@ -1,0 +1,26 @@
+"""rlcompat/knowledge/data/vllm.toml: what vLLM's quantization methods, KV-cache dtypes and attention backends need, for the rules
+over scripts and Python (RLC405, RLC406)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from rlcompat.knowledge import files, versions
+
+
+@lru_cache(maxsize=1)
+def table() -> dict:
+    return files.load("vllm.toml")
+
+
+def minimum(name: str, value: str) -> dict | None:
+    """The entry for `value` in the table `name` ("quantization", "kv_cache_dtype", "attention_backend"), or None."""
+    return table()[name].get(value.strip().lower() if name != "attention_backend" else value.strip())
+
+
+def refused(name: str, value: str, capability: tuple[int, int]) -> dict | None:
+    """The entry when vLLM refuses `value` on `capability`, else None."""
+    entry = minimum(name, value)
+    if entry is None:
+        return None
+    return entry if capability < versions.capability(entry["min_capability"]) else None
