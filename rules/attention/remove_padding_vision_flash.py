@@ -3,7 +3,7 @@ from __future__ import annotations
 from rlcompat.analysis import confighelpers as h
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.findings import FixSafety
-from rlcompat.rule import Bad, Good
+from rlcompat.rule import VERL_091, Bad, Good
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.model.path={model} \\\n    {extra}trainer.n_gpus_per_node=1\n"
 KEY = "actor_rollout_ref.model.use_remove_padding"
@@ -28,7 +28,7 @@ class RemovePaddingVisionFlash(ConfigRule):
 
     bad = (
         Bad(CMD.format(model="Qwen/Qwen2.5-VL-3B-Instruct", extra=""), path="run.sh",
-            fixed=CMD.format(model="Qwen/Qwen2.5-VL-3B-Instruct", extra="").replace("=1\n", f"=1 \\\n    {KEY}=False\n")),
+            fixed=CMD.format(model="Qwen/Qwen2.5-VL-3B-Instruct", extra="").replace("=1\n", f"=1 \\\n    {KEY}=False\n"), frameworks=VERL_091),
         Bad(CMD.format(model="Qwen/Qwen2-VL-7B", extra=f"{KEY}=True \\\n    "), path="run.sh",
             fixed=CMD.format(model="Qwen/Qwen2-VL-7B", extra=f"{KEY}=False \\\n    ")),
     )

@@ -6,7 +6,7 @@ from rlcompat.analysis import pyhelpers as h
 from rlcompat.analysis.deadfields import dead_field, enclosing_class
 from rlcompat.analysis.pyswitches import is_true, switched_on, turn_off
 from rlcompat.lang.python import PythonRule
-from rlcompat.rule import Bad, Good
+from rlcompat.rule import VERL_091, Bad, Good
 
 _SWITCHES = ("use_torch_compile", "torch_compile", "use_compile", "enable_torch_compile")
 
@@ -44,7 +44,7 @@ class TorchCompileSwitchDefault(PythonRule):
         Good("if cfg.use_torch_compile == True:\n    pass\n"),
         Good("use_torch_compile = torch.cuda.get_device_capability()[0] >= 7\n"),
         Good("@dataclass\nclass ActorConfig(BaseConfig):\n    use_torch_compile: bool = True\n",
-             path="verl/workers/config/actor.py"),
+             path="verl/workers/config/actor.py", frameworks=VERL_091),
     )
 
     @classmethod
@@ -59,7 +59,7 @@ class TorchCompileSwitchDefault(PythonRule):
             return
         if not switched_on(node, ctx.ancestors):
             return
-        if role.kind == "assign" and dead_field(ctx.path, enclosing_class(ctx.ancestors), role.name):
+        if role.kind == "assign" and dead_field(ctx.verl, ctx.path, enclosing_class(ctx.ancestors), role.name):
             return  # a default the scanned verl version never reads: RLC356 says so instead of "fixing" it
         turn_off(node, ctx, f"`{role.name}` defaults to True: torch.compile's inductor refuses {self.target.name} "
                             f"({self.target.capability_text}; it needs 7.0+); default it to False", "default it to False")
