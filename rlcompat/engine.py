@@ -85,11 +85,13 @@ class Checker:
             self.cache = ResultCache(directory, run_key(target.name, settings, self.identities.fingerprint()))
 
     def tree_identity(self, path: str) -> TreeIdentity:
-        """The identity of the tree `path` belongs to; for a text that is no file (`scan_source`), the scanning
+        """The identity of the tree `path` belongs to (a text given with a path in a directory that exists is judged
+        as a file of that directory's tree); for a text of no tree (`scan_source` with a bare name), the scanning
         environment's installed frameworks only, which apply to the code that uses them."""
         if self.identity is not None:
             return self.identity
-        if not os.path.exists(path):
+        directory = os.path.dirname(path)
+        if not os.path.exists(path) and not (directory and os.path.isdir(directory)):
             return environment_only()
         return self.identities.for_path(path)
 

@@ -72,6 +72,7 @@ def test_unfixable_engine_error_remains_and_says_what_to_do(tmp_path, monkeypatc
     monkeypatch.setenv("RLCOMPAT_HF_ROLLOUT", "0")  # without rlcompat's hf rollout nothing can replace the engine
     script = tmp_path / "run.sh"
     script.write_text("python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n")
+    (tmp_path / "requirements.txt").write_text("verl==0.9.1\n")  # the release rlcompat's hf rollout supports
     report = scan_paths([str(script)], resolve_target("sm61"))
     engine = [f for f in report.findings if f.code == "RLC401"]
     assert len(engine) == 1 and engine[0].fix is None and engine[0].severity == "error"

@@ -206,3 +206,15 @@ def test_the_report_says_the_identity_in_text_and_json(tmp_path, installed):
     (trl,) = [f for f in tree["frameworks"] if f["framework"] == "trl"]
     assert trl["how"] == "pinned" and trl["version"] == "0.18.0" and trl["exact"] is False
     assert trl["closest_release"] == "0.25.1" and trl["evidence"] == "requirements.txt:3"
+
+
+def test_a_fork_is_not_told_which_rollout_engines_it_registers(tmp_path, installed):
+    root = _fork(tmp_path)
+    (root / "scripts" / "train.sh").write_text(FORK_SCRIPT.replace("rollout.name=vllm", "rollout.name=trtllm"))
+    findings = scan_paths([str(root / "scripts" / "train.sh")], SM61).findings
+    # verl 0.4.1 registers no trtllm, but this fork is not 0.4.1: what it registers is its own code's business.
+    assert not [f for f in findings if "is not registered" in f.message]
+    pinned = _write(tmp_path / "p", {"requirements.txt": "verl==0.4.1\n",
+                                     "train.sh": FORK_SCRIPT.replace("rollout.name=vllm", "rollout.name=trtllm")})
+    (claim,) = [f for f in scan_paths([str(pinned / "train.sh")], SM61).findings if "is not registered" in f.message]
+    assert "not registered in verl 0.4.1 (only hf, vllm, sglang: verl/workers/fsdp_workers.py:409" in claim.message

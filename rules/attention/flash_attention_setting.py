@@ -68,7 +68,8 @@ class FlashAttentionSetting(ConfigRule):
             fixed="python3 -m verl.trainer.main_ppo --config-name ppo_megatron_trainer algorithm.adv_estimator=grpo "
             "+actor_rollout_ref.model.override_config.attn_implementation=sdpa "
             "actor_rollout_ref.ref.megatron.override_transformer_config.attention_backend=fused "
-            "actor_rollout_ref.actor.megatron.override_transformer_config.attention_backend=unfused\n", frameworks=VERL_091),
+            "actor_rollout_ref.actor.megatron.override_transformer_config.attention_backend=unfused\n",
+            frameworks=VERL_091),
         # An OmegaConf interpolation is judged by the default it takes while the followed key is unset.
         Bad("attn_implementation: ${oc.select:actor_rollout_ref.actor.veomni.attn_implementation,flash_attention_2}\n",
             fixed="attn_implementation: ${oc.select:actor_rollout_ref.actor.veomni.attn_implementation,sdpa}\n",

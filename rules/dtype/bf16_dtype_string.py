@@ -74,7 +74,8 @@ class Bf16DtypeString(PythonRule):
         Good("NAMES = {'bf16': torch.bfloat16}\n"),
         Good("help_text = 'bf16'\n"),
         Good("x = f'{dtype}bf16'\n"),
-        Good("@dataclass\nclass EngineConfig(BaseConfig):\n    dtype: str = 'bfloat16'\n", path="verl/workers/config/engine.py", frameworks=VERL_091),
+        Good("@dataclass\nclass EngineConfig(BaseConfig):\n    dtype: str = 'bfloat16'\n", path="verl/workers/config/engine.py",
+             frameworks=VERL_091),
     )
 
     @classmethod

@@ -56,7 +56,8 @@ class VerlEngineBf16Dtype(ConfigRule):
         Bad("python3 -m verl.trainer.main_ppo model_engine=megatron algorithm.adv_estimator=grpo\n", path="run.sh",
             target="sm75", unsafe=True,
             fixed="python3 -m verl.trainer.main_ppo model_engine=megatron algorithm.adv_estimator=grpo "
-            "actor_rollout_ref.actor.megatron.dtype=float16 actor_rollout_ref.ref.megatron.dtype=float16\n", frameworks=VERL_091),
+            "actor_rollout_ref.actor.megatron.dtype=float16 actor_rollout_ref.ref.megatron.dtype=float16\n",
+            frameworks=VERL_091),
     )
     good = (
         Good("dtype: float16\n", path=MEGATRON, target="sm75"),

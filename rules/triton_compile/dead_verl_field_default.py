@@ -33,8 +33,10 @@ class DeadVerlFieldDefault(PythonRule):
     sources = ("S51",)
 
     bad = (
-        Bad("@dataclass\nclass ActorConfig(BaseConfig):\n    use_torch_compile: bool = True\n", path=ACTOR, frameworks=VERL_091),
-        Bad("@dataclass\nclass EngineConfig(BaseConfig):\n    dtype: str = \"bfloat16\"\n", path=ENGINE, frameworks=VERL_091),
+        Bad("@dataclass\nclass ActorConfig(BaseConfig):\n    use_torch_compile: bool = True\n", path=ACTOR,
+            frameworks=VERL_091),
+        Bad("@dataclass\nclass EngineConfig(BaseConfig):\n    dtype: str = \"bfloat16\"\n", path=ENGINE,
+            frameworks=VERL_091),
     )
     good = (
         Good("@dataclass\nclass FSDPEngineConfig(EngineConfig):\n    use_torch_compile: bool = True\n", path=ENGINE),

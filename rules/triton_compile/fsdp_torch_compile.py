@@ -33,7 +33,8 @@ class FsdpTorchCompile(ConfigRule):
             fixed="# Whether to use torch compile in fsdp.\nuse_torch_compile: false\n",
             path="verl/trainer/config/engine/fsdp.yaml"),
         Bad(CMD.format(extra=""), path="run.sh",
-            fixed=CMD.format(extra="").replace("=1\n", f"=1 \\\n    {ACTOR}=False \\\n    {REF}=False\n"), frameworks=VERL_091),
+            fixed=CMD.format(extra="").replace("=1\n", f"=1 \\\n    {ACTOR}=False \\\n    {REF}=False\n"),
+            frameworks=VERL_091),
         Bad(CMD.format(extra=f"{ACTOR}=True \\\n    {REF}=false \\\n    "), path="run.sh",
             fixed=CMD.format(extra=f"{ACTOR}=False \\\n    {REF}=false \\\n    ")),
     )
