@@ -58,8 +58,9 @@ class FrameworkIdentity:
         head = f"{name} {self.version}"
         where = {"release": f"at {self.package} ({self.evidence})", "pinned": f"pinned in {self.evidence}",
                  "installed": "installed here (the tree declares none; for the files that use it)"}.get(self.how, self.evidence)
-        note = "" if self.exact else f"; no knowledge for {self.version}: closest release {self.closest}, " \
-                                     "claims that need the exact release withheld"
+        note = "" if self.exact else (f"; no knowledge for {self.version}: values judged with the keys of the closest "
+                                      f"release, {self.closest}; its defaults, dead and live keys and file:lines "
+                                      "withheld")
         return f"{head} {where}{note}"
 
     def to_json(self) -> dict:

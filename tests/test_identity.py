@@ -133,8 +133,9 @@ def test_a_trl_recipe_pinning_0_18_is_not_judged_as_the_installed_trl_or_verl(tm
     trl = tree.get("trl")
     assert (trl.how, trl.version, trl.evidence, trl.exact, trl.closest) == ("pinned", "0.18.0", "requirements.txt:3",
                                                                             False, "0.25.1")
-    assert trl.describe() == ("TRL 0.18.0 pinned in requirements.txt:3; no knowledge for 0.18.0: closest release "
-                              "0.25.1, claims that need the exact release withheld")
+    assert trl.describe() == ("TRL 0.18.0 pinned in requirements.txt:3; no knowledge for 0.18.0: values judged with "
+                              "the keys of the closest release, 0.25.1; its defaults, dead and live keys and file:lines "
+                              "withheld")
     assert tree.get("verl").how == "installed"  # the tree declares no verl ...
     report = scan_paths([str(root)], SM61)
     applied = knowledge_applied([str(root)], report.findings, report.identities)
