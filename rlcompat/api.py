@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Mapping
 
 from rlcompat.config import Options
 from rlcompat.discovery import discover, why_not_checked
@@ -10,6 +11,7 @@ from rlcompat.engine import Checker, FileResult, check_files, run_parallel
 from rlcompat.fixer import FileFix, FixBroke, fix_one, fix_source
 from rlcompat.findings import FileError, Finding
 from rlcompat.source import SourceFile
+from rlcompat.identity import Identities, pinned
 from rlcompat.knowledge.targets import Target
 
 
@@ -19,6 +21,7 @@ class ScanReport:
     results: list[FileResult]
     missing: list[str] = field(default_factory=list)
     not_read: list[tuple[str, str]] = field(default_factory=list)  # (path, why): discovery.discover
+    identities: Identities | None = None  # each scanned tree's framework identity (rlcompat/identity.py)
 
     @property
     def findings(self) -> list[Finding]:
@@ -43,6 +46,7 @@ class FixReport:
     fixes: list[FileFix]
     missing: list[str] = field(default_factory=list)
     not_read: list[tuple[str, str]] = field(default_factory=list)
+    identities: Identities | None = None
 
     @property
     def applied(self) -> list[Finding]:
@@ -73,13 +77,18 @@ def scan_paths(paths: list[str], target: Target, settings: Options | None = None
     settings = settings or Options()
     not_read: list[tuple[str, str]] = []
     files, missing = discover(paths, settings, not_read)
-    checker = Checker(target, settings, use_cache=use_cache)
-    return ScanReport(target, check_files(checker, files, jobs=jobs, progress=progress), missing, not_read)
+    identities = Identities.of_paths(paths)  # each scanned tree's framework identity, resolved once
+    checker = Checker(target, settings, use_cache=use_cache, identities=identities)
+    return ScanReport(target, check_files(checker, files, jobs=jobs, progress=progress), missing, not_read, identities)
 
 
-def scan_source(text: str, target: Target, path: str = "<string>.py", language: str = "python", settings: Options | None = None) -> list[Finding]:
-    """Findings for one piece of source text (no file needed)."""
-    result = Checker(target, settings or Options()).check_text(path, text, language)
+def scan_source(text: str, target: Target, path: str = "<string>.py", language: str = "python", settings: Options | None = None,
+                frameworks: Mapping[str, str] | None = None) -> list[Finding]:
+    """Findings for one piece of source text (no file needed). `frameworks` pins the releases the text runs with
+    ({"verl": "0.9.1"}); without it, only the scanning environment's installed frameworks apply, to code that
+    uses them."""
+    identity = pinned(frameworks, "the caller") if frameworks is not None else None
+    result = Checker(target, settings or Options(), identity=identity).check_text(path, text, language)
     if result.error:
         raise ValueError(result.error.one_line())
     return result.findings
@@ -113,6 +122,7 @@ def fix_paths(paths: list[str], target: Target, settings: Options | None = None,
     unsafe = settings.unsafe_fixes if unsafe is None else unsafe
     not_read: list[tuple[str, str]] = []
     files, missing = discover(paths, settings, not_read)
-    checker = Checker(target, settings, use_cache=use_cache)
+    identities = Identities.of_paths(paths)
+    checker = Checker(target, settings, use_cache=use_cache, identities=identities)
     out = run_parallel(checker, fix_one, [(p, lang, unsafe, write) for p, lang in files], jobs, progress)
-    return FixReport(target, out, missing, not_read)
+    return FixReport(target, out, missing, not_read, identities)

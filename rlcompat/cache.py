@@ -57,16 +57,18 @@ def content_hash(raw: bytes) -> str:
 
 
 def installed_verl_version() -> str | None:
-    from rlcompat.verl_knowledge import installed_version
+    from rlcompat.identity import installed_version
 
-    return installed_version()
+    return installed_version("verl")
 
 
-def run_key(target_name: str, settings) -> str:
+def run_key(target_name: str, settings, identities: str = "") -> str:
+    """`identities`: the scanned trees' framework identities (rlcompat/identity.py), which rules follow."""
     parts = [
         str(FORMAT), __version__, code_fingerprint(), target_name, ",".join(settings.select), ",".join(settings.ignore),
         json.dumps(sorted((k, list(v)) for k, v in settings.per_file_ignores.items())), settings.root,
-        installed_verl_version() or "",  # config rules follow the verl version when the tree does not say
+        installed_verl_version() or "",  # the installed verl applies to files that use it where the tree says nothing
+        identities,
     ]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
 

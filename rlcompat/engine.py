@@ -14,6 +14,7 @@ from rlcompat import model_config, suppressions
 from rlcompat.config import Options
 from rlcompat.discovery import language_from_content
 from rlcompat.file_knowledge import FileKnowledge
+from rlcompat.identity import Identities, TreeIdentity, environment_only
 from rlcompat.frontends import FRONTENDS, frontend
 from rlcompat.findings import FileError, FileResult, Finding, Location
 from rlcompat.lang.pyspeed import plain
@@ -65,17 +66,34 @@ def parse_errors_of(fe) -> Iterator[None]:
 class Checker:
     """Every selected rule that applies to the target, instantiated once, grouped by language."""
 
-    def __init__(self, target: Target, settings: Options, use_cache: bool = False) -> None:
+    def __init__(self, target: Target, settings: Options, use_cache: bool = False,
+                 identities: Identities | None = None, identity: TreeIdentity | None = None) -> None:
+        """`identities`: the framework identity of each scanned tree, resolved once by the caller (a tree the caller
+        did not resolve is resolved here, once, when its first file is checked); `identity`: one identity for every
+        text this checker reads, whatever its path (a rule's example pins its frameworks so)."""
         self.target = target
         self.settings = settings
         self.report_unused = settings.is_selected(META_UNUSED)
         self.cache = None
+        self.identities = identities if identities is not None else Identities()
+        self.identity = identity
         self._trigger_scans: dict[str, WordScan] = {}
         if use_cache and settings.cache_dir:
             from rlcompat.cache import ResultCache, run_key
 
             directory = os.path.join(settings.root, settings.cache_dir)
-            self.cache = ResultCache(directory, run_key(target.name, settings))
+            self.cache = ResultCache(directory, run_key(target.name, settings, self.identities.fingerprint()))
+
+    def tree_identity(self, path: str) -> TreeIdentity:
+        """The identity of the tree `path` belongs to (a text given with a path in a directory that exists is judged
+        as a file of that directory's tree); for a text of no tree (`scan_source` with a bare name), the scanning
+        environment's installed frameworks only, which apply to the code that uses them."""
+        if self.identity is not None:
+            return self.identity
+        directory = os.path.dirname(path)
+        if not os.path.exists(path) and not (directory and os.path.isdir(directory)):
+            return environment_only()
+        return self.identities.for_path(path)
 
     # The rules are loaded on first use: a run answered wholly from the cache never imports them (nor LibCST).
     @cached_property
@@ -169,7 +187,8 @@ class Checker:
                 narrowing = {"narrowed": narrowed} if narrowed is not None else {}
                 model_config.lookups.clear()
                 with parse_errors_of(fe):
-                    findings = fe.check(tree, text, path, runnable, self.target, knowledge=FileKnowledge(path), **narrowing)
+                    findings = fe.check(tree, text, path, runnable, self.target, knowledge=FileKnowledge(path, self.tree_identity(path), text),
+                                      **narrowing)
             except ParseFailure as exc:
                 result.error = FileError(path, f"cannot be parsed: {exc}; fix the syntax or exclude the file", exc.line, exc.column)
                 return result
@@ -226,10 +245,12 @@ class Checker:
 _worker_checker: Checker | None = None
 
 
-def _init_worker(target_name: str, settings: Options, use_cache: bool) -> None:
+def _init_worker(target_name: str, settings: Options, use_cache: bool, identities: Identities,
+                 identity: TreeIdentity | None) -> None:
     global _worker_checker
-    # Workers read the cache but never save it: the parent stores what they found.
-    _worker_checker = Checker(resolve_target(target_name), settings, use_cache=use_cache)
+    # Workers read the cache but never save it: the parent stores what they found. They get the parent's
+    # identities: each tree is resolved once per run.
+    _worker_checker = Checker(resolve_target(target_name), settings, use_cache, identities, identity)
 
 
 def _run_batch(func, batch: list) -> list:
@@ -260,7 +281,8 @@ def run_parallel(checker: Checker, func, items: Sequence, jobs: int | None = Non
     batches = task_batches(items, jobs)
     out_by_batch = []
     with ProcessPoolExecutor(
-        max_workers=jobs, mp_context=ctx, initializer=_init_worker, initargs=(checker.target.name, checker.settings, checker.cache is not None)
+        max_workers=jobs, mp_context=ctx, initializer=_init_worker, initargs=(checker.target.name, checker.settings, checker.cache is not None, checker.identities,
+                  checker.identity)
     ) as pool:
         for batch_result in pool.map(functools.partial(_run_batch, func), [b for _, b in batches]):
             out_by_batch.append(batch_result)

@@ -1,7 +1,8 @@
 """The framework knowledge a scanned file is read with, resolved by whoever runs the front ends and handed to them.
 
-`FileKnowledge(path)` answers rlcompat/lang/knowledge.py's `FrontEndKnowledge` from rlcompat/knowledge/data/verl/<version>.toml (the
-version found for the file's tree: rlcompat/verl_knowledge.py) and rlcompat/knowledge/data/frameworks/vocabulary.toml. Each is read
+`FileKnowledge(path, tree)` answers rlcompat/lang/knowledge.py's `FrontEndKnowledge` from the identity of the file's
+tree (rlcompat/identity.py, resolved once per tree by the caller), rlcompat/knowledge/data/verl/<version>.toml (the release that
+identity names: rlcompat/verl_knowledge.py) and rlcompat/knowledge/data/frameworks/vocabulary.toml. Each is read
 on first use, so a file whose front end asks nothing costs nothing. It also hands over the front end of another
 language (rlcompat/frontends.py), so a front end never imports the engine.
 """
@@ -11,20 +12,34 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Mapping, Sequence
 
-from rlcompat import framework_knowledge, frontends, verl_knowledge
+from rlcompat import framework_knowledge, frontends, identity, verl_knowledge
 
 
 class FileKnowledge:
-    __slots__ = ("path", "_verl")
+    __slots__ = ("path", "tree", "text", "_verl", "_frameworks")
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, tree: identity.TreeIdentity, text: str = "") -> None:
         self.path = path
+        self.tree = tree
+        self.text = text  # the file's text: whether it uses an installed framework (identity.uses)
         self._verl: verl_knowledge.Knowledge | None = None
+        self._frameworks: dict[str, identity.FrameworkIdentity] = {}
+
+    def framework(self, name: str) -> identity.FrameworkIdentity:
+        """The identity of framework `name` for this file: its tree's, except that an installed distribution (the
+        tree declares nothing) applies only to a file that uses the framework."""
+        found = self._frameworks.get(name)
+        if found is None:
+            found = self.tree.get(name)
+            if found.how == "installed" and not identity.uses(self.text, name):
+                found = identity.unknown(name, "the tree declares no version; this file does not use the installed one")
+            self._frameworks[name] = found
+        return found
 
     @property
     def verl(self) -> verl_knowledge.Knowledge:
         if self._verl is None:
-            self._verl = verl_knowledge.knowledge_for(self.path)
+            self._verl = verl_knowledge.knowledge_of(identity.verl_of_file(self.path, self.framework(identity.VERL)))
         return self._verl
 
     @property

@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import metadata
 
 from rlcompat.knowledge import files
 from rlcompat.knowledge.versions import release
@@ -281,14 +280,6 @@ def name_matches(key: FrameworkKey, setting_key: str) -> bool:
     list key (`model.converters.0` from JSON or TOML) matches the list's key."""
     name = _ITEM_INDEX.sub("", normalise(setting_key).lower())
     return any(name == n.lower() or name.endswith("." + n.lower()) for n in key.names)
-
-
-@lru_cache(maxsize=32)
-def installed_version(distribution: str) -> str | None:
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 

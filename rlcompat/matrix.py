@@ -20,6 +20,7 @@ from rlcompat.discovery import discover, why_not_checked
 from rlcompat.engine import Checker, ParseFailure, parse_errors_of
 from rlcompat.file_knowledge import FileKnowledge
 from rlcompat.findings import FileError, FileResult, Finding
+from rlcompat.identity import Identities
 from rlcompat.frontends import FRONTENDS, frontend
 from rlcompat.source import SourceError, decode, read_bytes
 from rlcompat.knowledge.targets import Target, resolve_target
@@ -28,10 +29,12 @@ from rlcompat.wordscan import WordScan
 class MatrixChecker:
     """One engine Checker per target (its rules, selection and cache), driven over a single parse per file."""
 
-    def __init__(self, targets: Sequence[Target], settings: Options, use_cache: bool = False) -> None:
+    def __init__(self, targets: Sequence[Target], settings: Options, use_cache: bool = False,
+                 identities: Identities | None = None) -> None:
         self.targets = list(targets)
         self.settings = settings
-        self.checkers = [Checker(t, settings, use_cache=use_cache) for t in self.targets]
+        self.identities = identities if identities is not None else Identities()  # one per run, shared by targets
+        self.checkers = [Checker(t, settings, use_cache=use_cache, identities=self.identities) for t in self.targets]
         self._trigger_scans: dict[str, WordScan] = {}
 
     def _trigger_scan(self, language: str) -> WordScan:
@@ -66,7 +69,7 @@ class MatrixChecker:
             try:
                 tree, narrowed = Checker._parse(language, text, narrowed)
                 narrowing = {"narrowed": narrowed} if narrowed is not None else {}
-                knowledge = FileKnowledge(path)
+                knowledge = FileKnowledge(path, self.checkers[0].tree_identity(path), text)
                 busy = [i for i, rules in enumerate(runnable) if rules]
                 model_config.lookups.clear()
                 with parse_errors_of(fe):
@@ -110,6 +113,7 @@ class MatrixRun:
     files: list[str]
     results: list[list[FileResult]]  # per target, per file (in `files` order)
     missing: list[str] = field(default_factory=list)
+    identities: Identities | None = None  # each scanned tree's framework identity
 
     def findings(self, index: int) -> list[Finding]:
         return [f for r in self.results[index] for f in r.findings]
@@ -130,9 +134,9 @@ class MatrixRun:
 _worker: MatrixChecker | None = None
 
 
-def _init_worker(target_names: list[str], settings: Options) -> None:
+def _init_worker(target_names: list[str], settings: Options, identities: Identities) -> None:
     global _worker
-    _worker = MatrixChecker([resolve_target(n) for n in target_names], settings)
+    _worker = MatrixChecker([resolve_target(n) for n in target_names], settings, identities=identities)
 
 
 def _run_batch(batch: list) -> list:
@@ -153,7 +157,7 @@ def _check_all(checker: MatrixChecker, items: list[tuple[str, str]], jobs: int |
     batches = task_batches(items, jobs)
     out: list = [None] * len(items)
     names = [t.name for t in checker.targets]
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker, initargs=(names, checker.settings)) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker, initargs=(names, checker.settings, checker.identities)) as pool:
         for (indices, _), batch_result in zip(batches, pool.map(_run_batch, [b for _, b in batches])):
             for i, r in zip(indices, batch_result):
                 out[i] = r
@@ -166,7 +170,8 @@ def run_matrix(paths: list[str], targets: Sequence[Target], settings: Options | 
     again, and what is checked is stored for each target (so a later `scan --target` is answered from it too)."""
     settings = settings or Options()
     files, missing = discover(paths, settings)
-    checker = MatrixChecker(targets, settings, use_cache=use_cache)
+    identities = Identities.of_paths(paths)  # each scanned tree's framework identity, resolved once
+    checker = MatrixChecker(targets, settings, use_cache=use_cache, identities=identities)
     caches = [c.cache for c in checker.checkers]
     by_file: list[list[FileResult] | None] = [None] * len(files)
     todo: list[int] = []
@@ -195,4 +200,4 @@ def run_matrix(paths: list[str], targets: Sequence[Target], settings: Options | 
         if cache is not None:
             cache.save()
     per_target = [[results[t] for results in by_file] for t in range(len(checker.targets))]  # type: ignore[index]
-    return MatrixRun(list(checker.targets), [p for p, _ in files], per_target, missing)
+    return MatrixRun(list(checker.targets), [p for p, _ in files], per_target, missing, identities)

@@ -8,11 +8,16 @@ Whether a rule has an autofix is derived from its examples, so the docs cannot d
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, ClassVar, Mapping
 
 if TYPE_CHECKING:
     from rlcompat.knowledge.targets import Target
+
+
+# The release most examples of verl's rules are written for: `Bad(..., frameworks=VERL_091)`.
+VERL_091: Mapping[str, str] = MappingProxyType({"verl": "0.9.1"})
 
 
 @dataclass(frozen=True)
@@ -24,6 +29,9 @@ class Bad:
     fixed: str | None = None
     unsafe: bool = False  # the fix needs --unsafe-fixes
     path: str = "example.py"
+    # The framework releases the example's code runs with ({"verl": "0.9.1"}): its identity (rlcompat/identity.py).
+    # Every other framework is unknown, whatever the scanning environment has installed.
+    frameworks: Mapping[str, str] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True)
@@ -33,6 +41,7 @@ class Good:
     code: str
     target: str = "sm61"
     path: str = "example.py"
+    frameworks: Mapping[str, str] = field(default_factory=dict, hash=False)  # as Bad.frameworks
 
 
 class Rule:

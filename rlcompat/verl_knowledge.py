@@ -1,16 +1,16 @@
 """verl's configuration knowledge, per verl version, from rlcompat/knowledge/data/verl/<version>.toml.
 
-Which version applies is read from the scanned tree (`verl/version/version` in an ancestor directory), else from
-the installed `verl` distribution's metadata (never by importing verl; not for a file inside a verl package
-whose own version is not found: the installed verl says nothing about that tree), else the newest rule set.
+Which version applies is the scanned tree's verl identity (rlcompat/identity.py), resolved by the caller and passed
+in; a file inside a verl package is judged by that package's own identity. A fork, or a version rlcompat has no
+knowledge file of, is read with the closest release's rule set, and claims that need the exact release are withheld
+(`version_known` is False).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from importlib import metadata
 
 from rlcompat.knowledge import files
 from rlcompat.knowledge.versions import release
@@ -71,11 +71,14 @@ class Knowledge:
     # Files whose settings (all of them, or those under `keys`) only an option no shipped entry config selects reads:
     # path relative to the package -> (key prefixes, "" = whole file; the option). rlcompat/verl_unselected.py
     unselected: dict[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)
+    # The tree's verl when it is not exactly this release (a rlcompat.identity.FrameworkIdentity: `how`, `exact`)
+    identity: object = field(default=None, compare=False)
 
     @property
     def version_known(self) -> bool:
-        """Whether the scanned tree's verl version was found: only then may a rule say a key does nothing."""
-        return self.detected is not None
+        """Whether the scanned tree's verl is exactly this rule set's release: only then may a rule say a key does
+        nothing, or that a default applies (with its file:line)."""
+        return self.detected == self.version and (self.identity is None or self.identity.exact)
 
     def by_id(self, setting_id: str) -> tuple[KnownSetting, ...]:
         return tuple(s for s in self.settings if s.id == setting_id)
@@ -89,11 +92,20 @@ class Knowledge:
     @property
     def label(self) -> str:
         """How messages name the version: `verl 0.9.1`, or which rule set was assumed."""
-        if self.detected == self.version:
+        if self.version_known:
             return f"verl {self.version}"
+        if self.identity is not None and self.identity.how == "fork":
+            return f"verl fork (closest release {self.version})"
         if self.detected:
-            return f"verl {self.detected} (rules for {self.version})"
+            return f"verl {self.detected} (no knowledge; closest release {self.version})"
         return f"verl {self.version} (version not found; assumed)"
+
+    def cite(self, proof: str) -> str:
+        """How a message names what it knows: the release's file:line where the tree runs exactly that release; no
+        location otherwise (a fork's own files differ; another release's line would point nowhere in the tree)."""
+        if self.version_known:
+            return f"{self.label} knowledge: {proof.split(' (')[0]}"
+        return f"{self.label}; no file:line cited for this tree's verl"
 
 
 @lru_cache(maxsize=1)
@@ -178,9 +190,13 @@ def omitted_mapping_names(setting_id: str) -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
-def knowledge_for(path: str) -> Knowledge:
-    detected = detect_version(path)
-    return _load(choose_version(detected), detected)
+def knowledge_of(identity) -> Knowledge:
+    """The rule set for a verl identity (rlcompat.identity.FrameworkIdentity, resolved by the caller): exactly its
+    release's, or the closest release's with the claims that need the exact release withheld."""
+    if identity.exact:
+        return _load(identity.version, identity.version)
+    base = _load(choose_version(identity.version), None)
+    return replace(base, detected=identity.version, identity=identity)
 
 
 @lru_cache(maxsize=None)
@@ -197,19 +213,12 @@ def own_file_row(path: str, table: str) -> tuple[Knowledge, object] | None:
         return None
     full = os.path.abspath(path)
     root = package_root(os.path.dirname(full))
-    if root is None or version_in_tree(root) is None:
-        return None
-    knowledge = knowledge_for(full)  # the tree's own version (found above), never the installed one
+    release = package_release(root) if root is not None else None
+    if release is None or not release[1]:
+        return None  # a fork's files are its own: no release's table describes them
+    knowledge = _load(release[0], release[0])
     row = getattr(knowledge, table).get(os.path.relpath(full, root).replace(os.sep, "/"))
     return (knowledge, row) if row else None
-
-
-def detect_version(path: str) -> str | None:
-    directory = os.path.dirname(os.path.abspath(path))
-    found = version_in_tree(directory)
-    if found or package_root(directory) is not None:
-        return found  # a verl package of unknown version: the installed verl says nothing about this tree
-    return installed_version()
 
 
 @lru_cache(maxsize=256)
@@ -221,28 +230,16 @@ def package_root(directory: str) -> str | None:
     return None if parent == directory else package_root(parent)
 
 
-@lru_cache(maxsize=256)
-def version_in_tree(directory: str) -> str | None:
-    # The scanned file is inside a verl checkout or package: <...>/verl/version/version holds its version.
-    for candidate in (os.path.join(directory, "version", "version"), os.path.join(directory, "verl", "version", "version")):
-        if os.path.basename(os.path.dirname(os.path.dirname(candidate))) == "verl" and os.path.isfile(candidate):
-            try:
-                with open(candidate, encoding="utf-8") as fh:
-                    return fh.read().strip() or None
-            except OSError:
-                return None
-    if os.path.basename(directory) == "verl" and os.path.isdir(os.path.join(directory, "trainer")):
-        by_files = _version_from_files(directory)
-        if by_files:
-            return by_files
-    parent = os.path.dirname(directory)
-    return None if parent == directory else version_in_tree(parent)
+@lru_cache(maxsize=None)
+def detect_table(version: str) -> dict | None:
+    """The rule set's `[detect]`: files present in, and absent from, that release's package."""
+    return files.load("verl", f"{version}.toml").get("detect")
 
 
-def _version_from_files(package: str) -> str | None:
-    """A verl package without `version/version` (a trimmed copy): the newest rule set whose `[detect]` files match."""
+def version_from_files(package: str) -> str | None:
+    """The newest rule set whose `[detect]` files match a verl package (a copy without `version/version`)."""
     for version in reversed(available_versions()):
-        detect = files.load("verl", f"{version}.toml").get("detect")
+        detect = detect_table(version)
         if not detect:
             continue
         present = all(os.path.exists(os.path.join(package, p)) for p in detect.get("present", ()))
@@ -252,9 +249,28 @@ def _version_from_files(package: str) -> str | None:
     return None
 
 
-@lru_cache(maxsize=1)
-def installed_version() -> str | None:
+@lru_cache(maxsize=64)
+def package_release(package: str) -> tuple[str | None, bool, str]:
+    """What a verl package directory says of its release: (version, whether it is exactly a release rlcompat has
+    knowledge of, the evidence). `verl/version/version` names the version; its files must then not be another
+    release's (`[detect]`). A package without the file is the release whose files match, if any."""
+    written = _first_line(os.path.join(package, "version", "version"))
+    by_files = version_from_files(package)
+    if written:
+        evidence = f"verl/version/version says {written}"
+        if written in available_versions() and (by_files is None or by_files == written or not detect_table(written)):
+            return written, True, evidence
+        if by_files and written in available_versions():
+            return written, False, f"{evidence}, but its files are verl {by_files}'s"
+        return written, False, f"{evidence}, a version rlcompat has no knowledge of"
+    if by_files:
+        return by_files, True, f"no version file; its files match verl {by_files}'s"
+    return None, False, "no version file, and no release's files match"
+
+
+def _first_line(path: str) -> str | None:
     try:
-        return metadata.version("verl")
-    except metadata.PackageNotFoundError:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read().strip() or None
+    except OSError:
         return None

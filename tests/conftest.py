@@ -29,12 +29,12 @@ def run_cli(tmp_path):
 
 @pytest.fixture
 def fresh_verl_detection():
-    """verl's version and package root are cached per path; tests that build verl trees under tmp_path (whose
+    """Trees' identities, verl's package root and version are cached per path; tests that build verl trees under tmp_path (whose
     paths repeat across tests) clear the caches before and after."""
-    from rlcompat import verl_knowledge
+    from rlcompat import identity, verl_knowledge
 
     def clear():
-        verl_knowledge.version_in_tree.cache_clear()
+        identity.clear_caches()
         verl_knowledge.package_root.cache_clear()
 
     clear()

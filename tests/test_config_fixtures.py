@@ -18,11 +18,27 @@ CASES = sorted(p for kind in ("scripts", "yaml", "markdown", "python", "json", "
 
 
 def _case(case: Path, tmp_path: Path):
+    """The input copied into a tree of its own whose requirements.txt pins what the fixture assumes (its
+    `frameworks`, as {distribution = version}): the tree's identity (rlcompat/identity.py) is then the same in
+    every environment."""
     source = next(case.glob("input.*"))
     options = load_toml_text((case / "fixture.toml").read_text())
     work = tmp_path / f"{case.name}{source.suffix}"
     shutil.copy(source, work)
+    pins = "".join(f"{name}=={version}\n" for name, version in options.get("frameworks", {}).items())
+    (tmp_path / "requirements.txt").write_text(pins)
     return source, work, resolve_target(options["target"]), options.get("unsafe", False)
+
+
+@pytest.fixture(autouse=True)
+def _nothing_installed(monkeypatch):
+    """Goldens never depend on what the scanning environment has installed: only their pins count."""
+    from rlcompat import identity
+
+    monkeypatch.setattr(identity, "installed_version", lambda distribution: None)
+    identity.clear_caches()
+    yield
+    identity.clear_caches()
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.parent.name}/{c.name}" for c in CASES])
@@ -56,6 +72,7 @@ def test_unfixable_engine_error_remains_and_says_what_to_do(tmp_path, monkeypatc
     monkeypatch.setenv("RLCOMPAT_HF_ROLLOUT", "0")  # without rlcompat's hf rollout nothing can replace the engine
     script = tmp_path / "run.sh"
     script.write_text("python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n")
+    (tmp_path / "requirements.txt").write_text("verl==0.9.1\n")  # the release rlcompat's hf rollout supports
     report = scan_paths([str(script)], resolve_target("sm61"))
     engine = [f for f in report.findings if f.code == "RLC401"]
     assert len(engine) == 1 and engine[0].fix is None and engine[0].severity == "error"

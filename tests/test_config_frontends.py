@@ -140,13 +140,18 @@ def test_megatron_scripts_get_no_fsdp_findings():
 
 
 def test_scanned_verl_version_is_read_from_the_tree(tmp_path):
-    from rlcompat.verl_knowledge import knowledge_for
+    from rlcompat.identity import resolve, verl_of_file
+    from rlcompat.verl_knowledge import knowledge_of
 
     (tmp_path / "verl" / "version").mkdir(parents=True)
     (tmp_path / "verl" / "version" / "version").write_text("0.9.3\n")
     (tmp_path / "verl" / "trainer" / "config" / "rollout").mkdir(parents=True)
-    k = knowledge_for(str(tmp_path / "verl" / "trainer" / "config" / "rollout" / "rollout.yaml"))
-    assert (k.version, k.detected) == ("0.9.1", "0.9.3") and "rules for 0.9.1" in k.label
+    path = str(tmp_path / "verl" / "trainer" / "config" / "rollout" / "rollout.yaml")
+    k = knowledge_of(verl_of_file(path, resolve(str(tmp_path)).get("verl")))
+    # 0.9.3 is no release rlcompat has knowledge of: read as a fork, with the closest release's rule set and no claim
+    # that needs the exact release.
+    assert (k.version, k.detected) == ("0.9.1", "0.9.3") and k.label == "verl fork (closest release 0.9.1)"
+    assert not k.version_known
 
 
 def test_commands_in_functions_with_arithmetic_are_read():

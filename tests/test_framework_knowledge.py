@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from rlcompat.file_knowledge import FileKnowledge
+from tests.verl_trees import verl_091_knowledge
 from rlcompat import framework_knowledge as fk
 from rlcompat.api import scan_source
 from rlcompat.lang.settings import ConfigView, Setting, Span, run_rules
@@ -90,7 +90,7 @@ def _setting(text: str, key: str, value: str, flag: bool = True) -> Setting:
 
 def _run(views, text, target, codes):
     rules = [RULES[c](resolve_target(target)) for c in codes]
-    return run_rules(views, text, "run.sh", rules, resolve_target(target), FileKnowledge("run.sh"))
+    return run_rules(views, text, "run.sh", rules, resolve_target(target), verl_091_knowledge("run.sh"))
 
 
 def test_openrlhf_param_dtype_has_no_fp32_spelling_so_sm61_gets_no_fix():
@@ -114,10 +114,10 @@ def test_defaults_of_a_known_openrlhf_version_are_reported_at_the_command():
     assert any(m.startswith("--ds.attn_implementation is not passed, so OpenRLHF 0.11.2 uses its default, "
                             "flash_attention_2") and "pass --ds.attn_implementation sdpa" in m for m in messages)
     assert any(m.startswith("--ds.param_dtype is not passed") for m in messages)
-    # Without a marker of the CLI generation (and no openrlhf installed) the version is unknown: no default claims.
+    # Without a marker of the CLI generation (and no OpenRLHF in the tree's identity) the version is unknown: no default
+    # claims.
     plain = _command_view([], words=("deepspeed", "--module", "openrlhf.cli.train_sft", "--max_len", "2048"))
-    if fk.installed_version("openrlhf") is None:
-        assert not _run([plain], TEXT, "sm61", ["RLC118", "RLC207"])
+    assert not _run([plain], TEXT, "sm61", ["RLC118", "RLC207"])  # (the tree pins no OpenRLHF)
 
 
 def test_vllm_attention_backend_env_var():
@@ -199,20 +199,20 @@ TITAN_010 = "[model]\nname = \"llama3\"\nconverters = [\"float8\"]\n\n[float8]\n
 TITAN_022 = "[model]\nname = \"llama3\"\nconverters = [\"float8\"]\n\n[training]\nmixed_precision_param = \"float32\"\n"
 
 
-def _converter_findings(text: str, target: str = "sm61"):
-    return [f for f in scan_source(text, resolve_target(target), "llama3_405b.toml", "toml") if f.code == "RLC135"]
+def _converter_findings(text: str, target: str = "sm61", frameworks=None):
+    return [f for f in scan_source(text, resolve_target(target), "llama3_405b.toml", "toml", frameworks=frameworks)
+            if f.code == "RLC135"]
 
 
-def test_a_converter_name_is_judged_by_the_release_that_registers_it(monkeypatch):
+def test_a_converter_name_is_judged_by_the_release_that_registers_it():
     # torchtitan 0.1.0 registers `float8` (components/quantization/float8.py:131); its [float8] table marks the file.
     (old,) = _converter_findings(TITAN_010)
     assert "torchtitan 0.1.0 knowledge" in old.message and old.location.line == 3
     # 0.2.2 registers only quantize.*.float8: `float8` there is a KeyError on every GPU, no GPU hazard.
     assert not _converter_findings(TITAN_022)
     assert _converter_findings(TITAN_022.replace('["float8"]', '["quantize.linear.float8"]'))
-    # Without a marker the installed release decides.
-    monkeypatch.setattr(fk, "installed_version", lambda distribution: "0.1.0" if distribution == "torchtitan" else None)
-    assert _converter_findings(TITAN_022)
+    # Without a marker the tree's release decides (its identity: rlcompat/identity.py).
+    assert _converter_findings(TITAN_022, frameworks={"torchtitan": "0.1.0"})
 
 
 def test_key_values_must_be_hazard_values_of_their_kind():

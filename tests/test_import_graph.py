@@ -191,7 +191,7 @@ def test_front_end_check_sees_a_function_level_knowledge_import(monkeypatch):
     monkeypatch.setitem(GRAPH, "rlcompat.lang.yaml", GRAPH["rlcompat.lang.yaml"] + [("rlcompat.rules.codes", None)])
     assert _front_ends_knowing_frameworks() == ["rlcompat.lang.shell imports rlcompat.verl_knowledge",
                                                 "rlcompat.lang.yaml imports rlcompat.rules.codes"]
-    source = "def check():\n    from rlcompat.verl_knowledge import knowledge_for\n"
+    source = "def check():\n    from rlcompat.verl_knowledge import knowledge_of\n"
     assert [node.module for node in _runtime_imports(ast.parse(source))] == ["rlcompat.verl_knowledge"]
 
 

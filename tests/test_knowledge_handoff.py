@@ -9,6 +9,8 @@ from rlcompat import framework_knowledge, verl_knowledge
 from rlcompat.analysis import confighelpers
 from rlcompat.file_knowledge import FileKnowledge
 from rlcompat.knowledge import files
+from rlcompat.identity import pinned
+from tests.verl_trees import verl_091_knowledge
 from rlcompat.lang import shell
 from rlcompat.lang import yaml as yaml_fe
 from rlcompat.lang.settings import ConfigView
@@ -28,7 +30,7 @@ def _views(module, text: str, path: str, knowledge) -> list[ConfigView]:
 
 
 def _flag(text: str, name: str, knowledge=None):
-    [view] = _views(shell, text, "run.sh", knowledge or FileKnowledge("run.sh"))
+    [view] = _views(shell, text, "run.sh", knowledge or verl_091_knowledge("run.sh"))
     return next(s for s in view.settings if s.key == name)
 
 
@@ -61,8 +63,8 @@ def test_yaml_reads_verl_top_keys_from_what_it_is_handed():
         config_top_keys = frozenset()
 
     text = "trainer:\n  n_gpus_per_node: 1\n"
-    [known] = _views(yaml_fe, text, "c.yaml", FileKnowledge("c.yaml"))
-    [unknown] = _views(yaml_fe, text, "c.yaml", NoVerl("c.yaml"))
+    [known] = _views(yaml_fe, text, "c.yaml", verl_091_knowledge("c.yaml"))
+    [unknown] = _views(yaml_fe, text, "c.yaml", NoVerl("c.yaml", pinned({"verl": "0.9.1"})))
     assert known.is_verl and not unknown.is_verl
 
 
@@ -72,8 +74,8 @@ def test_shell_entry_points_come_from_what_it_is_handed():
             return module == "mytool.train"
 
     text = "python3 -m mytool.train a.b=1\n"
-    [plain] = _views(shell, text, "run.sh", FileKnowledge("run.sh"))
-    [entry] = _views(shell, text, "run.sh", OtherEntry("run.sh"))
+    [plain] = _views(shell, text, "run.sh", verl_091_knowledge("run.sh"))
+    [entry] = _views(shell, text, "run.sh", OtherEntry("run.sh", pinned({"verl": "0.9.1"})))
     assert not plain.is_verl and entry.is_verl
 
 
@@ -97,7 +99,7 @@ def test_matrix_families_come_from_the_code_registry():
 
 
 def _keys(text: str, knowledge=None) -> list[str]:
-    [view] = _views(shell, text, "run.sh", knowledge or FileKnowledge("run.sh"))
+    [view] = _views(shell, text, "run.sh", knowledge or verl_091_knowledge("run.sh"))
     return [s.key for s in view.settings]
 
 

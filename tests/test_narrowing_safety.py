@@ -22,7 +22,7 @@ from rlcompat.discovery import discover, language_of
 from rlcompat.lang import python as py
 from rlcompat.lang.pyspeed import narrow as narrowing
 from rlcompat.lang.settings import ConfigRule
-from rlcompat.file_knowledge import FileKnowledge
+from tests.verl_trees import verl_091_knowledge
 from rlcompat.findings import Finding
 from rlcompat.rules import all_rules
 from rlcompat.knowledge.targets import resolve_target
@@ -40,7 +40,7 @@ def _findings(rules: list, text: str, target, narrow: bool) -> list:
             return ["syntax error"]
         narrowed, tree = None, py.parse(text)  # as the engine does: the whole file decides
     found = py.check(tree, text, "example.py", rules, target, narrowed=narrowed,
-                     knowledge=FileKnowledge("example.py"))
+                     knowledge=verl_091_knowledge("example.py"))
     return [(f.code, f.location, f.message, f.fix, f.source_line) for f in sorted(found, key=Finding.sort_key)]
 
 

@@ -9,6 +9,7 @@ import pytest
 from rlcompat import framework_knowledge as fk
 from rlcompat.api import scan_source
 from rlcompat.file_knowledge import FileKnowledge
+from rlcompat.identity import pinned
 from rlcompat.lang import tomlfile
 from rlcompat.lang.settings import ConfigView, Setting, Span, run_rules
 from rlcompat.rules import file_rules
@@ -63,13 +64,14 @@ def test_only_a_torchtitan_train_config_is_judged():
     assert not _rlc118('[job]\nname = "nightly"\n[training]\nsteps = 10\n')
 
 
-def test_a_torchtitan_command_gets_no_default_claim_for_a_key_its_config_file_carries(monkeypatch):
+def test_a_torchtitan_command_gets_no_default_claim_for_a_key_its_config_file_carries():
     # The command names the TOML file that may set the key; the file is where the default is judged.
     text = "torchrun --nproc_per_node 1 -m torchtitan.train --job.config_file llama3_8b.toml\n"
-    monkeypatch.setattr(fk, "installed_version", lambda name: "0.2.2" if name == "torchtitan" else None)
+
     view = ConfigView("command", [], anchor=Span(0, 8), command_words=tuple(text.split()))
     rules = [r(resolve_target("sm61")) for r in file_rules() if r.code == "RLC118"]
-    found = run_rules([view], text, "run.sh", rules, resolve_target("sm61"), FileKnowledge("run.sh"))
+    found = run_rules([view], text, "run.sh", rules, resolve_target("sm61"),
+                      FileKnowledge("run.sh", pinned({"torchtitan": "0.2.2"}), text))
     assert not [f for f in found if "mixed_precision_param" in f.message]
 
 

@@ -18,7 +18,7 @@ import pytest
 from rlcompat.config import Options
 from rlcompat.discovery import language_of
 from rlcompat.engine import Checker
-from rlcompat.file_knowledge import FileKnowledge
+from tests.verl_trees import verl_091_knowledge
 from rlcompat.findings import Finding
 from rlcompat.lang import python as py
 from rlcompat.lang.pyspeed import batches
@@ -92,7 +92,7 @@ def test_short_texts_and_the_plain_mode_are_parsed_whole(monkeypatch):
 
 
 def _findings(rules: list, text: str, target) -> list:
-    found = py.check(py.parse(text), text, "example.py", rules, target, knowledge=FileKnowledge("example.py"))
+    found = py.check(py.parse(text), text, "example.py", rules, target, knowledge=verl_091_knowledge("example.py"))
     return [(f.code, f.location, f.message, f.fix, f.source_line) for f in sorted(found, key=Finding.sort_key)]
 
 

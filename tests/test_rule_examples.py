@@ -8,6 +8,7 @@ from rlcompat.config import Options
 from rlcompat.discovery import language_of
 from rlcompat.engine import Checker, parse
 from rlcompat.fixer import fix_source
+from rlcompat.identity import pinned
 from rlcompat.rules import all_rules
 from rlcompat.source import decode
 from rlcompat.knowledge.targets import resolve_target
@@ -17,13 +18,15 @@ RULES = all_rules()
 SOURCE_RULES = [r for r in RULES if "environment" not in r.languages]
 
 
-def _checker(rule, target: str) -> Checker:
-    return Checker(resolve_target(target), Options(select=(rule.code, *rule.examples_select)))
+def _checker(rule, target: str, frameworks) -> Checker:
+    # The example's identity is what it pins, never the scanning environment's installed frameworks.
+    return Checker(resolve_target(target), Options(select=(rule.code, *rule.examples_select)),
+                   identity=pinned(frameworks))
 
 
-def _run(rule, code: str, target: str, path: str):
+def _run(rule, code: str, target: str, path: str, frameworks=None):
     language = language_of(path)
-    checker = _checker(rule, target)
+    checker = _checker(rule, target, frameworks)
     source = decode(path, code.encode("utf-8"), language)
     return checker, source, language, checker.check_source(source, language)
 
@@ -34,7 +37,7 @@ GOOD = [pytest.param(r, i, g, id=f"{r.code}-good{i}") for r in SOURCE_RULES for 
 
 @pytest.mark.parametrize("rule,i,example", BAD)
 def test_bad_example_is_reported_and_fixed(rule, i, example):
-    checker, source, language, result = _run(rule, example.code, example.target, example.path)
+    checker, source, language, result = _run(rule, example.code, example.target, example.path, example.frameworks)
     assert result.error is None, result.error
     codes = [f.code for f in result.findings]
     assert rule.code in codes, f"{rule.code} did not report:\n{example.code}"
@@ -55,7 +58,7 @@ def test_bad_example_is_reported_and_fixed(rule, i, example):
 
 @pytest.mark.parametrize("rule,i,example", GOOD)
 def test_good_example_is_not_reported(rule, i, example):
-    _, _, _, result = _run(rule, example.code, example.target, example.path)
+    _, _, _, result = _run(rule, example.code, example.target, example.path, example.frameworks)
     assert result.error is None, result.error
     assert rule.code not in [f.code for f in result.findings], f"{rule.code} reported on:\n{example.code}"
 

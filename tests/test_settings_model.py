@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rlcompat.file_knowledge import FileKnowledge
+from tests.verl_trees import verl_091_knowledge
 from rlcompat.api import fix_paths, scan_paths
 from rlcompat.lang import pysettings, shell
 from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span, flag_key
@@ -27,7 +27,7 @@ class _Spy(ConfigRule):
 
 def shell_views(text: str) -> list[ConfigView]:
     spy = _Spy(SM61)
-    shell.check(shell.parse(text), text, "run.sh", [spy], SM61, knowledge=FileKnowledge("run.sh"))
+    shell.check(shell.parse(text), text, "run.sh", [spy], SM61, knowledge=verl_091_knowledge("run.sh"))
     return spy.views
 
 

@@ -148,9 +148,9 @@ def test_narrowing_keeps_what_a_rule_reports_beside_its_trigger_words(code, coun
 
 
 def _knowledge():
-    from rlcompat.file_knowledge import FileKnowledge
+    from tests.verl_trees import verl_091_knowledge
 
-    return FileKnowledge("example.py")
+    return verl_091_knowledge("example.py")
 
 
 def test_a_triton_kernel_behind_a_local_jit_wrapper_is_read_whole():

@@ -11,6 +11,7 @@ from rlcompat._toml import load_toml_text
 from rlcompat.config import Options
 from rlcompat.engine import Checker
 from rlcompat.fixer import fix_source
+from rlcompat.identity import pinned
 from rlcompat.source import decode
 from rlcompat.knowledge.targets import resolve_target
 
@@ -19,7 +20,7 @@ CASES = sorted(p for p in (Path(__file__).resolve().parents[1] / "fixtures" / "t
 
 def _fix(case: Path, text: str):
     meta = load_toml_text((case / "case.toml").read_text())
-    checker = Checker(resolve_target(meta["target"]), Options(select=("RLC3",)))
+    checker = Checker(resolve_target(meta["target"]), Options(select=("RLC3",)), identity=pinned(meta.get("frameworks")))
     source = decode(str(case / "input.py"), text.encode(), "python")
     return checker, fix_source(checker, source, "python", unsafe=meta.get("unsafe", False))
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from rlcompat import verl_knowledge as vk
+from rlcompat import identity, verl_knowledge as vk
 from rlcompat.api import fix_paths, scan_paths, scan_source
 from rlcompat.report import Summary, not_read_line, render
 from rlcompat.knowledge.targets import resolve_target
@@ -40,7 +40,7 @@ def test_generated_reference_configs_are_not_read_and_the_report_says_why(tmp_pa
 
 
 def test_generated_file_is_checked_where_the_version_is_unknown_or_outside_verl(tmp_path, monkeypatch):
-    monkeypatch.setattr(vk, "installed_version", lambda: "0.9.1")
+    monkeypatch.setattr(identity, "installed_version", lambda distribution: "0.9.1" if distribution == "verl" else None)
     unknown = verl_package(tmp_path / "u", None, {"trainer/config/_generated_ppo_trainer.yaml": GENERATED})
     assert [f.code for f in scan_paths([str(unknown)], SM61).findings if f.code == "RLC104"]
     copy = tmp_path / "project" / "_generated_ppo_trainer.yaml"
@@ -52,13 +52,15 @@ def test_generated_file_is_checked_where_the_version_is_unknown_or_outside_verl(
 
 
 def test_a_verl_tree_of_unknown_version_gets_no_dead_key_claim_from_the_installed_verl(tmp_path, monkeypatch):
-    monkeypatch.setattr(vk, "installed_version", lambda: "0.9.1")
-    package = verl_package(tmp_path, None, {"trainer/config/actor/actor.yaml": "use_torch_compile: true\n"})
-    assert vk.detect_version(str(package / "trainer/config/actor/actor.yaml")) is None
+    monkeypatch.setattr(identity, "installed_version", lambda distribution: "0.9.1" if distribution == "verl" else None)
+    package = verl_package(tmp_path / "t", None, {"trainer/config/actor/actor.yaml": "use_torch_compile: true\n"})
+    own = identity.verl_package(str(package))
+    assert own.how == "fork" and own.version is None and not own.exact
     notes = [f for f in scan_paths([str(package)], SM61).findings if f.code == "RLC352"]
     assert notes and all("does nothing in verl" not in f.message and f.fix is None for f in notes)
-    # Outside any verl tree the installed verl is the one a script runs with.
-    assert vk.detect_version(str(tmp_path / "run.sh")) == "0.9.1"
+    # Outside any verl tree (nothing declared) the installed verl is the one a script runs with.
+    (tmp_path / "bare").mkdir()
+    assert identity.resolve(str(tmp_path / "bare")).get("verl").version == "0.9.1"
 
 
 def test_oc_select_default_is_judged_and_only_the_default_is_rewritten(tmp_path):

@@ -26,6 +26,7 @@ def _scan(run_cli, path, env):
 def test_fix_offered_when_asked_and_not_when_refused(run_cli, tmp_path):
     script = tmp_path / "run.sh"
     script.write_text(SCRIPT.read_text())
+    (tmp_path / "requirements.txt").write_text("verl==0.9.1\n")  # the release the hf rollout supports
     code, offered = _scan(run_cli, script, {"RLCOMPAT_HF_ROLLOUT": "1"})
     assert code == 1 and len(offered) == 1
     assert offered[0]["fix"] and "hf" in json.dumps(offered[0]["fix"])

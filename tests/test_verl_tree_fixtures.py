@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rlcompat import verl_knowledge as vk
+from rlcompat import identity, verl_knowledge as vk
 from rlcompat._toml import load_toml_text
 from rlcompat.api import fix_paths, scan_paths
 from rlcompat.knowledge.targets import resolve_target
@@ -23,7 +23,7 @@ def _files(root: Path) -> dict[str, str]:
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_fix_matches_golden_tree_and_is_idempotent(case, tmp_path):
-    vk.version_in_tree.cache_clear()
+    identity.clear_caches()
     vk.package_root.cache_clear()
     options = load_toml_text((case / "fixture.toml").read_text())
     target, unsafe = resolve_target(options["target"]), options.get("unsafe", False)

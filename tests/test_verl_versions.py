@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rlcompat import verl_knowledge as vk
+from rlcompat import identity, verl_knowledge as vk
 from rlcompat.api import scan_source
 from rlcompat.knowledge.targets import resolve_target
 
@@ -73,7 +73,7 @@ def test_a_091_tree_calls_it_dead_with_a_rename(tmp_path):
 
 
 def test_an_unknown_version_makes_no_dead_claim(tmp_path, monkeypatch):
-    monkeypatch.setattr(vk, "installed_version", lambda: None)
+    monkeypatch.setattr(identity, "installed_version", lambda distribution: None)
     (note,) = [f for f in scan_source(SCRIPT, SM61, str(tmp_path / "run.sh"), "shell") if f.code == "RLC352"]
     assert "version was not found" in note.message and "does nothing in verl" not in note.message
     assert "it is read in verl 0.4.1, 0.5.0, 0.6.1, 0.7.0" in note.message and note.fix is None
@@ -94,13 +94,19 @@ def test_python_defaults_get_the_yaml_verdict_per_version(tmp_path):
 def test_version_from_distinguishing_files_when_the_version_file_is_gone(tmp_path):
     package = _tree(tmp_path, None, ["workers/engine_workers.py", "workers/fsdp_workers.py",
                                      "trainer/config/model/hf_model.yaml"])
-    assert vk.detect_version(str(package / "trainer" / "x.yaml")) == "0.7.0"
+    assert _found(package) == ("release", "0.7.0")
     older = _tree(tmp_path / "o", None, ["workers/fsdp_workers.py", "workers/config/x.py",
                                          "trainer/config/model/hf_model.yaml", "workers/roles/x.py"])
-    assert vk.detect_version(str(older / "trainer" / "x.yaml")) == "0.6.1"
+    assert _found(older) == ("release", "0.6.1")
     newer = _tree(tmp_path / "n", None, ["workers/engine_workers.py", "trainer/config/reward/reward.yaml",
                                          "trainer/config/transfer_queue/x.yaml"])
-    assert vk.detect_version(str(newer / "trainer" / "x.yaml")) == "0.9.1"
+    assert _found(newer) == ("release", "0.9.1")
+
+
+def _found(package) -> tuple[str, str | None]:
+    """How the identity of a verl package is found from its files, and the release they match."""
+    found = identity.verl_package(str(package))
+    return found.how, found.version
 
 
 def test_verl_05_registers_an_hf_rollout_that_runs_everywhere(tmp_path):

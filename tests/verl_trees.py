@@ -17,3 +17,12 @@ def verl_package(root: Path, version: str | None, files: dict[str, str]) -> Path
         (package / name).parent.mkdir(parents=True, exist_ok=True)
         (package / name).write_text(text)
     return package
+
+
+def verl_091_knowledge(path: str):
+    """The knowledge a front end gets for a file of a tree that runs verl 0.9.1 (pinned: the scanning environment's
+    installed verl plays no part)."""
+    from rlcompat.file_knowledge import FileKnowledge
+    from rlcompat.identity import pinned
+
+    return FileKnowledge(path, pinned({"verl": "0.9.1"}, "the test"))

@@ -130,6 +130,8 @@ def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Ca
                 reported.add(setting.key_span.start)
         elif known.role == "reward":
             continue  # the reward model's engine only runs when it is enabled: never add its settings
+        elif not ctx.verl.version_known:
+            continue  # a default (and its file:line) is a claim about one release: not this tree's (fork, unknown)
         elif view.kind == "yaml" and known.omitted_in:
             left_out(view, ctx, known, is_bad, new_value, describe)
         elif known.follows and view.get(known.follows) is not None:

@@ -19,16 +19,15 @@ def enclosing_class(ancestors: list[cst.CSTNode]) -> str:
     return ""
 
 
-def dead_field(path: str, class_name: str, field_name: str):
-    """(DeadKey, Knowledge) when `class_name.field_name` in `path` declares a key dead in the detected verl version.
+def dead_field(knowledge, path: str, class_name: str, field_name: str):
+    """(DeadKey, Knowledge) when `class_name.field_name` in `path` declares a key dead in the scanned file's verl
+    release (`knowledge`: the file's verl knowledge, from its tree's identity).
 
-    None when the version is unknown: then no rule may say the default does nothing.
+    None when the release is not known exactly (a fork, an unknown version): then no rule may say the default does
+    nothing.
     """
-    if not class_name or not field_name:
+    if not class_name or not field_name or knowledge is None:
         return None
-    from rlcompat.verl_knowledge import knowledge_for
-
-    knowledge = knowledge_for(path)
     if not knowledge.version_known:
         return None
     norm = path.replace(os.sep, "/")

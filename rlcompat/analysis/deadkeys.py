@@ -34,7 +34,7 @@ def report_dead_keys(view: ConfigView, ctx: ConfigContext, suffix: str, value_ma
             mount = next((m for m in view.mounts if m and dead.key == f"{m}.{setting.key}"), "")
             use = f"{dead.use[len(mount) + 1:]} in this file" if mount and dead.use.startswith(mount + ".") else dead.use
         if not ctx.verl.version_known:
-            ctx.report(setting.key_span, unknown_version_message(shown, dead, use))
+            ctx.report(setting.key_span, unknown_version_message(shown, dead, use, ctx.verl))
             continue
         message = f"{shown} does nothing in {ctx.verl.label} for the FSDP engine ({dead.why}); use {use} instead"
         live_set = view.get(dead.use) is not None
@@ -58,15 +58,20 @@ def live_at_another_mount(view: ConfigView, setting, knowledge) -> bool:
     return any(k.key in paths and (not k.worker or k.worker == worker) for k in knowledge.settings)
 
 
-def unknown_version_message(shown: str, dead, use: str) -> str:
-    """What can be said about a key that is dead in some verl releases when the scanned tree's version is unknown:
-    the verdict of each release rlcompat knows, and no claim for this tree."""
+def unknown_version_message(shown: str, dead, use: str, knowledge) -> str:
+    """What can be said about a key that is dead in some verl releases when the scanned tree's release is not known
+    (a version not found, a fork, a version rlcompat has no knowledge of): the verdict of each release rlcompat
+    knows, and no claim for this tree."""
     from rlcompat.verl_knowledge import other_verdicts
+
+    found = (f"the scanned tree's verl ({knowledge.label}) is not a release rlcompat has knowledge of"
+             if knowledge.detected or knowledge.identity is not None and knowledge.identity.how == "fork"
+             else "the scanned tree's verl version was not found")
 
     verdicts = other_verdicts(dead.key)
     live = [v for v, state in verdicts if state == "live"]
     dead_in = [v for v, state in verdicts if state == "dead"]
     read = f"; it is read in verl {', '.join(live)}" if live else ""
-    return (f"{shown}: the scanned tree's verl version was not found, so rlcompat cannot tell whether this key is read; "
+    return (f"{shown}: {found}, so rlcompat cannot tell whether this key is read; "
             f"in verl {', '.join(dead_in)} it does nothing for the FSDP engine ({dead.why}){read}. "
             f"Where the version is one of {', '.join(dead_in)}, use {use}")

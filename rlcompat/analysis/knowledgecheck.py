@@ -46,8 +46,10 @@ def attributed(view: ConfigView, ctx: ConfigContext, framework: fk.Framework, ke
     return any(c in text for c in framework.files) or any(c.strip() in text for c in framework.commands if "." in c)
 
 
-def chosen_version(view: ConfigView, framework_name: str) -> tuple[str | None, str]:
-    """The version of `framework_name` a view runs, and how it was found ("markers", "installed", or "")."""
+def chosen_version(view: ConfigView, ctx: ConfigContext, framework_name: str) -> tuple[str | None, str]:
+    """The release of `framework_name` a view runs when rlcompat has knowledge of exactly that release, and how it
+    was found: flags only that release's CLI has ("markers"), else the scanned tree's identity, resolved by the
+    caller ("installed", or the pin's file:line, or the package in the tree); (None, "") otherwise."""
     versions = [f for f in fk.frameworks() if f.name == framework_name]
     flags = [fk.normalise(s.key) for s in view.settings if s.flag]
     flags += [fk.normalise(w) for w in view.command_words if w.startswith("--")]
@@ -57,11 +59,15 @@ def chosen_version(view: ConfigView, framework_name: str) -> tuple[str | None, s
             return fw.version, "markers"
         if fw.config_markers and any(k.startswith(m) for k in keys for m in fw.config_markers):
             return fw.version, "markers"
-    installed = fk.installed_version(versions[0].distribution) if versions else None
-    if installed:
-        older = [f.version for f in versions if release(f.version) <= release(installed)]
-        return (older[0] if older else versions[-1].version), "installed"
+    identity = tree_identity(ctx, framework_name)
+    if identity is not None and identity.exact:
+        return identity.version, {"installed": "installed", "pinned": identity.evidence}.get(identity.how, identity.package)
     return None, ""
+
+
+def tree_identity(ctx: ConfigContext, framework_name: str):
+    """The scanned tree's identity of a framework (rlcompat/identity.py), None where the caller gave none."""
+    return ctx.framework(framework_name) if ctx.framework is not None else None
 
 
 def matching_key(view: ConfigView, ctx: ConfigContext, setting: Setting, kinds: frozenset[str]):
@@ -75,7 +81,7 @@ def matching_key(view: ConfigView, ctx: ConfigContext, setting: Setting, kinds: 
     # anything); then the version that command (or the machine) uses.
     found.sort(key=lambda k: (not attributed(view, ctx, k.framework), k.form != _exact_form(setting)))
     name = found[0].framework.name
-    version, how = chosen_version(view, name)
+    version, how = chosen_version(view, ctx, name)
     same = [k for k in found if k.framework.name == name]
     exact = next((k for k in same if k.framework.version == version), None)
     return (exact, True) if exact else (same[0], False)
@@ -266,10 +272,19 @@ def dtype_spelling(key: fk.FrameworkKey, target) -> tuple[str | None, FixSafety,
     return None, safety, f"{key.framework.label} has no {wanted} spelling for this key"
 
 
-def _knowledge(key: fk.FrameworkKey, version_known: bool) -> str:
+def _knowledge(ctx: ConfigContext, key: fk.FrameworkKey, version_known: bool) -> str:
+    """The knowledge a message rests on: the release's file:line where the tree runs exactly that release; where it
+    runs another (a pin of a release rlcompat has no knowledge of, a fork) no location is cited, and what is used
+    is said."""
     proof = first_proof(key.proof)
     if version_known:
         return f"{key.label} knowledge: {proof}"
+    identity = tree_identity(ctx, key.framework.name)
+    if identity is not None and identity.version is not None and identity.how != "installed":
+        where = f"pinned in {identity.evidence}" if identity.how == "pinned" else f"at {identity.package}"
+        fork = " fork" if identity.how == "fork" else ""
+        return (f"{key.framework.label}{fork} {identity.version} {where}: no knowledge of that release; judged by the "
+                f"value with {key.label}'s key, no file:line cited")
     return f"{key.framework.label} version not known here; {key.label} knowledge: {proof}"
 
 
@@ -279,7 +294,7 @@ def _report(view, ctx, setting: Setting, key: fk.FrameworkKey, version_known: bo
     value = setting.value if setting.value != "" else "on"
     runtime = f" ({key.auto})" if key.auto and (setting.value or "").lower() == "auto" else ""
     head = (f"{shown} is {value}{runtime}{where(setting)}: {hazard.why}; {target.name} is {target.capability_text} "
-            f"({_knowledge(key, version_known)})")
+            f"({_knowledge(ctx, key, version_known)})")
     edits, advice, safety = [], "", FixSafety.SAFE
     if kind.fix == "dtype":
         spelled, safety, note = dtype_spelling(key, target)
@@ -315,7 +330,7 @@ def _report_resolved(ctx, setting: Setting, key: fk.FrameworkKey, value: str, ve
     to write where a config is built or a command is given."""
     target = ctx.target
     unset = getattr(setting, "unset", "")
-    how = f"; {_knowledge(key, version_known)}: `{unset}` is {value}" if unset else f"; {_knowledge(key, version_known)}"
+    how = f"; {_knowledge(ctx, key, version_known)}: `{unset}` is {value}" if unset else f"; {_knowledge(ctx, key, version_known)}"
     if setting.origin == "python-forced":
         head = f"{setting.label} is set to {value} {setting.via}{how}"
         advice = "; the code forces it when that condition holds (no autofix here): leave off what the condition asks for"
@@ -349,7 +364,7 @@ def _defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> No
     for fw in fk.frameworks():
         if not attributed(view, ctx, fw):
             continue
-        version, how = chosen_version(view, fw.name)
+        version, how = chosen_version(view, ctx, fw.name)
         if version != fw.version:
             continue
         given = {fk.normalise(s.key).lower() for s in view.settings}
@@ -468,7 +483,8 @@ class DataExamples:
                     for which, row in key.examples:
                         if which != self.which:
                             continue
-                        extra = {"target": row.get("target", "sm61"), "path": row.get("path", "config.yaml")}
+                        extra = {"target": row.get("target", "sm61"), "path": row.get("path", "config.yaml"),
+                                 "frameworks": dict(row.get("frameworks", {}))}  # the releases the example runs
                         if which == "bad":
                             rows.append(Bad(row["text"], fixed=row.get("fixed"), unsafe=row.get("unsafe", False), **extra))
                         else:

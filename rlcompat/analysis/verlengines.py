@@ -62,7 +62,7 @@ def report_engine_settings(view: ConfigView, ctx: ConfigContext, setting_id: str
         when = "" if known.engine in chosen else f"; it applies when a run selects {known.selected_by}"
         advice = f"use {value}" if value is not None else no_accepted_value(known, ctx)
         message = (f"{name} is {setting.value}{origin}: {describe(known.key, setting.value)}; {advice}{when} "
-                   f"({ctx.verl.label} knowledge: {known.proof.split(' (')[0]})")
+                   f"({ctx.verl.cite(known.proof)})")
         ctx.report(setting.key_span, message, [setting.rewrite(value)] if value is not None else [], safety,
                    f"set it to {value}" if value is not None else "")
         reported.add(setting.key_span.start)
@@ -107,6 +107,8 @@ def _add_engine_default(view: ConfigView, ctx: ConfigContext, known, is_bad, new
     """A launch command that selects the engine and leaves its setting out runs on verl's default: the override is
     added, as for the default FSDP engine's settings (confighelpers.set_or_add). A setting that follows another
     (`follows`: the ref's Megatron attention backend is the actor's) gets its value from that one's fix."""
+    if not ctx.verl.version_known:
+        return  # a default (and its file:line) is a claim about one release: not this tree's (fork, unknown)
     if (view.kind != "command" or not view.is_verl or not view.can_add or known.role == "reward" or known.follows
             or not known.default or not is_bad(known.default) or not takes_ppo_keys(view)):
         return

@@ -94,7 +94,7 @@ def scan(
 ) -> None:
     """List every hazard for the target GPU with file:line, why, and the fix."""
     from rlcompat.api import scan_paths
-    from rlcompat.knowledge_summary import knowledge_applied
+    from rlcompat.knowledge_summary import identity_json, identity_lines, knowledge_applied
     from rlcompat.report import Summary, render_pieces
 
     paths = paths or ["."]
@@ -129,8 +129,9 @@ def scan(
             typer.echo(f"{known} finding{'s' if known != 1 else ''} already in {baseline} not shown.", err=True)
     summary = Summary("scan", tgt, findings, report.errors, report.files_checked, report.suppressed,
                       unsafe_fixes=settings.unsafe_fixes, statistics=statistics, color=_color(),
-                      knowledge=knowledge_applied(paths or [], findings),
-                      not_read=report.not_read, fail_on=settings.fail_on)
+                      knowledge=knowledge_applied(paths or [], findings, report.identities),
+                      not_read=report.not_read, fail_on=settings.fail_on, identity=identity_lines(paths, report.identities),
+                      identity_json=identity_json(paths, report.identities))
     emit_pieces(render_pieces(output_format.value, summary))
     if exit_zero:
         raise typer.Exit(EXIT_CLEAN)
@@ -158,7 +159,7 @@ def fix(
     """Rewrite the hazards that have a fix (safe ones by default); report what is left."""
     from rlcompat.api import fix_paths
     from rlcompat.fixer import unified_diff
-    from rlcompat.knowledge_summary import knowledge_applied
+    from rlcompat.knowledge_summary import identity_json, identity_lines, knowledge_applied
     from rlcompat.report import Summary, render_pieces
 
     paths = paths or ["."]
@@ -185,8 +186,9 @@ def fix(
             raise typer.Exit(EXIT_FINDINGS if failing(report.applied + report.remaining, report.errors, settings.fail_on) else EXIT_CLEAN)
     summary = Summary("fix", tgt, report.remaining, report.errors, len(report.fixes),
                       fixed=report.applied, unsafe_fixes=settings.unsafe_fixes, color=_color(),
-                      knowledge=knowledge_applied(paths or [], report.applied + report.remaining),
-                      not_read=report.not_read, fail_on=settings.fail_on)
+                      knowledge=knowledge_applied(paths or [], report.applied + report.remaining, report.identities),
+                      not_read=report.not_read, fail_on=settings.fail_on, identity=identity_lines(paths, report.identities),
+                      identity_json=identity_json(paths, report.identities))
     emit_pieces(render_pieces(output_format.value, summary))
     if report.broken:
         raise typer.Exit(EXIT_ERROR)  # a rule produced unparsable code: an internal error, whatever --exit-zero says

@@ -30,6 +30,10 @@ class FrontEndKnowledge(Protocol):
     def override_clis(self) -> frozenset[str]:
         """Programs (`llamafactory-cli`, `tune`) whose `key=value` words after their config are config overrides."""
 
+    def framework(self, name: str) -> object:
+        """The identity of framework `name` for the scanned file (rlcompat/identity.py): what config rules read as
+        `ConfigContext.framework`; front ends pass it on unread."""
+
     @property
     def for_rules(self) -> object:
         """What config rules read as `ConfigContext.verl`; front ends pass it on unread."""

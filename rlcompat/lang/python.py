@@ -102,14 +102,20 @@ def _dotted(node: cst.BaseExpression) -> str | None:
 class Context:
     """What a rule sees while the traversal is at a node."""
 
-    def __init__(self, target, path: str) -> None:
+    def __init__(self, target, path: str, knowledge: FrontEndKnowledge | None = None) -> None:
         self.target = target
         self.path = path
+        self.knowledge = knowledge  # the framework knowledge of the file's tree, resolved by the caller
         self.imports = ImportMap()
         self.ancestors: list[cst.CSTNode] = []
         self.pending: list[_Pending] = []
         self._rule: PythonRule | None = None
         self.source_text = ""  # the whole file's text
+
+    @property
+    def verl(self):
+        """verl's knowledge for the file's tree (rlcompat/verl_knowledge.py), None where the caller gave none."""
+        return self.knowledge.for_rules if self.knowledge is not None else None
 
     def qualname(self, expr: cst.CSTNode) -> str | None:
         """The dotted name an expression refers to through this file's imports, or None.
@@ -251,7 +257,7 @@ def check_targets(module: cst.Module | Parts | None, text: str, path: str, group
             chunks.forget()
         if module is not None and any(python_rules for python_rules, *_ in split):
             walked = _walk_targets(module, text, path, [(python_rules, target) for python_rules, _, _, target in split],
-                                   narrowed)
+                                   narrowed, knowledge)
         else:
             walked = [[] for _ in groups]
     finally:
@@ -298,16 +304,16 @@ def _unselected_python_findings(text: str, path: str, target, ran: Sequence, kno
     if not rules:
         return []
     try:
-        return _check_python(parse(text), text, path, rules, target)
+        return _check_python(parse(text), text, path, rules, target, knowledge=knowledge)
     except (PythonSyntaxError, RecursionError):
         return []
 
 
 def _check_python(module: cst.Module, text: str, path: str, rules: Sequence[PythonRule], target,
-                  narrowed: Narrowed | None = None) -> list[Finding]:
+                  narrowed: Narrowed | None = None, knowledge: FrontEndKnowledge | None = None) -> list[Finding]:
     """Findings in `text`. With `narrowed`, `module` was parsed from `narrowed.text` (lang/pyspeed/narrow.py): positions
     are found there and mapped back to `text` line by line (columns are the same)."""
-    return _walk_targets(module, text, path, [(rules, target)], narrowed)[0]
+    return _walk_targets(module, text, path, [(rules, target)], narrowed, knowledge)[0]
 
 
 class _NeedsWholeFile(Exception):
@@ -319,25 +325,26 @@ class _NeedsWholeModule(Exception):
 
 
 def _walk_targets(module: cst.Module | Parts, text: str, path: str, groups: Sequence[tuple[Sequence[PythonRule], object]],
-                  narrowed: Narrowed | None = None) -> list[list[Finding]]:
+                  narrowed: Narrowed | None = None, knowledge: FrontEndKnowledge | None = None) -> list[list[Finding]]:
     """The Python rules of several (rules, target) groups over one tree: one walk and one position lookup for all
     of them; a list of findings per group. Each group's rules see their own target in their context and report
     into their own list; the walk's ancestors and imports are the same for all."""
     if isinstance(module, Parts):
         # A narrowed text is one where no rule that reads the whole module can match (lang/pyspeed/narrow.py).
         if narrowed is None and any(batches.reads_whole_module(rules, text) for rules, _ in groups):
-            return _walk_unsplit(module, text, path, groups, narrowed)
-        return _walk_parts(module, text, path, groups, narrowed)
-    contexts, handlers = _contexts(groups, path, text)
+            return _walk_unsplit(module, text, path, groups, narrowed, knowledge)
+        return _walk_parts(module, text, path, groups, narrowed, knowledge)
+    contexts, handlers = _contexts(groups, path, text, knowledge)
     walk(module, handlers, contexts[0])
     try:
         return _found(module, narrowed.text if narrowed else text, contexts, narrowed, 0, lambda: LineIndex(text))
     except _NeedsWholeFile:
-        return _walk_targets(parse(text), text, path, groups)
+        return _walk_targets(parse(text), text, path, groups, None, knowledge)
 
 
-def _contexts(groups: Sequence[tuple[Sequence[PythonRule], object]], path: str, text: str) -> tuple[list[Context], dict]:
-    contexts = [Context(target, path) for _, target in groups]
+def _contexts(groups: Sequence[tuple[Sequence[PythonRule], object]], path: str, text: str,
+              knowledge: FrontEndKnowledge | None = None) -> tuple[list[Context], dict]:
+    contexts = [Context(target, path, knowledge) for _, target in groups]
     for ctx in contexts:
         ctx.source_text = text  # the whole file (the walked module may be narrowed), for a rule that must read it all
     handlers: dict = {}
@@ -348,10 +355,10 @@ def _contexts(groups: Sequence[tuple[Sequence[PythonRule], object]], path: str, 
 
 
 def _walk_parts(parts: Parts, text: str, path: str, groups: Sequence[tuple[Sequence[PythonRule], object]],
-                narrowed: Narrowed | None) -> list[list[Finding]]:
+                narrowed: Narrowed | None, knowledge: FrontEndKnowledge | None = None) -> list[list[Finding]]:
     """The walk over a big text's parts (lang/pyspeed/batches.py): each part parsed, walked and its findings located,
     then dropped before the next; the context (imports above all) goes on from part to part."""
-    contexts, handlers = _contexts(groups, path, text)
+    contexts, handlers = _contexts(groups, path, text, knowledge)
     found: list[list[Finding]] = [[] for _ in groups]
     index: list[LineIndex] = []
 
@@ -364,14 +371,14 @@ def _walk_parts(parts: Parts, text: str, path: str, groups: Sequence[tuple[Seque
         try:
             module = parse_module(part.text)
         except (cst.ParserSyntaxError, RecursionError):
-            return _walk_unsplit(parts, text, path, groups, narrowed)
+            return _walk_unsplit(parts, text, path, groups, narrowed, knowledge)
         walk(module, handlers, contexts[0])
         try:
             part_found = _found(module, part.text, contexts, narrowed, part.first_line - 1, text_index, in_part=True)
         except _NeedsWholeModule:
-            return _walk_unsplit(parts, text, path, groups, narrowed)
+            return _walk_unsplit(parts, text, path, groups, narrowed, knowledge)
         except _NeedsWholeFile:
-            return _walk_targets(parse(text), text, path, groups)
+            return _walk_targets(parse(text), text, path, groups, None, knowledge)
         for mine, more, ctx in zip(found, part_found, contexts):
             mine.extend(more)
             ctx.pending = []  # what holds the part's nodes: let its tree go before the next part is parsed
@@ -380,7 +387,7 @@ def _walk_parts(parts: Parts, text: str, path: str, groups: Sequence[tuple[Seque
 
 
 def _walk_unsplit(parts: Parts, text: str, path: str, groups: Sequence[tuple[Sequence[PythonRule], object]],
-                  narrowed: Narrowed | None) -> list[list[Finding]]:
+                  narrowed: Narrowed | None, knowledge: FrontEndKnowledge | None = None) -> list[list[Finding]]:
     """The walk over the whole module that `parts` were cut from. Where LibCST does not parse it, what the engine
     does when a text does not parse: the whole file if `parts` are of the narrowed text, else the error."""
     try:
@@ -388,8 +395,8 @@ def _walk_unsplit(parts: Parts, text: str, path: str, groups: Sequence[tuple[Seq
     except (PythonSyntaxError, RecursionError):
         if narrowed is None:
             raise
-        return _walk_targets(parse(text), text, path, groups)
-    return _walk_targets(module, text, path, groups, narrowed)
+        return _walk_targets(parse(text), text, path, groups, None, knowledge)
+    return _walk_targets(module, text, path, groups, narrowed, knowledge)
 
 
 def _found(module: cst.Module, located_text: str, contexts: list[Context], narrowed: Narrowed | None, shift: int,

@@ -36,6 +36,8 @@ class Summary:
     knowledge: list[str] = field(default_factory=list)  # framework knowledge applied: "verl 0.9.1", "OpenRLHF 0.11.2"
     not_read: list[tuple[str, str]] = field(default_factory=list)  # (path, why) of files seen but not read
     fail_on: str = "warning"  # the lowest severity that makes the run exit 1 (findings.SEVERITIES)
+    identity: list[str] = field(default_factory=list)  # per scanned tree: the frameworks it was judged with, and why
+    identity_json: list[dict] = field(default_factory=list)  # the same, as data (rlcompat/identity.py to_json)
 
 
 def not_read_line(not_read: list[tuple[str, str]]) -> str:

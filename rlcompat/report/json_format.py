@@ -66,6 +66,8 @@ def render_pieces(summary: Summary) -> Iterator[str]:
             "errors": len(summary.errors),
             "knowledge": summary.knowledge,
         },
+        # Per scanned tree, the framework releases its code was judged with and the evidence (rlcompat/identity.py).
+        "identity": summary.identity_json,
         "findings": Streamed(lambda: (finding_dict(f) for f in summary.findings), len(summary.findings)),
         "errors": [error_dict(e) for e in summary.errors],
         # Files seen but not read, and why (discovery.discover); walked files of other types are only counted.

@@ -58,6 +58,8 @@ def _lines(summary: Summary) -> Iterator[Line]:
         yield []
     if summary.statistics:
         yield from _statistics(summary)
+    for line in summary.identity:
+        yield [(f"Identity: {line}.", "")]
     if summary.knowledge:
         yield [(f"Framework knowledge applied: {'; '.join(summary.knowledge)}.", "")]
     from rlcompat.report import not_read_line

@@ -11,13 +11,14 @@ def run_trainer_mode(package: Path, target: str, device: str, steps: int, script
     from rlcompat.verify.trainer import TrainerRequest, verify_trainer
     from rlcompat.verify.trainer_report import render_trainer_text
 
-    missing = [m for m in ("torch", "ray", "pandas", "transfer_queue", "verl") if importlib.util.find_spec(m) is None]
-    if missing:
-        raise fail(f"verify --trainer needs {', '.join(missing)}: pip install 'rlcompat[verl]'")
+    # The command line first: a typo is reported as such, whatever this environment lacks.
     if model_size not in ("tiny", "0.5b"):
         raise fail(f"--model-size {model_size!r}: use tiny or 0.5b")
     if script is not None and not Path(script).is_file():
         raise fail(f"{script}: no such launch script")
+    missing = [m for m in ("torch", "ray", "pandas", "transfer_queue", "verl") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise fail(f"verify --trainer needs {', '.join(missing)}: pip install 'rlcompat[verl]'")
     if device == "auto":
         import torch
 

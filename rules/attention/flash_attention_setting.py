@@ -7,7 +7,7 @@ from rlcompat.analysis.verlengines import report_engine_settings
 from rlcompat.analysis.knowledgecheck import RESOLVED_ORIGINS
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.findings import FixSafety
-from rlcompat.rule import Bad, Good
+from rlcompat.rule import VERL_091, Bad, Good
 from rlcompat.knowledge.spellings import flash_attention
 from rlcompat.verl_knowledge import omitted_mapping_names
 
@@ -47,7 +47,7 @@ class FlashAttentionSetting(ConfigRule):
 
     bad = (
         Bad(CMD.format(extra=""), path="run.sh",
-            fixed=CMD.format(extra="").replace("=1\n", f"=1 \\\n    ++{KEY}=sdpa\n")),
+            fixed=CMD.format(extra="").replace("=1\n", f"=1 \\\n    ++{KEY}=sdpa\n"), frameworks=VERL_091),
         Bad(CMD.format(extra=f"+{KEY}=flash_attention_2 \\\n    "), path="run.sh",
             fixed=CMD.format(extra=f"+{KEY}=sdpa \\\n    ")),
         Bad("# attention implementation\nattn_implementation: flash_attention_2\n",
@@ -68,7 +68,8 @@ class FlashAttentionSetting(ConfigRule):
             fixed="python3 -m verl.trainer.main_ppo --config-name ppo_megatron_trainer algorithm.adv_estimator=grpo "
             "+actor_rollout_ref.model.override_config.attn_implementation=sdpa "
             "actor_rollout_ref.ref.megatron.override_transformer_config.attention_backend=fused "
-            "actor_rollout_ref.actor.megatron.override_transformer_config.attention_backend=unfused\n"),
+            "actor_rollout_ref.actor.megatron.override_transformer_config.attention_backend=unfused\n",
+            frameworks=VERL_091),
         # An OmegaConf interpolation is judged by the default it takes while the followed key is unset.
         Bad("attn_implementation: ${oc.select:actor_rollout_ref.actor.veomni.attn_implementation,flash_attention_2}\n",
             fixed="attn_implementation: ${oc.select:actor_rollout_ref.actor.veomni.attn_implementation,sdpa}\n",

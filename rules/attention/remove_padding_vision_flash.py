@@ -3,7 +3,7 @@ from __future__ import annotations
 from rlcompat.analysis import confighelpers as h
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.findings import FixSafety
-from rlcompat.rule import Bad, Good
+from rlcompat.rule import VERL_091, Bad, Good
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.model.path={model} \\\n    {extra}trainer.n_gpus_per_node=1\n"
 KEY = "actor_rollout_ref.model.use_remove_padding"
@@ -28,7 +28,8 @@ class RemovePaddingVisionFlash(ConfigRule):
 
     bad = (
         Bad(CMD.format(model="Qwen/Qwen2.5-VL-3B-Instruct", extra=""), path="run.sh",
-            fixed=CMD.format(model="Qwen/Qwen2.5-VL-3B-Instruct", extra="").replace("=1\n", f"=1 \\\n    {KEY}=False\n")),
+            fixed=CMD.format(model="Qwen/Qwen2.5-VL-3B-Instruct", extra="").replace("=1\n", f"=1 \\\n    {KEY}=False\n"),
+            frameworks=VERL_091),
         Bad(CMD.format(model="Qwen/Qwen2-VL-7B", extra=f"{KEY}=True \\\n    "), path="run.sh",
             fixed=CMD.format(model="Qwen/Qwen2-VL-7B", extra=f"{KEY}=False \\\n    ")),
     )
@@ -51,9 +52,12 @@ class RemovePaddingVisionFlash(ConfigRule):
             return
         target = ctx.target
 
+        proof = ctx.verl.remove_padding_proof.split(";")[0]
+        proof = proof if ctx.verl.version_known else ctx.verl.cite(proof)  # no file:line of another release
+
         def describe(key: str, value: str, origin: str) -> str:
             return (f"{key} is {value}{origin} for {model.value}: verl then patches its attention with FlashAttention's "
-                    f"varlen kernel ({ctx.verl.remove_padding_proof.split(';')[0]}), which needs compute capability 8.0+; "
+                    f"varlen kernel ({proof}), which needs compute capability 8.0+; "
                     f"{target.name} is {target.capability_text}: set it to False")
 
         h.set_or_add(view, ctx, "remove-padding", lambda v: v.strip().lower() in h.TRUE_WORDS,

@@ -7,7 +7,7 @@ from rlcompat.analysis import pyhelpers as h
 from rlcompat.analysis.deadfields import dead_field, enclosing_class
 from rlcompat.lang.python import PendingFix, PythonRule
 from rlcompat.findings import FixSafety
-from rlcompat.rule import Bad, Good
+from rlcompat.rule import VERL_091, Bad, Good
 from rlcompat.knowledge.spellings import bf16_replacements
 
 # accelerate's `mixed_precision` takes "no" | "fp16" | "bf16" | "fp8": fp32 is spelled "no".
@@ -74,7 +74,8 @@ class Bf16DtypeString(PythonRule):
         Good("NAMES = {'bf16': torch.bfloat16}\n"),
         Good("help_text = 'bf16'\n"),
         Good("x = f'{dtype}bf16'\n"),
-        Good("@dataclass\nclass EngineConfig(BaseConfig):\n    dtype: str = 'bfloat16'\n", path="verl/workers/config/engine.py"),
+        Good("@dataclass\nclass EngineConfig(BaseConfig):\n    dtype: str = 'bfloat16'\n", path="verl/workers/config/engine.py",
+             frameworks=VERL_091),
     )
 
     @classmethod
@@ -90,7 +91,7 @@ class Bf16DtypeString(PythonRule):
             return
         if h.guarded_by(ctx.ancestors, h.is_capability_guard) or h.guarded_by(ctx.ancestors, h.is_bf16_probe) or h.test_mentions(ctx.ancestors, ("bf16", "bfloat16")):
             return
-        if role.kind == "assign" and dead_field(ctx.path, enclosing_class(ctx.ancestors), role.name):
+        if role.kind == "assign" and dead_field(ctx.verl, ctx.path, enclosing_class(ctx.ancestors), role.name):
             return  # a default the scanned verl version never reads: RLC356 says so instead of "fixing" it
         name = role.name if role.name not in ("", "default") else h.enclosing_assign_name(ctx.ancestors)
         name = f"{name} {h.enclosing_class_name(ctx.ancestors)}"  # `dtype` of a `RolloutConfig` is a rollout dtype

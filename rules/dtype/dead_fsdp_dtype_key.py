@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rlcompat.analysis.deadkeys import report_dead_keys
 from rlcompat.lang.settings import ConfigRule
-from rlcompat.rule import Bad, Good
+from rlcompat.rule import VERL_091, Bad, Good
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    {extra} \\\n    trainer.n_gpus_per_node=1\n"
 
@@ -31,9 +31,11 @@ class DeadFsdpDtypeKey(ConfigRule):
 
     bad = (
         Bad(CMD.format(extra="actor_rollout_ref.actor.fsdp_config.dtype=float32"), path="run.sh",
-            fixed=CMD.format(extra="++actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype=float32")),
+            fixed=CMD.format(extra="++actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype=float32"),
+            frameworks=VERL_091),
         Bad(CMD.format(extra="actor_rollout_ref.ref.fsdp_config.dtype=bfloat16"), path="run.sh",
-            fixed=CMD.format(extra="++actor_rollout_ref.ref.fsdp_config.mixed_precision.param_dtype=float32")),
+            fixed=CMD.format(extra="++actor_rollout_ref.ref.fsdp_config.mixed_precision.param_dtype=float32"),
+            frameworks=VERL_091),
         Bad("# Mixed precision training param dtype\ndtype: bfloat16 # [\"bfloat16\", \"float16\"]\n",
             path="verl/trainer/config/engine/fsdp.yaml"),
     )

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rlcompat.analysis import confighelpers as h
 from rlcompat.lang.settings import ConfigRule
-from rlcompat.rule import Bad, Good
+from rlcompat.rule import VERL_091, Bad, Good
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    algorithm.adv_estimator=grpo \\\n    {extra}trainer.n_gpus_per_node=1\n"
 KEY = "actor_rollout_ref.{role}.fsdp_config.mixed_precision.param_dtype"
@@ -33,7 +33,7 @@ class FsdpBf16ParamDtype(ConfigRule):
     bad = (
         Bad(CMD.format(extra=""), path="run.sh",
             fixed=CMD.format(extra="").replace("=1\n", "=1 \\\n    ++" + KEY.format(role="actor") + "=fp32 \\\n    ++"
-                                                + KEY.format(role="ref") + "=fp32\n")),
+                                                + KEY.format(role="ref") + "=fp32\n"), frameworks=VERL_091),
         Bad(CMD.format(extra="+" + KEY.format(role="actor") + "=bf16 \\\n    +" + KEY.format(role="ref") + "=fp32 \\\n    "),
             path="run.sh", target="sm75",
             fixed=CMD.format(extra="+" + KEY.format(role="actor") + "=fp32 \\\n    +" + KEY.format(role="ref") + "=fp32 \\\n    ")),

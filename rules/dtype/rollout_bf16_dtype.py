@@ -3,7 +3,7 @@ from __future__ import annotations
 from rlcompat.knowledge import precision
 from rlcompat.analysis import confighelpers as h
 from rlcompat.lang.settings import ConfigRule
-from rlcompat.rule import Bad, Good
+from rlcompat.rule import VERL_091, Bad, Good
 
 SCRIPT = "python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.rollout.name=vllm \\\n    {extra}trainer.n_gpus_per_node=1\n"
 
@@ -38,7 +38,8 @@ class RolloutBf16Dtype(ConfigRule):
         Bad(SCRIPT.format(extra="actor_rollout_ref.rollout.dtype=bfloat16 \\\n    "),
             fixed=SCRIPT.format(extra="actor_rollout_ref.rollout.dtype=float32 \\\n    "), path="run.sh"),
         Bad(SCRIPT.format(extra=""), target="sm75", unsafe=True, path="run.sh",
-            fixed=SCRIPT.format(extra="").replace("=1\n", "=1 \\\n    actor_rollout_ref.rollout.dtype=float16\n")),
+            fixed=SCRIPT.format(extra="").replace("=1\n", "=1 \\\n    actor_rollout_ref.rollout.dtype=float16\n"),
+            frameworks=VERL_091),
         Bad("python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=google/gemma-2-2b-it "
             "actor_rollout_ref.rollout.dtype=bfloat16\n", target="sm75", path="run.sh",
             fixed="python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=google/gemma-2-2b-it "

@@ -3,7 +3,7 @@ from __future__ import annotations
 from rlcompat.analysis import confighelpers as h
 from rlcompat.analysis.verlengines import report_engine_settings
 from rlcompat.lang.settings import ConfigRule
-from rlcompat.rule import Bad, Good
+from rlcompat.rule import VERL_091, Bad, Good
 
 MEGATRON = "verl/trainer/config/engine/megatron.yaml"
 TURBO = "turbo_config:\n  distributed:\n    fsdp_plan:\n      param_dtype: {p}\n      reduce_dtype: fp32\n      output_dtype: {o}\n"
@@ -51,12 +51,13 @@ class VerlEngineBf16Dtype(ConfigRule):
             "actor_rollout_ref.actor.megatron.dtype=bfloat16\n", path="run.sh", target="sm75", unsafe=True,
             fixed="python3 -m verl.trainer.main_ppo --config-name ppo_megatron_trainer "
             "actor_rollout_ref.actor.megatron.dtype=float16 actor_rollout_ref.ref.megatron.dtype=float16 "
-            "critic.megatron.dtype=float16\n"),
+            "critic.megatron.dtype=float16\n", frameworks=VERL_091),
         # a command that selects the engine and leaves its dtype at verl's default gets the override added
         Bad("python3 -m verl.trainer.main_ppo model_engine=megatron algorithm.adv_estimator=grpo\n", path="run.sh",
             target="sm75", unsafe=True,
             fixed="python3 -m verl.trainer.main_ppo model_engine=megatron algorithm.adv_estimator=grpo "
-            "actor_rollout_ref.actor.megatron.dtype=float16 actor_rollout_ref.ref.megatron.dtype=float16\n"),
+            "actor_rollout_ref.actor.megatron.dtype=float16 actor_rollout_ref.ref.megatron.dtype=float16\n",
+            frameworks=VERL_091),
     )
     good = (
         Good("dtype: float16\n", path=MEGATRON, target="sm75"),

@@ -3,7 +3,7 @@ from __future__ import annotations
 from rlcompat.analysis import confighelpers as h
 from rlcompat.lang.settings import FALSE_WORDS, ConfigRule
 from rlcompat.findings import FixSafety
-from rlcompat.rule import Bad, Good
+from rlcompat.rule import VERL_091, Bad, Good
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.rollout.name={name} \\\n    {extra}trainer.n_gpus_per_node=1\n"
 KEY = "actor_rollout_ref.rollout.enforce_eager"
@@ -30,7 +30,7 @@ class RolloutCompiledGraphs(ConfigRule):
             fixed="# Whether to disable CUDA graph. Default False to best performance.\nenforce_eager: True\n",
             path="verl/trainer/config/rollout/rollout.yaml"),
         Bad(CMD.format(name="vllm", extra=""), path="run.sh",
-            fixed=CMD.format(name="vllm", extra="").replace("=1\n", f"=1 \\\n    {KEY}=True\n")),
+            fixed=CMD.format(name="vllm", extra="").replace("=1\n", f"=1 \\\n    {KEY}=True\n"), frameworks=VERL_091),
         Bad(CMD.format(name="vllm", extra=f"{KEY}=false \\\n    "), path="run.sh",
             fixed=CMD.format(name="vllm", extra=f"{KEY}=true \\\n    ")),
     )

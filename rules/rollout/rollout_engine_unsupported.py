@@ -6,7 +6,7 @@ from rlcompat.knowledge.capabilities import min_capability, runs
 from rlcompat.analysis.verlengines import in_its_config
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.findings import FixSafety
-from rlcompat.rule import Bad, Good
+from rlcompat.rule import VERL_091, Bad, Good
 from rlcompat.rules.rollout.helpers import unsupported_reason
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.rollout.name={name} \\\n    trainer.n_gpus_per_node=1\n"
@@ -79,15 +79,16 @@ class RolloutEngineUnsupported(ConfigRule):
     sources = ("S7", "S35", "S51", "S53")
 
     bad = (
-        Bad(CMD.format(name="vllm"), path="run.sh", unsafe=True, fixed=CMD.format(name="hf")),
+        Bad(CMD.format(name="vllm"), path="run.sh", unsafe=True, fixed=CMD.format(name="hf"), frameworks=VERL_091),
         Bad("reward_model:\n  rollout:\n    name: sglang\n", path="ppo.yaml", target="sm60", unsafe=True,
-            fixed="reward_model:\n  rollout:\n    name: hf\n"),
-        Bad(CMD.format(name="sglang"), path="run.sh", target="sm70", unsafe=True, fixed=CMD.format(name="hf")),
+            fixed="reward_model:\n  rollout:\n    name: hf\n", frameworks=VERL_091),
+        Bad(CMD.format(name="sglang"), path="run.sh", target="sm70", unsafe=True, fixed=CMD.format(name="hf"),
+            frameworks=VERL_091),
         Bad(CMD.format(name="trtllm"), path="run.sh", target="sm75"),
         Bad("actor_rollout_ref:\n  rollout:\n    name: vllm\n", path="ppo.yaml", unsafe=True,
-            fixed="actor_rollout_ref:\n  rollout:\n    name: hf\n"),
+            fixed="actor_rollout_ref:\n  rollout:\n    name: hf\n", frameworks=VERL_091),
         Bad(REWARD_CMD.format(actor="sglang", reward="vllm"), path="run.sh", target="sm70", unsafe=True,
-            fixed=REWARD_CMD.format(actor="hf", reward="hf")),
+            fixed=REWARD_CMD.format(actor="hf", reward="hf"), frameworks=VERL_091),
     )
     good = (
         Good(CMD.format(name="vllm"), path="run.sh", target="sm75"),
@@ -114,6 +115,8 @@ class RolloutEngineUnsupported(ConfigRule):
         if engine == HF_ROLLOUT:
             return  # rlcompat's own plugin: registered on `import verl` where it is installed
         if engine not in verl.rollout_engines:
+            if not verl.version_known:
+                return  # which engines a fork (or an unknown release) registers is not known: no claim
             ctx.report(setting.key_span, f"rollout engine {engine!r} is not registered in {verl.label} "
                                          f"(only {registered}: {verl.rollout_engines_proof})")
             return
@@ -126,7 +129,7 @@ class RolloutEngineUnsupported(ConfigRule):
             ctx.report(setting.key_span, f"rollout engine {engine} cannot run on {target.name} "
                                          f"({target.capability_text}): {reason}; {advice}")
             return
-        supported = verl.version == "0.9.1"  # the version the plugin supports (rlcompat/verl_plugin)
+        supported = verl.version == "0.9.1" and verl.version_known  # the plugin's release (rlcompat/verl_plugin)
         if supported and hf_rollout_available():
             how = "asked for" if os.environ.get("RLCOMPAT_HF_ROLLOUT") == "1" else "installed here"
             ctx.report(setting.key_span,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rlcompat.analysis.deadkeys import report_dead_keys
 from rlcompat.lang.settings import ConfigRule
-from rlcompat.rule import Bad, Good
+from rlcompat.rule import VERL_091, Bad, Good
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    {extra} \\\n    trainer.n_gpus_per_node=1\n"
 
@@ -27,7 +27,7 @@ class DeadTorchCompileKey(ConfigRule):
 
     bad = (
         Bad(CMD.format(extra="actor_rollout_ref.actor.use_torch_compile=False"), path="run.sh",
-            fixed=CMD.format(extra="actor_rollout_ref.actor.fsdp_config.use_torch_compile=False")),
+            fixed=CMD.format(extra="actor_rollout_ref.actor.fsdp_config.use_torch_compile=False"), frameworks=VERL_091),
         Bad("# oc.select: the default val for ref.use_torch_compile\nuse_torch_compile: true\n",
             path="verl/trainer/config/actor/actor.yaml"),
     )

@@ -5,7 +5,7 @@ import libcst as cst
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.analysis.deadfields import dead_field, enclosing_class
 from rlcompat.lang.python import PythonRule
-from rlcompat.rule import Bad, Good
+from rlcompat.rule import VERL_091, Bad, Good
 
 ACTOR = "verl/workers/config/actor.py"
 ENGINE = "verl/workers/config/engine.py"
@@ -33,8 +33,10 @@ class DeadVerlFieldDefault(PythonRule):
     sources = ("S51",)
 
     bad = (
-        Bad("@dataclass\nclass ActorConfig(BaseConfig):\n    use_torch_compile: bool = True\n", path=ACTOR),
-        Bad("@dataclass\nclass EngineConfig(BaseConfig):\n    dtype: str = \"bfloat16\"\n", path=ENGINE),
+        Bad("@dataclass\nclass ActorConfig(BaseConfig):\n    use_torch_compile: bool = True\n", path=ACTOR,
+            frameworks=VERL_091),
+        Bad("@dataclass\nclass EngineConfig(BaseConfig):\n    dtype: str = \"bfloat16\"\n", path=ENGINE,
+            frameworks=VERL_091),
     )
     good = (
         Good("@dataclass\nclass FSDPEngineConfig(EngineConfig):\n    use_torch_compile: bool = True\n", path=ENGINE),
@@ -53,7 +55,7 @@ class DeadVerlFieldDefault(PythonRule):
     def _check(self, node, field_name: str, value, ctx) -> None:
         if value is None:
             return
-        found = dead_field(ctx.path, enclosing_class(ctx.ancestors), field_name)
+        found = dead_field(ctx.verl, ctx.path, enclosing_class(ctx.ancestors), field_name)
         if found is None:
             return
         dead, knowledge = found

@@ -3,7 +3,7 @@ from __future__ import annotations
 from rlcompat.analysis import confighelpers as h
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.findings import FixSafety
-from rlcompat.rule import Bad, Good
+from rlcompat.rule import VERL_091, Bad, Good
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    algorithm.adv_estimator=grpo \\\n    {extra}trainer.n_gpus_per_node=1\n"
 ACTOR = "actor_rollout_ref.actor.fsdp_config.use_torch_compile"
@@ -33,7 +33,8 @@ class FsdpTorchCompile(ConfigRule):
             fixed="# Whether to use torch compile in fsdp.\nuse_torch_compile: false\n",
             path="verl/trainer/config/engine/fsdp.yaml"),
         Bad(CMD.format(extra=""), path="run.sh",
-            fixed=CMD.format(extra="").replace("=1\n", f"=1 \\\n    {ACTOR}=False \\\n    {REF}=False\n")),
+            fixed=CMD.format(extra="").replace("=1\n", f"=1 \\\n    {ACTOR}=False \\\n    {REF}=False\n"),
+            frameworks=VERL_091),
         Bad(CMD.format(extra=f"{ACTOR}=True \\\n    {REF}=false \\\n    "), path="run.sh",
             fixed=CMD.format(extra=f"{ACTOR}=False \\\n    {REF}=false \\\n    ")),
     )

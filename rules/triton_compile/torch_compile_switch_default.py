@@ -6,7 +6,7 @@ from rlcompat.analysis import pyhelpers as h
 from rlcompat.analysis.deadfields import dead_field, enclosing_class
 from rlcompat.analysis.pyswitches import is_true, switched_on, turn_off
 from rlcompat.lang.python import PythonRule
-from rlcompat.rule import Bad, Good
+from rlcompat.rule import VERL_091, Bad, Good
 
 _SWITCHES = ("use_torch_compile", "torch_compile", "use_compile", "enable_torch_compile")
 
@@ -54,7 +54,7 @@ class TorchCompileSwitchDefault(PythonRule):
         Good("if cfg.use_torch_compile == True:\n    pass\n"),
         Good("use_torch_compile = torch.cuda.get_device_capability()[0] >= 7\n"),
         Good("@dataclass\nclass ActorConfig(BaseConfig):\n    use_torch_compile: bool = True\n",
-             path="verl/workers/config/actor.py"),
+             path="verl/workers/config/actor.py", frameworks=VERL_091),
         # transformers' TrainingArguments.__post_init__ (training_args.py, 5.10.4): compile is switched on only when
         # a compile mode or backend was asked for; the field's default stays False.
         Good("class TrainingArguments:\n    def __post_init__(self):\n"
@@ -74,7 +74,7 @@ class TorchCompileSwitchDefault(PythonRule):
             return
         if not switched_on(node, ctx.ancestors):
             return
-        if role.kind == "assign" and dead_field(ctx.path, enclosing_class(ctx.ancestors), role.name):
+        if role.kind == "assign" and dead_field(ctx.verl, ctx.path, enclosing_class(ctx.ancestors), role.name):
             return  # a default the scanned verl version never reads: RLC356 says so instead of "fixing" it
         if role.kind == "assign" and _follows_compile_switch(ctx.ancestors):
             return  # set when another compile setting asks for it: not the default every config starts from

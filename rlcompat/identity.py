@@ -1,0 +1,347 @@
+"""Which framework releases a scanned tree's code runs with, and why: its identity, resolved once per tree by whoever
+runs the scan (api, engine, matrix) and handed to the front ends and rules through FileKnowledge.
+
+Per framework rlcompat has knowledge of (verl, and each of rules/frameworks/), in this order:
+1. the framework's package inside the tree: verl's `verl/version/version` (or, for a trimmed copy, the release whose
+   `[detect]` files match), another framework's `<package>/__init__.py` `__version__`. A package whose version is
+   not a release rlcompat has knowledge of, or whose files are not that release's, is a **fork**;
+2. the tree's declared pins (rlcompat/declared_pins.py): an exact `==` pin gives the version; a looser requirement
+   says only that the framework is declared;
+3. the installed distribution of the scanning environment, for a tree that declares nothing about the framework,
+   and only for the files that use it (import it or run its commands): `FileKnowledge.framework`;
+4. unknown.
+Rules make claims that hold for one release only (a key is dead or live, a default with its file:line) only where
+`FrameworkIdentity.exact`: the version is a release whose knowledge file rlcompat has. docs/knowledge.md.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Mapping
+
+VERL = "verl"
+# Files or folders that make a directory the root of a project tree (what a scan of a file inside it belongs to).
+TREE_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "environment.yml")
+
+
+@dataclass(frozen=True)
+class FrameworkIdentity:
+    framework: str  # "verl", "trl"
+    label: str  # "verl", "TRL"
+    how: str  # "release" | "fork" | "pinned" | "declared" | "installed" | "unknown"
+    version: str | None = None
+    evidence: str = ""  # "verl/version/version says 0.1", "requirements.txt:3", "the example"
+    closest: str | None = None  # the closest release rlcompat has knowledge of (no newer one when there is one)
+    package: str = ""  # "./verl": the framework's package inside the tree
+    config: str = ""  # "./verl/trainer/config": where a fork's own config is read
+
+    @property
+    def exact(self) -> bool:
+        """Whether rlcompat has knowledge of exactly this release: only then may a rule claim what the release's
+        files say (a dead or live key, a default and its file:line)."""
+        return self.how != "fork" and self.version is not None and self.version in releases(self.framework)
+
+    def describe(self) -> str:
+        """One clause for the report: "verl fork at ./verl (verl/version/version says 0.1; ...)"."""
+        name = self.label
+        if self.how == "unknown":
+            return f"{name}: version unknown ({self.evidence})" if self.evidence else f"{name}: version unknown"
+        if self.how == "fork":
+            parts = [self.evidence, f"closest release {self.closest}" if self.closest else "",
+                     f"config read from {self.config}" if self.config else "own config"]
+            return f"{name} fork at {self.package} ({'; '.join(p for p in parts if p)})"
+        if self.how == "declared":
+            return f"{name} declared without an exact version ({self.evidence}); version unknown"
+        head = f"{name} {self.version}"
+        where = {"release": f"at {self.package} ({self.evidence})", "pinned": f"pinned in {self.evidence}",
+                 "installed": "installed here (the tree declares none; for the files that use it)"}.get(self.how, self.evidence)
+        note = "" if self.exact else (f"; no knowledge for {self.version}: values judged with the keys of the closest "
+                                      f"release, {self.closest}; its defaults, dead and live keys and file:lines "
+                                      "withheld")
+        return f"{head} {where}{note}"
+
+    def to_json(self) -> dict:
+        return {"framework": self.framework, "how": self.how, "version": self.version, "evidence": self.evidence,
+                "exact": self.exact, "closest_release": self.closest, "package": self.package or None,
+                "config": self.config or None, "text": self.describe()}
+
+
+@dataclass(frozen=True)
+class TreeIdentity:
+    root: str  # absolute; "" for text that is no file of a tree
+    frameworks: tuple[FrameworkIdentity, ...] = ()
+    _by_name: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    def get(self, name: str) -> FrameworkIdentity:
+        if not self._by_name:
+            self._by_name.update((f.framework, f) for f in self.frameworks)
+        found = self._by_name.get(name)
+        return found if found is not None else unknown(name)
+
+    @property
+    def found(self) -> tuple[FrameworkIdentity, ...]:
+        """What the tree itself says (a package, a fork, a pin or a requirement), framework by framework."""
+        return tuple(f for f in self.frameworks if f.how in ("release", "fork", "pinned", "declared"))
+
+    def describe(self, shown_root: str = "") -> str:
+        found = self.found
+        where = shown_root or self.root or "."
+        if not found:
+            return f"{where}: no framework package or pin in the tree (installed frameworks apply to the files that use them)"
+        return f"{where}: " + "; ".join(f.describe() for f in found)
+
+    def to_json(self) -> dict:
+        return {"root": self.root, "frameworks": [f.to_json() for f in self.found]}
+
+
+def pinned(frameworks: Mapping[str, str] | None, why: str = "the example") -> TreeIdentity:
+    """An identity stated by its caller (a rule's example, a test): those versions, every other framework unknown.
+    The scanning environment plays no part."""
+    rows = tuple(FrameworkIdentity(name, label_of(name), "pinned", version, why, closest_release(name, version))
+                 for name, version in (frameworks or {}).items())
+    return TreeIdentity("", rows)
+
+
+def environment_only() -> TreeIdentity:
+    """The identity of code that belongs to no tree (a text passed to `scan_source`): only what is installed in the
+    scanning environment, which applies to the files that use it (FileKnowledge.framework)."""
+    rows = []
+    for name in framework_names():
+        version = installed_version(_distribution(name))
+        if version is not None:
+            rows.append(FrameworkIdentity(name, label_of(name), "installed", version, "the scanning environment",
+                                          closest_release(name, version)))
+    return TreeIdentity("", tuple(rows))
+
+
+def unknown(name: str, why: str = "") -> FrameworkIdentity:
+    return FrameworkIdentity(name, label_of(name), "unknown", None, why, closest_release(name, None))
+
+
+# --- what rlcompat has knowledge of ----------------------------------------------------------------------------
+
+
+def framework_names() -> tuple[str, ...]:
+    from rlcompat import framework_knowledge as fk
+
+    return (VERL,) + tuple(dict.fromkeys(f.name for f in fk.frameworks()))
+
+
+@lru_cache(maxsize=None)
+def releases(name: str) -> tuple[str, ...]:
+    """The releases whose knowledge file rlcompat has, oldest first."""
+    if name == VERL:
+        from rlcompat.verl_knowledge import available_versions
+
+        return available_versions()
+    from rlcompat import framework_knowledge as fk
+
+    return tuple(sorted((f.version for f in fk.frameworks() if f.name == name), key=version_key))
+
+
+@lru_cache(maxsize=None)
+def label_of(name: str) -> str:
+    if name == VERL:
+        return "verl"
+    from rlcompat import framework_knowledge as fk
+
+    return next((f.label for f in fk.frameworks() if f.name == name), name)
+
+
+def _distribution(name: str) -> str:
+    if name == VERL:
+        return "verl"
+    from rlcompat import framework_knowledge as fk
+
+    return next((f.distribution for f in fk.frameworks() if f.name == name), name)
+
+
+def version_key(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", text))
+
+
+def closest_release(name: str, version: str | None) -> str | None:
+    """The newest release with knowledge not newer than `version` (the oldest if all are newer; the newest if the
+    version is unknown)."""
+    known = releases(name)
+    if not known:
+        return None
+    if version is None:
+        return known[-1]
+    older = [v for v in known if version_key(v) <= version_key(version)]
+    return older[-1] if older else known[0]
+
+
+# --- resolving a tree -------------------------------------------------------------------------------------------
+
+
+def tree_root(path: str) -> str:
+    """The project tree a scanned path belongs to: the nearest directory (the path itself, if a directory) holding a
+    project marker (`.git`, pyproject.toml, setup.py, requirements.txt, ...) or a framework package (`verl/` with
+    `trainer/`, or a verl package itself); the path's own directory where none does."""
+    full = os.path.abspath(path)
+    start = full if os.path.isdir(full) else os.path.dirname(full)
+    directory = start
+    while True:
+        if _is_root(directory):
+            return directory
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return start
+        directory = parent
+
+
+@lru_cache(maxsize=256)
+def _is_root(directory: str) -> bool:
+    if any(os.path.exists(os.path.join(directory, m)) for m in TREE_MARKERS):
+        return True
+    return _verl_package_dir(directory) is not None
+
+
+def _verl_package_dir(directory: str) -> str | None:
+    if os.path.basename(directory) == "verl" and os.path.isdir(os.path.join(directory, "trainer")):
+        return directory
+    inner = os.path.join(directory, "verl")
+    return inner if os.path.isdir(os.path.join(inner, "trainer")) else None
+
+
+@lru_cache(maxsize=64)
+def resolve(root: str) -> TreeIdentity:
+    """The identity of the tree at `root` (absolute): every framework's, by the order of this module's docstring."""
+    return TreeIdentity(root, tuple(_resolve_one(root, name) for name in framework_names()))
+
+
+def _resolve_one(root: str, name: str) -> FrameworkIdentity:
+    from rlcompat.declared_pins import pin_of
+
+    in_tree = verl_package(_verl_package_dir(root), root) if name == VERL else _python_package(root, name)
+    if in_tree is not None:
+        return in_tree
+    pin = pin_of(root, _distribution(name))
+    if pin is not None and pin.version:
+        return FrameworkIdentity(name, label_of(name), "pinned", pin.version, pin.where, closest_release(name, pin.version))
+    if pin is not None:
+        spec = f"{pin.name}{pin.spec}" if pin.spec else pin.name
+        return FrameworkIdentity(name, label_of(name), "declared", None, f"{pin.where}: {spec}", closest_release(name, None))
+    version = installed_version(_distribution(name))
+    if version is not None:
+        return FrameworkIdentity(name, label_of(name), "installed", version, "the scanning environment",
+                                 closest_release(name, version))
+    return unknown(name)
+
+
+@lru_cache(maxsize=64)
+def verl_package(package: str | None, root: str = "") -> FrameworkIdentity | None:
+    """The identity a verl package directory gives (None for no package): a release rlcompat knows, else a fork."""
+    if package is None:
+        return None
+    from rlcompat.verl_knowledge import package_release
+
+    shown = "./" + os.path.relpath(package, root).replace(os.sep, "/") if root else package
+    shown = "." if shown == "./." else shown
+    config_shown = (shown.rstrip("/") + "/trainer/config") if os.path.isdir(os.path.join(package, "trainer", "config")) else ""
+    version, exact, evidence = package_release(package)
+    if exact:
+        return FrameworkIdentity(VERL, "verl", "release", version, evidence, version, shown)
+    return FrameworkIdentity(VERL, "verl", "fork", version, evidence, closest_release(VERL, version), shown, config_shown)
+
+
+def verl_of_file(path: str, tree: FrameworkIdentity) -> FrameworkIdentity:
+    """The verl a file is judged with: its own verl package's identity when it is inside one (the tree's verl says
+    nothing about a copy elsewhere), else its tree's."""
+    from rlcompat.verl_knowledge import package_root
+
+    own = verl_package(package_root(os.path.dirname(os.path.abspath(path))))
+    return own if own is not None else tree
+
+
+_VERSION_ASSIGNMENT = re.compile(r"""^__version__\s*(?::\s*str\s*)?=\s*["']([^"']+)["']""", re.MULTILINE)
+
+
+def _python_package(root: str, name: str) -> FrameworkIdentity | None:
+    """A framework's package inside the tree (`trl/__init__.py`, `src/openrlhf/__init__.py`) and its `__version__`."""
+    module = _distribution(name).replace("-", "_")
+    for folder in (root, os.path.join(root, "src")):
+        init = os.path.join(folder, module, "__init__.py")
+        if not os.path.isfile(init):
+            continue
+        shown = "./" + os.path.relpath(os.path.dirname(init), root).replace(os.sep, "/")
+        try:
+            with open(init, encoding="utf-8", errors="replace") as fh:
+                m = _VERSION_ASSIGNMENT.search(fh.read())
+        except OSError:
+            m = None
+        version = m.group(1).strip() if m else None
+        evidence = f"{shown[2:]}/__init__.py says __version__ = {version}" if version else "no __version__ in its __init__.py"
+        if version in releases(name):
+            return FrameworkIdentity(name, label_of(name), "release", version, evidence, version, shown)
+        return FrameworkIdentity(name, label_of(name), "fork", version, evidence, closest_release(name, version), shown)
+    return None
+
+
+@lru_cache(maxsize=32)
+def installed_version(distribution: str) -> str | None:
+    """The installed distribution's version, from its metadata (never by importing it). The only place rlcompat asks
+    the scanning environment for a framework's version."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+# --- a file's view of its tree's identity -----------------------------------------------------------------------
+
+
+def uses(text: str, name: str) -> bool:
+    """Whether a file's text imports the framework or runs one of its commands: the installed distribution applies to
+    such files only."""
+    module = re.escape(_distribution(name).replace("-", "_"))
+    if re.search(rf"(?:^|[\s;(]|-m\s+)(?:from|import)\s+{module}\b|\b{module}\.|-m\s+{module}\b", text, re.MULTILINE):
+        return True
+    if name == VERL:
+        return False
+    from rlcompat import framework_knowledge as fk
+
+    commands = {c for f in fk.frameworks() if f.name == name for c in f.commands}
+    return any(c in text for c in commands)
+
+
+class Identities:
+    """The identity of every tree of one scan: each scanned path's tree, resolved once."""
+
+    def __init__(self, trees: Mapping[str, TreeIdentity] | None = None) -> None:
+        self.trees: dict[str, TreeIdentity] = dict(trees or {})
+
+    @classmethod
+    def of_paths(cls, paths) -> "Identities":
+        out = cls()
+        for p in paths:
+            out.for_path(p)
+        return out
+
+    def for_path(self, path: str) -> TreeIdentity:
+        root = tree_root(path)
+        found = self.trees.get(root)
+        if found is None:
+            found = self.trees[root] = resolve(root)
+        return found
+
+    def fingerprint(self) -> str:
+        """What the identities are, for the result cache's key: a pin changed means other results."""
+        return ";".join(f"{r}={f.framework}:{f.how}:{f.version}" for r, t in sorted(self.trees.items())
+                        for f in t.frameworks if f.how != "unknown")
+
+
+def clear_caches() -> None:
+    """Forget every tree resolved so far (a test that rebuilds a tree at the same path)."""
+    from rlcompat.declared_pins import tree_pins
+
+    from rlcompat.verl_knowledge import package_release
+
+    for cached in (resolve, verl_package, _is_root, tree_pins, package_release):
+        cached.cache_clear()

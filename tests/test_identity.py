@@ -1,0 +1,221 @@
+"""The identity of a scanned tree (rlcompat/identity.py): which framework releases its code runs with, decided from the
+tree (its framework package, its pins) before the scanning environment, and what rules may claim with it.
+
+The trees here are fork-shaped: a verl 0.1-style fork (its package at ./verl, `verl/version/version` says 0.1, a
+Hydra `ppo_trainer.yaml` without the keys later releases added), a launch script whose tree pins an older verl than
+the one installed, a TRL recipe repository that pins trl==0.18.0 and holds no verl, and a tree with no evidence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rlcompat import identity
+from rlcompat.api import fix_paths, scan_paths, scan_source
+from rlcompat.declared_pins import pin_of
+from rlcompat.knowledge_summary import identity_lines, knowledge_applied
+from rlcompat.report import Summary, render
+from rlcompat.targets import resolve_target
+
+SM61 = resolve_target("sm61")
+pytestmark = pytest.mark.usefixtures("fresh_verl_detection")
+
+# verl 0.1's PPO trainer config has no use_torch_compile, no attn_implementation override, no rollout.dtype default
+# other than bfloat16 (the layout of verl v0.1: verl/trainer/config/ppo_trainer.yaml, verl/trainer/main_ppo.py,
+# verl/workers/fsdp_workers.py, verl/version/version).
+FORK_PPO_YAML = """actor_rollout_ref:
+  model:
+    path: ~/models/deepseek-llm-7b-chat
+    enable_gradient_checkpointing: False
+  actor:
+    strategy: fsdp
+    ppo_mini_batch_size: 256
+  rollout:
+    name: vllm
+    dtype: bfloat16
+trainer:
+  n_gpus_per_node: 8
+"""
+FORK_SCRIPT = """python3 -m verl.trainer.main_ppo \\
+    data.train_files=$HOME/data/train.parquet \\
+    actor_rollout_ref.rollout.name=vllm \\
+    trainer.n_gpus_per_node=1
+"""
+DEAD_091_SCRIPT = ("python3 -m verl.trainer.main_ppo \\\n    algorithm.adv_estimator=grpo \\\n"
+                   "    actor_rollout_ref.actor.use_torch_compile=False \\\n    trainer.n_gpus_per_node=1\n")
+
+
+@pytest.fixture
+def installed(monkeypatch):
+    """The scanning environment as the test says (verl 0.9.1 and TRL 0.25.1 installed), whatever this venv holds."""
+    versions = {"verl": "0.9.1", "trl": "0.25.1"}
+    monkeypatch.setattr(identity, "installed_version", lambda distribution: versions.get(distribution))
+    identity.clear_caches()
+    yield versions
+    identity.clear_caches()
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def _fork(tmp_path: Path) -> Path:
+    return _write(tmp_path / "fork", {
+        "verl/version/version": "0.1\n", "verl/__init__.py": "", "verl/trainer/main_ppo.py": "",
+        "verl/trainer/config/ppo_trainer.yaml": FORK_PPO_YAML, "verl/workers/fsdp_workers.py": "",
+        "scripts/train.sh": FORK_SCRIPT, "requirements.txt": "torch==2.4.0\nvllm==0.6.3\n"})
+
+
+def _trl_recipe(tmp_path: Path) -> Path:
+    return _write(tmp_path / "recipe", {
+        "requirements.txt": "accelerate>=1.4.0\ndatasets\ntrl==0.18.0\n",
+        "recipes/grpo.yaml": ("# trl grpo --config recipes/grpo.yaml\nmodel_name_or_path: Qwen/Qwen2.5-0.5B-Instruct\n"
+                              "use_vllm: true\nvllm_mode: colocate\n"),
+        "train.py": "from trl import GRPOConfig, GRPOTrainer\n"})
+
+
+def test_a_verl_01_fork_is_a_fork_with_its_own_config(tmp_path, installed):
+    root = _fork(tmp_path)
+    verl = identity.resolve(str(root)).get("verl")
+    assert (verl.how, verl.version, verl.closest, verl.package) == ("fork", "0.1", "0.4.1", "./verl")
+    assert not verl.exact
+    assert verl.describe() == ("verl fork at ./verl (verl/version/version says 0.1, a version rlcompat has no knowledge "
+                               "of; closest release 0.4.1; config read from ./verl/trainer/config)")
+
+
+def test_a_fork_gets_no_claim_that_needs_the_exact_release(tmp_path, installed):
+    root = _fork(tmp_path)
+    script = root / "scripts" / "train.sh"
+    report = scan_paths([str(script)], SM61)
+    messages = [f.message for f in report.findings]
+    # The rollout the script selects is still judged (a value the script writes) ...
+    assert any(f.code == "RLC401" for f in report.findings)
+    # ... but no default of another release is added (0.4.1's `use_torch_compile` is not in this fork's config), no
+    # key is called dead or live, and no knowledge file:line is cited.
+    assert not [m for m in messages if "uses its default" in m or "does nothing in verl" in m]
+    assert not [m for m in messages if "ppo_trainer.yaml:" in m or "knowledge: verl/" in m]
+    fixed = fix_paths([str(script)], SM61, unsafe=True, write=False)
+    added = [f.fix.description for f in fixed.applied if f.fix]
+    assert not [d for d in added if "use_torch_compile" in d or d.startswith("add ")]
+    assert "verl fork (closest release 0.4.1)" in knowledge_applied([str(script)], report.findings, report.identities)
+
+
+def test_the_forks_own_yaml_is_read_as_the_fork(tmp_path, installed):
+    root = _fork(tmp_path)
+    findings = scan_paths([str(root / "verl/trainer/config/ppo_trainer.yaml")], SM61).findings
+    assert not [f for f in findings if "uses its default" in f.message or "knowledge: verl/" in f.message]
+
+
+def test_a_tree_pinning_an_older_verl_than_installed_is_judged_by_its_pin(tmp_path, installed):
+    root = _write(tmp_path / "proj", {"requirements.txt": "ray\nverl==0.7.0\n", "run.sh": DEAD_091_SCRIPT})
+    verl = identity.resolve(str(root)).get("verl")
+    assert (verl.how, verl.version, verl.evidence, verl.exact) == ("pinned", "0.7.0", "requirements.txt:2", True)
+    report = scan_paths([str(root / "run.sh")], SM61)
+    # 0.7.0's legacy worker reads actor.use_torch_compile: not called dead as in 0.9.1, the installed release.
+    assert not [f for f in report.findings if "does nothing in verl" in f.message]
+    (line,) = identity_lines([str(root / "run.sh")], report.identities)
+    assert line.endswith(": verl 0.7.0 pinned in requirements.txt:2")
+    # Unpinned, the same script runs the installed verl 0.9.1, where the key is dead.
+    (tmp_path / "bare").mkdir()
+    (tmp_path / "bare" / "run.sh").write_text(DEAD_091_SCRIPT)
+    bare = scan_paths([str(tmp_path / "bare" / "run.sh")], SM61).findings
+    assert [f for f in bare if "does nothing in verl 0.9.1" in f.message]
+
+
+def test_a_trl_recipe_pinning_0_18_is_not_judged_as_the_installed_trl_or_verl(tmp_path, installed):
+    root = _trl_recipe(tmp_path)
+    tree = identity.resolve(str(root))
+    trl = tree.get("trl")
+    assert (trl.how, trl.version, trl.evidence, trl.exact, trl.closest) == ("pinned", "0.18.0", "requirements.txt:3",
+                                                                            False, "0.25.1")
+    assert trl.describe() == ("TRL 0.18.0 pinned in requirements.txt:3; no knowledge for 0.18.0: values judged with "
+                              "the keys of the closest release, 0.25.1; its defaults, dead and live keys and file:lines "
+                              "withheld")
+    assert tree.get("verl").how == "installed"  # the tree declares no verl ...
+    report = scan_paths([str(root)], SM61)
+    applied = knowledge_applied([str(root)], report.findings, report.identities)
+    # ... and no file of it uses verl: the installed verl 0.9.1 and TRL 0.25.1 are not what this code runs with.
+    assert not [label for label in applied if label.startswith("verl") or label == "TRL 0.25.1"]
+    (vllm,) = [f for f in report.findings if f.code == "RLC404"]
+    assert "TRL 0.18.0 pinned in requirements.txt:3: no knowledge of that release" in vllm.message
+    assert "knowledge: trl/" not in vllm.message  # no file:line of a release this code does not run
+    assert "TRL 0.25.1 keys, values only (for TRL 0.18.0)" in applied  # what is used, and for what
+
+
+def test_a_tree_with_no_evidence_is_unknown(tmp_path, monkeypatch):
+    monkeypatch.setattr(identity, "installed_version", lambda distribution: None)
+    identity.clear_caches()
+    root = _write(tmp_path / "bare", {"run.sh": DEAD_091_SCRIPT})
+    tree = identity.resolve(str(root))
+    assert all(f.how == "unknown" for f in tree.frameworks) and not tree.found
+    assert tree.describe("bare") == ("bare: no framework package or pin in the tree (installed frameworks apply to the "
+                                     "files that use them)")
+    findings = scan_paths([str(root / "run.sh")], SM61).findings
+    assert not [f for f in findings if "does nothing in verl" in f.message or "uses its default" in f.message]
+
+
+def test_the_installed_framework_applies_only_to_files_that_use_it(tmp_path, installed):
+    root = _write(tmp_path / "p", {"config.yaml": "actor_rollout_ref:\n  actor:\n    use_torch_compile: true\n"})
+    from rlcompat.file_knowledge import FileKnowledge
+
+    tree = identity.resolve(str(root))
+    assert FileKnowledge(str(root / "config.yaml"), tree, "a: 1\n").framework("verl").how == "unknown"
+    assert FileKnowledge(str(root / "run.sh"), tree, DEAD_091_SCRIPT).framework("verl").version == "0.9.1"
+
+
+def test_pins_are_read_from_every_kind_of_declaration(tmp_path):
+    root = _write(tmp_path / "t", {
+        "setup.py": '_deps = [\n    "accelerate>=1.4.0",\n    "trl==0.16.1",\n]\nsetup(name="x", install_requires=_deps)\n',
+        "docker/Dockerfile": "FROM python:3.11\nRUN pip install -U pip && \\\n    pip install openrlhf==0.6.4 deepspeed\n",
+        "environment.yml": "name: x\ndependencies:\n  - python=3.10\n  - pip:\n    - verl==0.5.0\n"})
+    assert (pin_of(str(root), "trl").version, pin_of(str(root), "trl").where) == ("0.16.1", "setup.py:3")
+    assert (pin_of(str(root), "openrlhf").version, pin_of(str(root), "openrlhf").where) == ("0.6.4", "docker/Dockerfile:3")
+    assert (pin_of(str(root), "verl").version, pin_of(str(root), "verl").where) == ("0.5.0", "environment.yml:5")
+    assert pin_of(str(root), "deepspeed").version is None  # declared, no version
+    assert identity.resolve(str(root)).get("deepspeed").how == "declared"
+
+
+def test_a_framework_package_in_the_tree_wins_over_its_pins(tmp_path, installed):
+    root = _write(tmp_path / "t", {"trl/__init__.py": '__version__ = "0.19.0.dev0"\n', "requirements.txt": "trl==0.25.1\n"})
+    trl = identity.resolve(str(root)).get("trl")
+    assert (trl.how, trl.version, trl.package) == ("fork", "0.19.0.dev0", "./trl")
+
+
+def test_examples_pin_their_frameworks_whatever_is_installed(installed):
+    found = scan_source(DEAD_091_SCRIPT, SM61, "run.sh", "shell", frameworks={"verl": "0.7.0"})
+    assert not [f for f in found if "does nothing in verl" in f.message]
+    found = scan_source(DEAD_091_SCRIPT, SM61, "run.sh", "shell", frameworks={"verl": "0.9.1"})
+    assert [f for f in found if "does nothing in verl 0.9.1" in f.message]
+
+
+def test_the_report_says_the_identity_in_text_and_json(tmp_path, installed):
+    root = _trl_recipe(tmp_path)
+    report = scan_paths([str(root)], SM61)
+    from rlcompat.knowledge_summary import identity_json
+
+    summary = Summary("scan", SM61, report.findings, report.errors, report.files_checked,
+                      identity=identity_lines([str(root)], report.identities),
+                      identity_json=identity_json([str(root)], report.identities))
+    text = render("text", summary)
+    assert "Identity: " in text and "TRL 0.18.0 pinned in requirements.txt:3" in text
+    (tree,) = json.loads(render("json", summary))["identity"]
+    (trl,) = [f for f in tree["frameworks"] if f["framework"] == "trl"]
+    assert trl["how"] == "pinned" and trl["version"] == "0.18.0" and trl["exact"] is False
+    assert trl["closest_release"] == "0.25.1" and trl["evidence"] == "requirements.txt:3"
+
+
+def test_a_fork_is_not_told_which_rollout_engines_it_registers(tmp_path, installed):
+    root = _fork(tmp_path)
+    (root / "scripts" / "train.sh").write_text(FORK_SCRIPT.replace("rollout.name=vllm", "rollout.name=trtllm"))
+    findings = scan_paths([str(root / "scripts" / "train.sh")], SM61).findings
+    # verl 0.4.1 registers no trtllm, but this fork is not 0.4.1: what it registers is its own code's business.
+    assert not [f for f in findings if "is not registered" in f.message]
+    pinned = _write(tmp_path / "p", {"requirements.txt": "verl==0.4.1\n",
+                                     "train.sh": FORK_SCRIPT.replace("rollout.name=vllm", "rollout.name=trtllm")})
+    (claim,) = [f for f in scan_paths([str(pinned / "train.sh")], SM61).findings if "is not registered" in f.message]
+    assert "not registered in verl 0.4.1 (only hf, vllm, sglang: verl/workers/fsdp_workers.py:409" in claim.message
