@@ -1,7 +1,7 @@
 """Which framework releases a scanned tree's code runs with, and why: its identity, resolved once per tree by whoever
 runs the scan (api, engine, matrix) and handed to the front ends and rules through FileKnowledge.
 
-Per framework rlcompat has knowledge of (verl, and each of rules/frameworks/), in this order:
+Per framework rlcompat has knowledge of (verl, and each of rlcompat/knowledge/data/frameworks/), in this order:
 1. the framework's package inside the tree: verl's `verl/version/version` (or, for a trimmed copy, the release whose
    `[detect]` files match), another framework's `<package>/__init__.py` `__version__`. A package whose version is
    not a release rlcompat has knowledge of, or whose files are not that release's, is a **fork**;

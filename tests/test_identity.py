@@ -17,7 +17,7 @@ from rlcompat.api import fix_paths, scan_paths, scan_source
 from rlcompat.declared_pins import pin_of
 from rlcompat.knowledge_summary import identity_lines, knowledge_applied
 from rlcompat.report import Summary, render
-from rlcompat.targets import resolve_target
+from rlcompat.knowledge.targets import resolve_target
 
 SM61 = resolve_target("sm61")
 pytestmark = pytest.mark.usefixtures("fresh_verl_detection")
