@@ -1,0 +1,207 @@
+"""Configurations broken by `rlcompat fix` (issue 26): does each fork's own config still load after the fix?
+
+    .venv/bin/python bench/fork_load_check.py                  # every corpus it can check, print the table
+    .venv/bin/python bench/fork_load_check.py --corpus fork-prime
+
+For each coverage corpus (bench/coverage/labels) that carries a verl-style Hydra entry config (an included
+`.../trainer/config/ppo_trainer.yaml`) and launch scripts that run `verl.trainer.main_ppo`, the config is composed
+the way the fork's main_ppo.py does before it starts any worker: Hydra compose of that config directory with the
+script's command-line overrides, then OmegaConf.resolve. Offline, on the CPU, without importing verl, torch or ray:
+only hydra-core and omegaconf from .venv (rlcompat's dev environment), not the fork's own pins.
+
+This is done on the corpus as downloaded ("before") and, for each of sm61/sm75 with safe and with unsafe fixes, on a
+fresh copy after `rlcompat fix --target T [--unsafe-fixes] FILES...` over the corpus' included files ("after").
+A configuration that loaded before and fails after is one that `fix` broke.
+
+Shell variables in the scripts ($MODEL_PATH, ${N}, $(...)) are replaced by a placeholder string: they are paths,
+names and sizes, and a load check needs their keys, not their values. `$@` (extra user arguments) is dropped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def _coverage_bench():
+    """bench/coverage.py (corpus download, include lists), under its own name: `coverage` may be coverage.py's."""
+    name = "coverage_bench"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent / "coverage.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+coverage = _coverage_bench()
+
+ENTRY_CONFIG = "ppo_trainer"
+ENTRY_MODULE = "verl.trainer.main_ppo"
+PLACEHOLDER = "X"
+# Where a command's arguments end: pipes, redirections, command separators.
+STOP_TOKENS = {"|", "||", "&&", ";", "&", "2>&1"}
+RUNS = (("sm61", False), ("sm61", True), ("sm75", False), ("sm75", True))
+
+
+@dataclass
+class Launch:
+    script: str  # path inside the corpus
+    index: int  # which main_ppo command of the script (0-based)
+    overrides: list[str]
+
+
+def _logical_lines(text: str) -> list[str]:
+    """Shell lines with backslash continuations and multi-line single-quoted strings (a `--runtime-env-json='{...}'`)
+    joined, and comment-only lines dropped."""
+    lines, current = [], ""
+    for raw in text.splitlines():
+        if not current and raw.lstrip().startswith("#"):
+            continue
+        if raw.rstrip().endswith("\\"):
+            current += raw.rstrip()[:-1] + " "
+            continue
+        if (current + raw).count("'") % 2:
+            current += raw + " "
+            continue
+        lines.append(current + raw)
+        current = ""
+    if current:
+        lines.append(current)
+    return lines
+
+
+def _without_variables(line: str) -> str:
+    line = line.replace('"$@"', "").replace("$@", "")
+    line = re.sub(r"\$\([^()]*\)", PLACEHOLDER, line)
+    return re.sub(r"\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*", PLACEHOLDER, line)
+
+
+def main_ppo_overrides(text: str) -> list[list[str]]:
+    """The Hydra overrides of every `... verl.trainer.main_ppo ARGS` command in a shell script."""
+    commands = []
+    for line in _logical_lines(text):
+        if ENTRY_MODULE not in line:
+            continue
+        try:
+            tokens = shlex.split(_without_variables(line), comments=True)
+        except ValueError:
+            continue
+        if ENTRY_MODULE not in tokens:
+            continue
+        overrides = []
+        for token in tokens[tokens.index(ENTRY_MODULE) + 1:]:
+            if token in STOP_TOKENS or token.startswith((">", "2>", "1>")):
+                break
+            if "=" in token:
+                overrides.append(token)
+        commands.append(overrides)
+    return commands
+
+
+def compose_error(config_dir: Path, overrides: list[str]) -> str | None:
+    """None when the fork's config composes and resolves with these overrides; else the error's first line."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    try:
+        with initialize_config_dir(config_dir=str(config_dir), version_base=None):
+            config = compose(config_name=ENTRY_CONFIG, overrides=overrides)
+            OmegaConf.resolve(config)
+    except Exception as error:  # any failure to load is the answer, reported by its first line
+        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        return f"{type(error).__name__}: {first}"[:200]
+    return None
+
+
+def entry_config_dir(files: list[str]) -> str | None:
+    found = [f for f in files if f.endswith(f"trainer/config/{ENTRY_CONFIG}.yaml")]
+    return str(Path(found[0]).parent) if len(found) == 1 else None
+
+
+def launches(root: Path, files: list[str]) -> list[Launch]:
+    out = []
+    for rel in files:
+        if rel.endswith(".sh"):
+            for index, overrides in enumerate(main_ppo_overrides((root / rel).read_text(encoding="utf-8"))):
+                out.append(Launch(rel, index, overrides))
+    return out
+
+
+def fixed_copy(root: Path, files: list[str], target: str, unsafe: bool, into: Path) -> tuple[Path, str]:
+    """A copy of the corpus after `rlcompat fix`; returns it and the fix's exit status line."""
+    copy = into / f"{target}-{'unsafe' if unsafe else 'safe'}"
+    shutil.copytree(root, copy)
+    command = [str(coverage.RLCOMPAT), "fix", "--no-cache", "--target", target] + (["--unsafe-fixes"] if unsafe else [])
+    done = subprocess.run(command + files, cwd=copy, capture_output=True, text=True)
+    changed = [f for f in files if (copy / f).read_bytes() != (root / f).read_bytes()]
+    return copy, f"exit {done.returncode}, {len(changed)} file(s) changed"
+
+
+def check(corpus: coverage.Corpus) -> list[str] | None:
+    """Markdown table rows for one corpus, or None when it has no Hydra entry config and main_ppo launch script."""
+    root = coverage.ensure_corpus(corpus)
+    files = coverage.included_files(corpus)
+    config_dir = entry_config_dir(files)
+    runs = launches(root, files)
+    if config_dir is None or not runs:
+        return None
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="fork-load-") as tmp:
+        copies = {run: fixed_copy(root, files, run[0], run[1], Path(tmp)) for run in RUNS}
+        for launch in runs:
+            before = compose_error(root / config_dir, launch.overrides)
+            cells = []
+            for run in RUNS:
+                copy, _ = copies[run]
+                after_overrides = launches(copy, [launch.script])
+                same = [x for x in after_overrides if x.index == launch.index]
+                error = compose_error(copy / config_dir, same[0].overrides) if same else "launch command not found after fix"
+                cells.append("loads" if error is None else f"**fails**: {error}")
+            name = launch.script + (f" (command {launch.index + 1})" if launch.index else "")
+            rows.append(f"| {corpus.name} | {name} | {'loads' if before is None else 'fails: ' + before} | "
+                        + " | ".join(cells) + " |")
+        rows.append(f"| {corpus.name} | (fix runs) | | " + " | ".join(copies[run][1] for run in RUNS) + " |")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", action="append", help="only these corpora (repeatable)")
+    args = parser.parse_args(argv)
+    # Only corpora whose include list names an entry config: the others would be downloaded for nothing.
+    corpora = [c for c in coverage.all_corpora() if any(f"config/{ENTRY_CONFIG}.yaml" in g for g in c.include)]
+    if args.corpus:
+        unknown = set(args.corpus) - {c.name for c in corpora}
+        if unknown:
+            raise SystemExit(f"not a corpus with a {ENTRY_CONFIG}.yaml in its include list: {', '.join(sorted(unknown))}; "
+                             "see bench/coverage/labels/")
+        corpora = [c for c in corpora if c.name in args.corpus]
+    print("| corpus | launch script | before fix | sm61 safe | sm61 unsafe | sm75 safe | sm75 unsafe |")
+    print("|---|---|---|---|---|---|---|")
+    skipped = []
+    for corpus in corpora:
+        try:
+            rows = check(corpus)
+        except coverage.CorpusUnavailable as note:
+            skipped.append(str(note))
+            continue
+        if rows is None:
+            skipped.append(f"{corpus.name}: no {ENTRY_CONFIG}.yaml with a {ENTRY_MODULE} launch script in its include list")
+            continue
+        print("\n".join(rows), flush=True)
+    for note in skipped:
+        print(f"not checked: {note}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
