@@ -32,16 +32,8 @@ def test_every_vocabulary_row_has_a_proof_and_the_loader_refuses_one_without(mon
     assert {"use_wandb", "ring_attn", "ds.ring_attn", "ds.gradient_checkpointing"}.isdisjoint(vocabulary.switches)
     assert {"swift", "axolotl"}.isdisjoint(vocabulary.override_clis)
     framework_knowledge.vocabulary.cache_clear()
-    text = '[[switch]]\nflag = "x"\nunproven = "kept"\n[verl_config]\ntop_keys = []\n'
-
-    class Resource:
-        def joinpath(self, *parts):
-            return self
-
-        def read_text(self, encoding):
-            return text
-
-    monkeypatch.setattr(framework_knowledge.resources, "files", lambda package: Resource())
+    table = {"switch": [{"flag": "x", "unproven": "kept"}], "verl_config": {"top_keys": []}}
+    monkeypatch.setattr(framework_knowledge.files, "load", lambda *parts: table)
     try:
         with pytest.raises(ValueError, match="vocabulary.toml: switch 'x' has no proof"):
             framework_knowledge.vocabulary()
