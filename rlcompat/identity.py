@@ -204,8 +204,12 @@ def _is_root(directory: str) -> bool:
 def _verl_package_dir(directory: str) -> str | None:
     if os.path.basename(directory) == "verl" and os.path.isdir(os.path.join(directory, "trainer")):
         return directory
-    inner = os.path.join(directory, "verl")
-    return inner if os.path.isdir(os.path.join(inner, "trainer")) else None
+    # The package at ./verl, or inside a verl checkout vendored at ./verl (a git submodule: ./verl/verl), the layout
+    # of recipe repositories that train with their own copy of verl.
+    for inner in (os.path.join(directory, "verl"), os.path.join(directory, "verl", "verl")):
+        if os.path.isdir(os.path.join(inner, "trainer")):
+            return inner
+    return None
 
 
 @lru_cache(maxsize=64)

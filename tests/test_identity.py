@@ -88,6 +88,20 @@ def test_a_verl_01_fork_is_a_fork_with_its_own_config(tmp_path, installed):
                                "of; closest release 0.4.1; config read from ./verl/trainer/config)")
 
 
+def test_a_verl_checkout_vendored_as_a_submodule_is_the_trees_verl(tmp_path, installed):
+    # A recipe repository with verl's whole repository at ./verl (its package at ./verl/verl) and a launch script
+    # outside it: the script runs that copy, not the installed verl.
+    root = _write(tmp_path / "recipe", {
+        "verl/verl/version/version": "0.1\n", "verl/verl/trainer/main_ppo.py": "",
+        "verl/verl/trainer/config/ppo_trainer.yaml": FORK_PPO_YAML, "verl/pyproject.toml": "[project]\nname='verl'\n",
+        "setup.py": "from setuptools import setup\nsetup(name='recipe', install_requires=['torch==2.4.0'])\n",
+        "scripts/train.sh": FORK_SCRIPT})
+    verl = identity.resolve(str(root)).get("verl")
+    assert (verl.how, verl.version, verl.package) == ("fork", "0.1", "./verl/verl")
+    fixed = fix_paths([str(root / "scripts" / "train.sh")], SM61, unsafe=True, write=False)
+    assert not [f for f in fixed.applied if f.fix and "use_torch_compile" in f.fix.description]
+
+
 def test_a_fork_gets_no_claim_that_needs_the_exact_release(tmp_path, installed):
     root = _fork(tmp_path)
     script = root / "scripts" / "train.sh"
