@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from importlib import metadata
 from pathlib import Path
 
@@ -41,7 +43,7 @@ def _verl_dir() -> Path:
 @pytest.fixture(scope="module")
 def answers(tmp_path_factory):
     """doctor, scan and matrix for sm61 over the installed verl and a launch script, as their JSON."""
-    import subprocess
+
     def run(*args, cwd):
         env = {**os.environ, "NO_COLOR": "1", **ENV}
         proc = subprocess.run([sys.executable, "-m", "rlcompat", *args], capture_output=True, text=True, cwd=cwd,
