@@ -52,6 +52,19 @@ class DeadKey:
 
 
 @dataclass(frozen=True)
+class RunOption:
+    """Code and configs of the package that only a run selecting `option` reaches (`[[run_option]]`)."""
+
+    name: str  # "megatron": what `rlcompat matrix --run` takes
+    option: str  # how a run selects it, for messages
+    files: tuple[str, ...]  # relative to the package; a trailing "/" is a folder
+    proof: str
+
+    def covers(self, relative: str) -> bool:
+        return any(relative == f or (f.endswith("/") and relative.startswith(f)) for f in self.files)
+
+
+@dataclass(frozen=True)
 class Knowledge:
     version: str  # the rule set's version
     detected: str | None  # the version found for the scanned file, None if none was found
@@ -73,6 +86,8 @@ class Knowledge:
     unselected: dict[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)
     # The tree's verl when it is not exactly this release (a rlcompat.identity.FrameworkIdentity: `how`, `exact`)
     identity: object = field(default=None, compare=False)
+    default_run: str = ""  # the run a launch without options gets, in words (`[default_run]`)
+    run_options: tuple[RunOption, ...] = ()
 
     @property
     def version_known(self) -> bool:
@@ -149,6 +164,8 @@ def _load(version: str, detected: str | None) -> Knowledge:
         entry_triggers=tuple(data["entry_points"].get("triggers", ())),
         unread={f: u["why"] for u in data.get("unread", ()) for f in u["files"]},
         unselected={f: (tuple(u.get("keys", ("",))), u["option"]) for u in data.get("unselected", ()) for f in u["files"]},
+        default_run=data.get("default_run", {}).get("describe", ""),
+        run_options=tuple(RunOption(r["name"], r["option"], tuple(r["files"]), r["proof"]) for r in data.get("run_option", ())),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata as metadata
 import json
 import os
@@ -122,14 +123,63 @@ def test_select_and_ignore(doctor):
 
 
 def test_memory_check_uses_the_gpu_and_suggests_settings(doctor):
-    code, out, _ = doctor(_machine(FakeNvml([P40]), torch=TorchBuild("2.8.0+cu126", "12.6", arches=("sm_60",))),
-                          "--model-params", "0.5B", "--algo", "ppo", "--output-format", "json")
+    machine = _machine(FakeNvml([P40]), torch=TorchBuild("2.8.0+cu126", "12.6", arches=("sm_60",)),
+                       packages=[("verl", "0.9.1")])
+    machine = dataclasses.replace(machine, verl_plugins=("rlcompat.verl_plugin.entry",))
+    code, out, _ = doctor(machine, "--model-params", "0.5B", "--algo", "ppo", "--output-format", "json",
+                          "--ignore", "RLC513")
     doc = json.loads(out)
     mem = doc["memory"]
     assert mem["dtype"] == "float32" and mem["card_bytes"] == 24 * 2**30 and mem["card_from"] == "GPU 0 (Tesla P40)"
     assert mem["fits"] is True and mem["peak_bytes"] <= mem["budget_bytes"]
     assert "critic.ppo_micro_batch_size_per_gpu=%d" % mem["micro_batch"] in mem["verl_overrides"]
+    assert mem["verl_overrides_from"] == "verl 0.9.1 knowledge (rlcompat/knowledge/data/verl/0.9.1.toml)"
     assert code == 0
+
+
+def test_without_verl_installed_doctor_names_no_verl_key(doctor):
+    code, out, _ = doctor(_machine(FakeNvml([P40]), torch=TorchBuild("2.8.0+cu126", "12.6", arches=("sm_60",))),
+                          "--model-params", "0.5B", "--output-format", "json")
+    mem = json.loads(out)["memory"]
+    assert mem["verl_overrides"] == [] and "verl is not installed here" in mem["verl_overrides_problem"]
+    _, text, _ = doctor(_machine(FakeNvml([P40]), torch=TorchBuild("2.8.0+cu126", "12.6", arches=("sm_60",))),
+                        "--model-params", "0.5B")
+    assert "verl overrides: not named: verl is not installed here" in text and "fsdp_config" not in text
+
+
+def test_a_named_target_without_its_gpu_uses_the_cards_known_memory(doctor):
+    machine = _machine(FakeNvml([H100]), torch=CU130, packages=[("verl", "0.9.1")])
+    for spec, card_from in (("sm61", "the first card of sm61"), ("P40", "--target")):
+        code, out, _ = doctor(machine, "--target", spec, "--model-params", "0.5B", "--output-format", "json")
+        doc = json.loads(out)
+        assert doc["memory_problem"] is None, spec
+        mem = doc["memory"]
+        assert mem["card_bytes"] == 24 * 2**30 and "Tesla P40" in mem["card_from"] and card_from in mem["card_from"]
+        assert "[S93]" in mem["card_from"]
+    doc = json.loads(doctor(machine, "--target", "P40", "--model-params", "0.5B", "--gpu-memory", "8GiB",
+                            "--output-format", "json")[1])
+    assert doc["memory"]["card_bytes"] == 8 * 2**30 and doc["memory"]["card_from"] == "--gpu-memory"
+    doc = json.loads(doctor(machine, "--target", "P4", "--model-params", "0.5B", "--output-format", "json")[1])
+    assert doc["memory"]["fits"] is None and "--gpu-memory" in doc["memory_problem"]  # a P4 has 8 GB: no guess
+
+
+def test_the_hf_rollout_is_named_installed_or_installable(doctor):
+    base = _machine(FakeNvml([P40]), torch=TorchBuild("2.8.0+cu126", "12.6", arches=("sm_60",)),
+                    packages=[("verl", "0.9.1")])
+    installed = dataclasses.replace(base, verl_plugins=("rlcompat.verl_plugin.entry",))
+    doc = json.loads(doctor(installed, "--output-format", "json")[1])
+    assert doc["rollout"]["hf_installed"] is True
+    assert doc["rollout"]["override"] == "actor_rollout_ref.rollout.name=hf"
+    assert not any("no rollout engine of its own" in f["message"] for f in doc["findings"])
+    _, text, _ = doctor(installed)
+    assert "Rollout: verl 0.9.1 registers no rollout engine that runs on sm61" in text
+    assert "rlcompat's hf rollout is installed: actor_rollout_ref.rollout.name=hf" in text
+    doc = json.loads(doctor(base, "--output-format", "json")[1])
+    [finding] = [f for f in doc["findings"] if "no rollout engine of its own" in f["message"]]
+    assert finding["remedy"].startswith('rlcompat\'s hf rollout is installable: pip install "rlcompat[verl]", then '
+                                        "actor_rollout_ref.rollout.name=hf")
+    doc = json.loads(doctor(dataclasses.replace(base, verl_plugins=("someone.else:x",)), "--output-format", "json")[1])
+    assert doc["rollout"]["hf_installed"] is False  # another package's verl plugin is not rlcompat's
 
 
 def test_memory_check_that_does_not_fit_exits_one(doctor):
@@ -138,9 +188,9 @@ def test_memory_check_that_does_not_fit_exits_one(doctor):
     assert code == 1 and "does not fit" in out and "trainer.n_gpus_per_node=" in out
 
 
-def test_memory_check_without_the_card_asks_for_its_memory(doctor):
-    code, out, _ = doctor(_machine(FakeNvml([H100]), torch=CU130), "--target", "sm61", "--model-params", "0.5B")
-    assert "pass --gpu-memory" in out and code == 1  # code 1: the cu130 torch fails on sm61
+def test_memory_check_without_the_card_or_its_memory_asks_for_it(doctor):
+    code, out, _ = doctor(_machine(FakeNvml([H100]), torch=CU130), "--target", "sm70", "--model-params", "0.5B")
+    assert "pass --gpu-memory" in out and code == 1  # a V100 has 16 or 32 GB: no guess; code 1: cu130 fails on sm70
     code, out, _ = doctor(_machine(FakeNvml([H100]), torch=CU130), "-t", "sm61", "--model-params", "lots")
     assert code == 2 and "cannot read model size 'lots'" in out + _
 

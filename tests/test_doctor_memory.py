@@ -111,16 +111,43 @@ def test_suggest_gives_up_honestly_and_counts_gpus():
                            actor_param_offload=True), **kwargs).fits
 
 
-def test_overrides_are_verl_keys():
-    keys = Plan(micro_batch=2, actor_optimizer_offload=True, critic_param_offload=True).overrides("ppo", "vllm")
+def _named(plan, algo, rollout, target="sm90", version="0.9.1"):
+    from rlcompat.doctor import verl_keys
+    from rlcompat.knowledge.targets import resolve_target
+
+    knowledge, why = verl_keys.knowledge_for(version)
+    return verl_keys.name(knowledge, why, plan.settings(algo, rollout), resolve_target(target), algo)
+
+
+def test_overrides_are_live_keys_of_the_installed_verl():
+    from rlcompat import verl_knowledge
+
+    live = verl_knowledge.load_version("0.9.1")
+    named = _named(Plan(micro_batch=2, actor_optimizer_offload=True, critic_param_offload=True), "ppo", "vllm")
+    keys = named.overrides
     assert "actor_rollout_ref.actor.fsdp_config.optimizer_offload=True" in keys
     assert "critic.fsdp.param_offload=True" in keys
     assert "actor_rollout_ref.rollout.gpu_memory_utilization=0.50" in keys
-    assert not any(k.startswith("critic.") for k in Plan(critic_param_offload=True).overrides("grpo", "hf"))
-    fp32 = Plan().overrides("ppo", "hf", "float32")
-    assert "critic.fsdp.dtype=float32" in fp32 and not any("rollout.name" in k for k in fp32)  # verl has no hf engine
-    assert "actor_rollout_ref.rollout.name=vllm" in Plan().overrides("ppo", "vllm")
-    assert not any("dtype" in k for k in Plan().overrides("ppo", "vllm", "bfloat16"))
+    assert "actor_rollout_ref.rollout.name=vllm" in keys and not named.unnamed
+    assert not any(k.startswith("critic.") for k in _named(Plan(critic_param_offload=True), "grpo", "hf").overrides)
+    fp32 = _named(Plan(), "ppo", "hf", target="sm61").overrides
+    # verl 0.9.1's FSDP engine computes in mixed_precision.param_dtype; fsdp_config.dtype is dead there (RLC106)
+    assert "++critic.fsdp.mixed_precision.param_dtype=fp32" in fp32 and not any(".fsdp_config.dtype" in k for k in fp32)
+    assert "actor_rollout_ref.rollout.name=hf" in fp32  # rlcompat's plugin registers hf (RLC401's fix)
+    for override in keys + fp32:
+        key = override.split("=", 1)[0].lstrip("+")
+        assert key not in live.dead and any(s.key == key for s in live.settings), key
+    assert not any("dtype" in k for k in _named(Plan(), "ppo", "vllm", target="sm90").overrides)
+    fp16 = _named(Plan(), "grpo", "vllm", target="sm75").overrides
+    assert "actor_rollout_ref.rollout.dtype=float16" in fp16 and "++actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype=fp32" in fp16
+
+
+def test_no_key_is_named_for_a_verl_that_no_rule_set_describes():
+    for version, why in ((None, "not installed"), ("0.1.0", "older than every rule set")):
+        named = _named(Plan(), "ppo", "hf", target="sm61", version=version)
+        assert named.overrides == [] and why in named.problem
+    newer = _named(Plan(), "ppo", "hf", target="sm61", version="0.9.2")  # scan applies the 0.9.1 rules to it too
+    assert newer.source.startswith("verl 0.9.2 (rules for 0.9.1)") and newer.overrides
 
 
 def test_unknown_algo_or_rollout():

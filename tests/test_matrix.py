@@ -162,7 +162,8 @@ def test_json_matrix_document_shape(tmp_path):
     assert [f["name"] for f in doc["families"]] == ["dtype", "attention", "triton/compile", "rollout", "environment", "other"]
     row = doc["targets"][0]
     assert set(row) == {"name", "capability", "architecture", "gpus", "cells", "totals", "suppressed", "status", "verdict",
-                        "first_blocker", "deciding"}
+                        "first_blocker", "deciding", "decided_by", "scope", "not_in_run", "rollout"}
+    assert doc["run"] == "default" and row["not_in_run"] == []
     assert row["capability"] == "7.0" and row["totals"]["fixable"] + row["totals"]["unsafe_fixable"] == 1
 
 
@@ -202,3 +203,58 @@ def test_a_verdict_names_at_most_three_rules():
 
     found = [F(c) for c in ["RLC101"] * 3 + ["RLC201"] * 2 + ["RLC105", "RLC104", "RLC302", "RLC303"]]
     assert _codes(found) == "RLC101 x3, RLC201 x2, RLC104, 3 more rules"
+
+
+KERNEL = ("import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef sum_rows(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):\n"
+          "    row = tl.program_id(0)\n    offs = tl.arange(0, BLOCK)\n"
+          "    x = tl.load(x_ptr + row * n_cols + offs, mask=offs < n_cols, other=0.0)\n"
+          "    tl.atomic_add(out_ptr, tl.sum(x, axis=0))\n")
+
+
+def _verl_tree(tmp_path, version="0.9.1"):
+    from tests.verl_trees import verl_package
+
+    return verl_package(tmp_path, version, {
+        "trainer/config/engine/megatron.yaml": "# Mixed precision training param dtype\ndtype: bfloat16\n",
+        "utils/kernel/kernels.py": KERNEL,
+        "workers/engine/fsdp/transformer_impl.py": BF16,
+    })
+
+
+@pytest.mark.usefixtures("fresh_verl_detection")
+def test_default_run_verdict_leaves_out_what_only_another_run_reaches(tmp_path):
+    package = _verl_tree(tmp_path)
+    code, rows = _rows(package, "--targets", "sm61")
+    row = rows["sm61"]
+    assert row["status"] == "runs_after_fix" and row["first_blocker"] is None, row["verdict"]
+    assert row["decided_by"] == ["RLC101"] and row["cells"]["dtype"]["blockers"] == 0
+    apart = {r["run"]: r for r in row["not_in_run"]}
+    assert set(apart) == {"megatron", "fused-kernels"}
+    assert apart["megatron"]["codes"] == ["RLC120"] and apart["megatron"]["counts"]["blockers"] == 1
+    assert apart["fused-kernels"]["codes"] == ["RLC302"] and "use_fused_kernels" in apart["fused-kernels"]["selected_by"]
+    assert "decided by RLC101; not in it: 1 --run megatron (blocked by RLC120)" in row["scope"]
+    assert "default run (main_ppo with ppo_trainer and the FSDP engine" in row["scope"]
+    assert row["rollout"].endswith("actor_rollout_ref.rollout.name=hf")  # no engine verl 0.9.1 registers runs on sm61
+    assert code == 1  # a fix is still needed
+
+    code, rows = _rows(package, "--targets", "sm61", "--run", "megatron")
+    row = rows["sm61"]
+    assert row["status"] == "blocked" and row["first_blocker"]["code"] == "RLC120" and row["decided_by"] == ["RLC120"]
+    assert [r["run"] for r in row["not_in_run"]] == ["fused-kernels"]
+
+    _, rows = _rows(package, "--targets", "sm61", "--run", "all")
+    assert rows["sm61"]["status"] == "blocked" and rows["sm61"]["not_in_run"] == []
+
+
+@pytest.mark.usefixtures("fresh_verl_detection")
+def test_a_verl_tree_of_unknown_version_leaves_nothing_out(tmp_path):
+    package = _verl_tree(tmp_path, version=None)
+    (package / "workers" / "engine_workers.py").unlink(missing_ok=True)  # no [detect] match either
+    _, rows = _rows(package, "--targets", "sm61")
+    assert rows["sm61"]["status"] == "blocked" and rows["sm61"]["not_in_run"] == []
+
+
+def test_an_unknown_run_is_a_usage_error(tmp_path):
+    (tmp_path / "train.py").write_text(BF16)
+    code, out, err = invoke("matrix", str(tmp_path), "--run", "deepspeed", "--no-cache")
+    assert code == 2 and "--run 'deepspeed' names no run" in out + err and "megatron" in out + err

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from rlcompat import hf_rollout
 from rlcompat.verify.launch_script import LaunchScriptError, main_ppo_overrides
 from rlcompat.verify.trainer import merge_overrides
 
@@ -53,7 +54,7 @@ def test_availability_is_read_from_entry_point_metadata(monkeypatch):
     other = importlib.metadata.EntryPoint("x", "someone.else", "verl.plugins")
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: object() if name == "verl" else None)
     for plugins, want in (([ours], True), ([other], False), ([], False)):
-        monkeypatch.setattr(rule, "_hf_available", None)
+        monkeypatch.setattr(hf_rollout, "_installed", None)
         monkeypatch.setattr(importlib.metadata, "entry_points", lambda group=None, p=plugins: p)
         assert rule.hf_rollout_available() is want
 

@@ -29,9 +29,10 @@ def matrix_command(
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help="Worker processes (default: all cores).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write .rlcompat_cache/.")] = False,
     config: Annotated[Optional[str], typer.Option("--config", help="A pyproject.toml to read \\[tool.rlcompat] from.")] = None,
+    run_name: Annotated[str, typer.Option("--run", help="The run judged: default (the framework's default entry config: verl's ppo_trainer with the FSDP engine), all (every finding), or an option's run (megatron, fused-kernels, ...).")] = "default",
 ) -> None:
     """Which GPUs the tree runs on: every target from one pass, as a table of targets x rule families with a
-    verdict per target. Exit 0 when every target runs as it is, 1 when one needs a fix or is blocked (or a file
+    verdict per target for one run (--run; findings only another run reaches are counted apart). Exit 0 when every target runs as it is, 1 when one needs a fix or is blocked (or a file
     could not be checked), 2 on usage or internal error."""
     from rlcompat.cli.common import EXIT_CLEAN, EXIT_FINDINGS
     from rlcompat.cli.common import emit as _emit
@@ -41,7 +42,11 @@ def matrix_command(
     from rlcompat.report import matrix as matrix_report
     from rlcompat.knowledge.targets import TargetError, resolve_target
 
+    from rlcompat import run_scope
+
     paths = paths or ["."]
+    if run_name not in run_scope.run_names():
+        raise _fail(f"--run {run_name!r} names no run: use one of {', '.join(run_scope.run_names())}")
     settings = _settings(paths, config, select, ignore, extend_exclude, force_exclude)
     resolved = []
     for spec in (s.strip() for s in targets.split(",")):
@@ -66,6 +71,6 @@ def matrix_command(
         from rlcompat.cli.common import nothing_to_check
 
         raise nothing_to_check(paths)
-    matrix = matrix_report.build(run, unsafe_fixes=settings.unsafe_fixes)
+    matrix = matrix_report.build(run, unsafe_fixes=settings.unsafe_fixes, run_name=run_name)
     _emit(matrix_report.render_json(matrix) if output_format is MatrixFormat.json else matrix_report.render_text(matrix))
     raise typer.Exit(EXIT_CLEAN if (exit_zero or matrix.all_run) else EXIT_FINDINGS)

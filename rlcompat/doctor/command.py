@@ -72,9 +72,11 @@ def doctor_command(
     except TargetError as exc:
         raise _fail(str(exc))
 
-    result = render.DoctorResult(env, tgt, target_from, findings=run_checks(env, tgt, settings), notes=_notes(env))
+    result = render.DoctorResult(env, tgt, target_from, findings=run_checks(env, tgt, settings), notes=_notes(env),
+                                 rollout=_rollout(env, tgt))
     if model_params:
-        _memory(result, model_params, algo.value, gpu_memory, gpus, seq_len, micro_batch, rollout, no_reference, _fail)
+        _memory(result, model_params, algo.value, gpu_memory, gpus, seq_len, micro_batch, rollout, no_reference, _fail,
+                None if auto else spec)
 
     if output_format is DoctorFormat.text:
         _emit(render.text(result))
@@ -115,11 +117,30 @@ def _notes(env) -> list[str]:
     return notes
 
 
-def _memory(result, model_params, algo, gpu_memory, gpus, seq_len, micro_batch, rollout, no_reference, fail) -> None:
+def _rollout(env, tgt):
+    """Where no rollout engine the installed verl registers runs on the target: rlcompat's hf rollout, installed
+    or installable, and the override that selects it (the same as RLC401's fix)."""
+    from rlcompat import hf_rollout
+    from rlcompat.doctor.render import RolloutAdvice
+    from rlcompat.doctor.verl_keys import knowledge_for
+
+    pkg = env.package("verl")
+    knowledge, _ = knowledge_for(pkg.version if pkg else None)
+    if knowledge is None or not hf_rollout.supports(knowledge) or not hf_rollout.needed(knowledge, tgt):
+        return None
+    installed = hf_rollout.plugin_among(env.verl_plugins, True)
+    key = knowledge.setting("rollout-name", "actor").key
+    return RolloutAdvice(installed, hf_rollout.override(key), knowledge.rollout_engines,
+                         f"verl {pkg.version} registers no rollout engine that runs on {tgt.name} "
+                         f"({', '.join(knowledge.rollout_engines)}); {hf_rollout.advice(knowledge, installed)}")
+
+
+def _memory(result, model_params, algo, gpu_memory, gpus, seq_len, micro_batch, rollout, no_reference, fail,
+            spec) -> None:
     from rlcompat.knowledge.capabilities import runs
-    from rlcompat.doctor import memory
+    from rlcompat.doctor import memory, verl_keys
     from rlcompat.doctor.render import MemoryCheck
-    from rlcompat.knowledge.targets import target_for_capability
+    from rlcompat.knowledge.targets import card_memory, target_for_capability
 
     env, tgt = result.env, result.target
     try:
@@ -132,9 +153,14 @@ def _memory(result, model_params, algo, gpu_memory, gpus, seq_len, micro_batch, 
     if card is None and matching:
         smallest = min(matching, key=lambda g: g.memory_total)
         card, card_from = smallest.memory_total, f"GPU {smallest.index} ({smallest.name})"
+    known = card_memory(spec, tgt) if card is None and spec else None
+    if known is not None:
+        card = int(known.gib * memory.GIB)
+        card_from = (f"{known.gib:g} GiB of a {known.gpu}, {'the first card of ' + tgt.name if known.assumed else '--target'}"
+                     f" [{', '.join(known.sources)}]; --gpu-memory for another card")
     if card is None:
-        result.memory_problem = (f"no {tgt.name} GPU here to read its memory: pass --gpu-memory "
-                                 f"(e.g. --gpu-memory 24GiB for a Tesla P40)")
+        result.memory_problem = (f"no {tgt.name} GPU here to read its memory and no known memory for "
+                                 f"{spec or tgt.name}: pass --gpu-memory (e.g. --gpu-memory 24GiB for a Tesla P40)")
         card_from = "unknown"
     if rollout is None:
         installed = env.packages
@@ -149,4 +175,8 @@ def _memory(result, model_params, algo, gpu_memory, gpus, seq_len, micro_batch, 
     except memory.MemoryInputError as exc:
         raise fail(str(exc))
     needed = memory.gpus_needed(params, **kwargs) if est.fits is False else None
-    result.memory = MemoryCheck(est, changes, est.plan.overrides(algo, engine, est.dtype), needed, card_from)
+    pkg = env.package("verl")
+    knowledge, why = verl_keys.knowledge_for(pkg.version if pkg else None)
+    named = verl_keys.name(knowledge, why, est.plan.settings(algo, engine), tgt, algo)
+    result.memory = MemoryCheck(est, changes, named.overrides, needed, card_from, named.source, named.problem,
+                                named.unnamed)

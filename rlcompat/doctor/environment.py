@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from rlcompat import hf_rollout
 from rlcompat.knowledge import torch_wheels
 from rlcompat.knowledge.environment import environment_facts
 from rlcompat.doctor.snapshot import Environment, Package, TorchBuild, normalise
@@ -148,4 +149,5 @@ def collect(pynvml_module=None, env=None, stack: bool = True) -> Environment:
         nvcc=nvcc_version(nvcc_path),
         nvcc_path=nvcc_path,
         python=f"{sys.version.split()[0]} at {sys.executable}",
+        verl_plugins=hf_rollout.entry_point_values(),
     )

@@ -78,29 +78,26 @@ class Plan:
     ref_param_offload: bool = False
     rollout_memory_fraction: float = 0.5  # actor_rollout_ref.rollout.gpu_memory_utilization (verl's default)
 
-    def overrides(self, algo: str, rollout: str, dtype: str = "bfloat16") -> list[str]:
-        """The verl (0.9.1 key names) command-line overrides that realise this plan for a compute dtype."""
-        out = [f"actor_rollout_ref.rollout.name={rollout}"] if rollout != "hf" else []
-        if dtype != "bfloat16":  # verl's default mixed-precision and rollout dtype
-            out += [f"actor_rollout_ref.actor.fsdp_config.dtype={dtype}", f"actor_rollout_ref.ref.fsdp_config.dtype={dtype}",
-                    f"actor_rollout_ref.rollout.dtype={dtype}"] + ([f"critic.fsdp.dtype={dtype}"] if algo == "ppo" else [])
-        out += [f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={self.micro_batch}",
-               f"actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu={self.micro_batch}",
-               f"actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu={self.micro_batch}"]
+    def settings(self, algo: str, rollout: str) -> list[tuple[str, str, str]]:
+        """(setting id, role, value) for the verl settings that realise this plan: ids of rlcompat/knowledge/data/verl/<version>.toml,
+        which doctor/verl_keys.py turns into the installed verl's keys (the compute dtypes are added there)."""
+        mb = str(self.micro_batch)
+        out = [("rollout-name", "actor", rollout), ("ppo-micro-batch", "actor", mb),
+               ("log-prob-micro-batch", "ref", mb), ("log-prob-micro-batch", "rollout", mb)]
         if algo == "ppo":
-            out.append(f"critic.ppo_micro_batch_size_per_gpu={self.micro_batch}")
+            out.append(("ppo-micro-batch", "critic", mb))
         if not self.gradient_checkpointing:
-            out.append("actor_rollout_ref.model.enable_gradient_checkpointing=False")
+            out.append(("gradient-checkpointing", "actor", "False"))
         flags = [
-            (self.actor_param_offload, "actor_rollout_ref.actor.fsdp_config.param_offload=True"),
-            (self.actor_optimizer_offload, "actor_rollout_ref.actor.fsdp_config.optimizer_offload=True"),
-            (self.ref_param_offload, "actor_rollout_ref.ref.fsdp_config.param_offload=True"),
-            (self.critic_param_offload and algo == "ppo", "critic.fsdp.param_offload=True"),
-            (self.critic_optimizer_offload and algo == "ppo", "critic.fsdp.optimizer_offload=True"),
+            (self.actor_param_offload, "param-offload", "actor"),
+            (self.actor_optimizer_offload, "optimizer-offload", "actor"),
+            (self.ref_param_offload, "param-offload", "ref"),
+            (self.critic_param_offload and algo == "ppo", "param-offload", "critic"),
+            (self.critic_optimizer_offload and algo == "ppo", "optimizer-offload", "critic"),
         ]
-        out += [flag for on, flag in flags if on]
+        out += [(setting_id, role, "True") for on, setting_id, role in flags if on]
         if rollout in ("vllm", "sglang"):
-            out.append(f"actor_rollout_ref.rollout.gpu_memory_utilization={self.rollout_memory_fraction:.2f}")
+            out.append(("rollout-memory-fraction", "actor", f"{self.rollout_memory_fraction:.2f}"))
         return out
 
 

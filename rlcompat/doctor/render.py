@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from rlcompat import hf_rollout
 from rlcompat.release import __version__
 from rlcompat.doctor.memory import GIB, USABLE, Estimate
 from rlcompat.doctor.snapshot import Environment
@@ -23,7 +24,20 @@ class MemoryCheck:
     changes: list[str]  # what the suggested plan changed, in words
     overrides: list[str]  # verl command-line overrides for the suggested plan
     gpus_needed: int | None  # when it does not fit on one: the fewest GPUs of this size that would do
-    card_from: str  # "GPU 0 (NVIDIA ...)" or "--gpu-memory"
+    card_from: str  # "GPU 0 (NVIDIA ...)", "--gpu-memory" or the known memory of the target's card
+    overrides_from: str = ""  # the verl knowledge the keys come from ("verl 0.9.1 knowledge (rlcompat/knowledge/data/verl/0.9.1.toml)")
+    overrides_problem: str = ""  # why no key is named (verl not installed here)
+    unnamed: list[str] = field(default_factory=list)  # settings the installed verl's knowledge has no key for
+
+
+@dataclass
+class RolloutAdvice:
+    """No rollout engine the installed verl registers runs on the target: rlcompat's hf rollout."""
+
+    installed: bool  # its `verl.plugins` entry point is installed
+    override: str  # "actor_rollout_ref.rollout.name=hf": RLC401's fix
+    registered: tuple[str, ...]  # the engines verl registers
+    text: str
 
 
 @dataclass
@@ -35,6 +49,7 @@ class DoctorResult:
     memory: MemoryCheck | None = None
     memory_problem: str | None = None  # why the memory check could not run
     notes: list[str] = field(default_factory=list)
+    rollout: RolloutAdvice | None = None
 
     @property
     def failed(self) -> bool:
@@ -74,6 +89,8 @@ def text(result: DoctorResult) -> str:
     lines.append("")
     for f in result.findings:
         lines += _finding_text(f)
+    if result.rollout is not None and result.rollout.installed:  # not installed: RLC513 says it, with the remedy
+        lines += [f"Rollout: {result.rollout.text}", ""]
     if result.memory is not None:
         lines += _memory_text(result.memory)
     elif result.memory_problem:
@@ -125,11 +142,16 @@ def _memory_text(m: MemoryCheck) -> list[str]:
         lines.append(f"  it fits on {m.gpus_needed} such GPUs (trainer.n_gpus_per_node={m.gpus_needed}, FSDP shards the states)"
                      if m.gpus_needed else "  it does not fit on 64 such GPUs either: use a smaller model or LoRA")
     if e.rollout == "hf":
-        lines.append("  rollout 'hf' = generation with transformers (verl 0.9.1 registers it only with rlcompat's plugin, "
-                     "pip install 'rlcompat[verl]'; the estimate counts the actor's weights, the plugin's server "
+        lines.append(f"  rollout 'hf' = generation with transformers (verl 0.9.1 registers it only with rlcompat's plugin, "
+                     f"{hf_rollout.INSTALL}; the estimate counts the actor's weights, the plugin's server "
                      "adds a copy that it moves to host memory while the trainer updates)")
-    lines.append("  verl overrides:")
+    if m.overrides_problem:
+        lines.append(f"  verl overrides: not named: {m.overrides_problem}")
+        return lines + [""]
+    lines.append(f"  verl overrides (keys from {m.overrides_from}):")
     lines += [f"    {o}" for o in m.overrides]
+    if m.unnamed:
+        lines.append(f"  not named (no key in that knowledge): {', '.join(m.unnamed)}")
     return lines + [""]
 
 
@@ -189,6 +211,9 @@ def to_dict(result: DoctorResult) -> dict:
             "memory_fits": None if result.memory is None else result.memory.estimate.fits,
         },
         "findings": findings,
+        "rollout": None if result.rollout is None else {
+            "hf_installed": result.rollout.installed, "override": result.rollout.override,
+            "registered": list(result.rollout.registered), "advice": result.rollout.text},
         "memory": None if result.memory is None else _memory_dict(result.memory),
         "memory_problem": result.memory_problem,
     }
@@ -201,7 +226,9 @@ def _memory_dict(m: MemoryCheck) -> dict:
         "seq_len": e.seq_len, "rollout": e.rollout, "micro_batch": e.plan.micro_batch,
         "card_bytes": e.card_bytes, "card_from": m.card_from, "budget_bytes": e.budget,
         "parts_bytes": dict(e.parts), "phases_bytes": dict(e.phases), "peak_bytes": e.peak, "fits": e.fits,
-        "changes": m.changes, "verl_overrides": m.overrides, "gpus_needed": m.gpus_needed,
+        "changes": m.changes, "verl_overrides": m.overrides, "verl_overrides_from": m.overrides_from,
+        "verl_overrides_problem": m.overrides_problem or None, "verl_settings_unnamed": m.unnamed,
+        "gpus_needed": m.gpus_needed,
     }
 
 

@@ -14,6 +14,8 @@ description, which is how rule examples and tests describe machines (see docs/do
     arches = ["sm_70", "sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]
     [packages]
     flash-attn = "2.8.3"
+
+(`verl_plugins = ["rlcompat.verl_plugin.entry"]`, top level: the `verl.plugins` entry points installed.)
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ class Environment:
     nvcc: str | None = None  # "13.0"
     nvcc_path: str | None = None
     python: str = ""
+    verl_plugins: tuple[str, ...] = ()  # values of the installed `verl.plugins` entry points ("rlcompat.verl_plugin.entry")
 
     def package(self, name: str) -> Package | None:
         return self.packages.get(normalise(name))
@@ -100,4 +103,5 @@ class Environment:
                                problem=t.get("problem"))
             packages.setdefault("torch", Package("torch", t["version"]))
         return cls(gpus=gpus, gpu_problem=None if gpus else "no GPU described", all_gpus=len(gpus),
-                   packages=packages, torch=torch, nvcc=data.get("nvcc"), python=data.get("python", ""))
+                   packages=packages, torch=torch, nvcc=data.get("nvcc"), python=data.get("python", ""),
+                   verl_plugins=tuple(data.get("verl_plugins", ())))

@@ -220,3 +220,28 @@ def lowest_visible_target(pynvml_module=None, env: dict[str, str] | None = None)
         raise TargetError(f"--target auto found {found}; pass --target (e.g. --target sm61 or --target P40)")
     lowest = min(visible, key=lambda g: g.capability)
     return product_for_gpu_name(lowest.name, target_for_capability(*lowest.capability))
+
+
+@dataclass(frozen=True)
+class CardMemory:
+    gpu: str  # "Tesla P40"
+    gib: float
+    sources: tuple[str, ...]
+    assumed: bool  # True when the spec named a capability and its first listed card was taken
+
+
+def card_memory(spec: str, target: Target) -> CardMemory | None:
+    """The memory of the card `--target spec` means (rlcompat/knowledge/data/targets.toml `[[card_memory]]`): the card it names
+    (`P40`), or for a capability (`sm61`, `6.1`) its first listed card; None when that card has no row."""
+    data = load_toml_text(resources.files("rlcompat.rules").joinpath("targets.toml").read_text("utf-8"))
+    rows = {r["gpu"]: r for r in data.get("card_memory", ())}
+    key = _normalise(spec)
+    named = [g for g in target.gpus if _normalise(g).replace("-", "") == key.replace("-", "")]  # "tesla-p40", "P40"
+    capability = key.replace("-", "").replace("_", "") in (target.name, target.capability_text, str(target.cc),
+                                                            f"compute{target.cc}")
+    gpu = named[0] if named else (target.gpus[0] if capability and target.gpus else None)
+    if gpu is None or gpu not in rows:
+        return None
+    row = rows[gpu]
+    return CardMemory(gpu, float(row["memory_gib"]), tuple(row["sources"]), assumed=not named)
+

@@ -3,6 +3,10 @@
 A finding counts as a note when its severity is below error (findings.SEVERITIES: slow, fragile or stale, it does
 not stop a run; `scan --fail-on error` passes on such findings too); otherwise as a blocker (no autofix), fixable (a
 safe fix) or unsafe-fixable (a fix that needs --unsafe-fixes).
+A verdict is per run (rlcompat/run_scope.py): the cells and the verdict count the findings of the run judged (the
+framework's default run unless `--run` names another); findings only another run reaches are counted apart and named
+on the lines below the verdict (`scope`), with the rollout the run selects where no engine the framework registers
+runs on the target.
 The JSON schema is documented in docs/output-formats.md.
 """
 
@@ -11,10 +15,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from rlcompat import run_scope
 from rlcompat.release import __version__
 from rlcompat.rules.codes import CODES, REPORT_NAMES
 from rlcompat.findings import FileError, Finding, FixSafety, at_least
 from rlcompat.knowledge.targets import Target
+from rlcompat.verl_knowledge import RunOption
 
 
 
@@ -51,12 +57,16 @@ def kind_of(f: Finding) -> str:
 @dataclass
 class TargetRow:
     target: Target
-    cells: dict[str, dict[str, int]]  # family -> kind -> count
+    cells: dict[str, dict[str, int]]  # family -> kind -> count, of the findings in the run judged
     status: str
     verdict: str  # one short line: the verdict and the rule codes that decide it
     first_blocker: Finding | None
     suppressed: int = 0
     deciding: list[Finding] = field(default_factory=list)  # the blockers, else what `fix` must change; path order
+    # The findings only another run reaches, by the option that selects that run (its `[[run_option]]` row).
+    other_runs: dict[RunOption, list[Finding]] = field(default_factory=dict)
+    rollout: str = ""  # where no engine the checked verl registers runs on the target: what the run selects instead
+    scope: str = ""  # which run the verdict is for, what decides it, and what only other runs reach (a detail line)
 
     @property
     def totals(self) -> dict[str, int]:
@@ -68,17 +78,26 @@ class Matrix:
     rows: list[TargetRow]
     files: int
     errors: list[FileError] = field(default_factory=list)
+    run: str = run_scope.DEFAULT
 
     @property
     def all_run(self) -> bool:
         return all(r.status == RUNS for r in self.rows) and not self.errors
 
 
-def build(run, unsafe_fixes: bool = False) -> Matrix:
-    """The matrix of a `rlcompat.matrix.MatrixRun`. With `unsafe_fixes` (configured), plain `fix` applies unsafe fixes."""
+def build(run, unsafe_fixes: bool = False, run_name: str = run_scope.DEFAULT) -> Matrix:
+    """The matrix of a `rlcompat.matrix.MatrixRun`. With `unsafe_fixes` (configured), plain `fix` applies unsafe fixes.
+    `run_name`: the run judged (run_scope.DEFAULT, run_scope.ALL or a `[[run_option]]` name)."""
     rows = []
+    package = run_scope.package_knowledge(run.files)  # a verl package checked: its default run and rollout
     for i, target in enumerate(run.targets):
-        findings = sorted(run.findings(i), key=Finding.sort_key)
+        findings, other_runs = [], {}
+        for f in sorted(run.findings(i), key=Finding.sort_key):
+            inside, option = run_scope.in_run(f.path, run_name)
+            if inside:
+                findings.append(f)
+            else:
+                other_runs.setdefault(option, []).append(f)
         cells = {name: dict.fromkeys(KINDS, 0) for _, name in FAMILIES}
         for f in findings:
             cells[family_of(f.code)][kind_of(f)] += 1
@@ -95,8 +114,38 @@ def build(run, unsafe_fixes: bool = False) -> Matrix:
         else:
             status, deciding, verdict = RUNS, [], "runs"
         rows.append(TargetRow(target, cells, status, verdict, blockers[0] if blockers else None, run.suppressed[i],
-                              deciding))
-    return Matrix(rows, len(run.files), run.errors)
+                              deciding, other_runs, _rollout(package, target),
+                              _scope_text(deciding, other_runs, run_name, package)))
+    return Matrix(rows, len(run.files), run.errors, run_name)
+
+
+def _rollout(package, target) -> str:
+    """Where no rollout engine the checked verl package registers runs on the target, what its run selects instead:
+    rlcompat's hf rollout (rlcompat/hf_rollout.py: what RLC401's fix and doctor say)."""
+    from rlcompat import hf_rollout
+
+    if package is None or not hf_rollout.needed(package, target):
+        return ""
+    if not hf_rollout.supports(package):
+        return (f"no engine {package.label} registers runs on {target.name} and rlcompat's hf rollout supports verl "
+                f"{', '.join(hf_rollout.SUPPORTED_VERL)} only")
+    return hf_rollout.advice(package, hf_rollout.installed())
+
+
+def _scope_text(deciding: list[Finding], other_runs: dict, run_name: str, package) -> str:
+    """What decides a verdict and what it leaves out, said only where a run option set something apart."""
+    if not other_runs:
+        return ""
+    which = f"{run_name} run"
+    if run_name == run_scope.DEFAULT:
+        which = f"default run ({package.default_run})" if package is not None and package.default_run else "default run"
+    decided = f"decided by {', '.join(sorted({f.code for f in deciding}))}" if deciding else "no finding"
+    apart = []
+    for option, fs in other_runs.items():
+        blockers = [f for f in fs if kind_of(f) == "blockers"]
+        codes = ", ".join(sorted({f.code for f in blockers}))
+        apart.append(f"{len(fs)} --run {option.name}" + (f" (blocked by {codes})" if blockers else ""))
+    return f"{which}, {decided}; not in it: {', '.join(apart)}"
 
 
 SHOWN_CODES = 3  # rule codes a verdict names, so that it stays one short line; the rest are counted
@@ -139,8 +188,9 @@ def render_text(matrix: Matrix) -> str:
     name_width = max((len(r.target.name) for r in matrix.rows), default=0)
     for r in matrix.rows:
         lines.append(f"{r.target.name.ljust(name_width)}  {r.verdict}")
+        indent = " " * (name_width + 4)
+        lines += [f"{indent}{detail}" for detail in (r.scope, r.rollout and f"rollout: {r.rollout}") if detail]
         if r.status == BLOCKED:  # what blocks it, where: the user's next step
-            indent = " " * (name_width + 4)
             lines += [f"{indent}{f.path}:{f.location.line}: {f.code} {f.message}" for f in r.deciding[:SHOWN_DETAILS]]
             if len(r.deciding) > SHOWN_DETAILS:
                 lines.append(f"{indent}... {_count(len(r.deciding) - SHOWN_DETAILS, 'more blocker')}: "
@@ -160,6 +210,7 @@ def render_json(matrix: Matrix) -> str:
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "rlcompat", "version": __version__},
         "command": "matrix",
+        "run": matrix.run,
         "files": matrix.files,
         "families": [{"prefix": prefix, "name": name} for prefix, name in FAMILIES],
         "targets": [
@@ -175,6 +226,13 @@ def render_json(matrix: Matrix) -> str:
                 "verdict": r.verdict,
                 "first_blocker": None if r.first_blocker is None else finding_dict(r.first_blocker),
                 "deciding": [finding_dict(f) for f in r.deciding],
+                "decided_by": sorted({f.code for f in r.deciding}),
+                "scope": r.scope or None,
+                "not_in_run": [{"run": option.name, "selected_by": option.option, "proof": option.proof,
+                                "counts": {k: sum(1 for f in fs if kind_of(f) == k) for k in KINDS},
+                                "codes": sorted({f.code for f in fs})}
+                               for option, fs in r.other_runs.items()],
+                "rollout": r.rollout or None,
             }
             for r in matrix.rows
         ],

@@ -27,7 +27,8 @@ class VerlKnownHazards(EnvironmentRule):
         "with a critic fails on a card without flash-attn whatever the config says [S40][S50]. verl 0.9.1's trainer "
         "also registers only the vLLM, SGLang and TensorRT-LLM rollout engines [S50], which need capability 7.0+ "
         "[S7][S35], so below 7.0 `main_ppo` has no rollout engine of its own: rlcompat's `hf` rollout (`pip install "
-        "'rlcompat[verl]'`, `actor_rollout_ref.rollout.name=hf`) is registered through verl's plugin entry point."
+        "'rlcompat[verl]'`, `actor_rollout_ref.rollout.name=hf`) is registered through verl's plugin entry point; "
+        "where it is installed (its `verl.plugins` entry point, read from package metadata) that is not a finding."
     )
     fix_safety = (
         "No autofix here: `rlcompat scan` lists the places in verl's source and `rlcompat fix` rewrites the ones "
@@ -38,6 +39,7 @@ class VerlKnownHazards(EnvironmentRule):
 
     bad = (
         Bad('[packages]\nverl = "0.9.1"\n', path="env.toml"),
+        Bad('verl_plugins = ["rlcompat.verl_plugin.entry"]\n[packages]\nverl = "0.9.1"\n', path="env.toml"),
         Bad('[packages]\nverl = "0.9.1"\nflash-attn = "2.8.3"\n', target="sm75", path="env.toml"),
     )
     good = (
@@ -57,10 +59,7 @@ class VerlKnownHazards(EnvironmentRule):
         out = []
         for h in _hazards(pkg.version, self.target):
             if h["hazard"] == "no-rollout-engine":
-                out.append(self.finding(
-                    f"verl {pkg.version} on {self.where()}: {h['what']}", package=pkg, error=h["error"], name="hf",
-                    remedy=("generate with transformers and drive verl's workers directly (as `rlcompat verify` "
-                            "does), or run the rollout on a 7.5+ card")))
+                out += self._rollout(env, pkg, h)
                 continue
             out.append(self.finding(
                 f"verl {pkg.version} on {self.where()}: {h['what']}", package=pkg,
@@ -68,3 +67,19 @@ class VerlKnownHazards(EnvironmentRule):
                 remedy=(f"run `rlcompat scan \"$(python -c 'import verl, os; print(os.path.dirname(verl.__file__))')\" "
                         f"--target {self.target.name}` and `rlcompat fix` on the same path")))
         return out
+
+    def _rollout(self, env, pkg, hazard) -> list:
+        """No engine verl registers runs here: rlcompat's hf rollout does (rlcompat/hf_rollout.py, the advice RLC401
+        gives). Installed for a verl it supports, nothing is wrong: doctor's rollout section names the override."""
+        from rlcompat import hf_rollout
+        from rlcompat.doctor.verl_keys import knowledge_for
+
+        knowledge, _ = knowledge_for(pkg.version)
+        supported = knowledge is not None and hf_rollout.supports(knowledge)
+        if supported and hf_rollout.plugin_among(env.verl_plugins, True):
+            return []
+        remedy = (hf_rollout.advice(knowledge, available=False) + " (same algorithm, slower than vLLM)" if supported
+                  else f"rlcompat's hf rollout supports verl {', '.join(hf_rollout.SUPPORTED_VERL)} only: install one "
+                       "of those, or run the rollout on a 7.5+ card")
+        return [self.finding(f"verl {pkg.version} on {self.where()}: {hazard['what']}", package=pkg,
+                             error=hazard["error"], name="hf", remedy=remedy)]

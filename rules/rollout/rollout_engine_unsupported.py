@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-import os
 
+from rlcompat import hf_rollout
 from rlcompat.knowledge.capabilities import min_capability, runs
 from rlcompat.analysis.verlengines import in_its_config
 from rlcompat.lang.settings import ConfigRule
@@ -14,44 +14,25 @@ REWARD_CMD = ("python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.rollou
               "    reward_model.rollout.name={reward} \\\n    trainer.n_gpus_per_node=1\n")
 
 
-HF_ROLLOUT = "hf"
-_hf_available: bool | None = None
+HF_ROLLOUT = hf_rollout.NAME
 
 
 def hf_rollout_available() -> bool:
-    """rlcompat's `hf` rollout can be selected: RLCOMPAT_HF_ROLLOUT=1 (asked for) or =0 (not), else whether verl and
-    the plugin's `verl.plugins` entry point are installed here. Looked up in package metadata; nothing is imported."""
-    global _hf_available
-    asked = os.environ.get("RLCOMPAT_HF_ROLLOUT")
-    if asked in ("0", "1"):
-        return asked == "1"
-    if _hf_available is None:
-        import importlib.util
-        from importlib.metadata import entry_points
-
-        try:
-            plugins = entry_points(group="verl.plugins")
-            _hf_available = importlib.util.find_spec("verl") is not None and any(
-                ep.value.startswith("rlcompat.verl_plugin") for ep in plugins)
-        except Exception:  # broken metadata: say what to install rather than guess
-            _hf_available = False
-    return _hf_available
+    """rlcompat's `hf` rollout can be selected (rlcompat/hf_rollout.py: entry point metadata, nothing imported)."""
+    return hf_rollout.installed()
 
 
 def engine_runs(engine: str, target) -> tuple[bool, str]:
-    if engine == "hf":  # HF transformers' generate(): runs wherever torch runs (verl <= 0.5 registers it)
+    """Whether the engine runs on `target` (rlcompat/hf_rollout.py, which doctor and matrix ask too), and why not."""
+    reasons = {
+        "vllm": lambda: unsupported_reason(target),
+        "sglang": lambda: (f"SGLang refuses compute capability < {min_capability('sglang').text} "
+                           "(`SGLang only supports sm75 and above.`)"),
+        "trtllm": lambda: f"TensorRT-LLM supports Ampere ({min_capability('trtllm').text}) and newer",
+    }
+    if hf_rollout.engine_runs_on(engine, target):
         return True, ""
-    # The thresholds are rlcompat/knowledge/data/capabilities.toml's rows (targets.toml's vllm/sglang booleans agree with them).
-    if engine == "vllm":
-        return runs("vllm", target), unsupported_reason(target)
-    if engine == "sglang":
-        return target.sglang, (f"SGLang refuses compute capability < {min_capability('sglang').text} "
-                               "(`SGLang only supports sm75 and above.`)")
-    if engine == "trtllm":
-        return runs("trtllm", target), f"TensorRT-LLM supports Ampere ({min_capability('trtllm').text}) and newer"
-    if engine == HF_ROLLOUT:  # plain transformers: runs wherever torch does
-        return True, ""
-    return False, ""
+    return False, reasons.get(engine, lambda: "")()
 
 
 class RolloutEngineUnsupported(ConfigRule):
@@ -129,17 +110,17 @@ class RolloutEngineUnsupported(ConfigRule):
             ctx.report(setting.key_span, f"rollout engine {engine} cannot run on {target.name} "
                                          f"({target.capability_text}): {reason}; {advice}")
             return
-        supported = verl.version == "0.9.1" and verl.version_known  # the plugin's release (rlcompat/verl_plugin)
+        supported = hf_rollout.supports(verl)
         if supported and hf_rollout_available():
-            how = "asked for" if os.environ.get("RLCOMPAT_HF_ROLLOUT") == "1" else "installed here"
+            how = hf_rollout.how_installed()
             ctx.report(setting.key_span,
                        f"rollout engine {engine} cannot run on {target.name} ({target.capability_text}): {reason}; "
                        f"no engine {verl.label} registers ({registered}) runs there. rlcompat's hf rollout does "
-                       f"({how}): {key}=hf, the same algorithm on plain transformers, much slower than vLLM",
+                       f"({how}): {hf_rollout.override(key)}, the same algorithm on plain transformers, much slower than vLLM",
                        [setting.rewrite(HF_ROLLOUT)], FixSafety.UNSAFE,
                        "set it to hf (rlcompat's HF-transformers rollout; slower than vLLM, same algorithm)")
             return
-        install = ("pip install \"rlcompat[verl]\" for rlcompat's HF-transformers rollout (rollout.name=hf: same "
+        install = (f"{hf_rollout.INSTALL} for rlcompat's HF-transformers rollout (rollout.name=hf: same "
                    "algorithm, slower than vLLM)" if supported else
                    "rlcompat's HF-transformers rollout supports verl 0.9.1 only")
         advice = (f"no rollout engine {verl.label} registers ({registered}) runs on {target.name}: {install}; or run "

@@ -1,0 +1,61 @@
+"""The verl overrides doctor recommends, named from the knowledge `scan` reads (rlcompat/knowledge/data/verl/<version>.toml through
+rlcompat.verl_knowledge, chosen for the installed verl as scan chooses it for a tree): every key doctor names is a
+live `[[setting]]` of that version, so doctor never recommends a key scan calls dead (RLC106). Without an installed
+verl (version unknown) or for a release older than every rule set, doctor names no key rather than guess."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rlcompat import verl_knowledge
+from rlcompat.knowledge.versions import release
+from rlcompat.verl_knowledge import Knowledge
+
+# The compute dtypes a plan sets where the target lacks bf16: (setting id, role, precision role of the value).
+DTYPE_SETTINGS = (("param-dtype", "actor", "weights"), ("param-dtype", "ref", "weights"),
+                  ("param-dtype", "critic", "weights"), ("rollout-dtype", "actor", "rollout"))
+
+
+@dataclass
+class Named:
+    overrides: list[str] = field(default_factory=list)  # "key=value", with Hydra's `++` where the key must be added
+    source: str = ""  # "verl 0.9.1 knowledge (rlcompat/knowledge/data/verl/0.9.1.toml)"
+    problem: str = ""  # why no key is named
+    unnamed: list[str] = field(default_factory=list)  # setting ids the version's knowledge has no key for
+
+
+def knowledge_for(version: str | None) -> tuple[Knowledge | None, str]:
+    """The rule set scan would apply to a tree of this verl version, and its name; None with the reason when no
+    rule set describes the version."""
+    if version is None:
+        return None, "verl is not installed here, so its version (and which keys it reads) is unknown"
+    chosen = verl_knowledge.choose_version(version)
+    if release(version) < release(chosen):
+        return None, f"verl {version} is older than every rule set rlcompat has ({chosen} is the oldest)"
+    label = f"verl {version}" if chosen == version else f"verl {version} (rules for {chosen})"
+    return verl_knowledge.load_version(chosen), f"{label} knowledge (rlcompat/knowledge/data/verl/{chosen}.toml)"
+
+
+def name(knowledge: Knowledge | None, why: str, settings: list[tuple[str, str, str]], target, algo: str) -> Named:
+    """`settings` ((id, role, value) from memory.Plan.settings) plus the compute dtypes the target needs, as
+    overrides of `knowledge`'s keys."""
+    if knowledge is None:
+        return Named(problem=f"{why}: no verl keys are named (install verl, then run doctor again)")
+    from rlcompat.analysis.confighelpers import dtype_replacement, is_bf16
+
+    dtypes = []
+    if not target.bf16_native:
+        for setting_id, role, precision_role in DTYPE_SETTINGS:
+            known = knowledge.setting(setting_id, role)
+            if known is None or (role == "critic" and algo != "ppo") or not is_bf16(known.default):
+                continue
+            dtypes.append((setting_id, role, dtype_replacement(target, known.default, precision_role)[0]))
+    wanted = settings[:1] + dtypes + settings[1:]
+    out = Named(source=why)
+    for setting_id, role, value in wanted:
+        known = knowledge.setting(setting_id, role)
+        if known is None or known.key in knowledge.dead:
+            out.unnamed.append(f"{setting_id} ({role})")
+            continue
+        out.overrides.append(f"{known.add_prefix}{known.key}={value}")
+    return out

@@ -1,0 +1,53 @@
+"""Which run a finding belongs to: the framework's default run, or a run that selects an option.
+
+A file of a verl package whose version is found in the tree itself is reached only by a run that selects an option
+when its version's knowledge lists it under `[[run_option]]` (rlcompat/knowledge/data/verl/<version>.toml: the Megatron engine's
+configs and code, the fused Triton kernels, ...). Every other file, and every file outside a verl package (a user's
+launch script or config says itself what its run selects), belongs to every run. `rlcompat matrix` judges one run
+(`--run`, default `default`); findings of other runs are counted and named, and do not decide its verdict.
+"""
+
+from __future__ import annotations
+
+import os
+
+from rlcompat import verl_knowledge
+from rlcompat.verl_knowledge import RunOption
+
+DEFAULT = "default"  # the run a launch without options gets (`[default_run]`)
+ALL = "all"  # every finding counts, whatever run reaches it
+
+
+def run_names() -> tuple[str, ...]:
+    """What `--run` takes: default, all, and every option a rule set names."""
+    names = {r.name for v in verl_knowledge.available_versions() for r in verl_knowledge.load_version(v).run_options}
+    return (DEFAULT, ALL, *sorted(names))
+
+
+def option_of(path: str) -> RunOption | None:
+    """The run option that alone reaches `path`, or None when any run may (or the file's verl version is unknown:
+    then nothing supports leaving it out). verl_knowledge caches the package root and version per directory."""
+    full = os.path.abspath(path)
+    root = verl_knowledge.package_root(os.path.dirname(full))
+    if root is None or verl_knowledge.version_in_tree(root) is None:
+        return None
+    relative = os.path.relpath(full, root).replace(os.sep, "/")
+    return next((r for r in verl_knowledge.knowledge_for(full).run_options if r.covers(relative)), None)
+
+
+def package_knowledge(paths) -> verl_knowledge.Knowledge | None:
+    """The knowledge of the first verl package of known version among `paths` (files), or None."""
+    for path in paths:
+        full = os.path.abspath(path)
+        root = verl_knowledge.package_root(os.path.dirname(full))
+        if root is not None and verl_knowledge.version_in_tree(root) is not None:
+            return verl_knowledge.knowledge_for(full)
+    return None
+
+
+def in_run(path: str, run: str) -> tuple[bool, RunOption | None]:
+    """Whether a finding at `path` is in `run`, and the option that reaches its file (None: every run does)."""
+    option = option_of(path)
+    if run == ALL or option is None:
+        return True, option
+    return option.name == run, option

@@ -1,0 +1,163 @@
+"""One answer (issue 27 item 5): doctor, scan and matrix, each run as the real CLI on the same trees (the installed
+verl 0.9.1 and a small launch-script tree), say the same thing: every key doctor recommends is live in the
+knowledge scan applies to that verl and draws no finding from scan; doctor's rollout advice is RLC401's fix; and
+matrix's verdict is blocked exactly where scan leaves a finding without a fix in the run matrix judges."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from rlcompat import hf_rollout, verl_knowledge
+
+try:
+    VERL_VERSION = metadata.version("verl")
+except metadata.PackageNotFoundError:
+    VERL_VERSION = None
+
+pytestmark = pytest.mark.skipif(VERL_VERSION != "0.9.1", reason="needs verl 0.9.1 installed (rlcompat[verl])")
+
+ENV = {"RLCOMPAT_HF_ROLLOUT": ""}  # what this machine has installed decides, for every command alike
+SCRIPT = """#!/bin/bash
+set -x
+python3 -m verl.trainer.main_ppo \\
+    algorithm.adv_estimator=grpo \\
+    actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct \\
+    actor_rollout_ref.rollout.name=vllm \\
+    trainer.n_gpus_per_node=1
+"""
+
+
+def _verl_dir() -> Path:
+    import importlib.util
+
+    return Path(importlib.util.find_spec("verl").origin).parent  # found, not imported
+
+
+@pytest.fixture(scope="module")
+def answers(tmp_path_factory):
+    """doctor, scan and matrix for sm61 over the installed verl and a launch script, as their JSON."""
+
+    def run(*args, cwd):
+        env = {**os.environ, "NO_COLOR": "1", **ENV}
+        proc = subprocess.run([sys.executable, "-m", "rlcompat", *args], capture_output=True, text=True, cwd=cwd,
+                              env=env, timeout=600)
+        assert proc.returncode in (0, 1), proc.stderr
+        return json.loads(proc.stdout)
+
+    tree = tmp_path_factory.mktemp("launch")
+    (tree / "run_grpo.sh").write_text(SCRIPT)
+    verl = str(_verl_dir())
+    out = {"tree": tree, "verl": verl, "run": run}
+    out["doctor"] = run("doctor", "--target", "sm61", "--model-params", "0.5B", "--algo", "ppo",
+                        "--output-format", "json", cwd=tree)
+    for name, path in (("verl", verl), ("script", str(tree))):
+        out[f"scan_{name}"] = run("scan", path, "--target", "sm61", "--output-format", "json", "--no-cache", cwd=tree)
+        out[f"matrix_{name}"] = run("matrix", path, "--targets", "sm61", "--output-format", "json", "--no-cache",
+                                    cwd=tree)
+    out["matrix_megatron"] = run("matrix", verl, "--targets", "sm61", "--run", "megatron", "--output-format", "json",
+                                 "--no-cache", cwd=tree)
+    return out
+
+
+def _key(override: str) -> str:
+    return override.split("=", 1)[0].lstrip("+")
+
+
+def test_every_key_doctor_recommends_is_live_in_scans_knowledge_and_scan_accepts_it(answers):
+    doctor = answers["doctor"]
+    knowledge = verl_knowledge.knowledge_for(str(_verl_dir() / "trainer" / "main_ppo.py"))  # what scan applies
+    assert knowledge.label == "verl 0.9.1"
+    recommended = doctor["memory"]["verl_overrides"]
+    assert recommended and doctor["memory"]["verl_overrides_from"].startswith("verl 0.9.1 knowledge")
+    if doctor["rollout"]:
+        recommended = recommended + [doctor["rollout"]["override"]]
+    live = {s.key for s in knowledge.settings}
+    for override in recommended:
+        assert _key(override) in live and _key(override) not in knowledge.dead, override
+    # The same overrides in a launch script: scan finds nothing on any of their lines (no RLC106 dead key, no dtype).
+    tree = answers["tree"] / "doctor_plan"
+    tree.mkdir()
+    lines = ["python3 -m verl.trainer.main_ppo \\"] + [f"    {o} \\" for o in recommended] + ["    trainer.n_gpus_per_node=1"]
+    (tree / "run.sh").write_text("\n".join(lines) + "\n")
+    scan = answers["run"]("scan", str(tree), "--target", "sm61", "--output-format", "json", "--no-cache", cwd=tree)
+    on_overrides = [f for f in scan["findings"] if 2 <= f["line"] <= 1 + len(recommended)]
+    assert on_overrides == [], [(f["code"], f["message"][:120]) for f in on_overrides]
+
+
+def test_doctors_rollout_advice_is_rlc401s_fix(answers):
+    doctor, scan = answers["doctor"], answers["scan_script"]
+    [rlc401] = [f for f in scan["findings"] if f["code"] == "RLC401"]
+    advice = doctor["rollout"]
+    assert advice is not None and advice["registered"] == ["vllm", "sglang", "trtllm"]
+    if hf_rollout.installed():
+        edit = rlc401["fix"]["edits"][0]
+        text = (answers["tree"] / "run_grpo.sh").read_text()
+        # the fix rewrites the value of the key RLC401 names; doctor's override is that key = the fixed value
+        line = text.splitlines()[rlc401["line"] - 1]
+        assert advice["hf_installed"] is True and advice["override"] == "actor_rollout_ref.rollout.name=" + edit["content"]
+        assert line.strip().startswith(advice["override"].split("=")[0] + "=")
+        assert advice["override"] in rlc401["message"] and advice["override"] in advice["advice"]
+    else:
+        assert rlc401["fix"] is None and advice["hf_installed"] is False
+        assert hf_rollout.INSTALL in rlc401["message"] and hf_rollout.INSTALL in advice["advice"]
+
+
+def _blocked_by_scan(scan: dict, run: str, verl_dir: str) -> set[str]:
+    """Codes of the findings scan leaves without a fix in `run`: a finding in a package file that the knowledge's
+    [[run_option]] rows give to another option's run is not in it."""
+    options = verl_knowledge.load_version("0.9.1").run_options
+    out = set()
+    for f in scan["findings"]:
+        if f["severity"] != "error" or f["fix"] is not None:
+            continue
+        path = os.path.abspath(f["path"])
+        relative = os.path.relpath(path, verl_dir).replace(os.sep, "/") if path.startswith(verl_dir + os.sep) else None
+        owner = next((o.name for o in options if relative is not None and o.covers(relative)), None)
+        if owner is None or owner == run:
+            out.add(f["code"])
+    return out
+
+
+def test_matrix_verdict_agrees_with_what_scan_leaves_unfixable_in_the_run(answers):
+    verl = os.path.abspath(answers["verl"])
+    for scan, matrix, run in ((answers["scan_verl"], answers["matrix_verl"], "default"),
+                              (answers["scan_verl"], answers["matrix_megatron"], "megatron"),
+                              (answers["scan_script"], answers["matrix_script"], "default")):
+        [row] = matrix["targets"]
+        unfixable = _blocked_by_scan(scan, run, verl)
+        assert (row["status"] == "blocked") == bool(unfixable), (run, row["verdict"][:200], unfixable)
+        if unfixable:
+            assert set(row["decided_by"]) == unfixable
+    [default] = answers["matrix_verl"]["targets"]
+    assert default["status"] in ("runs_after_fix", "runs_after_unsafe_fix")  # issue 27's goal for the FSDP run
+    assert "RLC120" in {c for r in default["not_in_run"] for c in r["codes"]}
+    [megatron] = answers["matrix_megatron"]["targets"]
+    assert megatron["status"] == "blocked" and megatron["first_blocker"]["code"] == "RLC120"
+
+
+def test_a_finding_that_says_it_needs_another_engine_lies_in_that_runs_files(answers):
+    """RLC120's own words ("it applies when a run selects the Megatron engine") and the run model agree."""
+    verl = os.path.abspath(answers["verl"])
+    options = {o.name: o for o in verl_knowledge.load_version("0.9.1").run_options}
+    conditional = [f for f in answers["scan_verl"]["findings"] if "applies when a run selects the Megatron" in f["message"]]
+    assert conditional
+    for f in conditional:
+        relative = os.path.relpath(os.path.abspath(f["path"]), verl).replace(os.sep, "/")
+        assert options["megatron"].covers(relative), relative
+
+
+def test_the_plugin_and_its_description_agree():
+    """rlcompat/hf_rollout.py describes the plugin without importing it; its package (importable without verl) agrees."""
+    import rlcompat.verl_plugin as plugin
+
+    assert plugin.SUPPORTED_VERL_VERSIONS == hf_rollout.SUPPORTED_VERL and plugin.ROLLOUT_NAME == hf_rollout.NAME
+    entry = next(line for line in (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text().splitlines()
+                 if line.startswith("rlcompat_hf_rollout"))
+    assert hf_rollout.plugin_among([entry.split("=", 1)[1].strip().strip('"')], True)
