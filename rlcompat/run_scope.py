@@ -29,7 +29,7 @@ def option_of(path: str) -> RunOption | None:
     then nothing supports leaving it out). verl_knowledge caches the package root and version per directory."""
     full = os.path.abspath(path)
     root = verl_knowledge.package_root(os.path.dirname(full))
-    if root is None or verl_knowledge.version_in_tree(root) is None:
+    if root is None or not verl_knowledge.package_release(root)[1]:
         return None
     relative = os.path.relpath(full, root).replace(os.sep, "/")
     return next((r for r in verl_knowledge.knowledge_for(full).run_options if r.covers(relative)), None)
@@ -40,7 +40,7 @@ def package_knowledge(paths) -> verl_knowledge.Knowledge | None:
     for path in paths:
         full = os.path.abspath(path)
         root = verl_knowledge.package_root(os.path.dirname(full))
-        if root is not None and verl_knowledge.version_in_tree(root) is not None:
+        if root is not None and verl_knowledge.package_release(root)[1]:
             return verl_knowledge.knowledge_for(full)
     return None
 
