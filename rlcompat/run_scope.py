@@ -25,24 +25,33 @@ def run_names() -> tuple[str, ...]:
 
 
 def option_of(path: str) -> RunOption | None:
-    """The run option that alone reaches `path`, or None when any run may (or the file's verl version is unknown:
-    then nothing supports leaving it out). verl_knowledge caches the package root and version per directory."""
+    """The run option that alone reaches `path`, or None when any run may (or the file's verl is not exactly a known
+    release: then nothing supports leaving it out). verl_knowledge caches the package root and release per directory."""
     full = os.path.abspath(path)
-    root = verl_knowledge.package_root(os.path.dirname(full))
-    if root is None or not verl_knowledge.package_release(root)[1]:
+    found = _package_rules(full)
+    if found is None:
         return None
+    root, knowledge = found
     relative = os.path.relpath(full, root).replace(os.sep, "/")
-    return next((r for r in verl_knowledge.knowledge_for(full).run_options if r.covers(relative)), None)
+    return next((r for r in knowledge.run_options if r.covers(relative)), None)
 
 
 def package_knowledge(paths) -> verl_knowledge.Knowledge | None:
-    """The knowledge of the first verl package of known version among `paths` (files), or None."""
+    """The knowledge of the first verl package of exactly a known release among `paths` (files), or None."""
     for path in paths:
-        full = os.path.abspath(path)
-        root = verl_knowledge.package_root(os.path.dirname(full))
-        if root is not None and verl_knowledge.package_release(root)[1]:
-            return verl_knowledge.knowledge_for(full)
+        found = _package_rules(os.path.abspath(path))
+        if found is not None:
+            return found[1]
     return None
+
+
+def _package_rules(full: str) -> tuple[str, verl_knowledge.Knowledge] | None:
+    """The verl package holding the file `full` and its release's rule set, where it is exactly a known release."""
+    root = verl_knowledge.package_root(os.path.dirname(full))
+    if root is None:
+        return None
+    version, exact, _ = verl_knowledge.package_release(root)
+    return (root, verl_knowledge.load_version(version)) if exact else None
 
 
 def in_run(path: str, run: str) -> tuple[bool, RunOption | None]:

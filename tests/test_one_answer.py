@@ -72,7 +72,9 @@ def _key(override: str) -> str:
 
 def test_every_key_doctor_recommends_is_live_in_scans_knowledge_and_scan_accepts_it(answers):
     doctor = answers["doctor"]
-    knowledge = verl_knowledge.knowledge_for(str(_verl_dir() / "trainer" / "main_ppo.py"))  # what scan applies
+    version, exact, _ = verl_knowledge.package_release(str(_verl_dir()))  # what scan applies to the package
+    assert exact
+    knowledge = verl_knowledge.load_version(version)
     assert knowledge.label == "verl 0.9.1"
     recommended = doctor["memory"]["verl_overrides"]
     assert recommended and doctor["memory"]["verl_overrides_from"].startswith("verl 0.9.1 knowledge")

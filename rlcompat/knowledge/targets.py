@@ -233,8 +233,7 @@ class CardMemory:
 def card_memory(spec: str, target: Target) -> CardMemory | None:
     """The memory of the card `--target spec` means (rlcompat/knowledge/data/targets.toml `[[card_memory]]`): the card it names
     (`P40`), or for a capability (`sm61`, `6.1`) its first listed card; None when that card has no row."""
-    data = load_toml_text(resources.files("rlcompat.rules").joinpath("targets.toml").read_text("utf-8"))
-    rows = {r["gpu"]: r for r in data.get("card_memory", ())}
+    rows = {r["gpu"]: r for r in _table().get("card_memory", ())}
     key = _normalise(spec)
     named = [g for g in target.gpus if _normalise(g).replace("-", "") == key.replace("-", "")]  # "tesla-p40", "P40"
     capability = key.replace("-", "").replace("_", "") in (target.name, target.capability_text, str(target.cc),
