@@ -33,18 +33,11 @@ class KnowledgeFile:
     version: str  # what the file declares (`version = ...`), else "sha256:<first 12 hex digits>"
 
 
-def _rule_modules(folder=None, prefix: str = ""):
+def _rule_modules():
     """(relative path, Traversable) of every module of the rule catalog, at any depth, sorted by path."""
-    folder = folder or resources.files(_RULES_PACKAGE)
-    found = []
-    for entry in folder.iterdir():
-        if entry.name.startswith((".", "__pycache__")):
-            continue
-        if entry.is_dir():
-            found.extend(_rule_modules(entry, f"{prefix}{entry.name}/"))
-        elif entry.name.endswith(".py"):
-            found.append((f"{prefix}{entry.name}", entry))
-    return sorted(found, key=lambda item: item[0])
+    from rlcompat.knowledge import files
+
+    return files.walk(resources.files(_RULES_PACKAGE), ".py", skip=(".", "__pycache__"))
 
 
 def catalog_version() -> str:

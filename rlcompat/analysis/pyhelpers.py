@@ -157,16 +157,17 @@ def guarded_by(ancestors: list[cst.CSTNode], is_guard) -> bool:
     """True when an enclosing `if`/conditional expression tests something `is_guard(call)` accepts."""
     for parent in ancestors:
         test = parent.test if isinstance(parent, (cst.If, cst.IfExp, cst.While)) else None
-        if test is not None and any(is_guard(c) for c in _calls_in(test)):
+        if test is not None and any(is_guard(c) for c in nodes_in(test, cst.Call)):
             return True
     return False
 
 
-def _calls_in(expr: cst.CSTNode):
+def nodes_in(expr: cst.CSTNode, kind: type):
+    """Every node of type `kind` inside `expr` (itself included), in no particular order."""
     stack = [expr]
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.Call):
+        if isinstance(node, kind):
             yield node
         stack.extend(node.children)
 

@@ -48,15 +48,20 @@ def folders(*folder: str) -> tuple[str, ...]:
     return tuple(entry.name for entry in path(*folder).iterdir() if entry.is_dir() and not entry.name.startswith(("_", ".")))
 
 
-def all_files(folder=None, prefix: str = "") -> list[tuple[str, object]]:
+def all_files() -> list[tuple[str, object]]:
     """(path relative to data/ with forward slashes, Traversable) of every knowledge file, at any depth, sorted."""
-    folder = folder or path()
+    return walk(path(), ".toml", skip=(".", "_"))
+
+
+def walk(folder, suffix: str, skip: tuple[str, ...], prefix: str = "") -> list[tuple[str, object]]:
+    """(relative path with forward slashes, Traversable) of every file ending in `suffix` below a package folder,
+    at any depth, sorted; names starting with one of `skip` are passed over."""
     found = []
     for entry in folder.iterdir():
-        if entry.name.startswith((".", "_")):
+        if entry.name.startswith(skip):
             continue
         if entry.is_dir():
-            found.extend(all_files(entry, f"{prefix}{entry.name}/"))
-        elif entry.name.endswith(".toml"):
+            found.extend(walk(entry, suffix, skip, f"{prefix}{entry.name}/"))
+        elif entry.name.endswith(suffix):
             found.append((f"{prefix}{entry.name}", entry))
     return sorted(found, key=lambda item: item[0])

@@ -91,14 +91,7 @@ def _follows_compile_switch(ancestors) -> bool:
         if isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             return False
         if isinstance(parent, cst.If):
-            return any("compile" in n.value.lower() for n in _names(parent.test))
+            return any("compile" in n.value.lower() for n in h.nodes_in(parent.test, cst.Name))
     return False
 
 
-def _names(expr: cst.CSTNode):
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Name):
-            yield node
-        stack.extend(node.children)
