@@ -87,6 +87,6 @@ def test_the_git_url_with_an_extra_installs_this_release(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "does not provide the extra" not in proc.stdout + proc.stderr
     check = ("import importlib.metadata as m, importlib.resources as r; "
-             "print(m.version('rlcompat'), r.files('rlcompat.rules').joinpath('targets.toml').is_file())")
+             "print(m.version('rlcompat'), r.files('rlcompat.knowledge').joinpath('data', 'targets.toml').is_file())")
     shown = subprocess.run([str(python), "-c", check], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert shown.stdout.split() == [__version__, "True"], shown.stderr
