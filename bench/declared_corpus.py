@@ -4,7 +4,7 @@ recall/precision figures of docs/coverage.md (issue 18). The files stay out of g
     python bench/declared_corpus.py fetch              # download and extract what the sdists hold
     python bench/declared_corpus.py score LABELS.toml  # run rlcompat on them and compare with the labels
 
-Labels are written by hand, from the facts (rules/*.toml), before rlcompat runs: for each file and target, the
+Labels are written by hand, from the facts (rlcompat/knowledge/data/*.toml), before rlcompat runs: for each file and target, the
 codes a correct scan reports. `score` prints, per construct (rule code), true/false positives and false
 negatives, recall and precision.
 """
