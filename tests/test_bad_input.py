@@ -478,6 +478,8 @@ def test_crlf_launch_script_is_read_as_meant_and_stays_crlf(tmp_path):
               "python3 -m verl.trainer.main_ppo \\\r\n    actor_rollout_ref.rollout.dtype=bfloat16 \\\r\n"
               "    trainer.n_gpus_per_node=1\r\n")
     (tmp_path / "run.sh").write_bytes(script.encode())
+    # The tree says which verl it runs: the defaults the fix adds are verl 0.9.1's, whatever is installed here.
+    (tmp_path / "requirements.txt").write_text("verl==0.9.1\n")
     code, out, _ = invoke("fix", "run.sh", "--no-cache", "--select", "RLC002,RLC104,RLC351", cwd=tmp_path)
     assert code == 0, out
     fixed = (tmp_path / "run.sh").read_bytes()
