@@ -8,11 +8,13 @@ from __future__ import annotations
 import os
 from typing import Iterable
 
+from rlcompat.release import install_command
+
 NAME = "hf"  # the rollout name the plugin registers (rlcompat/verl_plugin ROLLOUT_NAME)
 SUPPORTED_VERL = ("0.9.1",)  # rlcompat/verl_plugin SUPPORTED_VERL_VERSIONS (tests/test_one_answer.py holds them equal)
 PLUGIN_MODULE = "rlcompat.verl_plugin"
 ENTRY_POINT_GROUP = "verl.plugins"
-INSTALL = 'pip install "rlcompat[verl]"'
+INSTALL = install_command("verl")
 ASK = "RLCOMPAT_HF_ROLLOUT"  # =1: act as installed, =0: as not installed (tests, machines without verl)
 
 _installed: bool | None = None

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from rlcompat.release import install_command
 from rlcompat._toml import load_toml_text
 from rlcompat.api import fix_paths, scan_paths
 from rlcompat.knowledge.targets import resolve_target
@@ -76,7 +77,7 @@ def test_unfixable_engine_error_remains_and_says_what_to_do(tmp_path, monkeypatc
     report = scan_paths([str(script)], resolve_target("sm61"))
     engine = [f for f in report.findings if f.code == "RLC401"]
     assert len(engine) == 1 and engine[0].fix is None and engine[0].severity == "error"
-    assert 'pip install "rlcompat[verl]"' in engine[0].message and "vllm, sglang, trtllm" in engine[0].message
+    assert install_command("verl") in engine[0].message and "vllm, sglang, trtllm" in engine[0].message
     fix_paths([str(script)], resolve_target("sm61"))
     assert "RLC401" in [f.code for f in scan_paths([str(script)], resolve_target("sm61")).findings]
 

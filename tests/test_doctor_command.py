@@ -12,6 +12,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
+from rlcompat.release import install_command
 from rlcompat.cli.app import app
 from rlcompat.doctor import environment
 from rlcompat.doctor.snapshot import Environment, Package, TorchBuild
@@ -176,7 +177,7 @@ def test_the_hf_rollout_is_named_installed_or_installable(doctor):
     assert "rlcompat's hf rollout is installed: actor_rollout_ref.rollout.name=hf" in text
     doc = json.loads(doctor(base, "--output-format", "json")[1])
     [finding] = [f for f in doc["findings"] if "no rollout engine of its own" in f["message"]]
-    assert finding["remedy"].startswith('rlcompat\'s hf rollout is installable: pip install "rlcompat[verl]", then '
+    assert finding["remedy"].startswith(f"rlcompat's hf rollout is installable: {install_command('verl')}, then "
                                         "actor_rollout_ref.rollout.name=hf")
     doc = json.loads(doctor(dataclasses.replace(base, verl_plugins=("someone.else:x",)), "--output-format", "json")[1])
     assert doc["rollout"]["hf_installed"] is False  # another package's verl plugin is not rlcompat's

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from rlcompat.release import install_command
 from rlcompat.verify.runner import VerifyUsageError, resolve_package
 
 
@@ -141,7 +142,7 @@ def test_without_torch_verify_says_in_one_line_what_to_install(tmp_path, monkeyp
     result = CliRunner().invoke(app, ["verify", str(tmp_path), "--target", "sm61"])
     assert result.exit_code == 2 and result.stdout == ""
     assert result.stderr.splitlines() == [
-        "rlcompat: error: verify needs torch, not installed in this Python: pip install 'rlcompat[verify]'"]
+        f"rlcompat: error: verify needs torch, not installed in this Python: {install_command('verify')}"]
 
 
 # Loaded by the child only (its command line names the harness): the installed packages, torch among them, are
@@ -162,7 +163,7 @@ def test_a_torch_that_fails_to_import_in_the_child_is_reported_without_harness_i
     code, out, err = run_cli("verify", str(tmp_path), "--target", "sm61", "--device", "cpu",
                              env={"PYTHONPATH": str(fake)})
     assert code == 2, out + err
-    assert "CANNOT RUN: torch is not importable (No module named 'torch'); pip install 'rlcompat[verify]'" in out
+    assert f"CANNOT RUN: torch is not importable (No module named 'torch'); {install_command('verify')}" in out
     assert "harness.py" not in out and "rlcompat/verify" not in out and "Traceback" not in out + err
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from rlcompat.release import install_command
 from rlcompat import hf_rollout
 from rlcompat.verify.launch_script import LaunchScriptError, main_ppo_overrides
 from rlcompat.verify.trainer import merge_overrides
@@ -34,7 +35,7 @@ def test_fix_offered_when_asked_and_not_when_refused(run_cli, tmp_path):
     assert "slower than vLLM" in offered[0]["message"]
     code, refused = _scan(run_cli, script, {"RLCOMPAT_HF_ROLLOUT": "0"})
     assert code == 1 and len(refused) == 1 and not refused[0].get("fix")
-    assert 'pip install "rlcompat[verl]"' in refused[0]["message"]
+    assert install_command("verl") in refused[0]["message"]
     # the fix is unsafe: a plain `fix` leaves the engine alone, --unsafe-fixes switches it
     run_cli("fix", str(script), "--target", "sm61", "--select", "RLC401", env={"RLCOMPAT_HF_ROLLOUT": "1"})
     assert "rollout.name=vllm" in script.read_text()

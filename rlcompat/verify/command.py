@@ -9,6 +9,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from rlcompat.release import install_command
+
 
 class Device(str, Enum):
     auto = "auto"
@@ -71,7 +73,7 @@ def verify_command(
         raise fail("--script needs --trainer (the fast mode does not read launch scripts)")
     missing = [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
     if missing and not trainer:  # the child would only fail importing them; --trainer checks its own list
-        raise fail(f"verify needs {' and '.join(missing)}, not installed in this Python: pip install 'rlcompat[verify]'")
+        raise fail(f"verify needs {' and '.join(missing)}, not installed in this Python: {install_command('verify')}")
     if trainer:
         from rlcompat.verify.trainer_mode import run_trainer_mode
 

@@ -14,6 +14,7 @@ import time
 import traceback
 from contextlib import contextmanager
 
+from rlcompat.release import install_command
 from rlcompat.verify.result import EXIT_ENV, EXIT_FAIL, EXIT_PASS
 
 # GSM8K-style prompts with their ground truths; half the responses are replaced by a correct "#### answer" so
@@ -75,7 +76,7 @@ class Harness:
             try:
                 import torch
             except ImportError as exc:
-                return self.finish_env(f"torch is not importable ({exc}); pip install 'rlcompat[verify]'")
+                return self.finish_env(f"torch is not importable ({exc}); {install_command('verify')}")
         device = self._pick_device(torch)
         if device is None:
             return self.finish_env("--device cuda given but torch.cuda.is_available() is False")
@@ -94,7 +95,7 @@ class Harness:
                 from verl.workers import engine_workers  # noqa: F401  (its imports are the heavy part)
             except Exception as exc:  # verl or one of its undeclared imports missing
                 return self.finish_env(f"cannot import verl's training code: {type(exc).__name__}: {exc} "
-                                       f"(pip install 'rlcompat[verify]')", exc)
+                                       f"({install_command('verify')})", exc)
         verl_file = os.path.realpath(verl.__file__)
         self.result["verl"] = {"path": os.path.dirname(verl_file), "version": getattr(verl, "__version__", "?")}
         tree_root = os.path.realpath(a.tree)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+from rlcompat.release import install_command
+
 
 def run_trainer_mode(package: Path, target: str, device: str, steps: int, script: str | None, model_size: str,
                      algo: str, seed: int, keep: bool, timeout: float, fail) -> dict:
@@ -18,7 +20,7 @@ def run_trainer_mode(package: Path, target: str, device: str, steps: int, script
         raise fail(f"{script}: no such launch script")
     missing = [m for m in ("torch", "ray", "pandas", "transfer_queue", "verl") if importlib.util.find_spec(m) is None]
     if missing:
-        raise fail(f"verify --trainer needs {', '.join(missing)}: pip install 'rlcompat[verl]'")
+        raise fail(f"verify --trainer needs {', '.join(missing)}: {install_command('verl')}")
     if device == "auto":
         import torch
 

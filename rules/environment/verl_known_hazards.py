@@ -26,8 +26,8 @@ class VerlKnownHazards(EnvironmentRule):
         "`attn_implementation=\"flash_attention_2\"` unconditionally (verl 0.9.1 `utils/model.py:649,674`), so PPO "
         "with a critic fails on a card without flash-attn whatever the config says [S40][S50]. verl 0.9.1's trainer "
         "also registers only the vLLM, SGLang and TensorRT-LLM rollout engines [S50], which need capability 7.0+ "
-        "[S7][S35], so below 7.0 `main_ppo` has no rollout engine of its own: rlcompat's `hf` rollout (`pip install "
-        "'rlcompat[verl]'`, `actor_rollout_ref.rollout.name=hf`) is registered through verl's plugin entry point; "
+        "[S7][S35], so below 7.0 `main_ppo` has no rollout engine of its own: rlcompat's `hf` rollout (rlcompat's `verl` "
+        "extra, `actor_rollout_ref.rollout.name=hf`) is registered through verl's plugin entry point; "
         "where it is installed (its `verl.plugins` entry point, read from package metadata) that is not a finding."
     )
     fix_safety = (
