@@ -22,11 +22,14 @@ import torch
 
 
 def static_cache(model: torch.nn.Module, max_len: int):
-    """A transformers StaticCache of `max_len` slots, whichever of its two constructor shapes is installed."""
+    """A transformers StaticCache of `max_len` slots, sized on first use (transformers >= 4.56); an older
+    transformers is refused with one line."""
     from transformers import StaticCache
 
-    if "config" not in inspect.signature(StaticCache.__init__).parameters:
-        # Before 4.56 the cache was sized by batch, dtype and device up front (cache_utils.StaticCache.__init__).
+    params = inspect.signature(StaticCache.__init__).parameters
+    if "config" not in params or "max_batch_size" in params:
+        # Before 4.56 the cache was sized by batch, dtype and device up front (cache_utils.StaticCache.__init__:
+        # `config, max_batch_size, ...` in 4.51, `*args, **kwargs` in 4.55).
         raise RuntimeError("the hf rollout needs transformers >= 4.56 (a StaticCache sized on first use): "
                            "pip install 'transformers>=4.56'")
     return StaticCache(config=model.config, max_cache_len=max_len)
