@@ -159,7 +159,9 @@ def summary(rows: list[dict], weight_bytes: int, bandwidth: float) -> dict:
         result.update(batch=8, rollout_ms_per_step=headline["rollout_ms_per_step"],
                       rollout_no_guard_ms_per_step=headline["rollout_no_guard_ms_per_step"],
                       hf_static_ms_per_step=headline["hf_static_ms_per_step"])
-    result["two_gpu_pass"] = None  # set by a two-GPU `verify --trainer` run, not measured by this script
+    # Set in the committed copy (bench/results/rollout_speed.json) from a two-GPU `verify --trainer` run
+    # (bench/verify_trainer_on_device.sh two), with `sleep_wake`: this script measures one process on one GPU.
+    result["two_gpu_pass"] = None
     return result
 
 

@@ -21,6 +21,8 @@
 #      call 1: carry [".whl", ".whl-ray"], command `bash bench/verify_trainer_on_device.sh tiny`   (pristine, fixed)
 #      call 2: no carry needed,            command `bash bench/verify_trainer_on_device.sh big`    (0.5B, 20 steps;
 #              about 10 s a step with the CUDA IPC weight path, 363 s for 20 steps on an H100, 317 s on an H200)
+#    Two GPUs: the same two-call install on kind nvidia-h100-x2, then `bash bench/verify_trainer_on_device.sh two`
+#    (TWO_STEPS, TWO_MODEL, TWO_TIMEOUT; memory per GPU index in OUT/two.txt).
 #    If `du` said 64 MiB or more: before call 1, one call with carry [".whl"] and command
 #    `bash bench/verify_trainer_on_device.sh install`, then call 1 with carry [".whl-ray"] only.
 #    Measured on an H100 (docs/verify.md): install 5 s; tiny 320 s (pristine 108 s, fixed 163 s, setup); big with
@@ -128,5 +130,31 @@ if [ "$MODE" = "all" ] || [ "$MODE" = "tiny" ]; then
 fi
 if [ "$MODE" = "all" ] || [ "$MODE" = "big" ]; then
   run big "$FIXED/verl" --target sm61 --trainer --device cuda --steps "${BIG_STEPS:-20}" --model-size 0.5b --timeout "${BIG_TIMEOUT:-540}"
+fi
+if [ "$MODE" = "two" ]; then
+  # Two GPUs (kind nvidia-h100-x2): FSDP across both, one hf rollout replica per GPU, each synced from its own rank.
+  # Memory is logged per GPU index (the single-GPU plot above reads one row per sample, so this one stays a table).
+  echo; echo "== rlcompat verify (2 GPUs)"
+  nvidia-smi --query-gpu=timestamp,index,memory.used --format=csv,noheader,nounits -lms 500 > "$OUT/gpu-two.csv" &
+  smi=$!
+  python3 -m rlcompat verify "$FIXED/verl" --target sm61 --trainer --device cuda --gpus 2 --steps "${TWO_STEPS:-10}" \
+    --model-size "${TWO_MODEL:-0.5b}" --timeout "${TWO_TIMEOUT:-500}" --output-format json > "$OUT/two.json"; rc=$?
+  kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null
+  python3 -c "import json, sys; from rlcompat.verify.trainer_report import render_trainer_text as r; sys.stdout.write(r(json.load(open(sys.argv[1]))))" \
+    "$OUT/two.json" > "$OUT/two.txt" 2>&1
+  echo "exit $rc" >> "$OUT/two.txt"
+  python3 - "$OUT/gpu-two.csv" <<'PY' | tee -a "$OUT/two.txt"
+import collections, sys
+peak, first = collections.defaultdict(int), {}
+for line in open(sys.argv[1]):
+    parts = [p.strip() for p in line.split(",")]
+    if len(parts) == 3 and parts[2].isdigit():
+        gpu, used = parts[1], int(parts[2])
+        peak[gpu] = max(peak[gpu], used)
+        first.setdefault(gpu, used)
+for gpu in sorted(peak):
+    print(f"GPU {gpu}: peak {peak[gpu]} MiB used (first sample {first[gpu]} MiB)")
+PY
+  cat "$OUT/two.txt"
 fi
 ls -l "$OUT"

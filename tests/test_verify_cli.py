@@ -187,3 +187,29 @@ def test_building_the_tiny_model_prints_no_progress_bar_and_leaves_the_switch_as
     captured = capfd.readouterr()
     assert "Writing model shards" not in captured.err + captured.out
     assert hf_logging.is_progress_bar_enabled()
+
+
+def test_gpus_needs_the_trainer_mode(run_cli, tmp_path):
+    pkg = tmp_path / "verl"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    code, out, err = run_cli("verify", str(pkg), "--target", "sm61", "--gpus", "2")
+    assert code == 2 and "--gpus needs --trainer" in out + err
+
+
+def test_every_rank_gets_a_whole_share_of_the_tiny_batch(tmp_path):
+    from rlcompat.verify.trainer import tiny_overrides
+
+    def overrides(gpus, batch=8):
+        return tiny_overrides(tmp_path / "m", tmp_path / "t", tmp_path / "v", steps=2, batch=batch, device="cpu",
+                              algo="gae", metrics_file=tmp_path / "metrics.jsonl", gpus=gpus)
+
+    one, two = overrides(1), overrides(2)
+    assert one["trainer.n_gpus_per_node"] == "1" and two["trainer.n_gpus_per_node"] == "2"
+    micro = ("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", "critic.ppo_micro_batch_size_per_gpu",
+             "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
+             "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu")
+    assert [one[k] for k in micro] == ["8"] * 4 and [two[k] for k in micro] == ["4"] * 4
+    # verl's mini-batch per rank (8 / 2) must be a whole number of micro-batches, and the CPU has two fake GPUs
+    assert int(two["actor_rollout_ref.actor.ppo_mini_batch_size"]) // 2 % int(two[micro[0]]) == 0
+    assert two["+ray_kwargs.ray_init.num_gpus"] == "2"

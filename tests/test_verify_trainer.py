@@ -83,3 +83,17 @@ def test_fixed_verl_and_fixed_script_train_two_steps(fixed):
     servers = result["rollout_servers"]
     assert sum(s["tokens"] for s in servers) > 0 and max(s["weight_loads"] for s in servers) >= 2
     assert all(c["ok"] for c in result["checks"])
+
+
+def test_two_processes_on_cpu_train_with_one_rollout_replica_each(fixed):
+    """`--gpus 2` on a CPU: FSDP over two processes, one hf replica per rank. Each rank must hold the checkpoint's
+    weights (verl builds rank 1 on the meta device and relies on a broadcast the CPU adaptation turns off)."""
+    tree, _script = fixed
+    code, out, err = _cli("verify", str(tree), "--target", "sm61", "--trainer", "--device", "cpu", "--steps", "2",
+                          "--gpus", "2", "--output-format", "json")
+    assert code == 0, out[-4000:] + err[-3000:]
+    result = json.loads(out)
+    assert result["status"] == "pass" and result["settings"]["gpus"] == 2
+    assert {s["replica"] for s in result["rollout_servers"] if s["tokens"] > 0} == {0, 1}
+    for step in result["steps"]:
+        assert step["metrics"]["training/rollout_probs_diff_max"] < 1e-3

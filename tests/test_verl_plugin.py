@@ -268,3 +268,29 @@ def test_graph_decode_leaves_no_memory_behind_batch_after_batch(tiny):
         torch.cuda.synchronize()
         allocated.append(torch.cuda.memory_allocated())
     assert allocated[-1] == allocated[1], allocated  # after the first batch's one-time workspaces, flat
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="offloading to pinned host memory needs a GPU")
+def test_sleep_frees_the_device_and_wake_up_restores_the_same_weights(tiny):
+    folder, tok = tiny
+    gen = HFGenerator.from_pretrained(str(folder), device="cuda", dtype=torch.float32, attn_implementation="sdpa")
+    prompt = _prompt_ids(tok)[0]
+    before = gen.generate([Request(prompt, max_tokens=8, temperature=0.0)])[0].token_ids
+    weights = {n: p.detach().clone() for n, p in gen.model.state_dict().items()}
+    weight_bytes = sum(t.numel() * t.element_size() for t in [*gen.model.parameters(), *gen.model.buffers()])
+    for cycle in range(2):
+        awake = torch.cuda.memory_allocated(gen.device)
+        gen.sleep()
+        assert all(t.device.type == "cpu" and t.is_pinned() for t in gen.model.parameters())
+        assert awake - torch.cuda.memory_allocated(gen.device) >= weight_bytes  # the weights left the device
+        host = [t.data_ptr() for t in gen.model.parameters()]
+        gen.wake_up()
+        assert all(t.device.type == "cuda" for t in gen.model.parameters())
+        assert all(torch.equal(gen.model.state_dict()[n], w) for n, w in weights.items())
+        if cycle == 0:
+            first_host = host
+    assert host == first_host  # the second sleep reused the pinned buffers of the first
+    # a tied output layer is still the embedding after the round trips
+    if gen.model.config.tie_word_embeddings:
+        assert gen.model.lm_head.weight is gen.model.get_input_embeddings().weight
+    assert gen.generate([Request(prompt, max_tokens=8, temperature=0.0)])[0].token_ids == before

@@ -123,11 +123,30 @@ def register_cpu_platform(ray_resource: str = "CPU") -> None:
     ADAPTATIONS.append("VERL_ENGINE_DEVICE=cuda, so EngineRegistry picks the FSDP engines on the CPU platform")
 
 
+def _every_rank_reads_the_checkpoint(transformer_impl) -> None:
+    """verl builds the model on the meta device on every rank but the first and has FSDP broadcast rank 0's weights
+    (utils/fsdp_utils.py:64 get_init_weight_context_manager); on the CPU that broadcast is switched off (FSDP1) or
+    goes through an accelerator (FSDP2), so with more than one process the other ranks trained and served
+    uninitialised memory (NaN probabilities at the first rollout). Each rank reads the checkpoint itself instead:
+    the same weights everywhere, and one process is unchanged (rank 0 always read it)."""
+    if getattr(transformer_impl, "_rlcompat_cpu_init", False):
+        return
+    original = transformer_impl.get_init_weight_context_manager
+
+    def init_context(use_meta_tensor=True, mesh=None):
+        return original(use_meta_tensor=False, mesh=mesh)
+
+    transformer_impl.get_init_weight_context_manager = init_context
+    transformer_impl._rlcompat_cpu_init = True
+    ADAPTATIONS.append("every rank reads the checkpoint (no meta-device init waiting for a broadcast from rank 0)")
+
+
 def patch_fsdp_engine_for_cpu(strategy: str) -> None:
     """FSDP1 sync_module_states and pinned offload for forward-only engines: both need an accelerator."""
     from torch.distributed.fsdp import FullyShardedDataParallel
     from verl.workers.engine.fsdp import transformer_impl
 
+    _every_rank_reads_the_checkpoint(transformer_impl)
     if strategy == "fsdp2":
         original_policy = transformer_impl.CPUOffloadPolicy
 

@@ -47,6 +47,7 @@ class TrainerRequest:
     timeout: float = 900.0
     keep: bool = False
     extra_overrides: list[str] = field(default_factory=list)
+    gpus: int = 1  # trainer.n_gpus_per_node: FSDP across this many GPUs (or CPU processes), one hf replica on each
     rollout: str = "hf"  # the rollout the run ended up with (the script may name another)
     fp32: bool = True
 
@@ -88,7 +89,10 @@ def build_model(folder: Path, kind: str, seed: int) -> Path:
 # What verify sets for a tiny run, by Hydra key. A launch script's own value for one of these keys is swapped out
 # (and reported); every other override of the script is kept.
 def tiny_overrides(model: Path, train: Path, val: Path, steps: int, batch: int, device: str, algo: str,
-                   metrics_file: Path) -> dict[str, str]:
+                   metrics_file: Path, gpus: int = 1) -> dict[str, str]:
+    # verl divides each mini-batch over the data-parallel ranks and asks that the share be a whole number of
+    # micro-batches (fsdp_workers.py's normalisation): one micro-batch of the rank's whole share.
+    per_rank = str(max(1, batch // gpus))
     o = {
         "algorithm.adv_estimator": algo,
         "data.train_files": str(train),
@@ -100,9 +104,9 @@ def tiny_overrides(model: Path, train: Path, val: Path, steps: int, batch: int, 
         "actor_rollout_ref.model.path": str(model),
         "actor_rollout_ref.actor.optim.lr": "1e-3",
         "actor_rollout_ref.actor.ppo_mini_batch_size": str(batch),
-        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": str(batch),
-        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": str(batch),
-        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": str(batch),
+        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": per_rank,
+        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": per_rank,
+        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": per_rank,
         "actor_rollout_ref.rollout.n": "1" if algo == "gae" else "2",
         "actor_rollout_ref.rollout.agent.num_workers": "1",
         "actor_rollout_ref.rollout.tensor_model_parallel_size": "1",
@@ -110,9 +114,9 @@ def tiny_overrides(model: Path, train: Path, val: Path, steps: int, batch: int, 
         "critic.model.path": str(model),
         "critic.optim.lr": "1e-3",
         "critic.ppo_mini_batch_size": str(batch),
-        "critic.ppo_micro_batch_size_per_gpu": str(batch),
+        "critic.ppo_micro_batch_size_per_gpu": per_rank,
         "reward.num_workers": "1",
-        "trainer.n_gpus_per_node": "1",
+        "trainer.n_gpus_per_node": str(gpus),
         "trainer.nnodes": "1",
         "trainer.total_training_steps": str(steps),
         "trainer.total_epochs": "1",
@@ -131,7 +135,8 @@ def tiny_overrides(model: Path, train: Path, val: Path, steps: int, batch: int, 
         "+ray_kwargs.ray_init._temp_dir": str(metrics_file.parent / "ray"),
     }
     if device == "cpu":
-        o["+ray_kwargs.ray_init.num_gpus"] = "1"  # verl asks Ray for one "GPU" per worker; the CPU platform uses it
+        # verl asks Ray for one "GPU" per worker; the CPU platform uses it
+        o["+ray_kwargs.ray_init.num_gpus"] = str(gpus)
     return o
 
 
@@ -219,9 +224,10 @@ def run_trainer(req: TrainerRequest, workdir: Path) -> dict:
     guard_log = workdir / "violations.jsonl"
     model = build_model(workdir / "model", req.model, req.seed)
     batch, response = (8, 64) if req.model == "0.5b" else (4, 16)
+    batch = -(-batch // req.gpus) * req.gpus  # every rank gets the same whole share of the batch
     train, val = write_dataset(workdir / "data", rows=batch * req.steps)
     result["phases"].append({"name": "tiny model and dataset", "seconds": round(time.perf_counter() - t0, 2)})
-    tiny = tiny_overrides(model, train, val, req.steps, batch, req.device, req.algo, metrics_file)
+    tiny = tiny_overrides(model, train, val, req.steps, batch, req.device, req.algo, metrics_file, req.gpus)
     tiny["data.max_response_length"] = str(response)
     if req.script is not None:
         found = script_overrides(req.script)
@@ -234,7 +240,7 @@ def run_trainer(req: TrainerRequest, workdir: Path) -> dict:
     req.rollout = final.get("actor_rollout_ref.rollout.name", "vllm")
     req.fp32 = final.get("actor_rollout_ref.rollout.dtype", "bfloat16") in ("float32", "fp32")
     result["settings"] = {"steps": req.steps, "batch": batch, "model": req.model, "device": req.device,
-                          "rollout": req.rollout, "rollout_dtype": final.get("actor_rollout_ref.rollout.dtype"),
+                          "gpus": req.gpus, "rollout": req.rollout, "rollout_dtype": final.get("actor_rollout_ref.rollout.dtype"),
                           "algo": final.get("algorithm.adv_estimator", "gae")}
     result["overrides"] = overrides
     cmd = [sys.executable, "-m", "verl.trainer.main_ppo", *overrides]

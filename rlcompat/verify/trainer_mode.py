@@ -9,7 +9,7 @@ from rlcompat.release import install_command
 
 
 def run_trainer_mode(package: Path, target: str, device: str, steps: int, script: str | None, model_size: str,
-                     algo: str, seed: int, keep: bool, timeout: float, fail) -> dict:
+                     algo: str, seed: int, keep: bool, timeout: float, fail, gpus: int = 1) -> dict:
     from rlcompat.verify.trainer import TrainerRequest, verify_trainer
     from rlcompat.verify.trainer_report import render_trainer_text
 
@@ -30,10 +30,15 @@ def run_trainer_mode(package: Path, target: str, device: str, steps: int, script
 
         if not torch.cuda.is_available():
             raise fail("--device cuda given but torch.cuda.is_available() is False")
+    if device == "cuda" and gpus > 1:
+        import torch
+
+        if torch.cuda.device_count() < gpus:
+            raise fail(f"--gpus {gpus} given but this machine shows {torch.cuda.device_count()} CUDA device(s)")
     req = TrainerRequest(package=package, target=target, device=device, steps=steps,
                          script=Path(script) if script else None, model=model_size, algo=algo, seed=seed,
                          timeout=900.0 if timeout == 600.0 else timeout,  # 600 s is the fast mode's default
-                         keep=keep)
+                         keep=keep, gpus=gpus)
     result = verify_trainer(req)
     result["_text"] = render_trainer_text(result)
     return result

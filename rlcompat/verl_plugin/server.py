@@ -52,7 +52,10 @@ class HFRolloutServer:
         self._loop_task: Optional[asyncio.Task] = None
         self._gate_open = True
         self.stats = {"requests": 0, "batches": 0, "tokens": 0, "generate_seconds": 0.0, "weight_loads": 0, "weight_path": None,
-                      "peak_memory_bytes": 0}
+                      "peak_memory_bytes": 0, "wake_seconds": 0.0, "sleep_seconds": 0.0}
+        # Wall-clock marks of one step (time.time(), comparable across processes): where verl's "gen" time goes
+        # between the last weight bucket, the first request, the last result and the sleep.
+        self._marks: dict[str, float] = {}
         logger.info("hf rollout server %s/%s: %s on %s, %s", replica_rank, node_rank, path, device, dtype_name)
 
     # ---- token-in/token-out -----------------------------------------------------------------------------
@@ -105,6 +108,7 @@ class HFRolloutServer:
             self._wakeup = asyncio.Event()
             self._loop_task = loop.create_task(self._batch_loop())
         future = loop.create_future()
+        self._marks.setdefault("first_request", time.time())
         self._queue.append((request, future))
         self._wakeup.set()
         return await future
@@ -133,6 +137,7 @@ class HFRolloutServer:
                 for (_, fut), completion in zip(taken, results):
                     if not fut.done():
                         fut.set_result(completion)
+                self._marks["last_result"] = time.time()
 
     async def _gather_arrivals(self):
         """Wait while requests keep arriving: the agent loop sends a step's samples one Ray call each, a few
@@ -154,11 +159,16 @@ class HFRolloutServer:
 
     # ---- control calls verl makes on every server --------------------------------------------------------
     async def wake_up(self, tags: Optional[list[str]] = None):
+        start = time.perf_counter()
         self.engine.wake_up()
+        self.stats["wake_seconds"] += time.perf_counter() - start
 
     async def sleep(self):
+        self._marks["sleep"] = time.time()
         self._write_stats()
+        start = time.perf_counter()
         self.engine.sleep()
+        self.stats["sleep_seconds"] = time.perf_counter() - start  # reported with the next step's line
 
     def _write_stats(self):
         """One JSON line per step for `rlcompat verify --trainer` (RLCOMPAT_VERIFY_STATS), then a fresh peak."""
@@ -167,10 +177,12 @@ class HFRolloutServer:
             return
         import json
 
-        line = dict(self.stats, replica=self.replica_rank, global_steps=self.global_steps, device=str(self.engine.device))
+        line = dict(self.stats, replica=self.replica_rank, global_steps=self.global_steps, device=str(self.engine.device),
+                    marks=dict(self._marks))
+        self._marks = {}
         with open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps(line) + "\n")
-        for key in ("requests", "batches", "tokens", "generate_seconds", "peak_memory_bytes"):
+        for key in ("requests", "batches", "tokens", "generate_seconds", "peak_memory_bytes", "wake_seconds"):
             self.stats[key] = 0
         if self.engine.device.type == "cuda":
             import torch
@@ -181,6 +193,7 @@ class HFRolloutServer:
         count = await asyncio.to_thread(self.engine.load_weights, named_tensors)
         self.stats["weight_loads"] += 1
         self.stats["weight_path"] = "host"
+        self._marks["weights_loaded"] = time.time()
         return count
 
     async def load_weights_from_ipc(self, handle, layout) -> int:
@@ -197,6 +210,7 @@ class HFRolloutServer:
         del flat
         self.stats["weight_loads"] += 1
         self.stats["weight_path"] = "cuda-ipc"
+        self._marks["weights_loaded"] = time.time()
         return count
 
     def _load_and_sync(self, named_tensors) -> int:
