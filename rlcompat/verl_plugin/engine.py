@@ -88,7 +88,10 @@ class HFGenerator:
             return
         tensors = self._tensors()
         if self._host is None:
-            self._host = [torch.empty(t.shape, dtype=t.dtype, pin_memory=True) for t in tensors]
+            try:
+                self._host = [torch.empty(t.shape, dtype=t.dtype, pin_memory=True) for t in tensors]
+            except RuntimeError:  # the host cannot lock that much memory: pageable copies, slower but they fit
+                self._host = [torch.empty(t.shape, dtype=t.dtype) for t in tensors]
         for host, t in zip(self._host, tensors):
             host.copy_(t, non_blocking=True)
         torch.cuda.synchronize(self.device)
