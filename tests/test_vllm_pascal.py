@@ -122,12 +122,13 @@ def test_rlc401_says_nothing_of_it_elsewhere(run_cli, tmp_path, verl, target):
 def doctor(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
 
-    def run(verl: str, *args):
+    def run(verl: str, *args, extra=()):
         nvml = FakeNvml([P40])
         gpus, problem, total = environment.read_machine(nvml, env={})
         torch = TorchBuild("2.7.0+cu126", "12.6", arches=("sm_50", "sm_60", "sm_70"))
         pkgs = {"verl": Package("verl", verl, f"/venv/verl-{verl}.dist-info/METADATA"),
                 "torch": Package("torch", torch.version, "/venv/torch.dist-info/METADATA")}
+        pkgs.update({n: Package(n, v, f"/venv/{n}-{v}.dist-info/METADATA") for n, v in extra})
         machine = Environment(gpus=gpus, gpu_problem=problem, all_gpus=total, packages=pkgs, torch=torch, nvcc=None,
                               python="3.12.3 at /venv/bin/python")
         monkeypatch.setattr(environment, "collect", lambda *a, **k: machine)
@@ -161,3 +162,14 @@ def test_doctor_says_nothing_of_it_where_no_build_serves(doctor, verl):
 def test_doctor_on_a_newer_card_says_nothing_of_it(doctor):
     text = doctor("0.6.1", "--target", "sm75")
     assert "vllm-pascal" not in text
+
+
+def test_doctor_takes_vllm_pascals_stand_in_for_what_it_is(doctor):
+    def rlc506(*args, extra):
+        doc = json.loads(doctor("0.6.1", "--output-format", "json", *args, extra=extra))
+        return [f for f in doc["findings"] if f["code"] == "RLC506"]
+
+    assert rlc506(extra=[("vllm", "0.9.1")])  # vLLM's own 0.9.1 has no kernels for a P40
+    assert rlc506(extra=[("vllm", "0.9.1"), ("vllm-pascal", "0.9.1")]) == []  # the stand-in of a Pascal build
+    # judged for a newer card, the Pascal build's kernels are not its: vLLM 0.20.0 leaves sm70 out
+    assert rlc506("--target", "sm70", extra=[("vllm", "0.20.0"), ("vllm-pascal", "0.9.1")])
