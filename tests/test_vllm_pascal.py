@@ -12,12 +12,12 @@ from typer.testing import CliRunner
 from rlcompat.cli.app import app
 from rlcompat.doctor import environment
 from rlcompat.doctor.snapshot import Environment, Package, TorchBuild
-from rlcompat.knowledge import files, vllm_pascal
+from rlcompat.knowledge import files, versions, vllm_pascal
 from rlcompat.knowledge.files import KnowledgeFileError
 from rlcompat.knowledge.targets import resolve_target
 from tests.doctor_fakes import P40, FakeNvml
 
-KNOWN_VERL = sorted(files.names("verl"))
+KNOWN_VERL = sorted(files.names("verl"), key=versions.release)
 # What the sources say (S95-S98): a release whose default rollout builds vllm.LLM (V0) pairs with the newest published
 # build in its vLLM range; one that needs V1's AsyncLLM pairs with none (no build reaches vLLM 0.10.2).
 EXPECTED = {"0.4.1": "0.8.5", "0.5.0": "0.8.5", "0.6.1": "0.9.1", "0.7.0": None, "0.8.0": None, "0.9.1": None}
@@ -25,8 +25,8 @@ CMD = "python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.rollout.name={
 
 
 def test_every_verl_release_rlcompat_knows_is_decided():
-    assert sorted(p.verl for p in vllm_pascal.table().pairings) == KNOWN_VERL
-    assert sorted(EXPECTED) == KNOWN_VERL
+    assert sorted((p.verl for p in vllm_pascal.table().pairings), key=versions.release) == KNOWN_VERL
+    assert sorted(EXPECTED, key=versions.release) == KNOWN_VERL
 
 
 @pytest.mark.parametrize("spec", ["sm60", "sm61"])
@@ -34,6 +34,7 @@ def test_pascal_cards_get_the_newest_build_in_the_release_range(spec):
     target = resolve_target(spec)
     got = {v: (b.version if (b := vllm_pascal.usable_build(v, target)) else None) for v in KNOWN_VERL}
     assert got == EXPECTED
+    assert sorted(vllm_pascal.served_releases(), key=versions.release) == [v for v in KNOWN_VERL if EXPECTED[v]]
 
 
 @pytest.mark.parametrize("spec", ["sm52", "sm70", "sm75", "sm80"])

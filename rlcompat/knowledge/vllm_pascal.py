@@ -96,16 +96,25 @@ def built_for(target) -> bool:
     return target.capability in table().capabilities
 
 
-def usable_build(verl_version: str, target) -> Build | None:
-    """The newest published build that verl `verl_version` rolls out with on `target`, or None: the card is one the
-    builds are for, the build is in the release's vLLM range, and its engine is one the build runs below 8.0 (V0
-    always; V1 from `v1_below_8_since`, which no build reaches)."""
-    t, p = table(), pairing(verl_version)
-    if p is None or not built_for(target):
-        return None
+def _newest_fit(p: VerlPairing) -> Build | None:
+    """The newest published build in the release's vLLM range whose engine below 8.0 is one the release's rollout
+    needs (V0 always; V1 from `v1_below_8_since`, which no build reaches)."""
+    t = table()
     fits = [b for b in t.builds if b.published and in_range(b.version, p.vllm)
             and (p.engine == "v0" or _sort_key(b.version) >= _sort_key(t.v1_below_8_since))]
     return fits[-1] if fits else None
+
+
+def usable_build(verl_version: str, target) -> Build | None:
+    """The newest published build that verl `verl_version` rolls out with on `target` (a card the builds are for),
+    or None."""
+    p = pairing(verl_version)
+    return _newest_fit(p) if p is not None and built_for(target) else None
+
+
+def served_releases() -> tuple[str, ...]:
+    """The verl releases some published build serves (on the cards the builds are for)."""
+    return tuple(p.verl for p in table().pairings if _newest_fit(p) is not None)
 
 
 def advice(verl_version: str, target, dtype: str, dtype_key: str) -> str | None:

@@ -66,8 +66,8 @@ class RolloutEngineUnsupported(ConfigRule):
         "above.` [S35]; TensorRT-LLM supports Ampere and newer [S53]. Where none runs, no configuration change helps: "
         "the rollout needs other hardware or another verl. On sm60/sm61 a community build, vllm-pascal, runs vLLM's "
         "V0 engine [S95][S96]; vLLM runs V1 below 8.0 only from 0.10.2, which no such build reaches [S97], so it "
-        "serves only the verl releases whose default rollout builds `vllm.LLM` (0.4.1, 0.5.0, 0.6.1) [S98]: the "
-        "message names the build for those, and nowhere else."
+        f"serves only the verl releases whose default rollout builds `vllm.LLM` ({', '.join(vllm_pascal.served_releases())}) "
+        "[S98]: the message names the build for those, and nowhere else."
     )
     fix_safety = (
         "Unsafe fix, only where no engine verl registers runs on the target and rlcompat's `hf` rollout is installed "
