@@ -118,21 +118,39 @@ def _notes(env) -> list[str]:
 
 
 def _rollout(env, tgt):
-    """Where no rollout engine the installed verl registers runs on the target: rlcompat's hf rollout, installed
-    or installable, and the override that selects it (the same as RLC401's fix)."""
+    """The rollout advice for the installed verl on the target: where no engine it registers runs there, rlcompat's
+    hf rollout, installed or installable, and the override that selects it (the same as RLC401's fix); and where
+    that verl release rolls out with a published vllm-pascal build on the card, that build (RLC401's words)."""
     from rlcompat import hf_rollout
     from rlcompat.doctor.render import RolloutAdvice
     from rlcompat.doctor.verl_keys import knowledge_for
+    from rlcompat.knowledge import precision, vllm_pascal
 
     pkg = env.package("verl")
     knowledge, _ = knowledge_for(pkg.version if pkg else None)
-    if knowledge is None or not hf_rollout.supports(knowledge) or not hf_rollout.needed(knowledge, tgt):
+    if knowledge is None:
         return None
-    installed = hf_rollout.plugin_among(env.verl_plugins, True)
+    hf = hf_rollout.supports(knowledge) and hf_rollout.needed(knowledge, tgt)
+    pascal = (vllm_pascal.advice(knowledge.version, tgt, precision.dtype_for(tgt, "rollout"),
+                                 knowledge.setting("rollout-dtype", "actor").key)
+              if pkg.version == knowledge.version else None)  # the installed release exactly, not its closest rule set
+    if not hf and pascal is None:
+        return None
+    installed = hf and hf_rollout.plugin_among(env.verl_plugins, True)
     key = knowledge.setting("rollout-name", "actor").key
-    return RolloutAdvice(installed, hf_rollout.override(key), knowledge.rollout_engines,
-                         f"verl {pkg.version} registers no rollout engine that runs on {tgt.name} "
-                         f"({', '.join(knowledge.rollout_engines)}); {hf_rollout.advice(knowledge, installed)}")
+    engines = ", ".join(knowledge.rollout_engines)
+    usable = hf_rollout.usable_engines(knowledge, tgt)
+    if hf:
+        text = (f"verl {pkg.version} registers no rollout engine that runs on {tgt.name} ({engines}); "
+                f"{hf_rollout.advice(knowledge, installed)}")
+    elif usable:
+        text = f"verl {pkg.version}'s own {' or '.join(usable)} rollout runs on {tgt.name} ({key}={usable[0]})"
+    else:
+        text = f"verl {pkg.version} registers no rollout engine that runs on {tgt.name} from its makers' releases ({engines})"
+    override = hf_rollout.override(key) if hf else f"{key}={usable[0]}" if usable else f"{key}=vllm"
+    if pascal is not None:
+        text += f"; or roll out with vLLM ({key}=vllm): {pascal}"
+    return RolloutAdvice(installed, override, knowledge.rollout_engines, text, pascal)
 
 
 def _memory(result, model_params, algo, gpu_memory, gpus, seq_len, micro_batch, rollout, no_reference, fail,

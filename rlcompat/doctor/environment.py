@@ -24,7 +24,7 @@ from rlcompat.nvml import NvmlUnavailable, read_gpus, visible_gpus
 
 # Distributions the doctor reports on: the ones its rules read, and the stack around them.
 WATCHED = ("torch", "triton", "pytorch-triton", "transformers", "verl", "accelerate", "deepspeed", "trl",
-           "sgl-kernel", "nvidia-ml-py")
+           "sgl-kernel", "nvidia-ml-py", "vllm-pascal")
 
 TORCH_PROBE = (
     "import json, torch\n"

@@ -32,12 +32,14 @@ class MemoryCheck:
 
 @dataclass
 class RolloutAdvice:
-    """No rollout engine the installed verl registers runs on the target: rlcompat's hf rollout."""
+    """What rolls out on the target for the installed verl: rlcompat's hf rollout where no engine verl registers runs
+    there, and a vllm-pascal build where that release rolls out with one."""
 
     installed: bool  # its `verl.plugins` entry point is installed
     override: str  # "actor_rollout_ref.rollout.name=hf": RLC401's fix
     registered: tuple[str, ...]  # the engines verl registers
     text: str
+    vllm_pascal: str | None = None  # the community build's words (rlcompat/knowledge/vllm_pascal.py), or None
 
 
 @dataclass
@@ -89,7 +91,8 @@ def text(result: DoctorResult) -> str:
     lines.append("")
     for f in result.findings:
         lines += _finding_text(f)
-    if result.rollout is not None and result.rollout.installed:  # not installed: RLC513 says it, with the remedy
+    # hf not installed: RLC513 says it, with the remedy; a vllm-pascal build is said only here
+    if result.rollout is not None and (result.rollout.installed or result.rollout.vllm_pascal):
         lines += [f"Rollout: {result.rollout.text}", ""]
     if result.memory is not None:
         lines += _memory_text(result.memory)
@@ -213,7 +216,8 @@ def to_dict(result: DoctorResult) -> dict:
         "findings": findings,
         "rollout": None if result.rollout is None else {
             "hf_installed": result.rollout.installed, "override": result.rollout.override,
-            "registered": list(result.rollout.registered), "advice": result.rollout.text},
+            "registered": list(result.rollout.registered), "advice": result.rollout.text,
+            "vllm_pascal": result.rollout.vllm_pascal},
         "memory": None if result.memory is None else _memory_dict(result.memory),
         "memory_problem": result.memory_problem,
     }

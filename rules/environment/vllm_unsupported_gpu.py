@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from rlcompat.knowledge import vllm_pascal
 from rlcompat.knowledge.capabilities import last_release_that_runs, min_capability
 from rlcompat.doctor.rule import PackageRequirementRule
 from rlcompat.rule import Bad, Good
@@ -14,7 +15,8 @@ class VllmUnsupportedGpu(PackageRequirementRule):
     what = (
         "Reports an installed `vllm` release on a card below that release's minimum compute capability "
         "(rlcompat/knowledge/data/capabilities.toml, per release: the same table `scan`'s RLC401/RLC407/RLC413 read for the current "
-        f"release): {_VLLM.by_release()}."
+        f"release): {_VLLM.by_release()}. Not where `vllm-pascal` is installed on a card its builds are for: there "
+        "the `vllm` distribution is the stand-in that community build needs, and its kernels are for the card [S95][S96]."
     )
     why = (
         f"{_VLLM.by_release()}: its installation docs say so and its wheels hold kernels for no older card "
@@ -26,7 +28,7 @@ class VllmUnsupportedGpu(PackageRequirementRule):
         "Hugging Face rollout engine, see RLC513); where an older release still does (a V100), pin it and set the "
         "rollout dtype to float16."
     )
-    sources = ("S6", "S7")
+    sources = ("S6", "S7", "S95", "S96")
     prevents = ("E1", "E4")
     package_name = "vllm"
 
@@ -38,7 +40,13 @@ class VllmUnsupportedGpu(PackageRequirementRule):
         Good('[packages]\nvllm = "0.11.0"\n', target="sm75", path="env.toml"),
         Good('[packages]\nvllm = "0.19.1"\n', target="sm70", path="env.toml"),
         Good('[packages]\nsglang = "0.5.2"\n', target="sm90", path="env.toml"),
+        Good('[packages]\nvllm = "0.9.1"\nvllm-pascal = "0.9.1"\n', path="env.toml"),
     )
+
+    def check(self, env):
+        if env.package(vllm_pascal.table().package) is not None and vllm_pascal.built_for(self.target):
+            return []  # vllm-pascal's stand-in `vllm`: the kernels installed are the community build's, for this card
+        return super().check(env)
 
     def remedy(self, pkg, failing):
         older = last_release_that_runs("vllm", self.target)

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 
 from rlcompat import hf_rollout
+from rlcompat.knowledge import precision, vllm_pascal
 from rlcompat.knowledge.capabilities import min_capability, runs
 from rlcompat.analysis.verlengines import in_its_config
 from rlcompat.lang.settings import ConfigRule
@@ -35,6 +36,22 @@ def engine_runs(engine: str, target) -> tuple[bool, str]:
     return False, reasons.get(engine, lambda: "")()
 
 
+def pascal_advice(verl, target, key: str) -> str | None:
+    """vllm-pascal, where the scanned verl release rolls out with a published build on this card
+    (rlcompat/knowledge/vllm_pascal.py); None for an unknown release or fork, and wherever no build fits."""
+    if not verl.version_known:
+        return None
+    dtype_key = key.rsplit(".", 1)[0] + ".dtype"  # rollout.name's sibling: actor's or reward model's rollout
+    return vllm_pascal.advice(verl.version, target, precision.dtype_for(target, "rollout"), dtype_key)
+
+
+def _with_pascal(advice: str, engine: str, key: str, pascal: str | None) -> str:
+    if pascal is None:
+        return advice
+    switch = "" if engine == "vllm" else f" ({key}=vllm)"
+    return f"{advice}; or roll out with vLLM{switch}: {pascal}"
+
+
 class RolloutEngineUnsupported(ConfigRule):
     code = "RLC401"
     name = "rollout-engine-unsupported"
@@ -47,7 +64,10 @@ class RolloutEngineUnsupported(ConfigRule):
     why = (
         f"{min_capability('vllm').by_release()} [S7]; SGLang raises `SGLang only supports sm75 and "
         "above.` [S35]; TensorRT-LLM supports Ampere and newer [S53]. Where none runs, no configuration change helps: "
-        "the rollout needs other hardware or another verl."
+        "the rollout needs other hardware or another verl. On sm60/sm61 a community build, vllm-pascal, runs vLLM's "
+        "V0 engine [S95][S96]; vLLM runs V1 below 8.0 only from 0.10.2, which no such build reaches [S97], so it "
+        f"serves only the verl releases whose default rollout builds `vllm.LLM` ({', '.join(vllm_pascal.served_releases())}) "
+        "[S98]: the message names the build for those, and nowhere else."
     )
     fix_safety = (
         "Unsafe fix, only where no engine verl registers runs on the target and rlcompat's `hf` rollout is installed "
@@ -57,7 +77,7 @@ class RolloutEngineUnsupported(ConfigRule):
         "Elsewhere no autofix: switching engines changes the whole rollout."
     )
     triggers = ("rollout",)
-    sources = ("S7", "S35", "S51", "S53")
+    sources = ("S7", "S35", "S51", "S53", "S95", "S96", "S97", "S98")
 
     bad = (
         Bad(CMD.format(name="vllm"), path="run.sh", unsafe=True, fixed=CMD.format(name="hf"), frameworks=VERL_091),
@@ -70,6 +90,8 @@ class RolloutEngineUnsupported(ConfigRule):
             fixed="actor_rollout_ref:\n  rollout:\n    name: hf\n", frameworks=VERL_091),
         Bad(REWARD_CMD.format(actor="sglang", reward="vllm"), path="run.sh", target="sm70", unsafe=True,
             fixed=REWARD_CMD.format(actor="hf", reward="hf"), frameworks=VERL_091),
+        Bad(CMD.format(name="vllm"), path="run.sh", frameworks={"verl": "0.6.1"}),  # names vllm-pascal 0.9.1
+        Bad(CMD.format(name="vllm"), path="run.sh", target="sm52", frameworks={"verl": "0.6.1"}),  # no build for sm52
     )
     good = (
         Good(CMD.format(name="vllm"), path="run.sh", target="sm75"),
@@ -105,8 +127,9 @@ class RolloutEngineUnsupported(ConfigRule):
         if runs:
             return
         usable = [e for e in verl.rollout_engines if engine_runs(e, target)[0]]
+        pascal = pascal_advice(verl, target, key)
         if usable:
-            advice = f"use {' or '.join(usable)} ({key}={usable[0]})"
+            advice = _with_pascal(f"use {' or '.join(usable)} ({key}={usable[0]})", engine, key, pascal)
             ctx.report(setting.key_span, f"rollout engine {engine} cannot run on {target.name} "
                                          f"({target.capability_text}): {reason}; {advice}")
             return
@@ -123,7 +146,9 @@ class RolloutEngineUnsupported(ConfigRule):
         install = (f"{hf_rollout.INSTALL} for rlcompat's HF-transformers rollout (rollout.name=hf: same "
                    "algorithm, slower than vLLM)" if supported else
                    "rlcompat's HF-transformers rollout supports verl 0.9.1 only")
-        advice = (f"no rollout engine {verl.label} registers ({registered}) runs on {target.name}: {install}; or run "
-                  f"the rollout on a GPU with compute capability {min_capability('vllm').text}+ (a standalone rollout pool, rollout.nnodes > 0)")
+        advice = _with_pascal(
+            f"no rollout engine {verl.label} registers ({registered}) runs on {target.name}: {install}; or run the "
+            f"rollout on a GPU with compute capability {min_capability('vllm').text}+ (a standalone rollout pool, "
+            "rollout.nnodes > 0)", engine, key, pascal)
         ctx.report(setting.key_span, f"rollout engine {engine} cannot run on {target.name} "
                                      f"({target.capability_text}): {reason}; {advice}")
