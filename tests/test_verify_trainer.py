@@ -69,10 +69,17 @@ def test_pristine_verl_and_seed_script_fail_at_the_first_blocker(installed_verl,
 def test_fixed_verl_and_fixed_script_train_two_steps(fixed):
     tree, script = fixed
     code, out, err = _cli("verify", str(tree), "--target", "sm61", "--trainer", "--device", "cpu", "--steps", "2",
-                          "--script", str(script), "--output-format", "json")
+                          "--script", str(script), "--trace", "--output-format", "json")
     assert code == 0, out[-4000:] + err[-3000:]
     result = json.loads(out)
     assert result["status"] == "pass" and result["violations"] == []
+    # --trace: what scan still reports in the fixed tree, by whether the run executed it. verl's fused Triton
+    # kernels (RLC302) are not on this run's path; a dataclass default is, at import, whatever the config says.
+    trace = result["trace"]
+    assert trace["reached"] or trace["not_reached"]
+    assert all(r["code"] != "RLC302" for r in trace["reached"])
+    assert any(r["code"] == "RLC302" and "kernel" in r["location"] for r in trace["not_reached"])
+    assert all(r["at_import"] for r in trace["reached"] if "/config/" in r["location"])
     assert [s["step"] for s in result["steps"]] == [1, 2]
     assert result["settings"]["rollout"] == "hf" and result["settings"]["algo"] == "grpo"
     for step in result["steps"]:

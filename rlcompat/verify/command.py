@@ -47,6 +47,7 @@ def verify_command(
     trainer: Annotated[bool, typer.Option("--trainer", help="Run verl's own `python -m verl.trainer.main_ppo` (Ray, agent loop, hf rollout) instead of the fast one-process step; minutes, needs rlcompat[verl].")] = False,
     script: Annotated[Optional[str], typer.Option("--script", help="With --trainer: a launch script whose main_ppo overrides to run, with model, data, batch sizes and steps swapped for tiny ones.")] = None,
     model_size: Annotated[str, typer.Option("--model-size", help="With --trainer: tiny (131k parameters) or 0.5b (a random Qwen2 of Qwen2.5-0.5B's shape).")] = "tiny",
+    trace: Annotated[bool, typer.Option("--trace", help="With --trainer: report which of scan's findings in the tree ran during the run (in every process), and which did not.")] = False,
     gpus: Annotated[int, typer.Option("--gpus", min=1, max=8, help="With --trainer: trainer.n_gpus_per_node, FSDP over this many GPUs (CPU processes with --device cpu), one hf rollout replica on each.")] = 1,
 ) -> None:
     """Run one tiny PPO step through the tree's own verl code under the target GPU's limits; PASS or FAIL."""
@@ -74,6 +75,8 @@ def verify_command(
         raise fail("--script needs --trainer (the fast mode does not read launch scripts)")
     if gpus != 1 and not trainer:
         raise fail("--gpus needs --trainer (the fast mode runs one process)")
+    if trace and not trainer:
+        raise fail("--trace needs --trainer")
     missing = [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
     if missing and not trainer:  # the child would only fail importing them; --trainer checks its own list
         raise fail(f"verify needs {' and '.join(missing)}, not installed in this Python: {install_command('verify')}")
@@ -81,7 +84,7 @@ def verify_command(
         from rlcompat.verify.trainer_mode import run_trainer_mode
 
         result = run_trainer_mode(package, tgt.name, device.value, steps or 2, script, model_size, algo.value, seed,
-                                  keep, timeout, fail, gpus)
+                                  keep, timeout, fail, gpus, trace)
         text = result.pop("_text")
         sys.stdout.write(render_json(result) if output_format is VerifyFormat.json else text)
         sys.stdout.flush()

@@ -47,6 +47,7 @@ class TrainerRequest:
     timeout: float = 900.0
     keep: bool = False
     extra_overrides: list[str] = field(default_factory=list)
+    trace: bool = False  # watch which of scan's findings in the tree run (rlcompat/verify/line_trace.py)
     gpus: int = 1  # trainer.n_gpus_per_node: FSDP across this many GPUs (or CPU processes), one hf replica on each
     rollout: str = "hf"  # the rollout the run ended up with (the script may name another)
     fp32: bool = True
@@ -246,6 +247,7 @@ def run_trainer(req: TrainerRequest, workdir: Path) -> dict:
     cmd = [sys.executable, "-m", "verl.trainer.main_ppo", *overrides]
     result["command"] = shlex.join(cmd)
     env = child_env(req, workdir, guard_log, metrics_file)
+    watch = _start_trace(req, workdir, env) if req.trace else None
     log_file = workdir / "main_ppo.log"
     start = time.perf_counter()
     with open(log_file, "wb") as log:
@@ -270,9 +272,30 @@ def run_trainer(req: TrainerRequest, workdir: Path) -> dict:
         result["memory_vs_doctor"] = trainer_memory.compare(result["steps"], result["rollout_servers"], settings)
         result["doctor_command"] = trainer_memory.doctor_command(settings)
     result["violations"] = _read_jsonl(guard_log)
+    if watch is not None:
+        from rlcompat.verify import line_trace
+
+        points, untraceable = watch
+        result["trace"] = line_trace.classify(points, untraceable, line_trace.read_hits(workdir / "trace"),
+                                              req.package.parent)
     log_text = log_file.read_text("utf-8", errors="replace")
     result["log_tail"] = "\n".join(log_text.splitlines()[-40:])
     return judge(result, rc, req, log_text)
+
+
+def _start_trace(req: TrainerRequest, workdir: Path, env: dict[str, str]):
+    """Scan the tree for the target and have every process of the run watch the findings' statements."""
+    from rlcompat.api import scan_paths
+    from rlcompat.knowledge.targets import resolve_target
+    from rlcompat.verify import line_trace
+
+    report = scan_paths([str(req.package)], resolve_target(req.target))
+    points, untraceable = line_trace.watch_points(report.findings)
+    (workdir / "trace").mkdir(exist_ok=True)
+    line_trace.write_spec(points, workdir / "trace" / "watch.json")
+    env.update(RLCOMPAT_VERIFY_TRACE=str(workdir / "trace" / "watch.json"),
+               RLCOMPAT_VERIFY_TRACE_OUT=str(workdir / "trace"))
+    return points, untraceable
 
 
 def _parameter_count(model: Path) -> int:

@@ -42,6 +42,24 @@ def step_table(steps: list[dict], servers: list[dict]) -> list[str]:
     return ["  " + "  ".join(cell.rjust(w) for cell, w in zip(r, widths)) for r in rows]
 
 
+def trace_lines(trace: dict | None, listed: int = 12) -> list[str]:
+    """--trace: scan's findings in the tree, by whether a line of theirs ran in any process of the run."""
+    if not trace:
+        return []
+    reached, not_reached, other = trace["reached"], trace["not_reached"], trace["not_traceable"]
+    imported = sum(1 for row in reached if row.get("at_import"))
+    out = ["", f"  findings of `rlcompat scan` in the tree: {len(reached)} reached by this run"
+               + (f" ({imported} only as module or class-level code, which runs at import: a default the config may "
+                  "override)" if imported else "")
+               + f", {len(not_reached)} not reached, {len(other)} in files that do not run (configs, scripts)"]
+    for row in reached[:listed]:
+        when = "  (import)" if row.get("at_import") else ""
+        out.append(f"    reached  {row['code']}  {row['location']}{when}")
+    if len(reached) > listed:
+        out.append(f"    ... {len(reached) - listed} more reached (--output-format json lists all)")
+    return out
+
+
 def render_trainer_text(result: dict) -> str:
     status = result.get("status", "error")
     head = {"pass": "PASS", "fail": "FAIL"}.get(status, "CANNOT RUN")
@@ -82,6 +100,7 @@ def render_trainer_text(result: dict) -> str:
     if checks:
         out.append("")
         out += [f"  {'ok  ' if c['ok'] else 'FAIL'}  {c['name']}: {c['detail']}" for c in checks]
+    out += trace_lines(result.get("trace"))
     out.append("")
     verdict = verdict_lines(result)
     if status == "pass":

@@ -129,6 +129,10 @@ def _verify_hooks() -> None:
 
         install_process_guard(target, os.environ.get("RLCOMPAT_VERIFY_GUARD_LOG"),
                               os.environ.get("RLCOMPAT_VERIFY_TREE"))
+    if os.environ.get("RLCOMPAT_VERIFY_TRACE"):  # before verl's own modules run: their import-time lines count
+        from rlcompat.verify.line_trace import install
+
+        install(os.environ["RLCOMPAT_VERIFY_TRACE"], os.environ["RLCOMPAT_VERIFY_TRACE_OUT"])
     if os.environ.get("RLCOMPAT_VERL_CPU") == "1":
         from rlcompat.verl_plugin.cpu_trainer import adapt_for_cpu
 
