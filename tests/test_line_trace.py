@@ -96,3 +96,26 @@ def test_a_class_body_default_runs_at_import_a_method_body_does_not(tmp_path):
     target.write_text("class C:\n    dtype: str = 'bfloat16'\n\n    def f(self):\n        return 'bfloat16'\n")
     points, _ = line_trace.watch_points([_finding("RLC1", target, 2), _finding("RLC1", target, 5)])
     assert [(p.lines, p.at_import) for p in points] == [((2,), True), ((5,), False)]
+
+
+def test_findings_before_the_fix_are_watched_where_the_fix_put_their_code(tmp_path):
+    before, after = tmp_path / "before" / "pkg", tmp_path / "after" / "pkg"
+    before.mkdir(parents=True)
+    after.mkdir(parents=True)
+    (before / "m.py").write_text("import torch\n\nDTYPE = torch.bfloat16\n\n\ndef f():\n    return 'flash_attention_2'\n")
+    # the fix rewrote line 3 and a line was added above line 7
+    (after / "m.py").write_text("import torch\n\nDTYPE = torch.float32\n\n\ndef f():\n    x = 1\n    return 'sdpa'\n")
+    (before / "gone.py").write_text("A = 'bfloat16'\n")
+    findings = [_finding("RLC101", before / "m.py", 3), _finding("RLC201", before / "m.py", 7),
+                _finding("RLC102", before / "gone.py", 1)]
+    points, _ = line_trace.watch_points(findings)
+    moved, lost = line_trace.mapped_onto(points, before, after)
+    assert [(p.path, p.lines, p.shown) for p in moved] == [
+        (str((after / "m.py").resolve()), (3,), "m.py:3"),
+        (str((after / "m.py").resolve()), (7, 8), "m.py:7")]
+    assert [p.shown or p.path for p in lost] == [str((before / "gone.py").resolve())]
+    hits = {(str((after / "m.py").resolve()), 8)}
+    result = line_trace.classify(moved, lost, hits, tmp_path)
+    assert [r["location"] for r in result["reached"]] == ["m.py:7"]
+    assert [r["location"] for r in result["not_reached"]] == ["m.py:3"]
+    assert [r["location"] for r in result["not_traceable"]] == ["before/pkg/gone.py:1"]

@@ -112,11 +112,19 @@ def test_rlc401_names_the_build_where_a_release_rolls_out_with_one(run_cli, tmp_
     assert "vllm-pascal 0.8.5" in msg
 
 
-@pytest.mark.parametrize("verl,target", [("0.8.0", "sm61"), ("0.9.1", "sm61"), ("0.7.0", "sm60"), ("0.6.1", "sm70"),
+@pytest.mark.parametrize("verl,target", [("0.8.0", "sm61"), ("0.9.1", "sm61"), ("0.7.0", "sm60"), ("0.9.1", "sm70"),
                                          ("0.6.1", "sm52"), (None, "sm61")])
 def test_rlc401_says_nothing_of_it_elsewhere(run_cli, tmp_path, verl, target):
     [msg] = _rlc401(run_cli, tmp_path, verl, target)
     assert "vllm-pascal" not in msg
+
+
+def test_rlc401_judges_the_vllm_a_release_pins_on_a_v100(run_cli, tmp_path):
+    # vLLM dropped sm70 in 0.20.0; verl 0.6.1 declares vllm<=0.11.0, so its rollout runs on a V100, while verl
+    # 0.9.1 declares vllm>=0.18.0 without a ceiling and a fresh install gets a vLLM that refuses the card
+    assert _rlc401(run_cli, tmp_path, "0.6.1", "sm70") == []
+    [msg] = _rlc401(run_cli, tmp_path, "0.9.1", "sm70")
+    assert "vllm cannot run on sm70" in msg
 
 
 @pytest.fixture

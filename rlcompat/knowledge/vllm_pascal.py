@@ -91,6 +91,16 @@ def pairing(verl_version: str) -> VerlPairing | None:
     return next((p for p in table().pairings if p.verl == verl_version), None)
 
 
+def declared_vllm_at_most(verl_version: str, release: str) -> bool:
+    """Every vLLM the verl release declares is `release` or older (its range has an upper bound at or below it):
+    where `release` is the last vLLM that runs on a card, the release's own vLLM runs there."""
+    p = pairing(verl_version)
+    if p is None:
+        return False
+    ceilings = [bound[2:].strip() for bound in p.vllm.split(",") if bound.strip().startswith("<=")]
+    return bool(ceilings) and all(_sort_key(c) <= _sort_key(release) for c in ceilings)
+
+
 def built_for(target) -> bool:
     """The builds carry kernels for this card (sm60, sm61) and nothing else."""
     return target.capability in table().capabilities

@@ -48,6 +48,7 @@ def verify_command(
     script: Annotated[Optional[str], typer.Option("--script", help="With --trainer: a launch script whose main_ppo overrides to run, with model, data, batch sizes and steps swapped for tiny ones.")] = None,
     model_size: Annotated[str, typer.Option("--model-size", help="With --trainer: tiny (131k parameters) or 0.5b (a random Qwen2 of Qwen2.5-0.5B's shape).")] = "tiny",
     trace: Annotated[bool, typer.Option("--trace", help="With --trainer: report which of scan's findings in the tree ran during the run (in every process), and which did not.")] = False,
+    trace_from: Annotated[Optional[str], typer.Option("--trace-from", help="With --trace: watch the findings of this tree instead (the verl package before `rlcompat fix`), moved line by line onto the verified one: which of the fixed places the run reaches.")] = None,
     gpus: Annotated[int, typer.Option("--gpus", min=1, max=8, help="With --trainer: trainer.n_gpus_per_node, FSDP over this many GPUs (CPU processes with --device cpu), one hf rollout replica on each.")] = 1,
 ) -> None:
     """Run one tiny PPO step through the tree's own verl code under the target GPU's limits; PASS or FAIL."""
@@ -77,6 +78,13 @@ def verify_command(
         raise fail("--gpus needs --trainer (the fast mode runs one process)")
     if trace and not trainer:
         raise fail("--trace needs --trainer")
+    if trace_from and not trace:
+        raise fail("--trace-from needs --trace")
+    if trace_from:
+        try:
+            trace_from = str(resolve_package(trace_from))
+        except VerifyUsageError as exc:
+            raise fail(str(exc))
     missing = [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
     if missing and not trainer:  # the child would only fail importing them; --trainer checks its own list
         raise fail(f"verify needs {' and '.join(missing)}, not installed in this Python: {install_command('verify')}")
@@ -84,7 +92,7 @@ def verify_command(
         from rlcompat.verify.trainer_mode import run_trainer_mode
 
         result = run_trainer_mode(package, tgt.name, device.value, steps or 2, script, model_size, algo.value, seed,
-                                  keep, timeout, fail, gpus, trace)
+                                  keep, timeout, fail, gpus, trace, trace_from)
         text = result.pop("_text")
         sys.stdout.write(render_json(result) if output_format is VerifyFormat.json else text)
         sys.stdout.flush()

@@ -31,6 +31,7 @@ class WatchPoint:
     line: int  # the finding's line
     lines: tuple[int, ...]  # the lines whose execution means the finding's code ran
     at_import: bool = False  # module or class-body code: it runs at import, whether or not its value is used
+    shown: str = ""  # where the report names it, when not path:line (a finding of the tree before `fix`)
 
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
@@ -84,6 +85,47 @@ def watch_points(findings) -> tuple[list[WatchPoint], list]:
         lines, at_import = _statement_lines(tree, line) if tree is not None else ((line,), False)
         points.append(WatchPoint(f.code, path, line, lines, at_import))
     return points, untraceable
+
+
+def mapped_onto(points: list[WatchPoint], original: Path, verified: Path) -> tuple[list[WatchPoint], list[WatchPoint]]:
+    """Watch points of a finding in `original` (a tree before `fix`) moved onto the same file of `verified` (the tree
+    after it), line by line through a diff of the two files; (moved, not found in the verified tree). A line the fix
+    rewrote maps to the lines that replaced it, so "reached" means: the code the fix changed ran."""
+    original, verified = Path(os.path.realpath(original)), Path(os.path.realpath(verified))
+    moved, lost = [], []
+    maps: dict[str, dict[int, tuple[int, ...]] | None] = {}
+    for p in points:
+        try:
+            rel = Path(p.path).relative_to(original)
+        except ValueError:
+            lost.append(p)
+            continue
+        target = verified / rel
+        if p.path not in maps:
+            maps[p.path] = _line_map(Path(p.path), target) if target.is_file() else None
+        line_map = maps[p.path]
+        if line_map is None:
+            lost.append(p)
+            continue
+        lines = tuple(sorted({n for old in p.lines for n in line_map.get(old, ())}))
+        moved.append(WatchPoint(p.code, str(target), (line_map.get(p.line) or lines or (p.line,))[0],
+                                lines or (p.line,), p.at_import, shown=f"{rel}:{p.line}"))
+    return moved, lost
+
+
+def _line_map(before: Path, after: Path) -> dict[int, tuple[int, ...]]:
+    import difflib
+
+    a = before.read_text("utf-8", errors="replace").splitlines()
+    b = after.read_text("utf-8", errors="replace").splitlines()
+    out: dict[int, tuple[int, ...]] = {}
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        for k in range(i1, i2):
+            if tag == "equal":
+                out[k + 1] = (j1 + (k - i1) + 1,)
+            else:  # replaced or deleted: the lines that stand there now (none for a pure deletion)
+                out[k + 1] = tuple(range(j1 + 1, j2 + 1))
+    return out
 
 
 def write_spec(points: list[WatchPoint], spec: Path) -> None:
@@ -193,12 +235,15 @@ def classify(points: list[WatchPoint], untraceable: list, hits: set[tuple[str, i
         except ValueError:
             return f"{path}:{line}"
 
+    def place(x) -> tuple[str, int]:  # a Finding, or a WatchPoint that could not be moved
+        return os.path.realpath(x.path), (x.location.line if hasattr(x, "location") else x.line)
+
     reached, not_reached = [], []
     for p in points:
-        row = {"code": p.code, "location": where(p.path, p.line), "at_import": p.at_import}
+        row = {"code": p.code, "location": p.shown or where(p.path, p.line), "at_import": p.at_import}
         (reached if any((p.path, n) in hits for n in p.lines) else not_reached).append(row)
     return {
         "reached": reached,
         "not_reached": not_reached,
-        "not_traceable": [{"code": f.code, "location": where(os.path.realpath(f.path), f.location.line)} for f in untraceable],
+        "not_traceable": [{"code": f.code, "location": where(*place(f))} for f in untraceable],
     }

@@ -48,6 +48,7 @@ class TrainerRequest:
     keep: bool = False
     extra_overrides: list[str] = field(default_factory=list)
     trace: bool = False  # watch which of scan's findings in the tree run (rlcompat/verify/line_trace.py)
+    trace_from: Path | None = None  # watch the findings of this tree (before `fix`), moved onto the verified one
     gpus: int = 1  # trainer.n_gpus_per_node: FSDP across this many GPUs (or CPU processes), one hf replica on each
     rollout: str = "hf"  # the rollout the run ended up with (the script may name another)
     fp32: bool = True
@@ -289,8 +290,12 @@ def _start_trace(req: TrainerRequest, workdir: Path, env: dict[str, str]):
     from rlcompat.knowledge.targets import resolve_target
     from rlcompat.verify import line_trace
 
-    report = scan_paths([str(req.package)], resolve_target(req.target))
+    scanned = req.trace_from or req.package
+    report = scan_paths([str(scanned)], resolve_target(req.target))
     points, untraceable = line_trace.watch_points(report.findings)
+    if req.trace_from is not None:
+        points, lost = line_trace.mapped_onto(points, req.trace_from, req.package)
+        untraceable += lost
     (workdir / "trace").mkdir(exist_ok=True)
     line_trace.write_spec(points, workdir / "trace" / "watch.json")
     env.update(RLCOMPAT_VERIFY_TRACE=str(workdir / "trace" / "watch.json"),

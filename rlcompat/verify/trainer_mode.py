@@ -9,7 +9,8 @@ from rlcompat.release import install_command
 
 
 def run_trainer_mode(package: Path, target: str, device: str, steps: int, script: str | None, model_size: str,
-                     algo: str, seed: int, keep: bool, timeout: float, fail, gpus: int = 1, trace: bool = False) -> dict:
+                     algo: str, seed: int, keep: bool, timeout: float, fail, gpus: int = 1, trace: bool = False,
+                     trace_from: str | None = None) -> dict:
     from rlcompat.verify.trainer import TrainerRequest, verify_trainer
     from rlcompat.verify.trainer_report import render_trainer_text
 
@@ -38,7 +39,8 @@ def run_trainer_mode(package: Path, target: str, device: str, steps: int, script
     req = TrainerRequest(package=package, target=target, device=device, steps=steps,
                          script=Path(script) if script else None, model=model_size, algo=algo, seed=seed,
                          timeout=900.0 if timeout == 600.0 else timeout,  # 600 s is the fast mode's default
-                         keep=keep, gpus=gpus, trace=trace)
+                         keep=keep, gpus=gpus, trace=trace,
+                         trace_from=Path(trace_from) if trace_from else None)
     result = verify_trainer(req)
     result["_text"] = render_trainer_text(result)
     return result

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from rlcompat import hf_rollout
 from rlcompat.knowledge import precision, vllm_pascal
-from rlcompat.knowledge.capabilities import min_capability, runs
+from rlcompat.knowledge.capabilities import last_release_that_runs, min_capability, runs
 from rlcompat.analysis.verlengines import in_its_config
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.findings import FixSafety
@@ -95,6 +95,7 @@ class RolloutEngineUnsupported(ConfigRule):
     )
     good = (
         Good(CMD.format(name="vllm"), path="run.sh", target="sm75"),
+        Good(CMD.format(name="vllm"), path="run.sh", target="sm70", frameworks={"verl": "0.6.1"}),  # pins vllm<=0.11.0
         Good(CMD.format(name="hf"), path="run.sh"),
         Good("name: ???\n", path="verl/trainer/config/rollout/rollout.yaml"),
         Good("name: vllm\n", path="docker-compose.yaml"),
@@ -103,6 +104,13 @@ class RolloutEngineUnsupported(ConfigRule):
     @classmethod
     def applies_to(cls, target) -> bool:
         return not runs("trtllm", target)
+
+    @staticmethod
+    def _declared_vllm_runs(verl, target) -> bool:
+        """The release pins a vLLM no newer than the last one built for the card (verl 0.6.1's vllm<=0.11.0 on a
+        V100, whose kernels vLLM dropped in 0.20.0): the rollout it installs runs there."""
+        last = last_release_that_runs("vllm", target)
+        return bool(verl.version_known and last and vllm_pascal.declared_vllm_at_most(verl.version, last))
 
     def check_config(self, view, ctx) -> None:
         # The actor's rollout and, where the version has one, the reward model's (reward_model.rollout.name).
@@ -124,7 +132,7 @@ class RolloutEngineUnsupported(ConfigRule):
                                          f"(only {registered}: {verl.rollout_engines_proof})")
             return
         runs, reason = engine_runs(engine, target)
-        if runs:
+        if runs or (engine == "vllm" and self._declared_vllm_runs(verl, target)):
             return
         usable = [e for e in verl.rollout_engines if engine_runs(e, target)[0]]
         pascal = pascal_advice(verl, target, key)
