@@ -66,18 +66,22 @@ def test_pristine_verl_and_seed_script_fail_at_the_first_blocker(installed_verl,
     assert "data.train_batch_size" in result["script"]["swapped"]
 
 
-def test_fixed_verl_and_fixed_script_train_two_steps(fixed):
+def test_fixed_verl_and_fixed_script_train_two_steps(fixed, installed_verl):
     tree, script = fixed
     code, out, err = _cli("verify", str(tree), "--target", "sm61", "--trainer", "--device", "cpu", "--steps", "2",
-                          "--script", str(script), "--trace", "--output-format", "json")
+                          "--script", str(script), "--trace", "--trace-from", str(installed_verl),
+                          "--output-format", "json")
     assert code == 0, out[-4000:] + err[-3000:]
     result = json.loads(out)
     assert result["status"] == "pass" and result["violations"] == []
-    # --trace: what scan still reports in the fixed tree, by whether the run executed it. verl's fused Triton
-    # kernels (RLC302) are not on this run's path; a dataclass default is, at import, whatever the config says.
+    # --trace --trace-from: scan's findings in the pristine tree, moved onto the fixed one, by whether the run
+    # executed the code the fix changed. The FSDP engine's model building is on this run's path; verl's fused
+    # Triton kernels (RLC302) and the critic's value-head loader (a GRPO run has no critic) are not; a dataclass
+    # default is reached at import, whatever the config then says.
     trace = result["trace"]
-    assert trace["reached"] or trace["not_reached"]
+    assert any("engine/fsdp/transformer_impl.py" in r["location"] and not r["at_import"] for r in trace["reached"])
     assert all(r["code"] != "RLC302" for r in trace["reached"])
+    assert not any("utils/model.py" in r["location"] for r in trace["reached"])
     assert any(r["code"] == "RLC302" and "kernel" in r["location"] for r in trace["not_reached"])
     assert all(r["at_import"] for r in trace["reached"] if "/config/" in r["location"])
     assert [s["step"] for s in result["steps"]] == [1, 2]
