@@ -53,6 +53,25 @@ def test_estimates_are_what_the_printed_doctor_command_says(run_cli):
     assert server["estimated_gib"] > doctor["parts_bytes"]["actor weights (fp32)"] / GIB
 
 
+def test_a_run_over_two_gpus_is_estimated_per_rank_as_doctor_does(run_cli):
+    # FSDP shards weights, gradients and optimizer state over the ranks: the two-GPU record measured 8.28 GiB per
+    # rank where the one-GPU estimate said 16.56 (docs/verify.md, "Two GPUs")
+    final = {**FINAL, "trainer.n_gpus_per_node": "2", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": "4"}
+    one = trainer_memory.run_settings({**FINAL, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": "4"},
+                                      494_032_768, 8, 64, "sm61", "float32")
+    two = trainer_memory.run_settings(final, 494_032_768, 8, 64, "sm61", "float32")
+    assert two["gpus"] == 2 and "--gpus 2" in trainer_memory.doctor_command(two)
+    assert "--gpus" not in trainer_memory.doctor_command(one)
+    steps = _steps([8.28], [8.28])
+    est = {r["what"]: r["estimated_gib"] for r in trainer_memory.compare(steps, [], two)}
+    est_one = {r["what"]: r["estimated_gib"] for r in trainer_memory.compare(steps, [], one)}
+    assert est["trainer worker, critic update"] < 0.6 * est_one["trainer worker, critic update"]
+    _, out, _ = run_cli(*shlex.split(trainer_memory.doctor_command(two))[1:], "--output-format", "json")
+    doctor = json.loads(out)["memory"]
+    assert est["trainer worker, critic update"] == pytest.approx(
+        (doctor["phases_bytes"]["critic update"] - 0.6 * GIB) / GIB, abs=0.01)
+
+
 def test_report_prints_the_comparison_and_cpu_runs_have_none():
     s = trainer_memory.run_settings(FINAL, 494_032_768, 8, 64, "sm61", "float32")
     result = {"status": "pass", "steps": [], "checks": [], "violations": [],

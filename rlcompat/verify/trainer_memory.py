@@ -28,6 +28,7 @@ def run_settings(final: dict[str, str], params: int, batch: int, response: int, 
         "algo": algo,
         "seq_len": int(final.get("data.max_prompt_length", 0)) + response,
         "micro_batch": int(final.get("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", batch)),
+        "gpus": int(final.get("trainer.n_gpus_per_node", 1)) * int(final.get("trainer.nnodes", 1)),
         "use_ref": use_ref,
         "rollout_dtype": torch_dtype_name(final.get("actor_rollout_ref.rollout.dtype", "bfloat16")),
         "gradient_checkpointing": final.get("actor_rollout_ref.model.enable_gradient_checkpointing",
@@ -38,6 +39,8 @@ def run_settings(final: dict[str, str], params: int, batch: int, response: int, 
 def doctor_command(s: dict) -> str:
     cmd = (f"rlcompat doctor --target {s['target']} --gpu-memory 80GiB --model-params {s['params']} --algo {s['algo']} "
            f"--seq-len {s['seq_len']} --micro-batch {s['micro_batch']} --rollout hf")
+    if s.get("gpus", 1) > 1:
+        cmd += f" --gpus {s['gpus']}"
     return cmd + ("" if s["use_ref"] else " --no-reference")
 
 
@@ -46,7 +49,8 @@ def compare(steps: list[dict], servers: list[dict], s: dict) -> list[dict]:
     from rlcompat.doctor import memory
 
     plan = memory.Plan(micro_batch=s["micro_batch"], gradient_checkpointing=s["gradient_checkpointing"])
-    est = memory.estimate(s["params"], algo=s["algo"], dtype=s["dtype"], gpus=1, seq_len=s["seq_len"], rollout="hf",
+    est = memory.estimate(s["params"], algo=s["algo"], dtype=s["dtype"], gpus=s.get("gpus", 1), seq_len=s["seq_len"],
+                          rollout="hf",
                           plan=plan, use_ref=s["use_ref"])
     rows = []
     for phase, metric in (("actor update", "actor/perf/max_memory_allocated_gb"),
