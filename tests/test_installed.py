@@ -244,3 +244,5 @@ def test_findings_without_a_safe_fix_leave_exit_1(site):
     result = _run("fix", "--installed", DIST, "--target", "sm75")
     assert result.exit_code == 1, result.output
     assert b"sdpa" in (site / MODEL).read_bytes()
+    # The hint names the command that fixes the installed package: a plain `rlcompat fix` fixes the current folder.
+    assert f"1 fixable with `rlcompat fix --installed {DIST} --target sm75 --unsafe-fixes`" in result.output

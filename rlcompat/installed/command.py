@@ -17,7 +17,7 @@ def fix_installed_command(name: str, paths, tgt, options, *, diff: bool, output_
     from rlcompat.cli.common import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, emit, emit_pieces, fail, failing
     from rlcompat.config import Options
     from rlcompat.fixer import unified_diff
-    from rlcompat.installed.locate import InstalledError
+    from rlcompat.installed.locate import InstalledError, fix_command
     from rlcompat.installed.patch import fix_installed
     from rlcompat.knowledge_summary import identity_json, identity_lines, knowledge_applied
     from rlcompat.report import Summary, render_pieces
@@ -44,7 +44,8 @@ def fix_installed_command(name: str, paths, tgt, options, *, diff: bool, output_
                       knowledge=knowledge_applied(roots, report.applied + report.remaining, report.identities),
                       not_read=report.not_read, fail_on=settings.fail_on,
                       identity=identity_lines(roots, report.identities),
-                      identity_json=identity_json(roots, report.identities))
+                      identity_json=identity_json(roots, report.identities),
+                      fix_command=fix_command(done.installed.name, tgt.name))
     emit_pieces(render_pieces(output_format.value, summary))
     typer.echo(_backup_line(done), err=output_format.value != "text")
     if report.broken:
