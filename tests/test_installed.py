@@ -176,6 +176,22 @@ def test_doctor_says_when_a_reinstall_removed_the_patch_and_how_to_reapply_it(si
     assert _fix().exit_code == 0 and _doctor(site) == []  # re-applied
 
 
+def test_doctor_lists_the_patch_beside_the_distribution(site):
+    from rlcompat.doctor import render
+    from rlcompat.doctor.environment import installed_patches, read_packages
+
+    assert _fix().exit_code == 0
+    _install(site)
+    env = Environment(packages=read_packages([DIST]), installed_patches=installed_patches([str(site)]))
+    result = render.DoctorResult(env, resolve_target("sm61"), "--target")
+    [line] = [l for l in render.text(result).splitlines() if l.strip().startswith(DIST)]
+    assert line.split()[:2] == [DIST, VERSION]
+    assert line.endswith(f"  (rlcompat's patch of {VERSION} for sm61, 1 file: removed, see RLC516)")
+    [patch] = json.loads(render.json_text(result))["stack"]["installed_patches"]
+    assert (patch["state"], patch["unpatched"], patch["command"]) == (
+        "removed", [MODEL], f"rlcompat fix --installed {DIST} --target sm61")
+
+
 def test_doctor_says_when_another_version_replaced_the_patched_one(site):
     assert _fix().exit_code == 0
     _install(site, version="0.9.2")
