@@ -262,3 +262,14 @@ def test_findings_without_a_safe_fix_leave_exit_1(site):
     assert b"sdpa" in (site / MODEL).read_bytes()
     # The hint names the command that fixes the installed package: a plain `rlcompat fix` fixes the current folder.
     assert f"1 fixable with `rlcompat fix --installed {DIST} --target sm75 --unsafe-fixes`" in result.output
+
+
+def test_doctor_says_when_the_patched_distribution_was_uninstalled(site):
+    import shutil
+
+    assert _fix().exit_code == 0
+    shutil.rmtree(site / f"{DIST}-{VERSION}.dist-info")
+    shutil.rmtree(site / "rlcfakeverl")
+    [finding] = _doctor(site)
+    assert finding.severity == "warning" and "no longer installed" in finding.message
+    assert str(_folder(site)) in finding.remedy

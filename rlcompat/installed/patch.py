@@ -38,7 +38,7 @@ def fix_installed(name: str, target, settings, *, write: bool = True, jobs: int 
     folder = state.folder_for(installed.name, installed.site, env)
     done = Patched(installed, folder)
     changed = [x for x in report.changed_files if not x.error]
-    if not write or not changed or report.broken:
+    if not write or not changed:
         done.manifest = state.load(folder)
         return report, done
 
@@ -51,7 +51,11 @@ def fix_installed(name: str, target, settings, *, write: bool = True, jobs: int 
                             bool(settings.unsafe_fixes), __version__, "")
     plans = []  # (path, rel, bytes now, bytes to write)
     for outcome in changed:
-        rel = installed.relative(outcome.path)
+        try:
+            rel = installed.relative(outcome.path)
+        except ValueError:  # a link out of site-packages: not the distribution's file to keep
+            report_error(outcome, f"is outside {installed.site} (a symbolic link?); nothing was written")
+            continue
         now = state.current(installed.site, rel)
         source = _decoded(outcome.path, now)
         if source is None or source.text != outcome.original:

@@ -22,7 +22,8 @@ class InstalledPatchRemoved(EnvironmentRule):
     what = (
         "Reads the manifests `rlcompat fix --installed` keeps (one per distribution and site-packages folder on this "
         "Python's path, in `$XDG_STATE_HOME/rlcompat/installed/`) and reports a patch whose files hold their "
-        "original bytes again, a distribution whose installed version is no longer the patched one, and patched "
+        "original bytes again, a distribution whose installed version is no longer the patched one (or that is no "
+        "longer installed), and patched "
         "files edited since."
     )
     why = (
@@ -43,6 +44,8 @@ class InstalledPatchRemoved(EnvironmentRule):
             path="env.toml"),
         Bad(_example("other-version", installed="0.9.2", files=""), path="env.toml"),
         Bad(_example("edited", files='edited = ["verl/utils/model.py"]'), target="sm75", path="env.toml"),
+        Bad(PATCH.format(state="not-installed", installed="", files="").replace('installed_version = ""\n', ""),
+            path="env.toml"),
     )
     good = (
         Good(_example("applied"), path="env.toml"),
@@ -62,11 +65,16 @@ class InstalledPatchRemoved(EnvironmentRule):
                 f"the patch `rlcompat fix --installed` made to {name} {old} for {p.target} is gone from {gone} "
                 f"({_some(p.unpatched)} hold their installed bytes again: a reinstall), so the hazards it fixed are back",
                 error="X4", remedy=f"re-apply it: `{p.command}`")]
-        if p.state in ("other-version", "not-installed"):
-            now = f"{name} {p.installed_version} is installed now" if p.installed_version else f"{name} is no longer installed there"
+        if p.state == "other-version":
             return [self.finding(
-                f"rlcompat patched {name} {old} for {p.target}, but {now}: the patch went with that install",
-                error="X4", remedy=f"patch this one: `{p.command}` (it replaces the backup of {old})")]
+                f"rlcompat patched {name} {old} for {p.target}, but {name} {p.installed_version} is installed now: the "
+                f"patch went with that install", error="X4",
+                remedy=f"patch this one: `{p.command}` (it replaces the backup of {old})")]
+        if p.state == "not-installed":
+            return [self.finding(
+                f"rlcompat keeps a patch of {name} {old} for {p.target}, but {name} is no longer installed there",
+                error="X4", severity="warning",
+                remedy=f"after installing {name} again, `{p.command}`; or delete the backup: rm -r {p.folder or 'its folder'}")]
         if p.state == "edited":
             return [self.finding(
                 f"{_some(p.edited)} of the {name} {old} rlcompat patched for {p.target} changed since (edited, or "
