@@ -273,3 +273,37 @@ def test_doctor_says_when_the_patched_distribution_was_uninstalled(site):
     [finding] = _doctor(site)
     assert finding.severity == "warning" and "no longer installed" in finding.message
     assert str(_folder(site)) in finding.remedy
+
+
+def test_a_file_that_cannot_be_written_is_neither_kept_nor_named_in_the_manifest(site, monkeypatch):
+    import rlcompat.source as source
+
+    other = "rlcfakeverl/utils/critic.py"
+    (site / other).write_bytes(MODEL_BYTES.replace(b"load_valuehead_model", b"load_critic"))
+    real = source.write_atomic
+
+    def refuse_model(path, data):
+        if path.endswith("model.py"):
+            raise source.SourceError("is read-only; nothing was written: make it writable (chmod u+w) or exclude it")
+        real(path, data)
+
+    monkeypatch.setattr(source, "write_atomic", refuse_model)
+    result = _fix()
+    assert result.exit_code == 1 and "is read-only" in result.output
+    assert (site / MODEL).read_bytes() == MODEL_BYTES and b"sdpa" in (site / other).read_bytes()
+    manifest = json.loads((_folder(site) / "manifest.json").read_text())
+    assert list(manifest["files"]) == [other] and not (_folder(site) / state.ORIGINALS / MODEL).exists()
+    assert MODEL not in (_folder(site) / "patch.diff").read_text()
+    monkeypatch.setattr(source, "write_atomic", real)
+    assert _run("restore", DIST).exit_code == 0 and b"sdpa" not in (site / other).read_bytes()
+
+
+def test_a_state_folder_that_cannot_be_written_stops_before_any_package_file(site, monkeypatch, tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_STATE_HOME", str(blocker))
+    result = _fix()
+    assert result.exit_code == 2
+    [line] = result.output.strip().splitlines()
+    assert "cannot keep the originals" in line and "XDG_STATE_HOME" in line
+    assert (site / MODEL).read_bytes() == MODEL_BYTES

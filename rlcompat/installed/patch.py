@@ -29,7 +29,6 @@ class Patched:
 def fix_installed(name: str, target, settings, *, write: bool = True, jobs: int | None = None, env=None):
     """(FixReport, Patched). Nothing is written with `write=False` (--diff)."""
     from rlcompat.api import fix_paths
-    from rlcompat.release import __version__
 
     installed = locate(name)
     if write:
@@ -41,45 +40,12 @@ def fix_installed(name: str, target, settings, *, write: bool = True, jobs: int 
     if not write or not changed:
         done.manifest = state.load(folder)
         return report, done
-
-    manifest = state.load(folder)
-    if manifest is not None and manifest.version != installed.version:
-        done.replaced, manifest = manifest.version, None  # that version's files are gone with its reinstall
-        shutil.rmtree(folder)
-    if manifest is None:
-        manifest = Manifest(installed.name, installed.version, str(installed.site), target.name,
-                            bool(settings.unsafe_fixes), __version__, "")
-    plans = []  # (path, rel, bytes now, bytes to write)
-    for outcome in changed:
-        try:
-            rel = installed.relative(outcome.path)
-        except ValueError:  # a link out of site-packages: not the distribution's file to keep
-            report_error(outcome, f"is outside {installed.site} (a symbolic link?); nothing was written")
-            continue
-        now = state.current(installed.site, rel)
-        source = _decoded(outcome.path, now)
-        if source is None or source.text != outcome.original:
-            report_error(outcome, "changed on disk while being fixed; nothing was written, run fix again")
-            continue
-        from rlcompat.source import encode
-
-        plans.append((outcome.path, rel, now, encode(source, outcome.fixed)))
-    before = {rel: e.patched_sha256 for rel, e in manifest.files.items()}
-    for _, rel, now, new in plans:
-        entry = manifest.files.get(rel)
-        if entry is None:  # first change of this file: keep what is there now, before anything is written
-            state.write_file(folder / state.ORIGINALS / rel, now)
-            recorded = installed.record.get(rel, "")
-            entry = FileEntry(state.sha256(now), "", recorded, recorded == record_hash(now))
-            done.kept.append(rel)
-        entry.patched_sha256 = state.sha256(new)
-        manifest.files[rel] = entry
-    manifest.target, manifest.unsafe_fixes = target.name, bool(settings.unsafe_fixes)
-    manifest.rlcompat_version, manifest.time = __version__, datetime.now(timezone.utc).isoformat(timespec="seconds")
-    news = {rel: new for _, rel, _, new in plans}
-    state.save(folder, manifest, _patch_text(folder, installed.site, manifest, news))
-    # The manifest is written before any file: an interrupted run leaves files either original or patched, and
-    # restore and doctor know both.
+    plans = _plans(installed, changed)
+    try:
+        manifest, before = _keep(done, plans, target, settings)
+    except OSError as exc:
+        raise InstalledError(f"cannot keep the originals in {folder} ({exc.strerror or exc}); nothing was written: "
+                             "make it writable, or set XDG_STATE_HOME to a folder that is") from exc
     from rlcompat.source import SourceError, write_atomic
 
     failed = []
@@ -97,21 +63,75 @@ def fix_installed(name: str, target, settings, *, write: bool = True, jobs: int 
             failed.append(rel)
         else:
             done.written.append(rel)
-    if failed:  # the manifest names only what was written (or kept from an earlier run)
-        for rel in failed:
-            if rel in before:
-                manifest.files[rel].patched_sha256 = before[rel]
-            else:
-                del manifest.files[rel]
-                (folder / state.ORIGINALS / rel).unlink(missing_ok=True)
-                done.kept.remove(rel)
-        if manifest.files:
-            state.save(folder, manifest, _patch_text(folder, installed.site, manifest, {}))
-        else:
-            shutil.rmtree(folder)
-            manifest = None
-    done.manifest = manifest
+    done.manifest = _forget(done, manifest, before, failed) if failed else manifest
     return report, done
+
+
+def _plans(installed: Installed, changed) -> list[tuple[str, str, bytes, bytes]]:
+    """(path, path in site-packages, the bytes there now, the bytes to write) of each file the fix changes whose
+    bytes are still those the fix read."""
+    from rlcompat.source import encode
+
+    plans = []
+    for outcome in changed:
+        try:
+            rel = installed.relative(outcome.path)
+        except ValueError:  # a link out of site-packages: not the distribution's file to keep
+            report_error(outcome, f"is outside {installed.site} (a symbolic link?); nothing was written")
+            continue
+        now = state.current(installed.site, rel)
+        source = _decoded(outcome.path, now)
+        if source is None or source.text != outcome.original:
+            report_error(outcome, "changed on disk while being fixed; nothing was written, run fix again")
+            continue
+        plans.append((outcome.path, rel, now, encode(source, outcome.fixed)))
+    return plans
+
+
+def _keep(done: Patched, plans, target, settings) -> tuple[Manifest, dict[str, str]]:
+    """Keep the original of every file about to change for the first time and save the manifest and the diff, all
+    before any package file is written: an interrupted run leaves each file original or patched, and restore and
+    doctor know both. Returns the manifest and each earlier entry's patched hash."""
+    from rlcompat.release import __version__
+
+    installed, folder = done.installed, done.folder
+    manifest = state.load(folder)
+    if manifest is not None and manifest.version != installed.version:
+        done.replaced, manifest = manifest.version, None  # that version's files went with its reinstall
+        shutil.rmtree(folder)
+    if manifest is None:
+        manifest = Manifest(installed.name, installed.version, str(installed.site), target.name,
+                            bool(settings.unsafe_fixes), __version__, "")
+    before = {rel: e.patched_sha256 for rel, e in manifest.files.items()}
+    for _, rel, now, new in plans:
+        entry = manifest.files.get(rel)
+        if entry is None:  # never a patched file kept as an original: only a file's first change keeps it
+            state.write_file(folder / state.ORIGINALS / rel, now)
+            recorded = installed.record.get(rel, "")
+            entry = FileEntry(state.sha256(now), "", recorded, recorded == record_hash(now))
+            done.kept.append(rel)
+        entry.patched_sha256 = state.sha256(new)
+        manifest.files[rel] = entry
+    manifest.target, manifest.unsafe_fixes = target.name, bool(settings.unsafe_fixes)
+    manifest.rlcompat_version, manifest.time = __version__, datetime.now(timezone.utc).isoformat(timespec="seconds")
+    state.save(folder, manifest, _patch_text(folder, installed.site, manifest, {rel: new for _, rel, _, new in plans}))
+    return manifest, before
+
+
+def _forget(done: Patched, manifest: Manifest, before: dict[str, str], failed: list[str]) -> Manifest | None:
+    """The manifest names only what was written (or kept from an earlier run): take back the files not written."""
+    for rel in failed:
+        if rel in before:
+            manifest.files[rel].patched_sha256 = before[rel]
+        else:
+            del manifest.files[rel]
+            (done.folder / state.ORIGINALS / rel).unlink(missing_ok=True)
+            done.kept.remove(rel)
+    if not manifest.files:
+        shutil.rmtree(done.folder)
+        return None
+    state.save(done.folder, manifest, _patch_text(done.folder, done.installed.site, manifest, {}))
+    return manifest
 
 
 def _decoded(path: str, raw: bytes | None):

@@ -75,7 +75,7 @@ def load(folder: Path) -> Manifest | None:
     path = folder / MANIFEST
     try:
         text = path.read_text("utf-8")
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
         raise InstalledError(f"{path}: cannot be read ({exc.strerror}); check its permissions") from exc
