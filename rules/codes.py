@@ -84,6 +84,7 @@ CODES: dict[str, str] = {
     "RLC513": "environment.verl_known_hazards",
     "RLC514": "environment.torch_does_not_import",
     "RLC515": "environment.nccl_p2p_consumer_driver",
+    "RLC516": "environment.installed_patch_removed",
     "RLC601": "declared_environment.declared_torch_wheel_lacks_arch",
     "RLC602": "declared_environment.base_image_cuda_cannot_target",
     "RLC603": "declared_environment.declared_package_unsupported_gpu",

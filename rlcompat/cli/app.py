@@ -155,8 +155,19 @@ def fix(
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help="Worker processes (default: all cores).")] = None,
     no_cache: NoCacheOpt = False,
     config: ConfigOpt = None,
+    installed: Annotated[Optional[str], typer.Option("--installed", help="Fix this installed distribution (verl) in site-packages instead of paths, keeping its originals: `rlcompat restore NAME` undoes it.")] = None,
 ) -> None:
     """Rewrite the hazards that have a fix (safe ones by default); report what is left."""
+    if installed:
+        from rlcompat.cli.common import split_codes
+        from rlcompat.installed.command import fix_installed_command
+
+        options = dict(select=split_codes(select), ignore=split_codes(ignore),
+                       extend_exclude=tuple(extend_exclude) if extend_exclude else None,
+                       unsafe_fixes=unsafe_fixes or None, fail_on=fail_on.value if fail_on else None)
+        tgt = _target(target, _settings([], config, None, None, None, False))
+        raise typer.Exit(fix_installed_command(installed, paths, tgt, options, diff=diff, output_format=output_format,
+                                               exit_zero=exit_zero, jobs=jobs))
     from rlcompat.api import fix_paths
     from rlcompat.fixer import unified_diff
     from rlcompat.knowledge_summary import identity_json, identity_lines, knowledge_applied
@@ -293,6 +304,9 @@ app.command("matrix")(matrix_command)
 
 from rlcompat.server.command import server_command  # noqa: E402
 app.command("server")(server_command)
+
+from rlcompat.installed.command import restore_command  # noqa: E402
+app.command("restore")(restore_command)
 # --- end extra commands ---
 
 

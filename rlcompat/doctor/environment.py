@@ -17,9 +17,10 @@ import sys
 from pathlib import Path
 
 from rlcompat import hf_rollout
+from rlcompat.installed import state as installed_state
 from rlcompat.knowledge import torch_wheels
 from rlcompat.knowledge.environment import environment_facts
-from rlcompat.doctor.snapshot import Environment, Package, TorchBuild, normalise
+from rlcompat.doctor.snapshot import Environment, InstalledPatch, Package, TorchBuild, normalise
 from rlcompat.nvml import NvmlUnavailable, read_gpus, visible_gpus
 
 # Distributions the doctor reports on: the ones its rules read, and the stack around them.
@@ -115,6 +116,13 @@ def nvcc_version(path: str | None, run=subprocess.run) -> str | None:
     return m.group(1) if m else None
 
 
+def installed_patches(search_path: list[str], env=None) -> tuple[InstalledPatch, ...]:
+    """What `rlcompat fix --installed` patched in a site-packages folder on `search_path`, and where it stands."""
+    return tuple(InstalledPatch(s.manifest.dist, s.manifest.version, s.installed_version, s.manifest.target, s.state,
+                                s.manifest.unsafe_fixes, s.patched, s.unpatched, s.edited, str(s.folder))
+                 for s in installed_state.patches_here(search_path, env))
+
+
 def read_machine(pynvml_module=None, env=None):
     """(visible GPUs, why there are none, how many NVML sees)."""
     env = os.environ if env is None else env
@@ -150,4 +158,5 @@ def collect(pynvml_module=None, env=None, stack: bool = True) -> Environment:
         nvcc_path=nvcc_path,
         python=f"{sys.version.split()[0]} at {sys.executable}",
         verl_plugins=hf_rollout.entry_point_values(),
+        installed_patches=installed_patches(sys.path),
     )

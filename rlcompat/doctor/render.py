@@ -81,6 +81,7 @@ def text(result: DoctorResult) -> str:
     width = max(len(n) for n in (*EXPECTED, *env.packages, "nvcc"))
     for name, pkg in sorted(env.packages.items()):
         extra = _torch_text(env) if name == "torch" else ""
+        extra += "".join(_patch_text(p) for p in env.installed_patches if p.dist == name)
         lines.append(f"  {name:<{width}}  {pkg.version}{extra}")
     lines.append(f"  {'nvcc':<{width}}  {env.nvcc} ({env.nvcc_path})" if env.nvcc else f"  {'nvcc':<{width}}  not found")
     missing = [n for n in EXPECTED if n not in env.packages]
@@ -100,6 +101,14 @@ def text(result: DoctorResult) -> str:
         lines += [f"Memory: not estimated: {result.memory_problem}", ""]
     lines.append(_summary(result))
     return "\n".join(lines) + "\n"
+
+
+def _patch_text(p) -> str:
+    """`rlcompat fix --installed`'s patch of a distribution, after its version in the stack list."""
+    files = len(p.patched) + len(p.unpatched) + len(p.edited)
+    count = f", {files} file{'s' if files != 1 else ''}" if files else ""
+    see = "" if p.state == "applied" else ", see RLC516"
+    return f"  (rlcompat's patch of {p.patched_version} for {p.target}{count}: {p.state}{see})"
 
 
 def _torch_text(env: Environment) -> str:
@@ -206,6 +215,10 @@ def to_dict(result: DoctorResult) -> dict:
                                               "arch_list": list(tb.arches), "arch_list_from": tb.arches_from,
                                               "problem": tb.problem},
             "nvcc": None if not env.nvcc else {"version": env.nvcc, "path": env.nvcc_path},
+            "installed_patches": [{"dist": p.dist, "patched_version": p.patched_version,
+                                   "installed_version": p.installed_version, "target": p.target, "state": p.state,
+                                   "command": p.command, "patched": list(p.patched), "unpatched": list(p.unpatched),
+                                   "edited": list(p.edited), "folder": p.folder} for p in env.installed_patches],
         },
         "summary": {
             "findings": len(result.findings),

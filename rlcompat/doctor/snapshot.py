@@ -15,7 +15,10 @@ description, which is how rule examples and tests describe machines (see docs/do
     [packages]
     flash-attn = "2.8.3"
 
-(`verl_plugins = ["rlcompat.verl_plugin.entry"]`, top level: the `verl.plugins` entry points installed.)
+(`verl_plugins = ["rlcompat.verl_plugin.entry"]`, top level: the `verl.plugins` entry points installed.
+`[[installed_patch]]` tables: what `rlcompat fix --installed` patched and where it stands, as `InstalledPatch`
+fields: `dist = "verl"`, `patched_version = "0.9.1"`, `installed_version = "0.9.1"`, `target = "sm61"`,
+`state = "removed"`, `unpatched = ["verl/utils/model.py"]`.)
 """
 
 from __future__ import annotations
@@ -57,6 +60,30 @@ class TorchBuild:
 
 
 @dataclass(frozen=True)
+class InstalledPatch:
+    """A patch `rlcompat fix --installed` keeps for a site-packages folder on this Python's path
+    (rlcompat/installed/state.py), and where it stands now."""
+
+    dist: str
+    patched_version: str
+    installed_version: str | None  # None: no longer installed there
+    target: str
+    state: str  # applied, removed, partly, edited, other-version, not-installed (state.PatchStatus.state)
+    unsafe_fixes: bool = False
+    patched: tuple[str, ...] = ()  # files (paths in site-packages) that hold what rlcompat wrote
+    unpatched: tuple[str, ...] = ()  # files that hold their original bytes again
+    edited: tuple[str, ...] = ()  # files that hold neither
+    folder: str = ""  # the backup's state folder
+
+    @property
+    def command(self) -> str:
+        """The command that (re-)applies the patch."""
+        from rlcompat.installed.locate import fix_command
+
+        return fix_command(self.dist, self.target, self.unsafe_fixes)
+
+
+@dataclass(frozen=True)
 class Environment:
     gpus: tuple[Gpu, ...] = ()  # the GPUs CUDA would use (CUDA_VISIBLE_DEVICES applied)
     gpu_problem: str | None = None  # why no GPU was read (no NVML, no driver, none visible), if none was
@@ -67,6 +94,7 @@ class Environment:
     nvcc_path: str | None = None
     python: str = ""
     verl_plugins: tuple[str, ...] = ()  # values of the installed `verl.plugins` entry points ("rlcompat.verl_plugin.entry")
+    installed_patches: tuple[InstalledPatch, ...] = ()  # what `rlcompat fix --installed` patched here
 
     def package(self, name: str) -> Package | None:
         return self.packages.get(normalise(name))
@@ -104,4 +132,11 @@ class Environment:
             packages.setdefault("torch", Package("torch", t["version"]))
         return cls(gpus=gpus, gpu_problem=None if gpus else "no GPU described", all_gpus=len(gpus),
                    packages=packages, torch=torch, nvcc=data.get("nvcc"), python=data.get("python", ""),
-                   verl_plugins=tuple(data.get("verl_plugins", ())))
+                   verl_plugins=tuple(data.get("verl_plugins", ())),
+                   installed_patches=tuple(_patch(p) for p in data.get("installed_patch", ())))
+
+
+def _patch(data: dict) -> InstalledPatch:
+    lists = {k: tuple(data.get(k, ())) for k in ("patched", "unpatched", "edited")}
+    return InstalledPatch(data["dist"], data["patched_version"], data.get("installed_version"), data["target"],
+                          data["state"], bool(data.get("unsafe_fixes", False)), **lists, folder=data.get("folder", ""))

@@ -38,6 +38,7 @@ class Summary:
     fail_on: str = "warning"  # the lowest severity that makes the run exit 1 (findings.SEVERITIES)
     identity: list[str] = field(default_factory=list)  # per scanned tree: the frameworks it was judged with, and why
     identity_json: list[dict] = field(default_factory=list)  # the same, as data (rlcompat/identity.py to_json)
+    fix_command: str = ""  # the command that fixes what this report read, where `rlcompat fix` alone would not
 
 
 def not_read_line(not_read: list[tuple[str, str]]) -> str:
@@ -69,8 +70,10 @@ def render_pieces(format_name: str, summary: Summary) -> Iterator[str]:
     return pieces(summary) if pieces is not None else iter((module.render(summary),))
 
 
-def fix_hint(unsafe: bool) -> str:
-    """How the user runs `fix` (with `--unsafe-fixes` when `unsafe`) from where this report is read.
+def fix_hint(unsafe: bool, command: str = "") -> str:
+    """How the user runs `fix` (with `--unsafe-fixes` when `unsafe`) from where this report is read; `command` when
+    the report names one (`rlcompat fix --installed verl --target sm61`: a plain `rlcompat fix` fixes the current
+    folder, not site-packages).
 
     Under pre-commit, which sets PRE_COMMIT=1 for its hooks since 2.5.0 (pre_commit/commands/run.py:417 in 4.6.2:
     https://github.com/pre-commit/pre-commit/blob/v4.6.2/pre_commit/commands/run.py#L417), rlcompat lives in the
@@ -81,6 +84,8 @@ def fix_hint(unsafe: bool) -> str:
     import shutil
     import sys
 
+    if command:
+        return f"`{command} --unsafe-fixes`" if unsafe else f"`{command}`"
     if os.environ.get("PRE_COMMIT") == "1":
         return "the `rlcompat-fix` hook" + (" with `args: [--unsafe-fixes]`" if unsafe else "")
     if shutil.which("rlcompat"):

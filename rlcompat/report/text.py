@@ -81,9 +81,9 @@ def _statistics(summary: Summary) -> Iterator[Line]:
         yield [(f"{n:>5}  {code:<7} {mark} {name}", "")]
     legend = []
     if now:
-        legend.append(f"[*] fixable with {fix_hint(False)}")
+        legend.append(f"[*] fixable with {fix_hint(False, summary.fix_command)}")
     if unsafe:
-        legend.append(f"[u] only with {fix_hint(True)}")
+        legend.append(f"[u] only with {fix_hint(True, summary.fix_command)}")
     if legend:
         yield [("; ".join(legend) + ".", "")]
     yield []
@@ -108,9 +108,9 @@ def _summary_line(summary: Summary) -> str:
     safe, unsafe_only = fixable_counts(summary.findings, summary.unsafe_fixes)
     fixable = []
     if summary.command == "scan" and safe:  # after `fix`, safe fixes left are those it could not write
-        fixable.append(f"{safe} fixable with {fix_hint(False)}")
+        fixable.append(f"{safe} fixable with {fix_hint(False, summary.fix_command)}")
     if unsafe_only:
-        fixable.append(f"{unsafe_only} {'more ' if safe else ''}fixable with {fix_hint(True)}")
+        fixable.append(f"{unsafe_only} {'more ' if safe else ''}fixable with {fix_hint(True, summary.fix_command)}")
     if summary.fail_on == "error" and n:
         errors = sum(1 for f in summary.findings if at_least(f.severity, "error"))
         fixable.append(f"{errors} of severity error" if errors else "none of severity error")

@@ -3,7 +3,14 @@ from __future__ import annotations
 from rlcompat.knowledge import versions
 from rlcompat.knowledge.environment import environment_facts
 from rlcompat.doctor.rule import EnvironmentRule, below
+from rlcompat.installed.locate import fix_command
 from rlcompat.rule import Bad, Good
+
+
+def _patched(env, pkg, file: str) -> bool:
+    """Whether `rlcompat fix --installed verl` patched `file` of this very install and the patch is still there."""
+    return any(p.dist == "verl" and p.state == "applied" and p.patched_version == pkg.version and file in p.patched
+               for p in env.installed_patches)
 
 
 def _hazards(version: str, target) -> list[dict]:
@@ -31,8 +38,9 @@ class VerlKnownHazards(EnvironmentRule):
         "where it is installed (its `verl.plugins` entry point, read from package metadata) that is not a finding."
     )
     fix_safety = (
-        "No autofix here: `rlcompat scan` lists the places in verl's source and `rlcompat fix` rewrites the ones "
-        "with a safe fix (attention implementation, bf16 dtypes)."
+        "No autofix here: `rlcompat fix --installed verl --target TARGET` rewrites the places in the installed verl "
+        "that have a safe fix (attention implementation, bf16 dtypes), keeping the originals for `rlcompat restore "
+        "verl`; once that patch holds `verl/utils/model.py`, the critic's hazard is no longer reported."
     )
     sources = ("S40", "S50", "S7", "S35")
     prevents = ("X4", "E11", "E8", "X6")
@@ -61,11 +69,13 @@ class VerlKnownHazards(EnvironmentRule):
             if h["hazard"] == "no-rollout-engine":
                 out += self._rollout(env, pkg, h)
                 continue
+            if h.get("file") and _patched(env, pkg, h["file"]):
+                continue
             out.append(self.finding(
                 f"verl {pkg.version} on {self.where()}: {h['what']}", package=pkg,
                 error=h.get("error_with_flash_attn", h["error"]) if env.package("flash-attn") else h["error"],
-                remedy=(f"run `rlcompat scan \"$(python -c 'import verl, os; print(os.path.dirname(verl.__file__))')\" "
-                        f"--target {self.target.name}` and `rlcompat fix` on the same path")))
+                remedy=(f"fix the installed verl, keeping its originals: `{fix_command('verl', self.target.name)}` "
+                        "(`rlcompat restore verl` undoes it)")))
         return out
 
     def _rollout(self, env, pkg, hazard) -> list:
