@@ -178,3 +178,22 @@ def test_a_uv_pin_with_the_old_local_tag_moves_with_the_index(tmp_path):
     _fix(root)
     assert (root / "pyproject.toml").read_text() == text.replace("cu128", "cu126")
     assert not _rlc601(root)
+
+
+def test_a_wheel_file_under_the_pytorch_index_is_not_repointed(tmp_path):
+    # skyrl-train 0.3.1's shape: a package's wheel named by its URL under download.pytorch.org/whl/cu128/
+    wheel = f"{CU}cu128/flashinfer/flashinfer_python-0.2.6.post1%2Bcu128torch2.7-cp39-abi3-linux_x86_64.whl"
+    text = UV.replace("[tool.uv.sources]\n", f'[tool.uv.sources]\nflashinfer-python = {{ url = "{wheel}" }}\n')
+    root = _project(tmp_path, {"pyproject.toml": text})
+    _fix(root)
+    fixed = (root / "pyproject.toml").read_text()
+    assert wheel in fixed and fixed == text.replace(f'"{CU}cu128"', f'"{CU}cu126"')
+
+
+def test_the_repointed_uv_index_serves_every_release_the_project_pins(tmp_path):
+    # on a V100 only torch 2.7.1 lacks kernels on cu128 (2.8's cu128 build has sm_70); cu118 would serve 2.7.1 but
+    # not the other extra's 2.8.0, so the index moves to cu126, which has both
+    text = UV.replace('sglang = ["torch==2.9.0"]', 'sglang = ["torch==2.7.1"]')
+    root = _project(tmp_path, {"pyproject.toml": text})
+    fix_paths([str(root)], resolve_target("sm70"))
+    assert (root / "pyproject.toml").read_text() == text.replace(f"{CU}cu128", f"{CU}cu126")

@@ -150,6 +150,8 @@ def uv_plan(group: Declared, text: str, path: str, old: set[str], new: str, skip
         line_start = text.rfind("\n", 0, m.start()) + 1
         if m.group("tag") not in old or text[line_start:m.start()].lstrip().startswith("#"):
             continue
+        if not re.match(r"/?(?:[\"'\s,\]]|$)", text[m.end():m.end() + 2]):
+            continue  # a file under the index (a wheel's URL) exists only where it is: not an index to repoint
         start, end = m.start("tag"), m.end("tag")
         if not any(a <= start and end <= b for a, b in taken):
             plan.edits.append(Edit(start, end, new))

@@ -201,7 +201,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             return
         index, first, variant = lacking[0]
         bad = [i for i in indexes if any(i is j for j, _, _ in lacking)]
-        fit = _common_fit(list(dict.fromkeys(v for _, v, _ in lacking)), cc)
+        fit = _common_fit(releases, cc)  # every release the project pins comes from the repointed index
         how = "[tool.uv.sources] sends torch to it" if index.routed_at is not None else "a uv index"
         others = f" (and {len(bad) - 1} more uv index of that kind)" if len(bad) > 1 else ""
         message = (f"uv installs torch {', '.join(dict.fromkeys(v for _, v, _ in lacking))} from the "
