@@ -197,3 +197,10 @@ def test_the_repointed_uv_index_serves_every_release_the_project_pins(tmp_path):
     root = _project(tmp_path, {"pyproject.toml": text})
     fix_paths([str(root)], resolve_target("sm70"))
     assert (root / "pyproject.toml").read_text() == text.replace(f"{CU}cu128", f"{CU}cu126")
+
+
+def test_an_extra_named_for_another_backend_is_not_an_nvidia_install(tmp_path):
+    text = ('[project]\nname = "x"\nversion = "0"\n\n[project.optional-dependencies]\n'
+            'cpu = ["torch==2.9.0"]\ngpu = ["torch==2.9.0"]\n')
+    root = _project(tmp_path, {"pyproject.toml": text})
+    assert [f.message.split(" from ")[0] for f in _rlc601(root)] == ["pip installs torch 2.9.0 (the `gpu` extra)"]

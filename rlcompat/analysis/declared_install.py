@@ -81,6 +81,11 @@ def other_backend(group: Declared, path: str, text: str) -> str | None:
     return None
 
 
+def backend_extra(extra: str) -> bool:
+    """Whether a pyproject.toml extra is named for another backend (`cpu`, `npu`, `rocm`): installed for it only."""
+    return bool(extra) and _BACKEND_NAME.search(extra) is not None
+
+
 def _is_dockerfile(name: str) -> bool:
     low = name.lower()
     return low == "dockerfile" or low.startswith(("dockerfile.", "dockerfile-", "dockerfile_")) or low.endswith(".dockerfile")

@@ -48,11 +48,13 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         "variant [S97]), every index of the install on the old variant moves (each `[[tool.uv.index]]` group torch "
         "is sent to, per extra or platform marker; `[tool.uv] extra-index-url`), and each exact torch pin must have "
         "a build in the new variant. Where a file the fix cannot edit keeps the old variant (a `-r`/`-c` file the "
-        "requirement file names, `[tool.uv] constraint-dependencies`, or a `uv.lock` that pins the old build: "
-        "`uv sync --locked` refuses a stale lock and `--frozen` installs it [S96]), the fix is withheld and the "
-        "finding names that file and what to change. Files of another backend (an Ascend NPU, ROCm, Intel XPU, TPU "
-        "or CPU-only install: `torch-npu`, a `rocm`/`xpu`/`cpu` index or build, a CANN or ROCm base image, a file "
-        "named `requirements-npu.txt` or `Dockerfile.rocm`) are not NVIDIA installs: not reported, never edited."
+        "requirement file names, `[tool.uv] constraint-dependencies`, a `uv.lock` that pins the old build: "
+        "`uv sync --locked` refuses a stale lock and `--frozen` installs it [S96]; or wheel hashes the file pins), "
+        "the fix is withheld and the finding names that file and what to change. A wheel's own URL under "
+        "download.pytorch.org/whl/cuXXX/ is never rewritten. Files of another backend (an Ascend NPU, ROCm, Intel "
+        "XPU, TPU or CPU-only install: `torch-npu`, a `rocm`/`xpu`/`cpu` index or build, a CANN or ROCm base image, a "
+        "file named `requirements-npu.txt` or `Dockerfile.rocm`; in pyproject.toml an extra named `cpu`, `npu`, "
+        "`rocm`, ...) are not NVIDIA installs: not reported, never edited."
     )
     triggers = ("torch", "pytorch", "vllm", "sglang")  # packages rlcompat/knowledge/data/torch_wheels.toml [[requires_torch]] knows to pin one
     sources = ("S29", "S30", "S31", "S32", "S34", "S95", "S96", "S97")
@@ -170,7 +172,8 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         one, and each extra's own pin: an extra is its own install) comes from PyPI; uv takes torch from the index
         `[tool.uv.sources]` sends it to (or a non-explicit uv index), for whichever release the file pins."""
         cc = self.target.capability
-        torches = [r for r in group.requirements if r.name == "torch" and not r.conda]
+        torches = [r for r in group.requirements if r.name == "torch" and not r.conda
+                   and not declared_install.backend_extra(r.extra)]  # the `cpu`/`npu` extra is no NVIDIA install
         for torch in torches:
             version = chosen_torch(torch.spec.split("+", 1)[0] if "+" in torch.spec else torch.spec)
             variant = torch_wheels.variant(version, versions.local_tag(torch.spec)) if version else None
