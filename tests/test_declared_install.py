@@ -26,6 +26,7 @@ def _project(tmp_path: Path, files: dict[str, str]) -> Path:
 def _fix(root: Path, unsafe: bool = False):
     report = fix_paths([str(root)], P40, unsafe=unsafe)
     assert not report.errors, report.errors
+    assert not fix_paths([str(root)], P40, unsafe=unsafe).changed_files  # applied once
     return report
 
 
@@ -204,3 +205,11 @@ def test_an_extra_named_for_another_backend_is_not_an_nvidia_install(tmp_path):
             'cpu = ["torch==2.9.0"]\ngpu = ["torch==2.9.0"]\n')
     root = _project(tmp_path, {"pyproject.toml": text})
     assert [f.message.split(" from ")[0] for f in _rlc601(root)] == ["pip installs torch 2.9.0 (the `gpu` extra)"]
+
+
+def test_a_conda_environment_pip_section_moves_its_pins_with_its_index(tmp_path):
+    text = (f"name: rl\ndependencies:\n  - python=3.11\n  - pip:\n    - --extra-index-url {CU}cu128\n"
+            "    - torch==2.8.0+cu128\n    - torchaudio==2.8.0+cu128\n")
+    root = _project(tmp_path, {"environment.yml": text})
+    _fix(root)
+    assert (root / "environment.yml").read_text() == text.replace("cu128", "cu126")
