@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from rlcompat.analysis import declared_install
 from rlcompat.knowledge import torch_wheels, versions
 from rlcompat.rules.declared_environment.helpers import chosen_torch, torch_required_by
 from rlcompat.lang.declared import DeclaredRule
@@ -40,10 +41,23 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         "lowest-CUDA variant of the same torch release that runs on the target (cu126 for Pascal and Volta): the "
         "torch version stays, so the fix is safe. A torch taken from PyPI's default variant gets an "
         "`--extra-index-url` line for that variant (unsafe: pip then prefers the `+cuXXX` build of the same "
-        "release, which depends on resolution order)."
+        "release, which depends on resolution order), and a torch range gets an upper bound at the variant's last "
+        "release (`torch>=2.6` -> `torch>=2.6,<2.15`): pip takes the newest release PyPI or the index has, and past "
+        "the variant's releases that is PyPI's default build again. The fix keeps the environment installable [S100]: "
+        "`+cuXXX` pins of torch, torchvision and torchaudio move with the index (the index publishes them per "
+        "variant [S102]), every index of the install on the old variant moves (each `[[tool.uv.index]]` group torch "
+        "is sent to, per extra or platform marker; `[tool.uv] extra-index-url`), and each exact torch pin must have "
+        "a build in the new variant. Where a file the fix cannot edit keeps the old variant (a `-r`/`-c` file the "
+        "requirement file names, `[tool.uv] constraint-dependencies`, a `uv.lock` that pins the old build: "
+        "`uv sync --locked` refuses a stale lock and `--frozen` installs it [S101]; or wheel hashes the file pins), "
+        "the fix is withheld and the finding names that file and what to change. A wheel's own URL under "
+        "download.pytorch.org/whl/cuXXX/ is never rewritten. Files of another backend (an Ascend NPU, ROCm, Intel "
+        "XPU, TPU or CPU-only install: `torch-npu`, a `rocm`/`xpu`/`cpu` index or build, a CANN or ROCm base image, a "
+        "file named `requirements-npu.txt` or `Dockerfile.rocm`; in pyproject.toml an extra named `cpu`, `npu`, "
+        "`rocm`, ...) are not NVIDIA installs: not reported, never edited."
     )
     triggers = ("torch", "pytorch", "vllm", "sglang")  # packages rlcompat/knowledge/data/torch_wheels.toml [[requires_torch]] knows to pin one
-    sources = ("S29", "S30", "S31", "S32", "S34")
+    sources = ("S29", "S30", "S31", "S32", "S34", "S100", "S101", "S102")
     prevents = ("E1", "E2")
 
     bad = (
@@ -54,7 +68,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         Bad(f"pip install torch==2.9.0 torchvision --index-url {CU}cu130\n", path="setup.sh", target="sm70",
             fixed=f"pip install torch==2.9.0 torchvision --index-url {CU}cu126\n"),
         Bad("torch>=2.6\naccelerate\n", path="requirements.txt", unsafe=True,
-            fixed=f"--extra-index-url {CU}cu126\ntorch>=2.6\naccelerate\n"),
+            fixed=f"--extra-index-url {CU}cu126\ntorch>=2.6,<2.15\naccelerate\n"),
         Bad('[project]\nname = "x"\ndependencies = ["torch==2.8.0", "numpy"]\n', path="pyproject.toml"),
         Bad(f"FROM python:3.11\nRUN pip install --no-cache-dir torch==2.8.0 --index-url {CU}cu128\n",
             path="Dockerfile", fixed=f"FROM python:3.11\nRUN pip install --no-cache-dir torch==2.8.0 --index-url {CU}cu126\n"),
@@ -88,6 +102,8 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         return not all(v.runs_on(target.capability) for v in torch_wheels.wheel_variants())
 
     def check_declared(self, group, ctx) -> None:
+        if declared_install.other_backend(group, ctx.path, ctx.source_text) is not None:
+            return  # an Ascend/ROCm/XPU/CPU install: not what runs on an NVIDIA card
         if group.kind == "pyproject":
             self._pyproject(group, ctx)
             return
@@ -129,15 +145,22 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             message += f"; set it to {torch_wheels.index_url(fit)} where the variable is defined"
         elif fit is not None and index is not None:
             edits.append(_retag(index.tag_span(), fit))
-            if local:
-                plus = ctx.source_text.find("+", torch.span.start, torch.span.end) if torch.editable else -1
-                edits.append(Edit(plus + 1, plus + 1 + len(local), fit) if plus >= 0 else None)
+            old = {t for t in (index.pytorch_tag, local) if t}
+            plan = declared_install.retag_plan(group, ctx.source_text, ctx.path, old, fit, (index.span,))
+            if index.kind != "index":  # PyPI still serves torch beside this index
+                plan.take(declared_install.range_bound(torch, ctx.source_text, fit, version, group.kind))
+            edits += plan.edits
             description = f"install the {fit} build of torch {version}"
-            message += f"; use {torch_wheels.index_url(fit)}"
+            message += f"; use {torch_wheels.index_url(fit)}" + plan.withheld
+            edits = [None] if plan.problems else edits
         elif fit is not None and not local:
             description = f"add the {fit} index, whose build of torch {version} runs on {self.target.name}"
             message += f"; install from {torch_wheels.index_url(fit)}"
+            plan = declared_install.added_index_plan(group, ctx.source_text, ctx.path, fit, torch, version)
             edits.append(_extra_index_line(group, torch, fit, ctx.source_text))
+            edits += plan.edits
+            message += plan.withheld
+            edits = [None] if plan.problems else edits
             safety = FixSafety.UNSAFE
         elif fit is None:
             message += "; no official wheel of this release runs on it: pin an older torch"
@@ -149,7 +172,8 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         one, and each extra's own pin: an extra is its own install) comes from PyPI; uv takes torch from the index
         `[tool.uv.sources]` sends it to (or a non-explicit uv index), for whichever release the file pins."""
         cc = self.target.capability
-        torches = [r for r in group.requirements if r.name == "torch" and not r.conda]
+        torches = [r for r in group.requirements if r.name == "torch" and not r.conda
+                   and not declared_install.backend_extra(r.extra)]  # the `cpu`/`npu` extra is no NVIDIA install
         for torch in torches:
             version = chosen_torch(torch.spec.split("+", 1)[0] if "+" in torch.spec else torch.spec)
             variant = torch_wheels.variant(version, versions.local_tag(torch.spec)) if version else None
@@ -162,26 +186,40 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
                                    f"{self._lacks(variant)}" + (f"; install from {torch_wheels.index_url(fit)}" if fit else
                                                                 "; no official wheel of this release runs on it"),
                        [None])
-        index = next((i for i in group.indexes if i.uv_only and i.pytorch_tag), None)
-        if index is not None and not torches:
-            self._index_only(index, ctx)
-        elif index is not None:
-            releases = sorted({v for v in (chosen_torch(t.spec.split("+", 1)[0]) for t in torches) if v},
-                              key=versions.release)
-            lacking = [(v, found) for v in releases if (found := torch_wheels.variant(v, index.pytorch_tag)) is not None
-                       and not found.runs_on(cc)]
-            if lacking:
-                fit = _common_fit([v for v, _ in lacking], cc)
-                how = "[tool.uv.sources] sends torch to it" if index.routed_at is not None else "a uv index"
-                message = (f"uv installs torch {', '.join(v for v, _ in lacking)} from the {index.pytorch_tag} index "
-                           f"({how}); torch {lacking[0][0]} there: {self._lacks(lacking[0][1])}")
-                edits: list[Edit | None] = [None]
-                if fit is not None:
-                    message += f"; use {torch_wheels.index_url(fit)}"
-                    edits = [_retag(index.tag_span(), fit)]
-                ctx.report(index.routed_at or index.span, message, edits, FixSafety.SAFE,
-                           f"install torch from the {fit} index" if fit else "")
+        uv_indexes = [i for i in group.indexes if i.uv_only and (i.pytorch_tag or "").startswith("cu")]
+        if uv_indexes and not torches:
+            self._index_only(uv_indexes[0], ctx)
+        elif uv_indexes:
+            self._uv_indexes(group, uv_indexes, torches, ctx)
         self._torch_brought_by_others(group, None, ctx)
+
+    def _uv_indexes(self, group, indexes, torches, ctx) -> None:
+        """Every uv index torch is sent to (one per extra or platform marker, or the default one) whose variant lacks
+        the card's kernels is reported once and repointed together, with the rest of the project's install."""
+        cc = self.target.capability
+        releases = sorted({v for v in (chosen_torch(t.spec.split("+", 1)[0]) for t in torches) if v}, key=versions.release)
+        lacking = [(index, v, found) for index in indexes for v in releases
+                   if (found := torch_wheels.variant(v, index.pytorch_tag)) is not None and not found.runs_on(cc)]
+        if not lacking:
+            return
+        index, first, variant = lacking[0]
+        bad = [i for i in indexes if any(i is j for j, _, _ in lacking)]
+        fit = _common_fit(releases, cc)  # every release the project pins comes from the repointed index
+        how = "[tool.uv.sources] sends torch to it" if index.routed_at is not None else "a uv index"
+        others = f" (and {len(bad) - 1} more uv index of that kind)" if len(bad) > 1 else ""
+        message = (f"uv installs torch {', '.join(dict.fromkeys(v for _, v, _ in lacking))} from the "
+                   f"{index.pytorch_tag} index ({how}){others}; torch {first} there: {self._lacks(variant)}")
+        edits: list[Edit | None] = [None]
+        if fit is not None:
+            message += f"; use {torch_wheels.index_url(fit)}"
+            edits = [_retag(i.tag_span(), fit) for i in bad]
+            plan = declared_install.uv_plan(group, ctx.source_text, ctx.path, {i.pytorch_tag for i in bad}, fit,
+                                            tuple(i.span for i in bad))
+            edits += plan.edits
+            message += plan.withheld
+            edits = [None] if plan.problems else edits
+        ctx.report(index.routed_at or index.span, message, edits, FixSafety.SAFE,
+                   f"install torch from the {fit} index" if fit else "")
 
     def _torch_brought_by_others(self, group, index, ctx) -> None:
         """A requirement whose release pins torch exactly (rlcompat/knowledge/data/torch_wheels.toml `[[requires_torch]]`: vllm==0.11.0
@@ -257,5 +295,8 @@ def _extra_index_line(group, torch, tag: str, text: str) -> Edit | None:
         newline = "\r\n" if text[text.find("\n", line_start) - 1: text.find("\n", line_start)] == "\r" else "\n"
         return Edit(line_start, line_start, f"--extra-index-url {url}{newline}")
     if group.kind == "command" and torch.editable:
-        return Edit(torch.span.end, torch.span.end, f" --extra-index-url {url}")
+        end = torch.span.end
+        if text[end:end + 1] in ("'", '"') and text[torch.span.start - 1:torch.span.start] == text[end:end + 1]:
+            end += 1  # after the closing quote of a quoted requirement
+        return Edit(end, end, f" --extra-index-url {url}")
     return None
