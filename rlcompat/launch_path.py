@@ -80,7 +80,8 @@ def reached_findings(checker, path: str, text: str, scanned: set[str], checked: 
             continue
         overrides = {s.key: s.value for s in settings if s.prefix != "~"}
         at = _location(index, anchor.start, anchor.end)
-        hits = _code_findings(checker, package, knowledge, overrides, scanned, checked)
+        defaults = None if package_identity.exact else fork_values(package, knowledge)
+        hits = _code_findings(checker, package, knowledge, overrides, defaults, scanned, checked)
         if not package_identity.exact:
             said = [f for f in own if f.location.line == at.line]
             hits += [(f, message) for f, message, key in _config_findings(checker, package, knowledge, overrides,
@@ -93,12 +94,12 @@ def reached_findings(checker, path: str, text: str, scanned: set[str], checked: 
     return out
 
 
-def _code_findings(checker, package, knowledge, overrides, scanned, checked) -> list[tuple[Finding, str]]:
+def _code_findings(checker, package, knowledge, overrides, defaults, scanned, checked) -> list[tuple[Finding, str]]:
     out = []
     for option in knowledge.run_options:
         if not option.code:
             continue
-        how = run_scope.selection(option, knowledge, overrides)
+        how = run_scope.selection(option, knowledge, overrides, defaults)
         if how is None:
             continue
         for code in option.code:
@@ -109,11 +110,13 @@ def _code_findings(checker, package, knowledge, overrides, scanned, checked) -> 
                 continue
             result = checked.get(file, "python")
             for f in result.findings if result is not None else ():
-                if lines[0] <= f.location.line <= lines[1]:
+                if lines[0] <= f.location.line <= lines[1] and (not option.codes or f.code in option.codes):
                     where = f"{shown(file)}:{f.location.line}" + (f" ({function})" if function else "")
                     avoid = f"; or avoid it: {option.avoid}" if option.avoid else ""
-                    out.append((f, f"this run selects {option.option} ({how}), and reaches {where}: {f.message}. "
-                                    f"No override of this command changes it: {_remedy(f, file, checker)}{avoid}"))
+                    closest = "" if knowledge.version_known else f" (as in verl {knowledge.version}, the closest release)"
+                    out.append((f, f"this run selects {option.option} ({how}), and reaches {where}{closest}: "
+                                    f"{f.message}. This command sets nothing that changes it: "
+                                    f"{_remedy(f, file, checker)}{avoid}"))
     return out
 
 
@@ -136,6 +139,24 @@ def _config_findings(checker, package, knowledge, overrides, scanned, checked) -
         how = f"; its fix there: {f.fix.description}" if f.fix else ""
         out.append((f, f"this run composes {shown(file)}:{f.location.line}, which sets `{key}` for it (this command "
                        f"does not override it): {f.message}. Override `{key}` on this command{how}", key))
+    return out
+
+
+def fork_values(package: str, knowledge) -> dict[str, str | None]:
+    """What a fork's own primary config sets (`[default_run]` `config`), where the release's defaults say nothing
+    of the fork: "" (YAML null) as "null", and `${other.key}` as that key's value in the same file."""
+    from rlcompat.lang import yaml
+
+    text = _read(os.path.join(package, knowledge.run_config), "yaml") if knowledge.run_config else None
+    try:
+        found = yaml.values(text) if text is not None else {}
+    except yaml.YamlSyntaxError:
+        return {}
+    out: dict[str, str | None] = {}
+    for key, value in found.items():
+        if value is not None and value.startswith("${") and value.endswith("}"):
+            value = found.get(value[2:-1])
+        out[key] = "null" if value == "" else value
     return out
 
 

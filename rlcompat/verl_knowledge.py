@@ -64,6 +64,7 @@ class RunOption:
     # table's keys matched; a key the launch leaves unset has its `[default_run]` `values` value.
     when: tuple[tuple[tuple[str, tuple[str, ...]], ...], ...] = ()
     code: tuple[str, ...] = ()  # "utils/model.py:load_valuehead_model": code it reaches that no override changes
+    codes: tuple[str, ...] = ()  # the rule codes of the hazards `code` writes itself ("RLC201"); () for any
     avoid: str = ""  # another way to run without it, for messages
 
     def covers(self, relative: str) -> bool:
@@ -176,7 +177,7 @@ def _load(version: str, detected: str | None) -> Knowledge:
         default_run=data.get("default_run", {}).get("describe", ""),
         run_options=tuple(RunOption(r["name"], r["option"], tuple(r["files"]), r["proof"],
                                     tuple(tuple((k, tuple(str(v) for v in vs)) for k, vs in w.items()) for w in r.get("when", ())),
-                                    tuple(r.get("code", ())), r.get("avoid", ""))
+                                    tuple(r.get("code", ())), tuple(r.get("codes", ())), r.get("avoid", ""))
                           for r in data.get("run_option", ())),
         run_entry=tuple(data.get("default_run", {}).get("entry", ())),
         run_config=data.get("default_run", {}).get("config", ""),

@@ -130,6 +130,36 @@ def test_a_forks_own_config_selecting_vllm_is_never_nothing_remaining(run_cli, t
     assert code == 0 and "All clear" in out, out
 
 
+FORK_WORKERS = """from transformers import AutoModelForCausalLM, AutoModelForTokenClassification
+
+
+class ActorRolloutRefWorker:
+    def _build_model_optimizer(self, path):
+        return AutoModelForCausalLM.from_pretrained(path, attn_implementation='flash_attention_2')
+
+
+class CriticWorker:
+    def _build_critic_model_optimizer(self, config):
+        return AutoModelForTokenClassification.from_pretrained(config.path, attn_implementation='flash_attention_2')
+"""
+
+
+@pytest.mark.parametrize("estimator,critic", [("gae", True), ("grpo", False)])
+def test_a_forks_model_code_on_the_run_is_read_with_its_own_config_deciding(run_cli, tmp_path, fresh_verl_detection,
+                                                                          estimator, critic):
+    """A verl 0.1-style fork: its own workers hard-code FlashAttention-2 (as verl 0.4.1, its closest release, does in
+    the same functions), and its own ppo_trainer.yaml says whether a critic is trained."""
+    config = FORK_CONFIG.replace("name: vllm", "name: hf").replace("grpo", estimator)
+    verl_package(tmp_path, "0.1", {"trainer/config/ppo_trainer.yaml": config, "trainer/main_ppo.py": "pass\n",
+                                   "workers/fsdp_workers.py": FORK_WORKERS})
+    script = tmp_path / "train.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo data.train_batch_size=32\n")
+    _, findings = _scan(run_cli, script)
+    hits = _at_command(findings, "train.sh")
+    assert {f["message"].split("fsdp_workers.py:")[1].split(" ")[0] for f in hits} == ({"6", "11"} if critic else {"6"})
+    assert all("as in verl 0.4.1, the closest release" in f["message"] for f in hits)
+
+
 def test_selection_reads_the_commands_values_then_the_default_runs():
     knowledge = verl_knowledge.load_version("0.9.1")
     critic = next(o for o in knowledge.run_options if o.name == "critic")
