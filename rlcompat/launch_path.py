@@ -48,11 +48,25 @@ def add_reached(checker, results: list[FileResult], texts: dict[str, str] | None
         extra = reached_findings(checker, result.path, text, scanned, checked, result.findings)
         if not extra:
             continue
-        kept, suppressed = suppressions.apply(extra, suppressions.find(text, result.language))
+        found = suppressions.find(text, result.language)
+        kept, suppressed = suppressions.apply(extra, found)
         result.suppressed += suppressed
-        result.findings = sorted(result.findings + kept, key=Finding.sort_key)
+        own = [f for f in result.findings if not _now_used(f, found)]
+        result.findings = sorted(own + kept, key=Finding.sort_key)
     if checker.cache is not None and checked.results:
         checker.cache.save()  # the framework files checked here, for the next run
+
+
+def _now_used(finding: Finding, found: list) -> bool:
+    """Whether `finding` is an RLC001 (a suppression that silences nothing) whose suppression now silences what this
+    module reported at the command: every code it named is one that suppression silenced here."""
+    if finding.code != "RLC001":
+        return False
+    named = finding.message.removeprefix("suppression of ").split(" silences nothing")[0].split(", ")
+    for s in found:
+        if (s.line, s.column) == (finding.location.line, finding.location.column) and s.used:
+            return all(n == "(all)" or any(u.startswith(n) for u in s.used) for n in named)
+    return False
 
 
 def reached_findings(checker, path: str, text: str, scanned: set[str], checked: "_Checked",

@@ -86,6 +86,11 @@ def test_fixing_the_framework_file_clears_the_command_and_ignore_silences_it(run
     script = _script(tree, "algorithm.adv_estimator=gae")
     _, findings = _scan(run_cli, script, "--ignore", "RLC201")
     assert _at_command(findings) == []
+    # A suppression after the command's last line silences it, and is not called unused (RLC001).
+    script.write_text(script.read_text().rstrip("\n") + "  # rlcompat: ignore[RLC201] value head checked by hand\n")
+    _, findings = _scan(run_cli, script)
+    assert _at_command(findings) == [] and not [f for f in findings if f["code"] == "RLC001"]
+    _script(tree, "algorithm.adv_estimator=gae")
     code, out, _ = run_cli("fix", "run.sh", "--target", "sm61", "--unsafe-fixes", "--no-cache", cwd=tree)
     assert code == 1 and "2 remaining" not in out and "1 remaining" in out, out  # what the script's overrides fix
     code, out, _ = run_cli("fix", "verl/utils/model.py", "--target", "sm61", cwd=tree)
