@@ -73,7 +73,8 @@ def reached_findings(checker, path: str, text: str, scanned: set[str], checked: 
                      own: list[Finding] = ()) -> list[Finding]:
     """The findings at `path`'s verl commands for what their runs reach (module docstring). `own`: the script's own
     findings; a config key one of them already names at the command (a rule that read the fork's default) is not
-    reported twice."""
+    reported twice. The script is read again only where its package has something a run could reach: most have
+    nothing, and a tree of a hundred launch scripts is not parsed twice for it."""
     from rlcompat.lang import shell
 
     tree = checker.tree_identity(path)
@@ -83,10 +84,19 @@ def reached_findings(checker, path: str, text: str, scanned: set[str], checked: 
         return []
     package_identity = identity.verl_package(package, tree.root)
     knowledge = verl_knowledge.knowledge_of(package_identity)
+    if not any(m.rsplit(".", 1)[-1] in text for m in knowledge.run_entry):
+        return []
+    in_code = checked.once(("code", package), lambda: _code_hazards(package, knowledge, scanned, checked))
+    in_config = [] if package_identity.exact else checked.once(
+        ("config", package), lambda: _config_hazards(package, knowledge, scanned, checked))
+    if not in_code and not in_config:
+        return []
     try:
         commands = shell.entry_commands(shell.parse(text), knowledge_of_script)
     except shell.ShellSyntaxError:
         return []  # the script's own result says why it could not be read
+    defaults = None if package_identity.exact else checked.once(("values", package),
+                                                                lambda: fork_values(package, knowledge))
     index = LineIndex(text)
     out: list[Finding] = []
     for entry, anchor, settings in commands:
@@ -94,13 +104,13 @@ def reached_findings(checker, path: str, text: str, scanned: set[str], checked: 
             continue
         overrides = {s.key: s.value for s in settings if s.prefix != "~"}
         at = _location(index, anchor.start, anchor.end)
-        defaults = None if package_identity.exact else fork_values(package, knowledge)
-        hits = _code_findings(checker, package, knowledge, overrides, defaults, scanned, checked)
-        if not package_identity.exact:
-            said = [f for f in own if f.location.line == at.line]
-            hits += [(f, message) for f, message, key in _config_findings(checker, package, knowledge, overrides,
-                                                                          scanned, checked)
-                     if not any(o.code == f.code and key in o.message for o in said)]
+        said = [f for f in own if f.location.line == at.line]
+        hits = [(f, _code_message(f, option, file, function, how, knowledge, checker))
+                for option, file, function, f in in_code
+                for how in (run_scope.selection(option, knowledge, overrides, defaults),) if how is not None]
+        hits += [(f, _config_message(f, file, key)) for f, file, key in in_config
+                 if not any(o == key or key.startswith(o + ".") for o in overrides)
+                 and not any(o.code == f.code and key in o.message for o in said)]
         for finding, message in hits:
             if checker.settings.is_selected(finding.code, path):
                 out.append(Finding(finding.code, finding.name, message, path, at, checker.target.name,
@@ -108,14 +118,10 @@ def reached_findings(checker, path: str, text: str, scanned: set[str], checked: 
     return out
 
 
-def _code_findings(checker, package, knowledge, overrides, defaults, scanned, checked) -> list[tuple[Finding, str]]:
+def _code_hazards(package, knowledge, scanned, checked) -> list[tuple[object, str, str, Finding]]:
+    """(option, file, function, finding) for each finding of a row's `codes` inside its `code`, whoever selects it."""
     out = []
     for option in knowledge.run_options:
-        if not option.code:
-            continue
-        how = run_scope.selection(option, knowledge, overrides, defaults)
-        if how is None:
-            continue
         for code in option.code:
             relative, _, function = code.partition(":")
             file = os.path.join(package, relative)
@@ -123,19 +129,21 @@ def _code_findings(checker, package, knowledge, overrides, defaults, scanned, ch
             if lines is None or os.path.abspath(file) in scanned:
                 continue
             result = checked.get(file, "python")
-            for f in result.findings if result is not None else ():
-                if lines[0] <= f.location.line <= lines[1] and (not option.codes or f.code in option.codes):
-                    where = f"{shown(file)}:{f.location.line}" + (f" ({function})" if function else "")
-                    avoid = f"; or avoid it: {option.avoid}" if option.avoid else ""
-                    closest = "" if knowledge.version_known else f" (as in verl {knowledge.version}, the closest release)"
-                    out.append((f, f"this run selects {option.option} ({how}), and reaches {where}{closest}: "
-                                    f"{f.message}. This command sets nothing that changes it: "
-                                    f"{_remedy(f, file, checker)}{avoid}"))
+            out += [(option, file, function, f) for f in (result.findings if result is not None else ())
+                    if lines[0] <= f.location.line <= lines[1] and (not option.codes or f.code in option.codes)]
     return out
 
 
-def _config_findings(checker, package, knowledge, overrides, scanned, checked) -> list[tuple[Finding, str, str]]:
-    """A fork's own config, composed by the entry point: its findings on keys this command leaves as the fork set them."""
+def _code_message(f: Finding, option, file: str, function: str, how: str, knowledge, checker) -> str:
+    where = f"{shown(file)}:{f.location.line}" + (f" ({function})" if function else "")
+    avoid = f"; or avoid it: {option.avoid}" if option.avoid else ""
+    closest = "" if knowledge.version_known else f" (as in verl {knowledge.version}, the closest release)"
+    return (f"this run selects {option.option} ({how}), and reaches {where}{closest}: {f.message}. This command sets "
+            f"nothing that changes it: {_remedy(f, file, checker)}{avoid}")
+
+
+def _config_hazards(package, knowledge, scanned, checked) -> list[tuple[Finding, str, str]]:
+    """(finding, file, key) for each finding of a fork's own primary config, which the entry point composes."""
     if not knowledge.run_config:
         return []
     file = os.path.join(package, knowledge.run_config)
@@ -145,15 +153,13 @@ def _config_findings(checker, package, knowledge, overrides, scanned, checked) -
     if result is None or not result.findings:
         return []
     keys = _yaml_keys_by_line(file)
-    out = []
-    for f in result.findings:
-        key = keys.get(f.location.line)
-        if key is None or any(o == key or key.startswith(o + ".") for o in overrides):
-            continue
-        how = f"; its fix there: {f.fix.description}" if f.fix else ""
-        out.append((f, f"this run composes {shown(file)}:{f.location.line}, which sets `{key}` for it (this command "
-                       f"does not override it): {f.message}. Override `{key}` on this command{how}", key))
-    return out
+    return [(f, file, keys[f.location.line]) for f in result.findings if f.location.line in keys]
+
+
+def _config_message(f: Finding, file: str, key: str) -> str:
+    how = f"; its fix there: {f.fix.description}" if f.fix else ""
+    return (f"this run composes {shown(file)}:{f.location.line}, which sets `{key}` for it (this command does not "
+            f"override it): {f.message}. Override `{key}` on this command{how}")
 
 
 def fork_values(package: str, knowledge) -> dict[str, str | None]:
@@ -245,6 +251,12 @@ class _Checked:
     def __init__(self, check) -> None:
         self.check = check
         self.results: dict[str, FileResult] = {}
+        self.answers: dict[tuple, object] = {}  # what a package offers, worked out once per run
+
+    def once(self, key: tuple, work):
+        if key not in self.answers:
+            self.answers[key] = work()
+        return self.answers[key]
 
     def get(self, path: str, language: str) -> FileResult | None:
         if path not in self.results:
