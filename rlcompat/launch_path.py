@@ -86,10 +86,12 @@ def reached_findings(checker, path: str, text: str, scanned: set[str], checked: 
     knowledge = verl_knowledge.knowledge_of(package_identity)
     if not any(m.rsplit(".", 1)[-1] in text for m in knowledge.run_entry):
         return []
-    in_code = checked.once(("code", package), lambda: _code_hazards(package, knowledge, scanned, checked))
+    # Cheap answers first: whether a row's code is there at all (read with `ast`), and a fork's config findings (one
+    # file per scan); a row's code is checked only once a command selects it.
+    code_there = checked.once(("code", package), lambda: _code_there(package, knowledge, scanned))
     in_config = [] if package_identity.exact else checked.once(
         ("config", package), lambda: _config_hazards(package, knowledge, scanned, checked))
-    if not in_code and not in_config:
+    if not code_there and not in_config:
         return []
     try:
         commands = shell.entry_commands(shell.parse(text), knowledge_of_script)
@@ -106,8 +108,10 @@ def reached_findings(checker, path: str, text: str, scanned: set[str], checked: 
         at = _location(index, anchor.start, anchor.end)
         said = [f for f in own if f.location.line == at.line]
         hits = [(f, _code_message(f, option, file, function, how, knowledge, checker))
-                for option, file, function, f in in_code
-                for how in (run_scope.selection(option, knowledge, overrides, defaults),) if how is not None]
+                for option in code_there
+                for how in (run_scope.selection(option, knowledge, overrides, defaults),) if how is not None
+                for file, function, f in checked.once(("findings", option), lambda o=option: _code_hazards(
+                    o, package, scanned, checked))]
         hits += [(f, _config_message(f, file, key)) for f, file, key in in_config
                  if not any(o == key or key.startswith(o + ".") for o in overrides)
                  and not any(o.code == f.code and key in o.message for o in said)]
@@ -118,19 +122,32 @@ def reached_findings(checker, path: str, text: str, scanned: set[str], checked: 
     return out
 
 
-def _code_hazards(package, knowledge, scanned, checked) -> list[tuple[object, str, str, Finding]]:
-    """(option, file, function, finding) for each finding of a row's `codes` inside its `code`, whoever selects it."""
+def _code_there(package, knowledge, scanned) -> list:
+    """The rows whose `code` the package has (a function of that name in that file) and this scan does not check."""
+    return [option for option in knowledge.run_options
+            if any(_region(package, code) is not None and os.path.abspath(_region(package, code)[0]) not in scanned
+                   for code in option.code)]
+
+
+def _region(package: str, code: str) -> tuple[str, str, tuple[int, int]] | None:
+    """(file, function, its lines) of a row's "file:function", or None where the package has no such function."""
+    relative, _, function = code.partition(":")
+    file = os.path.join(package, relative)
+    lines = function_lines(file, function) if function else ((1, 10**9) if os.path.isfile(file) else None)
+    return None if lines is None else (file, function, lines)
+
+
+def _code_hazards(option, package, scanned, checked) -> list[tuple[str, str, Finding]]:
+    """(file, function, finding) for each finding of the row's `codes` inside its `code`."""
     out = []
-    for option in knowledge.run_options:
-        for code in option.code:
-            relative, _, function = code.partition(":")
-            file = os.path.join(package, relative)
-            lines = function_lines(file, function) if function else (1, 10**9)
-            if lines is None or os.path.abspath(file) in scanned:
-                continue
-            result = checked.get(file, "python")
-            out += [(option, file, function, f) for f in (result.findings if result is not None else ())
-                    if lines[0] <= f.location.line <= lines[1] and (not option.codes or f.code in option.codes)]
+    for code in option.code:
+        region = _region(package, code)
+        if region is None or os.path.abspath(region[0]) in scanned:
+            continue
+        file, function, (first, last) = region
+        result = checked.get(file, "python")
+        out += [(file, function, f) for f in (result.findings if result is not None else ())
+                if first <= f.location.line <= last and (not option.codes or f.code in option.codes)]
     return out
 
 
