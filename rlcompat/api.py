@@ -12,6 +12,7 @@ from rlcompat.fixer import FileFix, FixBroke, fix_one, fix_source
 from rlcompat.findings import FileError, Finding
 from rlcompat.source import SourceFile
 from rlcompat.identity import Identities, pinned
+from rlcompat.launch_path import add_reached
 from rlcompat.knowledge.targets import Target
 
 
@@ -79,7 +80,9 @@ def scan_paths(paths: list[str], target: Target, settings: Options | None = None
     files, missing = discover(paths, settings, not_read)
     identities = Identities.of_paths(paths)  # each scanned tree's framework identity, resolved once
     checker = Checker(target, settings, use_cache=use_cache, identities=identities)
-    return ScanReport(target, check_files(checker, files, jobs=jobs, progress=progress), missing, not_read, identities)
+    results = check_files(checker, files, jobs=jobs, progress=progress)
+    add_reached(checker, results)  # what each launch script's run reaches in its framework (launch_path.py)
+    return ScanReport(target, results, missing, not_read, identities)
 
 
 def scan_source(text: str, target: Target, path: str = "<string>.py", language: str = "python", settings: Options | None = None,
@@ -125,4 +128,8 @@ def fix_paths(paths: list[str], target: Target, settings: Options | None = None,
     identities = Identities.of_paths(paths)
     checker = Checker(target, settings, use_cache=use_cache, identities=identities)
     out = run_parallel(checker, fix_one, [(p, lang, unsafe, write) for p, lang in files], jobs, progress)
+    # What a fixed launch script's run still reaches in its framework stays remaining (launch_path.py): never
+    # "nothing remaining" while the run cannot start. Without `write`, the script's fixed text is what is judged.
+    add_reached(checker, [x.remaining for x in out if x.remaining is not None],
+                {x.path: x.fixed for x in out if x.changed} if not write else None)
     return FixReport(target, out, missing, not_read, identities)

@@ -21,6 +21,7 @@ from rlcompat.engine import Checker, ParseFailure, parse_errors_of
 from rlcompat.file_knowledge import FileKnowledge
 from rlcompat.findings import FileError, FileResult, Finding
 from rlcompat.identity import Identities
+from rlcompat.launch_path import add_reached
 from rlcompat.frontends import FRONTENDS, frontend
 from rlcompat.source import SourceError, decode, read_bytes
 from rlcompat.knowledge.targets import Target, resolve_target
@@ -200,4 +201,14 @@ def run_matrix(paths: list[str], targets: Sequence[Target], settings: Options | 
         if cache is not None:
             cache.save()
     per_target = [[results[t] for results in by_file] for t in range(len(checker.targets))]  # type: ignore[index]
+    # What launch scripts' runs reach in their framework, as scan reports it: each framework file parsed once.
+    reached: dict[tuple[str, str], list[FileResult]] = {}
+
+    def check_once(path: str, language: str, t: int) -> FileResult:
+        if (path, language) not in reached:
+            reached[path, language] = checker.check_file(path, language)
+        return reached[path, language][t]
+
+    for t, (target_checker, results) in enumerate(zip(checker.checkers, per_target)):
+        add_reached(target_checker, results, check=lambda path, language, t=t: check_once(path, language, t))
     return MatrixRun(list(checker.targets), [p for p, _ in files], per_target, missing, identities)

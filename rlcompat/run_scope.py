@@ -60,3 +60,28 @@ def in_run(path: str, run: str) -> tuple[bool, RunOption | None]:
     if run == ALL or option is None:
         return True, option
     return option.name == run, option
+
+
+def runs_entry(knowledge: verl_knowledge.Knowledge, entry: str) -> bool:
+    """Whether a command running `entry` (a module, or a script's path) is a run `[default_run]` describes."""
+    return any(entry == m or entry.endswith(m.replace(".", "/") + ".py") for m in knowledge.run_entry)
+
+
+def selection(option: RunOption, knowledge: verl_knowledge.Knowledge, overrides: dict[str, str | None],
+              defaults: dict[str, str | None] | None = None) -> str | None:
+    """How a launch whose overrides are `overrides` (full Hydra key -> value; None where the script's value cannot
+    be known) selects `option`, in words ("algorithm.adv_estimator=gae (default), model_engine=dp (default)"), or None
+    when it does not, or when a key its `when` reads has a value nobody can know here: no claim is made then.
+    `defaults`: what the run gets for a key the launch leaves unset, where the tree's own config says (a fork's);
+    else `[default_run]`'s values."""
+    for table in option.when:
+        said = []
+        for key, accepted in table:
+            given = key in overrides
+            value = overrides[key] if given else (defaults or {}).get(key, knowledge.run_values.get(key))
+            if value is None or value.strip().strip("'\"").lower() not in {a.lower() for a in accepted}:
+                break
+            said.append(f"{key}={value}" + ("" if given else " (default)"))
+        else:
+            return ", ".join(said)
+    return None

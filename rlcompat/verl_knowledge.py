@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from typing import Mapping
 
 from rlcompat.knowledge import files
 from rlcompat.knowledge.versions import release
@@ -59,6 +60,12 @@ class RunOption:
     option: str  # how a run selects it, for messages
     files: tuple[str, ...]  # relative to the package; a trailing "/" is a folder
     proof: str
+    # How a launch selects it: any of these tables, each of (a full Hydra key, the values that select it), all of a
+    # table's keys matched; a key the launch leaves unset has its `[default_run]` `values` value.
+    when: tuple[tuple[tuple[str, tuple[str, ...]], ...], ...] = ()
+    code: tuple[str, ...] = ()  # "utils/model.py:load_valuehead_model": code it reaches that no override changes
+    codes: tuple[str, ...] = ()  # the rule codes of the hazards `code` writes itself ("RLC201"); () for any
+    avoid: str = ""  # another way to run without it, for messages
 
     def covers(self, relative: str) -> bool:
         return any(relative == f or (f.endswith("/") and relative.startswith(f)) for f in self.files)
@@ -88,6 +95,9 @@ class Knowledge:
     identity: object = field(default=None, compare=False)
     default_run: str = ""  # the run a launch without options gets, in words (`[default_run]`)
     run_options: tuple[RunOption, ...] = ()
+    run_entry: tuple[str, ...] = ()  # the entry modules whose runs `[default_run]` and `[[run_option]]` describe
+    run_config: str = ""  # the config they compose, relative to the package ("trainer/config/ppo_trainer.yaml")
+    run_values: Mapping[str, str] = field(default_factory=dict)  # what a run gets for the keys `when` reads
 
     @property
     def version_known(self) -> bool:
@@ -165,7 +175,13 @@ def _load(version: str, detected: str | None) -> Knowledge:
         unread={f: u["why"] for u in data.get("unread", ()) for f in u["files"]},
         unselected={f: (tuple(u.get("keys", ("",))), u["option"]) for u in data.get("unselected", ()) for f in u["files"]},
         default_run=data.get("default_run", {}).get("describe", ""),
-        run_options=tuple(RunOption(r["name"], r["option"], tuple(r["files"]), r["proof"]) for r in data.get("run_option", ())),
+        run_options=tuple(RunOption(r["name"], r["option"], tuple(r["files"]), r["proof"],
+                                    tuple(tuple((k, tuple(str(v) for v in vs)) for k, vs in w.items()) for w in r.get("when", ())),
+                                    tuple(r.get("code", ())), tuple(r.get("codes", ())), r.get("avoid", ""))
+                          for r in data.get("run_option", ())),
+        run_entry=tuple(data.get("default_run", {}).get("entry", ())),
+        run_config=data.get("default_run", {}).get("config", ""),
+        run_values={k: str(v) for k, v in data.get("default_run", {}).get("values", {}).items()},
     )
 
 

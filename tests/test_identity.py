@@ -112,7 +112,14 @@ def test_a_fork_gets_no_claim_that_needs_the_exact_release(tmp_path, installed):
     # ... but no default of another release is added (0.4.1's `use_torch_compile` is not in this fork's config), no
     # key is called dead or live, and no knowledge file:line is cited.
     assert not [m for m in messages if "uses its default" in m or "does nothing in verl" in m]
-    assert not [m for m in messages if "ppo_trainer.yaml:" in m or "knowledge: verl/" in m]
+    cited = [m for m in messages if "ppo_trainer.yaml:" in m or "knowledge: verl/" in m]
+    # The one file:line cited is the fork's own config, which the run composes (rlcompat/launch_path.py): its
+    # `rollout.dtype: bfloat16`, which the command leaves to it.
+    own = (root / "verl" / "trainer" / "config" / "ppo_trainer.yaml").resolve()
+    assert len(cited) == 1 and cited[0].startswith("this run composes "), cited
+    where = cited[0][len("this run composes "):].split(",")[0]
+    path, line = where.rsplit(":", 1)
+    assert Path(path).resolve() == own and "dtype: bfloat16" in own.read_text().splitlines()[int(line) - 1]
     fixed = fix_paths([str(script)], SM61, unsafe=True, write=False)
     added = [f.fix.description for f in fixed.applied if f.fix]
     assert not [d for d in added if "use_torch_compile" in d or d.startswith("add ")]

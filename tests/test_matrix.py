@@ -47,7 +47,9 @@ def test_each_file_is_parsed_once_for_all_targets(tmp_path, monkeypatch):
     (tmp_path / "a.py").write_text(BF16)
     (tmp_path / "b.py").write_text(FLEX)
     (tmp_path / "plain.py").write_text("x = 1\n")
-    (tmp_path / "run.sh").write_text("python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm\n")
+    # grpo: no critic, so no file of an installed verl is reached (rlcompat/launch_path.py) and parsed beside these.
+    (tmp_path / "run.sh").write_text("python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo "
+                                     "actor_rollout_ref.rollout.name=vllm\n")
     parsed = []
     real = engine.parse
     monkeypatch.setattr(engine, "parse", lambda language, text: parsed.append(language) or real(language, text))

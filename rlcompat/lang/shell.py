@@ -641,7 +641,16 @@ def entry_point_overrides(script: ShellScript, knowledge: FrontEndKnowledge) -> 
     """The Hydra overrides of the script's first command that runs a training entry point (the knowledge's
     `runs_entry_module` / `runs_entry_script`), in order, variables resolved where the script sets them (a value it
     cannot resolve is None); None when no command runs one. Read without positions: `rlcompat verify` replays them."""
+    found = entry_commands(script, knowledge)
+    return found[0][2] if found else None
+
+
+def entry_commands(script: ShellScript, knowledge: FrontEndKnowledge) -> list[tuple[str, Span, list[Setting]]]:
+    """Every command of the script that runs a training entry point: (the module or script it runs, where that word
+    is written, its Hydra overrides in order as `entry_point_overrides` reads them)."""
+    out: list[tuple[str, Span, list[Setting]]] = []
     variables = Variables()
+    index = LineIndex(script.text)  # where a value read from a variable was set, for messages
     for command in _commands(script):
         if not command.words:
             for a in command.assignments:
@@ -655,10 +664,11 @@ def entry_point_overrides(script: ShellScript, knowledge: FrontEndKnowledge) -> 
         entry = _entry_index(expanded, knowledge)
         if entry is None:
             continue
-        entry_word = expanded[entry][1]
+        entry_text, entry_word = expanded[entry]
         words = command.words[command.words.index(entry_word) + 1:]
-        return [s for s in (_override(w, variables, None) for w in words) if s is not None]
-    return None
+        out.append((entry_text, Span(entry_word.start, entry_word.end),
+                    [s for s in (_override(w, variables, index) for w in words) if s is not None]))
+    return out
 
 
 def check_targets(script: ShellScript, text: str, path: str, groups: Sequence[tuple[Sequence, object]], *,

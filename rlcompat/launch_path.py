@@ -1,0 +1,302 @@
+"""What a launch script's run reaches in the framework it launches, and the hazards there that no override changes.
+
+A verl command in a scanned script runs the verl of the script's tree (rlcompat/identity.py): the tree's own package
+(a release or a fork), else the installed distribution the script uses, where the tree pins none or pins the
+installed version. The command's overrides, with `[default_run]`'s `values` for the keys it leaves unset, select
+`[[run_option]]` rows of that package's knowledge (run_scope.selection); a row's `code` names functions of the
+package the run executes whose hazards no override changes (verl 0.9.1 loads the critic's value-head model with
+FlashAttention-2 written in the call). The findings the same pipeline reports inside those functions are reported
+again at the command, naming their file:line and what fixes them. For a fork, whose config no release's knowledge
+describes, the findings of the config the entry point composes (`[default_run]` `config`) on keys the command does
+not override are reported there too: a script is never clean while the run it launches cannot start on the target.
+
+The framework's files are checked by the scan's own Checker (its result cache answers a file checked before); a
+file the scan itself checked is reported where it is, not again. verl is never imported: the installed package is
+found through its import spec, which locates a top-level package without running it.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from functools import lru_cache
+
+from rlcompat import identity, run_scope, suppressions, verl_knowledge
+from rlcompat.file_knowledge import FileKnowledge
+from rlcompat.findings import FileResult, Finding, Location
+from rlcompat.source import SourceError, decode, read_bytes
+from rlcompat.textpos import LineIndex
+
+SCRIPT_LANGUAGES = ("shell",)
+
+
+def add_reached(checker, results: list[FileResult], texts: dict[str, str] | None = None, check=None) -> None:
+    """Add to each launch script's result the findings its runs reach in the framework they launch. `texts`: a
+    script's text where it is not what is on disk (`fix --diff`: the fixed text, never written); `check(path,
+    language) -> FileResult`: how a framework file is checked (default `checker.check_file`; `matrix` answers every
+    target from one parse)."""
+    scanned = {os.path.abspath(r.path) for r in results}
+    checked = _Checked(check or checker.check_file)
+    for result in results:
+        if result.language not in SCRIPT_LANGUAGES or result.error is not None:
+            continue
+        text = (texts or {}).get(result.path)
+        if text is None:
+            text = _read(result.path, result.language)
+        if text is None or "verl" not in text:
+            continue
+        extra = reached_findings(checker, result.path, text, scanned, checked, result.findings)
+        if not extra:
+            continue
+        found = suppressions.find(text, result.language)
+        kept, suppressed = suppressions.apply(extra, found)
+        result.suppressed += suppressed
+        own = [f for f in result.findings if not _now_used(f, found)]
+        result.findings = sorted(own + kept, key=Finding.sort_key)
+    if checker.cache is not None and checked.results:
+        checker.cache.save()  # the framework files checked here, for the next run
+
+
+def _now_used(finding: Finding, found: list) -> bool:
+    """Whether `finding` is an RLC001 (a suppression that silences nothing) whose suppression now silences what this
+    module reported at the command: every code it named is one that suppression silenced here."""
+    if finding.code != "RLC001":
+        return False
+    named = finding.message.removeprefix("suppression of ").split(" silences nothing")[0].split(", ")
+    for s in found:
+        if (s.line, s.column) == (finding.location.line, finding.location.column) and s.used:
+            return all(n == "(all)" or any(u.startswith(n) for u in s.used) for n in named)
+    return False
+
+
+def reached_findings(checker, path: str, text: str, scanned: set[str], checked: "_Checked",
+                     own: list[Finding] = ()) -> list[Finding]:
+    """The findings at `path`'s verl commands for what their runs reach (module docstring). `own`: the script's own
+    findings; a config key one of them already names at the command (a rule that read the fork's default) is not
+    reported twice. The script is read again only where its package has something a run could reach: most have
+    nothing, and a tree of a hundred launch scripts is not parsed twice for it."""
+    from rlcompat.lang import shell
+
+    tree = checker.tree_identity(path)
+    knowledge_of_script = FileKnowledge(path, tree, text)
+    package = package_run(knowledge_of_script.framework(identity.VERL), tree.root)
+    if package is None:
+        return []
+    package_identity = identity.verl_package(package, tree.root)
+    knowledge = verl_knowledge.knowledge_of(package_identity)
+    if not any(m.rsplit(".", 1)[-1] in text for m in knowledge.run_entry):
+        return []
+    # Cheap answers first: whether a row's code is there at all (read with `ast`), and a fork's config findings (one
+    # file per scan); a row's code is checked only once a command selects it.
+    code_there = checked.once(("code", package), lambda: _code_there(package, knowledge, scanned))
+    in_config = [] if package_identity.exact else checked.once(
+        ("config", package), lambda: _config_hazards(package, knowledge, scanned, checked))
+    if not code_there and not in_config:
+        return []
+    try:
+        commands = shell.entry_commands(shell.parse(text), knowledge_of_script)
+    except shell.ShellSyntaxError:
+        return []  # the script's own result says why it could not be read
+    defaults = None if package_identity.exact else checked.once(("values", package),
+                                                                lambda: fork_values(package, knowledge))
+    index = LineIndex(text)
+    out: list[Finding] = []
+    for entry, anchor, settings in commands:
+        if not run_scope.runs_entry(knowledge, entry):
+            continue
+        overrides = {s.key: s.value for s in settings if s.prefix != "~"}
+        at = _location(index, anchor.start, anchor.end)
+        said = [f for f in own if f.location.line == at.line]
+        hits = [(f, _code_message(f, option, file, function, how, knowledge, checker))
+                for option in code_there
+                for how in (run_scope.selection(option, knowledge, overrides, defaults),) if how is not None
+                for file, function, f in checked.once(("findings", option), lambda o=option: _code_hazards(
+                    o, package, scanned, checked))]
+        hits += [(f, _config_message(f, file, key)) for f, file, key in in_config
+                 if not any(o == key or key.startswith(o + ".") for o in overrides)
+                 and not any(o.code == f.code and key in o.message for o in said)]
+        for finding, message in hits:
+            if checker.settings.is_selected(finding.code, path):
+                out.append(Finding(finding.code, finding.name, message, path, at, checker.target.name,
+                                   finding.severity, None, index.line_text(at.line)))
+    return out
+
+
+def _code_there(package, knowledge, scanned) -> list:
+    """The rows whose `code` the package has (a function of that name in that file) and this scan does not check."""
+    return [option for option in knowledge.run_options
+            if any(_region(package, code) is not None and os.path.abspath(_region(package, code)[0]) not in scanned
+                   for code in option.code)]
+
+
+def _region(package: str, code: str) -> tuple[str, str, tuple[int, int]] | None:
+    """(file, function, its lines) of a row's "file:function", or None where the package has no such function."""
+    relative, _, function = code.partition(":")
+    file = os.path.join(package, relative)
+    lines = function_lines(file, function) if function else ((1, 10**9) if os.path.isfile(file) else None)
+    return None if lines is None else (file, function, lines)
+
+
+def _code_hazards(option, package, scanned, checked) -> list[tuple[str, str, Finding]]:
+    """(file, function, finding) for each finding of the row's `codes` inside its `code`."""
+    out = []
+    for code in option.code:
+        region = _region(package, code)
+        if region is None or os.path.abspath(region[0]) in scanned:
+            continue
+        file, function, (first, last) = region
+        result = checked.get(file, "python")
+        out += [(file, function, f) for f in (result.findings if result is not None else ())
+                if first <= f.location.line <= last and (not option.codes or f.code in option.codes)]
+    return out
+
+
+def _code_message(f: Finding, option, file: str, function: str, how: str, knowledge, checker) -> str:
+    where = f"{shown(file)}:{f.location.line}" + (f" ({function})" if function else "")
+    avoid = f"; or avoid it: {option.avoid}" if option.avoid else ""
+    closest = "" if knowledge.version_known else f" (as in verl {knowledge.version}, the closest release)"
+    return (f"this run selects {option.option} ({how}), and reaches {where}{closest}: {f.message}. This command sets "
+            f"nothing that changes it: {_remedy(f, file, checker)}{avoid}")
+
+
+def _config_hazards(package, knowledge, scanned, checked) -> list[tuple[Finding, str, str]]:
+    """(finding, file, key) for each finding of a fork's own primary config, which the entry point composes."""
+    if not knowledge.run_config:
+        return []
+    file = os.path.join(package, knowledge.run_config)
+    if not os.path.isfile(file) or os.path.abspath(file) in scanned:
+        return []
+    result = checked.get(file, "yaml")
+    if result is None or not result.findings:
+        return []
+    keys = _yaml_keys_by_line(file)
+    return [(f, file, keys[f.location.line]) for f in result.findings if f.location.line in keys]
+
+
+def _config_message(f: Finding, file: str, key: str) -> str:
+    how = f"; its fix there: {f.fix.description}" if f.fix else ""
+    return (f"this run composes {shown(file)}:{f.location.line}, which sets `{key}` for it (this command does not "
+            f"override it): {f.message}. Override `{key}` on this command{how}")
+
+
+def fork_values(package: str, knowledge) -> dict[str, str | None]:
+    """What a fork's own primary config sets (`[default_run]` `config`), where the release's defaults say nothing
+    of the fork: "" (YAML null) as "null", and `${other.key}` as that key's value in the same file."""
+    from rlcompat.lang import yaml
+
+    text = _read(os.path.join(package, knowledge.run_config), "yaml") if knowledge.run_config else None
+    try:
+        found = yaml.values(text) if text is not None else {}
+    except yaml.YamlSyntaxError:
+        return {}
+    out: dict[str, str | None] = {}
+    for key, value in found.items():
+        if value is not None and value.startswith("${") and value.endswith("}"):
+            value = found.get(value[2:-1])
+        out[key] = "null" if value == "" else value
+    return out
+
+
+def _remedy(f: Finding, file: str, checker) -> str:
+    if f.fix is None:
+        return f"change {shown(file)}:{f.location.line} by hand"
+    unsafe = " --unsafe-fixes" if f.fix.safety.value != "safe" else ""
+    return f"run `rlcompat fix {shown(file)} --target {checker.target.name}{unsafe}` ({f.fix.description})"
+
+
+def package_run(verl: identity.FrameworkIdentity, root: str) -> str | None:
+    """The verl package directory a script's run imports: the tree's own, else the installed one where the tree
+    declares nothing or pins the installed version. None where it cannot be told (a pin of another version)."""
+    if verl.how in ("release", "fork") and verl.package:
+        package = os.path.normpath(os.path.join(root, verl.package))
+        return package if os.path.isdir(package) else None
+    installed = identity.installed_version("verl")
+    if verl.how == "installed" or (verl.how == "pinned" and verl.version == installed):
+        return installed_package()
+    return None
+
+
+@lru_cache(maxsize=1)
+def installed_package() -> str | None:
+    """The installed verl package's directory, located by its import spec (which runs none of its code)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("verl")
+    except (ImportError, ValueError):
+        return None
+    locations = list(spec.submodule_search_locations or ()) if spec is not None else []
+    return locations[0] if locations and os.path.isdir(os.path.join(locations[0], "trainer")) else None
+
+
+@lru_cache(maxsize=64)
+def function_lines(path: str, qualname: str) -> tuple[int, int] | None:
+    """(first, last) line of the function `qualname` ("load_valuehead_model", "CriticWorker._build") in a Python
+    file, or None where the file or the function is not there (a fork that has none)."""
+    text = _read(path, "python")
+    if text is None:
+        return None
+    try:
+        body = ast.parse(text).body
+    except (SyntaxError, ValueError):
+        return None
+    node = None
+    for part in qualname.split("."):
+        node = next((n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                     and n.name == part), None)
+        if node is None:
+            return None
+        body = node.body
+    first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
+    return first, node.end_lineno or node.lineno
+
+
+def _yaml_keys_by_line(path: str) -> dict[int, str]:
+    from rlcompat.lang import yaml
+
+    text = _read(path, "yaml")
+    try:
+        docs = yaml.parse(text) if text is not None else []
+    except yaml.YamlSyntaxError:
+        return {}
+    return {e.key_mark[0] + 1: e.key for doc in docs for e in doc.entries}
+
+
+class _Checked:
+    """The framework files checked for one run of add_reached, each once."""
+
+    def __init__(self, check) -> None:
+        self.check = check
+        self.results: dict[str, FileResult] = {}
+        self.answers: dict[tuple, object] = {}  # what a package offers, worked out once per run
+
+    def once(self, key: tuple, work):
+        if key not in self.answers:
+            self.answers[key] = work()
+        return self.answers[key]
+
+    def get(self, path: str, language: str) -> FileResult | None:
+        if path not in self.results:
+            self.results[path] = self.check(path, language)
+        result = self.results[path]
+        return None if result.error is not None else result
+
+
+def _read(path: str, language: str) -> str | None:
+    try:
+        return decode(path, read_bytes(path), language).text
+    except (SourceError, OSError):
+        return None
+
+
+def _location(index: LineIndex, start: int, end: int) -> Location:
+    line, column = index.position(start)
+    end_line, end_column = index.position(end)
+    return Location(line, column + 1, end_line, end_column + 1)
+
+
+def shown(path: str) -> str:
+    """A framework file as messages name it: relative to the working directory when inside it, else absolute."""
+    full = os.path.abspath(path)
+    relative = os.path.relpath(full, os.getcwd())
+    return full if relative.startswith("..") else relative.replace(os.sep, "/")
