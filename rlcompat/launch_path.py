@@ -201,7 +201,14 @@ def _remedy(f: Finding, file: str, checker) -> str:
     if f.fix is None:
         return f"change {shown(file)}:{f.location.line} by hand"
     unsafe = " --unsafe-fixes" if f.fix.safety.value != "safe" else ""
-    return f"run `rlcompat fix {shown(file)} --target {checker.target.name}{unsafe}` ({f.fix.description})"
+    target = checker.target.name
+    text = f"run `rlcompat fix {shown(file)} --target {target}{unsafe}` ({f.fix.description})"
+    installed = installed_package()
+    if installed and os.path.realpath(file).startswith(os.path.realpath(installed) + os.sep):
+        # the distribution in site-packages: the command that keeps the originals and can be undone
+        text += (f", or `rlcompat fix --installed verl --target {target}{unsafe}` for the whole installed package "
+                 "(keeps the originals; `rlcompat restore verl` undoes it)")
+    return text
 
 
 def package_run(verl: identity.FrameworkIdentity, root: str) -> str | None:

@@ -240,6 +240,8 @@ def test_the_ppo_critic_script_is_all_clear_only_once_the_installed_value_head_l
     assert sorted(int(f.message.split("model.py:")[1].split(" ")[0]) for f in hits) == fa2
     assert all(f.code == "RLC201" and f.location.line == 3 and "rlcompat fix site/verl/utils/model.py" in f.message
                for f in hits)
+    # the installed distribution: also the command that keeps a backup (rlcompat/installed/)
+    assert all("rlcompat fix --installed verl --target sm61" in f.message for f in hits)
     assert "nothing remaining" not in text(fixed, "fix")
     scanned = scan_paths([str(script)], sm61, Options(), jobs=1)
     assert "All clear" not in text(scanned, "scan")
