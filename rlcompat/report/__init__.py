@@ -38,6 +38,7 @@ class Summary:
     fail_on: str = "warning"  # the lowest severity that makes the run exit 1 (findings.SEVERITIES)
     identity: list[str] = field(default_factory=list)  # per scanned tree: the frameworks it was judged with, and why
     identity_json: list[dict] = field(default_factory=list)  # the same, as data (rlcompat/identity.py to_json)
+    load_checks: list[str] = field(default_factory=list)  # fix: "path: what the load check found" (rlcompat/schema)
 
 
 def not_read_line(not_read: list[tuple[str, str]]) -> str:
