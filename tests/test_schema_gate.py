@@ -288,3 +288,21 @@ def test_a_fix_is_applied_once():
     outcome = fix_source(_AppendsThatDoNotTake(), source, "shell", unsafe=False)
     assert outcome.fixed.count("actor_rollout_ref.rollout.dtype=float32") == 1
     assert len(outcome.applied) == 1
+
+
+@pytest.mark.skipif(not HAS_HYDRA, reason="hydra-core is not importable here")
+def test_verify_answers_a_fork_with_the_load_check(tmp_path):
+    """A fork cannot run verify's step (it adapts verl 0.9.1's code): verify composes its launch scripts' configs."""
+    from typer.testing import CliRunner
+
+    from rlcompat.cli.app import app
+
+    tree = _tree(tmp_path, "0.1", FORK_CONFIG.format(override=""))
+    result = CliRunner().invoke(app, ["verify", str(tree), "--target", "sm61"])
+    assert result.exit_code == 0, result.output
+    assert "run.sh:1: loads (./verl/trainer/config/ppo_trainer.yaml)" in result.output
+    (tree / "broken.sh").write_text("python3 -m verl.trainer.main_ppo actor_rollout_ref.actor.use_torch_compile=False\n")
+    result = CliRunner().invoke(app, ["verify", "--load-check", str(tree), "--output-format", "json"])
+    assert result.exit_code == 1
+    [failed] = [c for c in json.loads(result.output)["commands"] if c["error"]]
+    assert failed["script"] == "broken.sh" and "use_torch_compile" in failed["error"]

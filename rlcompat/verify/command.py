@@ -47,6 +47,7 @@ def verify_command(
     trainer: Annotated[bool, typer.Option("--trainer", help="Run verl's own `python -m verl.trainer.main_ppo` (Ray, agent loop, hf rollout) instead of the fast one-process step; minutes, needs rlcompat[verl].")] = False,
     script: Annotated[Optional[str], typer.Option("--script", help="With --trainer: a launch script whose main_ppo overrides to run, with model, data, batch sizes and steps swapped for tiny ones.")] = None,
     model_size: Annotated[str, typer.Option("--model-size", help="With --trainer: tiny (131k parameters) or 0.5b (a random Qwen2 of Qwen2.5-0.5B's shape).")] = "tiny",
+    load_check: Annotated[bool, typer.Option("--load-check", help="Only compose each launch script's config with the tree's own Hydra config (seconds, no torch): the answer for trees that are not verl 0.9.1, which the step cannot run; --script picks one script.")] = False,
 ) -> None:
     """Run one tiny PPO step through the tree's own verl code under the target GPU's limits; PASS or FAIL."""
     from rlcompat.cli.common import fail
@@ -55,6 +56,8 @@ def verify_command(
     from rlcompat.verify.result import EXIT_ENV
     from rlcompat.verify.runner import VerifyRequest, VerifyUsageError, resolve_package, run_verify
 
+    if load_check or (not trainer and _not_runnable_by_the_step(path)):
+        _load_check(path, script, output_format)
     if not target:
         from rlcompat.config import ConfigError, load_options
 
@@ -91,3 +94,31 @@ def verify_command(
     sys.stdout.write(render(result))
     sys.stdout.flush()
     raise typer.Exit(int(result.get("exit_code", EXIT_ENV)))
+
+
+def _not_runnable_by_the_step(path: str) -> bool:
+    """A tree whose verl is a fork or another release than 0.9.1: the one-step run adapts 0.9.1's code only."""
+    from rlcompat.identity import VERL, Identities
+    from rlcompat.verify.runner import VerifyUsageError, resolve_package
+
+    try:
+        package = resolve_package(path)
+    except VerifyUsageError:
+        return False
+    verl = Identities().for_path(str(package.parent)).get(VERL)
+    return verl.how == "fork" or (verl.how == "release" and verl.version != "0.9.1")
+
+
+def _load_check(path: str, script: str | None, output_format: VerifyFormat) -> None:
+    from rlcompat.cli.common import fail
+    from rlcompat.verify.load_check import render, run_load_check
+    from rlcompat.verify.runner import VerifyUsageError, resolve_package
+
+    try:
+        package = resolve_package(path)
+    except VerifyUsageError as exc:
+        raise fail(str(exc))
+    result = run_load_check(package, script)
+    sys.stdout.write(render(result, output_format is VerifyFormat.json))
+    sys.stdout.flush()
+    raise typer.Exit(int(result["exit_code"]))
