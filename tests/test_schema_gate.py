@@ -306,3 +306,24 @@ def test_verify_answers_a_fork_with_the_load_check(tmp_path):
     assert result.exit_code == 1
     [failed] = [c for c in json.loads(result.output)["commands"] if c["error"]]
     assert failed["script"] == "broken.sh" and "use_torch_compile" in failed["error"]
+
+
+def test_a_recipe_config_found_through_its_searchpath(tmp_path):
+    """A recipe's primary config that inherits verl's through `hydra.searchpath: [pkg://verl.trainer.config]`: the
+    keys of both, and the load check hands Hydra the folder as a file:// path (no import of the package)."""
+    from rlcompat.schema.tree import hydra_config_of
+
+    tree = _tree(tmp_path, "0.1", FORK_CONFIG.format(override=""),
+                 extra={"verl/recipe_x/config/x_trainer.yaml": "hydra:\n  searchpath:\n    - pkg://verl.trainer.config\n"
+                                                              "defaults:\n  - ppo_trainer\n  - _self_\nextra_opt:\n  a: 1\n",
+                        "verl/recipe_x/main_x.py": "import hydra\n\n@hydra.main(config_path='config', "
+                                                   "config_name='x_trainer', version_base=None)\ndef main(c):\n    pass\n"})
+    keys = compose(str(tree / "verl/recipe_x/config"), "x_trainer", bases=(str(tree),)).keys
+    assert {"extra_opt.a", "actor_rollout_ref.rollout.dtype"} <= keys
+    words = ("python3", "-m", "verl.recipe_x.main_x", "extra_opt.a=2")
+    config_dir, name, overrides = hydra_config_of(str(tree), str(tree / "verl"), words, str(tree))
+    assert (name, overrides) == ("x_trainer", ("extra_opt.a=2", f"hydra.searchpath=[file://{tree / 'verl/trainer/config'}]"))
+    if HAS_HYDRA:
+        from rlcompat.schema.loadcheck import compose_errors
+
+        assert compose_errors([(config_dir, name, list(overrides))]) == [None]

@@ -26,11 +26,24 @@ _CHOICE = re.compile(r"\$\{([^}]+)\}")
 _MAX_DEPTH = 40
 
 
-def compose(config_dir: str, config_name: str, overrides: Iterable[str] = (), shown: str = "") -> KeySchema:
+def compose(config_dir: str, config_name: str, overrides: Iterable[str] = (), shown: str = "",
+            bases: tuple[str, ...] = ()) -> KeySchema:
     """The keys of `config_name` in `config_dir` composed with the group choices among `overrides` (Hydra
-    override words, `group=option`). `shown` is how the report names the directory."""
+    override words, `group=option`). `shown` is how the report names the directory. `bases`: the folders a primary
+    config's `hydra.searchpath` is found from (`pkg://verl.trainer.config` -> <base>/verl/trainer/config,
+    `file://verl/trainer/config` -> <base>/verl/trainer/config): the tree's root, where a launch runs from."""
     choices = tuple(sorted(_group_choices(overrides).items()))
-    return _compose(os.path.abspath(config_dir), config_name.removesuffix(".yaml"), choices, shown or config_dir)
+    return _compose(os.path.abspath(config_dir), config_name.removesuffix(".yaml"), choices, shown or config_dir,
+                    tuple(os.path.abspath(b) for b in bases))
+
+
+def search_dirs(config_dir: str, config_name: str, bases: tuple[str, ...]) -> list[str]:
+    """The folders a primary config's `hydra.searchpath` names, found from `bases` (as `compose` finds them); the
+    load check hands them to Hydra as `file://` paths, so a `pkg://` entry never imports the package."""
+    composer = _Composer(os.path.abspath(config_dir), {}, config_dir, tuple(os.path.abspath(b) for b in bases))
+    data, _ = composer._load(config_name.removesuffix(".yaml"))
+    composer._search_path(data.get("hydra"))
+    return composer.dirs[1:]
 
 
 def _group_choices(overrides: Iterable[str]) -> dict[str, str]:
@@ -46,8 +59,9 @@ def _group_choices(overrides: Iterable[str]) -> dict[str, str]:
 
 
 @lru_cache(maxsize=64)
-def _compose(config_dir: str, config_name: str, choices: tuple[tuple[str, str], ...], shown: str) -> KeySchema:
-    composer = _Composer(config_dir, dict(choices), shown)
+def _compose(config_dir: str, config_name: str, choices: tuple[tuple[str, str], ...], shown: str,
+             bases: tuple[str, ...]) -> KeySchema:
+    composer = _Composer(config_dir, dict(choices), shown, bases)
     group = posixpath.dirname(config_name)
     composer.visit(config_name, group, "", explicit=None, depth=0)
     return KeySchema("hydra", f"{shown.rstrip('/')}/{config_name}.yaml", frozenset(composer.keys),
@@ -55,8 +69,10 @@ def _compose(config_dir: str, config_name: str, choices: tuple[tuple[str, str], 
 
 
 class _Composer:
-    def __init__(self, root: str, cli_choices: dict[str, str], shown: str) -> None:
+    def __init__(self, root: str, cli_choices: dict[str, str], shown: str, bases: tuple[str, ...] = ()) -> None:
         self.root = root
+        self.dirs = [root]  # the primary's folder, then its hydra.searchpath
+        self.bases = bases
         self.cli = cli_choices
         self.shown = shown.rstrip("/")
         self.choices: dict[str, str] = {}
@@ -67,13 +83,16 @@ class _Composer:
     def _load(self, name: str) -> tuple[dict, str | None]:
         import yaml
 
-        path = os.path.join(self.root, *name.split("/")) + ".yaml"
         where = f"{self.shown}/{name}.yaml"
-        try:
-            with open(path, encoding="utf-8-sig") as fh:
-                text = fh.read()
-        except OSError:
-            raise SchemaUnread(f"{where}: no such file (named by a defaults list)") from None
+        for folder in self.dirs:
+            try:
+                with open(os.path.join(folder, *name.split("/")) + ".yaml", encoding="utf-8-sig") as fh:
+                    text = fh.read()
+                break
+            except OSError:
+                continue
+        else:
+            raise SchemaUnread(f"{where}: no such file (named by a defaults list)")
         header = None
         for line in text.splitlines():
             if not line.strip():
@@ -105,6 +124,8 @@ class _Composer:
         else:
             package = default_package
         defaults = data.pop("defaults", None) or []
+        if depth == 0:
+            self._search_path(data.get("hydra"))
         if not isinstance(defaults, list):
             raise SchemaUnread(f"{self.shown}/{name}.yaml: `defaults` is not a list")
         self._add_package(package)
@@ -138,6 +159,18 @@ class _Composer:
             else:
                 raise SchemaUnread(f"{self.shown}/{name}.yaml: a defaults entry rlcompat cannot read: {entry!r}")
 
+    def _search_path(self, hydra) -> None:
+        paths = hydra.get("searchpath") if isinstance(hydra, dict) else None
+        for entry in paths if isinstance(paths, list) else []:
+            scheme, _, rest = str(entry).partition("://")
+            relative = rest.replace(".", "/") if scheme == "pkg" else rest if scheme == "file" else None
+            if relative is None or "$" in relative:
+                continue
+            for base in ((relative,) if os.path.isabs(relative) else tuple(os.path.join(b, relative) for b in self.bases)):
+                if os.path.isdir(base) and base not in self.dirs:
+                    self.dirs.append(base)
+                    break
+
     def _group_entry(self, entry: dict, group: str, package: str, depth: int) -> None:
         key, option = next(iter(entry.items()))
         words = str(key).split()
@@ -158,7 +191,7 @@ class _Composer:
         for one in options:
             one = self._interpolated(str(one), absolute)
             path = f"{absolute}/{one}"
-            if optional and not os.path.isfile(os.path.join(self.root, *path.split("/")) + ".yaml"):
+            if optional and not any(os.path.isfile(os.path.join(d, *path.split("/")) + ".yaml") for d in self.dirs):
                 continue
             explicit = _relative_package(pkg, package, absolute) if pkg else None
             self.visit(path, absolute, child_default, explicit, depth + 1)

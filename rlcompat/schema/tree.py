@@ -167,7 +167,8 @@ def schemas_for(root: str, package_dir: str | None, words: tuple[str, ...], scri
         config_dir, name = _hydra_config(launch, facts, base, root, script_dir)
         if config_dir is not None:
             shown = "./" + os.path.relpath(config_dir, root).replace(os.sep, "/") if config_dir.startswith(shown_root) else config_dir
-            schemas.append(compose(config_dir, name, launch.overrides, shown))
+            bases = (root,) + ((os.path.dirname(package_dir),) if package_dir else ())
+            schemas.append(compose(config_dir, name, launch.overrides, shown, bases))
     if facts.structured:
         schemas.append(dataclass_keys(root, path, facts.structured))
     elif facts.from_cli and not facts.has_hydra:
@@ -195,7 +196,13 @@ def hydra_config_of(root: str, package_dir: str | None, words: tuple[str, ...],
     if not facts.has_hydra:
         return None
     config_dir, name = _hydra_config(launch, facts, base, root, script_dir)
-    return (config_dir, name, launch.overrides) if config_dir is not None else None
+    if config_dir is None:
+        return None
+    from rlcompat.schema.hydra_static import search_dirs
+
+    found = search_dirs(config_dir, name, (root,) + ((os.path.dirname(package_dir),) if package_dir else ()))
+    extra = (f"hydra.searchpath=[{','.join('file://' + d for d in found)}]",) if found else ()
+    return config_dir, name, launch.overrides + extra
 
 
 def _hydra_config(launch: Launch, facts: EntryFacts, base: str, root: str, script_dir: str) -> tuple[str | None, str]:
