@@ -327,3 +327,19 @@ def test_a_recipe_config_found_through_its_searchpath(tmp_path):
         from rlcompat.schema.loadcheck import compose_errors
 
         assert compose_errors([(config_dir, name, list(overrides))]) == [None]
+
+
+def test_an_override_appended_to_a_notebook_cell_goes_after_its_closing_quote_once(tmp_path):
+    """A `!` cell written as one JSON string whose command ends in a quoted word: the appended override went in
+    before the last character (inside the closing quote, `\\"`), where the command never read it, and every pass
+    appended it again (ten times). It goes after the quote, once."""
+    identity.clear_caches()
+    (tmp_path / "requirements.txt").write_text("verl==0.4.1\n")
+    cell = "!python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo \"trainer.logger=['console']\""
+    notebook = {"cells": [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": cell}],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "train.ipynb").write_text(json.dumps(notebook, indent=1))
+    api.fix_paths([str(tmp_path / "train.ipynb")], resolve_target("sm61"), jobs=1)
+    fixed = json.loads((tmp_path / "train.ipynb").read_text())["cells"][0]["source"]
+    assert fixed.startswith(cell + " actor_rollout_ref.rollout.dtype=float32 ")
+    assert fixed.count("actor_rollout_ref.rollout.dtype=float32") == 1
