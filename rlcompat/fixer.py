@@ -177,7 +177,7 @@ def fix_file(checker: Checker, path: str, language: str, unsafe: bool, write: bo
         broken = _not_written(FileFix(path), checker.check_source(source, language), exc.reason)
         broken.broken = True
         return broken
-    if outcome.changed and language == "shell":
+    if outcome.changed and language in ("shell", "notebook"):
         outcome = _load_checked(checker, source, language, unsafe, outcome)
     if outcome.changed and write:
         try:
@@ -216,7 +216,7 @@ def _load_checked(checker: Checker, source: SourceFile, language: str, unsafe: b
     if not tree.root or not verl.package or verl.how not in ("release", "fork"):
         return outcome  # no config of the tree's own: the knowledge of an installed release decided
     package = os.path.normpath(os.path.join(tree.root, verl.package))
-    verdict = check_fixed(source.path, source.text, outcome.fixed, tree.root, package)
+    verdict = check_fixed(source.path, source.text, outcome.fixed, tree.root, package, language=language)
     outcome.load_check = _load_words(verdict)
     if not verdict.broken:
         return outcome
@@ -226,7 +226,8 @@ def _load_checked(checker: Checker, source: SourceFile, language: str, unsafe: b
     why = {(f.code, f.message): next(b for b in verdict.broken if any(b.start <= e.start <= b.end for e in f.fix.edits))
            for f in inside}
     retry = fix_source(checker, source, language, unsafe, withheld=frozenset(why))
-    if retry.changed and check_fixed(source.path, source.text, retry.fixed, tree.root, package).broken:
+    if retry.changed and check_fixed(source.path, source.text, retry.fixed, tree.root, package,
+                                     language=language).broken:
         why = {(f.code, f.message): verdict.broken[0] for f in first.findings if f.fix is not None}
         retry = fix_source(checker, source, language, unsafe, withheld=frozenset(why))
     retry.load_check = outcome.load_check

@@ -343,3 +343,20 @@ def test_an_override_appended_to_a_notebook_cell_goes_after_its_closing_quote_on
     fixed = json.loads((tmp_path / "train.ipynb").read_text())["cells"][0]["source"]
     assert fixed.startswith(cell + " actor_rollout_ref.rollout.dtype=float32 ")
     assert fixed.count("actor_rollout_ref.rollout.dtype=float32") == 1
+
+
+@pytest.mark.skipif(not HAS_HYDRA, reason="hydra-core is not importable here")
+def test_load_check_withholds_a_notebook_cell_fix_that_stops_loading(tmp_path, monkeypatch):
+    from rlcompat.schema import gate
+
+    monkeypatch.setattr(gate, "spell", lambda schemas, key, wanted, code_reads=False: (key, ""))
+    tree = _tree(tmp_path, "0.1", FORK_CONFIG.format(override=""))
+    cell = ["%%bash\n", COMMAND.format(model="models/gemma-7b-dropout")]
+    notebook = {"cells": [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": cell}],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tree / "train.ipynb").write_text(json.dumps(notebook, indent=1))
+    before = (tree / "train.ipynb").read_text()
+    report = api.fix_paths([str(tree / "train.ipynb")], resolve_target("sm89"), unsafe=True, jobs=1)
+    assert (tree / "train.ipynb").read_text() == before
+    [finding] = [f for f in report.remaining if f.code == "RLC210"]
+    assert "fix withheld: with it, ./verl/trainer/config does not load" in finding.message

@@ -120,6 +120,12 @@ def _python_of(cell: Cell) -> list[tuple[str, int]]:
     return out
 
 
+def shell_code(text: str) -> list[tuple[str, int]]:
+    """The shell a notebook runs (`!cmd` lines, `%%bash`/`%%sh` cells), each character with its offset in `text`:
+    what `fix`'s load check composes (rlcompat/schema/loadcheck.py)."""
+    return _shell_of([c for c in parse(text).cells if c.kind == "code"], text)
+
+
 def _shell_of(cells: list[Cell], notebook_text: str) -> list[tuple[str, int]]:
     out: list[tuple[str, int]] = []
     for cell in cells:

@@ -144,13 +144,31 @@ def compose_errors(jobs: list[tuple[str, str, list[str]]], python: str | None = 
     return answer["errors"]
 
 
+def _shell_text(text: str, language: str) -> tuple[str, list[int] | None]:
+    """The shell of a file as text, and for a notebook the file offset of each of its characters."""
+    if language != "notebook":
+        return text, None
+    from rlcompat.lang import notebook
+
+    chars = notebook.shell_code(text)
+    return "".join(c for c, _ in chars), [o for _, o in chars]
+
+
 def check_fixed(path: str, before: str, after: str, root: str, package_dir: str | None,
-                python: str | None = None) -> Verdict:
-    """Compose every Hydra command of the script at `path` (in the tree at `root`) before and after the fix."""
+                python: str | None = None, language: str = "shell") -> Verdict:
+    """Compose every Hydra command of the script (or notebook: its `!` lines and shell cells) at `path`, in the
+    tree at `root`, before and after the fix. `Broken` offsets and lines are the file's."""
     from rlcompat.schema.tree import hydra_config_of
 
     verdict = Verdict(broken=[])
-    old, new = commands(before), commands(after)
+    from rlcompat.lang.notebook import PARSE_ERRORS
+
+    try:
+        (before_code, offsets), (after_code, _) = _shell_text(before, language), _shell_text(after, language)
+    except PARSE_ERRORS as exc:  # a notebook that does not parse: nothing to compose, said so
+        verdict.not_run = f"its shell could not be read ({type(exc).__name__})"
+        return verdict
+    old, new = commands(before_code), commands(after_code)
     if len(old) != len(new):
         verdict.not_run = "the fix changed the number of commands, so they cannot be compared one by one"
         return verdict
@@ -185,6 +203,8 @@ def check_fixed(path: str, before: str, after: str, root: str, package_dir: str 
             verdict.failed_before += 1
         elif now is not None:
             shown = "./" + os.path.relpath(config_dir, root).replace(os.sep, "/")
-            verdict.broken.append(Broken(before.count("\n", 0, command.start) + 1, command.start, command.end, now,
-                                         shown))
+            start, end = command.start, command.end
+            if offsets is not None and offsets:
+                start, end = offsets[min(start, len(offsets) - 1)], offsets[min(max(end - 1, 0), len(offsets) - 1)] + 1
+            verdict.broken.append(Broken(before.count("\n", 0, start) + 1, start, end, now, shown))
     return verdict
