@@ -60,18 +60,17 @@ def apply_edits(text: str, edits: list[Edit]) -> tuple[str, list[Edit]]:
 def fix_source(checker: Checker, source: SourceFile, language: str, unsafe: bool,
                withheld: frozenset[tuple[str, str]] = frozenset()) -> FileFix:
     """The fixed text of `source`. `withheld`: (code, message) of findings whose fix is not applied (the load check
-    refused it). A fix is applied once: a finding that comes back after its fix went in (the fix did not take, as
-    an override appended where the parser does not read it) is not fixed again."""
+    refused it). A fix is applied once: an insertion whose text already stands right where it would go (the same
+    override appended by an earlier pass, which the parser did not read as set) is not made again."""
     result = FileFix(source.path, original=source.text, fixed=source.text)
     text = source.text
     current = checker.check_source(source, language)
     compiles: bool | None = None  # whether CPython compiles the original (asked once, only if a fix applies)
-    done: set[tuple[str, str, tuple[str, ...]]] = set()
     for _ in range(MAX_PASSES):
         if current.error:
             break
         fixable = [f for f in current.findings if f.fix is not None and f.fix.applies(unsafe)
-                   and (f.code, f.message) not in withheld and _signature(f) not in done]
+                   and (f.code, f.message) not in withheld and not any(_repeats(text, e) for e in f.fix.edits)]
         if not fixable:
             break
         # A fix's edits go in together or not at all, so one finding never ends half-fixed.
@@ -100,16 +99,17 @@ def fix_source(checker: Checker, source: SourceFile, language: str, unsafe: bool
                 raise FixBroke(source.path, {f.code for f in taken}, f"unparsable ({exc})") from exc
         text = new_text
         result.applied.extend(taken)
-        done.update(_signature(f) for f in taken)
         current = checker.check_source(_with_text(source, text), language)
     result.fixed = text
     result.remaining = current
     return result
 
 
-def _signature(finding: Finding) -> tuple[str, str, tuple[str, ...]]:
-    """A fix as text, positions aside: the same finding with the same edit contents is the same fix."""
-    return finding.code, finding.message, tuple(e.content for e in finding.fix.edits)
+def _repeats(text: str, edit: Edit) -> bool:
+    """An insertion of text that is already right before or after where it goes."""
+    size = len(edit.content)
+    return (edit.start == edit.end and size > 0
+            and (text[edit.start - size:edit.start] == edit.content or text[edit.start:edit.start + size] == edit.content))
 
 
 def _compile_error(text: str) -> str | None:
