@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -46,9 +44,6 @@ coverage = _coverage_bench()
 
 ENTRY_CONFIG = "ppo_trainer"
 ENTRY_MODULE = "verl.trainer.main_ppo"
-PLACEHOLDER = "X"
-# Where a command's arguments end: pipes, redirections, command separators.
-STOP_TOKENS = {"|", "||", "&&", ";", "&", "2>&1"}
 RUNS = (("sm61", False), ("sm61", True), ("sm75", False), ("sm75", True))
 
 
@@ -59,67 +54,29 @@ class Launch:
     overrides: list[str]
 
 
-def _logical_lines(text: str) -> list[str]:
-    """Shell lines with backslash continuations and multi-line single-quoted strings (a `--runtime-env-json='{...}'`)
-    joined, and comment-only lines dropped."""
-    lines, current = [], ""
-    for raw in text.splitlines():
-        if not current and raw.lstrip().startswith("#"):
-            continue
-        if raw.rstrip().endswith("\\"):
-            current += raw.rstrip()[:-1] + " "
-            continue
-        if (current + raw).count("'") % 2:
-            current += raw + " "
-            continue
-        lines.append(current + raw)
-        current = ""
-    if current:
-        lines.append(current)
-    return lines
-
-
-def _without_variables(line: str) -> str:
-    line = line.replace('"$@"', "").replace("$@", "")
-    line = re.sub(r"\$\([^()]*\)", PLACEHOLDER, line)
-    return re.sub(r"\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*", PLACEHOLDER, line)
-
-
 def main_ppo_overrides(text: str) -> list[list[str]]:
-    """The Hydra overrides of every `... verl.trainer.main_ppo ARGS` command in a shell script."""
-    commands = []
-    for line in _logical_lines(text):
-        if ENTRY_MODULE not in line:
-            continue
-        try:
-            tokens = shlex.split(_without_variables(line), comments=True)
-        except ValueError:
-            continue
-        if ENTRY_MODULE not in tokens:
-            continue
-        overrides = []
-        for token in tokens[tokens.index(ENTRY_MODULE) + 1:]:
-            if token in STOP_TOKENS or token.startswith((">", "2>", "1>")):
-                break
-            if "=" in token:
-                overrides.append(token)
-        commands.append(overrides)
-    return commands
+    """The Hydra overrides of every `... verl.trainer.main_ppo ARGS` command in a shell script, read the way `fix`'s
+    load check reads them (rlcompat/schema/loadcheck.py: continuations joined, variables as a placeholder)."""
+    from rlcompat.schema.loadcheck import commands
+    from rlcompat.schema.tree import read_command
+
+    out = []
+    for command in commands(text):
+        if ENTRY_MODULE in command.words:
+            launch = read_command(command.words)
+            out.append(list(launch.overrides) if launch is not None else [])
+    return out
 
 
 def compose_error(config_dir: Path, overrides: list[str]) -> str | None:
-    """None when the fork's config composes and resolves with these overrides; else the error's first line."""
-    from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
+    """None when the fork's config composes and resolves with these overrides; else the error's first line. The
+    composition is `fix`'s load check (rlcompat/schema/loadcheck.py), in a child of this interpreter."""
+    from rlcompat.schema.loadcheck import compose_errors
 
-    try:
-        with initialize_config_dir(config_dir=str(config_dir), version_base=None):
-            config = compose(config_name=ENTRY_CONFIG, overrides=overrides)
-            OmegaConf.resolve(config)
-    except Exception as error:  # any failure to load is the answer, reported by its first line
-        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        return f"{type(error).__name__}: {first}"[:200]
-    return None
+    answer = compose_errors([(str(Path(config_dir).resolve()), ENTRY_CONFIG, list(overrides))])
+    if isinstance(answer, str):
+        raise SystemExit(f"load check not run: {answer}")
+    return answer[0][:200] if answer[0] is not None else None
 
 
 def entry_config_dir(files: list[str]) -> str | None:

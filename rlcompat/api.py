@@ -68,6 +68,11 @@ class FixReport:
         return [x for x in self.fixes if x.broken]
 
     @property
+    def load_checks(self) -> list[str]:
+        """Per launch script whose fix was load-checked: "path: what it found" (rlcompat/schema/loadcheck.py)."""
+        return [f"{x.path}: {x.load_check.removeprefix('load check: ')}" for x in self.fixes if x.load_check]
+
+    @property
     def changed_files(self) -> list[FileFix]:
         return [x for x in self.fixes if x.changed]
 

@@ -62,6 +62,11 @@ class FileKnowledge:
     def override_clis(self) -> frozenset[str]:
         return framework_knowledge.vocabulary().override_clis
 
+    def spell_added_key(self, command_words: Sequence[str], key: str) -> tuple[str | None, str]:
+        from rlcompat.schema.gate import spell_for_tree
+
+        return spell_for_tree(self.tree.root, self.framework(identity.VERL), self.path, tuple(command_words), key)
+
     def runs_entry_module(self, module: str) -> bool:
         return module in self.verl.entry_modules or module.startswith(self.verl.entry_prefixes)
 

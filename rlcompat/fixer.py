@@ -32,6 +32,7 @@ class FileFix:
     fixed: str = ""
     error: FileError | None = None
     broken: bool = False  # a rule's fix would have made this file unparsable: a bug in rlcompat (exit 2)
+    load_check: str = ""  # what the load check of a fixed launch script found, in words (rlcompat/schema/loadcheck.py)
 
     @property
     def changed(self) -> bool:
@@ -56,7 +57,11 @@ def apply_edits(text: str, edits: list[Edit]) -> tuple[str, list[Edit]]:
     return "".join(out), chosen
 
 
-def fix_source(checker: Checker, source: SourceFile, language: str, unsafe: bool) -> FileFix:
+def fix_source(checker: Checker, source: SourceFile, language: str, unsafe: bool,
+               withheld: frozenset[tuple[str, str]] = frozenset()) -> FileFix:
+    """The fixed text of `source`. `withheld`: (code, message) of findings whose fix is not applied (the load check
+    refused it). A fix is applied once: an insertion whose text already stands right where it would go (the same
+    override appended by an earlier pass, which the parser did not read as set) is not made again."""
     result = FileFix(source.path, original=source.text, fixed=source.text)
     text = source.text
     current = checker.check_source(source, language)
@@ -64,7 +69,8 @@ def fix_source(checker: Checker, source: SourceFile, language: str, unsafe: bool
     for _ in range(MAX_PASSES):
         if current.error:
             break
-        fixable = [f for f in current.findings if f.fix is not None and f.fix.applies(unsafe)]
+        fixable = [f for f in current.findings if f.fix is not None and f.fix.applies(unsafe)
+                   and (f.code, f.message) not in withheld and not any(_repeats(text, e) for e in f.fix.edits)]
         if not fixable:
             break
         # A fix's edits go in together or not at all, so one finding never ends half-fixed.
@@ -97,6 +103,13 @@ def fix_source(checker: Checker, source: SourceFile, language: str, unsafe: bool
     result.fixed = text
     result.remaining = current
     return result
+
+
+def _repeats(text: str, edit: Edit) -> bool:
+    """An insertion of text that is already right before or after where it goes."""
+    size = len(edit.content)
+    return (edit.start == edit.end and size > 0
+            and (text[edit.start - size:edit.start] == edit.content or text[edit.start:edit.start + size] == edit.content))
 
 
 def _compile_error(text: str) -> str | None:
@@ -164,6 +177,8 @@ def fix_file(checker: Checker, path: str, language: str, unsafe: bool, write: bo
         broken = _not_written(FileFix(path), checker.check_source(source, language), exc.reason)
         broken.broken = True
         return broken
+    if outcome.changed and language in ("shell", "notebook"):
+        outcome = _load_checked(checker, source, language, unsafe, outcome)
     if outcome.changed and write:
         try:
             current = read_bytes(path)
@@ -185,6 +200,60 @@ def fix_file(checker: Checker, path: str, language: str, unsafe: bool, write: bo
     if not outcome.changed:
         outcome.original = outcome.fixed = ""
     return outcome
+
+
+def _load_checked(checker: Checker, source: SourceFile, language: str, unsafe: bool, outcome: FileFix) -> FileFix:
+    """The fix of a launch script whose commands run a Hydra entry point of the tree, kept only where the tree's
+    config still loads with it (rlcompat/schema/loadcheck.py). The fixes of a command that loaded before and does not
+    after are withheld; the findings stay, saying why. Where the check cannot run, the outcome says so."""
+    import os
+
+    from rlcompat.identity import VERL
+    from rlcompat.schema.loadcheck import check_fixed
+
+    tree = checker.tree_identity(source.path)
+    verl = tree.get(VERL)
+    if not tree.root or not verl.package or verl.how not in ("release", "fork"):
+        return outcome  # no config of the tree's own: the knowledge of an installed release decided
+    package = os.path.normpath(os.path.join(tree.root, verl.package))
+    verdict = check_fixed(source.path, source.text, outcome.fixed, tree.root, package, language=language)
+    outcome.load_check = _load_words(verdict)
+    if not verdict.broken:
+        return outcome
+    first = checker.check_source(source, language)
+    inside = [f for f in first.findings if f.fix is not None and any(
+        b.start <= e.start <= b.end for e in f.fix.edits for b in verdict.broken)]
+    why = {(f.code, f.message): next(b for b in verdict.broken if any(b.start <= e.start <= b.end for e in f.fix.edits))
+           for f in inside}
+    retry = fix_source(checker, source, language, unsafe, withheld=frozenset(why))
+    if retry.changed and check_fixed(source.path, source.text, retry.fixed, tree.root, package,
+                                     language=language).broken:
+        why = {(f.code, f.message): verdict.broken[0] for f in first.findings if f.fix is not None}
+        retry = fix_source(checker, source, language, unsafe, withheld=frozenset(why))
+    retry.load_check = outcome.load_check
+    if retry.remaining is not None:
+        retry.remaining.findings = [_withheld(f, why[(f.code, f.message)]) if (f.code, f.message) in why else f
+                                    for f in retry.remaining.findings]
+    return retry
+
+
+def _withheld(finding: Finding, broken) -> Finding:
+    from dataclasses import replace
+
+    note = (f" (fix withheld: with it, {broken.config} does not load for the command at line {broken.line}: "
+            f"{broken.error})")
+    return replace(finding, message=finding.message + note, fix=None)
+
+
+def _load_words(verdict) -> str:
+    if verdict.not_run and not verdict.ran:
+        return f"load check not run: {verdict.not_run}"
+    words = f"load check: {verdict.checked} command(s) composed with the tree's config"
+    if verdict.broken:
+        words += f", {len(verdict.broken)} would not load with the fix, which was withheld"
+    if verdict.failed_before:
+        words += f", {verdict.failed_before} did not load before the fix either"
+    return words if verdict.checked else ""
 
 
 def _not_written(outcome: FileFix, on_disk: FileResult | None, message: str) -> FileFix:

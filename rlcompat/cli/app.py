@@ -192,6 +192,8 @@ def fix(
         _emit("".join(unified_diff(x) for x in report.changed_files))
         if output_format is OutputFormat.text:
             n = len(report.applied)
+            for line in report.load_checks:
+                typer.echo(f"Load check: {line}.", err=True)
             typer.echo(f"Would fix {n} finding{'s' if n != 1 else ''} in {len(report.changed_files)} file(s); "
                        f"{len(report.remaining)} would remain.", err=True)
             raise typer.Exit(EXIT_FINDINGS if failing(report.applied + report.remaining, report.errors, settings.fail_on) else EXIT_CLEAN)
@@ -199,7 +201,7 @@ def fix(
                       fixed=report.applied, unsafe_fixes=settings.unsafe_fixes, color=_color(),
                       knowledge=knowledge_applied(paths or [], report.applied + report.remaining, report.identities),
                       not_read=report.not_read, fail_on=settings.fail_on, identity=identity_lines(paths, report.identities),
-                      identity_json=identity_json(paths, report.identities))
+                      identity_json=identity_json(paths, report.identities), load_checks=report.load_checks)
     emit_pieces(render_pieces(output_format.value, summary))
     if report.broken:
         raise typer.Exit(EXIT_ERROR)  # a rule produced unparsable code: an internal error, whatever --exit-zero says

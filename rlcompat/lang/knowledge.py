@@ -38,6 +38,10 @@ class FrontEndKnowledge(Protocol):
     def for_rules(self) -> object:
         """What config rules read as `ConfigContext.verl`; front ends pass it on unread."""
 
+    def spell_added_key(self, command_words: Sequence[str], key: str) -> tuple[str | None, str]:
+        """How a fix may write the override `key` (with its `+`/`++`) into a command of this file: the key as the
+        config the command reads takes it, or (None, why) where that config has no such key."""
+
     def runs_entry_module(self, module: str) -> bool:
         """Whether `python -m <module>` runs a training entry point whose overrides follow."""
 

@@ -120,14 +120,20 @@ def _python_of(cell: Cell) -> list[tuple[str, int]]:
     return out
 
 
-def _shell_of(cells: list[Cell]) -> list[tuple[str, int]]:
+def shell_code(text: str) -> list[tuple[str, int]]:
+    """The shell a notebook runs (`!cmd` lines, `%%bash`/`%%sh` cells), each character with its offset in `text`:
+    what `fix`'s load check composes (rlcompat/schema/loadcheck.py)."""
+    return _shell_of([c for c in parse(text).cells if c.kind == "code"], text)
+
+
+def _shell_of(cells: list[Cell], notebook_text: str) -> list[tuple[str, int]]:
     out: list[tuple[str, int]] = []
     for cell in cells:
         lines = _lines(cell.chars)
         if lines and SHELL_MAGICS.match("".join(c for c, _ in lines[0])):
             for line in lines[1:]:
                 out.extend(line)
-            out.extend(_newline(out))
+            out.extend(_newline(out, notebook_text))
             continue
         for line in lines:
             text = "".join(c for c, _ in line)
@@ -135,15 +141,26 @@ def _shell_of(cells: list[Cell]) -> list[tuple[str, int]]:
             if stripped.startswith("!"):
                 lead = len(text) - len(stripped) + 1
                 out.extend(line[lead:])
-                out.extend(_newline(out))
+                out.extend(_newline(out, notebook_text))
     return out
 
 
-def _newline(chars: list[tuple[str, int]]) -> list[tuple[str, int]]:
-    """A line end for a block that needs one (its offset repeats the last character's: it is never edited)."""
+def _newline(chars: list[tuple[str, int]], text: str) -> list[tuple[str, int]]:
+    """A line end for a block that needs one, at the offset right after the last character as the file writes it
+    (`\\n`, `\\"`: two characters, `\\u00e9`: six): an override a fix appends to the cell's last command goes
+    there, after its last word. (At the last character's own offset it went in before that character: inside a
+    closing quote, where the command never read it, so every pass of `fix` appended it again.)"""
     if chars and chars[-1][0] != "\n":
-        return [("\n", chars[-1][1])]
+        return [("\n", chars[-1][1] + _written_width(text, chars[-1][1]))]
     return []
+
+
+def _written_width(text: str, offset: int) -> int:
+    if text[offset:offset + 1] != "\\":
+        return 1
+    if text[offset + 1:offset + 2] != "u":
+        return 2
+    return 12 if text.startswith("\\u", offset + 6) and 0xD800 <= int(text[offset + 2:offset + 6], 16) < 0xDC00 else 6
 
 
 def _json_escape(content: str) -> str:
@@ -162,13 +179,13 @@ def check(nb: Notebook, text: str, path: str, rules: Sequence, target, *, knowle
     findings: list[Finding] = []
     if python_rules and code_cells:
         blocks = [Embedded("python", _python_of(c), escape=_json_escape) for c in code_cells]
-        whole = Embedded("python", [ch for b in blocks for ch in b.chars + _newline(b.chars)], escape=_json_escape)
+        whole = Embedded("python", [ch for b in blocks for ch in b.chars + _newline(b.chars, text)], escape=_json_escape)
         if _parses(whole.code):
             findings += check_python(whole, path, python_rules, target, index, knowledge)
         else:
             for block in blocks:
                 findings += check_python(block, path, python_rules, target, index, knowledge)
-    shell_chars = _shell_of(code_cells)
+    shell_chars = _shell_of(code_cells, text)
     code = "".join(c for c, _ in shell_chars)
     if shell_rules and shell_chars and any(t in code for r in shell_rules for t in triggers_in(r, "shell")):
         block = Embedded("shell", shell_chars, escape=_json_escape)

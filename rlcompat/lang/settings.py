@@ -151,6 +151,9 @@ class ConfigView:
     command_words: tuple[str, ...] = ()  # the resolved words of a command (for engines and flags)
     word_spans: tuple[Span, ...] = ()  # where each of command_words is written (a wrapper's words share its span)
     _adder: object = None  # shell: callable(key_with_prefix, value) -> Edit; TOML, YAML: callable(dotted key, value)
+    # A command: callable(command_words, key_with_prefix) -> (key as the run's config takes it | None, why not),
+    # handed by whoever knows the scanned tree (FrontEndKnowledge.spell_added_key; rlcompat/schema/gate.py)
+    _gate: object = None
     unread: str = ""  # kind "unread": why the parser refused the command
 
     def get(self, key: str) -> Setting | None:
@@ -197,7 +200,22 @@ class ConfigView:
     def add(self, key: str, value: str) -> Edit | None:
         """An edit adding the override `key=value` to this command, in the script's style, the key to its TOML
         table, or (YAML) the key to the mapping the file writes for its parent; None where there is no such place."""
-        return self._adder(key, value) if self._adder is not None else None
+        if self._adder is None:
+            return None
+        if self.kind == "command" and self._gate is not None:
+            spelled, why = self._gate(self.command_words, key)
+            if spelled is None:
+                return Refused(why)
+            key = spelled
+        return self._adder(key, value)
+
+
+@dataclass(frozen=True)
+class Refused:
+    """What `ConfigView.add` gives back where the run's own config does not take the key: no edit, and why. A finding
+    reported with it keeps no fix, and its message says why (`ConfigContext.report`)."""
+
+    why: str
 
 
 class ConfigRule(Rule):
@@ -251,8 +269,11 @@ class ConfigContext:
     def report(self, span: Span, message: str, edits: Sequence[Edit | None] = (), safety: FixSafety = FixSafety.SAFE,
                description: str = "", severity: str = "") -> None:
         assert self._rule is not None
-        real = tuple(sorted(e for e in edits if e is not None))
+        refused = [e.why for e in edits if isinstance(e, Refused)]
+        real = tuple(sorted(e for e in edits if isinstance(e, Edit)))
         fix = Fix(real, safety, description) if real and len(real) == len(edits) else None
+        if refused:
+            message = f"{message} (no fix: {'; '.join(dict.fromkeys(refused))})"
         self.pending.append(_Pending(self._rule, span, message, fix, severity))
 
 
@@ -267,7 +288,10 @@ def _overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
 def run_rules(views: Sequence[ConfigView], text: str, path: str, rules: Sequence[ConfigRule], target,
               knowledge: FrontEndKnowledge) -> list[Finding]:
     ctx = ConfigContext(target, path, knowledge.for_rules, text, knowledge.framework)
+    gate = getattr(knowledge, "spell_added_key", None)
     for view in views:
+        if view.kind == "command" and view.is_verl and gate is not None:
+            view._gate = gate
         for rule in rules:
             ctx._rule = rule
             rule.check_config(view, ctx)

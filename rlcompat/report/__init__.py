@@ -39,6 +39,7 @@ class Summary:
     identity: list[str] = field(default_factory=list)  # per scanned tree: the frameworks it was judged with, and why
     identity_json: list[dict] = field(default_factory=list)  # the same, as data (rlcompat/identity.py to_json)
     fix_command: str = ""  # the command that fixes what this report read, where `rlcompat fix` alone would not
+    load_checks: list[str] = field(default_factory=list)  # fix: "path: what the load check found" (rlcompat/schema)
 
 
 def not_read_line(not_read: list[tuple[str, str]]) -> str:

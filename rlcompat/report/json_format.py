@@ -68,6 +68,7 @@ def render_pieces(summary: Summary) -> Iterator[str]:
         },
         # Per scanned tree, the framework releases its code was judged with and the evidence (rlcompat/identity.py).
         "identity": summary.identity_json,
+        "load_checks": summary.load_checks,
         "findings": Streamed(lambda: (finding_dict(f) for f in summary.findings), len(summary.findings)),
         "errors": [error_dict(e) for e in summary.errors],
         # Files seen but not read, and why (discovery.discover); walked files of other types are only counted.

@@ -60,6 +60,8 @@ def _lines(summary: Summary) -> Iterator[Line]:
         yield from _statistics(summary)
     for line in summary.identity:
         yield [(f"Identity: {line}.", "")]
+    for line in summary.load_checks:
+        yield [(f"Load check: {line}.", "")]
     if summary.knowledge:
         yield [(f"Framework knowledge applied: {'; '.join(summary.knowledge)}.", "")]
     from rlcompat.report import not_read_line

@@ -50,6 +50,7 @@ def verify_command(
     trace: Annotated[bool, typer.Option("--trace", help="With --trainer: report which of scan's findings in the tree ran during the run (in every process), and which did not.")] = False,
     trace_from: Annotated[Optional[str], typer.Option("--trace-from", help="With --trace: watch the findings of this tree instead (the verl package before `rlcompat fix`), moved line by line onto the verified one: which of the fixed places the run reaches.")] = None,
     gpus: Annotated[int, typer.Option("--gpus", min=1, max=8, help="With --trainer: trainer.n_gpus_per_node, FSDP over this many GPUs (CPU processes with --device cpu), one hf rollout replica on each.")] = 1,
+    load_check: Annotated[bool, typer.Option("--load-check", help="Only compose each launch script's config with the tree's own Hydra config (seconds, no torch): the answer for trees that are not verl 0.9.1, which the step cannot run; --script picks one script.")] = False,
 ) -> None:
     """Run one tiny PPO step through the tree's own verl code under the target GPU's limits; PASS or FAIL."""
     from rlcompat.cli.common import fail
@@ -58,6 +59,8 @@ def verify_command(
     from rlcompat.verify.result import EXIT_ENV
     from rlcompat.verify.runner import VerifyRequest, VerifyUsageError, resolve_package, run_verify
 
+    if load_check or (not trainer and _not_runnable_by_the_step(path)):
+        _load_check(path, script, output_format)
     if not target:
         from rlcompat.config import ConfigError, load_options
 
@@ -105,3 +108,31 @@ def verify_command(
     sys.stdout.write(render(result))
     sys.stdout.flush()
     raise typer.Exit(int(result.get("exit_code", EXIT_ENV)))
+
+
+def _not_runnable_by_the_step(path: str) -> bool:
+    """A tree whose verl is a fork or another release than 0.9.1: the one-step run adapts 0.9.1's code only."""
+    from rlcompat.identity import VERL, Identities
+    from rlcompat.verify.runner import VerifyUsageError, resolve_package
+
+    try:
+        package = resolve_package(path)
+    except VerifyUsageError:
+        return False
+    verl = Identities().for_path(str(package.parent)).get(VERL)
+    return verl.how == "fork" or (verl.how == "release" and verl.version != "0.9.1")
+
+
+def _load_check(path: str, script: str | None, output_format: VerifyFormat) -> None:
+    from rlcompat.cli.common import fail
+    from rlcompat.verify.load_check import render, run_load_check
+    from rlcompat.verify.runner import VerifyUsageError, resolve_package
+
+    try:
+        package = resolve_package(path)
+    except VerifyUsageError as exc:
+        raise fail(str(exc))
+    result = run_load_check(package, script)
+    sys.stdout.write(render(result, output_format is VerifyFormat.json))
+    sys.stdout.flush()
+    raise typer.Exit(int(result["exit_code"]))

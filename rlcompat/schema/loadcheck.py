@@ -1,0 +1,210 @@
+"""The load check: does a fixed launch script's config still load with the tree's own loader?
+
+For each command of a shell script that runs a Hydra entry point of its tree (rlcompat/schema/tree.py), the tree's
+config directory is composed with the command's overrides, before and after the fix, by `hydra.compose` and
+`OmegaConf.resolve` in a child process of the interpreter running rlcompat: offline, on the CPU, importing only
+hydra-core and omegaconf (never torch, verl or ray, never the tree's code). Where the entry point also merges the
+config into a structured dataclass, the merge's check is the static one of the fix gate (rlcompat/schema/gate.py):
+importing the tree's dataclasses would run its code.
+
+Shell variables (`$MODEL_PATH`, `${N}`, `$(...)`) become a placeholder word: a load check needs the keys, not their
+values, and the same placeholder stands on both sides. A command that did not load before the fix cannot show what
+the fix did: it is reported as such, never as broken by the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+
+from rlcompat.schema import SchemaUnread
+
+PLACEHOLDER = "X"
+_STOP = {"|", "||", "&&", ";", "&", "2>&1"}
+_TIMEOUT_S = 120
+
+# Run by the child interpreter: reads {"jobs": [[config_dir, config_name, overrides], ...]} on stdin, prints one
+# answer per job (null: it loads; else the error's type and first line), or {"unavailable": why}.
+_CHILD = r"""
+import json, sys
+try:
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+except Exception as exc:
+    print(json.dumps({"unavailable": f"{type(exc).__name__}: {exc}"}))
+    raise SystemExit(0)
+out = []
+for config_dir, name, overrides in json.load(sys.stdin)["jobs"]:
+    try:
+        with initialize_config_dir(config_dir=config_dir, version_base=None):
+            OmegaConf.resolve(compose(config_name=name, overrides=overrides))
+        out.append(None)
+    except Exception as exc:
+        text = str(exc).strip()
+        out.append((type(exc).__name__ + ": " + (text.splitlines()[0] if text else ""))[:300])
+print(json.dumps({"errors": out}))
+"""
+
+
+@dataclass(frozen=True)
+class Command:
+    start: int  # offsets of the command in the script's text
+    end: int
+    words: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Broken:
+    line: int  # 1-based line of the command in the text before the fix
+    start: int
+    end: int
+    error: str  # how loading fails after the fix
+    config: str  # the config directory as shown
+
+
+@dataclass
+class Verdict:
+    ran: bool = False  # whether any command was composed
+    not_run: str = ""  # why the check could not run (hydra not importable, a config not readable)
+    broken: list[Broken] | None = None  # commands that loaded before the fix and fail after it
+    failed_before: int = 0  # commands that did not load before the fix either
+    checked: int = 0
+
+
+def commands(text: str) -> list[Command]:
+    """The commands of a shell script, one per logical line (continuations and multi-line quotes joined, comment
+    lines dropped), as words with variables replaced by a placeholder; words end at a pipe or command separator."""
+    out: list[Command] = []
+    current, start, pos = "", None, 0
+    for raw in text.splitlines(keepends=True):
+        line_start, pos = pos, pos + len(raw)
+        body = raw.rstrip("\r\n")
+        if start is None and body.lstrip().startswith("#"):
+            continue
+        if start is None:
+            start = line_start
+        if body.rstrip().endswith("\\"):
+            current += body.rstrip()[:-1] + " "
+            continue
+        if (current + body).count("'") % 2:
+            current += body + " "
+            continue
+        current += body
+        words = _words(current)
+        if words:
+            out.append(Command(start, line_start + len(body), words))
+        current, start = "", None
+    if current and start is not None:
+        words = _words(current)
+        if words:
+            out.append(Command(start, len(text), words))
+    return out
+
+
+def _words(line: str) -> tuple[str, ...]:
+    line = line.replace('"$@"', "").replace("$@", "")
+    line = re.sub(r"\$\([^()]*\)", PLACEHOLDER, line)
+    line = re.sub(r"\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*", PLACEHOLDER, line)
+    try:
+        tokens = shlex.split(line, comments=True)
+    except ValueError:
+        return ()
+    out = []
+    for token in tokens:
+        if token in _STOP or token.startswith((">", "2>", "1>")):
+            break
+        out.append(token)
+    return tuple(out)
+
+
+def compose_errors(jobs: list[tuple[str, str, list[str]]], python: str | None = None) -> list[str | None] | str:
+    """One answer per (config_dir, config_name, overrides): None where it loads, else the error; or one string
+    saying why no job could run (hydra-core or omegaconf not importable by the interpreter)."""
+    python = python or sys.executable
+    try:
+        with tempfile.TemporaryDirectory(prefix="rlcompat-load-") as cwd:
+            done = subprocess.run([python, "-I", "-c", _CHILD], input=json.dumps({"jobs": jobs}), capture_output=True,
+                                  text=True, cwd=cwd, timeout=_TIMEOUT_S,
+                                  env={**os.environ, "HYDRA_FULL_ERROR": "0", "PYTHONNOUSERSITE": "1"})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"the child interpreter {python} did not answer ({type(exc).__name__})"
+    try:
+        answer = json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return f"the child interpreter {python} failed: {tail[:200]}"
+    if "unavailable" in answer:
+        return f"hydra-core/omegaconf are not importable by {python} ({answer['unavailable']})"
+    return answer["errors"]
+
+
+def _shell_text(text: str, language: str) -> tuple[str, list[int] | None]:
+    """The shell of a file as text, and for a notebook the file offset of each of its characters."""
+    if language != "notebook":
+        return text, None
+    from rlcompat.lang import notebook
+
+    chars = notebook.shell_code(text)
+    return "".join(c for c, _ in chars), [o for _, o in chars]
+
+
+def check_fixed(path: str, before: str, after: str, root: str, package_dir: str | None,
+                python: str | None = None, language: str = "shell") -> Verdict:
+    """Compose every Hydra command of the script (or notebook: its `!` lines and shell cells) at `path`, in the
+    tree at `root`, before and after the fix. `Broken` offsets and lines are the file's."""
+    from rlcompat.schema.tree import hydra_config_of
+
+    verdict = Verdict(broken=[])
+    from rlcompat.lang.notebook import PARSE_ERRORS
+
+    try:
+        (before_code, offsets), (after_code, _) = _shell_text(before, language), _shell_text(after, language)
+    except PARSE_ERRORS as exc:  # a notebook that does not parse: nothing to compose, said so
+        verdict.not_run = f"its shell could not be read ({type(exc).__name__})"
+        return verdict
+    old, new = commands(before_code), commands(after_code)
+    if len(old) != len(new):
+        verdict.not_run = "the fix changed the number of commands, so they cannot be compared one by one"
+        return verdict
+    script_dir = os.path.dirname(os.path.abspath(path))
+    jobs, places = [], []
+    for a, b in zip(old, new):
+        if a.words == b.words:
+            continue
+        try:
+            config = hydra_config_of(root, package_dir, a.words, script_dir)
+        except SchemaUnread as unread:
+            verdict.not_run = str(unread)
+            continue
+        if config is None:
+            continue
+        config_dir, name, overrides = config
+        fixed = hydra_config_of(root, package_dir, b.words, script_dir)
+        jobs.append((config_dir, name, list(overrides)))
+        jobs.append((config_dir, name, list(fixed[2]) if fixed else []))
+        places.append((a, config_dir))
+    if not jobs:
+        return verdict
+    answers = compose_errors(jobs, python)
+    if isinstance(answers, str):
+        verdict.not_run = answers
+        return verdict
+    verdict.ran = True
+    for i, (command, config_dir) in enumerate(places):
+        was, now = answers[2 * i], answers[2 * i + 1]
+        verdict.checked += 1
+        if was is not None:
+            verdict.failed_before += 1
+        elif now is not None:
+            shown = "./" + os.path.relpath(config_dir, root).replace(os.sep, "/")
+            start, end = command.start, command.end
+            if offsets is not None and offsets:
+                start, end = offsets[min(start, len(offsets) - 1)], offsets[min(max(end - 1, 0), len(offsets) - 1)] + 1
+            verdict.broken.append(Broken(before.count("\n", 0, start) + 1, start, end, now, shown))
+    return verdict

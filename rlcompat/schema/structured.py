@@ -1,0 +1,135 @@
+"""Dataclass schemas read with `ast`: OmegaConf structured configs (`OmegaConf.structured(PPOConfig())`) and the
+dataclasses HfArgumentParser/TrlParser turn into options. Nothing of the tree is imported.
+
+A field is a key; a field whose type (or `default_factory`) is another dataclass of the tree is a mapping whose keys
+are that class's fields; a field typed `dict`/`Dict[...]`/`Any` is a free mapping (`KeySchema.open_maps`). A class
+the tree does not define, or one inheriting from a class it cannot find, raises `SchemaUnread`.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from functools import lru_cache
+
+from rlcompat.schema import KeySchema, SchemaUnread
+
+_FREE = {"dict", "Dict", "Any", "DictConfig", "Mapping", "MutableMapping"}
+_MAX_DEPTH = 20
+
+
+def dataclass_keys(root: str, module_file: str, class_name: str, system: str = "structured") -> KeySchema:
+    """The keys of dataclass `class_name`, found in `module_file` (or imported there from the tree at `root`)."""
+    reader = _Reader(os.path.abspath(root))
+    keys: set[str] = set()
+    open_maps: set[str] = set()
+    reader.fields(os.path.abspath(module_file), class_name, "", keys, open_maps, 0)
+    shown = "./" + os.path.relpath(module_file, root).replace(os.sep, "/")
+    return KeySchema(system, f"{shown} ({class_name})", frozenset(keys), frozenset(open_maps))
+
+
+@lru_cache(maxsize=128)
+def _parse(path: str) -> ast.Module:
+    try:
+        with open(path, "rb") as fh:
+            return ast.parse(fh.read(), filename=path)
+    except (OSError, SyntaxError, ValueError) as exc:
+        raise SchemaUnread(f"{path}: cannot be read as Python ({type(exc).__name__})") from None
+
+
+def _name(node: ast.AST | None) -> str:
+    """The last name of an annotation or call target: `Optional[ActorConfig]` -> inner names are handled by callers."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value.strip("'\"")
+    return ""
+
+
+class _Reader:
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    def find(self, module_file: str, name: str) -> tuple[str, ast.ClassDef] | None:
+        """The class `name` as seen from `module_file`: defined there, or imported from a module of the tree."""
+        tree = _parse(module_file)
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name == name:
+                return module_file, node
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module is not None or node.level):
+                for alias in node.names:
+                    if (alias.asname or alias.name) != name:
+                        continue
+                    target = self.module_path(module_file, node.module or "", node.level)
+                    if target is not None:
+                        found = self.find(target, alias.name)
+                        if found is not None:
+                            return found
+        return None
+
+    def module_path(self, importer: str, module: str, level: int) -> str | None:
+        if level:
+            base = os.path.dirname(importer)
+            for _ in range(level - 1):
+                base = os.path.dirname(base)
+        else:
+            base = self.root
+        parts = [p for p in module.split(".") if p]
+        for candidate in (os.path.join(base, *parts) + ".py", os.path.join(base, *parts, "__init__.py")):
+            if os.path.isfile(candidate):
+                return candidate
+        return None
+
+    def fields(self, module_file: str, class_name: str, prefix: str, keys: set, open_maps: set, depth: int) -> None:
+        if depth > _MAX_DEPTH:
+            raise SchemaUnread(f"{class_name}: dataclasses nest deeper than {_MAX_DEPTH}")
+        found = self.find(module_file, class_name)
+        if found is None:
+            raise SchemaUnread(f"{os.path.relpath(module_file, self.root)}: no class {class_name} in the tree")
+        where, node = found
+        for base in node.bases:
+            base_name = _name(base)
+            if base_name and base_name not in ("object", "BaseConfig", "Generic") and self.find(where, base_name):
+                self.fields(where, base_name, prefix, keys, open_maps, depth + 1)
+        for stmt in node.body:
+            if not isinstance(stmt, ast.AnnAssign) or not isinstance(stmt.target, ast.Name):
+                continue
+            if _name(stmt.annotation) == "ClassVar" or (isinstance(stmt.annotation, ast.Subscript)
+                                                         and _name(stmt.annotation.value) == "ClassVar"):
+                continue
+            key = f"{prefix}.{stmt.target.id}" if prefix else stmt.target.id
+            keys.add(key)
+            nested = self._nested_class(where, stmt)
+            if nested is not None:
+                self.fields(where, nested, key, keys, open_maps, depth + 1)
+            elif self._free(stmt.annotation):
+                open_maps.add(key)
+
+    def _nested_class(self, where: str, stmt: ast.AnnAssign) -> str | None:
+        candidates = []
+        if isinstance(stmt.value, ast.Call) and _name(stmt.value.func) == "field":
+            for kw in stmt.value.keywords:
+                if kw.arg == "default_factory":
+                    candidates.append(_name(kw.value))
+        candidates.extend(_names_in(stmt.annotation))
+        for name in candidates:
+            if name and name not in _FREE and name[:1].isupper() and self.find(where, name) is not None:
+                return name
+        return None
+
+    @staticmethod
+    def _free(annotation: ast.AST) -> bool:
+        return any(n in _FREE for n in _names_in(annotation))
+
+
+def _names_in(annotation: ast.AST) -> list[str]:
+    """Type names in an annotation: `Optional[ActorConfig]` -> [Optional, ActorConfig]; `"ActorConfig"` too."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return []
+    return [_name(n) for n in ast.walk(annotation) if isinstance(n, (ast.Name, ast.Attribute))]
