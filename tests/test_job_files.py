@@ -1,6 +1,6 @@
 """Launchers that are not `*.sh` (issue 28): Slurm job files, extension-less shell scripts and Makefile recipes are
 read by a directory walk, and the commands wrapped in them (srun, sbatch --wrap, nohup, `&`, `$(...)`, a final
-`\\`) are checked at their own file:line."""
+`\\`) are checked at their own file:line. `scan .` ends with what it did not read."""
 
 from __future__ import annotations
 
@@ -113,3 +113,19 @@ def test_escaped_backslash_at_the_end_is_not_a_continuation(tmp_path):
     (tmp_path / "run.sh").write_text("vllm serve m --dtype bfloat16 x\\\\\n")
     assert [(f.location.line, f.code) for f in scan_paths([str(tmp_path)], SM75).findings] == [(1, "RLC107")]
 
+
+def test_scan_of_a_tree_ends_with_what_it_did_not_read(tmp_path):
+    (tmp_path / "run.sh").write_text("echo hi\n")
+    (tmp_path / "README.md").write_text("# x\n")
+    (tmp_path / "data.csv").write_text("a,b\n")
+    (tmp_path / "more.csv").write_text("a,b\n")
+    (tmp_path / "LICENSE").write_text("MIT\n")
+    (tmp_path / "config.json").write_text('{"torch_dtype": "bfloat16"}')
+    code, out, _ = invoke("scan", ".", "--target", "sm75", "--no-cache", cwd=tmp_path)
+    lines = out.strip().splitlines()
+    assert lines[-2] == ("Not read: 1 file (a JSON file tools or checkpoints write, not a run's config: config.json); "
+                         "4 files of types no front end reads (2 .csv, 1 .md, 1 without an extension).")
+    assert lines[-1] == "All clear: no findings in 1 file for sm75 (7.5, Turing)."
+    code, out, _ = invoke("scan", ".", "--target", "sm75", "--no-cache", "--verbose", cwd=tmp_path)
+    assert "  LICENSE: no front end reads this file type" in out.splitlines()
+    assert "  config.json: a JSON file tools or checkpoints write, not a run's config" in out.splitlines()
