@@ -33,6 +33,7 @@ class Spelling:
 class Language:
     name: str
     front_end: str  # the module that parses and checks it (rlcompat.lang.*)
+    noun: str  # what a user calls its files, in messages ("Dockerfiles")
     extensions: tuple[str, ...] = ()  # lower-cased, with the dot
     # Globs on the lower-cased file name; a glob with "/" is matched against "parent/name". A name match wins over
     # any extension (`requirements/base.txt`, `Dockerfile.cuda`); `not_names` vetoes it (templates are not files yet).
@@ -80,31 +81,32 @@ PYTHON_SPELLING = Spelling("True", "False", "None")
 
 # Order matters where names overlap: the first record whose names match a file wins.
 LANGUAGES: tuple[Language, ...] = (
-    Language("pyproject", "rlcompat.lang.pyproject_deps", names=("pyproject.toml",), environment_file=True,
-             declares=True, fence="toml"),
-    Language("requirements", "rlcompat.lang.requirements",
+    Language("pyproject", "rlcompat.lang.pyproject_deps", "pyproject.toml", names=("pyproject.toml",),
+             environment_file=True, declares=True, fence="toml"),
+    Language("requirements", "rlcompat.lang.requirements", "requirements files",
              names=("requirements*.txt", "constraints*.txt", "requirements/*.txt"), environment_file=True,
              declares=True, continued_command=True, editor_id="pip-requirements"),
-    Language("dockerfile", "rlcompat.lang.dockerfile",
+    Language("dockerfile", "rlcompat.lang.dockerfile", "Dockerfiles",
              names=("dockerfile", "dockerfile.*", "dockerfile-*", "dockerfile_*", "*.dockerfile"),
              not_names=("*.jinja", "*.j2", "*.tmpl", "*.template", "*.in"), environment_file=True, declares=True,
              continued_command=True, editor_id="dockerfile"),
-    Language("conda", "rlcompat.lang.condaenv",
+    Language("conda", "rlcompat.lang.condaenv", "conda environment files",
              names=("environment*.yml", "environment*.yaml", "conda*.yml", "conda*.yaml"), environment_file=True,
              declares=True, fence="yaml"),
-    Language("makefile", "rlcompat.lang.makefile", extensions=(".mk",), names=("makefile", "gnumakefile"),
+    Language("makefile", "rlcompat.lang.makefile", "Makefiles", extensions=(".mk",), names=("makefile", "gnumakefile"),
              continued_command=True, embeds=("shell", "python"), editor_id="makefile"),
-    Language("python", "rlcompat.lang.python", extensions=(".py", ".pyi"), python_comments=True,
+    Language("python", "rlcompat.lang.python", "Python", extensions=(".py", ".pyi"), python_comments=True,
              spelling=PYTHON_SPELLING,
              origins=("argparse-default", "python-keyword", "python-field", "python-dict", "python-assign",
                       "python-default", "python-forced"),
              fence="python", editor_id="python"),
-    Language("yaml", "rlcompat.lang.yaml", extensions=(".yaml", ".yml"), refine=_yaml_as_conda, settings=True,
+    Language("yaml", "rlcompat.lang.yaml", "YAML", extensions=(".yaml", ".yml"), refine=_yaml_as_conda, settings=True,
              origins=("yaml",), fence="yaml", editor_id="yaml"),
-    Language("shell", "rlcompat.lang.shell", extensions=(".sh", ".bash", ".slurm", ".sbatch", ".job"),
+    Language("shell", "rlcompat.lang.shell", "shell scripts and Slurm/PBS job files",
+             extensions=(".sh", ".bash", ".slurm", ".sbatch", ".job"),
              sniff=_is_shell, continued_command=True, embeds=("python",), settings=True, declares=True,
              origins=("hydra-override", "flag", "env"), editor_id="shellscript"),
-    Language("json", "rlcompat.lang.jsonfile", extensions=(".json",), settings=True, origins=("json",),
+    Language("json", "rlcompat.lang.jsonfile", "JSON", extensions=(".json",), settings=True, origins=("json",),
              editor_id="json",
              skip_names=("package.json", "package-lock.json", "tsconfig.json", "jsconfig.json", "composer.json",
                          "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
@@ -113,8 +115,8 @@ LANGUAGES: tuple[Language, ...] = (
                          "pytorch_model.bin.index.json", "launch.json", "settings.json", "extensions.json",
                          "devcontainer.json", ".eslintrc.json", "*.index.json", "*.lock.json"),
              skip_reason="a JSON file tools or checkpoints write, not a run's config", max_bytes=256 * 1024),
-    Language("notebook", "rlcompat.lang.notebook", extensions=(".ipynb",), embeds=("python", "shell")),
-    Language("toml", "rlcompat.lang.tomlfile", extensions=(".toml",), settings=True, origins=("toml",),
+    Language("notebook", "rlcompat.lang.notebook", "notebooks", extensions=(".ipynb",), embeds=("python", "shell")),
+    Language("toml", "rlcompat.lang.tomlfile", "TOML", extensions=(".toml",), settings=True, origins=("toml",),
              fence="toml", editor_id="toml",
              skip_names=("cargo.toml", "rust-toolchain.toml", "rustfmt.toml", ".rustfmt.toml", "clippy.toml",
                          "ruff.toml", ".ruff.toml", "taplo.toml", ".taplo.toml", "typos.toml", "_typos.toml",
@@ -122,8 +124,8 @@ LANGUAGES: tuple[Language, ...] = (
                          "netlify.toml", "wrangler.toml", "fly.toml", "samconfig.toml", "book.toml", "bunfig.toml",
                          ".codespellrc.toml", "pyrefly.toml", "ty.toml", "mypy.toml", "*.lock.toml"),
              skip_reason="a build or lint tool's TOML file, not a run's config", max_bytes=256 * 1024),
-    Language("markdown", "rlcompat.lang.markdown", extensions=(".md", ".markdown"), explicit_only=True,
-             continued_command=True, embeds=("python",), settings=True, declares=True, editor_id="markdown"),
+    Language("markdown", "rlcompat.lang.markdown", "Markdown (named only)", extensions=(".md", ".markdown"),
+             explicit_only=True, continued_command=True, embeds=("python",), settings=True, declares=True, editor_id="markdown"),
 )
 
 BY_NAME: dict[str, Language] = {lang.name: lang for lang in LANGUAGES}
@@ -198,6 +200,11 @@ def skip_reason(path: str, name: str) -> str:
         except OSError:
             pass
     return ""
+
+
+def readable_nouns() -> str:
+    """What a directory walk reads, for messages: `Python, YAML, shell scripts ..., TOML`."""
+    return ", ".join(lang.noun for lang in LANGUAGES if not lang.explicit_only)
 
 
 def names_with(attribute: str) -> frozenset[str]:

@@ -26,7 +26,7 @@ def test_record_is_complete(lang):
     assert all(e.startswith(".") and e == e.lower() for e in lang.extensions), lang.extensions
     assert all(n == n.lower() for n in lang.names), lang.names
     assert set(lang.embeds) <= set(BY_NAME) - {lang.name}, f"{lang.name} embeds {lang.embeds}"
-    assert lang.fence, lang.name
+    assert lang.fence and lang.noun, lang.name
     if lang.skip_names or lang.max_bytes:
         assert lang.skip_reason or lang.max_bytes and not lang.skip_names, f"{lang.name}: skips without saying why"
 
