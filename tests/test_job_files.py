@@ -27,6 +27,14 @@ def test_slurm_job_with_sbatch_directives(tmp_path):
     assert _hits(tmp_path, SM61) == [("grpo.slurm", 5, "RLC407"), ("grpo.slurm", 6, "RLC107")]
 
 
+def test_sglang_server_in_a_job_is_found_where_sglang_does_not_run(tmp_path):
+    (tmp_path / "serve.sbatch").write_text(
+        "#!/bin/bash\n#SBATCH --gres=gpu:1\nsrun python -m sglang.launch_server --model-path m --port 30000 &\n"
+        "sleep 60\n")
+    assert _hits(tmp_path, SM61) == [("serve.sbatch", 3, "RLC417")]
+    assert _hits(tmp_path, SM75) == []
+
+
 @pytest.mark.parametrize("name", ["job.sbatch", "train.job"])
 def test_other_job_file_extensions(tmp_path, name):
     (tmp_path / name).write_text("#!/bin/bash\nvllm serve m --dtype bfloat16\n")
