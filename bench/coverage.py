@@ -79,6 +79,8 @@ KIND_BY_CODE = {
     "RLC354": "liger",
     "RLC401": "rollout-engine",
     "RLC402": "rollout-engine",
+    "RLC407": "rollout-engine",
+    "RLC417": "rollout-engine",
     "RLC403": "fp8",
     "RLC413": "rollout-engine",  # a vLLM engine built in Python
     "RLC416": "quantization",

@@ -4,60 +4,35 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import subprocess
 from rlcompat.config import Options
+from rlcompat.languages import by_content, by_file_name, language, refined, skip_reason
 
-LANGUAGES = {".py": "python", ".pyi": "python", ".yaml": "yaml", ".yml": "yaml", ".sh": "shell", ".bash": "shell",
-             ".json": "json", ".ipynb": "notebook", ".toml": "toml"}
-# JSON: configs, not data. Files JSON tools and model checkpoints write are left out by name (a checkpoint's
-# config.json records the dtype it was saved in, not what a run selects), and any JSON file over the size cap is
-# data; named on the command line too (pre-commit names every staged file). Reports list what was left out.
-JSON_SKIPPED_NAMES = {"package.json", "package-lock.json", "tsconfig.json", "jsconfig.json", "composer.json",
-                      "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "vocab.json",
-                      "special_tokens_map.json", "added_tokens.json", "preprocessor_config.json", "adapter_config.json",
-                      "trainer_state.json", "model.safetensors.index.json", "pytorch_model.bin.index.json",
-                      "launch.json", "settings.json", "extensions.json", "devcontainer.json", ".eslintrc.json"}
-JSON_MAX_BYTES = 256 * 1024
-# TOML: trainer configs (torchtitan's train_configs). pyproject.toml is a declared environment (declared_language);
-# the configuration files of build and lint tools are not a run's config and are left out by name, here too.
-TOML_SKIPPED_NAMES = {"cargo.toml", "rust-toolchain.toml", "rustfmt.toml", ".rustfmt.toml", "clippy.toml",
-                      "ruff.toml", ".ruff.toml", "taplo.toml", ".taplo.toml", "typos.toml", "_typos.toml",
-                      ".typos.toml", "cliff.toml", "poetry.toml", "pdm.toml", "uv.toml", "pixi.toml", "hatch.toml",
-                      "netlify.toml", "wrangler.toml", "fly.toml", "samconfig.toml", "book.toml", "bunfig.toml",
-                      ".codespellrc.toml", "pyrefly.toml", "ty.toml", "mypy.toml"}
-TOML_MAX_BYTES = 256 * 1024
-# Checked only when named on the command line: the shell code blocks of a README are not part of every walk.
-EXPLICIT_ONLY = {".md": "markdown", ".markdown": "markdown"}
+# Which file is of which language, and which files of a language are left out, is each language's record in
+# rlcompat/languages.py. JSON and TOML: configs, not data. Files JSON tools and model checkpoints write (a
+# checkpoint's config.json records the dtype it was saved in, not what a run selects), and the configuration files
+# of build and lint tools, are left out by name, and any file over the size cap is data; named on the command line
+# too (pre-commit names every staged file). Reports list what was left out.
+JSON_MAX_BYTES = language("json").max_bytes
+TOML_MAX_BYTES = language("toml").max_bytes
 
 
-def language_of(path: str) -> str | None:
-    return declared_language(path) or LANGUAGES.get(os.path.splitext(path)[1].lower())
+def language_of(path: str, *, explicit: bool = False) -> str | None:
+    """The language of the file at `path`: by its name, or for a name without an extension by its first bytes.
+    `explicit`: named on the command line, so languages read only then (Markdown) count too."""
+    lang = by_file_name(path, explicit=explicit) or by_content(path)
+    return lang.name if lang else None
 
 
 def declared_language(path: str) -> str | None:
     """Files that declare an environment, known by name: their extensions (.txt, .yml, none) say nothing."""
-    name = os.path.basename(path).lower()
-    if name == "pyproject.toml":
-        return "pyproject"
-    if name.endswith(".txt") and (name.startswith(("requirements", "constraints"))
-                                  or os.path.basename(os.path.dirname(path)).lower() == "requirements"):
-        return "requirements"
-    if (name == "dockerfile" or name.startswith(("dockerfile.", "dockerfile-", "dockerfile_")) or name.endswith(".dockerfile")) \
-            and not name.endswith((".jinja", ".j2", ".tmpl", ".template", ".in")):  # templates are not Dockerfiles yet
-        return "dockerfile"
-    if name.endswith((".yml", ".yaml")) and name.startswith(("environment", "conda")):
-        return "conda"
-    return None
+    lang = by_file_name(path)
+    return lang.name if lang is not None and lang.environment_file else None
 
 
 def language_from_content(language: str, text: str) -> str:
-    """A YAML file named otherwise that is a conda environment (top-level `dependencies:` beside `channels:`, or
-    with a `- pip:` list) is read as one."""
-    if language != "yaml" or "dependencies:" not in text:
-        return language
-    top = set(re.findall(r"^(channels|dependencies):", text, re.MULTILINE))
-    return "conda" if "dependencies" in top and ("channels" in top or re.search(r"^\s+- pip:", text, re.MULTILINE)) else language
+    """The language a file read as `language` is, by its text (a YAML conda environment named otherwise)."""
+    return refined(language, text)
 
 
 UNKNOWN_TYPE = "no front end reads this file type"
@@ -72,9 +47,9 @@ def discover(paths: list[str], settings: Options, not_read: list | None = None) 
     missing: list[str] = []
     for given in paths:
         if os.path.isfile(given):
-            lang = language_of(given) or EXPLICIT_ONLY.get(os.path.splitext(given)[1].lower())
+            lang = language_of(given, explicit=True)
             # Named JSON is held to the same skip list: pre-commit names every staged file, checkpoints included.
-            why = json_skip_reason(given) if lang == "json" else toml_skip_reason(given) if lang == "toml" else ""
+            why = skip_reason(given, lang) if lang else ""
             if why:
                 if not_read is not None:
                     not_read.append((os.path.normpath(given), why))
@@ -154,11 +129,12 @@ def _walk(root: str, settings: Options, not_read: list | None = None):
             full = os.path.normpath(os.path.join(directory, f))
             if settings.is_name_excluded(f):
                 continue
-            if language_of(full) is None:
+            lang = language_of(full)
+            if lang is None:
                 if not_read is not None:
                     not_read.append((full, UNKNOWN_TYPE))
                 continue
-            why = json_skip_reason(full) if f.endswith(".json") else toml_skip_reason(full) if f.endswith(".toml") else ""
+            why = skip_reason(full, lang)
             if why:
                 if not_read is not None:
                     not_read.append((full, why))
@@ -175,31 +151,13 @@ def _walk(root: str, settings: Options, not_read: list | None = None):
 
 
 def json_skip_reason(path: str) -> str:
-    """Why a directory walk does not read this JSON file ("" when it does)."""
-    name = os.path.basename(path).lower()
-    if name in JSON_SKIPPED_NAMES or name.endswith((".index.json", ".lock.json")):
-        return "a JSON file tools or checkpoints write, not a run's config"
-    return _oversized(path, JSON_MAX_BYTES, "JSON")
+    """Why a JSON file is not read ("" when it is)."""
+    return skip_reason(path, "json")
 
 
 def toml_skip_reason(path: str) -> str:
-    """Why a directory walk (or a named file) is not read as a TOML config ("" when it is)."""
-    name = os.path.basename(path).lower()
-    if name == "pyproject.toml":
-        return ""  # a declared environment, read whatever its size
-    if name in TOML_SKIPPED_NAMES or name.endswith(".lock.toml"):
-        return "a build or lint tool's TOML file, not a run's config"
-    return _oversized(path, TOML_MAX_BYTES, "TOML")
-
-
-def _oversized(path: str, limit: int, language: str) -> str:
-    """Why a config file this large is data, not a config ("" when it is not, or its size cannot be read)."""
-    try:
-        if os.path.getsize(path) > limit:
-            return f"{language} over {limit // 1024} KiB: data, not a config"
-    except OSError:
-        pass
-    return ""
+    """Why a TOML file is not read as a config ("" when it is; pyproject.toml is a declared environment)."""
+    return "" if by_file_name(path) is not language("toml") else skip_reason(path, "toml")
 
 
 def _inside(path: str, root: str) -> bool:

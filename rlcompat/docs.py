@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rlcompat.knowledge.targets import sources
+from rlcompat.languages import by_file_name
 
 
 def rule_markdown(rule) -> str:
@@ -12,8 +13,7 @@ def rule_markdown(rule) -> str:
     lines += ["## What it does", "", rule.what, "", "## Why is this bad?", "", rule.why, ""]
     bad = rule.bad[0] if rule.bad else None
     if bad is not None:
-        lang = {".py": "python", ".yaml": "yaml", ".yml": "yaml", ".toml": "toml"}.get(
-            bad.path[bad.path.rfind("."):], "bash")
+        lang = fence_of(bad.path)
         lines += ["## Example", "", f"On `{bad.target}`:", "", f"```{lang}", bad.code.rstrip("\n"), "```", ""]
         fixed = next((b for b in rule.bad if b.fixed is not None), None)
         if fixed is not None:
@@ -23,6 +23,12 @@ def rule_markdown(rule) -> str:
         table = sources()
         lines += ["## Sources", ""] + [f"- [{s}] {table[s]}" for s in rule.sources] + [""]
     return "\n".join(lines)
+
+
+def fence_of(path: str) -> str:
+    """The code fence of an example file: its language's (`fence` in rlcompat/languages.py)."""
+    lang = by_file_name(path, explicit=True)
+    return lang.fence if lang is not None else "bash"
 
 
 def index_markdown(rules) -> str:

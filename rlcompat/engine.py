@@ -16,6 +16,7 @@ from rlcompat.discovery import language_from_content
 from rlcompat.file_knowledge import FileKnowledge
 from rlcompat.identity import Identities, TreeIdentity, environment_only
 from rlcompat.frontends import FRONTENDS, frontend
+from rlcompat.languages import LANGUAGES
 from rlcompat.findings import FileError, FileResult, Finding, Location
 from rlcompat.lang.pyspeed import plain
 from rlcompat.rule import can_match, triggers_in
@@ -25,7 +26,7 @@ from rlcompat.wordscan import WordScan
 
 META_UNUSED = "RLC001"
 # Languages whose files can hold code of another (`python - <<EOF` in a script): that language's rules run there too.
-EMBEDS = {"shell": ("python",), "markdown": ("python",), "notebook": ("python", "shell")}
+EMBEDS = {lang.name: lang.embeds for lang in LANGUAGES if lang.embeds}
 
 
 class ParseFailure(Exception):

@@ -1,5 +1,6 @@
-"""Which front end reads which language: the registry the engine runs files through, and the one a front end is
-handed (`FrontEndKnowledge.front_end`) for code a file holds in another language (a notebook's `%%writefile` cell).
+"""Which front end reads which language (the `front_end` of each record in rlcompat/languages.py): the registry
+the engine runs files through, and the one a front end is handed (`FrontEndKnowledge.front_end`) for code a file
+holds in another language (a notebook's `%%writefile` cell).
 
 It sits below the engine and the knowledge hand-off so that both can read it without importing each other; front
 ends are imported on first use, so a run that needs no LibCST never loads it.
@@ -9,11 +10,9 @@ from __future__ import annotations
 
 import importlib
 
-FRONTENDS = {"python": "rlcompat.lang.python", "yaml": "rlcompat.lang.yaml", "shell": "rlcompat.lang.shell",
-             "markdown": "rlcompat.lang.markdown", "requirements": "rlcompat.lang.requirements",
-             "dockerfile": "rlcompat.lang.dockerfile", "conda": "rlcompat.lang.condaenv",
-             "pyproject": "rlcompat.lang.pyproject_deps",
-             "json": "rlcompat.lang.jsonfile", "notebook": "rlcompat.lang.notebook", "toml": "rlcompat.lang.tomlfile"}
+from rlcompat.languages import LANGUAGES
+
+FRONTENDS = {lang.name: lang.front_end for lang in LANGUAGES}
 
 
 def frontend(language: str):

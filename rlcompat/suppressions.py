@@ -1,7 +1,9 @@
 """Inline suppressions: `# rlcompat: ignore[RLC101, RLC2]` (codes or prefixes) or `# rlcompat: ignore` (all).
 
-The comment silences findings whose range includes its line. It works the same in Python, YAML and shell,
-which all use `#` comments. A suppression that silences nothing is reported (RLC001).
+The comment silences findings whose range includes its line, in every language (`#` starts a comment in all
+that have comments). In Python only real comments count; in languages whose commands continue over backslash
+lines, a comment after the last line covers the command (`python_comments` and `continued_command` of the
+language's record in rlcompat/languages.py). A suppression that silences nothing is reported (RLC001).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 
+from rlcompat.languages import BY_NAME
 from rlcompat.textpos import LineIndex
 
 PATTERN = re.compile(r"#\s*rlcompat:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?", re.IGNORECASE)
@@ -35,14 +38,15 @@ class Suppression:
 def find(text: str, language: str) -> list[Suppression]:
     if "rlcompat" not in text:
         return []
-    if language == "python":
+    lang = BY_NAME.get(language)
+    if lang is not None and lang.python_comments:
         return _from_python_comments(text)
     out = []
     index = LineIndex(text)
     for m in PATTERN.finditer(text):
         line, col = index.position(m.start())
         first = line
-        if language in ("shell", "markdown", "dockerfile", "requirements"):
+        if lang is not None and lang.continued_command:
             # A comment cannot sit inside a continued command, only after its last line: it covers all of them.
             while first > 1 and index.line_text(first - 1).rstrip().endswith("\\"):
                 first -= 1

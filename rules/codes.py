@@ -69,6 +69,7 @@ CODES: dict[str, str] = {
     "RLC409": "rollout.fp8_mixed_precision_flag",
     "RLC413": "rollout.vllm_engine_on_unsupported_gpu",
     "RLC416": "rollout.quantized_checkpoint_name",
+    "RLC417": "rollout.sglang_served_on_unsupported_gpu",
     "RLC501": "environment.torch_wheel_lacks_arch",
     "RLC502": "environment.torch_cpu_only_build",
     "RLC503": "environment.flash_attn_unsupported_gpu",

@@ -121,7 +121,8 @@ def test_reports_say_which_files_were_not_read_and_why(tmp_path):
     code, out, _ = invoke("scan", ".", "x.cfg", "--target", "sm61", "--no-cache", cwd=tmp_path)
     assert code == 1
     assert ("Not read: 1 file (a JSON file tools or checkpoints write, not a run's config: config.json); "
-            "1 file (named, but no front end reads .cfg files: x.cfg).") in out
+            "1 file (named, but no front end reads .cfg files: x.cfg); "
+            "1 file of types no front end reads (1 .txt).") in out
     code, out, _ = invoke("scan", ".", "--target", "sm61", "--no-cache", "--output-format", "json", cwd=tmp_path)
     doc = json.loads(out)
     assert doc["not_read"] == [{"path": "config.json", "reason": "a JSON file tools or checkpoints write, not a run's config"}]

@@ -91,6 +91,7 @@ def scan(
     baseline: Annotated[Optional[str], typer.Option("--baseline", help="Report only findings not recorded in this baseline file.")] = None,
     write_baseline: Annotated[Optional[str], typer.Option("--write-baseline", help="Record every current finding in this file and exit 0.")] = None,
     config: ConfigOpt = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List every file not read, with why (by default: counts).")] = False,
 ) -> None:
     """List every hazard for the target GPU with file:line, why, and the fix."""
     from rlcompat.api import scan_paths
@@ -131,7 +132,7 @@ def scan(
                       unsafe_fixes=settings.unsafe_fixes, statistics=statistics, color=_color(),
                       knowledge=knowledge_applied(paths or [], findings, report.identities),
                       not_read=report.not_read, fail_on=settings.fail_on, identity=identity_lines(paths, report.identities),
-                      identity_json=identity_json(paths, report.identities))
+                      identity_json=identity_json(paths, report.identities), verbose=verbose)
     emit_pieces(render_pieces(output_format.value, summary))
     if exit_zero:
         raise typer.Exit(EXIT_CLEAN)

@@ -68,10 +68,11 @@ def failing(findings, errors, fail_on: str) -> bool:
 
 def nothing_to_check(paths) -> typer.Exit:
     """The one-line error for a run that found no file to read under `paths` (a wrong path passes CI otherwise)."""
+    from rlcompat.languages import readable_nouns
+
     where = ", ".join(paths)
-    return fail(f"no files to check in {where}: nothing there is a file rlcompat reads (Python, YAML, shell, JSON, "
-                "TOML, notebooks, requirements files, Dockerfiles), or every file is excluded; check the path and "
-                "the excludes, or pass --allow-empty to accept an empty run")
+    return fail(f"no files to check in {where}: nothing there is a file rlcompat reads ({readable_nouns()}), or "
+                "every file is excluded; check the path and the excludes, or pass --allow-empty to accept an empty run")
 
 
 def emit(text: str) -> None:

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from rlcompat.languages import names_with
 from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.lang.settings import ConfigContext, ConfigRule, ConfigView, Span, run_rules
 from rlcompat.findings import Finding
@@ -127,7 +128,7 @@ class DeclaredRule(ConfigRule):
     """A rule over declared environments: requirement files, pyproject dependencies, conda environment files,
     Dockerfiles, and `pip install` commands in launch scripts (through the shell front end)."""
 
-    languages = frozenset({"requirements", "pyproject", "conda", "dockerfile", "shell", "markdown"})
+    languages = names_with("declares")  # rlcompat/languages.py
 
     def check_declared(self, group: Declared, ctx: ConfigContext) -> None:
         raise NotImplementedError

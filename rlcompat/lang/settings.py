@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import ClassVar, Sequence
 
+from rlcompat.languages import names_with, spelling_of
 from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.findings import Edit, Finding, Fix, FixSafety, Location
 from rlcompat.rule import Rule
@@ -102,7 +103,8 @@ class Setting:
         if isinstance(new, bool) and self.origin in ("json", "toml") and self.word_span is not None:
             # A JSON or TOML string ("auto") becomes the boolean literal, quotes and all: the string "false" is truthy to
             # the Python that reads the config (DeepSpeed's `if bf16_enabled`).
-            return Edit(self.word_span.start, self.word_span.end, "true" if new else "false")
+            spelling = spelling_of(self.origin)
+            return Edit(self.word_span.start, self.word_span.end, spelling.true if new else spelling.false)
         text = new if isinstance(new, str) else _bool_like(new, self.value)
         return Edit(self.value_span.start, self.value_span.end, text)
 
@@ -115,7 +117,7 @@ class Setting:
         start, end = self.value_span.start, self.value_span.end
         if 0 < start and end < len(text) and text[start - 1] == text[end] and text[end] in "'\"":
             start, end = start - 1, end + 1
-        return Edit(start, end, "None" if self.origin.startswith("python") else "null")
+        return Edit(start, end, spelling_of(self.origin).null)
 
 
 def flag_key(flag: str) -> str:
@@ -221,8 +223,9 @@ class Refused:
 class ConfigRule(Rule):
     """Base for rules over configuration settings (YAML files and launch scripts)."""
 
-    # markdown: its shell code blocks; json, toml: JSON and TOML configs; python is added for a rule that names python_triggers
-    languages = frozenset({"yaml", "shell", "markdown", "json", "toml"})
+    # The languages whose front ends give configuration views (`settings` in rlcompat/languages.py); python is added
+    # for a rule that names python_triggers
+    languages = names_with("settings")
     # Python files: the substrings that make this rule read a file's Python settings (lang/pysettings.py). Empty by
     # default: most config rules ask for verl's full Hydra keys, which Python code does not write, and reading
     # settings costs an `ast` parse of every file holding a trigger.

@@ -59,7 +59,7 @@ class ShellScript:
 
 def parse(text: str) -> ShellScript:
     script = ShellScript(text)
-    plain = _crlf_as_lf(text)
+    plain = _mask_final_backslash(_crlf_as_lf(text))
     heredocs: list[tuple[int, int, int, int]] = []
     try:
         bounds = _logical_line_starts(plain, heredocs)
@@ -189,6 +189,19 @@ def _mask_arithmetic(text: str) -> str:
             continue
         out.append(text[i:k] + "$" + "_" * (j - k))
         i = j + 1
+
+
+_FINAL_BACKSLASH = re.compile(r"(?<!\\)((?:\\\\)*)\\([ \t]*\n?[ \t\n]*)\Z")
+
+
+def _mask_final_backslash(text: str) -> str:
+    """A script whose last command ends in a `\\` continuation (bash reads it as continuing into nothing): the
+    backslash becomes a blank, at the same offset, so that command is read and not lost to "unexpected EOF"."""
+    m = _FINAL_BACKSLASH.search(text)
+    if m is None:
+        return text
+    at = m.start(2) - 1
+    return text[:at] + " " + text[at + 1:]
 
 
 def _crlf_as_lf(text: str) -> str:
@@ -744,8 +757,12 @@ MAX_NESTED_SHELL = 3  # `bash -c "... bash -c '...'"`: deeper nesting is not fol
 
 
 def _shell_code(command: Command) -> Embedded | None:
-    """The script `bash -c CODE` / `sh -c CODE` runs (srun, docker and ssh wrap launches this way)."""
+    """The script `bash -c CODE` / `sh -c CODE` runs (srun, docker and ssh wrap launches this way), or the one
+    `sbatch --wrap CODE` submits."""
     words = command.words
+    wrapped = _sbatch_wrap(words)
+    if wrapped is not None:
+        return wrapped
     for i, w in enumerate(words):
         if re.fullmatch(r"(?:.*/)?(?:ba)?sh", w.text) and i + 2 < len(words) + 1:
             rest = words[i + 1:]
@@ -758,6 +775,29 @@ def _shell_code(command: Command) -> Embedded | None:
                 if not opt.text.startswith("-"):
                     break
     return None
+
+
+def _sbatch_wrap(words: list[Word]) -> Embedded | None:
+    """`sbatch [options] --wrap CODE` or `--wrap=CODE`: Slurm runs CODE as a shell script (`sbatch --help`)."""
+    if not words or words[0].text.rsplit("/", 1)[-1] != "sbatch":
+        return None
+    for i, w in enumerate(words[1:], 1):
+        if w.text == "--wrap" and i + 1 < len(words):
+            return _code_of(words[i + 1], 0)
+        if w.text.startswith("--wrap="):
+            return _code_of(w, len("--wrap="))
+    return None
+
+
+def _code_of(word: Word, skip: int) -> Embedded | None:
+    """The characters of `word` from its `skip`-th on, as shell code; None when it holds a command substitution in
+    backquotes (its text is not the code that runs)."""
+    if "`" in word.text:
+        return None
+    raw_at = word.chars[skip][1] - word.start if skip < len(word.chars) else len(word.raw)
+    quote = word.raw[raw_at - 1:raw_at] if raw_at and word.raw[raw_at - 1] in "'\"" else ""
+    forbidden = "'" if quote == "'" else '"$`\\' if quote == '"' else " \t\n'\"$`\\;&|<>()"
+    return Embedded("shell", list(word.chars[skip:]), forbidden)
 
 
 def _check_shell_block(block: Embedded, path: str, rules, target, index: LineIndex, depth: int,

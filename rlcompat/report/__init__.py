@@ -35,6 +35,7 @@ class Summary:
     color: bool = False
     knowledge: list[str] = field(default_factory=list)  # framework knowledge applied: "verl 0.9.1", "OpenRLHF 0.11.2"
     not_read: list[tuple[str, str]] = field(default_factory=list)  # (path, why) of files seen but not read
+    verbose: bool = False  # text: list every file not read, not only the counts
     fail_on: str = "warning"  # the lowest severity that makes the run exit 1 (findings.SEVERITIES)
     identity: list[str] = field(default_factory=list)  # per scanned tree: the frameworks it was judged with, and why
     identity_json: list[dict] = field(default_factory=list)  # the same, as data (rlcompat/identity.py to_json)
@@ -43,20 +44,42 @@ class Summary:
 
 
 def not_read_line(not_read: list[tuple[str, str]]) -> str:
-    """`Not read: ...` for the text report, or "" when nothing a user would expect read was left out. Walked files
-    of a type no front end reads are only counted in JSON output (a tree has many: READMEs, data, images)."""
+    """`Not read: ...` for the text report, or "" when every file seen was read: files left out on purpose with the
+    reason and the first paths, then walked files of types no front end reads counted by extension (a tree has
+    many: READMEs, data, images; `--verbose` lists them, `not_read_lines`)."""
     from collections import Counter
 
     from rlcompat.discovery import UNKNOWN_TYPE
 
     shown = [(p, why) for p, why in not_read if why != UNKNOWN_TYPE]
-    if not shown:
-        return ""
     parts = []
     for why, n in Counter(why for _, why in shown).items():
         paths = [p for p, w in shown if w == why]
         parts.append(f"{n} file{'s' if n != 1 else ''} ({why}: {', '.join(paths[:3])}{', ...' if n > 3 else ''})")
-    return "Not read: " + "; ".join(parts) + "."
+    named = {p for p, _ in shown}
+    other = [p for p, why in not_read if why == UNKNOWN_TYPE and p not in named]  # a named file walked too: once
+    if other:
+        parts.append(f"{len(other)} file{'s' if len(other) != 1 else ''} of types no front end reads ({_by_type(other)})")
+    return "Not read: " + "; ".join(parts) + "." if parts else ""
+
+
+def not_read_lines(not_read: list[tuple[str, str]]) -> list[str]:
+    """Every file seen but not read, with why, one a line (`scan --verbose`)."""
+    return [f"  {path}: {why}" for path, why in sorted(not_read)]
+
+
+def _by_type(paths: list[str], shown: int = 5) -> str:
+    """`12 .md, 3 without an extension, 2 .png, 4 of other types`: the most common types first."""
+    import os
+    from collections import Counter
+
+    kinds = Counter(os.path.splitext(os.path.basename(p))[1].lower() or "without an extension" for p in paths)
+    common = sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))  # most common first, ties by name
+    out = [f"{n} {kind}" for kind, n in common[:shown]]
+    rest = sum(n for _, n in common[shown:])
+    if rest:
+        out.append(f"{rest} of other types")
+    return ", ".join(out)
 
 
 def render(format_name: str, summary: Summary) -> str:

@@ -64,8 +64,11 @@ def _lines(summary: Summary) -> Iterator[Line]:
         yield [(f"Load check: {line}.", "")]
     if summary.knowledge:
         yield [(f"Framework knowledge applied: {'; '.join(summary.knowledge)}.", "")]
-    from rlcompat.report import not_read_line
+    from rlcompat.report import not_read_line, not_read_lines
 
+    if summary.verbose:
+        for line in not_read_lines(summary.not_read):
+            yield [(line, "")]
     skipped = not_read_line(summary.not_read)
     if skipped:
         yield [(skipped, "")]

@@ -11,15 +11,15 @@ from functools import cached_property, lru_cache
 
 from rlcompat.api import check_text, fix_text
 from rlcompat.config import ConfigError, Options, load_options
-from rlcompat.discovery import EXPLICIT_ONLY, json_skip_reason, language_of, toml_skip_reason
+from rlcompat.discovery import json_skip_reason, language_of, toml_skip_reason
+from rlcompat.languages import LANGUAGES
 from rlcompat.findings import Edit, Finding
 from rlcompat.server.positions import UTF16, PositionMap
 from rlcompat.knowledge.targets import Target, TargetError, resolve_target
 
 # For a buffer with no file name yet (an "untitled:" URI): the editor's language identifier, as LSP lists them
 # (https://microsoft.github.io/language-server-protocol/specifications/lsp/3.17/specification/#textDocumentItem).
-LANGUAGE_IDS = {"python": "python", "yaml": "yaml", "shellscript": "shell", "json": "json", "toml": "toml",
-                "markdown": "markdown", "dockerfile": "dockerfile", "pip-requirements": "requirements"}
+LANGUAGE_IDS = {lang.editor_id: lang.name for lang in LANGUAGES if lang.editor_id}
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ class Analysis:
 
 def language_for(path: str, language_id: str | None = None) -> str | None:
     """The front end `scan` uses for a file named so; for a name that says nothing, the editor's language id."""
-    by_name = language_of(path) or EXPLICIT_ONLY.get(os.path.splitext(path)[1].lower())
+    by_name = language_of(path, explicit=True)
     return by_name or LANGUAGE_IDS.get(language_id or "")
 
 

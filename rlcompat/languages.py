@@ -1,0 +1,212 @@
+"""The languages rlcompat reads, one record each: how a file is known to be of it, which front end reads it, how
+its comments and values are written, and which other languages its files hold.
+
+Everything that asks "which language is this file" or "what does this language allow" reads `LANGUAGES`:
+discovery (file patterns, skip lists, sniffing), the engine (front ends, embedded languages), suppressions
+(comment syntax), the config and declared-environment rule bases (which front ends give them views), settings
+(value spelling), the editor server (LSP language ids) and the rule docs (code fences). Adding a language is one
+record here plus its front end module (which has `parse`, `check` and `PARSE_ERRORS`); tests/test_languages.py
+fails when a record lacks a part another module needs.
+
+This module imports nothing of rlcompat, so every layer can read it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class Spelling:
+    """How a value is written in the language: a fix that sets a boolean or clears a value writes these."""
+
+    true: str = "true"
+    false: str = "false"
+    null: str = "null"
+
+
+@dataclass(frozen=True)
+class Language:
+    name: str
+    front_end: str  # the module that parses and checks it (rlcompat.lang.*)
+    noun: str  # what a user calls its files, in messages ("Dockerfiles")
+    extensions: tuple[str, ...] = ()  # lower-cased, with the dot
+    # Globs on the lower-cased file name; a glob with "/" is matched against "parent/name". A name match wins over
+    # any extension (`requirements/base.txt`, `Dockerfile.cuda`); `not_names` vetoes it (templates are not files yet).
+    names: tuple[str, ...] = ()
+    not_names: tuple[str, ...] = ()
+    sniff: Callable[[str], bool] | None = None  # for a file without an extension: does its head say it is this?
+    refine: Callable[[str], str | None] | None = None  # a file of this language whose text says it is another one
+    explicit_only: bool = False  # read only when named on the command line, never on a directory walk
+    python_comments: bool = False  # comments found by Python's tokenizer (a `#` in a string is not one)
+    continued_command: bool = False  # a comment after a `\`-continued command covers all of its lines
+    embeds: tuple[str, ...] = ()  # languages its files hold code of (a heredoc, a cell): their rules run there too
+    settings: bool = False  # its front end gives configuration views (`lang.settings.ConfigRule` reads it)
+    declares: bool = False  # its front end gives declared environments (`lang.declared.DeclaredRule` reads it)
+    environment_file: bool = False  # a file that declares an environment, known by name (`declared_language`)
+    spelling: Spelling = field(default_factory=Spelling)
+    origins: tuple[str, ...] = ()  # the `Setting.origin`s its front end writes (for `spelling_of`)
+    fence: str = "bash"  # the Markdown code fence of its examples in the rule docs
+    editor_id: str = ""  # the LSP language identifier of an editor buffer in it
+    skip_names: tuple[str, ...] = ()  # lower-cased file names (globs) a walk leaves out: files tools write
+    skip_reason: str = ""
+    max_bytes: int = 0  # larger files are data, not a config (0: no limit)
+
+
+SHELL_SHEBANG = re.compile(r"\A#![ \t]*\S*/(?:env[ \t]+(?:-\S+[ \t]+)*)?(?:ba|z|k|da)?sh\b")
+JOB_DIRECTIVE = re.compile(r"^#(?:SBATCH|PBS|BSUB|\$)[ \t]", re.MULTILINE)  # Slurm, PBS/Torque, LSF, SGE/UGE
+
+
+def _is_shell(head: str) -> bool:
+    """A file without an extension that is a shell script: a shell shebang, or the directives of a batch job."""
+    return bool(SHELL_SHEBANG.match(head) or JOB_DIRECTIVE.search(head))
+
+
+def _yaml_as_conda(text: str) -> str | None:
+    """A YAML file named otherwise that is a conda environment (top-level `dependencies:` beside `channels:`, or
+    with a `- pip:` list) is read as one."""
+    if "dependencies:" not in text:
+        return None
+    top = set(re.findall(r"^(channels|dependencies):", text, re.MULTILINE))
+    if "dependencies" in top and ("channels" in top or re.search(r"^\s+- pip:", text, re.MULTILINE)):
+        return "conda"
+    return None
+
+
+PYTHON_SPELLING = Spelling("True", "False", "None")
+
+# Order matters where names overlap: the first record whose names match a file wins.
+LANGUAGES: tuple[Language, ...] = (
+    Language("pyproject", "rlcompat.lang.pyproject_deps", "pyproject.toml", names=("pyproject.toml",),
+             environment_file=True, declares=True, fence="toml"),
+    Language("requirements", "rlcompat.lang.requirements", "requirements files",
+             names=("requirements*.txt", "constraints*.txt", "requirements/*.txt"), environment_file=True,
+             declares=True, continued_command=True, editor_id="pip-requirements"),
+    Language("dockerfile", "rlcompat.lang.dockerfile", "Dockerfiles",
+             names=("dockerfile", "dockerfile.*", "dockerfile-*", "dockerfile_*", "*.dockerfile"),
+             not_names=("*.jinja", "*.j2", "*.tmpl", "*.template", "*.in"), environment_file=True, declares=True,
+             continued_command=True, editor_id="dockerfile"),
+    Language("conda", "rlcompat.lang.condaenv", "conda environment files",
+             names=("environment*.yml", "environment*.yaml", "conda*.yml", "conda*.yaml"), environment_file=True,
+             declares=True, fence="yaml"),
+    Language("makefile", "rlcompat.lang.makefile", "Makefiles", extensions=(".mk",), names=("makefile", "gnumakefile"),
+             continued_command=True, embeds=("shell", "python"), editor_id="makefile"),
+    Language("python", "rlcompat.lang.python", "Python", extensions=(".py", ".pyi"), python_comments=True,
+             spelling=PYTHON_SPELLING,
+             origins=("argparse-default", "python-keyword", "python-field", "python-dict", "python-assign",
+                      "python-default", "python-forced"),
+             fence="python", editor_id="python"),
+    Language("yaml", "rlcompat.lang.yaml", "YAML", extensions=(".yaml", ".yml"), refine=_yaml_as_conda, settings=True,
+             origins=("yaml",), fence="yaml", editor_id="yaml"),
+    Language("shell", "rlcompat.lang.shell", "shell scripts and Slurm/PBS job files",
+             extensions=(".sh", ".bash", ".slurm", ".sbatch", ".job"),
+             sniff=_is_shell, continued_command=True, embeds=("python",), settings=True, declares=True,
+             origins=("hydra-override", "flag", "env"), editor_id="shellscript"),
+    Language("json", "rlcompat.lang.jsonfile", "JSON", extensions=(".json",), settings=True, origins=("json",),
+             editor_id="json",
+             skip_names=("package.json", "package-lock.json", "tsconfig.json", "jsconfig.json", "composer.json",
+                         "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+                         "vocab.json", "special_tokens_map.json", "added_tokens.json", "preprocessor_config.json",
+                         "adapter_config.json", "trainer_state.json", "model.safetensors.index.json",
+                         "pytorch_model.bin.index.json", "launch.json", "settings.json", "extensions.json",
+                         "devcontainer.json", ".eslintrc.json", "*.index.json", "*.lock.json"),
+             skip_reason="a JSON file tools or checkpoints write, not a run's config", max_bytes=256 * 1024),
+    Language("notebook", "rlcompat.lang.notebook", "notebooks", extensions=(".ipynb",), embeds=("python", "shell")),
+    Language("toml", "rlcompat.lang.tomlfile", "TOML", extensions=(".toml",), settings=True, origins=("toml",),
+             fence="toml", editor_id="toml",
+             skip_names=("cargo.toml", "rust-toolchain.toml", "rustfmt.toml", ".rustfmt.toml", "clippy.toml",
+                         "ruff.toml", ".ruff.toml", "taplo.toml", ".taplo.toml", "typos.toml", "_typos.toml",
+                         ".typos.toml", "cliff.toml", "poetry.toml", "pdm.toml", "uv.toml", "pixi.toml", "hatch.toml",
+                         "netlify.toml", "wrangler.toml", "fly.toml", "samconfig.toml", "book.toml", "bunfig.toml",
+                         ".codespellrc.toml", "pyrefly.toml", "ty.toml", "mypy.toml", "*.lock.toml"),
+             skip_reason="a build or lint tool's TOML file, not a run's config", max_bytes=256 * 1024),
+    Language("markdown", "rlcompat.lang.markdown", "Markdown (named only)", extensions=(".md", ".markdown"),
+             explicit_only=True, continued_command=True, embeds=("python",), settings=True, declares=True, editor_id="markdown"),
+)
+
+BY_NAME: dict[str, Language] = {lang.name: lang for lang in LANGUAGES}
+SNIFF_BYTES = 4096  # how much of a file without an extension is read to sniff it
+
+
+def language(name: str) -> Language:
+    return BY_NAME[name]
+
+
+def _name_matches(patterns: tuple[str, ...], name: str, parent_and_name: str) -> bool:
+    return any(fnmatch.fnmatchcase(parent_and_name if "/" in p else name, p) for p in patterns)
+
+
+def by_file_name(path: str, *, explicit: bool = False) -> Language | None:
+    """The language a file's name says (name globs first, then the extension); `explicit`: the file was named on
+    the command line, so explicit-only languages count. Files without an extension are not sniffed here."""
+    name = os.path.basename(path).lower()
+    parent_and_name = os.path.basename(os.path.dirname(path)).lower() + "/" + name
+    for lang in LANGUAGES:
+        if lang.names and _name_matches(lang.names, name, parent_and_name) \
+                and not _name_matches(lang.not_names, name, parent_and_name):
+            return lang
+    ext = os.path.splitext(name)[1]
+    for lang in LANGUAGES:
+        if ext in lang.extensions and (explicit or not lang.explicit_only):
+            return lang
+    return None
+
+
+def by_content(path: str) -> Language | None:
+    """For a file whose name has no extension: the language its first bytes say (a shell shebang, `#SBATCH`)."""
+    if os.path.splitext(os.path.basename(path))[1]:
+        return None
+    sniffers = [lang for lang in LANGUAGES if lang.sniff is not None]
+    if not sniffers:
+        return None
+    try:
+        with open(path, "rb") as f:
+            head = f.read(SNIFF_BYTES)
+    except OSError:
+        return None
+    if b"\0" in head:
+        return None  # a binary
+    text = head.decode("utf-8", "replace")
+    return next((lang for lang in sniffers if lang.sniff(text)), None)
+
+
+def refined(name: str, text: str) -> str:
+    """The language of a file read as `name` whose text says it is another (a YAML conda environment)."""
+    refine = BY_NAME[name].refine if name in BY_NAME else None
+    return (refine(text) or name) if refine is not None else name
+
+
+def spelling_of(origin: str) -> Spelling:
+    """How values are written where a setting of `origin` was read (`lang.settings.Setting.origin`)."""
+    return next((lang.spelling for lang in LANGUAGES if origin in lang.origins), Spelling())
+
+
+def skip_reason(path: str, name: str) -> str:
+    """Why a file of language `name` is not read ("" when it is): a file tools write, or one too large to be a config."""
+    lang = BY_NAME.get(name)
+    if lang is None:
+        return ""
+    base = os.path.basename(path).lower()
+    if lang.skip_names and any(fnmatch.fnmatchcase(base, p) for p in lang.skip_names):
+        return lang.skip_reason
+    if lang.max_bytes:
+        try:
+            if os.path.getsize(path) > lang.max_bytes:
+                return f"{name.upper()} over {lang.max_bytes // 1024} KiB: data, not a config"
+        except OSError:
+            pass
+    return ""
+
+
+def readable_nouns() -> str:
+    """What a directory walk reads, for messages: `Python, YAML, shell scripts ..., TOML`."""
+    return ", ".join(lang.noun for lang in LANGUAGES if not lang.explicit_only)
+
+
+def names_with(attribute: str) -> frozenset[str]:
+    """The languages whose record sets `attribute` (`settings`, `declares`, `environment_file`, ...)."""
+    return frozenset(lang.name for lang in LANGUAGES if getattr(lang, attribute))
