@@ -40,6 +40,8 @@ def declared_language(path: str) -> str | None:
     name = os.path.basename(path).lower()
     if name == "pyproject.toml":
         return "pyproject"
+    if name == "setup.cfg":
+        return "setupcfg"
     if name.endswith(".txt") and (name.startswith(("requirements", "constraints"))
                                   or os.path.basename(os.path.dirname(path)).lower() == "requirements"):
         return "requirements"

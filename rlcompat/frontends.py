@@ -12,7 +12,7 @@ import importlib
 FRONTENDS = {"python": "rlcompat.lang.python", "yaml": "rlcompat.lang.yaml", "shell": "rlcompat.lang.shell",
              "markdown": "rlcompat.lang.markdown", "requirements": "rlcompat.lang.requirements",
              "dockerfile": "rlcompat.lang.dockerfile", "conda": "rlcompat.lang.condaenv",
-             "pyproject": "rlcompat.lang.pyproject_deps",
+             "pyproject": "rlcompat.lang.pyproject_deps", "setupcfg": "rlcompat.lang.setup_deps",
              "json": "rlcompat.lang.jsonfile", "notebook": "rlcompat.lang.notebook", "toml": "rlcompat.lang.tomlfile"}
 
 
