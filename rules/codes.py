@@ -71,6 +71,7 @@ CODES: dict[str, str] = {
     "RLC413": "rollout.vllm_engine_on_unsupported_gpu",
     "RLC416": "rollout.quantized_checkpoint_name",
     "RLC417": "rollout.vllm_use_v1_below_sm80",
+    "RLC418": "rollout.vllm_engine_checkpoint_bf16",
     "RLC501": "environment.torch_wheel_lacks_arch",
     "RLC502": "environment.torch_cpu_only_build",
     "RLC503": "environment.flash_attn_unsupported_gpu",

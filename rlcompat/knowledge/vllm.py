@@ -36,3 +36,14 @@ def refuses_use_v1(release: str, capability: tuple[int, int]) -> bool:
     row = use_v1()
     return (capability < versions.capability(row["min_capability"])
             and versions.release(row["first"]) <= versions.release(release) <= versions.release(row["last"]))
+
+
+def auto_dtype() -> dict:
+    """`[auto_dtype]`: through which release an engine without a dtype keeps a bf16 checkpoint in bf16 (and refuses it
+    below `min_capability`), where, and the error."""
+    return table()["auto_dtype"]
+
+
+def keeps_checkpoint_bf16(release: str) -> bool:
+    """Whether vLLM `release` loads a bf16 checkpoint in bf16 when no dtype is given."""
+    return versions.release(release) <= versions.release(auto_dtype()["keeps_bf16_through"])
