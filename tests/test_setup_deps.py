@@ -90,3 +90,11 @@ def test_scan_reports_setup_py_and_setup_cfg_requirements_on_their_lines(tmp_pat
             for f in scan_paths([str(tmp_path)], resolve_target("sm61")).findings}
     assert ("setup.py", 8, "RLC603") in sm61  # vllm==0.8.5 (extra vllm): no kernels below 7.0
     assert not any(name == "setup.py" and line == 9 for name, line, _ in sm61)  # deepspeed: selected by nothing
+
+
+def test_a_setup_cfg_pin_is_part_of_the_trees_identity(tmp_path):
+    from rlcompat.declared_pins import pin_of
+
+    (tmp_path / "setup.cfg").write_text("[options]\ninstall_requires =\n    trl==0.19.1\n    torch\n")
+    pin = pin_of(str(tmp_path), "trl")
+    assert (pin.version, pin.where) == ("0.19.1", "setup.cfg:3")
