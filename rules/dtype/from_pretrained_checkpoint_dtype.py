@@ -8,7 +8,12 @@ from rlcompat.knowledge import precision, versions
 from rlcompat.lang.python import PendingFix, PythonRule
 from rlcompat.rule import Bad, Good
 
-_NOT_MODELS = ("Tokenizer", "Config", "Processor", "FeatureExtractor", "Peft", "GenerationConfig")
+_NOT_MODELS = ("Peft",)
+# The model classes whose `from_pretrained` loads weights, by how their names end (`AutoModelForCausalLM`,
+# `Qwen2ForCausalLM`, `AutoModel`, TRL's `AutoModelForCausalLMWithValueHead`); the triggers are these names'
+# calls, so statements with any other `from_pretrained` (tokenizers, configs) are never parsed for this rule.
+_MODEL_SUFFIXES = ("Model", "ForCausalLM", "ForConditionalGeneration", "ForSequenceClassification",
+                   "ForTokenClassification", "ForImageTextToText", "ForVision2Seq", "WithValueHead")
 _SKIP_KEYWORDS = {"dtype", "torch_dtype", "quantization_config", "load_in_4bit", "load_in_8bit"}
 
 
@@ -39,7 +44,7 @@ class FromPretrainedCheckpointDtype(PythonRule):
         "weights, which compute capability < 8.0 only emulates [S1]."
     )
     fix_safety = "Adds `dtype=\"float32\"`, the weights 4.x loaded and the precision policy's training weights: safe."
-    triggers = ("from_pretrained",)
+    triggers = tuple(f"{suffix}.from_pretrained" for suffix in _MODEL_SUFFIXES)
     requires = (("transformers", "ForCausalLM", "AutoModel"),)
     sources = ("S1", "S96")
 
@@ -82,7 +87,7 @@ class FromPretrainedCheckpointDtype(PythonRule):
         receiver = func.value
         owner = (receiver.value if isinstance(receiver, cst.Name)
                  else receiver.attr.value if isinstance(receiver, cst.Attribute) else "")
-        if not ("Model" in owner or "For" in owner) or any(n in owner for n in _NOT_MODELS):
+        if not owner.endswith(_MODEL_SUFFIXES) or any(n in owner for n in _NOT_MODELS):
             return
         if not node.args or any(a.star for a in node.args):
             return
