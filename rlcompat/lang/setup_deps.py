@@ -77,13 +77,13 @@ class _SetupReader:
 
     def _statement(self, stmt: ast.stmt) -> None:
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
-            for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
-                if isinstance(target, ast.Name):
-                    self.assigned.setdefault(target.id, []).append(stmt.value)
-                elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
-                    key = _string(target.slice)
+            for assigned in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
+                if isinstance(assigned, ast.Name):
+                    self.assigned.setdefault(assigned.id, []).append(stmt.value)
+                elif isinstance(assigned, ast.Subscript) and isinstance(assigned.value, ast.Name):
+                    key = _string(assigned.slice)
                     if key is not None:
-                        self.items.setdefault(target.value.id, {}).setdefault(key, []).append(stmt.value)
+                        self.items.setdefault(assigned.value.id, {}).setdefault(key, []).append(stmt.value)
         elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) and isinstance(stmt.op, ast.Add):
             self.assigned.setdefault(stmt.target.id, []).append(stmt.value)
         elif isinstance(stmt, ast.FunctionDef):
