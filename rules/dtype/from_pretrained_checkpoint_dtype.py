@@ -40,13 +40,13 @@ class FromPretrainedCheckpointDtype(PythonRule):
     )
     why = (
         "From transformers 5.0 a load without a dtype takes the checkpoint's own dtype (`\"auto\"`), bfloat16 for "
-        "most current models, where 4.x loaded float32 [S96]: the same script silently trains or evaluates bf16 "
+        "most current models, where 4.x loaded float32 [S104]: the same script silently trains or evaluates bf16 "
         "weights, which compute capability < 8.0 only emulates [S1]."
     )
     fix_safety = "Adds `dtype=\"float32\"`, the weights 4.x loaded and the precision policy's training weights: safe."
     triggers = tuple(f"{suffix}.from_pretrained" for suffix in _MODEL_SUFFIXES)
     requires = (("transformers", "ForCausalLM", "AutoModel"),)
-    sources = ("S1", "S96")
+    sources = ("S1", "S104")
 
     bad = (
         Bad("from transformers import AutoModelForCausalLM\nm = AutoModelForCausalLM.from_pretrained(path)\n",

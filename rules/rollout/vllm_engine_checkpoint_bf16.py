@@ -37,7 +37,7 @@ class VllmEngineCheckpointBf16(PythonRule):
     why = (
         "Without a dtype vLLM takes the checkpoint's (bf16 for most current models); up to "
         f"{vllm.auto_dtype()['keeps_bf16_through']} it keeps bf16 and its worker raises below 8.0: "
-        f"`{error_text(vllm.auto_dtype()['error'])}` [S97]."
+        f"`{error_text(vllm.auto_dtype()['error'])}` [S105]."
     )
     fix_safety = (
         "Adds the precision policy's rollout dtype: `dtype=\"float16\"` on sm70/sm75, unsafe (bf16-pretrained models "
@@ -45,7 +45,7 @@ class VllmEngineCheckpointBf16(PythonRule):
     )
     triggers = ("LLM(", "EngineArgs(")
     requires = (("vllm",),)
-    sources = ("S6", "S97")
+    sources = ("S6", "S105")
 
     bad = (
         Bad("from vllm import LLM\nllm = LLM(model='Qwen/Qwen2.5-0.5B', gpu_memory_utilization=0.5)\n", target="sm75",

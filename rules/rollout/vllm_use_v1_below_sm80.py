@@ -18,7 +18,7 @@ def _version_note(identity) -> tuple[str | None, str]:
 
 
 class VllmUseV1BelowSm80(ConfigRule):
-    code = "RLC417"
+    code = "RLC419"
     name = "vllm-use-v1-below-sm80"
     title = "`VLLM_USE_V1=1` forces vLLM's V1 engine, which vLLM 0.8.0 to 0.10.1 refuse below compute capability 8.0"
     what = (
@@ -31,12 +31,12 @@ class VllmUseV1BelowSm80(ConfigRule):
     why = (
         "Those releases need 8.0 for the V1 engine (its attention needed FlashAttention) and, with the variable set "
         "true, raise instead of falling back to the V0 engine, which runs on these cards: "
-        f"`{error_text(vllm.use_v1()['error'])}` [S95]. Setting it in code hides it from the launch command."
+        f"`{error_text(vllm.use_v1()['error'])}` [S103]. Setting it in code hides it from the launch command."
     )
     fix_safety = "`\"0\"` keeps vLLM on its V0 engine, the one those releases run without the variable here: safe."
     triggers = ("VLLM_USE_V1",)
     python_triggers = ("VLLM_USE_V1",)
-    sources = ("S95",)
+    sources = ("S103",)
 
     bad = (
         Bad('import os\nos.environ["VLLM_USE_V1"] = "1"\n', path="train.py", target="sm75",
