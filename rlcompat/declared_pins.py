@@ -1,5 +1,6 @@
 """The framework versions a scanned tree declares: the requirements of its requirement files, pyproject.toml,
-setup.py (`install_requires` and `_deps`-style lists: every requirement string of the file), conda environment files
+setup.py (`install_requires` and `_deps`-style lists: every requirement string of the file), setup.cfg
+(`[options] install_requires`, `[options.extras_require]`), conda environment files
 and Dockerfile `pip install` commands, read with the declared-environment front ends (rlcompat/lang/declared.py),
 each with the file:line that says it.
 """
@@ -19,7 +20,7 @@ from rlcompat.lang.settings import Span
 DECLARATION_FOLDERS = ("requirements", "docker", "docker_files", "dockerfiles", "envs", "environments", "scripts",
                        "setup", "ci", ".devcontainer")
 # Which kind of declaration wins when two disagree: what pip installs for the project first.
-ORDER = ("requirements", "pyproject", "setup.py", "conda", "dockerfile")
+ORDER = ("requirements", "pyproject", "setup.py", "setupcfg", "conda", "dockerfile")
 EXACT = re.compile(r"^(?:===?|=)\s*(?P<version>\d[\w.!+-]*)$")  # `==0.18.0`, conda `=0.18.0`
 
 
@@ -101,6 +102,10 @@ def _requirements(path: str, text: str) -> list[tuple[Requirement, int]]:
             from rlcompat.lang import pyproject_deps
 
             group = pyproject_deps.parse(text)
+        elif kind == "setupcfg":
+            from rlcompat.lang import setup_deps
+
+            group = setup_deps.parse(text)
         elif kind == "conda":
             from rlcompat.lang import condaenv
 

@@ -83,6 +83,8 @@ PYTHON_SPELLING = Spelling("True", "False", "None")
 LANGUAGES: tuple[Language, ...] = (
     Language("pyproject", "rlcompat.lang.pyproject_deps", "pyproject.toml", names=("pyproject.toml",),
              environment_file=True, declares=True, fence="toml"),
+    Language("setupcfg", "rlcompat.lang.setup_deps", "setup.cfg files", names=("setup.cfg",), environment_file=True,
+             declares=True, fence="ini"),
     Language("requirements", "rlcompat.lang.requirements", "requirements files",
              names=("requirements*.txt", "constraints*.txt", "requirements/*.txt"), environment_file=True,
              declares=True, continued_command=True, editor_id="pip-requirements"),

@@ -38,7 +38,7 @@ def test_fix_matches_golden_file_and_is_idempotent(case, tmp_path):
     ("deps/requirements/base.txt", "requirements"), ("constraints.txt", "requirements"), ("notes.txt", None),
     ("Dockerfile", "dockerfile"), ("docker/Dockerfile.cuda", "dockerfile"), ("gpu.dockerfile", "dockerfile"), ("cicd/Dockerfile-uv.jinja", None),
     ("environment.yml", "conda"), ("environment-cuda.yaml", "conda"), ("conf/ppo.yaml", "yaml"),
-    ("pyproject.toml", "pyproject"), ("setup.cfg", None),
+    ("pyproject.toml", "pyproject"), ("setup.cfg", "setupcfg"), ("setup.py", "python"),
 ])
 def test_declared_files_are_known_by_name(path, language):
     assert language_of(path) == language

@@ -153,3 +153,8 @@ def knowledge_choice(role: str, target) -> tuple[str, FixSafety]:
     move to fp32 keeps training numerically sound; one to fp16 narrows the range (unsafe)."""
     dtype = dtype_for(target, _KNOWLEDGE_ROLES[role])
     return _SHORT_NAMES[dtype], FixSafety.UNSAFE if dtype == "float16" else FixSafety.SAFE
+
+
+def loader_default_since() -> str:
+    """The transformers release from which `from_pretrained` without a dtype loads the checkpoint's dtype."""
+    return policy_data()["loader_default"]["since"]

@@ -24,3 +24,26 @@ def refused(name: str, value: str, capability: tuple[int, int]) -> dict | None:
     if entry is None:
         return None
     return entry if capability < versions.capability(entry["min_capability"]) else None
+
+
+def use_v1() -> dict:
+    """`[use_v1]`: the releases that refuse VLLM_USE_V1=1 below `min_capability`, where, and their error."""
+    return table()["use_v1"]
+
+
+def refuses_use_v1(release: str, capability: tuple[int, int]) -> bool:
+    """Whether vLLM `release` raises for VLLM_USE_V1=1 on `capability`."""
+    row = use_v1()
+    return (capability < versions.capability(row["min_capability"])
+            and versions.release(row["first"]) <= versions.release(release) <= versions.release(row["last"]))
+
+
+def auto_dtype() -> dict:
+    """`[auto_dtype]`: through which release an engine without a dtype keeps a bf16 checkpoint in bf16 (and refuses it
+    below `min_capability`), where, and the error."""
+    return table()["auto_dtype"]
+
+
+def keeps_checkpoint_bf16(release: str) -> bool:
+    """Whether vLLM `release` loads a bf16 checkpoint in bf16 when no dtype is given."""
+    return versions.release(release) <= versions.release(auto_dtype()["keeps_bf16_through"])

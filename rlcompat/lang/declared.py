@@ -1,7 +1,8 @@
 """What a project *declares* about its environment, whatever file says it: the packages it asks pip or conda for,
 the package indexes, the base image of a container and the build variables it sets.
 
-Front ends (`lang/requirements.py`, `lang/dockerfile.py`, `lang/condaenv.py`, `lang/pyproject_deps.py`, and
+Front ends (`lang/requirements.py`, `lang/dockerfile.py`, `lang/condaenv.py`, `lang/pyproject_deps.py`,
+`lang/setup_deps.py` (setup.cfg, and setup.py through the Python front end), and
 `pip install` commands in launch scripts) turn their file into `Declared` groups: one group is what one install
 resolves together (a requirements file, one `RUN pip install`, one script command). `DeclaredRule`s are written
 once over groups. Every item knows the exact character range of its text, so a fix rewrites that text only.
@@ -101,7 +102,7 @@ class Variable:
 class Declared:
     """What one install resolves together."""
 
-    kind: str  # "requirements" | "pyproject" | "conda" | "dockerfile" | "command"
+    kind: str  # "requirements" | "pyproject" | "setup.py" | "setup.cfg" | "conda" | "dockerfile" | "command"
     requirements: list[Requirement] = field(default_factory=list)
     indexes: list[IndexUrl] = field(default_factory=list)
     images: list[BaseImage] = field(default_factory=list)
@@ -129,6 +130,12 @@ class DeclaredRule(ConfigRule):
     Dockerfiles, and `pip install` commands in launch scripts (through the shell front end)."""
 
     languages = names_with("declares")  # rlcompat/languages.py
+    # setup.py: the Python front end hands a file named so to these rules as one group (lang/setup_deps.py); they
+    # read no Python settings.
+    python_triggers = ("install_requires", "extras_require")
+
+    def reads_python(self, text: str) -> bool:
+        return False
 
     def check_declared(self, group: Declared, ctx: ConfigContext) -> None:
         raise NotImplementedError

@@ -7,6 +7,7 @@ it sits (`rlcompat.analysis.pyhelpers.role_of`). Positions are computed only for
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -18,6 +19,7 @@ from rlcompat.lang.pyspeed.narrow import Narrowed
 from rlcompat.lang.pyspeed.parse import parse_module
 from rlcompat.lang.pyspeed.walk import statements_to, walk
 from rlcompat.lang.settings import ConfigRule, ConfigView, run_rules
+from rlcompat.lang.setup_deps import SETUP_PY_NAMES
 from rlcompat.findings import Edit, Finding, Fix, FixSafety, Location
 from rlcompat.rule import Rule, can_match_text
 from rlcompat.textpos import LineIndex
@@ -264,10 +266,24 @@ def check_targets(module: cst.Module | Parts | None, text: str, path: str, group
         chunks.forget()  # never held on while the next file is read
         if isinstance(module, Parts):
             heap.give_back(text)
-    return [found + _config_findings(text, path, [r for r in reading if not r.reads_unread], found_settings, target,
-                                     python_rules, found, knowledge)
-            if found_settings else found
-            for (python_rules, _, reading, target), found_settings, found in zip(split, settings, walked)]
+    found_by_group = [found + _config_findings(text, path, [r for r in reading if not r.reads_unread], found_settings,
+                                               target, python_rules, found, knowledge)
+                      if found_settings else found
+                      for (python_rules, _, reading, target), found_settings, found in zip(split, settings, walked)]
+    if os.path.basename(path) in SETUP_PY_NAMES:
+        found_by_group = [found + _setup_py_findings(text, path, config, target, knowledge)
+                          for found, (_, config, _, target) in zip(found_by_group, split)]
+    return found_by_group
+
+
+def _setup_py_findings(text: str, path: str, config: Sequence[ConfigRule], target,
+                       knowledge: FrontEndKnowledge) -> list[Finding]:
+    """setup.py's requirements as a declared environment, for the declared-environment rules (lang/setup_deps.py)."""
+    from rlcompat.lang.declared import DeclaredRule
+    from rlcompat.lang.setup_deps import check_setup_py
+
+    declared = [r for r in config if isinstance(r, DeclaredRule)]
+    return check_setup_py(text, path, declared, target, knowledge) if declared else []
 
 
 def _settings(text: str, config: Sequence[ConfigRule]) -> list:

@@ -15,6 +15,13 @@ def _names_attention(name: str) -> bool:
     return "attn_impl" in low or "attention_impl" in low or low in ("attn", "attention", "attention_backend")
 
 
+def _names_attention_helper(ancestors) -> bool:
+    """Whether the function a `return` is in is named for attention (`get_attn_implementation`, `select_attention`)."""
+    function = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
+    low = function.name.value.lower() if function is not None else ""
+    return "attn" in low or "attention" in low
+
+
 class FlashAttentionImplementation(PythonRule):
     code = "RLC201"
     name = "flash-attention-implementation"
@@ -22,7 +29,10 @@ class FlashAttentionImplementation(PythonRule):
     what = (
         "Finds `\"flash_attention_2\"` / `\"flash_attention_3\"` (and their `paged|` forms) where code selects the "
         "attention implementation: `attn_implementation=` keywords, `.get(\"attn_implementation\", ...)` defaults, "
-        "assignments to `attn_implementation`/`_attn_implementation`, parameter and field defaults, config dicts. "
+        "assignments to `attn_implementation`/`_attn_implementation`, parameter and field defaults, config dicts, and "
+        "the value a helper named for attention returns (`def get_attn_implementation(): ... return "
+        "\"flash_attention_2\"`), which selects it wherever the helper is called: a helper that returns it once "
+        "`import flash_attn` succeeds checks the package, not the card. "
         "Comparisons, choices guarded by `is_flash_attn_2_available()` or a capability check, and choices that "
         "follow a flash-attention switch set elsewhere (`if use_flash_attn: ...`) are not findings."
     )
@@ -52,6 +62,10 @@ class FlashAttentionImplementation(PythonRule):
             fixed="def load(path, attn_implementation='sdpa'):\n    pass\n"),
         Bad('kwargs["attn_implementation"] = "flash_attention_2"\n', fixed='kwargs["attn_implementation"] = "sdpa"\n'),
         Bad('cfg = {"attn_implementation": "flash_attention_2"}\n', fixed='cfg = {"attn_implementation": "sdpa"}\n'),
+        Bad('def get_attn_implementation():\n    try:\n        import flash_attn  # noqa: F401\n'
+            '        return "flash_attention_2"\n    except ImportError:\n        return "sdpa"\n',
+            fixed='def get_attn_implementation():\n    try:\n        import flash_attn  # noqa: F401\n'
+                  '        return "sdpa"\n    except ImportError:\n        return "sdpa"\n'),
     )
     good = (
         Good('if use_flash_attn:\n    attn_implementation = "flash_attention_2"\n'),
@@ -62,6 +76,9 @@ class FlashAttentionImplementation(PythonRule):
         Good('impl = "flash_attention_2" if is_flash_attn_2_available() else "sdpa"\n'),
         Good('logger.warning("flash_attention_2 is not available")\n'),
         Good('m = load(p, attn_implementation="sdpa")\n'),
+        Good('def attn_implementation():\n    if torch.cuda.get_device_capability()[0] >= 8:\n'
+             '        return "flash_attention_2"\n    return "sdpa"\n'),
+        Good('def describe(kind):\n    return "flash_attention_2"\n'),
     )
 
     @classmethod
@@ -83,7 +100,9 @@ class FlashAttentionImplementation(PythonRule):
             return
         if role.kind in ("keyword", "assign", "param-default", "dict-value") and not _names_attention(role.name):
             return
-        if role.kind not in ("default", "keyword", "assign", "param-default", "dict-value"):
+        if role.kind == "return" and not _names_attention_helper(ctx.ancestors):
+            return
+        if role.kind not in ("default", "keyword", "assign", "param-default", "dict-value", "return"):
             return
         if h.guarded_by(ctx.ancestors, is_flash_attn_guard) or h.test_mentions(ctx.ancestors, ("flash",)):
             return

@@ -4,7 +4,7 @@ from rlcompat.analysis.knowledgecheck import DataExamples, check, spells_a_key
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.rule import Bad, Good
 
-KINDS = frozenset({"dtype", "bf16-switch", "tf32-switch", "fp8-switch"})
+KINDS = frozenset({"dtype", "bf16-switch", "tf32-switch", "fp8-switch", "fp16-switch"})
 
 
 class FrameworkDtypeSetting(ConfigRule):
@@ -13,9 +13,10 @@ class FrameworkDtypeSetting(ConfigRule):
     title = "A framework's dtype, bf16 or TF32 setting (from rlcompat's framework knowledge) the GPU lacks"
     what = (
         "Reads rlcompat/knowledge/data/frameworks/<framework>/<version>.toml: every key, flag or environment variable whose kind is "
-        "`dtype`, `bf16-switch`, `tf32-switch` or `fp8-switch` (OpenRLHF `--ds.param_dtype`, TRL/transformers `bf16`, `tf32`, "
+        "`dtype`, `bf16-switch`, `tf32-switch`, `fp8-switch` or `fp16-switch` (OpenRLHF `--ds.param_dtype`, TRL/transformers `bf16`, `tf32`, "
         "`model_init_kwargs.torch_dtype`, accelerate `mixed_precision` and ACCELERATE_MIXED_PRECISION, DeepSpeed "
-        "`bf16.enabled` incl. \"auto\", vLLM/SGLang `--dtype`, LLaMA-Factory `pure_bf16`/`infer_dtype`, torchtune "
+        "`bf16.enabled` incl. \"auto\", DeepSpeed `fp16.enabled` below 7.0, PyTorch Lightning/Fabric `precision` "
+        "(`\"bf16-mixed\"`, `\"bf16-true\"`, `\"bf16\"`; `trainer.precision` in LightningCLI and NeMo configs), vLLM/SGLang `--dtype`, LLaMA-Factory `pure_bf16`/`infer_dtype`, torchtune "
         "`dtype`, ms-swift `torch_dtype`), and reports a value the target cannot run. A command of a known framework "
         "version that leaves such a flag at a hazardous default is reported too, and so is a config file that leaves out "
         "a key whose default is a hazard (a torchtitan train config without `[training] mixed_precision_param`: "
@@ -24,7 +25,8 @@ class FrameworkDtypeSetting(ConfigRule):
     )
     why = (
         "bf16 has no hardware below compute capability 8.0 (emulated, slow; vLLM refuses it) [S1][S6]; TF32 tensor "
-        "cores arrive with Ampere [S15]; fp8 needs 8.9 [S20]. The message names the framework knowledge (version and "
+        "cores arrive with Ampere [S15]; fp8 needs 8.9 [S20]; DeepSpeed refuses fp16 below 7.0, where it runs at 1/64 "
+        "of the fp32 rate (sm61) [S62][S8]. The message names the framework knowledge (version and "
         "file:line) it used."
     )
     fix_safety = (
@@ -38,9 +40,9 @@ class FrameworkDtypeSetting(ConfigRule):
     # "[job]": the table of a torchtitan train config, "fsdp_config:" the mapping of a skyrl-train config, which
     # report a dtype default the file leaves out (a key's `omitted` tables; tests/test_framework_knowledge.py holds
     # each such key to a trigger of its rule)
-    triggers = ("dtype", "bf16", "bfloat16", "precision", "PRECISION", "tf32", "fp8", "openrlhf", "trl ", "[job]",
+    triggers = ("dtype", "bf16", "bfloat16", "precision", "PRECISION", "tf32", "fp8", "fp16", "openrlhf", "trl ", "[job]",
                 "fsdp_config:")
-    sources = ("S1", "S6", "S15", "S20")
+    sources = ("S1", "S6", "S8", "S15", "S20", "S62")
     python_triggers = ("bf16", "bfloat16", "tf32", "fp8")  # argparse defaults, config fields, call keywords (lang/pysettings.py)
     kinds = KINDS
     precedence = 1

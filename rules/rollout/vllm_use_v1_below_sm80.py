@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+from rlcompat.findings import FixSafety
+from rlcompat.knowledge import versions, vllm
+from rlcompat.knowledge.environment import error_text
+from rlcompat.lang.settings import ConfigRule
+from rlcompat.rule import Bad, Good
+
+_TRUE = {"1", "true", "yes", "on"}
+
+
+def _version_note(identity) -> tuple[str | None, str]:
+    """(the tree's vLLM release if rlcompat knows it, how it was found)."""
+    if identity is None or identity.version is None or identity.how in ("unknown", "declared", "fork"):
+        return None, ""
+    where = f" ({identity.evidence})" if identity.evidence else ""
+    return identity.version, f"vLLM {identity.version}{where}"
+
+
+class VllmUseV1BelowSm80(ConfigRule):
+    code = "RLC419"
+    name = "vllm-use-v1-below-sm80"
+    title = "`VLLM_USE_V1=1` forces vLLM's V1 engine, which vLLM 0.8.0 to 0.10.1 refuse below compute capability 8.0"
+    what = (
+        "Finds VLLM_USE_V1 set true: `os.environ[\"VLLM_USE_V1\"] = \"1\"` (and `setdefault`) in Python, `export "
+        "VLLM_USE_V1=1` or `VLLM_USE_V1=1 python ...` in scripts, and a config key of that name (Ray's "
+        "`runtime_env.env_vars`). Reported where the tree's vLLM (its pin, package or installed release) is one that "
+        f"refuses it ({vllm.use_v1()['first']} to {vllm.use_v1()['last']}); where no vLLM version is known it is a "
+        "warning that names those releases; a newer or older known release is left alone."
+    )
+    why = (
+        "Those releases need 8.0 for the V1 engine (its attention needed FlashAttention) and, with the variable set "
+        "true, raise instead of falling back to the V0 engine, which runs on these cards: "
+        f"`{error_text(vllm.use_v1()['error'])}` [S103]. Setting it in code hides it from the launch command."
+    )
+    fix_safety = "`\"0\"` keeps vLLM on its V0 engine, the one those releases run without the variable here: safe."
+    triggers = ("VLLM_USE_V1",)
+    python_triggers = ("VLLM_USE_V1",)
+    sources = ("S103",)
+
+    bad = (
+        Bad('import os\nos.environ["VLLM_USE_V1"] = "1"\n', path="train.py", target="sm75",
+            fixed='import os\nos.environ["VLLM_USE_V1"] = "0"\n', frameworks={"vllm": "0.9.2"}),
+        Bad("export VLLM_USE_V1=1\npython -m verl.trainer.main_ppo\n", path="run.sh", target="sm70",
+            fixed="export VLLM_USE_V1=0\npython -m verl.trainer.main_ppo\n", frameworks={"vllm": "0.9.2"}),
+        # no vLLM version known: a warning naming the releases
+        Bad('import os\nos.environ.setdefault("VLLM_USE_V1", "1")\n', path="train.py", target="sm75",
+            fixed='import os\nos.environ.setdefault("VLLM_USE_V1", "0")\n'),
+    )
+    good = (
+        Good('import os\nos.environ["VLLM_USE_V1"] = "1"\n', path="train.py", target="sm80", frameworks={"vllm": "0.9.2"}),
+        Good('import os\nos.environ["VLLM_USE_V1"] = "1"\n', path="train.py", target="sm75",
+             frameworks={"vllm": "0.11.0"}),
+        Good('import os\nos.environ["VLLM_USE_V1"] = "0"\n', path="train.py", target="sm75"),
+    )
+
+    @classmethod
+    def applies_to(cls, target) -> bool:
+        return target.capability < versions.capability(vllm.use_v1()["min_capability"])
+
+    def check_config(self, view, ctx) -> None:
+        found = [s for s in view.settings if s.key.rsplit(".", 1)[-1] == "VLLM_USE_V1" and not s.flag]
+        if not found:
+            return
+        identity = ctx.framework("vllm") if ctx.framework is not None else None
+        release, how = _version_note(identity)
+        row = vllm.use_v1()
+        span = f"{row['first']} to {row['last']}"
+        for s in found:
+            if s.value is None or s.value.strip().lower() not in _TRUE:
+                continue
+            if release is not None and not vllm.refuses_use_v1(release, ctx.target.capability):
+                continue
+            which = (f"{how}, which refuses it" if release is not None
+                     else f"vLLM {span} refuse it (this tree's vLLM version is not known)")
+            edit = s.rewrite("0")
+            ctx.report(s.key_span, f"{s.label}={s.value} forces vLLM's V1 engine, which needs compute capability "
+                                   f"{row['min_capability']}+ in vLLM {span} ({row['where'].split(';')[0]}); "
+                                   f"{ctx.target.name} is {ctx.target.capability_text}: {which} "
+                                   f"(`{error_text(row['error'])}`); set it to 0 (the V0 engine)",
+                       [edit], FixSafety.SAFE, "set VLLM_USE_V1 to 0",
+                       severity="" if release is not None else "warning")

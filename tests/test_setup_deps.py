@@ -1,0 +1,100 @@
+"""setup.py and setup.cfg as declared environments (rlcompat/lang/setup_deps.py): which strings `pip install .`
+reaches, which only an extra does, and that the declared-environment rules report them where they are written."""
+
+from __future__ import annotations
+
+from rlcompat.api import scan_paths
+from rlcompat.knowledge.targets import resolve_target
+from rlcompat.lang.setup_deps import parse, parse_setup_py
+
+TRANSFORMERS_STYLE = '''import re
+from setuptools import setup
+
+_deps = [
+    "accelerate>=0.26.0",
+    "flash-attn>=2.5.0",
+    "torch>=2.0",
+    "vllm==0.8.5",
+    "deepspeed>=0.14",
+    "numpy",
+]
+deps = {b: a for a, b in (re.findall(r"^(([^!=<>~ ]+)(?:[!=<>~ ].*)?$)", x)[0] for x in _deps)}
+
+
+def deps_list(*pkgs):
+    return [deps[pkg] for pkg in pkgs]
+
+
+extras = {}
+extras["torch"] = deps_list("torch", "accelerate")
+extras["vllm"] = deps_list("vllm")
+install_requires = [deps["numpy"], deps["flash-attn"]]
+
+setup(name="x", install_requires=install_requires, extras_require=extras, python_requires=">=3.9")
+'''
+
+
+def _reqs(group):
+    return {(r.name, r.spec, r.extra) for r in group.requirements}
+
+
+def test_a_deps_table_is_followed_to_the_strings_it_was_built_from():
+    group = parse_setup_py(TRANSFORMERS_STYLE)
+    assert _reqs(group) == {("numpy", "", ""), ("flash-attn", ">=2.5.0", ""), ("torch", ">=2.0", "torch"),
+                            ("accelerate", ">=0.26.0", "torch"), ("vllm", "==0.8.5", "vllm")}
+    # deepspeed is in the table but no install or extra selects it
+    flash = group.requirement("flash-attn")
+    assert TRANSFORMERS_STYLE[flash.span.start:flash.span.end] == "flash-attn>=2.5.0"
+    assert TRANSFORMERS_STYLE[flash.spec_span.start:flash.spec_span.end] == ">=2.5.0"
+
+
+def test_literal_lists_dicts_and_concatenation():
+    text = ('from setuptools import setup\nBASE = ["torch==2.9.0"]\nsetup(\n    install_requires=BASE + ["vllm>=0.10"],\n'
+            '    extras_require={"fast": ["flash-attn"], **dict(serve=["sglang[all]"])},\n)\n')
+    assert _reqs(parse_setup_py(text)) == {("torch", "==2.9.0", ""), ("vllm", ">=0.10", ""), ("flash-attn", "", "fast"),
+                                           ("sglang", "", "serve")}
+
+
+def test_a_requirement_reached_by_install_requires_and_an_extra_is_installed_by_default():
+    text = 'from setuptools import setup\nR = ["flash-attn"]\nsetup(install_requires=R, extras_require={"x": R})\n'
+    assert _reqs(parse_setup_py(text)) == {("flash-attn", "", "")}
+
+
+def test_strings_outside_the_setup_call_are_not_requirements():
+    text = 'from setuptools import setup\nNOTES = ["flash-attn>=2.5"]\nsetup(name="x", install_requires=open("r.txt").read().split())\n'
+    assert parse_setup_py(text).requirements == []
+
+
+def test_setup_cfg_dangling_lists_extras_comments_and_markers():
+    text = ("[metadata]\nname = y\ninstall_requires = flash-attn\n\n[options]\ninstall_requires =\n    torch==2.9.0\n"
+            "    flash-attn>=2.5  # fast\n    numpy; python_version>\"3.8\"\n\n[options.extras_require]\n"
+            "serve = vllm>=0.10\n")
+    group = parse(text)
+    assert _reqs(group) == {("torch", "==2.9.0", ""), ("flash-attn", ">=2.5", ""), ("numpy", "", ""),
+                            ("vllm", ">=0.10", "serve")}
+    torch = group.requirement("torch")
+    assert text[torch.span.start:torch.span.end] == "torch==2.9.0"
+
+
+def test_scan_reports_setup_py_and_setup_cfg_requirements_on_their_lines(tmp_path):
+    (tmp_path / "setup.py").write_text(TRANSFORMERS_STYLE)
+    (tmp_path / "setup.cfg").write_text("[options]\ninstall_requires =\n    flash-attn>=2.5\n")
+    # the same strings in a file that is not setup.py declare nothing
+    (tmp_path / "notes.py").write_text('install_requires = ["flash-attn>=2.5"]\n')
+    found = {(f.path.rsplit("/", 1)[-1], f.location.line, f.code)
+             for f in scan_paths([str(tmp_path)], resolve_target("sm75")).findings}
+    assert ("setup.py", 6, "RLC603") in found
+    assert ("setup.cfg", 3, "RLC603") in found
+    assert not any(name == "notes.py" for name, *_ in found)
+    sm61 = {(f.path.rsplit("/", 1)[-1], f.location.line, f.code)
+            for f in scan_paths([str(tmp_path)], resolve_target("sm61")).findings}
+    assert ("setup.py", 8, "RLC603") in sm61  # vllm==0.8.5 (extra vllm): no kernels below 7.0
+    assert not any(name == "setup.py" and line == 9 for name, line, _ in sm61)  # deepspeed: selected by nothing
+
+
+def test_a_setup_cfg_pin_is_part_of_the_trees_identity(tmp_path):
+    from rlcompat.declared_pins import pin_of
+
+    (tmp_path / "setup.cfg").write_text("[options]\ninstall_requires =\n    trl==0.19.1\n    torch\n")
+    pin = pin_of(str(tmp_path), "trl")
+    assert (pin.version, pin.where) == ("0.19.1", "setup.cfg:3")
