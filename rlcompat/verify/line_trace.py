@@ -100,15 +100,15 @@ def mapped_onto(points: list[WatchPoint], original: Path, verified: Path) -> tup
         except ValueError:
             lost.append(p)
             continue
-        target = verified / rel
+        there = verified / rel
         if p.path not in maps:
-            maps[p.path] = _line_map(Path(p.path), target) if target.is_file() else None
+            maps[p.path] = _line_map(Path(p.path), there) if there.is_file() else None
         line_map = maps[p.path]
         if line_map is None:
             lost.append(p)
             continue
         lines = tuple(sorted({n for old in p.lines for n in line_map.get(old, ())}))
-        moved.append(WatchPoint(p.code, str(target), (line_map.get(p.line) or lines or (p.line,))[0],
+        moved.append(WatchPoint(p.code, str(there), (line_map.get(p.line) or lines or (p.line,))[0],
                                 lines or (p.line,), p.at_import, shown=f"{rel}:{p.line}"))
     return moved, lost
 
