@@ -10,10 +10,10 @@ import os
 from functools import cached_property
 from typing import Iterable, Iterator, Sequence
 
-from rlcompat import model_config, suppressions
+from rlcompat import suppressions
 from rlcompat.config import Options
 from rlcompat.discovery import language_from_content
-from rlcompat.file_knowledge import FileKnowledge
+from rlcompat.scanned_file import ScannedFile
 from rlcompat.identity import Identities, TreeIdentity, environment_only
 from rlcompat.frontends import FRONTENDS, frontend
 from rlcompat.findings import FileError, FileResult, Finding, Location
@@ -34,11 +34,12 @@ class ParseFailure(Exception):
         self.line, self.column = line, column
 
 
-def parse(language: str, text: str):
-    """Parse with the language's front end; ParseFailure with a location if the text is not valid."""
+def parse(language: str, text: str, file: ScannedFile | None = None):
+    """Parse with the language's front end; ParseFailure with a location if the text is not valid. `file`: the file
+    being checked, for a front end that narrows (it parses with what its narrowing learnt of the file)."""
     fe = frontend(language)
     with parse_errors_of(fe):
-        return fe.parse(text)
+        return fe.parse(text, file) if file is not None and hasattr(fe, "narrow") else fe.parse(text)
 
 
 def validate(language: str, text: str) -> None:
@@ -180,15 +181,14 @@ class Checker:
         runnable = self.runnable(rules, language, text)
         if runnable:
             fe = frontend(language)
+            file = ScannedFile(path, self.tree_identity(path), text, language)
             # A front end may leave out what no runnable rule can match (the Python one: lang/pyspeed/narrow.py).
-            narrowed = fe.narrow(text, runnable) if hasattr(fe, "narrow") else None
+            narrowed = fe.narrow(text, runnable, file) if hasattr(fe, "narrow") else None
             try:
-                tree, narrowed = self._parse(language, text, narrowed)
+                tree, narrowed = self._parse(language, text, narrowed, file)
                 narrowing = {"narrowed": narrowed} if narrowed is not None else {}
-                model_config.lookups.clear()
                 with parse_errors_of(fe):
-                    findings = fe.check(tree, text, path, runnable, self.target, knowledge=FileKnowledge(path, self.tree_identity(path), text),
-                                      **narrowing)
+                    findings = fe.check(tree, text, path, runnable, self.target, knowledge=file, **narrowing)
             except ParseFailure as exc:
                 result.error = FileError(path, f"cannot be parsed: {exc}; fix the syntax or exclude the file", exc.line, exc.column)
                 return result
@@ -196,7 +196,7 @@ class Checker:
                 result.error = FileError(path, "is nested too deeply to parse; exclude the file")
                 return result
             result.parsed = True
-            result.reads_other_files = bool(model_config.lookups)
+            result.reads_other_files = file.reads_other_files
         else:
             findings = []
         sups = suppressions.find(text, language)
@@ -207,14 +207,14 @@ class Checker:
         return result
 
     @staticmethod
-    def _parse(language: str, text: str, narrowed):
+    def _parse(language: str, text: str, narrowed, file: ScannedFile):
         """(tree, `narrowed` if the tree is of the narrowed text, else None)."""
         if narrowed is not None:
             try:
-                return parse(language, narrowed.text), narrowed
+                return parse(language, narrowed.text, file), narrowed
             except (ParseFailure, RecursionError):
                 pass  # never report an error the narrowing made: the whole file decides
-        return parse(language, text), None
+        return parse(language, text, file), None
 
     def _unused(self, sups, path: str) -> list[Finding]:
         out = []

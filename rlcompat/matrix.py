@@ -14,11 +14,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from rlcompat import model_config, suppressions
+from rlcompat import suppressions
 from rlcompat.config import Options
 from rlcompat.discovery import discover, why_not_checked
 from rlcompat.engine import Checker, ParseFailure, parse_errors_of
-from rlcompat.file_knowledge import FileKnowledge
+from rlcompat.scanned_file import ScannedFile
 from rlcompat.findings import FileError, FileResult, Finding
 from rlcompat.identity import Identities
 from rlcompat.frontends import FRONTENDS, frontend
@@ -65,13 +65,12 @@ class MatrixChecker:
         found: list[list[Finding]] = [[] for _ in self.checkers]
         if everything:
             fe = frontend(language)
-            narrowed = fe.narrow(text, everything) if hasattr(fe, "narrow") else None
+            knowledge = ScannedFile(path, self.checkers[0].tree_identity(path), text, language)
+            narrowed = fe.narrow(text, everything, knowledge) if hasattr(fe, "narrow") else None
             try:
-                tree, narrowed = Checker._parse(language, text, narrowed)
+                tree, narrowed = Checker._parse(language, text, narrowed, knowledge)
                 narrowing = {"narrowed": narrowed} if narrowed is not None else {}
-                knowledge = FileKnowledge(path, self.checkers[0].tree_identity(path), text)
                 busy = [i for i, rules in enumerate(runnable) if rules]
-                model_config.lookups.clear()
                 with parse_errors_of(fe):
                     if hasattr(fe, "check_targets"):  # the tree is read once for every target (Python: one walk)
                         groups = [(runnable[i], self.checkers[i].target) for i in busy]
@@ -89,7 +88,7 @@ class MatrixChecker:
                 return [FileResult(path, language, error=error) for _ in self.checkers]
             for result in results:
                 result.parsed = True
-                result.reads_other_files = bool(model_config.lookups)
+                result.reads_other_files = knowledge.reads_other_files
         sups = suppressions.find(text, language)
         for checker, result, findings in zip(self.checkers, results, found):
             mine = [_fresh(s) for s in sups]

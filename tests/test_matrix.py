@@ -50,7 +50,7 @@ def test_each_file_is_parsed_once_for_all_targets(tmp_path, monkeypatch):
     (tmp_path / "run.sh").write_text("python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm\n")
     parsed = []
     real = engine.parse
-    monkeypatch.setattr(engine, "parse", lambda language, text: parsed.append(language) or real(language, text))
+    monkeypatch.setattr(engine, "parse", lambda language, *args: parsed.append(language) or real(language, *args))
     run = run_matrix([str(tmp_path)], TARGETS, Options(), jobs=1)
     assert sorted(parsed) == ["python", "python", "shell"]  # plain.py has no trigger: never parsed
     assert any(run.findings(i) for i in range(len(TARGETS)))
@@ -139,7 +139,7 @@ def test_matrix_fills_and_reuses_each_targets_scan_cache(tmp_path, monkeypatch):
     first = run_matrix(["."], TARGETS[:2], settings, use_cache=True)
     parsed = []
     real = engine.parse
-    monkeypatch.setattr(engine, "parse", lambda language, text: parsed.append(language) or real(language, text))
+    monkeypatch.setattr(engine, "parse", lambda language, *args: parsed.append(language) or real(language, *args))
     again = run_matrix(["."], TARGETS[:2], settings, use_cache=True)
     scan = scan_paths(["."], TARGETS[1], settings, use_cache=True)
     assert parsed == [] and all(r.from_cache for r in scan.results)
