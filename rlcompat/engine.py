@@ -22,14 +22,14 @@ from rlcompat.discovery import language_from_content
 from rlcompat.scanned_file import ScannedFile
 from rlcompat.identity import Identities, TreeIdentity, environment_only
 from rlcompat.frontends import FRONTENDS, frontend
-from rlcompat.findings import FileError, FileResult, Finding, Location
+from rlcompat.findings import FileError, FileResult, Finding
 from rlcompat.lang.pyspeed import plain
 from rlcompat.rule import can_match, triggers_in
 from rlcompat.source import SourceError, SourceFile, decode, read_bytes
+from rlcompat.suppressions import SuppressionRule
 from rlcompat.knowledge.targets import Target, resolve_target
 from rlcompat.wordscan import WordScan
 
-META_UNUSED = "RLC001"
 # Languages whose files can hold code of another (`python - <<EOF` in a script): that language's rules run there too.
 EMBEDS = {"shell": ("python",), "markdown": ("python",), "notebook": ("python", "shell")}
 
@@ -72,25 +72,27 @@ def parse_errors_of(fe) -> Iterator[None]:
 
 class RuleGroup:
     """One (rule set, target) of a run: every selected rule that applies to the target, instantiated once and grouped
-    by language, and the target's result cache (loaded on first use)."""
+    by the languages it declares (and those they embed in), and the rules over the suppressions."""
 
     def __init__(self, target: Target, settings: Options) -> None:
         self.target = target
         self.settings = settings
-        self.report_unused = settings.is_selected(META_UNUSED)
 
     # The rules are loaded on first use: a run answered wholly from the cache never imports them (nor LibCST).
     @cached_property
-    def rules_by_language(self) -> dict[str, list]:
+    def _instances(self) -> list:
         from rlcompat.rules import file_rules
 
+        return [cls(self.target) for cls in file_rules()
+                if cls.applies_to(self.target) and self.settings.is_selected(cls.code)]
+
+    @cached_property
+    def rules_by_language(self) -> dict[str, list]:
         by_language: dict[str, list] = {}
-        for rule_cls in file_rules():
-            if rule_cls.code == META_UNUSED or not rule_cls.applies_to(self.target) or not self.settings.is_selected(rule_cls.code):
-                continue
-            rule = rule_cls(self.target)
-            for language in rule_cls.languages:
-                by_language.setdefault(language, []).append(rule)
+        for rule in self._instances:
+            if not isinstance(rule, SuppressionRule):
+                for language in rule.languages:
+                    by_language.setdefault(language, []).append(rule)
         own_rules = {lang: list(rules) for lang, rules in by_language.items()}
         for outer, inner in EMBEDS.items():
             merged = list(own_rules.get(outer, []))
@@ -101,31 +103,12 @@ class RuleGroup:
         return by_language
 
     @cached_property
+    def suppression_rules(self) -> list[SuppressionRule]:
+        return [r for r in self._instances if isinstance(r, SuppressionRule)]
+
+    @cached_property
     def active_codes(self) -> set[str]:
         return {r.code for rules in self.rules_by_language.values() for r in rules}
-
-    def unused(self, sups, path: str) -> list[Finding]:
-        out = []
-        for s in sups:
-            if s.codes:
-                stale = [c for c in s.codes if c not in s.used and any(a.startswith(c) for a in self.active_codes)
-                         and not any(u.startswith(c) for u in s.used)]
-            else:
-                stale = [] if s.used else ["(all)"]
-            if stale:
-                what = ", ".join(stale)
-                out.append(
-                    Finding(
-                        code=META_UNUSED,
-                        name="unused-suppression",
-                        message=f"suppression of {what} silences nothing here for {self.target.name}; remove it",
-                        path=path,
-                        location=Location(s.line, s.column, s.line, s.column),
-                        target=self.target.name,
-                        severity="warning",
-                    )
-                )
-        return out
 
 
 class Checker:
@@ -229,8 +212,9 @@ class Checker:
         for group, findings in zip(self.groups, found):
             mine = [_fresh(s) for s in sups]  # each group uses every suppression afresh
             findings, suppressed = suppressions.apply(findings, mine)
-            if group.report_unused and self.settings.is_selected(META_UNUSED, path):
-                findings.extend(group.unused(mine, path))
+            for rule in group.suppression_rules:
+                if language in rule.languages and self.settings.is_selected(rule.code, path):
+                    findings.extend(rule.check_suppressions(mine, group.active_codes, path))
             results.append(FileResult(path, language, sorted(findings, key=Finding.sort_key), suppressed=suppressed,
                                       parsed=parsed, reads_other_files=file.reads_other_files))
         return results

@@ -1,7 +1,8 @@
 """Inline suppressions: `# rlcompat: ignore[RLC101, RLC2]` (codes or prefixes) or `# rlcompat: ignore` (all).
 
 The comment silences findings whose range includes its line. It works the same in Python, YAML and shell,
-which all use `#` comments. A suppression that silences nothing is reported (RLC001).
+which all use `#` comments, and is read in a file of every language. A suppression that silences nothing is reported
+by a `SuppressionRule` (RLC001, rules/meta/unused_suppression.py).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 
+from rlcompat.findings import Finding
+from rlcompat.rule import Rule
 from rlcompat.textpos import LineIndex
 
 PATTERN = re.compile(r"#\s*rlcompat:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?", re.IGNORECASE)
@@ -91,3 +94,13 @@ def apply(findings: list, suppressions: list[Suppression]) -> tuple[list, int]:
         else:
             kept.append(f)
     return kept, dropped
+
+
+class SuppressionRule(Rule):
+    """A rule over a file's inline suppressions, run for each target once the other rules' findings are suppressed
+    (what it reports is not itself suppressed), in a file of each language it declares."""
+
+    def check_suppressions(self, suppressions: list[Suppression], active_codes: set[str], path: str) -> list[Finding]:
+        """Findings about `suppressions` (each with the codes it silenced, `used`) in the file at `path`;
+        `active_codes`: the codes of the rules that ran for the target (selected, applying to it)."""
+        raise NotImplementedError
