@@ -258,3 +258,14 @@ def test_an_unknown_run_is_a_usage_error(tmp_path):
     (tmp_path / "train.py").write_text(BF16)
     code, out, err = invoke("matrix", str(tmp_path), "--run", "deepspeed", "--no-cache")
     assert code == 2 and "--run 'deepspeed' names no run" in out + err and "megatron" in out + err
+
+
+def test_a_conda_environment_named_otherwise_is_read_as_one_as_scan_reads_it(tmp_path):
+    """Matrix and scan are one pipeline: a YAML file that is a conda environment by its content (deps.yaml) is read
+    as conda by both (matrix once read it as plain YAML and missed RLC601, which scan reported)."""
+    env = FIXTURES / "declared" / "conda_env_pip_index" / "input" / "environment.yml"
+    (tmp_path / "deps.yaml").write_text(env.read_text(encoding="utf-8"), encoding="utf-8")
+    sm61 = resolve_target("sm61")
+    run = run_matrix([str(tmp_path)], [sm61], Options(), jobs=1)
+    scan = scan_paths([str(tmp_path)], sm61, Options(), jobs=1)
+    assert [f.code for f in run.findings(0)] == [f.code for f in scan.findings] == ["RLC601"]
