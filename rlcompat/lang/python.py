@@ -175,7 +175,6 @@ def narrow(text: str, rules: Sequence, file: FrontEndKnowledge | None = None) ->
     python_rules = [r for r in rules if not isinstance(r, ConfigRule)]
     if not python_rules:
         return Narrowed("", ())
-    learnt = {}
     readers = []
     if chunks.in_chunks(text):
         # A big text's CPython tree is built a chunk at a time and let go: the settings are read from the same chunks.
@@ -184,13 +183,16 @@ def narrow(text: str, rules: Sequence, file: FrontEndKnowledge | None = None) ->
             from rlcompat.lang.pysettings import SettingsReading
 
             readers.append(SettingsReading(text, _triggers(config)))
-    narrowed = pynarrow.narrow(text, python_rules, readers, lambda seen: learnt.update(seen=seen))
-    seen = learnt.get("seen")
-    if file is not None:
+    if file is None:
+        return pynarrow.narrow(text, python_rules, readers)
+
+    def learnt(seen: chunks.Pass) -> None:
         file.seen = seen
+
+    narrowed = pynarrow.narrow(text, python_rules, readers, learnt)
+    if narrowed is not None and file.seen is not None:
         # where the top-level statements are: where a big narrowed text may be cut
-        file.planned = batches.plan_narrowed(narrowed.text, narrowed.lines, seen.spans) \
-            if narrowed is not None and seen is not None else None
+        file.planned = batches.plan_narrowed(narrowed.text, narrowed.lines, file.seen.spans)
     return narrowed
 
 
