@@ -234,7 +234,7 @@ class Checker:
         narrowing = {"narrowed": file.narrowed} if file.narrowed is not None else {}
         busy = [i for i, rules in enumerate(runnable) if rules]
         with parse_errors_of(fe):
-            if hasattr(fe, "check_targets"):  # the tree is read once for every group (Python: one walk)
+            if len(busy) > 1 and hasattr(fe, "check_targets"):  # the tree read once for every group (Python: one walk)
                 groups = [(runnable[i], self.groups[i].target) for i in busy]
                 for i, findings in zip(busy, fe.check_targets(tree, text, path, groups, knowledge=file, **narrowing)):
                     found[i] = findings
