@@ -1,30 +1,36 @@
-"""The engine: for each file, read once, skip if no rule can match, parse once, run every rule, apply suppressions.
+"""The engine, the one pipeline of scan, fix and matrix: for each file, read once, skip if no rule can match, parse
+once, run the rules of every (rule set, target) group over that tree, apply suppressions per group.
 
-Files run in parallel across processes; results come back in path order, whatever finished first.
+`Checker` holds the groups (one for scan and fix, one per target for `rlcompat matrix`) and checks one file
+(`check`: a FileResult per group); what it learns of the file travels in that file's `ScannedFile`
+(rlcompat/scanned_file.py), never in a module. `check_all` runs it over many files: what every group's cache knows
+is answered without reading the file again, the rest run in parallel across processes and are stored; results come
+back in input order, whatever finished first.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+from dataclasses import replace
 from functools import cached_property
 from typing import Iterable, Iterator, Sequence
 
-from rlcompat import model_config, suppressions
+from rlcompat import suppressions
 from rlcompat.config import Options
 from rlcompat.discovery import language_from_content
-from rlcompat.file_knowledge import FileKnowledge
+from rlcompat.scanned_file import ScannedFile
 from rlcompat.identity import Identities, TreeIdentity, environment_only
 from rlcompat.frontends import FRONTENDS, frontend
 from rlcompat.languages import LANGUAGES
-from rlcompat.findings import FileError, FileResult, Finding, Location
+from rlcompat.findings import FileError, FileResult, Finding
 from rlcompat.lang.pyspeed import plain
 from rlcompat.rule import can_match, triggers_in
 from rlcompat.source import SourceError, SourceFile, decode, read_bytes
+from rlcompat.suppressions import SuppressionRule
 from rlcompat.knowledge.targets import Target, resolve_target
 from rlcompat.wordscan import WordScan
 
-META_UNUSED = "RLC001"
 # Languages whose files can hold code of another (`python - <<EOF` in a script): that language's rules run there too.
 EMBEDS = {lang.name: lang.embeds for lang in LANGUAGES if lang.embeds}
 
@@ -35,11 +41,12 @@ class ParseFailure(Exception):
         self.line, self.column = line, column
 
 
-def parse(language: str, text: str):
-    """Parse with the language's front end; ParseFailure with a location if the text is not valid."""
+def parse(language: str, text: str, file: ScannedFile | None = None):
+    """Parse with the language's front end; ParseFailure with a location if the text is not valid. `file`: the file
+    being checked, for a front end that narrows (it parses with what its narrowing learnt of the file)."""
     fe = frontend(language)
     with parse_errors_of(fe):
-        return fe.parse(text)
+        return fe.parse(text, file) if file is not None and hasattr(fe, "narrow") else fe.parse(text)
 
 
 def validate(language: str, text: str) -> None:
@@ -64,26 +71,91 @@ def parse_errors_of(fe) -> Iterator[None]:
         raise ParseFailure(message, line, column) from exc
 
 
-class Checker:
-    """Every selected rule that applies to the target, instantiated once, grouped by language."""
+class RuleGroup:
+    """One (rule set, target) of a run: every selected rule that applies to the target, instantiated once and grouped
+    by the languages it declares (and those they embed in), and the rules over the suppressions."""
 
-    def __init__(self, target: Target, settings: Options, use_cache: bool = False,
-                 identities: Identities | None = None, identity: TreeIdentity | None = None) -> None:
-        """`identities`: the framework identity of each scanned tree, resolved once by the caller (a tree the caller
-        did not resolve is resolved here, once, when its first file is checked); `identity`: one identity for every
-        text this checker reads, whatever its path (a rule's example pins its frameworks so)."""
+    def __init__(self, target: Target, settings: Options) -> None:
         self.target = target
         self.settings = settings
-        self.report_unused = settings.is_selected(META_UNUSED)
-        self.cache = None
+
+    # The rules are loaded on first use: a run answered wholly from the cache never imports them (nor LibCST).
+    @cached_property
+    def _instances(self) -> list:
+        from rlcompat.rules import file_rules
+
+        return [cls(self.target) for cls in file_rules()
+                if cls.applies_to(self.target) and self.settings.is_selected(cls.code)]
+
+    @cached_property
+    def rules_by_language(self) -> dict[str, list]:
+        by_language: dict[str, list] = {}
+        for rule in self._instances:
+            if not isinstance(rule, SuppressionRule):
+                for language in rule.languages:
+                    by_language.setdefault(language, []).append(rule)
+        own_rules = {lang: list(rules) for lang, rules in by_language.items()}
+        for outer, inner in EMBEDS.items():
+            merged = list(own_rules.get(outer, []))
+            for lang in inner:
+                merged += [r for r in own_rules.get(lang, ()) if r not in merged]
+            if merged:
+                by_language[outer] = merged
+        return by_language
+
+    @cached_property
+    def suppression_rules(self) -> list[SuppressionRule]:
+        return [r for r in self._instances if isinstance(r, SuppressionRule)]
+
+    @cached_property
+    def active_codes(self) -> set[str]:
+        return {r.code for rules in self.rules_by_language.values() for r in rules}
+
+
+class Checker:
+    """The pipeline over N (rule set, target) groups: each file is read, decoded and parsed once, and the rules of
+    every group run over that one tree. `scan` and `fix` run one group (their target); `rlcompat matrix` one per
+    target. A file is parsed when a trigger of any group's rules is in it, and the Python front end keeps the
+    statements that any of them can match (the union of their triggers), so each group's rules see what a run of that
+    group alone would give them. Select/ignore, per-file ignores and inline suppressions apply per group, and each
+    group's results go to (and come from) its target's cache entries, whichever command ran."""
+
+    def __init__(self, targets: Target | Sequence[Target], settings: Options, use_cache: bool = False,
+                 identities: Identities | None = None, identity: TreeIdentity | None = None) -> None:
+        """`targets`: one target (scan, fix) or several (matrix), a group each. `identities`: the framework identity
+        of each scanned tree, resolved once by the caller (a tree the caller did not resolve is resolved here, once,
+        when its first file is checked); `identity`: one identity for every text this checker reads, whatever its
+        path (a rule's example pins its frameworks so)."""
+        self.targets = [targets] if isinstance(targets, Target) else list(targets)
+        self.settings = settings
+        self.groups = [RuleGroup(t, settings) for t in self.targets]
+        self.use_cache = bool(use_cache and settings.cache_dir)
         self.identities = identities if identities is not None else Identities()
         self.identity = identity
         self._trigger_scans: dict[str, WordScan] = {}
-        if use_cache and settings.cache_dir:
-            from rlcompat.cache import ResultCache, run_key
 
-            directory = os.path.join(settings.root, settings.cache_dir)
-            self.cache = ResultCache(directory, run_key(target.name, settings, self.identities.fingerprint()))
+    @property
+    def target(self) -> Target:
+        """The target of a checker of one (scan, fix)."""
+        assert len(self.targets) == 1, "a checker of several targets has no one target"
+        return self.targets[0]
+
+    # Each group's cache is read on first use: in the parent, which answers what the caches know; never in a worker
+    # of a scan (a fix's worker reads its own, to leave a clean file unread).
+    @cached_property
+    def caches(self) -> list | None:
+        if not self.use_cache:
+            return None
+        from rlcompat.cache import ResultCache, run_key
+
+        directory = os.path.join(self.settings.root, self.settings.cache_dir)
+        fingerprint = self.identities.fingerprint()
+        return [ResultCache(directory, run_key(t.name, self.settings, fingerprint)) for t in self.targets]
+
+    @property
+    def cache(self):
+        """The cache of a checker of one target, None without one."""
+        return self.caches[0] if self.caches is not None and len(self.caches) == 1 else None
 
     def tree_identity(self, path: str) -> TreeIdentity:
         """The identity of the tree `path` belongs to (a text given with a path in a directory that exists is judged
@@ -96,36 +168,12 @@ class Checker:
             return environment_only()
         return self.identities.for_path(path)
 
-    # The rules are loaded on first use: a run answered wholly from the cache never imports them (nor LibCST).
-    @cached_property
-    def rules_by_language(self) -> dict[str, list]:
-        from rlcompat.rules import file_rules
-
-        by_language: dict[str, list] = {}
-        for rule_cls in file_rules():
-            if rule_cls.code == META_UNUSED or not rule_cls.applies_to(self.target) or not self.settings.is_selected(rule_cls.code):
-                continue
-            rule = rule_cls(self.target)
-            for language in rule_cls.languages:
-                by_language.setdefault(language, []).append(rule)
-        own_rules = {lang: list(rules) for lang, rules in by_language.items()}
-        for outer, inner in EMBEDS.items():
-            merged = list(own_rules.get(outer, []))
-            for lang in inner:
-                merged += [r for r in own_rules.get(lang, ()) if r not in merged]
-            if merged:
-                by_language[outer] = merged
-        return by_language
-
-    @cached_property
-    def triggers(self) -> dict[str, tuple[str, ...]]:
-        return {lang: tuple({t for r in rules for t in triggers_in(r, lang)}) for lang, rules in self.rules_by_language.items()}
-
     def trigger_scan(self, language: str) -> WordScan:
-        """The search for the triggers of every rule of `language`, built once for the run, on first use."""
+        """The search for the triggers of every group's rules of `language`, built once for the run, on first use."""
         scan = self._trigger_scans.get(language)
         if scan is None:
-            scan = self._trigger_scans[language] = WordScan(self.triggers.get(language, ()))
+            words = {t for g in self.groups for r in g.rules_by_language.get(language, ()) for t in triggers_in(r, language)}
+            scan = self._trigger_scans[language] = WordScan(tuple(words))
         return scan
 
     def runnable(self, rules: Sequence, language: str, text: str, present: set[str] | None = None) -> list:
@@ -140,31 +188,99 @@ class Checker:
         plain_mode = plain()
         return [r for r in rules if can_match(r, language, present, text, plain_mode)]
 
-    @cached_property
-    def _active_codes(self) -> set[str]:
-        return {r.code for rules in self.rules_by_language.values() for r in rules}
+    # --- one file ----------------------------------------------------------------------------------------------
 
-    def check_file(self, path: str, language: str) -> FileResult:
+    def check(self, source: SourceFile, language: str) -> list[FileResult]:
+        """One FileResult per group, in group order."""
+        path, text = source.path, source.text
+        language = language_from_content(language, text)
+        file = ScannedFile(path, self.tree_identity(path), text, language)
+        selected = [[r for r in g.rules_by_language.get(language, ()) if self.settings.is_selected(r.code, path)]
+                    for g in self.groups]
+        present = self.trigger_scan(language).present(text) if any(selected) and language in FRONTENDS else set()
+        runnable = [self.runnable(rules, language, text, present) for rules in selected]
+        try:
+            found = self._run_rules(file, runnable)
+        except ParseFailure as exc:
+            error = FileError(path, f"cannot be parsed: {exc}; fix the syntax or exclude the file", exc.line, exc.column)
+            return [FileResult(path, language, error=error) for _ in self.groups]
+        except RecursionError:
+            error = FileError(path, "is nested too deeply to parse; exclude the file")
+            return [FileResult(path, language, error=error) for _ in self.groups]
+        parsed = any(runnable)
+        sups = suppressions.find(text, language)
+        results = []
+        for group, findings in zip(self.groups, found):
+            mine = [_fresh(s) for s in sups]  # each group uses every suppression afresh
+            findings, suppressed = suppressions.apply(findings, mine)
+            for rule in group.suppression_rules:
+                if language in rule.languages and self.settings.is_selected(rule.code, path):
+                    findings.extend(rule.check_suppressions(mine, group.active_codes, path))
+            results.append(FileResult(path, language, sorted(findings, key=Finding.sort_key), suppressed=suppressed,
+                                      parsed=parsed, reads_other_files=file.reads_other_files))
+        return results
+
+    def _run_rules(self, file: ScannedFile, runnable: list[list]) -> list[list[Finding]]:
+        """Each group's findings in `file`: parsed once (narrowed to what any runnable rule can match), every group's
+        rules over that one tree."""
+        found: list[list[Finding]] = [[] for _ in self.groups]
+        everything = [r for rules in runnable for r in rules]
+        if not everything:
+            return found
+        language, text, path = file.language, file.text, file.path
+        fe = frontend(language)
+        # A front end may leave out what no runnable rule can match (the Python one: lang/pyspeed/narrow.py).
+        file.narrowed = fe.narrow(text, everything, file) if hasattr(fe, "narrow") else None
+        tree = self._parse(file)
+        narrowing = {"narrowed": file.narrowed} if file.narrowed is not None else {}
+        busy = [i for i, rules in enumerate(runnable) if rules]
+        with parse_errors_of(fe):
+            if len(busy) > 1 and hasattr(fe, "check_targets"):  # the tree read once for every group (Python: one walk)
+                groups = [(runnable[i], self.groups[i].target) for i in busy]
+                for i, findings in zip(busy, fe.check_targets(tree, text, path, groups, knowledge=file, **narrowing)):
+                    found[i] = findings
+            else:
+                for i in busy:
+                    found[i] = fe.check(tree, text, path, runnable[i], self.groups[i].target, knowledge=file, **narrowing)
+        return found
+
+    @staticmethod
+    def _parse(file: ScannedFile):
+        """The tree of `file.narrowed` where there is one and it parses, else (`file.narrowed` then None) of the
+        whole text."""
+        if file.narrowed is not None:
+            try:
+                return parse(file.language, file.narrowed.text, file)
+            except (ParseFailure, RecursionError):
+                file.narrowed = None  # never report an error the narrowing made: the whole file decides
+        return parse(file.language, file.text, file)
+
+    def check_path(self, path: str, language: str) -> list[FileResult]:
+        """The file at `path` read, decoded and checked: one FileResult per group. With the cache on, each carries
+        the SHA-256 of the bytes checked, for the parent to store it under."""
         try:
             raw = read_bytes(path)
         except SourceError as exc:
-            return FileResult(path, language, error=FileError(path, str(exc)))
-        sha = None
-        if self.cache is not None:
+            return [FileResult(path, language, error=FileError(path, str(exc))) for _ in self.groups]
+        try:
+            results = self.check(decode(path, raw, language), language)
+        except SourceError as exc:  # not text in its encoding: an answer for these bytes, cached as findings are
+            results = [FileResult(path, language, error=FileError(path, str(exc))) for _ in self.groups]
+        if self.use_cache:
             from rlcompat.cache import content_hash
 
             sha = content_hash(raw)
-            hit = self.cache.get(path, sha)
-            if hit is not None:
-                return hit
-        try:
-            result = self.check_source(decode(path, raw, language), language)
-        except SourceError as exc:
-            result = FileResult(path, language, error=FileError(path, str(exc)))
-        result.content_sha = sha
-        if self.cache is not None and not result.reads_other_files:
-            self.cache.put(result, sha)
-        return result
+            for result in results:
+                result.content_sha = sha
+        return results
+
+    # What a checker of one target (scan, fix, the API) asks.
+
+    def check_source(self, source: SourceFile, language: str) -> FileResult:
+        return self.check(source, language)[0]
+
+    def check_file(self, path: str, language: str) -> FileResult:
+        return self.check_path(path, language)[0]
 
     def check_text(self, path: str, text: str, language: str) -> FileResult:
         try:
@@ -173,72 +289,10 @@ class Checker:
             return FileResult(path, language, error=FileError(path, str(exc)))
         return self.check_source(source, language)
 
-    def check_source(self, source: SourceFile, language: str) -> FileResult:
-        path, text = source.path, source.text
-        language = language_from_content(language, text)
-        result = FileResult(path, language)
-        rules = [r for r in self.rules_by_language.get(language, ()) if self.settings.is_selected(r.code, path)]
-        runnable = self.runnable(rules, language, text)
-        if runnable:
-            fe = frontend(language)
-            # A front end may leave out what no runnable rule can match (the Python one: lang/pyspeed/narrow.py).
-            narrowed = fe.narrow(text, runnable) if hasattr(fe, "narrow") else None
-            try:
-                tree, narrowed = self._parse(language, text, narrowed)
-                narrowing = {"narrowed": narrowed} if narrowed is not None else {}
-                model_config.lookups.clear()
-                with parse_errors_of(fe):
-                    findings = fe.check(tree, text, path, runnable, self.target, knowledge=FileKnowledge(path, self.tree_identity(path), text),
-                                      **narrowing)
-            except ParseFailure as exc:
-                result.error = FileError(path, f"cannot be parsed: {exc}; fix the syntax or exclude the file", exc.line, exc.column)
-                return result
-            except RecursionError:
-                result.error = FileError(path, "is nested too deeply to parse; exclude the file")
-                return result
-            result.parsed = True
-            result.reads_other_files = bool(model_config.lookups)
-        else:
-            findings = []
-        sups = suppressions.find(text, language)
-        findings, result.suppressed = suppressions.apply(findings, sups)
-        if self.report_unused and self.settings.is_selected(META_UNUSED, path):
-            findings.extend(self._unused(sups, path))
-        result.findings = sorted(findings, key=Finding.sort_key)
-        return result
 
-    @staticmethod
-    def _parse(language: str, text: str, narrowed):
-        """(tree, `narrowed` if the tree is of the narrowed text, else None)."""
-        if narrowed is not None:
-            try:
-                return parse(language, narrowed.text), narrowed
-            except (ParseFailure, RecursionError):
-                pass  # never report an error the narrowing made: the whole file decides
-        return parse(language, text), None
-
-    def _unused(self, sups, path: str) -> list[Finding]:
-        out = []
-        for s in sups:
-            if s.codes:
-                stale = [c for c in s.codes if c not in s.used and any(a.startswith(c) for a in self._active_codes)
-                         and not any(u.startswith(c) for u in s.used)]
-            else:
-                stale = [] if s.used else ["(all)"]
-            if stale:
-                what = ", ".join(stale)
-                out.append(
-                    Finding(
-                        code=META_UNUSED,
-                        name="unused-suppression",
-                        message=f"suppression of {what} silences nothing here for {self.target.name}; remove it",
-                        path=path,
-                        location=Location(s.line, s.column, s.line, s.column),
-                        target=self.target.name,
-                        severity="warning",
-                    )
-                )
-        return out
+def _fresh(s: suppressions.Suppression) -> suppressions.Suppression:
+    """A copy whose record of what it silenced starts empty."""
+    return replace(s, used=set())
 
 
 # --- parallel runs -------------------------------------------------------------------------------------------
@@ -246,12 +300,12 @@ class Checker:
 _worker_checker: Checker | None = None
 
 
-def _init_worker(target_name: str, settings: Options, use_cache: bool, identities: Identities,
+def _init_worker(target_names: list[str], settings: Options, use_cache: bool, identities: Identities,
                  identity: TreeIdentity | None) -> None:
     global _worker_checker
-    # Workers read the cache but never save it: the parent stores what they found. They get the parent's
-    # identities: each tree is resolved once per run.
-    _worker_checker = Checker(resolve_target(target_name), settings, use_cache, identities, identity)
+    # Workers store nothing in the cache: the parent stores what they found. They get the parent's identities: each
+    # tree is resolved once per run.
+    _worker_checker = Checker([resolve_target(n) for n in target_names], settings, use_cache, identities, identity)
 
 
 def _run_batch(func, batch: list) -> list:
@@ -259,13 +313,13 @@ def _run_batch(func, batch: list) -> list:
     return [func(_worker_checker, item) for item in batch]
 
 
-def _check_one(checker: Checker, item: tuple[str, str]) -> FileResult:
-    return checker.check_file(*item)
+def _check_one(checker: Checker, item: tuple[str, str]) -> list[FileResult]:
+    return checker.check_path(*item)
 
 
 def run_parallel(checker: Checker, func, items: Sequence, jobs: int | None = None, progress=None) -> list:
     """`func(checker, item)` for every item: in this process for few items, else in worker processes
-    (each with its own Checker for the same target and settings). Results come back in input order."""
+    (each with its own Checker for the same targets and settings). Results come back in input order."""
     jobs = jobs or os.cpu_count() or 1
     if jobs <= 1 or len(items) < 16:
         out = []
@@ -281,10 +335,8 @@ def run_parallel(checker: Checker, func, items: Sequence, jobs: int | None = Non
     ctx = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
     batches = task_batches(items, jobs)
     out_by_batch = []
-    with ProcessPoolExecutor(
-        max_workers=jobs, mp_context=ctx, initializer=_init_worker, initargs=(checker.target.name, checker.settings, checker.cache is not None, checker.identities,
-                  checker.identity)
-    ) as pool:
+    initargs = ([t.name for t in checker.targets], checker.settings, checker.use_cache, checker.identities, checker.identity)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker, initargs=initargs) as pool:
         for batch_result in pool.map(functools.partial(_run_batch, func), [b for _, b in batches]):
             out_by_batch.append(batch_result)
             if progress:
@@ -296,38 +348,47 @@ def run_parallel(checker: Checker, func, items: Sequence, jobs: int | None = Non
     return out
 
 
-def check_files(checker: Checker, files: Sequence[tuple[str, str]], jobs: int | None = None, progress=None) -> list[FileResult]:
-    """Check files, in parallel when there are enough of them; results sorted by path.
-
-    The parent answers what the cache knows; workers check the rest, and the parent stores their results.
-    """
-    results: list[FileResult] = []
-    todo: list[tuple[str, str]] = []
-    if checker.cache is not None:
+def check_all(checker: Checker, files: Sequence[tuple[str, str]], jobs: int | None = None,
+              progress=None) -> list[list[FileResult]]:
+    """Every file checked for every group: for each file (in `files` order), one FileResult per group. The parent
+    answers a file every group's cache knows without reading it again; workers check the rest (in parallel when there
+    are enough), and the parent stores what they found for each group."""
+    caches = checker.caches
+    by_file: list[list[FileResult] | None] = [None] * len(files)
+    todo: list[int] = []
+    if caches is not None:
         from rlcompat.cache import content_hash
 
-        for path, lang in files:
+        for i, (path, _) in enumerate(files):
             try:
-                hit = checker.cache.get(path, content_hash(read_bytes(path)))
+                sha = content_hash(read_bytes(path))
             except SourceError:
-                hit = None
-            if hit is not None:
-                results.append(hit)
+                todo.append(i)
+                continue
+            hits = [c.get(path, sha) for c in caches]
+            if all(h is not None for h in hits):
+                by_file[i] = hits
             else:
-                todo.append((path, lang))
-        if progress and results:
-            progress(len(results))
+                todo.append(i)
+        if progress and len(todo) < len(files):
+            progress(len(files) - len(todo))
     else:
-        todo = list(files)
-    fresh = run_parallel(checker, _check_one, todo, jobs, progress)
-    if checker.cache is not None:
-        for r in fresh:
-            if r.content_sha is not None and not r.reads_other_files:
-                checker.cache.put(r, r.content_sha)
-    results.extend(fresh)
-    if checker.cache is not None:
-        checker.cache.save()
-    return sorted(results, key=lambda r: r.path)
+        todo = list(range(len(files)))
+    for i, results in zip(todo, run_parallel(checker, _check_one, [files[i] for i in todo], jobs, progress)):
+        by_file[i] = results
+        if caches is not None:
+            for cache, result in zip(caches, results):
+                if result.content_sha is not None and not result.reads_other_files:
+                    cache.put(result, result.content_sha)
+    if caches is not None:
+        for cache in caches:
+            cache.save()
+    return by_file  # type: ignore[return-value]
+
+
+def check_files(checker: Checker, files: Sequence[tuple[str, str]], jobs: int | None = None, progress=None) -> list[FileResult]:
+    """`check_all` for a checker of one target: its results sorted by path."""
+    return sorted((results[0] for results in check_all(checker, files, jobs, progress)), key=lambda r: r.path)
 
 
 def task_batches(items: Sequence, jobs: int) -> list[tuple[list[int], list]]:

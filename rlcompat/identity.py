@@ -1,5 +1,5 @@
 """Which framework releases a scanned tree's code runs with, and why: its identity, resolved once per tree by whoever
-runs the scan (api, engine, matrix) and handed to the front ends and rules through FileKnowledge.
+runs the scan (api, engine, matrix) and handed to the front ends and rules through ScannedFile.
 
 Per framework rlcompat has knowledge of (verl, and each of rlcompat/knowledge/data/frameworks/), in this order:
 1. the framework's package inside the tree: verl's `verl/version/version` (or, for a trimmed copy, the release whose
@@ -8,7 +8,7 @@ Per framework rlcompat has knowledge of (verl, and each of rlcompat/knowledge/da
 2. the tree's declared pins (rlcompat/declared_pins.py): an exact `==` pin gives the version; a looser requirement
    says only that the framework is declared;
 3. the installed distribution of the scanning environment, for a tree that declares nothing about the framework,
-   and only for the files that use it (import it or run its commands): `FileKnowledge.framework`;
+   and only for the files that use it (import it or run its commands): `ScannedFile.framework`;
 4. unknown.
 Rules make claims that hold for one release only (a key is dead or live, a default with its file:line) only where
 `FrameworkIdentity.exact`: the version is a release whose knowledge file rlcompat has. docs/knowledge.md.
@@ -107,7 +107,7 @@ def pinned(frameworks: Mapping[str, str] | None, why: str = "the example") -> Tr
 
 def environment_only() -> TreeIdentity:
     """The identity of code that belongs to no tree (a text passed to `scan_source`): only what is installed in the
-    scanning environment, which applies to the files that use it (FileKnowledge.framework)."""
+    scanning environment, which applies to the files that use it (ScannedFile.framework)."""
     rows = []
     for name in framework_names():
         version = installed_version(_distribution(name))

@@ -20,7 +20,7 @@ _VALUES_ONLY = re.compile(r"\(([A-Za-z][\w.-]*(?: fork)?) (\d[\w.]*) (?:pinned i
 
 def knowledge_applied(paths, findings, identities) -> list[str]:
     """`identities`: the run's rlcompat.identity.Identities (each scanned tree's, resolved once by the caller)."""
-    from rlcompat.file_knowledge import FileKnowledge
+    from rlcompat.scanned_file import ScannedFile
     from rlcompat.identity import VERL
     from rlcompat.verl_knowledge import knowledge_of
 
@@ -34,7 +34,7 @@ def knowledge_applied(paths, findings, identities) -> list[str]:
     for f in findings:
         if f.code in VERL_CODES and not any(label.startswith("verl ") for label in labels):
             text = texts.setdefault(f.path, _read(f.path))
-            labels.append(FileKnowledge(f.path, identities.for_path(f.path), text).verl.label)
+            labels.append(ScannedFile(f.path, identities.for_path(f.path), text).verl.label)
         if f.code in FRAMEWORK_CODES:
             m = _LABEL.search(f.message)
             if m:

@@ -22,7 +22,7 @@ import os
 from functools import lru_cache
 
 from rlcompat import identity, run_scope, suppressions, verl_knowledge
-from rlcompat.file_knowledge import FileKnowledge
+from rlcompat.scanned_file import ScannedFile
 from rlcompat.findings import FileResult, Finding, Location
 from rlcompat.source import SourceError, decode, read_bytes
 from rlcompat.textpos import LineIndex
@@ -78,7 +78,7 @@ def reached_findings(checker, path: str, text: str, scanned: set[str], checked: 
     from rlcompat.lang import shell
 
     tree = checker.tree_identity(path)
-    knowledge_of_script = FileKnowledge(path, tree, text)
+    knowledge_of_script = ScannedFile(path, tree, text)
     package = package_run(knowledge_of_script.framework(identity.VERL), tree.root)
     if package is None:
         return []

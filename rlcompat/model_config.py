@@ -2,7 +2,8 @@
 
 Only a directory that exists next to the scanned file (or above it) is read: a hub id or a path that is not there
 says nothing, and nothing is claimed. Reading a file other than the one scanned makes the result depend on it, so
-every look-up is recorded (`lookups`) and the engine does not cache such a file's result.
+every look-up is recorded in the list the caller passes (`reads`: the scanned file's, rlcompat/scanned_file.py) and
+the engine does not cache such a file's result.
 """
 
 from __future__ import annotations
@@ -10,9 +11,6 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-
-# Look-ups made while checking the current file; the engine clears it before a file and reads it after.
-lookups: list[str] = []
 
 _MAX_CONFIG_BYTES = 1 << 20
 _LEVELS_UP = 4  # a launch script in examples/x/ may name ./models/m relative to the repository root
@@ -33,12 +31,13 @@ def _looks_like_path(value: str) -> bool:
         and "$" not in value and "{" not in value
 
 
-def find_config(model_path: str, scanned_file: str) -> str | None:
+def find_config(model_path: str, scanned_file: str, reads: list[str] | None = None) -> str | None:
     """The config.json of `model_path` if it is a local directory: absolute, or relative to the scanned file's
-    directory or one of the few directories above it."""
+    directory or one of the few directories above it. A path looked for is added to `reads`."""
     if not _looks_like_path(model_path):
         return None
-    lookups.append(model_path)
+    if reads is not None:
+        reads.append(model_path)
     if os.path.isabs(model_path):
         bases = [""]
     else:
@@ -79,10 +78,10 @@ def _shape_of(config: dict, path: str) -> ModelShape | None:
     return ModelShape(path, head_dim, dropout, key, dtype if isinstance(dtype, str) else None)
 
 
-def model_shape(model_path: str, scanned_file: str) -> ModelShape | None:
+def model_shape(model_path: str, scanned_file: str, reads: list[str] | None = None) -> ModelShape | None:
     """head_dim (its own key, else hidden_size / num_attention_heads) and attention dropout of a local model;
     a multimodal config's `text_config` when the top level has no attention shape. None when unknown."""
-    path = find_config(model_path, scanned_file)
+    path = find_config(model_path, scanned_file, reads)
     if path is None:
         return None
     try:

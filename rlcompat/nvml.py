@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from rlcompat.knowledge.versions import capability_text
+
 
 class NvmlUnavailable(Exception):
     """No NVML library, no driver, or no GPU. The message says which, in one line."""
@@ -26,7 +28,7 @@ class Gpu:
 
     @property
     def capability_text(self) -> str:
-        return f"{self.capability[0]}.{self.capability[1]}"
+        return capability_text(self.capability)
 
 
 def _as_text(value) -> str:

@@ -3,7 +3,8 @@
 The comment silences findings whose range includes its line, in every language (`#` starts a comment in all
 that have comments). In Python only real comments count; in languages whose commands continue over backslash
 lines, a comment after the last line covers the command (`python_comments` and `continued_command` of the
-language's record in rlcompat/languages.py). A suppression that silences nothing is reported (RLC001).
+language's record in rlcompat/languages.py). A suppression that silences nothing is reported by a
+`SuppressionRule` (RLC001, rules/meta/unused_suppression.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import tokenize
 from dataclasses import dataclass, field
 
 from rlcompat.languages import BY_NAME
+from rlcompat.findings import Finding
+from rlcompat.rule import Rule
 from rlcompat.textpos import LineIndex
 
 PATTERN = re.compile(r"#\s*rlcompat:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?", re.IGNORECASE)
@@ -95,3 +98,13 @@ def apply(findings: list, suppressions: list[Suppression]) -> tuple[list, int]:
         else:
             kept.append(f)
     return kept, dropped
+
+
+class SuppressionRule(Rule):
+    """A rule over a file's inline suppressions, run for each target once the other rules' findings are suppressed
+    (what it reports is not itself suppressed), in a file of each language it declares."""
+
+    def check_suppressions(self, suppressions: list[Suppression], active_codes: set[str], path: str) -> list[Finding]:
+        """Findings about `suppressions` (each with the codes it silenced, `used`) in the file at `path`;
+        `active_codes`: the codes of the rules that ran for the target (selected, applying to it)."""
+        raise NotImplementedError

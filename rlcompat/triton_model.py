@@ -204,29 +204,32 @@ def _param_annotation_is(param: cst.Param, qualname: QualName, names: Iterable[s
     return qualname(param.annotation.annotation) in names
 
 
-_launch_cache: tuple[cst.Module | None, dict[str, list[cst.Call]]] = (None, {})
+class LaunchSites:
+    """The `kernel[grid](...)` calls of one module, by kernel name: one traversal of the module on first use, however
+    many kernels it has (the scanned file keeps one for its module: `ScannedFile.derived`)."""
 
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self._table: dict[str, list[cst.Call]] | None = None
 
-def launch_sites(module: cst.Module, kernel_name: str) -> list[cst.Call]:
-    """`kernel[grid](...)` calls in the module (one traversal per module, however many kernels it has)."""
-    global _launch_cache
-    cached_module, table = _launch_cache
-    if cached_module is not module:
-        table = {}
+    def of(self, kernel_name: str) -> list[cst.Call]:
+        if self._table is None:
+            table: dict[str, list[cst.Call]] = {}
 
-        class _Finder(cst.CSTVisitor):
-            def visit_Call(self, node: cst.Call) -> None:
-                func = node.func
-                if isinstance(func, cst.Subscript) and isinstance(func.value, cst.Name):
-                    table.setdefault(func.value.value, []).append(node)
+            class _Finder(cst.CSTVisitor):
+                def visit_Call(self, node: cst.Call) -> None:
+                    func = node.func
+                    if isinstance(func, cst.Subscript) and isinstance(func.value, cst.Name):
+                        table.setdefault(func.value.value, []).append(node)
 
-        module.visit(_Finder())
-        _launch_cache = (module, table)
-    return table.get(kernel_name, [])
+            self.module.visit(_Finder())
+            self._table = table
+        return self._table.get(kernel_name, [])
 
 
 def read_kernel(func: cst.FunctionDef, module: cst.Module, qualname: QualName,
-                pointer_bytes_hint: dict[str, int] | None = None) -> Kernel:
+                pointer_bytes_hint: dict[str, int] | None = None, launches: LaunchSites | None = None) -> Kernel:
+    """`launches`: the module's launch sites, where they are kept for more than one kernel."""
     ints, exprs = module_constants(module)
     params = [p.name.value for p in func.params.params]
     constexpr_params = [
@@ -268,9 +271,9 @@ def read_kernel(func: cst.FunctionDef, module: cst.Module, qualname: QualName,
     # Launch sites cost a second pass over the module: look only when a dot dimension is still unknown.
     dims = {d for dot in dots for t in (dot.a, dot.b) for d in (t.shape or ()) if isinstance(d, str)}
     known = bool(configs) and all(c.constexprs.get(d, fixed.get(d)) is not None for c in configs for d in dims)
-    launches = launch_sites(module, func.name.value) if dots and not known else []
+    sites = (launches or LaunchSites(module)).of(func.name.value) if dots and not known else []
     if not autotuned:
-        for launch in launches:
+        for launch in sites:
             constexprs = {k: v for k, v in fixed.items()}
             for arg in launch.args:
                 if arg.keyword is not None and arg.keyword.value in constexpr_params:
@@ -278,13 +281,13 @@ def read_kernel(func: cst.FunctionDef, module: cst.Module, qualname: QualName,
             stages = int_value(_kwarg(launch, "num_stages"), ints)
             warps = int_value(_kwarg(launch, "num_warps"), ints)
             configs.append(LaunchConfig(constexprs, stages or DEFAULT_NUM_STAGES, warps or DEFAULT_NUM_WARPS))
-        if not launches and fixed:
+        if not sites and fixed:
             configs.append(LaunchConfig(dict(fixed)))
     else:
         configs = [replace(c, constexprs={**fixed, **c.constexprs}) for c in configs]
         # meta-parameters every launch site passes as literals apply to every config
         common: dict[str, int | None] = {}
-        for launch in launches:
+        for launch in sites:
             for arg in launch.args:
                 if arg.keyword is not None and arg.keyword.value in constexpr_params:
                     common[arg.keyword.value] = int_value(arg.value, ints)
@@ -612,8 +615,9 @@ def nominal_smem(kernel: Kernel, config: LaunchConfig) -> int | None:
 
 def kernels_in_module(module: cst.Module, qualname: QualName) -> list[Kernel]:
     """Every @triton.jit function at module level (used by bench/ and tests; rules go through the traversal)."""
+    launches = LaunchSites(module)
     return [
-        read_kernel(stmt, module, qualname)
+        read_kernel(stmt, module, qualname, launches=launches)
         for stmt in module.body
         if isinstance(stmt, cst.FunctionDef) and is_triton_kernel(stmt, qualname)
     ]

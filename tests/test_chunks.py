@@ -127,20 +127,17 @@ def _verl_root() -> Path:
 def _chunked_and_whole(text: str, rules: list, monkeypatch) -> tuple[tuple, tuple]:
     """(statements, narrowed text, settings, settings read by the narrowing's pass) in the smallest chunks, and whole."""
     def outcome() -> tuple:
-        chunks.forget()
         try:
             statements = _statements(text)
         except chunks.NotParsed:
             statements = None
         narrowed = narrowing.narrow(text, rules)
-        chunks.forget()
         settings = pysettings.settings_of(text, SETTINGS_TRIGGERS)
-        chunks.forget()
         reading = pysettings.SettingsReading(text, SETTINGS_TRIGGERS)
-        narrowing.narrow(text, rules, [reading])
-        seen = chunks.remembered(text)
+        learnt: list = []
+        narrowing.narrow(text, rules, [reading], learnt.append)
+        seen = learnt[-1] if learnt else None
         passed = seen.extra.get(("settings", frozenset(SETTINGS_TRIGGERS))) if seen is not None else None
-        chunks.forget()
         return statements, narrowed, settings, passed if passed is not None and reading.present else settings
 
     whole = outcome()

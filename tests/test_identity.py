@@ -182,11 +182,11 @@ def test_a_tree_with_no_evidence_is_unknown(tmp_path, monkeypatch):
 
 def test_the_installed_framework_applies_only_to_files_that_use_it(tmp_path, installed):
     root = _write(tmp_path / "p", {"config.yaml": "actor_rollout_ref:\n  actor:\n    use_torch_compile: true\n"})
-    from rlcompat.file_knowledge import FileKnowledge
+    from rlcompat.scanned_file import ScannedFile
 
     tree = identity.resolve(str(root))
-    assert FileKnowledge(str(root / "config.yaml"), tree, "a: 1\n").framework("verl").how == "unknown"
-    assert FileKnowledge(str(root / "run.sh"), tree, DEAD_091_SCRIPT).framework("verl").version == "0.9.1"
+    assert ScannedFile(str(root / "config.yaml"), tree, "a: 1\n").framework("verl").how == "unknown"
+    assert ScannedFile(str(root / "run.sh"), tree, DEAD_091_SCRIPT).framework("verl").version == "0.9.1"
 
 
 def test_pins_are_read_from_every_kind_of_declaration(tmp_path):

@@ -170,7 +170,7 @@ def test_front_ends_hold_no_rule_helper_library():
 
 
 # Modules and packages that hold or read knowledge: the engine hands what a front end needs (rlcompat/lang/knowledge.py).
-FRAMEWORK_KNOWLEDGE = ("rlcompat.verl_knowledge", "rlcompat.framework_knowledge", "rlcompat.file_knowledge",
+FRAMEWORK_KNOWLEDGE = ("rlcompat.verl_knowledge", "rlcompat.framework_knowledge", "rlcompat.scanned_file",
                        "rlcompat.knowledge", "rlcompat.rules")
 
 

@@ -7,7 +7,7 @@ import dataclasses
 
 from rlcompat import framework_knowledge, verl_knowledge
 from rlcompat.analysis import confighelpers
-from rlcompat.file_knowledge import FileKnowledge
+from rlcompat.scanned_file import ScannedFile
 from rlcompat.knowledge import files
 from rlcompat.identity import pinned
 from tests.verl_trees import verl_091_knowledge
@@ -59,7 +59,7 @@ def test_every_switch_row_has_a_proof():
 
 
 def test_yaml_reads_verl_top_keys_from_what_it_is_handed():
-    class NoVerl(FileKnowledge):
+    class NoVerl(ScannedFile):
         config_top_keys = frozenset()
 
     text = "trainer:\n  n_gpus_per_node: 1\n"
@@ -69,7 +69,7 @@ def test_yaml_reads_verl_top_keys_from_what_it_is_handed():
 
 
 def test_shell_entry_points_come_from_what_it_is_handed():
-    class OtherEntry(FileKnowledge):
+    class OtherEntry(ScannedFile):
         def runs_entry_module(self, module: str) -> bool:
             return module == "mytool.train"
 

@@ -52,7 +52,7 @@ def test_each_file_is_parsed_once_for_all_targets(tmp_path, monkeypatch):
                                      "actor_rollout_ref.rollout.name=vllm\n")
     parsed = []
     real = engine.parse
-    monkeypatch.setattr(engine, "parse", lambda language, text: parsed.append(language) or real(language, text))
+    monkeypatch.setattr(engine, "parse", lambda language, *args: parsed.append(language) or real(language, *args))
     run = run_matrix([str(tmp_path)], TARGETS, Options(), jobs=1)
     assert sorted(parsed) == ["python", "python", "shell"]  # plain.py has no trigger: never parsed
     assert any(run.findings(i) for i in range(len(TARGETS)))
@@ -141,7 +141,7 @@ def test_matrix_fills_and_reuses_each_targets_scan_cache(tmp_path, monkeypatch):
     first = run_matrix(["."], TARGETS[:2], settings, use_cache=True)
     parsed = []
     real = engine.parse
-    monkeypatch.setattr(engine, "parse", lambda language, text: parsed.append(language) or real(language, text))
+    monkeypatch.setattr(engine, "parse", lambda language, *args: parsed.append(language) or real(language, *args))
     again = run_matrix(["."], TARGETS[:2], settings, use_cache=True)
     scan = scan_paths(["."], TARGETS[1], settings, use_cache=True)
     assert parsed == [] and all(r.from_cache for r in scan.results)
@@ -260,3 +260,14 @@ def test_an_unknown_run_is_a_usage_error(tmp_path):
     (tmp_path / "train.py").write_text(BF16)
     code, out, err = invoke("matrix", str(tmp_path), "--run", "deepspeed", "--no-cache")
     assert code == 2 and "--run 'deepspeed' names no run" in out + err and "megatron" in out + err
+
+
+def test_a_conda_environment_named_otherwise_is_read_as_one_as_scan_reads_it(tmp_path):
+    """Matrix and scan are one pipeline: a YAML file that is a conda environment by its content (deps.yaml) is read
+    as conda by both (matrix once read it as plain YAML and missed RLC601, which scan reported)."""
+    env = FIXTURES / "declared" / "conda_env_pip_index" / "input" / "environment.yml"
+    (tmp_path / "deps.yaml").write_text(env.read_text(encoding="utf-8"), encoding="utf-8")
+    sm61 = resolve_target("sm61")
+    run = run_matrix([str(tmp_path)], [sm61], Options(), jobs=1)
+    scan = scan_paths([str(tmp_path)], sm61, Options(), jobs=1)
+    assert [f.code for f in run.findings(0)] == [f.code for f in scan.findings] == ["RLC601"]

@@ -85,7 +85,7 @@ def test_narrowed_and_whole_file_results_are_identical_on_verl(target, monkeypat
     sources = _verl_sources()
     checker = Checker(resolve_target(target), Options())
     narrowed = _results(checker, sources)
-    monkeypatch.setattr(python_frontend, "narrow", lambda text, rules: None)
+    monkeypatch.setattr(python_frontend, "narrow", lambda text, rules, file=None: None)
     whole = _results(checker, sources)
     assert sum(len(f) for _, f in narrowed) > 0
     assert narrowed == whole
@@ -179,7 +179,7 @@ def test_narrowed_and_whole_file_results_are_identical_on_torch_and_transformers
     sources = _package_sources(package, subdirs)
     checker = Checker(resolve_target("sm61"), Options())
     narrowed = _results(checker, sources)
-    monkeypatch.setattr(python_frontend, "narrow", lambda text, rules: None)
+    monkeypatch.setattr(python_frontend, "narrow", lambda text, rules, file=None: None)
     whole = _results(checker, sources)
     assert len(sources) > 10 and sum(len(f) for _, f in narrowed) > 0
     assert narrowed == whole
@@ -205,7 +205,7 @@ def test_a_reported_node_holding_a_blanked_part_is_checked_on_the_whole_file(mon
     source = decode("case.py", text.encode("utf-8"), "python")
     checker = Checker(resolve_target("sm61"), Options())
     narrowed = _results(checker, [source])
-    monkeypatch.setattr(python_frontend, "narrow", lambda text, rules: None)
+    monkeypatch.setattr(python_frontend, "narrow", lambda text, rules, file=None: None)
     whole = _results(checker, [source])
     assert narrowed == whole
     rewrite = [f for f in narrowed[0][1] if f[0] == "RLC111"][0][3].edits[0].content

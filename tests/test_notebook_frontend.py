@@ -99,13 +99,13 @@ def test_writefile_cells_are_read_as_the_file_they_write(tmp_path):
 def test_writefile_cells_go_to_the_front_end_the_knowledge_hands_over():
     """The notebook front end does not import the engine: the front end of a `%%writefile` cell's language comes with
     the knowledge it is handed."""
-    from rlcompat.file_knowledge import FileKnowledge
+    from rlcompat.scanned_file import ScannedFile
     from rlcompat.identity import pinned
     from rlcompat.rules import file_rules
 
     asked = []
 
-    class Recording(FileKnowledge):
+    class Recording(ScannedFile):
         def front_end(self, language):
             asked.append(language)
             return super().front_end(language)

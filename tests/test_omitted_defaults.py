@@ -8,7 +8,7 @@ import pytest
 
 from rlcompat import framework_knowledge as fk
 from rlcompat.api import scan_source
-from rlcompat.file_knowledge import FileKnowledge
+from rlcompat.scanned_file import ScannedFile
 from rlcompat.identity import pinned
 from rlcompat.lang import tomlfile
 from rlcompat.lang.settings import ConfigView, Setting, Span, run_rules
@@ -71,7 +71,7 @@ def test_a_torchtitan_command_gets_no_default_claim_for_a_key_its_config_file_ca
     view = ConfigView("command", [], anchor=Span(0, 8), command_words=tuple(text.split()))
     rules = [r(resolve_target("sm61")) for r in file_rules() if r.code == "RLC118"]
     found = run_rules([view], text, "run.sh", rules, resolve_target("sm61"),
-                      FileKnowledge("run.sh", pinned({"torchtitan": "0.2.2"}), text))
+                      ScannedFile("run.sh", pinned({"torchtitan": "0.2.2"}), text))
     assert not [f for f in found if "mixed_precision_param" in f.message]
 
 

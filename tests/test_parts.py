@@ -75,12 +75,14 @@ class _Bf16Rule:
 
 def test_a_narrowed_text_is_cut_where_the_original_tree_says_without_parsing_it_again(smallest_parts):
     text = "import torch\ndef a():\n    return 1\nx = torch.bfloat16\n# c\ny = t.to(\n    torch.bfloat16)\n"
-    narrowed = py.narrow(text, [_Bf16Rule()])
+    file = verl_091_knowledge("example.py")
+    narrowed = py.narrow(text, [_Bf16Rule()], file)
     assert narrowed.text == "import torch\nx = torch.bfloat16\ny = t.to(\n    torch.bfloat16)\n"  # comments left out
-    parts = batches.split(narrowed.text, lambda t: pytest.fail("parsed again"))
+    parts = batches.split(narrowed.text, lambda t: pytest.fail("parsed again"), file.planned)
     assert [(p.first_line, p.text) for p in parts.parts] == [
         (1, "import torch\n"), (2, "x = torch.bfloat16\n"), (3, "y = t.to(\n    torch.bfloat16)\n")]
-    assert batches.split(narrowed.text, lambda t: None) is None  # the plan serves the text it was made for, once
+    assert batches.split(text, lambda t: None, file.planned) is None  # the plan serves the text it was made for
+    assert isinstance(py.parse(narrowed.text, file), batches.Parts) and file.planned is None  # and one parse
 
 
 def test_short_texts_and_the_plain_mode_are_parsed_whole(monkeypatch):

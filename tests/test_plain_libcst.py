@@ -119,8 +119,8 @@ def test_torch_and_transformers_give_the_same_findings_and_fixes_with_plain_libc
     split = batches.split
     in_parts: list[bool] = []
 
-    def counted(text, tree_of):
-        parts = split(text, tree_of)
+    def counted(text, tree_of, planned=None):
+        parts = split(text, tree_of, planned)
         in_parts.append(parts is not None)
         return parts
 

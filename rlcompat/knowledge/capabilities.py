@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from rlcompat.knowledge import files
-from rlcompat.knowledge.versions import capability, release
+from rlcompat.knowledge.versions import capability, capability_text, release
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class Earlier:
 
     @property
     def text(self) -> str:
-        return f"{self.capability[0]}.{self.capability[1]}"
+        return capability_text(self.capability)
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class MinCapability:
 
     @property
     def text(self) -> str:
-        return f"{self.capability[0]}.{self.capability[1]}"
+        return capability_text(self.capability)
 
     def by_release(self) -> str:
         """The minimum per release, for messages: "vLLM needs compute capability 7.5+ from 0.20.0 (7.0+ up to

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from rlcompat.knowledge import files
-from rlcompat.knowledge.versions import capability
+from rlcompat.knowledge.versions import capability, capability_text
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,7 @@ class Engine:
 
     @property
     def capability_text(self) -> str:
-        return f"{self.min_capability[0]}.{self.min_capability[1]}"
+        return capability_text(self.min_capability)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from functools import lru_cache
 from typing import Any
 
 from rlcompat.knowledge import files
-from rlcompat.knowledge.versions import capability
+from rlcompat.knowledge.versions import capability, capability_text
 
 
 class TargetError(Exception):
@@ -65,7 +65,7 @@ class Target:
 
     @property
     def capability_text(self) -> str:
-        return f"{self.capability[0]}.{self.capability[1]}"
+        return capability_text(self.capability)
 
     def fact(self, key: str) -> Any:
         """A fact by its name (for tables and knowledge files that name facts); an undeclared name raises KeyError."""
@@ -186,7 +186,7 @@ def target_for_capability(major: int, minor: int) -> Target:
     if lower:
         return lower[-1]
     raise TargetError(
-        f"compute capability {major}.{minor} is not in rlcompat's target table; pass --target with the closest entry (see `rlcompat targets`)"
+        f"compute capability {capability_text((major, minor))} is not in rlcompat's target table; pass --target with the closest entry (see `rlcompat targets`)"
     )
 
 

@@ -1,7 +1,8 @@
-"""The one parser of release versions and of compute capabilities, for every knowledge table and its readers.
+"""The one parser of release versions and of compute capabilities, for every knowledge table and its readers, and the
+one writer of a capability.
 
     release("2.8.0+cu128") -> (2, 8, 0)      release("0.9.1.dev0") -> (0, 9, 1)      release("v0.20.0rc1") -> (0, 20, 0)
-    local_tag("2.8.0+cu128") -> "cu128"      capability("7.5") -> (7, 5)
+    local_tag("2.8.0+cu128") -> "cu128"      capability("7.5") -> (7, 5)          capability_text((7, 5)) -> "7.5"
 """
 
 from __future__ import annotations
@@ -31,3 +32,8 @@ def capability(text: str) -> tuple[int, int]:
     """A compute capability written "X.Y" (knowledge tables, machine snapshots) -> (X, Y)."""
     major, minor = text.split(".")
     return int(major), int(minor)
+
+
+def capability_text(capability: tuple[int, int]) -> str:
+    """A compute capability as messages and tables write it: (7, 5) -> "7.5" (what `capability` reads)."""
+    return f"{capability[0]}.{capability[1]}"

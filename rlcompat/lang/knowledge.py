@@ -1,19 +1,27 @@
 """What a front end knows beyond the file it reads (frameworks, the rule catalog, the other front ends): only what it
 is handed.
 
-Whoever runs a front end (the engine, `rlcompat matrix`) resolves the framework knowledge for the scanned file's tree
-(rlcompat/file_knowledge.py) and passes it to `check` as `knowledge`; front ends read it through this interface and
-never open a knowledge file, so a language knows no framework. Adding a framework's switch or config shape is a data
-row in rlcompat/knowledge/data/, not a change here.
+The engine makes one object for each file it checks (rlcompat/scanned_file.py), with the framework knowledge of the
+file's tree, and passes it to `check` as `knowledge` (and to the Python front end's `narrow` and `parse`); front ends
+read it through this interface and never open a knowledge file, so a language knows no framework. Adding a framework's
+switch or config shape is a data row in rlcompat/knowledge/data/, not a change here. What a front end learns of the
+file on the way (`seen`, `planned`, `derived`) is kept there too, never in a module, so nothing of one file is left
+for the next.
 """
 
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Mapping, Protocol, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 
 class FrontEndKnowledge(Protocol):
+    seen: Any  # what the Python front end's pass over the file's text learnt (lang/pyspeed/chunks.py `Pass`)
+    planned: Any  # where a big narrowed text is cut (lang/pyspeed/batches.py `Plan`)
+
+    def derived(self, kind: str, of: object, build: Callable[[], Any]) -> Any:
+        """What `build` makes of `of` (a tree of the file), built once for the file (a module's Triton launch sites)."""
+
     @property
     def mounts(self) -> Mapping[str, tuple[str, ...]]:
         """Config-group file (`rollout/rollout.yaml`) -> the Hydra prefixes its keys sit under."""
@@ -41,6 +49,10 @@ class FrontEndKnowledge(Protocol):
     def spell_added_key(self, command_words: Sequence[str], key: str) -> tuple[str | None, str]:
         """How a fix may write the override `key` (with its `+`/`++`) into a command of this file: the key as the
         config the command reads takes it, or (None, why) where that config has no such key."""
+
+    def model_shape(self, model_path: str) -> object:
+        """The shape of the local model `model_path` names (rlcompat/model_config.py), looked for beside the scanned
+        file, or None; the look-up is recorded, since the file's result then depends on another file."""
 
     def runs_entry_module(self, module: str) -> bool:
         """Whether `python -m <module>` runs a training entry point whose overrides follow."""

@@ -76,18 +76,20 @@ class _Positions:
         return Span(self.offset(node.lineno, node.col_offset), self.offset(node.end_lineno, node.end_col_offset))
 
 
-def settings_of(text: str, triggers: tuple[str, ...]) -> list[Setting]:
+def settings_of(text: str, triggers: tuple[str, ...], seen: chunks.Pass | None = None) -> list[Setting]:
     """Settings of the statements of `text` whose lines hold one of `triggers`: those the narrowing step's pass read
-    (`SettingsReading` as one of its readers), or read here from CPython's tree, a chunk at a time for a big text."""
-    seen = chunks.remembered(text)
+    (`seen`, with `SettingsReading` as one of its readers), or read here from CPython's tree (the one `seen` kept, or
+    a chunk at a time for a big text)."""
+    seen = chunks.of_text(seen, text)
     if seen is not None and _key(triggers) in seen.extra:
         return seen.extra[_key(triggers)]
     reading = SettingsReading(text, triggers)
     if not reading.present:
         return []
+    reading.seen = seen
     whole = None  # the tree of a text parsed in one piece, for `settings` to read again
     try:
-        for chunk in chunks.chunks(text):
+        for chunk in chunks.chunks(text, seen=seen):
             reading.chunk(chunk.tree, chunk.first)
             if chunk.stop is None:
                 whole = chunk.tree
@@ -102,10 +104,12 @@ def _key(triggers: tuple[str, ...]) -> tuple:
 
 class SettingsReading:
     """The settings of a text read from its tree a chunk at a time, in order (`chunk`), then completed (`settings`);
-    `done` leaves them where `settings_of` finds them for the same text and triggers."""
+    `done` leaves them in the pass that read the chunks, where `settings_of` finds them for the same text and
+    triggers."""
 
     def __init__(self, text: str, triggers: tuple[str, ...]) -> None:
         self.text, self.triggers = text, triggers
+        self.seen: chunks.Pass | None = None  # the pass over the text's chunks, once done: where they are cut
         self.present = [t for t in triggers if t in text]
         self.pos = _Positions(text) if self.present else None
         self.reader = _Reader(self.pos)
@@ -127,10 +131,10 @@ class SettingsReading:
         except RecursionError:
             self.stopped = True  # a 1,000-arm elif chain
 
-    def done(self) -> None:
-        seen = chunks.remembered(self.text)
-        if seen is not None:
-            seen.extra[_key(self.triggers)] = self.settings()
+    def done(self, seen: chunks.Pass) -> None:
+        self.seen = chunks.of_text(seen, self.text)
+        if self.seen is not None:
+            self.seen.extra[_key(self.triggers)] = self.settings()
 
     def settings(self, whole: ast.Module | None = None) -> list[Setting]:
         """The settings read, completed; `whole`: the text's whole tree, if it is at hand."""
@@ -142,7 +146,7 @@ class SettingsReading:
             # walked for that only when an attribute of something other than `self` is set).
             dests = reader.dests
             if any(not st.call.startswith("self") for st in attributes):
-                dests = dests | _declared_dests(self.text, whole)
+                dests = dests | _declared_dests(self.text, whole, self.seen)
             if dests:
                 reader.out = [_as_flag(st, dests) if st.origin in _ATTRIBUTE_ORIGINS else st for st in reader.out]
         return reader.out
@@ -199,14 +203,14 @@ class SettingsReading:
                 reader.out[before:] = [replace(st, guards=guards) for st in reader.out[before:]]
 
 
-def _declared_dests(text: str, whole: ast.Module | None) -> set[str]:
+def _declared_dests(text: str, whole: ast.Module | None, seen: chunks.Pass | None) -> set[str]:
     """The dest of every `add_argument("--flag", ...)` call of a module (`whole`, or the chunks that spell it)."""
     dests: set[str] = set()
     if whole is not None:
         _add_dests(whole, dests)
         return dests
     try:
-        for chunk in chunks.chunks(text, spelling="add_argument"):
+        for chunk in chunks.chunks(text, spelling="add_argument", seen=seen):
             _add_dests(chunk.tree, dests)
     except chunks.NotParsed:
         pass  # a text whose settings are read parses: its chunks were read before

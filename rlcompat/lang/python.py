@@ -119,6 +119,11 @@ class Context:
         """verl's knowledge for the file's tree (rlcompat/verl_knowledge.py), None where the caller gave none."""
         return self.knowledge.for_rules if self.knowledge is not None else None
 
+    def model_shape(self, model_path: str):
+        """The shape of the local model `model_path` names, looked for beside the file through its knowledge, which
+        records the look-up (the result then depends on another file)."""
+        return self.knowledge.model_shape(model_path)
+
     def qualname(self, expr: cst.CSTNode) -> str | None:
         """The dotted name an expression refers to through this file's imports, or None.
 
@@ -165,9 +170,10 @@ class PythonSyntaxError(Exception):
 PARSE_ERRORS = (PythonSyntaxError,)
 
 
-def narrow(text: str, rules: Sequence) -> Narrowed | None:
+def narrow(text: str, rules: Sequence, file: FrontEndKnowledge | None = None) -> Narrowed | None:
     """What LibCST parses: only for the Python rules (config rules read settings from CPython's `ast`, see
-    lang/pysettings.py); nothing at all when only config rules run."""
+    lang/pysettings.py); nothing at all when only config rules run. What the pass over `text` learnt is kept in
+    `file` (the file being checked) for its parse and check."""
     python_rules = [r for r in rules if not isinstance(r, ConfigRule)]
     if not python_rules:
         return Narrowed("", ())
@@ -179,20 +185,30 @@ def narrow(text: str, rules: Sequence) -> Narrowed | None:
             from rlcompat.lang.pysettings import SettingsReading
 
             readers.append(SettingsReading(text, _triggers(config)))
-    narrowed = pynarrow.narrow(text, python_rules, readers)
-    if narrowed is not None:
-        seen = chunks.remembered(text)  # where the top-level statements are: where a big narrowed text may be cut
-        if seen is not None:
-            batches.plan_narrowed(narrowed.text, narrowed.lines, seen.spans)
+    if file is None:
+        return pynarrow.narrow(text, python_rules, readers)
+
+    def learnt(seen: chunks.Pass) -> None:
+        file.seen = seen
+
+    narrowed = pynarrow.narrow(text, python_rules, readers, learnt)
+    if narrowed is not None and file.seen is not None:
+        # where the top-level statements are: where a big narrowed text may be cut
+        file.planned = batches.plan_narrowed(narrowed.text, narrowed.lines, file.seen.spans)
     return narrowed
 
 
-def parse(text: str) -> cst.Module | Parts | None:
+def parse(text: str, file: FrontEndKnowledge | None = None) -> cst.Module | Parts | None:
     """LibCST's module of `text`; for a big text its parts, parsed one at a time as they are walked
-    (lang/pyspeed/batches.py: a whole file's tree can be hundreds of MB)."""
+    (lang/pyspeed/batches.py: a whole file's tree can be hundreds of MB), cut where `file`'s narrowing pass found the
+    top-level statements (its plan for the narrowed text serves one parse)."""
+    planned = None
+    if file is not None:
+        planned, file.planned = file.planned, None
     if not text:
         return None  # nothing to parse (narrowed to nothing): no LibCST import, no statements, no findings
-    parts = batches.split(text, chunks.spans_of)
+    seen = file.seen if file is not None else None
+    parts = batches.split(text, lambda t: chunks.spans_of(t, seen), planned)
     return parts if parts is not None else parse_whole(text)
 
 
@@ -254,16 +270,18 @@ def check_targets(module: cst.Module | Parts | None, text: str, path: str, group
         # The settings are read first, from the tree the narrowing step built (or, for a big text, as it read each
         # chunk), so that what it left (a tree costs 70 to 150 bytes a byte of source) need not live on beside
         # LibCST's parts of a big file.
-        settings = [_settings(text, config) if reading else [] for _, config, reading, _ in split]
+        seen = knowledge.seen
+        settings = [_settings(text, config, seen) if reading else [] for _, config, reading, _ in split]
         if isinstance(module, Parts):
-            chunks.forget()
+            knowledge.seen = seen = None
         if module is not None and any(python_rules for python_rules, *_ in split):
             walked = _walk_targets(module, text, path, [(python_rules, target) for python_rules, _, _, target in split],
                                    narrowed, knowledge)
         else:
             walked = [[] for _ in groups]
     finally:
-        chunks.forget()  # never held on while the next file is read
+        knowledge.seen = None  # what the pass learnt (a whole CPython tree) is not held on while the walk's findings
+        # are judged
         if isinstance(module, Parts):
             heap.give_back(text)
     found_by_group = [found + _config_findings(text, path, [r for r in reading if not r.reads_unread], found_settings,
@@ -286,12 +304,13 @@ def _setup_py_findings(text: str, path: str, config: Sequence[ConfigRule], targe
     return check_setup_py(text, path, declared, target, knowledge) if declared else []
 
 
-def _settings(text: str, config: Sequence[ConfigRule]) -> list:
+def _settings(text: str, config: Sequence[ConfigRule], seen) -> list:
     """The file's settings, read once for every config rule (with the triggers of all of them): asked where a rule
-    reads this file's Python (`reads_python`: a framework's keys the file spells)."""
+    reads this file's Python (`reads_python`: a framework's keys the file spells); `seen`: what the narrowing's pass
+    over the text learnt."""
     from rlcompat.lang.pysettings import settings_of
 
-    return settings_of(text, _triggers(config))
+    return settings_of(text, _triggers(config), seen)
 
 
 def _triggers(config: Sequence[ConfigRule]) -> tuple[str, ...]:
@@ -355,7 +374,7 @@ def _walk_targets(module: cst.Module | Parts, text: str, path: str, groups: Sequ
     try:
         return _found(module, narrowed.text if narrowed else text, contexts, narrowed, 0, lambda: LineIndex(text))
     except _NeedsWholeFile:
-        return _walk_targets(parse(text), text, path, groups, None, knowledge)
+        return _walk_targets(parse(text, knowledge), text, path, groups, None, knowledge)
 
 
 def _contexts(groups: Sequence[tuple[Sequence[PythonRule], object]], path: str, text: str,
@@ -394,7 +413,7 @@ def _walk_parts(parts: Parts, text: str, path: str, groups: Sequence[tuple[Seque
         except _NeedsWholeModule:
             return _walk_unsplit(parts, text, path, groups, narrowed, knowledge)
         except _NeedsWholeFile:
-            return _walk_targets(parse(text), text, path, groups, None, knowledge)
+            return _walk_targets(parse(text, knowledge), text, path, groups, None, knowledge)
         for mine, more, ctx in zip(found, part_found, contexts):
             mine.extend(more)
             ctx.pending = []  # what holds the part's nodes: let its tree go before the next part is parsed
@@ -411,7 +430,7 @@ def _walk_unsplit(parts: Parts, text: str, path: str, groups: Sequence[tuple[Seq
     except (PythonSyntaxError, RecursionError):
         if narrowed is None:
             raise
-        return _walk_targets(parse(text), text, path, groups, None, knowledge)
+        return _walk_targets(parse(text, knowledge), text, path, groups, None, knowledge)
     return _walk_targets(module, text, path, groups, narrowed, knowledge)
 
 

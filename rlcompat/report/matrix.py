@@ -139,17 +139,22 @@ def _scope_text(deciding: list[Finding], other_runs: dict, run_name: str, packag
     which = f"{run_name} run"
     if run_name == run_scope.DEFAULT:
         which = f"default run ({package.default_run})" if package is not None and package.default_run else "default run"
-    decided = f"decided by {', '.join(sorted({f.code for f in deciding}))}" if deciding else "no finding"
+    decided = f"decided by {', '.join(rule_codes(deciding))}" if deciding else "no finding"
     apart = []
     for option, fs in other_runs.items():
         blockers = [f for f in fs if kind_of(f) == "blockers"]
-        codes = ", ".join(sorted({f.code for f in blockers}))
+        codes = ", ".join(rule_codes(blockers))
         apart.append(f"{len(fs)} --run {option.name}" + (f" (blocked by {codes})" if blockers else ""))
     return f"{which}, {decided}; not in it: {', '.join(apart)}"
 
 
 SHOWN_CODES = 3  # rule codes a verdict names, so that it stays one short line; the rest are counted
 SHOWN_DETAILS = 5  # blockers listed under a verdict in the text report; JSON lists them all
+
+
+def rule_codes(findings: list[Finding]) -> list[str]:
+    """The rule codes of `findings`, each once, in order."""
+    return sorted({f.code for f in findings})
 
 
 def _count(n: int, one: str, many: str = "") -> str:
@@ -226,11 +231,11 @@ def render_json(matrix: Matrix) -> str:
                 "verdict": r.verdict,
                 "first_blocker": None if r.first_blocker is None else finding_dict(r.first_blocker),
                 "deciding": [finding_dict(f) for f in r.deciding],
-                "decided_by": sorted({f.code for f in r.deciding}),
+                "decided_by": rule_codes(r.deciding),
                 "scope": r.scope or None,
                 "not_in_run": [{"run": option.name, "selected_by": option.option, "proof": option.proof,
                                 "counts": {k: sum(1 for f in fs if kind_of(f) == k) for k in KINDS},
-                                "codes": sorted({f.code for f in fs})}
+                                "codes": rule_codes(fs)}
                                for option, fs in r.other_runs.items()],
                 "rollout": r.rollout or None,
             }

@@ -16,7 +16,7 @@ def main_ppo_overrides(script: Path) -> list[str]:
     tiny run cannot know it, and verify reports the overrides it used.
     """
     from rlcompat.lang import shell
-    from rlcompat.file_knowledge import FileKnowledge
+    from rlcompat.scanned_file import ScannedFile
     from rlcompat.identity import Identities
 
     try:
@@ -29,7 +29,7 @@ def main_ppo_overrides(script: Path) -> list[str]:
         line, col, why = shell.syntax_error_location(exc)
         raise LaunchScriptError(f"{script}:{line}:{col}: not a shell script rlcompat can read ({why})") from None
     # The script's tree decides which verl reads its overrides (rlcompat/identity.py).
-    overrides = shell.entry_point_overrides(parsed, FileKnowledge(str(script), Identities().for_path(str(script)), text))
+    overrides = shell.entry_point_overrides(parsed, ScannedFile(str(script), Identities().for_path(str(script)), text))
     if overrides is not None:
         return [f"{s.prefix}{s.key}={s.value}" for s in overrides if s.value is not None]
     raise LaunchScriptError(f"{script}: no `python -m verl.trainer.main_ppo` (or other verl trainer) command found")

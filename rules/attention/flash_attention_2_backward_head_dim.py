@@ -4,7 +4,6 @@ from pathlib import Path
 
 import libcst as cst
 
-from rlcompat import model_config
 from rlcompat.knowledge import flash_attn_backward
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.analysis.pymodel import attention_and_model_path
@@ -69,7 +68,7 @@ class FlashAttention2BackwardHeadDim(PythonRule):
         if found is None:
             return
         impl, path = found
-        hazard = flash_attn_backward.backward_hazard(model_config.model_shape(path, ctx.path), self.target)
+        hazard = flash_attn_backward.backward_hazard(ctx.model_shape(path), self.target)
         if hazard is None:
             return
         if hazard.with_dropout:

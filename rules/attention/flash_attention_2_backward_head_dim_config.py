@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rlcompat import model_config
 from rlcompat.knowledge import flash_attn_backward
 from rlcompat.analysis import confighelpers as h
 from rlcompat.analysis.confighelpers import remove_flag
@@ -71,7 +70,7 @@ class FlashAttention2BackwardHeadDimConfig(ConfigRule):
         verl_model = view.get(VERL_MODEL) if view.is_verl else None
         if verl_model is not None:
             paths.append(verl_model)
-        hazard = next((z for z in (flash_attn_backward.backward_hazard(model_config.model_shape(s.value, ctx.path),
+        hazard = next((z for z in (flash_attn_backward.backward_hazard(ctx.model_shape(s.value),
                                                                      self.target)
                                    for s in paths if s.value) if z is not None), None)
         if hazard is None:

@@ -114,7 +114,7 @@ class TorchCudaArchList(DeclaredRule):
         too_old = [e for e in listed if e[0] < floor] if cuda and not torch_wheels.cuda_below(cuda, limit["cuda"]) else []
         runs = any(c == cc or (c[0] == cc[0] and c[1] <= cc[1]) or (ptx and c <= cc) for c, ptx in listed)
         if too_old:
-            names = ", ".join(f"{c[0]}.{c[1]}" for c, _ in too_old)
+            names = ", ".join(versions.capability_text(c) for c, _ in too_old)
             edit = self._without(variable, too_old) if cc >= floor else None
             ctx.report(variable.span, f"TORCH_CUDA_ARCH_LIST names {names}, which CUDA {cuda} cannot compile "
                                       f"(`nvcc fatal : Unsupported gpu architecture 'compute_{too_old[0][0][0]}"

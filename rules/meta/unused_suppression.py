@@ -1,9 +1,12 @@
 from __future__ import annotations
 
-from rlcompat.rule import Bad, Good, Rule
+from rlcompat.findings import Finding, Location
+from rlcompat.frontends import FRONTENDS
+from rlcompat.rule import Bad, Good
+from rlcompat.suppressions import Suppression, SuppressionRule
 
 
-class UnusedSuppression(Rule):
+class UnusedSuppression(SuppressionRule):
     code = "RLC001"
     name = "unused-suppression"
     title = "`# rlcompat: ignore[...]` comment that suppresses nothing"
@@ -16,7 +19,7 @@ class UnusedSuppression(Rule):
         "A stale suppression hides the next real hazard on that line. Keeping them honest keeps the gate honest."
     )
     fix_safety = "No autofix; delete the comment or the code."
-    languages = frozenset({"python", "yaml", "shell"})
+    languages = frozenset(FRONTENDS)  # a suppression comment is read in a file of every language
     severity = "warning"
     examples_select = ("ALL",)
 
@@ -31,3 +34,23 @@ class UnusedSuppression(Rule):
     @classmethod
     def applies_to(cls, target) -> bool:
         return True
+
+    def check_suppressions(self, suppressions: list[Suppression], active_codes: set[str], path: str) -> list[Finding]:
+        out = []
+        for s in suppressions:
+            if s.codes:
+                stale = [c for c in s.codes if c not in s.used and any(a.startswith(c) for a in active_codes)
+                         and not any(u.startswith(c) for u in s.used)]
+            else:
+                stale = [] if s.used else ["(all)"]
+            if stale:
+                out.append(Finding(
+                    code=self.code,
+                    name=self.name,
+                    message=f"suppression of {', '.join(stale)} silences nothing here for {self.target.name}; remove it",
+                    path=path,
+                    location=Location(s.line, s.column, s.line, s.column),
+                    target=self.target.name,
+                    severity=self.severity,
+                ))
+        return out

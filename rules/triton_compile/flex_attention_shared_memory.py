@@ -4,7 +4,6 @@ from pathlib import Path
 
 import libcst as cst
 
-from rlcompat import model_config
 from rlcompat.knowledge.flex_attention import forward_config
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.analysis.pymodel import attention_and_model_path, keyword
@@ -95,7 +94,7 @@ class FlexAttentionSharedMemory(PythonRule):
         if found is None:
             return
         impl, path = found
-        shape = model_config.model_shape(path, ctx.path)
+        shape = ctx.model_shape(path)
         if shape is None:
             return
         dtype = _dtype_of(node, ctx, shape)

@@ -41,13 +41,14 @@ class Parts:
     parts: tuple[Part, ...]
 
 
-def split(text: str, spans_of: Callable[[str], list[tuple[int, int]] | None]) -> Parts | None:
+Plan = tuple[str, list[tuple[int, int]]]  # a narrowed text and its top-level statements' lines (`plan_narrowed`)
+
+
+def split(text: str, spans_of: Callable[[str], list[tuple[int, int]] | None], planned: Plan | None = None) -> Parts | None:
     """`text` cut into parts between top-level statements, or None when it is to be parsed whole: short, plain
     mode, not parsed by CPython (LibCST then reports the error as before), or no place to cut. Where the top-level
-    statements are: from `plan_narrowed` for the narrowed text it planned, else `spans_of(text)` ((first line, last
-    line) of each: `chunks.spans_of`, what the narrowing step's pass over the same text learnt)."""
-    global _planned
-    planned, _planned = _planned, None
+    statements are: from `planned` if it is the plan of `text` (`plan_narrowed`), else `spans_of(text)` ((first
+    line, last line) of each: `chunks.spans_of`, what the narrowing step's pass over the same text learnt)."""
     if plain() or len(text) < SPLIT_MIN_CHARS:
         return None
     if planned is not None and planned[0] is text:
@@ -64,25 +65,20 @@ def split(text: str, spans_of: Callable[[str], list[tuple[int, int]] | None]) ->
     return Parts(text, tuple(Part("".join(lines[a:b]), a + 1) for a, b in zip(bounds, bounds[1:])))
 
 
-_planned: tuple[str, list[tuple[int, int]]] | None = None  # a narrowed text and its top-level statements' lines
-
-
-def plan_narrowed(narrowed_text: str, kept_lines: Sequence[int], spans: list[tuple[int, int]]) -> None:
+def plan_narrowed(narrowed_text: str, kept_lines: Sequence[int], spans: list[tuple[int, int]]) -> Plan | None:
     """Where the top-level statements of a narrowed text are, from those of the original text (`spans`, their first
     and last lines; `kept_lines`: the original line of each line of `narrowed_text`, in order), for `split` to cut
-    it without parsing it again. The narrowing keeps or leaves out whole top-level statements, and a kept one keeps
-    its first line at column 0 and no line of another, so its lines are the kept lines between its own first and
-    last."""
-    global _planned
-    _planned = None
+    it without parsing it again (None: it will not be cut). The narrowing keeps or leaves out whole top-level
+    statements, and a kept one keeps its first line at column 0 and no line of another, so its lines are the kept
+    lines between its own first and last."""
     if plain() or len(narrowed_text) < SPLIT_MIN_CHARS:
-        return
+        return None
     planned = []
     for start, end in spans:
         first, last = bisect.bisect_left(kept_lines, start), bisect.bisect_right(kept_lines, end) - 1
         if first <= last:
             planned.append((first + 1, last + 1))
-    _planned = (narrowed_text, planned)
+    return narrowed_text, planned
 
 
 def _cuts(spans: list[tuple[int, int]], lines: list[str]) -> list[int]:

@@ -15,10 +15,10 @@ own: the chunks' statements are the whole text's. A chunk that does not parse an
 the text does not parse (`NotParsed`). tests/test_chunks.py holds the chunks to the whole tree on verl and the
 fixtures, cut everywhere a cut is allowed.
 
-What a pass over the chunks learnt is remembered for the file being checked (`remember`, `forget`): where its
-top-level statements are (the LibCST parts are cut there, `batches.py`), where the chunks end (a second pass does not
-look for them again), and, for a text parsed in one piece, the tree itself (the settings reader and rules read it
-again instead of parsing again).
+What a pass over the chunks learnt (`Pass`) is kept by the file being checked (rlcompat/scanned_file.py) and handed
+back to what reads the same text again (`seen`): where its top-level statements are (the LibCST parts are cut there,
+`batches.py`), where the chunks end (a second pass does not look for them again), and, for a text parsed in one
+piece, the tree itself (the settings reader and rules read it again instead of parsing again).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ class Chunk:
 
 @dataclass
 class Pass:
-    """What a pass over a text's chunks learnt (`remember`)."""
+    """What a pass over a text's chunks learnt (kept by the file being checked: `ScannedFile.seen`)."""
 
     text: str
     spans: list[tuple[int, int]]  # (first line, last line), 1-based, of each top-level statement, decorators included
@@ -117,11 +117,11 @@ def parse(text: str) -> ast.Module:
         raise NotParsed(str(exc)) from None
 
 
-def chunks(text: str, lines: list[str] | None = None, spelling: str = "") -> Iterator[Chunk]:
-    """The chunks of `text` in order, each parsed (the remembered tree or cuts of `text` where a pass learnt them);
-    with `spelling`, where the cuts are known, only the chunks that spell it. Raises `NotParsed` (after the chunks that
-    parsed) where the text does not parse."""
-    seen = remembered(text)
+def chunks(text: str, lines: list[str] | None = None, spelling: str = "", seen: Pass | None = None) -> Iterator[Chunk]:
+    """The chunks of `text` in order, each parsed (the tree or cuts of `text` where `seen`, a pass over it, learnt
+    them); with `spelling`, where the cuts are known, only the chunks that spell it. Raises `NotParsed` (after the
+    chunks that parsed) where the text does not parse."""
+    seen = of_text(seen, text)
     if seen is not None and seen.tree is not None:
         yield Chunk(0, None, seen.tree)
         return
@@ -168,10 +168,10 @@ def statement_spans(tree: ast.Module, shift: int = 0) -> list[tuple[int, int]]:
              (s.end_lineno or s.lineno) + shift) for s in tree.body]
 
 
-def spans_of(text: str) -> list[tuple[int, int]] | None:
-    """The top-level statements' lines of `text` (remembered, or from a pass over its chunks), or None where it does
-    not parse."""
-    seen = remembered(text)
+def spans_of(text: str, seen: Pass | None = None) -> list[tuple[int, int]] | None:
+    """The top-level statements' lines of `text` (what `seen` learnt of it, or from a pass over its chunks), or None
+    where it does not parse."""
+    seen = of_text(seen, text)
     if seen is not None:
         return seen.spans
     try:
@@ -180,24 +180,9 @@ def spans_of(text: str) -> list[tuple[int, int]] | None:
         return None
 
 
-# --- what a pass learnt, for the file being checked ---------------------------------------------------------------
-_seen: Pass | None = None
-
-
-def remember(seen: Pass) -> None:
-    global _seen
-    _seen = seen
-
-
-def forget() -> None:
-    """Let what a pass learnt go (for a text parsed whole, its tree: tens of MB) once the file no longer needs it."""
-    global _seen
-    _seen = None
-
-
-def remembered(text: str) -> Pass | None:
-    """What a pass learnt of `text`, if it is the text that pass read; never a new parse."""
-    return _seen if _seen is not None and _seen.text is text else None
+def of_text(seen: Pass | None, text: str) -> Pass | None:
+    """`seen` if it is what a pass learnt of `text` (the very text object that pass read); never a new parse."""
+    return seen if seen is not None and seen.text is text else None
 
 
 # --- the fixer's compile check ----------------------------------------------------------------------------------

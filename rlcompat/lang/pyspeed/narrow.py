@@ -23,10 +23,10 @@ import itertools
 import re
 import warnings
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 from rlcompat.lang.pyspeed import plain
-from rlcompat.lang.pyspeed.chunks import Chunk, NotParsed, Pass, chunks, remember, split_lines, statement_spans
+from rlcompat.lang.pyspeed.chunks import Chunk, NotParsed, Pass, chunks, split_lines, statement_spans
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -52,11 +52,13 @@ class Narrowed:
         return self.lines[line - 1]
 
 
-def narrow(text: str, rules: Sequence, readers: Sequence = ()) -> Narrowed | None:
+def narrow(text: str, rules: Sequence, readers: Sequence = (),
+           learnt: Callable[[Pass], None] = lambda seen: None) -> Narrowed | None:
     """`text` without the statements no rule can match, or None when the whole text is to be parsed (always with
     `RLCOMPAT_PLAIN_LIBCST=1`). CPython's tree is read a chunk of top-level statements at a time (`chunks.py`);
-    `readers` read each chunk's tree too (`.chunk(tree, first line)`, then `.done()` once a pass read every chunk),
-    so that a big text is parsed once."""
+    `readers` read each chunk's tree too (`.chunk(tree, first line)`, then `.done(seen)` once a pass read every
+    chunk), so that a big text is parsed once. What the pass learnt goes to `learnt` (the file being checked keeps
+    it for the rest of its check), also where the whole text is to be parsed."""
     if plain():
         return None
     whole = [r for r in rules if getattr(r, "whole_module", False)]
@@ -75,7 +77,7 @@ def narrow(text: str, rules: Sequence, readers: Sequence = ()) -> Narrowed | Non
     keep: set[int] = set()
     blanks: dict[int, list[tuple[int, int]]] = {}  # 0-based line -> columns blanked in it
     words = _Words(tuple({t for r in rules for t in r.triggers}), text, lines)
-    seen = Pass(text, [], [])  # what this pass learns, remembered for the rest of the file's check
+    seen = Pass(text, [], [])  # what this pass learns, kept for the rest of the file's check
     spans = seen.spans
     try:
         for chunk in chunks(text, lines):
@@ -84,9 +86,9 @@ def narrow(text: str, rules: Sequence, readers: Sequence = ()) -> Narrowed | Non
             if spans and more:  # comment and blank lines between the last statement of the chunk before and its first
                 drop.update(i for i in range(spans[-1][1], more[0][0] - 1) if _BLANK_OR_COMMENT.fullmatch(lines[i]))
             spans.extend(more)
-            if chunk.stop is None:  # one piece: its tree is remembered for the settings reader and rules
+            if chunk.stop is None:  # one piece: its tree is kept for the settings reader and rules
                 seen.tree = chunk.tree
-                remember(seen)
+                learnt(seen)
             if kernels is not None and kernels.found_in(chunk.tree):
                 return None
             for reader in readers:
@@ -94,9 +96,9 @@ def narrow(text: str, rules: Sequence, readers: Sequence = ()) -> Narrowed | Non
             _choose_in(chunk, lines, words, drop, keep, blanks)
     except NotParsed:
         return None  # the full parse reports the error, or parses what CPython's grammar here does not
-    remember(seen)
+    learnt(seen)
     for reader in readers:
-        reader.done()
+        reader.done(seen)
     if kernels is not None and kernels.found():
         return None
     _drop_unused_imports(lines, words, drop, keep, {t for r in everyone for t in r.triggers})

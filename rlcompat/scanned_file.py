@@ -1,0 +1,120 @@
+"""One file as the pipeline checks it: `ScannedFile`, built by the runner (rlcompat/engine.py) for each file, passed
+down to the front ends (as their `knowledge`: rlcompat/lang/knowledge.py's `FrontEndKnowledge`) and from them to the
+rules (`ctx.knowledge`), and read back by the runner once the file is checked.
+
+It holds what the file is (path, text, language, the identity of its tree: rlcompat/identity.py, resolved once per
+tree by the caller), the framework knowledge it is read with (rlcompat/knowledge/data/verl/<version>.toml for the
+release that identity names: rlcompat/verl_knowledge.py, and rlcompat/knowledge/data/frameworks/vocabulary.toml, each
+read on first use, so a file whose front end asks nothing costs nothing), and what the check learns of the file on
+the way: the narrowed text the front end parsed, what the Python front end's pass over the text learnt (where its
+top-level statements are: lang/pyspeed/chunks.py `Pass`, and where a big narrowed text may be cut:
+lang/pyspeed/batches.py), the Triton launch sites of a module, and the other files read (a model's config.json: a
+result that depends on one is not cached). Nothing of a file outlives its object, so nothing leaks into the next.
+It also hands over the front end of another language (rlcompat/frontends.py), so a front end never imports the engine.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+from rlcompat import framework_knowledge, frontends, identity, model_config, verl_knowledge
+
+if TYPE_CHECKING:
+    from rlcompat.lang.pyspeed.chunks import Pass
+    from rlcompat.lang.pyspeed.narrow import Narrowed
+
+
+class ScannedFile:
+    __slots__ = ("path", "tree", "text", "language", "narrowed", "seen", "planned", "reads", "_derived", "_verl",
+                 "_frameworks")
+
+    def __init__(self, path: str, tree: identity.TreeIdentity, text: str = "", language: str = "") -> None:
+        self.path = path
+        self.tree = tree  # the identity of the file's tree
+        self.text = text  # the file's text: also whether it uses an installed framework (identity.uses)
+        self.language = language
+        self.narrowed: Narrowed | None = None  # the text the front end parsed, where it left statements out
+        self.seen: Pass | None = None  # what the Python front end's pass over `text` learnt; let go once walked
+        self.planned: tuple[str, list[tuple[int, int]]] | None = None  # a narrowed text and its statements' lines
+        self.reads: list[str] = []  # the other files the check looked for (model directories' config.json)
+        self._derived: dict[str, tuple[object, Any]] = {}
+        self._verl: verl_knowledge.Knowledge | None = None
+        self._frameworks: dict[str, identity.FrameworkIdentity] = {}
+
+    @property
+    def reads_other_files(self) -> bool:
+        return bool(self.reads)
+
+    def model_shape(self, model_path: str) -> model_config.ModelShape | None:
+        """The shape of the local model `model_path` names (rlcompat/model_config.py), looked for beside this file;
+        the look-up is recorded, since the result then depends on a file other than this one."""
+        return model_config.model_shape(model_path, self.path, self.reads)
+
+    def derived(self, kind: str, of: object, build: Callable[[], Any]) -> Any:
+        """What `build` makes of `of` (a tree of this file), built once for the file whoever asks (every target's
+        rules, in `rlcompat matrix`): the launch sites of a module's Triton kernels. Only the latest `of` of each
+        kind is kept: a big file's parts are walked one after the other, and each is let go before the next."""
+        found = self._derived.get(kind)
+        if found is None or found[0] is not of:
+            found = self._derived[kind] = (of, build())
+        return found[1]
+
+    def framework(self, name: str) -> identity.FrameworkIdentity:
+        """The identity of framework `name` for this file: its tree's, except that an installed distribution (the
+        tree declares nothing) applies only to a file that uses the framework."""
+        found = self._frameworks.get(name)
+        if found is None:
+            found = self.tree.get(name)
+            if found.how == "installed" and not identity.uses(self.text, name):
+                found = identity.unknown(name, "the tree declares no version; this file does not use the installed one")
+            self._frameworks[name] = found
+        return found
+
+    @property
+    def verl(self) -> verl_knowledge.Knowledge:
+        if self._verl is None:
+            self._verl = verl_knowledge.knowledge_of(identity.verl_of_file(self.path, self.framework(identity.VERL)))
+        return self._verl
+
+    @property
+    def for_rules(self) -> verl_knowledge.Knowledge:
+        return self.verl
+
+    @property
+    def mounts(self) -> Mapping[str, tuple[str, ...]]:
+        return self.verl.mounts
+
+    @property
+    def config_top_keys(self) -> frozenset[str]:
+        return framework_knowledge.vocabulary().verl_config_top_keys
+
+    @property
+    def switches(self) -> frozenset[str]:
+        return framework_knowledge.vocabulary().switches
+
+    @property
+    def override_clis(self) -> frozenset[str]:
+        return framework_knowledge.vocabulary().override_clis
+
+    def spell_added_key(self, command_words: Sequence[str], key: str) -> tuple[str | None, str]:
+        from rlcompat.schema.gate import spell_for_tree
+
+        return spell_for_tree(self.tree.root, self.framework(identity.VERL), self.path, tuple(command_words), key)
+
+    def runs_entry_module(self, module: str) -> bool:
+        return module in self.verl.entry_modules or module.startswith(self.verl.entry_prefixes)
+
+    def runs_entry_script(self, path: str) -> bool:
+        # A script inside a verl checkout or a recipe: a known entry module's file, or any `main_*` script there.
+        if "/verl/" not in "/" + path and not path.startswith("recipe/"):
+            return False
+        return any(path.endswith(m.replace(".", "/") + ".py") for m in self.verl.entry_modules) or "main_" in path
+
+    def front_end(self, language: str) -> ModuleType:
+        return frontends.frontend(language)
+
+    def file_rule_classes(self) -> Sequence[type]:
+        from rlcompat.rules import file_rules
+
+        return file_rules()
