@@ -46,6 +46,10 @@ class ScannedFile:
     def reads_other_files(self) -> bool:
         return bool(self.reads)
 
+    def record_reads(self, paths) -> None:
+        """Other files a rule read to decide (a `-r` file, uv.lock): a result that depends on one is not cached."""
+        self.reads.extend(paths)
+
     def model_shape(self, model_path: str) -> model_config.ModelShape | None:
         """The shape of the local model `model_path` names (rlcompat/model_config.py), looked for beside this file;
         the look-up is recorded, since the result then depends on a file other than this one."""

@@ -261,7 +261,8 @@ def test_matrix_reports_what_scan_reports_at_the_command_parsing_the_framework_f
     targets = [resolve_target("sm61"), resolve_target("sm75")]
     parsed = []
     real = engine.parse
-    monkeypatch.setattr(engine, "parse", lambda language, text: parsed.append(language) or real(language, text))
+    monkeypatch.setattr(engine, "parse", lambda language, text, file=None: parsed.append(language)
+                        or real(language, text, file))
     run = run_matrix([str(script)], targets, Options(), jobs=1)
     assert parsed.count("python") == 1  # verl/utils/model.py, once for both targets
     for i, target in enumerate(targets):

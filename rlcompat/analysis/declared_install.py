@@ -20,7 +20,6 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from rlcompat import model_config
 from rlcompat._toml import TOMLDecodeError, load_toml_text
 from rlcompat.findings import Edit
 from rlcompat.knowledge import torch_wheels
@@ -97,6 +96,7 @@ class Plan:
 
     edits: list[Edit] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    reads: list[str] = field(default_factory=list)  # other files looked at: the finding then depends on them
 
     def take(self, found: Edit | str | None) -> None:
         """An edit the fix needs, or a reason it cannot be made."""
@@ -271,7 +271,7 @@ def _siblings(path: str, text: str, old: set[str], new: str, plan: Plan, depth: 
         if "$" in name or "://" in name:
             continue
         sibling = os.path.normpath(os.path.join(os.path.dirname(path), name))
-        model_config.lookups.append(sibling)  # the result depends on another file: not cached
+        plan.reads.append(sibling)  # the result depends on another file: not cached
         sibling_text = _read(sibling)
         if sibling_text is None:
             continue
@@ -290,7 +290,7 @@ def _siblings(path: str, text: str, old: set[str], new: str, plan: Plan, depth: 
 
 def _uv_lock(path: str, old: set[str], new: str, plan: Plan) -> None:
     lock = os.path.join(os.path.dirname(path), "uv.lock")
-    model_config.lookups.append(lock)
+    plan.reads.append(lock)
     text = _read(lock)
     if text is None:
         return

@@ -50,6 +50,9 @@ class FrontEndKnowledge(Protocol):
         """How a fix may write the override `key` (with its `+`/`++`) into a command of this file: the key as the
         config the command reads takes it, or (None, why) where that config has no such key."""
 
+    def record_reads(self, paths) -> None:
+        """Other files a rule read to decide; the file's result then depends on them (it is not cached)."""
+
     def model_shape(self, model_path: str) -> object:
         """The shape of the local model `model_path` names (rlcompat/model_config.py), looked for beside the scanned
         file, or None; the look-up is recorded, since the file's result then depends on another file."""

@@ -259,7 +259,8 @@ class _Pending:
 class ConfigContext:
     """What a rule sees: the target, verl's knowledge for the scanned version, and `report`."""
 
-    def __init__(self, target, path: str, knowledge, source_text: str = "", framework=None, model_shape=None) -> None:
+    def __init__(self, target, path: str, knowledge, source_text: str = "", framework=None, model_shape=None,
+                 record_reads=None) -> None:
         self.target = target
         self.source_text = source_text
         self.path = path
@@ -268,6 +269,8 @@ class ConfigContext:
         self.framework = framework
         # a local model's path -> its shape, looked for beside the file; the file's knowledge records the look-up
         self.model_shape = model_shape
+        # other files a rule read to decide (a requirements file's `-r` file, uv.lock): the result depends on them
+        self.record_reads = record_reads or (lambda paths: None)
         self.pending: list[_Pending] = []
         self._rule: ConfigRule | None = None
 
@@ -292,7 +295,8 @@ def _overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
 
 def run_rules(views: Sequence[ConfigView], text: str, path: str, rules: Sequence[ConfigRule], target,
               knowledge: FrontEndKnowledge) -> list[Finding]:
-    ctx = ConfigContext(target, path, knowledge.for_rules, text, knowledge.framework, knowledge.model_shape)
+    ctx = ConfigContext(target, path, knowledge.for_rules, text, knowledge.framework, knowledge.model_shape,
+                        getattr(knowledge, "record_reads", None))
     gate = getattr(knowledge, "spell_added_key", None)
     for view in views:
         if view.kind == "command" and view.is_verl and gate is not None:

@@ -150,6 +150,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             if index.kind != "index":  # PyPI still serves torch beside this index
                 plan.take(declared_install.range_bound(torch, ctx.source_text, fit, version, group.kind))
             edits += plan.edits
+            ctx.record_reads(plan.reads)
             description = f"install the {fit} build of torch {version}"
             message += f"; use {torch_wheels.index_url(fit)}" + plan.withheld
             edits = [None] if plan.problems else edits
@@ -159,6 +160,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             plan = declared_install.added_index_plan(group, ctx.source_text, ctx.path, fit, torch, version)
             edits.append(_extra_index_line(group, torch, fit, ctx.source_text))
             edits += plan.edits
+            ctx.record_reads(plan.reads)
             message += plan.withheld
             edits = [None] if plan.problems else edits
             safety = FixSafety.UNSAFE
@@ -216,6 +218,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             plan = declared_install.uv_plan(group, ctx.source_text, ctx.path, {i.pytorch_tag for i in bad}, fit,
                                             tuple(i.span for i in bad))
             edits += plan.edits
+            ctx.record_reads(plan.reads)
             message += plan.withheld
             edits = [None] if plan.problems else edits
         ctx.report(index.routed_at or index.span, message, edits, FixSafety.SAFE,
