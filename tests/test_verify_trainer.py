@@ -83,7 +83,8 @@ def test_fixed_verl_and_fixed_script_train_two_steps(fixed, installed_verl):
     assert all(r["code"] != "RLC302" for r in trace["reached"])
     assert not any("utils/model.py" in r["location"] for r in trace["reached"])
     assert any(r["code"] == "RLC302" and "kernel" in r["location"] for r in trace["not_reached"])
-    assert all(r["at_import"] for r in trace["reached"] if "/config/" in r["location"])
+    # ActorConfig's `use_torch_compile: bool = True` runs when the module is imported, whatever the script sets
+    assert any(r["location"].endswith("workers/config/actor.py:174") and r["at_import"] for r in trace["reached"])
     assert [s["step"] for s in result["steps"]] == [1, 2]
     assert result["settings"]["rollout"] == "hf" and result["settings"]["algo"] == "grpo"
     for step in result["steps"]:
