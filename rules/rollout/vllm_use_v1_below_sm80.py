@@ -33,7 +33,9 @@ class VllmUseV1BelowSm80(ConfigRule):
         "true, raise instead of falling back to the V0 engine, which runs on these cards: "
         f"`{error_text(vllm.use_v1()['error'])}` [S103]. Setting it in code hides it from the launch command."
     )
-    fix_safety = "`\"0\"` keeps vLLM on its V0 engine, the one those releases run without the variable here: safe."
+    fix_safety = ("`\"0\"` keeps vLLM on its V0 engine, the one those releases run without the variable here: safe. "
+                  "Only where the tree's vLLM is known to be one of them: vLLM removed V0 later, so an unknown "
+                  "release gets the warning without a fix.")
     triggers = ("VLLM_USE_V1",)
     python_triggers = ("VLLM_USE_V1",)
     sources = ("S103",)
@@ -43,9 +45,8 @@ class VllmUseV1BelowSm80(ConfigRule):
             fixed='import os\nos.environ["VLLM_USE_V1"] = "0"\n', frameworks={"vllm": "0.9.2"}),
         Bad("export VLLM_USE_V1=1\npython -m verl.trainer.main_ppo\n", path="run.sh", target="sm70",
             fixed="export VLLM_USE_V1=0\npython -m verl.trainer.main_ppo\n", frameworks={"vllm": "0.9.2"}),
-        # no vLLM version known: a warning naming the releases
-        Bad('import os\nos.environ.setdefault("VLLM_USE_V1", "1")\n', path="train.py", target="sm75",
-            fixed='import os\nos.environ.setdefault("VLLM_USE_V1", "0")\n'),
+        # no vLLM version known: a warning naming the releases, and no fix (a later vLLM has no V0 engine)
+        Bad('import os\nos.environ.setdefault("VLLM_USE_V1", "1")\n', path="train.py", target="sm75"),
     )
     good = (
         Good('import os\nos.environ["VLLM_USE_V1"] = "1"\n', path="train.py", target="sm80", frameworks={"vllm": "0.9.2"}),
@@ -73,10 +74,12 @@ class VllmUseV1BelowSm80(ConfigRule):
                 continue
             which = (f"{how}, which refuses it" if release is not None
                      else f"vLLM {span} refuse it (this tree's vLLM version is not known)")
-            edit = s.rewrite("0")
+            # Only for a known refusing release: vLLM removed the V0 engine later (0.11), so "0" is not a safe
+            # answer where the release is not known.
+            edits = [s.rewrite("0")] if release is not None else []
             ctx.report(s.key_span, f"{s.label}={s.value} forces vLLM's V1 engine, which needs compute capability "
                                    f"{row['min_capability']}+ in vLLM {span} ({row['where'].split(';')[0]}); "
                                    f"{ctx.target.name} is {ctx.target.capability_text}: {which} "
                                    f"(`{error_text(row['error'])}`); set it to 0 (the V0 engine)",
-                       [edit], FixSafety.SAFE, "set VLLM_USE_V1 to 0",
+                       edits, FixSafety.SAFE, "set VLLM_USE_V1 to 0",
                        severity="" if release is not None else "warning")
