@@ -44,6 +44,13 @@ class FrameworkIdentity:
         files say (a dead or live key, a default and its file:line)."""
         return self.how != "fork" and self.version is not None and self.version in releases(self.framework)
 
+    @property
+    def release(self) -> str | None:
+        """The version this tree's code runs, where one was found (the package in the tree, an exact pin, the
+        installed distribution), whether or not rlcompat has knowledge of it; None for a fork, a declaration
+        without an exact version, or nothing found."""
+        return None if self.how in ("unknown", "declared", "fork") else self.version
+
     def describe(self) -> str:
         """One clause for the report: "verl fork at ./verl (verl/version/version says 0.1; ...)"."""
         name = self.label

@@ -19,12 +19,7 @@ _SKIP_KEYWORDS = {"dtype", "torch_dtype", "quantization_config", "load_in_4bit",
 
 def _transformers_release(ctx) -> str | None:
     """The transformers release the file's tree runs (pinned, installed, packaged), or None where not known."""
-    if ctx.knowledge is None:
-        return None
-    identity = ctx.knowledge.framework("transformers")
-    if identity is None or identity.version is None or identity.how in ("unknown", "declared", "fork"):
-        return None
-    return identity.version
+    return ctx.knowledge.framework("transformers").release if ctx.knowledge is not None else None
 
 
 class FromPretrainedCheckpointDtype(PythonRule):

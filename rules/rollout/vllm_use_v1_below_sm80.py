@@ -11,7 +11,7 @@ _TRUE = {"1", "true", "yes", "on"}
 
 def _version_note(identity) -> tuple[str | None, str]:
     """(the tree's vLLM release if rlcompat knows it, how it was found)."""
-    if identity is None or identity.version is None or identity.how in ("unknown", "declared", "fork"):
+    if identity is None or identity.release is None:
         return None, ""
     where = f" ({identity.evidence})" if identity.evidence else ""
     return identity.version, f"vLLM {identity.version}{where}"
