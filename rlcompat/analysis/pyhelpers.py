@@ -69,6 +69,16 @@ def string_value(node: cst.CSTNode) -> str | None:
     return None
 
 
+def model_name(call: cst.Call) -> str | None:
+    """The model id a loader or engine call is given: `model=`/`model_name=` or the first positional string."""
+    for i, arg in enumerate(call.args):
+        if (arg.keyword is None and i == 0) or (arg.keyword is not None and arg.keyword.value in ("model", "model_name")):
+            value = string_value(arg.value)
+            if value is not None:
+                return value
+    return None
+
+
 def requote(node: cst.SimpleString, new_value: str) -> str:
     """The literal with a new value in the same quotes and prefix."""
     return f"{node.prefix}{node.quote}{new_value}{node.quote}"

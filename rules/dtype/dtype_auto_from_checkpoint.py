@@ -81,20 +81,10 @@ class DtypeAutoFromCheckpoint(PythonRule):
         if h.guarded_by(ctx.ancestors, h.is_capability_guard):
             return
         dtype = "float16" if precision.dtype_for(self.target, role) == "float16" else "float32"
-        if role == "rollout" and precision.refuses_fp16(_model_name(call)):
+        if role == "rollout" and precision.refuses_fp16(h.model_name(call)):
             dtype = "float32"  # vLLM raises for float16 on this model type [S65]
         safety = FixSafety.SAFE if dtype == "float32" else FixSafety.UNSAFE
-        note = precision.fp16_overflow_note(_model_name(call)) if dtype == "float16" else ""
+        note = precision.fp16_overflow_note(h.model_name(call)) if dtype == "float16" else ""
         ctx.report(node, f"{node.keyword.value}=\"auto\" in {name}(...): {what}; {self.target.name} "
                          f"({self.target.architecture}) has no bf16; use \"{dtype}\"{note}",
                    PendingFix([(node.value, h.requote(node.value, dtype))], safety, f'use "{dtype}"'))
-
-
-def _model_name(call: cst.Call) -> str | None:
-    """The model id a loader or engine is given: `model=`/first positional string."""
-    for i, arg in enumerate(call.args):
-        if (arg.keyword is None and i == 0) or (arg.keyword is not None and arg.keyword.value in ("model", "model_name")):
-            value = h.string_value(arg.value)
-            if value is not None:
-                return value
-    return None

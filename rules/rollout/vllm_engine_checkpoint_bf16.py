@@ -15,12 +15,7 @@ _ENGINES = frozenset({"LLM", "EngineArgs", "AsyncEngineArgs"})
 
 def _vllm_release(ctx) -> str | None:
     """The vLLM release the file's tree runs (pinned, installed, packaged), or None where not known."""
-    if ctx.knowledge is None:
-        return None
-    identity = ctx.knowledge.framework("vllm")
-    if identity is None or identity.version is None or identity.how in ("unknown", "declared", "fork"):
-        return None
-    return identity.version
+    return ctx.knowledge.framework("vllm").release if ctx.knowledge is not None else None
 
 
 class VllmEngineCheckpointBf16(PythonRule):
@@ -82,7 +77,7 @@ class VllmEngineCheckpointBf16(PythonRule):
             return  # vLLM does not run here at all: RLC413's
         if h.guarded_by(ctx.ancestors, h.is_capability_guard):
             return
-        model = _model_name(node)
+        model = h.model_name(node)
         dtype = "float32" if precision.refuses_fp16(model) or precision.dtype_for(self.target, "rollout") != "float16" \
             else "float16"
         note = precision.fp16_overflow_note(model) if dtype == "float16" else ""
@@ -94,12 +89,3 @@ class VllmEngineCheckpointBf16(PythonRule):
                          f"`{error_text(row['error'])}`; pass dtype=\"{dtype}\"{note}",
                    PendingFix([(last, f'{code}, dtype="{dtype}"')],
                               FixSafety.SAFE if dtype == "float32" else FixSafety.UNSAFE, f'add dtype="{dtype}"'))
-
-
-def _model_name(call: cst.Call) -> str | None:
-    for i, arg in enumerate(call.args):
-        if (arg.keyword is None and i == 0) or (arg.keyword is not None and arg.keyword.value in ("model", "model_name")):
-            value = h.string_value(arg.value)
-            if value is not None:
-                return value
-    return None
