@@ -95,7 +95,7 @@ def main() -> None:
 
 
 def _declared(path: Path) -> bool:
-    from rlcompat.discovery import declared_language
+    from rlcompat.pipeline.discovery import declared_language
 
     return declared_language(str(path)) is not None
 

@@ -65,12 +65,12 @@ COPY_SUFFIXES = {".py", ".pyi", ".yaml", ".yml", ".sh", ".bash", ".toml", ".json
 sys.path.insert(0, str(REPO))
 
 from rlcompat.config import Options  # noqa: E402
-from rlcompat.discovery import discover  # noqa: E402
-from rlcompat.engine import Checker  # noqa: E402
-from rlcompat.fixer import FixBroke, apply_edits, fix_file  # noqa: E402
-from rlcompat.source import SourceError, SourceFile, decode, encode, read, read_bytes  # noqa: E402
+from rlcompat.pipeline.discovery import discover  # noqa: E402
+from rlcompat.pipeline.runner import Checker  # noqa: E402
+from rlcompat.pipeline.fixer import FixBroke, apply_edits, fix_file  # noqa: E402
+from rlcompat.pipeline.source import SourceError, SourceFile, decode, encode, read, read_bytes  # noqa: E402
 from rlcompat.knowledge.targets import resolve_target  # noqa: E402
-from rlcompat.textpos import LineIndex  # noqa: E402
+from rlcompat.pipeline.textpos import LineIndex  # noqa: E402
 
 SETTINGS = Options(cache_dir=None)
 

@@ -24,9 +24,9 @@ import traceback
 
 from rlcompat._toml import load_toml_text
 from rlcompat.config import Options
-from rlcompat.discovery import language_of
-from rlcompat.engine import Checker
-from rlcompat.fixer import fix_file
+from rlcompat.pipeline.discovery import language_of
+from rlcompat.pipeline.runner import Checker
+from rlcompat.pipeline.fixer import fix_file
 from rlcompat.knowledge.targets import resolve_target
 
 MAX_BYTES = 2 * 1024 * 1024

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from rlcompat import triton_model as tm
+from rlcompat.analysis import triton_model as tm
 from rlcompat.knowledge.targets import target_for_capability
 
 from quiet_stdout import quiet_stdout  # this folder is first on sys.path when a script runs

@@ -6,13 +6,13 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from rlcompat.config import Options
-from rlcompat.discovery import discover, why_not_checked
-from rlcompat.engine import Checker, FileResult, check_files, run_parallel
-from rlcompat.fixer import FileFix, FixBroke, fix_one, fix_source
+from rlcompat.pipeline.discovery import discover, why_not_checked
+from rlcompat.pipeline.runner import Checker, FileResult, check_files, run_parallel
+from rlcompat.pipeline.fixer import FileFix, FixBroke, fix_one, fix_source
 from rlcompat.findings import FileError, Finding
-from rlcompat.source import SourceFile
-from rlcompat.identity import Identities, pinned
-from rlcompat.launch_path import add_reached
+from rlcompat.pipeline.source import SourceFile
+from rlcompat.knowledge.identity import Identities, pinned
+from rlcompat.analysis.launch_path import add_reached
 from rlcompat.knowledge.targets import Target
 
 
@@ -22,7 +22,7 @@ class ScanReport:
     results: list[FileResult]
     missing: list[str] = field(default_factory=list)
     not_read: list[tuple[str, str]] = field(default_factory=list)  # (path, why): discovery.discover
-    identities: Identities | None = None  # each scanned tree's framework identity (rlcompat/identity.py)
+    identities: Identities | None = None  # each scanned tree's framework identity (rlcompat/knowledge/identity.py)
 
     @property
     def findings(self) -> list[Finding]:
@@ -86,7 +86,7 @@ def scan_paths(paths: list[str], target: Target, settings: Options | None = None
     identities = Identities.of_paths(paths)  # each scanned tree's framework identity, resolved once
     checker = Checker(target, settings, use_cache=use_cache, identities=identities)
     results = check_files(checker, files, jobs=jobs, progress=progress)
-    add_reached(checker, results)  # what each launch script's run reaches in its framework (launch_path.py)
+    add_reached(checker, results)  # what each launch script's run reaches in its framework (analysis/launch_path.py)
     return ScanReport(target, results, missing, not_read, identities)
 
 
@@ -133,7 +133,7 @@ def fix_paths(paths: list[str], target: Target, settings: Options | None = None,
     identities = Identities.of_paths(paths)
     checker = Checker(target, settings, use_cache=use_cache, identities=identities)
     out = run_parallel(checker, fix_one, [(p, lang, unsafe, write) for p, lang in files], jobs, progress)
-    # What a fixed launch script's run still reaches in its framework stays remaining (launch_path.py): never
+    # What a fixed launch script's run still reaches in its framework stays remaining (analysis/launch_path.py): never
     # "nothing remaining" while the run cannot start. Without `write`, the script's fixed text is what is judged.
     add_reached(checker, [x.remaining for x in out if x.remaining is not None],
                 {x.path: x.fixed for x in out if x.changed} if not write else None)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rlcompat.knowledge.targets import sources
-from rlcompat.languages import by_file_name
+from rlcompat.lang.languages import by_file_name
 
 
 def rule_markdown(rule) -> str:
@@ -26,7 +26,7 @@ def rule_markdown(rule) -> str:
 
 
 def fence_of(path: str) -> str:
-    """The code fence of an example file: its language's (`fence` in rlcompat/languages.py)."""
+    """The code fence of an example file: its language's (`fence` in rlcompat/lang/languages.py)."""
     lang = by_file_name(path, explicit=True)
     return lang.fence if lang is not None else "bash"
 

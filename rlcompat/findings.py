@@ -84,7 +84,7 @@ class FileError:
 
 @dataclass
 class FileResult:
-    """What checking one file gave: its findings or its error (engine.py makes them; the cache stores them)."""
+    """What checking one file gave: its findings or its error (pipeline/runner.py makes them; the cache stores them)."""
 
     path: str
     language: str

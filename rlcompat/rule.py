@@ -29,7 +29,7 @@ class Bad:
     fixed: str | None = None
     unsafe: bool = False  # the fix needs --unsafe-fixes
     path: str = "example.py"
-    # The framework releases the example's code runs with ({"verl": "0.9.1"}): its identity (rlcompat/identity.py).
+    # The framework releases the example's code runs with ({"verl": "0.9.1"}): its identity (rlcompat/knowledge/identity.py).
     # Every other framework is unknown, whatever the scanning environment has installed.
     frameworks: Mapping[str, str] = field(default_factory=dict, hash=False)
 

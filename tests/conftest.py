@@ -31,11 +31,11 @@ def run_cli(tmp_path):
 def fresh_verl_detection():
     """Trees' identities, verl's package root and version are cached per path; tests that build verl trees under tmp_path (whose
     paths repeat across tests) clear the caches before and after."""
-    from rlcompat import identity, verl_knowledge
+    from rlcompat.knowledge import identity, verl_config
 
     def clear():
         identity.clear_caches()
-        verl_knowledge.package_root.cache_clear()
+        verl_config.package_root.cache_clear()
 
     clear()
     yield

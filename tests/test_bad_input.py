@@ -325,7 +325,7 @@ def test_file_changed_between_scan_and_fix_is_fixed_as_it_is_now(tmp_path):
 
 
 def test_file_changed_while_being_fixed_is_not_clobbered(tmp_path, monkeypatch):
-    from rlcompat import fixer
+    from rlcompat.pipeline import fixer
 
     (tmp_path / "a.py").write_text(HAZARD)
     (tmp_path / "b.py").write_text(HAZARD)

@@ -73,7 +73,7 @@ def test_fingerprint_covers_rule_family_folders_and_knowledge_at_any_depth(monke
     """A rule edited in rules/<family>/ or a framework file added under rlcompat/knowledge/data/frameworks/<fw>/ invalidates the cache."""
     from importlib import resources
 
-    from rlcompat import cache
+    from rlcompat.pipeline import cache
 
     rels = {rel for rel, _ in cache._code_files(resources.files("rlcompat.rules"), "")}
     assert "dtype/bf16_flag.py" in rels and "attention/helpers.py" in rels

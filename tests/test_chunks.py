@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 
 from rlcompat.config import Options
-from rlcompat.engine import Checker
-from rlcompat.fixer import fix_source
+from rlcompat.pipeline.runner import Checker
+from rlcompat.pipeline.fixer import fix_source
 from rlcompat.lang import pysettings
 from rlcompat.lang.pyspeed import chunks, narrow as narrowing
-from rlcompat.source import decode
+from rlcompat.pipeline.source import decode
 from rlcompat.knowledge.targets import resolve_target
 from tests.test_narrowing_safety import PYTHON_RULES
 from tests.test_plain_libcst import _assert_same, _both_ways, _fixture_files

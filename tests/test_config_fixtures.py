@@ -20,7 +20,7 @@ CASES = sorted(p for kind in ("scripts", "yaml", "markdown", "python", "json", "
 
 def _case(case: Path, tmp_path: Path):
     """The input copied into a tree of its own whose requirements.txt pins what the fixture assumes (its
-    `frameworks`, as {distribution = version}): the tree's identity (rlcompat/identity.py) is then the same in
+    `frameworks`, as {distribution = version}): the tree's identity (rlcompat/knowledge/identity.py) is then the same in
     every environment."""
     source = next(case.glob("input.*"))
     options = load_toml_text((case / "fixture.toml").read_text())
@@ -34,7 +34,7 @@ def _case(case: Path, tmp_path: Path):
 @pytest.fixture(autouse=True)
 def _nothing_installed(monkeypatch):
     """Goldens never depend on what the scanning environment has installed: only their pins count."""
-    from rlcompat import identity
+    from rlcompat.knowledge import identity
 
     monkeypatch.setattr(identity, "installed_version", lambda distribution: None)
     identity.clear_caches()

@@ -6,11 +6,11 @@ import pytest
 
 from rlcompat.api import scan_source
 from rlcompat.config import Options
-from rlcompat.engine import Checker
-from rlcompat.fixer import fix_source
+from rlcompat.pipeline.runner import Checker
+from rlcompat.pipeline.fixer import fix_source
 from rlcompat.lang import shell, yaml as yaml_fe
 from rlcompat.lang.settings import ConfigView
-from rlcompat.source import decode
+from rlcompat.pipeline.source import decode
 from rlcompat.knowledge.targets import resolve_target
 from tests.shell_views import config_views
 
@@ -140,8 +140,8 @@ def test_megatron_scripts_get_no_fsdp_findings():
 
 
 def test_scanned_verl_version_is_read_from_the_tree(tmp_path):
-    from rlcompat.identity import resolve, verl_of_file
-    from rlcompat.verl_knowledge import knowledge_of
+    from rlcompat.knowledge.identity import resolve, verl_of_file
+    from rlcompat.knowledge.verl_config import knowledge_of
 
     (tmp_path / "verl" / "version").mkdir(parents=True)
     (tmp_path / "verl" / "version" / "version").write_text("0.9.3\n")

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from rlcompat.config import Options
-from rlcompat.engine import Checker
-from rlcompat.fixer import fix_source
-from rlcompat.source import decode
+from rlcompat.pipeline.runner import Checker
+from rlcompat.pipeline.fixer import fix_source
+from rlcompat.pipeline.source import decode
 from rlcompat.knowledge.targets import resolve_target
 
 
@@ -44,7 +44,7 @@ class _OneFixChecker:
     cache = None
 
     def check_source(self, source, language):
-        from rlcompat.engine import FileResult
+        from rlcompat.pipeline.runner import FileResult
         from rlcompat.findings import Edit, Finding, Fix, FixSafety, Location
 
         if "bf16" not in source.text:
@@ -57,7 +57,7 @@ class _OneFixChecker:
 
 def test_fixer_refuses_a_fix_that_compiles_no_more(tmp_path):
     # LibCST parses `f(fp16=True, fp16=False)`; CPython's compiler rejects it. The fixer checks both.
-    from rlcompat.fixer import FixBroke, fix_file
+    from rlcompat.pipeline.fixer import FixBroke, fix_file
 
     text = "cfg = f(bf16=True, fp16=False)\n"
     with pytest.raises(FixBroke, match="uncompilable .*keyword argument repeated"):

@@ -10,7 +10,7 @@ import pytest
 from rlcompat._toml import load_toml_text
 from rlcompat.api import fix_paths, scan_paths
 from rlcompat.config import Options
-from rlcompat.discovery import discover, language_from_content, language_of
+from rlcompat.pipeline.discovery import discover, language_from_content, language_of
 from rlcompat.lang import condaenv, dockerfile, requirements
 from rlcompat.knowledge.targets import resolve_target
 

@@ -120,9 +120,9 @@ def _named(plan, algo, rollout, target="sm90", version="0.9.1"):
 
 
 def test_overrides_are_live_keys_of_the_installed_verl():
-    from rlcompat import verl_knowledge
+    from rlcompat.knowledge import verl_config
 
-    live = verl_knowledge.load_version("0.9.1")
+    live = verl_config.load_version("0.9.1")
     named = _named(Plan(micro_batch=2, actor_optimizer_offload=True, critic_param_offload=True), "ppo", "vllm")
     keys = named.overrides
     assert "actor_rollout_ref.actor.fsdp_config.optimizer_offload=True" in keys

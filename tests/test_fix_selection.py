@@ -9,7 +9,7 @@ pytest.importorskip("hypothesis")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from rlcompat.fixer import _overlaps, _TakenEdits  # noqa: E402
+from rlcompat.pipeline.fixer import _overlaps, _TakenEdits  # noqa: E402
 from rlcompat.findings import Edit  # noqa: E402
 
 

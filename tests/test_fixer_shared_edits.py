@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from rlcompat.fixer import fix_source
+from rlcompat.pipeline.fixer import fix_source
 from rlcompat.findings import Edit, FileResult, Finding, Fix, FixSafety, Location
-from rlcompat.source import decode
+from rlcompat.pipeline.source import decode
 
 TEXT = "dtype: bfloat16\nother: 1\n"
 

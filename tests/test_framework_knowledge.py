@@ -8,7 +8,7 @@ import re
 import pytest
 
 from tests.verl_trees import verl_091_knowledge
-from rlcompat import framework_knowledge as fk
+from rlcompat.knowledge import frameworks as fk
 from rlcompat.api import scan_source
 from rlcompat.lang.settings import ConfigView, Setting, Span, run_rules
 from rlcompat.rules import file_rules
@@ -189,7 +189,7 @@ def test_loading_the_catalog_does_not_read_the_framework_files():
     import subprocess
     import sys
 
-    code = ("import rlcompat.rules as r, rlcompat.framework_knowledge as fk; r.file_rules(); "
+    code = ("import rlcompat.rules as r, rlcompat.knowledge.frameworks as fk; r.file_rules(); "
             "print(fk.frameworks.cache_info().currsize, fk.kinds.cache_info().currsize)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["0", "0"]
@@ -211,7 +211,7 @@ def test_a_converter_name_is_judged_by_the_release_that_registers_it():
     # 0.2.2 registers only quantize.*.float8: `float8` there is a KeyError on every GPU, no GPU hazard.
     assert not _converter_findings(TITAN_022)
     assert _converter_findings(TITAN_022.replace('["float8"]', '["quantize.linear.float8"]'))
-    # Without a marker the tree's release decides (its identity: rlcompat/identity.py).
+    # Without a marker the tree's release decides (its identity: rlcompat/knowledge/identity.py).
     assert _converter_findings(TITAN_022, frameworks={"torchtitan": "0.1.0"})
 
 

@@ -33,9 +33,9 @@ from hypothesis import HealthCheck, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from rlcompat.config import Options  # noqa: E402
-from rlcompat.engine import Checker  # noqa: E402
-from rlcompat.fixer import fix_source  # noqa: E402
-from rlcompat.source import decode, encode  # noqa: E402
+from rlcompat.pipeline.runner import Checker  # noqa: E402
+from rlcompat.pipeline.fixer import fix_source  # noqa: E402
+from rlcompat.pipeline.source import decode, encode  # noqa: E402
 from rlcompat.knowledge.targets import resolve_target  # noqa: E402
 
 _COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],

@@ -1,4 +1,4 @@
-"""The identity of a scanned tree (rlcompat/identity.py): which framework releases its code runs with, decided from the
+"""The identity of a scanned tree (rlcompat/knowledge/identity.py): which framework releases its code runs with, decided from the
 tree (its framework package, its pins) before the scanning environment, and what rules may claim with it.
 
 The trees here are fork-shaped: a verl 0.1-style fork (its package at ./verl, `verl/version/version` says 0.1, a
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from rlcompat import identity
+from rlcompat.knowledge import identity
 from rlcompat.api import fix_paths, scan_paths, scan_source
-from rlcompat.declared_pins import pin_of
-from rlcompat.knowledge_summary import identity_lines, knowledge_applied
+from rlcompat.knowledge.declared_pins import pin_of
+from rlcompat.report.knowledge_summary import identity_lines, knowledge_applied
 from rlcompat.report import Summary, render
 from rlcompat.knowledge.targets import resolve_target
 
@@ -113,7 +113,7 @@ def test_a_fork_gets_no_claim_that_needs_the_exact_release(tmp_path, installed):
     # key is called dead or live, and no knowledge file:line is cited.
     assert not [m for m in messages if "uses its default" in m or "does nothing in verl" in m]
     cited = [m for m in messages if "ppo_trainer.yaml:" in m or "knowledge: verl/" in m]
-    # The one file:line cited is the fork's own config, which the run composes (rlcompat/launch_path.py): its
+    # The one file:line cited is the fork's own config, which the run composes (rlcompat/analysis/launch_path.py): its
     # `rollout.dtype: bfloat16`, which the command leaves to it.
     own = (root / "verl" / "trainer" / "config" / "ppo_trainer.yaml").resolve()
     assert len(cited) == 1 and cited[0].startswith("this run composes "), cited
@@ -182,7 +182,7 @@ def test_a_tree_with_no_evidence_is_unknown(tmp_path, monkeypatch):
 
 def test_the_installed_framework_applies_only_to_files_that_use_it(tmp_path, installed):
     root = _write(tmp_path / "p", {"config.yaml": "actor_rollout_ref:\n  actor:\n    use_torch_compile: true\n"})
-    from rlcompat.scanned_file import ScannedFile
+    from rlcompat.pipeline.scanned_file import ScannedFile
 
     tree = identity.resolve(str(root))
     assert ScannedFile(str(root / "config.yaml"), tree, "a: 1\n").framework("verl").how == "unknown"
@@ -217,7 +217,7 @@ def test_examples_pin_their_frameworks_whatever_is_installed(installed):
 def test_the_report_says_the_identity_in_text_and_json(tmp_path, installed):
     root = _trl_recipe(tmp_path)
     report = scan_paths([str(root)], SM61)
-    from rlcompat.knowledge_summary import identity_json
+    from rlcompat.report.knowledge_summary import identity_json
 
     summary = Summary("scan", SM61, report.findings, report.errors, report.files_checked,
                       identity=identity_lines([str(root)], report.identities),

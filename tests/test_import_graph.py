@@ -123,8 +123,8 @@ def _cycles() -> list[list[str]]:
 
 
 def test_graph_sees_the_project():
-    assert "rlcompat.engine" in MODULES and "rlcompat.rules" in MODULES
-    assert any(target == "rlcompat.rule" for target, _ in GRAPH["rlcompat.engine"]) or any(
+    assert "rlcompat.pipeline.runner" in MODULES and "rlcompat.rules" in MODULES
+    assert any(target == "rlcompat.rule" for target, _ in GRAPH["rlcompat.pipeline.runner"]) or any(
         "rlcompat.rule" in target for edges in GRAPH.values() for target, _ in edges
     )
 
@@ -170,7 +170,7 @@ def test_front_ends_hold_no_rule_helper_library():
 
 
 # Modules and packages that hold or read knowledge: the engine hands what a front end needs (rlcompat/lang/knowledge.py).
-FRAMEWORK_KNOWLEDGE = ("rlcompat.verl_knowledge", "rlcompat.framework_knowledge", "rlcompat.scanned_file",
+FRAMEWORK_KNOWLEDGE = ("rlcompat.knowledge.verl_config", "rlcompat.knowledge.frameworks", "rlcompat.pipeline.scanned_file",
                        "rlcompat.knowledge", "rlcompat.rules")
 
 
@@ -187,22 +187,22 @@ def test_front_ends_import_no_framework_knowledge_nor_rules():
 
 
 def test_front_end_check_sees_a_function_level_knowledge_import(monkeypatch):
-    monkeypatch.setitem(GRAPH, "rlcompat.lang.shell", GRAPH["rlcompat.lang.shell"] + [("rlcompat.verl_knowledge", None)])
+    monkeypatch.setitem(GRAPH, "rlcompat.lang.shell", GRAPH["rlcompat.lang.shell"] + [("rlcompat.knowledge.verl_config", None)])
     monkeypatch.setitem(GRAPH, "rlcompat.lang.yaml", GRAPH["rlcompat.lang.yaml"] + [("rlcompat.rules.codes", None)])
-    assert _front_ends_knowing_frameworks() == ["rlcompat.lang.shell imports rlcompat.verl_knowledge",
+    assert _front_ends_knowing_frameworks() == ["rlcompat.lang.shell imports rlcompat.knowledge.verl_config",
                                                 "rlcompat.lang.yaml imports rlcompat.rules.codes"]
-    source = "def check():\n    from rlcompat.verl_knowledge import knowledge_of\n"
-    assert [node.module for node in _runtime_imports(ast.parse(source))] == ["rlcompat.verl_knowledge"]
+    source = "def check():\n    from rlcompat.knowledge.verl_config import knowledge_of\n"
+    assert [node.module for node in _runtime_imports(ast.parse(source))] == ["rlcompat.knowledge.verl_config"]
 
 
 def test_private_name_check_sees_a_private_import(monkeypatch):
-    monkeypatch.setitem(GRAPH, "rlcompat.lang.yaml", GRAPH["rlcompat.lang.yaml"] + [("rlcompat.engine", "_size")])
-    assert _private_uses() == ["rlcompat.lang.yaml imports rlcompat.engine._size"]
+    monkeypatch.setitem(GRAPH, "rlcompat.lang.yaml", GRAPH["rlcompat.lang.yaml"] + [("rlcompat.pipeline.runner", "_size")])
+    assert _private_uses() == ["rlcompat.lang.yaml imports rlcompat.pipeline.runner._size"]
 
 
 def _module_names_bound(module: str, tree: ast.AST) -> dict[str, str]:
-    """Names an import binds to a project module (`from rlcompat.lang import shell` -> shell, `import rlcompat.engine
-    as e` -> e, `import rlcompat.engine` -> rlcompat), imports inside functions included."""
+    """Names an import binds to a project module (`from rlcompat.lang import shell` -> shell, `import rlcompat.pipeline.runner
+    as e` -> e, `import rlcompat.pipeline.runner` -> rlcompat), imports inside functions included."""
     bound: dict[str, str] = {}
     for node in _runtime_imports(tree):
         if isinstance(node, ast.Import):
@@ -251,21 +251,21 @@ def test_no_module_uses_another_modules_private_name_by_attribute():
 
 
 def test_private_attribute_check_sees_module_attribute_access():
-    source = ("from rlcompat.lang import shell\nimport rlcompat.engine as eng\nimport rlcompat.knowledge.targets\n\n"
+    source = ("from rlcompat.lang import shell\nimport rlcompat.pipeline.runner as eng\nimport rlcompat.knowledge.targets\n\n"
               "def f(x):\n    from rlcompat import nvml\n"
               "    return shell._commands(x), eng._size, rlcompat.knowledge.targets._table, nvml._read, x._private, shell.parse\n")
     assert _private_attribute_uses("rlcompat.verify.launch_script", source) == [
-        "rlcompat.verify.launch_script uses rlcompat.engine._size",
         "rlcompat.verify.launch_script uses rlcompat.knowledge.targets._table",
         "rlcompat.verify.launch_script uses rlcompat.lang.shell._commands",
         "rlcompat.verify.launch_script uses rlcompat.nvml._read",
+        "rlcompat.verify.launch_script uses rlcompat.pipeline.runner._size",
     ]
     # a module's own private names, and an object that is no module, are its business
     assert _private_attribute_uses("rlcompat.lang.shell", "from rlcompat.lang import shell\nshell._commands\n") == []
 
 
 # The layers above the front ends: a front end is run by them and is handed what it needs (rlcompat/lang/knowledge.py).
-ABOVE_FRONT_ENDS = ("rlcompat.engine", "rlcompat.cli", "rlcompat.report")
+ABOVE_FRONT_ENDS = ("rlcompat.pipeline.runner", "rlcompat.cli", "rlcompat.report")
 
 
 def _front_ends_reaching_up() -> list[str]:
@@ -279,8 +279,8 @@ def test_front_ends_import_neither_the_engine_nor_the_commands_nor_the_reports()
 
 
 def test_layer_check_sees_a_front_end_importing_the_engine(monkeypatch):
-    monkeypatch.setitem(GRAPH, "rlcompat.lang.notebook", GRAPH["rlcompat.lang.notebook"] + [("rlcompat.engine", None)])
+    monkeypatch.setitem(GRAPH, "rlcompat.lang.notebook", GRAPH["rlcompat.lang.notebook"] + [("rlcompat.pipeline.runner", None)])
     monkeypatch.setitem(GRAPH, "rlcompat.lang.yaml", GRAPH["rlcompat.lang.yaml"] + [("rlcompat.report.text", "x")])
     monkeypatch.setitem(GRAPH, "rlcompat.lang.shell", GRAPH["rlcompat.lang.shell"] + [("rlcompat.cli.common", None)])
-    assert {"rlcompat.lang.notebook imports rlcompat.engine", "rlcompat.lang.shell imports rlcompat.cli.common",
+    assert {"rlcompat.lang.notebook imports rlcompat.pipeline.runner", "rlcompat.lang.shell imports rlcompat.cli.common",
             "rlcompat.lang.yaml imports rlcompat.report.text"} <= set(_front_ends_reaching_up())

@@ -276,7 +276,7 @@ def test_doctor_says_when_the_patched_distribution_was_uninstalled(site):
 
 
 def test_a_file_that_cannot_be_written_is_neither_kept_nor_named_in_the_manifest(site, monkeypatch):
-    import rlcompat.source as source
+    import rlcompat.pipeline.source as source
 
     other = "rlcfakeverl/utils/critic.py"
     (site / other).write_bytes(MODEL_BYTES.replace(b"load_valuehead_model", b"load_critic"))

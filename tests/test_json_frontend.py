@@ -9,7 +9,7 @@ import pytest
 
 from rlcompat.api import fix_paths, scan_paths
 from rlcompat.config import Options
-from rlcompat.discovery import JSON_MAX_BYTES, discover
+from rlcompat.pipeline.discovery import JSON_MAX_BYTES, discover
 from rlcompat.lang import jsonfile
 from rlcompat.knowledge.targets import resolve_target
 

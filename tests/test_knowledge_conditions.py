@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from rlcompat import framework_knowledge as fk
+from rlcompat.knowledge import frameworks as fk
 from rlcompat.api import scan_source
 from rlcompat.lang import yaml as yaml_frontend
 from rlcompat.knowledge.targets import resolve_target

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rlcompat import verl_knowledge
+from rlcompat.knowledge import verl_config
 from rlcompat.knowledge import files, versions
 from tests.test_cli import invoke
 
@@ -64,11 +64,11 @@ def test_release_ranges_tags_and_capabilities():
 
 
 def test_verl_rule_sets_are_chosen_by_the_shared_release_order():
-    available = verl_knowledge.available_versions()
+    available = verl_config.available_versions()
     assert list(available) == sorted(available, key=versions.release)
-    assert verl_knowledge.choose_version("0.9.1.dev0") == "0.9.1"
-    assert verl_knowledge.choose_version("0.8.5") == "0.8.0"
-    assert verl_knowledge.choose_version("0.1.0") == available[0] and verl_knowledge.choose_version(None) == available[-1]
+    assert verl_config.choose_version("0.9.1.dev0") == "0.9.1"
+    assert verl_config.choose_version("0.8.5") == "0.8.0"
+    assert verl_config.choose_version("0.1.0") == available[0] and verl_config.choose_version(None) == available[-1]
 
 
 # --- knowledge has one home --------------------------------------------------------------------------------------
@@ -79,7 +79,7 @@ USER_TOML_READERS = {"rlcompat/config.py", "rlcompat/lang/tomlfile.py", "rlcompa
                      "rlcompat/doctor/snapshot.py",
                      "rlcompat/analysis/declared_install.py"}  # a project's pyproject.toml and uv.lock
 # Modules that walk the installed package's files as bytes (the cache's fingerprint, the rule catalog's digest).
-PACKAGE_WALKERS = {"rlcompat/cache.py", "rlcompat/version_info.py"}
+PACKAGE_WALKERS = {"rlcompat/pipeline/cache.py", "rlcompat/cli/version_info.py"}
 TOML_MODULES = {"rlcompat._toml", "tomllib", "tomli"}
 
 

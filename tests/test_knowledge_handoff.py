@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from rlcompat import framework_knowledge, verl_knowledge
+from rlcompat.knowledge import frameworks, verl_config
 from rlcompat.analysis import confighelpers
-from rlcompat.scanned_file import ScannedFile
+from rlcompat.pipeline.scanned_file import ScannedFile
 from rlcompat.knowledge import files
-from rlcompat.identity import pinned
+from rlcompat.knowledge.identity import pinned
 from tests.verl_trees import verl_091_knowledge
 from rlcompat.lang import shell
 from rlcompat.lang import yaml as yaml_fe
@@ -38,9 +38,9 @@ def test_a_switch_is_a_data_row(monkeypatch):
     command = "python train.py --my_new_switch extra_word\n"
     taken = _flag(command, "my_new_switch")
     assert (taken.value, taken.switch) == ("extra_word", False)
-    vocabulary = framework_knowledge.vocabulary()
+    vocabulary = frameworks.vocabulary()
     grown = dataclasses.replace(vocabulary, switches=vocabulary.switches | {"my_new_switch"})
-    monkeypatch.setattr(framework_knowledge, "vocabulary", lambda: grown)
+    monkeypatch.setattr(frameworks, "vocabulary", lambda: grown)
     bare = _flag(command, "my_new_switch")
     assert (bare.value, bare.switch) == ("", True)
     assert _flag("python train.py --my_new_switch true\n", "my_new_switch").value == "true"
@@ -49,7 +49,7 @@ def test_a_switch_is_a_data_row(monkeypatch):
 def test_known_switches_come_from_the_vocabulary_file():
     assert not hasattr(shell, "SWITCHES")
     assert _flag("python train.py --adam_offload extra_word\n", "adam_offload").switch
-    assert "adam_offload" in framework_knowledge.vocabulary().switches
+    assert "adam_offload" in frameworks.vocabulary().switches
 
 
 def test_every_switch_row_has_a_proof():
@@ -80,10 +80,10 @@ def test_shell_entry_points_come_from_what_it_is_handed():
 
 
 def test_entry_triggers_are_the_verl_rule_sets_triggers():
-    union = {t for v in verl_knowledge.available_versions() for t in verl_knowledge.load_version(v).entry_triggers}
+    union = {t for v in verl_config.available_versions() for t in verl_config.load_version(v).entry_triggers}
     assert set(confighelpers.ENTRY_TRIGGERS) == union
     assert all(confighelpers.ENTRY_TRIGGERS)
-    newest = verl_knowledge.load_version(verl_knowledge.available_versions()[-1])
+    newest = verl_config.load_version(verl_config.available_versions()[-1])
     # each trigger finds at least one entry module or prefix the newest rule set knows
     assert all(any(t in m for m in newest.entry_modules + newest.entry_prefixes) for t in confighelpers.ENTRY_TRIGGERS)
 
@@ -108,9 +108,9 @@ def test_a_program_taking_key_value_overrides_is_a_data_row(monkeypatch):
     assert _keys("tune run full_finetune_single_device --config c.yaml model.dtype=bf16\n") == ["model.dtype", "config"]
     command = "mytrainer train c.yaml model.dtype=bf16\n"
     assert _keys(command) == []
-    vocabulary = framework_knowledge.vocabulary()
+    vocabulary = frameworks.vocabulary()
     grown = dataclasses.replace(vocabulary, override_clis=vocabulary.override_clis | {"mytrainer"})
-    monkeypatch.setattr(framework_knowledge, "vocabulary", lambda: grown)
+    monkeypatch.setattr(frameworks, "vocabulary", lambda: grown)
     assert _keys(command) == ["model.dtype"]
     assert _keys("/opt/bin/mytrainer train c.yaml model.dtype=bf16\n") == ["model.dtype"]
 
@@ -118,4 +118,4 @@ def test_a_program_taking_key_value_overrides_is_a_data_row(monkeypatch):
 def test_every_override_program_row_has_a_proof():
     rows = files.load("frameworks", "vocabulary.toml")["override_cli"]
     assert all(r.get("proof", "").count(":") >= 2 and "unproven" not in r for r in rows)
-    assert {r["program"] for r in rows} == framework_knowledge.vocabulary().override_clis
+    assert {r["program"] for r in rows} == frameworks.vocabulary().override_clis

@@ -1,4 +1,4 @@
-"""The language records (rlcompat/languages.py): each is complete, and the modules that ask about languages agree
+"""The language records (rlcompat/lang/languages.py): each is complete, and the modules that ask about languages agree
 with them. A new language that lacks a part (a front end without `check`, an embedded language with no record, a
 file pattern shared with another language, a rule naming a language no record declares) fails here."""
 
@@ -9,8 +9,8 @@ import inspect
 
 import pytest
 
-from rlcompat.discovery import declared_language, language_of
-from rlcompat.languages import BY_NAME, LANGUAGES, by_file_name, spelling_of
+from rlcompat.pipeline.discovery import declared_language, language_of
+from rlcompat.lang.languages import BY_NAME, LANGUAGES, by_file_name, spelling_of
 from rlcompat.rules import file_rules
 
 FRONT_END_API = ("parse", "check", "PARSE_ERRORS", "syntax_error_location")

@@ -1,5 +1,5 @@
 """A launch script is never clean while the run it launches cannot start (issue 27 item 2, issue 26 item 4): what a
-verl command's run reaches in the verl it runs (rlcompat/launch_path.py, `[[run_option]]` `code` and `when`) is
+verl command's run reaches in the verl it runs (rlcompat/analysis/launch_path.py, `[[run_option]]` `code` and `when`) is
 reported at the command, with the framework's file:line and what fixes it; a fork's own config is read for the keys
 the command leaves to it."""
 
@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from rlcompat import launch_path, run_scope, verl_knowledge
+from rlcompat.analysis import launch_path, run_scope
+from rlcompat.knowledge import verl_config
 from tests.verl_trees import verl_package
 
 MODEL_PY = '''from transformers import AutoModelForTokenClassification
@@ -166,7 +167,7 @@ def test_a_forks_model_code_on_the_run_is_read_with_its_own_config_deciding(run_
 
 
 def test_selection_reads_the_commands_values_then_the_default_runs():
-    knowledge = verl_knowledge.load_version("0.9.1")
+    knowledge = verl_config.load_version("0.9.1")
     critic = next(o for o in knowledge.run_options if o.name == "critic")
     assert "algorithm.adv_estimator=gae (default)" in run_scope.selection(critic, knowledge, {})
     assert run_scope.selection(critic, knowledge, {"algorithm.adv_estimator": "grpo"}) is None
@@ -200,7 +201,7 @@ python3 -m verl.trainer.main_ppo \\
 
 @needs_verl_091
 def test_every_code_row_names_a_function_of_the_installed_release():
-    for option in verl_knowledge.load_version("0.9.1").run_options:
+    for option in verl_config.load_version("0.9.1").run_options:
         for code in option.code:
             relative, _, function = code.partition(":")
             assert launch_path.function_lines(str(Path(launch_path.installed_package(), relative)), function), code
@@ -251,17 +252,17 @@ def test_the_ppo_critic_script_is_all_clear_only_once_the_installed_value_head_l
 
 
 def test_matrix_reports_what_scan_reports_at_the_command_parsing_the_framework_file_once(tree, monkeypatch):
-    from rlcompat import engine
+    from rlcompat.pipeline import runner
     from rlcompat.api import scan_paths
     from rlcompat.config import Options
     from rlcompat.knowledge.targets import resolve_target
-    from rlcompat.matrix import run_matrix
+    from rlcompat.pipeline.matrix import run_matrix
 
     script = _script(tree, "algorithm.adv_estimator=gae")
     targets = [resolve_target("sm61"), resolve_target("sm75")]
     parsed = []
-    real = engine.parse
-    monkeypatch.setattr(engine, "parse", lambda language, text, file=None: parsed.append(language)
+    real = runner.parse
+    monkeypatch.setattr(runner, "parse", lambda language, text, file=None: parsed.append(language)
                         or real(language, text, file))
     run = run_matrix([str(script)], targets, Options(), jobs=1)
     assert parsed.count("python") == 1  # verl/utils/model.py, once for both targets

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from rlcompat import engine
+from rlcompat.pipeline import runner
 from rlcompat.api import scan_paths
 from rlcompat.config import Options, load_options
-from rlcompat.matrix import run_matrix
+from rlcompat.pipeline.matrix import run_matrix
 from rlcompat.cli.matrix import DEFAULT_TARGETS
 from rlcompat.report import matrix as matrix_report
 from rlcompat.knowledge.targets import resolve_target
@@ -47,12 +47,12 @@ def test_each_file_is_parsed_once_for_all_targets(tmp_path, monkeypatch):
     (tmp_path / "a.py").write_text(BF16)
     (tmp_path / "b.py").write_text(FLEX)
     (tmp_path / "plain.py").write_text("x = 1\n")
-    # grpo: no critic, so no file of an installed verl is reached (rlcompat/launch_path.py) and parsed beside these.
+    # grpo: no critic, so no file of an installed verl is reached (rlcompat/analysis/launch_path.py) and parsed beside these.
     (tmp_path / "run.sh").write_text("python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo "
                                      "actor_rollout_ref.rollout.name=vllm\n")
     parsed = []
-    real = engine.parse
-    monkeypatch.setattr(engine, "parse", lambda language, *args: parsed.append(language) or real(language, *args))
+    real = runner.parse
+    monkeypatch.setattr(runner, "parse", lambda language, *args: parsed.append(language) or real(language, *args))
     run = run_matrix([str(tmp_path)], TARGETS, Options(), jobs=1)
     assert sorted(parsed) == ["python", "python", "shell"]  # plain.py has no trigger: never parsed
     assert any(run.findings(i) for i in range(len(TARGETS)))
@@ -140,8 +140,8 @@ def test_matrix_fills_and_reuses_each_targets_scan_cache(tmp_path, monkeypatch):
     settings = load_options(["."], None)
     first = run_matrix(["."], TARGETS[:2], settings, use_cache=True)
     parsed = []
-    real = engine.parse
-    monkeypatch.setattr(engine, "parse", lambda language, *args: parsed.append(language) or real(language, *args))
+    real = runner.parse
+    monkeypatch.setattr(runner, "parse", lambda language, *args: parsed.append(language) or real(language, *args))
     again = run_matrix(["."], TARGETS[:2], settings, use_cache=True)
     scan = scan_paths(["."], TARGETS[1], settings, use_cache=True)
     assert parsed == [] and all(r.from_cache for r in scan.results)

@@ -13,7 +13,7 @@ import pytest
 from rlcompat._toml import load_toml_text
 from rlcompat.api import fix_paths, scan_paths
 from rlcompat.config import Options
-from rlcompat.model_config import model_shape
+from rlcompat.analysis.model_config import model_shape
 from rlcompat.knowledge.targets import resolve_target
 
 CASES = sorted(p for p in (Path(__file__).resolve().parents[1] / "fixtures" / "models").iterdir() if p.is_dir())

@@ -9,9 +9,9 @@ import pytest
 
 import rlcompat.lang.python as python_frontend
 from rlcompat.config import Options
-from rlcompat.engine import Checker
+from rlcompat.pipeline.runner import Checker
 from rlcompat.lang.pyspeed.narrow import narrow
-from rlcompat.source import decode, read_bytes
+from rlcompat.pipeline.source import decode, read_bytes
 from rlcompat.knowledge.targets import resolve_target
 
 

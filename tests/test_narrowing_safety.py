@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from rlcompat.config import Options
-from rlcompat.discovery import discover, language_of
+from rlcompat.pipeline.discovery import discover, language_of
 from rlcompat.lang import python as py
 from rlcompat.lang.pyspeed import narrow as narrowing
 from rlcompat.lang.settings import ConfigRule
@@ -144,7 +144,7 @@ def test_the_check_catches_a_keyword_read_beside_the_visited_node():
 # --- the keywords rules read -----------------------------------------------------------------------------------
 
 # A keyword read through a name that no module attribute holds, and why narrowing cannot cut it.
-_DYNAMIC = {("rlcompat/triton_model.py", "constexpr_params"):
+_DYNAMIC = {("rlcompat/analysis/triton_model.py", "constexpr_params"):
             "a kernel's own constexpr parameters, read only by RLC301, which parses the whole module"}
 
 
@@ -201,7 +201,7 @@ def _is_keyword_value(expr: ast.expr, aliases: set[str]) -> bool:
 
 def _readers() -> list[Path]:
     return [*sorted((REPO / "rules").rglob("*.py")), *sorted((REPO / "rlcompat" / "analysis").glob("*.py")),
-            REPO / "rlcompat" / "triton_model.py", REPO / "rlcompat" / "lang" / "python.py"]
+            REPO / "rlcompat" / "analysis" / "triton_model.py", REPO / "rlcompat" / "lang" / "python.py"]
 
 
 def test_every_keyword_a_rule_reads_is_kept_by_narrowing():

@@ -99,8 +99,8 @@ def test_writefile_cells_are_read_as_the_file_they_write(tmp_path):
 def test_writefile_cells_go_to_the_front_end_the_knowledge_hands_over():
     """The notebook front end does not import the engine: the front end of a `%%writefile` cell's language comes with
     the knowledge it is handed."""
-    from rlcompat.scanned_file import ScannedFile
-    from rlcompat.identity import pinned
+    from rlcompat.pipeline.scanned_file import ScannedFile
+    from rlcompat.knowledge.identity import pinned
     from rlcompat.rules import file_rules
 
     asked = []

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from rlcompat import framework_knowledge as fk
+from rlcompat.knowledge import frameworks as fk
 from rlcompat.api import scan_source
-from rlcompat.scanned_file import ScannedFile
-from rlcompat.identity import pinned
+from rlcompat.pipeline.scanned_file import ScannedFile
+from rlcompat.knowledge.identity import pinned
 from rlcompat.lang import tomlfile
 from rlcompat.lang.settings import ConfigView, Setting, Span, run_rules
 from rlcompat.rules import file_rules

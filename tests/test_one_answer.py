@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rlcompat import hf_rollout, verl_knowledge
+from rlcompat.knowledge import hf_rollout, verl_config
 
 try:
     VERL_VERSION = metadata.version("verl")
@@ -72,9 +72,9 @@ def _key(override: str) -> str:
 
 def test_every_key_doctor_recommends_is_live_in_scans_knowledge_and_scan_accepts_it(answers):
     doctor = answers["doctor"]
-    version, exact, _ = verl_knowledge.package_release(str(_verl_dir()))  # what scan applies to the package
+    version, exact, _ = verl_config.package_release(str(_verl_dir()))  # what scan applies to the package
     assert exact
-    knowledge = verl_knowledge.load_version(version)
+    knowledge = verl_config.load_version(version)
     assert knowledge.label == "verl 0.9.1"
     recommended = doctor["memory"]["verl_overrides"]
     assert recommended and doctor["memory"]["verl_overrides_from"].startswith("verl 0.9.1 knowledge")
@@ -114,7 +114,7 @@ def test_doctors_rollout_advice_is_rlc401s_fix(answers):
 def _blocked_by_scan(scan: dict, run: str, verl_dir: str) -> set[str]:
     """Codes of the findings scan leaves without a fix in `run`: a finding in a package file that the knowledge's
     [[run_option]] rows give to another option's run is not in it."""
-    options = verl_knowledge.load_version("0.9.1").run_options
+    options = verl_config.load_version("0.9.1").run_options
     out = set()
     for f in scan["findings"]:
         if f["severity"] != "error" or f["fix"] is not None:
@@ -147,7 +147,7 @@ def test_matrix_verdict_agrees_with_what_scan_leaves_unfixable_in_the_run(answer
 def test_a_finding_that_says_it_needs_another_engine_lies_in_that_runs_files(answers):
     """RLC120's own words ("it applies when a run selects the Megatron engine") and the run model agree."""
     verl = os.path.abspath(answers["verl"])
-    options = {o.name: o for o in verl_knowledge.load_version("0.9.1").run_options}
+    options = {o.name: o for o in verl_config.load_version("0.9.1").run_options}
     conditional = [f for f in answers["scan_verl"]["findings"] if "applies when a run selects the Megatron" in f["message"]]
     assert conditional
     for f in conditional:
@@ -156,7 +156,7 @@ def test_a_finding_that_says_it_needs_another_engine_lies_in_that_runs_files(ans
 
 
 def test_the_plugin_and_its_description_agree():
-    """rlcompat/hf_rollout.py describes the plugin without importing it; its package (importable without verl) agrees."""
+    """rlcompat/knowledge/hf_rollout.py describes the plugin without importing it; its package (importable without verl) agrees."""
     import rlcompat.verl_plugin as plugin
 
     assert plugin.SUPPORTED_VERL_VERSIONS == hf_rollout.SUPPORTED_VERL and plugin.ROLLOUT_NAME == hf_rollout.NAME

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rlcompat.api import scan_paths
 from rlcompat.config import Options
-from rlcompat.engine import task_batches
+from rlcompat.pipeline.runner import task_batches
 from rlcompat.knowledge.targets import resolve_target
 
 

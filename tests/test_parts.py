@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 
 from rlcompat.config import Options
-from rlcompat.discovery import language_of
-from rlcompat.engine import Checker
+from rlcompat.pipeline.discovery import language_of
+from rlcompat.pipeline.runner import Checker
 from tests.verl_trees import verl_091_knowledge
 from rlcompat.findings import Finding
 from rlcompat.lang import python as py
 from rlcompat.lang.pyspeed import batches
 from rlcompat.lang.pyspeed.chunks import statement_spans
-from rlcompat.source import decode
+from rlcompat.pipeline.source import decode
 from rlcompat.knowledge.targets import resolve_target
 from tests.test_narrowing_safety import PYTHON_RULES, _fixture_texts, _ReadsASibling, _with_selected
 from tests.test_plain_libcst import _assert_same, _both_ways, _fixture_files

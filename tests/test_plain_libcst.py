@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from rlcompat.config import Options
-from rlcompat.discovery import discover
-from rlcompat.engine import Checker
-from rlcompat.fixer import FixBroke, fix_source
+from rlcompat.pipeline.discovery import discover
+from rlcompat.pipeline.runner import Checker
+from rlcompat.pipeline.fixer import FixBroke, fix_source
 from rlcompat.lang import pyspeed
-from rlcompat.source import SourceError, decode, read_bytes
+from rlcompat.pipeline.source import SourceError, decode, read_bytes
 from rlcompat.knowledge.targets import resolve_target
 
 REPO = Path(__file__).resolve().parent.parent

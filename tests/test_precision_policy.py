@@ -77,7 +77,7 @@ def test_precision_doc_is_current():
 
 
 def test_target_view_shows_the_policy():
-    from rlcompat.target_view import profile_text
+    from rlcompat.report.target_view import profile_text
 
     assert "Precision policy: weights float32, autocast float16, rollout float16" in profile_text(resolve_target("t4"))
     assert "weights float32, autocast float32, rollout float32" in profile_text(resolve_target("p40"))

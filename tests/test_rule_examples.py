@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from rlcompat.config import Options
-from rlcompat.discovery import language_of
-from rlcompat.engine import Checker, parse
-from rlcompat.fixer import fix_source
-from rlcompat.identity import pinned
+from rlcompat.pipeline.discovery import language_of
+from rlcompat.pipeline.runner import Checker, parse
+from rlcompat.pipeline.fixer import fix_source
+from rlcompat.knowledge.identity import pinned
 from rlcompat.rules import all_rules
-from rlcompat.source import decode
+from rlcompat.pipeline.source import decode
 from rlcompat.knowledge.targets import resolve_target
 
 RULES = all_rules()

@@ -11,15 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from rlcompat import api, identity
+from rlcompat import api
+from rlcompat.knowledge import identity
 from rlcompat.findings import Edit, FileResult, Finding, Fix, FixSafety, Location
-from rlcompat.fixer import fix_source
+from rlcompat.pipeline.fixer import fix_source
 from rlcompat.knowledge.targets import resolve_target
 from rlcompat.schema import KeySchema
 from rlcompat.schema.gate import spell
 from rlcompat.schema.hydra_static import compose
 from rlcompat.schema.structured import dataclass_keys
-from rlcompat.source import decode
+from rlcompat.pipeline.source import decode
 
 ROOT = Path(__file__).resolve().parents[1]
 DROPOUT_MODEL = ROOT / "fixtures" / "models" / "fa2_head_dim_256_rtx3090" / "input" / "models" / "gemma-7b-dropout"

@@ -93,7 +93,7 @@ def test_scan_reports_setup_py_and_setup_cfg_requirements_on_their_lines(tmp_pat
 
 
 def test_a_setup_cfg_pin_is_part_of_the_trees_identity(tmp_path):
-    from rlcompat.declared_pins import pin_of
+    from rlcompat.knowledge.declared_pins import pin_of
 
     (tmp_path / "setup.cfg").write_text("[options]\ninstall_requires =\n    trl==0.19.1\n    torch\n")
     pin = pin_of(str(tmp_path), "trl")

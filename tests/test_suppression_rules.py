@@ -6,7 +6,7 @@ import pytest
 
 from rlcompat.api import check_text
 from rlcompat.config import Options
-from rlcompat.frontends import FRONTENDS
+from rlcompat.lang.frontends import FRONTENDS
 from rlcompat.knowledge.targets import resolve_target
 from rlcompat.rules.meta.unused_suppression import UnusedSuppression
 

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from rlcompat import verl_knowledge
+from rlcompat.knowledge import verl_config
 from rlcompat.analysis.confighelpers import keys_at_every_mount
 from rlcompat.api import scan_source
 from rlcompat.config import Options
@@ -23,7 +23,7 @@ class _View:
 
 @pytest.mark.parametrize("version", ["0.8.0", "0.9.1"])
 def test_the_critics_liger_key_comes_from_the_mount_where_the_rule_set_has_it(version):
-    knowledge = verl_knowledge.load_version(version)
+    knowledge = verl_config.load_version(version)
     [actor] = [k for k in knowledge.by_id("use-liger") if k.role == "actor"]
     assert keys_at_every_mount(knowledge, actor) == ("actor_rollout_ref.model.use_liger", "critic.model.use_liger")
     # moved in the knowledge, the key moves with it: no hard-coded critic key is added
@@ -35,7 +35,7 @@ def test_the_critics_liger_key_comes_from_the_mount_where_the_rule_set_has_it(ve
 
 @pytest.mark.parametrize("version", ["0.4.1", "0.5.0", "0.6.1", "0.7.0"])
 def test_rule_sets_without_the_critic_mount_keep_the_unproven_critic_key(version):
-    knowledge = verl_knowledge.load_version(version)
+    knowledge = verl_config.load_version(version)
     assert liger_kernel._liger_keys(_View(), knowledge) == ["actor_rollout_ref.model.use_liger",
                                                              liger_kernel.UNPROVEN_CRITIC_KEY]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rlcompat import framework_knowledge
+from rlcompat.knowledge import frameworks
 from rlcompat.knowledge import targets
 from rlcompat.knowledge.targets import FACT_NAMES, Target, all_targets, products, resolve_target
 
@@ -78,10 +78,10 @@ def test_an_undeclared_or_mistyped_fact_in_the_table_is_refused(monkeypatch):
 
 def test_a_knowledge_hazard_needing_an_unknown_fact_fails_at_load(monkeypatch):
     bad = {"dtype": {"hazards": [{"values": ["bf16"], "needs": "bf16_nativ", "why": "x"}]}}
-    monkeypatch.setattr(framework_knowledge.files, "load", lambda *parts: bad)
-    framework_knowledge.kinds.cache_clear()
+    monkeypatch.setattr(frameworks.files, "load", lambda *parts: bad)
+    frameworks.kinds.cache_clear()
     try:
         with pytest.raises(ValueError, match="bf16_nativ"):
-            framework_knowledge.kinds()
+            frameworks.kinds()
     finally:
-        framework_knowledge.kinds.cache_clear()
+        frameworks.kinds.cache_clear()

@@ -11,7 +11,7 @@ import pytest
 
 from rlcompat.api import fix_paths, scan_paths
 from rlcompat.config import Options
-from rlcompat.discovery import TOML_MAX_BYTES, discover
+from rlcompat.pipeline.discovery import TOML_MAX_BYTES, discover
 from rlcompat.lang import tomlfile
 from rlcompat.knowledge.targets import resolve_target
 

@@ -1,6 +1,6 @@
 """What decides whether a file and a statement reach the rules, held to what the rules find without it.
 
-- The trigger search (rlcompat/wordscan.py) answers exactly which words a text holds.
+- The trigger search (rlcompat/pipeline/wordscan.py) answers exactly which words a text holds.
 - A rule's `requires` (words a file it can match holds besides a trigger) and `requires_pattern` never drop a
   finding: every fixture and every Python file of the installed verl 0.9.1 package give the rules that declare them
   the same findings with them looked for and ignored; the check fails on a rule that requires a word its findings
@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from rlcompat import engine
+from rlcompat.pipeline import runner
 from rlcompat.config import Options
-from rlcompat.discovery import discover
-from rlcompat.engine import Checker
+from rlcompat.pipeline.discovery import discover
+from rlcompat.pipeline.runner import Checker
 from rlcompat.lang import python as py
 from rlcompat.rules import all_rules
-from rlcompat.source import SourceError, decode, read_bytes
+from rlcompat.pipeline.source import SourceError, decode, read_bytes
 from rlcompat.knowledge.targets import resolve_target
-from rlcompat.wordscan import WordScan
+from rlcompat.pipeline.wordscan import WordScan
 from tests.test_narrowing_safety import narrowing_differences
 
 REPO = Path(__file__).resolve().parent.parent
@@ -68,7 +68,7 @@ def test_the_trigger_search_finds_exactly_the_words_a_text_holds():
 
 
 def _findings(checker: Checker, path: str, text: str, honour_requires: bool, monkeypatch) -> list:
-    monkeypatch.setattr(engine, "plain", lambda: not honour_requires)
+    monkeypatch.setattr(runner, "plain", lambda: not honour_requires)
     result = checker.check_text(path, text, "python")
     return [(f.code, f.location, f.message, f.fix) for f in result.findings]
 
@@ -235,7 +235,7 @@ def test_every_module_a_rule_asks_a_local_name_for_is_kept_for_fixes():
     from rlcompat.lang.pyspeed import narrow as narrowing
 
     sources = [*REPO.joinpath("rules").rglob("*.py"), *REPO.joinpath("rlcompat", "analysis").rglob("*.py"),
-               REPO / "rlcompat" / "triton_model.py"]
+               REPO / "rlcompat" / "analysis" / "triton_model.py"]
     asked = set()
     for path in sources:
         for node in pyast.walk(pyast.parse(path.read_text(encoding="utf-8"))):

@@ -9,10 +9,10 @@ import pytest
 
 from rlcompat._toml import load_toml_text
 from rlcompat.config import Options
-from rlcompat.engine import Checker
-from rlcompat.fixer import fix_source
-from rlcompat.identity import pinned
-from rlcompat.source import decode
+from rlcompat.pipeline.runner import Checker
+from rlcompat.pipeline.fixer import fix_source
+from rlcompat.knowledge.identity import pinned
+from rlcompat.pipeline.source import decode
 from rlcompat.knowledge.targets import resolve_target
 
 CASES = sorted(p for p in (Path(__file__).resolve().parents[1] / "fixtures" / "triton").iterdir() if p.is_dir())

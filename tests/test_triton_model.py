@@ -1,4 +1,4 @@
-"""The static Triton kernel model (rlcompat/triton_model.py), and the issue's acceptance checks on the pinned verl."""
+"""The static Triton kernel model (rlcompat/analysis/triton_model.py), and the issue's acceptance checks on the pinned verl."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from rlcompat import triton_model as tm
+from rlcompat.analysis import triton_model as tm
 from rlcompat.api import scan_source
 from rlcompat.config import Options
 from rlcompat.knowledge.targets import resolve_target

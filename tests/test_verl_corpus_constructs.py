@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from rlcompat import identity, verl_knowledge as vk
+from rlcompat.knowledge import identity, verl_config as vk
 from rlcompat.api import fix_paths, scan_paths, scan_source
 from rlcompat.report import Summary, not_read_line, render
 from rlcompat.knowledge.targets import resolve_target
@@ -188,10 +188,10 @@ def test_settings_of_options_no_shipped_entry_config_selects(tmp_path):
 
 
 def test_unselected_key_paths_follow_indentation():
-    from rlcompat.verl_unselected import is_unselected_line, key_path_at
+    from rlcompat.lang.keypath import is_under_prefixes, key_path_at
 
     lines = "a: 1\nreward_model:\n  enable: False\n  # note\n  rollout:\n    dtype: bfloat16\nother: 2\n".splitlines()
     assert key_path_at(lines, 6) == "reward_model.rollout.dtype"
-    assert is_unselected_line(("reward_model",), lines, 6)
-    assert not is_unselected_line(("reward_model",), lines, 7) and not is_unselected_line(("reward",), lines, 6)
-    assert is_unselected_line(("",), lines, 1)
+    assert is_under_prefixes(("reward_model",), lines, 6)
+    assert not is_under_prefixes(("reward_model",), lines, 7) and not is_under_prefixes(("reward",), lines, 6)
+    assert is_under_prefixes(("",), lines, 1)

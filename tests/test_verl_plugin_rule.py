@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rlcompat.release import install_command
-from rlcompat import hf_rollout
+from rlcompat.knowledge import hf_rollout
 from rlcompat.verify.launch_script import LaunchScriptError, main_ppo_overrides
 from rlcompat.verify.trainer import merge_overrides
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rlcompat import identity, verl_knowledge as vk
+from rlcompat.knowledge import identity, verl_config as vk
 from rlcompat._toml import load_toml_text
 from rlcompat.api import fix_paths, scan_paths
 from rlcompat.knowledge.targets import resolve_target

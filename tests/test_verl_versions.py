@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rlcompat import identity, verl_knowledge as vk
+from rlcompat.knowledge import identity, verl_config as vk
 from rlcompat.api import scan_source
 from rlcompat.knowledge.targets import resolve_target
 

@@ -6,7 +6,7 @@ from importlib import metadata, resources
 
 import pytest
 
-from rlcompat import version_info
+from rlcompat.cli import version_info
 from rlcompat.knowledge import files
 from tests.test_cli import invoke
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rlcompat import framework_knowledge
+from rlcompat.knowledge import frameworks
 from rlcompat.api import scan_paths
 from rlcompat.knowledge.targets import resolve_target
 from tests.shell_views import shell_views
@@ -28,17 +28,17 @@ def _findings(tmp_path: Path, text: str, target: str) -> list[tuple[str, int]]:
 
 
 def test_every_vocabulary_row_has_a_proof_and_the_loader_refuses_one_without(monkeypatch):
-    vocabulary = framework_knowledge.vocabulary()
+    vocabulary = frameworks.vocabulary()
     assert {"use_wandb", "ring_attn", "ds.ring_attn", "ds.gradient_checkpointing"}.isdisjoint(vocabulary.switches)
     assert {"swift", "axolotl"}.isdisjoint(vocabulary.override_clis)
-    framework_knowledge.vocabulary.cache_clear()
+    frameworks.vocabulary.cache_clear()
     table = {"switch": [{"flag": "x", "unproven": "kept"}], "verl_config": {"top_keys": []}}
-    monkeypatch.setattr(framework_knowledge.files, "load", lambda *parts: table)
+    monkeypatch.setattr(frameworks.files, "load", lambda *parts: table)
     try:
         with pytest.raises(ValueError, match="vocabulary.toml: switch 'x' has no proof"):
-            framework_knowledge.vocabulary()
+            frameworks.vocabulary()
     finally:
-        framework_knowledge.vocabulary.cache_clear()
+        frameworks.vocabulary.cache_clear()
 
 
 def test_openrlhf_wandb_key_is_a_value_not_a_switch():

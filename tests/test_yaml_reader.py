@@ -10,10 +10,10 @@ import pytest
 
 from rlcompat.api import scan_source
 from rlcompat.config import Options
-from rlcompat.engine import Checker
+from rlcompat.pipeline.runner import Checker
 from rlcompat.lang import yaml as yaml_fe
 from rlcompat.knowledge.targets import resolve_target
-from rlcompat.textpos import LineIndex
+from rlcompat.pipeline.textpos import LineIndex
 
 SM61 = resolve_target("sm61")
 HERE = os.path.dirname(__file__)

@@ -22,7 +22,7 @@ def verl_package(root: Path, version: str | None, files: dict[str, str]) -> Path
 def verl_091_knowledge(path: str):
     """The knowledge a front end gets for a file of a tree that runs verl 0.9.1 (pinned: the scanning environment's
     installed verl plays no part)."""
-    from rlcompat.scanned_file import ScannedFile
-    from rlcompat.identity import pinned
+    from rlcompat.pipeline.scanned_file import ScannedFile
+    from rlcompat.knowledge.identity import pinned
 
     return ScannedFile(path, pinned({"verl": "0.9.1"}, "the test"))

@@ -8,7 +8,7 @@ from typing import Callable
 from rlcompat.lang.settings import TRUE_WORDS, ConfigContext, ConfigView, Setting, Span
 from rlcompat.findings import Edit, FixSafety
 from rlcompat.knowledge.spellings import bf16_replacements
-from rlcompat.verl_knowledge import entry_triggers
+from rlcompat.knowledge.verl_config import entry_triggers
 
 # Substrings of a verl training command: rules that add missing overrides need one of them (rule `triggers`).
 # Every verl rule set's `[entry_points] triggers` (rlcompat/knowledge/data/verl/<version>.toml).

@@ -62,7 +62,7 @@ def unknown_version_message(shown: str, dead, use: str, knowledge) -> str:
     """What can be said about a key that is dead in some verl releases when the scanned tree's release is not known
     (a version not found, a fork, a version rlcompat has no knowledge of): the verdict of each release rlcompat
     knows, and no claim for this tree."""
-    from rlcompat.verl_knowledge import other_verdicts
+    from rlcompat.knowledge.verl_config import other_verdicts
 
     found = (f"the scanned tree's verl ({knowledge.label}) is not a release rlcompat has knowledge of"
              if knowledge.detected or knowledge.identity is not None and knowledge.identity.how == "fork"

@@ -1,6 +1,6 @@
 """Framework knowledge applied to settings: one checker for every rule backed by rlcompat/knowledge/data/frameworks/ data.
 
-For each setting of a view, the framework keys whose names match it (rlcompat.framework_knowledge) decide whether
+For each setting of a view, the framework keys whose names match it (rlcompat.knowledge.frameworks) decide whether
 its value is a hazard on the target (rlcompat/knowledge/data/frameworks/kinds.toml) and what to write instead (the key's spellings,
 chosen by its precision role: rlcompat.knowledge.precision). For a command of a known framework version, hazardous
 defaults of flags the command does not pass are reported at the command, with the flag to add.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from rlcompat import framework_knowledge as fk
+from rlcompat.knowledge import frameworks as fk
 from rlcompat.analysis.confighelpers import follows_bf16_switch, is_bf16, remove_flag, where
 from rlcompat.lang.settings import ConfigContext, ConfigView, Setting
 from rlcompat.findings import FixSafety
@@ -66,7 +66,7 @@ def chosen_version(view: ConfigView, ctx: ConfigContext, framework_name: str) ->
 
 
 def tree_identity(ctx: ConfigContext, framework_name: str):
-    """The scanned tree's identity of a framework (rlcompat/identity.py), None where the caller gave none."""
+    """The scanned tree's identity of a framework (rlcompat/knowledge/identity.py), None where the caller gave none."""
     return ctx.framework(framework_name) if ctx.framework is not None else None
 
 

@@ -1,5 +1,5 @@
 """Where a Python call loads a model: its `attn_implementation=` keyword and the model path it names (RLC209,
-RLC357 read the model's config.json through rlcompat.model_config)."""
+RLC357 read the model's config.json through rlcompat.analysis.model_config)."""
 
 from __future__ import annotations
 

@@ -68,7 +68,7 @@ PathsArg = Annotated[Optional[List[str]], typer.Argument(help="Files or director
 
 
 def _discovered_count(paths, settings) -> int:
-    from rlcompat.discovery import discover
+    from rlcompat.pipeline.discovery import discover
 
     return len(discover(paths, settings)[0])
 
@@ -95,7 +95,7 @@ def scan(
 ) -> None:
     """List every hazard for the target GPU with file:line, why, and the fix."""
     from rlcompat.api import scan_paths
-    from rlcompat.knowledge_summary import identity_json, identity_lines, knowledge_applied
+    from rlcompat.report.knowledge_summary import identity_json, identity_lines, knowledge_applied
     from rlcompat.report import Summary, render_pieces
 
     paths = paths or ["."]
@@ -109,14 +109,14 @@ def scan(
     else:
         report = scan_paths(paths, tgt, settings, jobs=jobs, use_cache=not no_cache)
     if report.missing:
-        from rlcompat.discovery import why_not_checked
+        from rlcompat.pipeline.discovery import why_not_checked
 
         raise _fail(f"{report.missing[0]}: {why_not_checked(report.missing[0])}")
     if not report.results and not allow_empty:
         raise nothing_to_check(paths)
     findings = report.findings
     if write_baseline or baseline:
-        from rlcompat import baseline as baseline_file  # hashes findings: OpenSSL's import is ~10 ms a run
+        from rlcompat.report import baseline as baseline_file  # hashes findings: OpenSSL's import is ~10 ms a run
     if write_baseline:
         n = baseline_file.write(write_baseline, findings, tgt.name)
         typer.echo(f"Wrote {n} finding{'s' if n != 1 else ''} to {write_baseline}; scan with --baseline {write_baseline} to see only new ones.", err=True)
@@ -170,8 +170,8 @@ def fix(
         raise typer.Exit(fix_installed_command(installed, paths, tgt, options, diff=diff, output_format=output_format,
                                                exit_zero=exit_zero, jobs=jobs))
     from rlcompat.api import fix_paths
-    from rlcompat.fixer import unified_diff
-    from rlcompat.knowledge_summary import identity_json, identity_lines, knowledge_applied
+    from rlcompat.pipeline.fixer import unified_diff
+    from rlcompat.report.knowledge_summary import identity_json, identity_lines, knowledge_applied
     from rlcompat.report import Summary, render_pieces
 
     paths = paths or ["."]
@@ -184,7 +184,7 @@ def fix(
         typer.echo("rlcompat: interrupted; files already written are complete, the rest untouched", err=True)
         raise typer.Exit(EXIT_INTERRUPTED)
     if report.missing:
-        from rlcompat.discovery import why_not_checked
+        from rlcompat.pipeline.discovery import why_not_checked
 
         raise _fail(f"{report.missing[0]}: {why_not_checked(report.missing[0])}")
     if not report.fixes and not allow_empty:
@@ -256,7 +256,7 @@ def targets(
 ) -> None:
     """Print the GPU target table and the named products (`rlcompat targets rtx4090`), or one target's profile with sources."""
     from rlcompat.knowledge.targets import TargetError, all_targets, products, resolve_target
-    from rlcompat import target_view
+    from rlcompat.report import target_view
 
     if name:
         try:
@@ -275,7 +275,7 @@ def _version_flags(ctx: typer.Context, param, value: bool) -> bool:
     ctx.meta[f"rlcompat.{param.name}"] = value
     flags = {k: ctx.meta.get(f"rlcompat.{k}") for k in ("version", "verbose")}
     if flags["version"] and flags["verbose"] is not None:
-        from rlcompat.version_info import version_text
+        from rlcompat.cli.version_info import version_text
 
         _emit(version_text(verbose=bool(flags["verbose"])))
         raise typer.Exit(EXIT_CLEAN)

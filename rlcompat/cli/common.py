@@ -68,7 +68,7 @@ def failing(findings, errors, fail_on: str) -> bool:
 
 def nothing_to_check(paths) -> typer.Exit:
     """The one-line error for a run that found no file to read under `paths` (a wrong path passes CI otherwise)."""
-    from rlcompat.languages import readable_nouns
+    from rlcompat.lang.languages import readable_nouns
 
     where = ", ".join(paths)
     return fail(f"no files to check in {where}: nothing there is a file rlcompat reads ({readable_nouns()}), or "

@@ -38,11 +38,11 @@ def matrix_command(
     from rlcompat.cli.common import emit as _emit
     from rlcompat.cli.common import fail as _fail
     from rlcompat.cli.common import run_settings as _settings
-    from rlcompat.matrix import run_matrix
+    from rlcompat.pipeline.matrix import run_matrix
     from rlcompat.report import matrix as matrix_report
     from rlcompat.knowledge.targets import TargetError, resolve_target
 
-    from rlcompat import run_scope
+    from rlcompat.analysis import run_scope
 
     paths = paths or ["."]
     if run_name not in run_scope.run_names():
@@ -64,7 +64,7 @@ def matrix_command(
         raise _fail("--targets names no GPU; pass e.g. --targets sm61,sm75,sm86")
     run = run_matrix(paths, resolved, settings, jobs=jobs, use_cache=not no_cache)
     if run.missing:
-        from rlcompat.discovery import why_not_checked
+        from rlcompat.pipeline.discovery import why_not_checked
 
         raise _fail(f"{run.missing[0]}: {why_not_checked(run.missing[0])}")
     if not run.files and not allow_empty:

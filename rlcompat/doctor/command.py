@@ -121,7 +121,7 @@ def _rollout(env, tgt):
     """The rollout advice for the installed verl on the target: where no engine it registers runs there, rlcompat's
     hf rollout, installed or installable, and the override that selects it (the same as RLC401's fix); and where
     that verl release rolls out with a published vllm-pascal build on the card, that build (RLC401's words)."""
-    from rlcompat import hf_rollout
+    from rlcompat.knowledge import hf_rollout
     from rlcompat.doctor.render import RolloutAdvice
     from rlcompat.doctor.verl_keys import knowledge_for
     from rlcompat.knowledge import precision, vllm_pascal

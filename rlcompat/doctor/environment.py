@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rlcompat import hf_rollout
+from rlcompat.knowledge import hf_rollout
 from rlcompat.installed import state as installed_state
 from rlcompat.knowledge import torch_wheels
 from rlcompat.knowledge.environment import environment_facts

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from rlcompat import hf_rollout
+from rlcompat.knowledge import hf_rollout
 from rlcompat.release import __version__
 from rlcompat.doctor.memory import GIB, USABLE, Estimate
 from rlcompat.doctor.snapshot import Environment

@@ -1,5 +1,5 @@
 """The verl overrides doctor recommends, named from the knowledge `scan` reads (rlcompat/knowledge/data/verl/<version>.toml through
-rlcompat.verl_knowledge, chosen for the installed verl as scan chooses it for a tree): every key doctor names is a
+rlcompat.knowledge.verl_config, chosen for the installed verl as scan chooses it for a tree): every key doctor names is a
 live `[[setting]]` of that version, so doctor never recommends a key scan calls dead (RLC106). Without an installed
 verl (version unknown) or for a release older than every rule set, doctor names no key rather than guess."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rlcompat import verl_knowledge
+from rlcompat.knowledge import verl_config
 from rlcompat.knowledge.versions import release
-from rlcompat.verl_knowledge import Knowledge
+from rlcompat.knowledge.verl_config import Knowledge
 
 # The compute dtypes a plan sets where the target lacks bf16: (setting id, role, precision role of the value).
 DTYPE_SETTINGS = (("param-dtype", "actor", "weights"), ("param-dtype", "ref", "weights"),
@@ -29,11 +29,11 @@ def knowledge_for(version: str | None) -> tuple[Knowledge | None, str]:
     rule set describes the version."""
     if version is None:
         return None, "verl is not installed here, so its version (and which keys it reads) is unknown"
-    chosen = verl_knowledge.choose_version(version)
+    chosen = verl_config.choose_version(version)
     if release(version) < release(chosen):
         return None, f"verl {version} is older than every rule set rlcompat has ({chosen} is the oldest)"
     label = f"verl {version}" if chosen == version else f"verl {version} (rules for {chosen})"
-    return verl_knowledge.load_version(chosen), f"{label} knowledge (rlcompat/knowledge/data/verl/{chosen}.toml)"
+    return verl_config.load_version(chosen), f"{label} knowledge (rlcompat/knowledge/data/verl/{chosen}.toml)"
 
 
 def name(knowledge: Knowledge | None, why: str, settings: list[tuple[str, str, str]], target, algo: str) -> Named:

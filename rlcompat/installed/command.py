@@ -16,10 +16,10 @@ def fix_installed_command(name: str, paths, tgt, options, *, diff: bool, output_
     its excludes are paths of the user's tree, not of site-packages."""
     from rlcompat.cli.common import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, emit, emit_pieces, fail, failing
     from rlcompat.config import Options
-    from rlcompat.fixer import unified_diff
+    from rlcompat.pipeline.fixer import unified_diff
     from rlcompat.installed.locate import InstalledError, fix_command
     from rlcompat.installed.patch import fix_installed
-    from rlcompat.knowledge_summary import identity_json, identity_lines, knowledge_applied
+    from rlcompat.report.knowledge_summary import identity_json, identity_lines, knowledge_applied
     from rlcompat.report import Summary, render_pieces
 
     if paths:

@@ -46,7 +46,7 @@ def fix_installed(name: str, target, settings, *, write: bool = True, jobs: int 
     except OSError as exc:
         raise InstalledError(f"cannot keep the originals in {folder} ({exc.strerror or exc}); nothing was written: "
                              "make it writable, or set XDG_STATE_HOME to a folder that is") from exc
-    from rlcompat.source import SourceError, write_atomic
+    from rlcompat.pipeline.source import SourceError, write_atomic
 
     failed = []
     for path, rel, now, new in plans:
@@ -70,7 +70,7 @@ def fix_installed(name: str, target, settings, *, write: bool = True, jobs: int 
 def _plans(installed: Installed, changed) -> list[tuple[str, str, bytes, bytes]]:
     """(path, path in site-packages, the bytes there now, the bytes to write) of each file the fix changes whose
     bytes are still those the fix read."""
-    from rlcompat.source import encode
+    from rlcompat.pipeline.source import encode
 
     plans = []
     for outcome in changed:
@@ -135,8 +135,8 @@ def _forget(done: Patched, manifest: Manifest, before: dict[str, str], failed: l
 
 
 def _decoded(path: str, raw: bytes | None):
-    from rlcompat.discovery import language_of
-    from rlcompat.source import SourceError, decode
+    from rlcompat.pipeline.discovery import language_of
+    from rlcompat.pipeline.source import SourceError, decode
 
     if raw is None:
         return None
@@ -206,7 +206,7 @@ def restore(name: str, *, force: bool = False, env=None) -> Restored:
                              f"--force` (or reinstall: pip install --force-reinstall {installed.name}=={installed.version})")
     writable(installed)
     originals = {rel: state.original(folder, rel, manifest.files[rel]) for rel in status.patched + status.edited}
-    from rlcompat.source import SourceError, write_atomic
+    from rlcompat.pipeline.source import SourceError, write_atomic
 
     for rel, data in originals.items():
         path = installed.site / rel

@@ -11,7 +11,7 @@ from rlcompat.knowledge.environment import environment_facts
 from rlcompat.knowledge.versions import release
 
 if TYPE_CHECKING:
-    from rlcompat.model_config import ModelShape
+    from rlcompat.analysis.model_config import ModelShape
 
 
 def _facts() -> dict:

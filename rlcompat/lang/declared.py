@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from rlcompat.languages import names_with
+from rlcompat.lang.languages import names_with
 from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.lang.settings import ConfigContext, ConfigRule, ConfigView, Span, run_rules
 from rlcompat.findings import Finding
@@ -129,7 +129,7 @@ class DeclaredRule(ConfigRule):
     """A rule over declared environments: requirement files, pyproject dependencies, conda environment files,
     Dockerfiles, and `pip install` commands in launch scripts (through the shell front end)."""
 
-    languages = names_with("declares")  # rlcompat/languages.py
+    languages = names_with("declares")  # rlcompat/lang/languages.py
     # setup.py: the Python front end hands a file named so to these rules as one group (lang/setup_deps.py); they
     # read no Python settings.
     python_triggers = ("install_requires", "extras_require")

@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 
 from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.findings import Edit, Finding, Fix, Location
-from rlcompat.textpos import LineIndex
+from rlcompat.pipeline.textpos import LineIndex
 
 
 @dataclass

@@ -24,7 +24,7 @@ from typing import Sequence
 from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span, run_rules
 from rlcompat.findings import Finding
-from rlcompat.textpos import LineIndex
+from rlcompat.pipeline.textpos import LineIndex
 
 
 class JsonSyntaxError(Exception):

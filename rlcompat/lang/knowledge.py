@@ -1,7 +1,7 @@
 """What a front end knows beyond the file it reads (frameworks, the rule catalog, the other front ends): only what it
 is handed.
 
-The engine makes one object for each file it checks (rlcompat/scanned_file.py), with the framework knowledge of the
+The runner makes one object for each file it checks (rlcompat/pipeline/scanned_file.py), with the framework knowledge of the
 file's tree, and passes it to `check` as `knowledge` (and to the Python front end's `narrow` and `parse`); front ends
 read it through this interface and never open a knowledge file, so a language knows no framework. Adding a framework's
 switch or config shape is a data row in rlcompat/knowledge/data/, not a change here. What a front end learns of the
@@ -23,6 +23,11 @@ class FrontEndKnowledge(Protocol):
         """What `build` makes of `of` (a tree of the file), built once for the file (a module's Triton launch sites)."""
 
     @property
+    def unselected_prefixes(self) -> tuple[str, ...] | None:
+        """Key paths of this file (one of a verl package's own) that only an option no shipped entry config selects
+        reads ("" = the whole file), or None: findings there are not reported."""
+
+    @property
     def mounts(self) -> Mapping[str, tuple[str, ...]]:
         """Config-group file (`rollout/rollout.yaml`) -> the Hydra prefixes its keys sit under."""
 
@@ -39,7 +44,7 @@ class FrontEndKnowledge(Protocol):
         """Programs (`llamafactory-cli`, `tune`) whose `key=value` words after their config are config overrides."""
 
     def framework(self, name: str) -> object:
-        """The identity of framework `name` for the scanned file (rlcompat/identity.py): what config rules read as
+        """The identity of framework `name` for the scanned file (rlcompat/knowledge/identity.py): what config rules read as
         `ConfigContext.framework`; front ends pass it on unread."""
 
     @property
@@ -54,7 +59,7 @@ class FrontEndKnowledge(Protocol):
         """Other files a rule read to decide; the file's result then depends on them (it is not cached)."""
 
     def model_shape(self, model_path: str) -> object:
-        """The shape of the local model `model_path` names (rlcompat/model_config.py), looked for beside the scanned
+        """The shape of the local model `model_path` names (rlcompat/analysis/model_config.py), looked for beside the scanned
         file, or None; the look-up is recorded, since the file's result then depends on another file."""
 
     def runs_entry_module(self, module: str) -> bool:

@@ -22,7 +22,7 @@ from rlcompat.lang.settings import ConfigRule, ConfigView, run_rules
 from rlcompat.lang.setup_deps import SETUP_PY_NAMES
 from rlcompat.findings import Edit, Finding, Fix, FixSafety, Location
 from rlcompat.rule import Rule, can_match_text
-from rlcompat.textpos import LineIndex
+from rlcompat.pipeline.textpos import LineIndex
 
 
 cst = lazy_import("libcst")  # loaded on first use: cached and trigger-free runs never parse Python
@@ -116,7 +116,7 @@ class Context:
 
     @property
     def verl(self):
-        """verl's knowledge for the file's tree (rlcompat/verl_knowledge.py), None where the caller gave none."""
+        """verl's knowledge for the file's tree (rlcompat/knowledge/verl_config.py), None where the caller gave none."""
         return self.knowledge.for_rules if self.knowledge is not None else None
 
     def model_shape(self, model_path: str):
@@ -423,7 +423,7 @@ def _walk_parts(parts: Parts, text: str, path: str, groups: Sequence[tuple[Seque
 
 def _walk_unsplit(parts: Parts, text: str, path: str, groups: Sequence[tuple[Sequence[PythonRule], object]],
                   narrowed: Narrowed | None, knowledge: FrontEndKnowledge | None = None) -> list[list[Finding]]:
-    """The walk over the whole module that `parts` were cut from. Where LibCST does not parse it, what the engine
+    """The walk over the whole module that `parts` were cut from. Where LibCST does not parse it, what the runner
     does when a text does not parse: the whole file if `parts` are of the narrowed text, else the error."""
     try:
         module = parse_whole(parts.text)

@@ -44,12 +44,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import ClassVar, Sequence
 
-from rlcompat.languages import names_with, spelling_of
+from rlcompat.lang.languages import names_with, spelling_of
 from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.findings import Edit, Finding, Fix, FixSafety, Location
 from rlcompat.rule import Rule
-from rlcompat.textpos import LineIndex
-from rlcompat.verl_unselected import is_unselected_line, unselected_prefixes
+from rlcompat.pipeline.textpos import LineIndex
+from rlcompat.lang.keypath import is_under_prefixes
 
 TRUE_WORDS = {"true", "yes", "on", "1"}
 FALSE_WORDS = {"false", "no", "off", "0"}
@@ -223,7 +223,7 @@ class Refused:
 class ConfigRule(Rule):
     """Base for rules over configuration settings (YAML files and launch scripts)."""
 
-    # The languages whose front ends give configuration views (`settings` in rlcompat/languages.py); python is added
+    # The languages whose front ends give configuration views (`settings` in rlcompat/lang/languages.py); python is added
     # for a rule that names python_triggers
     languages = names_with("settings")
     # Python files: the substrings that make this rule read a file's Python settings (lang/pysettings.py). Empty by
@@ -265,7 +265,7 @@ class ConfigContext:
         self.source_text = source_text
         self.path = path
         self.verl = knowledge
-        # name -> the scanned tree's identity of that framework (rlcompat/identity.py), resolved by the caller
+        # name -> the scanned tree's identity of that framework (rlcompat/knowledge/identity.py), resolved by the caller
         self.framework = framework
         # a local model's path -> its shape, looked for beside the file; the file's knowledge records the look-up
         self.model_shape = model_shape
@@ -308,7 +308,7 @@ def run_rules(views: Sequence[ConfigView], text: str, path: str, rules: Sequence
         return []
     index = LineIndex(text)
     findings, seen = [], set()
-    unselected = unselected_prefixes(path)
+    unselected = knowledge.unselected_prefixes
     lines = text.splitlines() if unselected else []
     # A command's entry word anchors findings about different missing keys: those never replace each other.
     anchors = {(v.anchor.start, v.anchor.end) for v in views if v.anchor is not None}
@@ -322,8 +322,8 @@ def run_rules(views: Sequence[ConfigView], text: str, path: str, rules: Sequence
         # line, not one per mount. Findings about different keys at one anchor (a script's missing overrides) stay.
         if (p.rule.code, p.span.start, p.message) in seen:
             continue
-        if unselected and is_unselected_line(unselected, lines, index.position(p.span.start)[0]):
-            continue  # verl's own setting of an option no shipped entry config selects (verl_unselected.py)
+        if unselected and is_under_prefixes(unselected, lines, index.position(p.span.start)[0]):
+            continue  # verl's own setting of an option no shipped entry config selects (knowledge/verl_own_files.py)
         seen.add((p.rule.code, p.span.start, p.message))
         line, col = index.position(p.span.start)
         end_line, end_col = index.position(max(p.span.start, p.span.end))

@@ -23,7 +23,7 @@ from rlcompat.findings import Finding
 from rlcompat.lang.declared import Declared, Requirement, requirement_at, run
 from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.lang.settings import Span
-from rlcompat.textpos import LineIndex
+from rlcompat.pipeline.textpos import LineIndex
 
 SETUP_PY_NAMES = ("setup.py",)
 

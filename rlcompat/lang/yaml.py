@@ -27,7 +27,7 @@ from typing import Iterable, NamedTuple, Sequence
 from rlcompat.lang.knowledge import FrontEndKnowledge
 from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span, run_rules
 from rlcompat.findings import Edit, Finding
-from rlcompat.textpos import LineIndex
+from rlcompat.pipeline.textpos import LineIndex
 
 # Plain scalars that YAML (1.1 and 1.2 core schema alike) reads as null; `key:` with nothing after it is one too.
 _NULL_WORDS = {"", "~", "null", "Null", "NULL"}

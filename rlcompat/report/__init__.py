@@ -38,7 +38,7 @@ class Summary:
     verbose: bool = False  # text: list every file not read, not only the counts
     fail_on: str = "warning"  # the lowest severity that makes the run exit 1 (findings.SEVERITIES)
     identity: list[str] = field(default_factory=list)  # per scanned tree: the frameworks it was judged with, and why
-    identity_json: list[dict] = field(default_factory=list)  # the same, as data (rlcompat/identity.py to_json)
+    identity_json: list[dict] = field(default_factory=list)  # the same, as data (rlcompat/knowledge/identity.py to_json)
     fix_command: str = ""  # the command that fixes what this report read, where `rlcompat fix` alone would not
     load_checks: list[str] = field(default_factory=list)  # fix: "path: what the load check found" (rlcompat/schema)
 
@@ -49,7 +49,7 @@ def not_read_line(not_read: list[tuple[str, str]]) -> str:
     many: READMEs, data, images; `--verbose` lists them, `not_read_lines`)."""
     from collections import Counter
 
-    from rlcompat.discovery import UNKNOWN_TYPE
+    from rlcompat.pipeline.discovery import UNKNOWN_TYPE
 
     shown = [(p, why) for p, why in not_read if why != UNKNOWN_TYPE]
     parts = []

@@ -6,7 +6,7 @@ import json
 from typing import Callable, Iterator
 
 from rlcompat.release import __version__
-from rlcompat.discovery import UNKNOWN_TYPE
+from rlcompat.pipeline.discovery import UNKNOWN_TYPE
 from rlcompat.findings import SEVERITIES
 from rlcompat.report import Summary, fixable_counts
 from rlcompat.report.paths import display_path, uri_reference
@@ -66,7 +66,7 @@ def render_pieces(summary: Summary) -> Iterator[str]:
             "errors": len(summary.errors),
             "knowledge": summary.knowledge,
         },
-        # Per scanned tree, the framework releases its code was judged with and the evidence (rlcompat/identity.py).
+        # Per scanned tree, the framework releases its code was judged with and the evidence (rlcompat/knowledge/identity.py).
         "identity": summary.identity_json,
         "load_checks": summary.load_checks,
         "findings": Streamed(lambda: (finding_dict(f) for f in summary.findings), len(summary.findings)),

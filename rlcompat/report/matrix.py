@@ -3,7 +3,7 @@
 A finding counts as a note when its severity is below error (findings.SEVERITIES: slow, fragile or stale, it does
 not stop a run; `scan --fail-on error` passes on such findings too); otherwise as a blocker (no autofix), fixable (a
 safe fix) or unsafe-fixable (a fix that needs --unsafe-fixes).
-A verdict is per run (rlcompat/run_scope.py): the cells and the verdict count the findings of the run judged (the
+A verdict is per run (rlcompat/analysis/run_scope.py): the cells and the verdict count the findings of the run judged (the
 framework's default run unless `--run` names another); findings only another run reaches are counted apart and named
 on the lines below the verdict (`scope`), with the rollout the run selects where no engine the framework registers
 runs on the target.
@@ -15,12 +15,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from rlcompat import run_scope
+from rlcompat.analysis import run_scope
 from rlcompat.release import __version__
 from rlcompat.rules.codes import CODES, REPORT_NAMES
 from rlcompat.findings import FileError, Finding, FixSafety, at_least
 from rlcompat.knowledge.targets import Target
-from rlcompat.verl_knowledge import RunOption
+from rlcompat.knowledge.verl_config import RunOption
 
 
 
@@ -86,7 +86,7 @@ class Matrix:
 
 
 def build(run, unsafe_fixes: bool = False, run_name: str = run_scope.DEFAULT) -> Matrix:
-    """The matrix of a `rlcompat.matrix.MatrixRun`. With `unsafe_fixes` (configured), plain `fix` applies unsafe fixes.
+    """The matrix of a `rlcompat.pipeline.matrix.MatrixRun`. With `unsafe_fixes` (configured), plain `fix` applies unsafe fixes.
     `run_name`: the run judged (run_scope.DEFAULT, run_scope.ALL or a `[[run_option]]` name)."""
     rows = []
     package = run_scope.package_knowledge(run.files)  # a verl package checked: its default run and rollout
@@ -121,8 +121,8 @@ def build(run, unsafe_fixes: bool = False, run_name: str = run_scope.DEFAULT) ->
 
 def _rollout(package, target) -> str:
     """Where no rollout engine the checked verl package registers runs on the target, what its run selects instead:
-    rlcompat's hf rollout (rlcompat/hf_rollout.py: what RLC401's fix and doctor say)."""
-    from rlcompat import hf_rollout
+    rlcompat's hf rollout (rlcompat/knowledge/hf_rollout.py: what RLC401's fix and doctor say)."""
+    from rlcompat.knowledge import hf_rollout
 
     if package is None or not hf_rollout.needed(package, target):
         return ""

@@ -42,7 +42,7 @@ def spell(schemas: tuple[KeySchema, ...], key: str, wanted: str, code_reads: boo
 
 def spell_for_tree(root: str, verl, path: str, words: tuple[str, ...], key: str) -> tuple[str | None, str]:
     """The gate for one command of the file at `path` in the tree at `root`, whose verl identity is `verl`
-    (rlcompat/identity.py): where the tree ships the config the command reads, that config decides."""
+    (rlcompat/knowledge/identity.py): where the tree ships the config the command reads, that config decides."""
     bare = key.lstrip("+")
     wanted = key[:len(key) - len(bare)]
     package = os.path.normpath(os.path.join(root, verl.package)) if root and verl.package else None

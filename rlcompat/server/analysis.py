@@ -11,8 +11,8 @@ from functools import cached_property, lru_cache
 
 from rlcompat.api import check_text, fix_text
 from rlcompat.config import ConfigError, Options, load_options
-from rlcompat.discovery import json_skip_reason, language_of, toml_skip_reason
-from rlcompat.languages import LANGUAGES
+from rlcompat.pipeline.discovery import json_skip_reason, language_of, toml_skip_reason
+from rlcompat.lang.languages import LANGUAGES
 from rlcompat.findings import Edit, Finding
 from rlcompat.server.positions import UTF16, PositionMap
 from rlcompat.knowledge.targets import Target, TargetError, resolve_target

@@ -112,7 +112,7 @@ def verify_command(
 
 def _not_runnable_by_the_step(path: str) -> bool:
     """A tree whose verl is a fork or another release than 0.9.1: the one-step run adapts 0.9.1's code only."""
-    from rlcompat.identity import VERL, Identities
+    from rlcompat.knowledge.identity import VERL, Identities
     from rlcompat.verify.runner import VerifyUsageError, resolve_package
 
     try:

@@ -16,8 +16,8 @@ def main_ppo_overrides(script: Path) -> list[str]:
     tiny run cannot know it, and verify reports the overrides it used.
     """
     from rlcompat.lang import shell
-    from rlcompat.scanned_file import ScannedFile
-    from rlcompat.identity import Identities
+    from rlcompat.pipeline.scanned_file import ScannedFile
+    from rlcompat.knowledge.identity import Identities
 
     try:
         text = Path(script).read_text("utf-8")
@@ -28,7 +28,7 @@ def main_ppo_overrides(script: Path) -> list[str]:
     except shell.ShellSyntaxError as exc:
         line, col, why = shell.syntax_error_location(exc)
         raise LaunchScriptError(f"{script}:{line}:{col}: not a shell script rlcompat can read ({why})") from None
-    # The script's tree decides which verl reads its overrides (rlcompat/identity.py).
+    # The script's tree decides which verl reads its overrides (rlcompat/knowledge/identity.py).
     overrides = shell.entry_point_overrides(parsed, ScannedFile(str(script), Identities().for_path(str(script)), text))
     if overrides is not None:
         return [f"{s.prefix}{s.key}={s.value}" for s in overrides if s.value is not None]

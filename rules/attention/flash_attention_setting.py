@@ -9,7 +9,7 @@ from rlcompat.lang.settings import ConfigRule
 from rlcompat.findings import FixSafety
 from rlcompat.rule import VERL_091, Bad, Good
 from rlcompat.knowledge.spellings import flash_attention
-from rlcompat.verl_knowledge import omitted_mapping_names
+from rlcompat.knowledge.verl_config import omitted_mapping_names
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    algorithm.adv_estimator=grpo \\\n    {extra}trainer.n_gpus_per_node=1\n"
 KEY = "actor_rollout_ref.model.override_config.attn_implementation"

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import re
-from rlcompat.discovery import declared_language
+from rlcompat.pipeline.discovery import declared_language
 from rlcompat.knowledge import torch_wheels, versions
 from rlcompat.knowledge.environment import environment_facts
 from rlcompat.lang.declared import Declared, DeclaredRule, GroupView, Variable, from_command

@@ -79,9 +79,9 @@ class VerlKnownHazards(EnvironmentRule):
         return out
 
     def _rollout(self, env, pkg, hazard) -> list:
-        """No engine verl registers runs here: rlcompat's hf rollout does (rlcompat/hf_rollout.py, the advice RLC401
+        """No engine verl registers runs here: rlcompat's hf rollout does (rlcompat/knowledge/hf_rollout.py, the advice RLC401
         gives). Installed for a verl it supports, nothing is wrong: doctor's rollout section names the override."""
-        from rlcompat import hf_rollout
+        from rlcompat.knowledge import hf_rollout
         from rlcompat.doctor.verl_keys import knowledge_for
 
         knowledge, _ = knowledge_for(pkg.version)

@@ -53,7 +53,7 @@ class UnreadShellCommand(ConfigRule):
     def __init__(self, target) -> None:
         super().__init__(target)
         # The words the watched rules trigger on: a command holding none of them cannot hide their hazards. An
-        # instance attribute, because the engine reads `triggers` to decide which files to parse at all.
+        # instance attribute, because the runner reads `triggers` to decide which files to parse at all.
         self.triggers = tuple(sorted({t for r in _watched_rules(target) for t in r.triggers}))
 
     @classmethod

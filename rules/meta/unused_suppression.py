@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 from rlcompat.findings import Finding, Location
-from rlcompat.frontends import FRONTENDS
+from rlcompat.lang.frontends import FRONTENDS
 from rlcompat.rule import Bad, Good
-from rlcompat.suppressions import Suppression, SuppressionRule
+from rlcompat.pipeline.suppressions import Suppression, SuppressionRule
 
 
 class UnusedSuppression(SuppressionRule):

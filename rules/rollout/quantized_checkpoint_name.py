@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from rlcompat.knowledge import quantized_checkpoints
-from rlcompat import framework_knowledge as fk
+from rlcompat.knowledge import frameworks as fk
 from rlcompat.analysis.knowledgecheck import attributed
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.rule import Bad, Good

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 
-from rlcompat import hf_rollout
+from rlcompat.knowledge import hf_rollout
 from rlcompat.knowledge import precision, vllm_pascal
 from rlcompat.knowledge.capabilities import last_release_that_runs, min_capability, runs
 from rlcompat.analysis.verlengines import in_its_config
@@ -19,12 +19,12 @@ HF_ROLLOUT = hf_rollout.NAME
 
 
 def hf_rollout_available() -> bool:
-    """rlcompat's `hf` rollout can be selected (rlcompat/hf_rollout.py: entry point metadata, nothing imported)."""
+    """rlcompat's `hf` rollout can be selected (rlcompat/knowledge/hf_rollout.py: entry point metadata, nothing imported)."""
     return hf_rollout.installed()
 
 
 def engine_runs(engine: str, target) -> tuple[bool, str]:
-    """Whether the engine runs on `target` (rlcompat/hf_rollout.py, which doctor and matrix ask too), and why not."""
+    """Whether the engine runs on `target` (rlcompat/knowledge/hf_rollout.py, which doctor and matrix ask too), and why not."""
     reasons = {
         "vllm": lambda: unsupported_reason(target),
         "sglang": lambda: (f"SGLang refuses compute capability < {min_capability('sglang').text} "

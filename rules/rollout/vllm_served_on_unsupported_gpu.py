@@ -6,7 +6,7 @@ from rlcompat.knowledge.capabilities import min_capability, runs
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.rule import Bad, Good
 from rlcompat.rules.rollout.helpers import unsupported_message, vllm_command
-from rlcompat import framework_knowledge
+from rlcompat.knowledge import frameworks
 from rlcompat.knowledge import vllm
 
 
@@ -65,7 +65,7 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
     def check_config(self, view, ctx) -> None:
         if view.kind != "command" or not view.word_spans:
             return
-        served = framework_knowledge.engine_command(view.command_words, "vllm") if "vllm" in " ".join(view.command_words) else None
+        served = frameworks.engine_command(view.command_words, "vllm") if "vllm" in " ".join(view.command_words) else None
         if not vllm_command(view.command_words) and served is None:
             return
         cc = self.target.capability

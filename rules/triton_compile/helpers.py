@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rlcompat import triton_model as tm
+from rlcompat.analysis import triton_model as tm
 
 
 def in_triton_kernel(ctx) -> bool:

@@ -4,7 +4,7 @@ from dataclasses import replace
 
 import libcst as cst
 
-from rlcompat import triton_model as tm
+from rlcompat.analysis import triton_model as tm
 from rlcompat.lang.python import PendingFix, PythonRule
 from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good

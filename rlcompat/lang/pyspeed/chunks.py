@@ -15,7 +15,7 @@ own: the chunks' statements are the whole text's. A chunk that does not parse an
 the text does not parse (`NotParsed`). tests/test_chunks.py holds the chunks to the whole tree on verl and the
 fixtures, cut everywhere a cut is allowed.
 
-What a pass over the chunks learnt (`Pass`) is kept by the file being checked (rlcompat/scanned_file.py) and handed
+What a pass over the chunks learnt (`Pass`) is kept by the file being checked (rlcompat/pipeline/scanned_file.py) and handed
 back to what reads the same text again (`seen`): where its top-level statements are (the LibCST parts are cut there,
 `batches.py`), where the chunks end (a second pass does not look for them again), and, for a text parsed in one
 piece, the tree itself (the settings reader and rules read it again instead of parsing again).

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 
-from rlcompat import verl_knowledge
-from rlcompat.verl_knowledge import RunOption
+from rlcompat.knowledge import verl_config
+from rlcompat.knowledge.verl_config import RunOption
 
 DEFAULT = "default"  # the run a launch without options gets (`[default_run]`)
 ALL = "all"  # every finding counts, whatever run reaches it
@@ -20,13 +20,13 @@ ALL = "all"  # every finding counts, whatever run reaches it
 
 def run_names() -> tuple[str, ...]:
     """What `--run` takes: default, all, and every option a rule set names."""
-    names = {r.name for v in verl_knowledge.available_versions() for r in verl_knowledge.load_version(v).run_options}
+    names = {r.name for v in verl_config.available_versions() for r in verl_config.load_version(v).run_options}
     return (DEFAULT, ALL, *sorted(names))
 
 
 def option_of(path: str) -> RunOption | None:
     """The run option that alone reaches `path`, or None when any run may (or the file's verl is not exactly a known
-    release: then nothing supports leaving it out). verl_knowledge caches the package root and release per directory."""
+    release: then nothing supports leaving it out). verl_config caches the package root and release per directory."""
     full = os.path.abspath(path)
     found = _package_rules(full)
     if found is None:
@@ -36,7 +36,7 @@ def option_of(path: str) -> RunOption | None:
     return next((r for r in knowledge.run_options if r.covers(relative)), None)
 
 
-def package_knowledge(paths) -> verl_knowledge.Knowledge | None:
+def package_knowledge(paths) -> verl_config.Knowledge | None:
     """The knowledge of the first verl package of exactly a known release among `paths` (files), or None."""
     for path in paths:
         found = _package_rules(os.path.abspath(path))
@@ -45,13 +45,13 @@ def package_knowledge(paths) -> verl_knowledge.Knowledge | None:
     return None
 
 
-def _package_rules(full: str) -> tuple[str, verl_knowledge.Knowledge] | None:
+def _package_rules(full: str) -> tuple[str, verl_config.Knowledge] | None:
     """The verl package holding the file `full` and its release's rule set, where it is exactly a known release."""
-    root = verl_knowledge.package_root(os.path.dirname(full))
+    root = verl_config.package_root(os.path.dirname(full))
     if root is None:
         return None
-    version, exact, _ = verl_knowledge.package_release(root)
-    return (root, verl_knowledge.load_version(version)) if exact else None
+    version, exact, _ = verl_config.package_release(root)
+    return (root, verl_config.load_version(version)) if exact else None
 
 
 def in_run(path: str, run: str) -> tuple[bool, RunOption | None]:
@@ -62,12 +62,12 @@ def in_run(path: str, run: str) -> tuple[bool, RunOption | None]:
     return option.name == run, option
 
 
-def runs_entry(knowledge: verl_knowledge.Knowledge, entry: str) -> bool:
+def runs_entry(knowledge: verl_config.Knowledge, entry: str) -> bool:
     """Whether a command running `entry` (a module, or a script's path) is a run `[default_run]` describes."""
     return any(entry == m or entry.endswith(m.replace(".", "/") + ".py") for m in knowledge.run_entry)
 
 
-def selection(option: RunOption, knowledge: verl_knowledge.Knowledge, overrides: dict[str, str | None],
+def selection(option: RunOption, knowledge: verl_config.Knowledge, overrides: dict[str, str | None],
               defaults: dict[str, str | None] | None = None) -> str | None:
     """How a launch whose overrides are `overrides` (full Hydra key -> value; None where the script's value cannot
     be known) selects `option`, in words ("algorithm.adv_estimator=gae (default), model_engine=dp (default)"), or None

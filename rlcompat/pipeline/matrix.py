@@ -1,6 +1,6 @@
 """`rlcompat matrix`: every target from one pass over the files.
 
-The engine's Checker runs one (rule set, target) group per target (rlcompat/engine.py): each file is read, decoded
+The runner's Checker runs one (rule set, target) group per target (rlcompat/pipeline/runner.py): each file is read, decoded
 and parsed once, and every target's rules run over that one tree, as `scan --target` runs its one group.
 Select/ignore, per-file ignores, excludes and inline suppressions apply per target exactly as in `scan`
 (tests/test_matrix.py compares the two on the fixtures), and each target's results go to (and come from) the same
@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from rlcompat.config import Options
-from rlcompat.discovery import discover, why_not_checked
-from rlcompat.engine import Checker, check_all
+from rlcompat.pipeline.discovery import discover, why_not_checked
+from rlcompat.pipeline.runner import Checker, check_all
 from rlcompat.findings import FileError, FileResult, Finding
-from rlcompat.identity import Identities
+from rlcompat.knowledge.identity import Identities
 from rlcompat.knowledge.targets import Target
-from rlcompat.launch_path import add_reached
+from rlcompat.analysis.launch_path import add_reached
 
 
 @dataclass
@@ -68,7 +68,7 @@ def run_matrix(paths: list[str], targets: Sequence[Target], settings: Options | 
 
 
 class _OneTarget:
-    """What rlcompat/launch_path.py asks of a checker of one target, for one of the matrix checker's targets."""
+    """What rlcompat/analysis/launch_path.py asks of a checker of one target, for one of the matrix checker's targets."""
 
     cache = None  # the framework files it checks are answered by `check_once`, not stored
 

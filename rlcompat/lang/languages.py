@@ -2,7 +2,7 @@
 its comments and values are written, and which other languages its files hold.
 
 Everything that asks "which language is this file" or "what does this language allow" reads `LANGUAGES`:
-discovery (file patterns, skip lists, sniffing), the engine (front ends, embedded languages), suppressions
+discovery (file patterns, skip lists, sniffing), the runner (front ends, embedded languages), suppressions
 (comment syntax), the config and declared-environment rule bases (which front ends give them views), settings
 (value spelling), the editor server (LSP language ids) and the rule docs (code fences). Adding a language is one
 record here plus its front end module (which has `parse`, `check` and `PARSE_ERRORS`); tests/test_languages.py

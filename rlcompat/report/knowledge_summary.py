@@ -1,6 +1,6 @@
 """Which framework knowledge a run applied, for the report's summary: the verl rule set of each scanned verl tree
 (or of the files verl's rules reported on) and the framework files whose keys produced findings; and the identity
-each scanned tree was judged with (rlcompat/identity.py), with its evidence."""
+each scanned tree was judged with (rlcompat/knowledge/identity.py), with its evidence."""
 
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ _VALUES_ONLY = re.compile(r"\(([A-Za-z][\w.-]*(?: fork)?) (\d[\w.]*) (?:pinned i
 
 
 def knowledge_applied(paths, findings, identities) -> list[str]:
-    """`identities`: the run's rlcompat.identity.Identities (each scanned tree's, resolved once by the caller)."""
-    from rlcompat.scanned_file import ScannedFile
-    from rlcompat.identity import VERL
-    from rlcompat.verl_knowledge import knowledge_of
+    """`identities`: the run's rlcompat.knowledge.identity.Identities (each scanned tree's, resolved once by the caller)."""
+    from rlcompat.pipeline.scanned_file import ScannedFile
+    from rlcompat.knowledge.identity import VERL
+    from rlcompat.knowledge.verl_config import knowledge_of
 
     labels: list[str] = []
     for p in paths:

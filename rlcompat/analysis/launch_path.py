@@ -1,6 +1,6 @@
 """What a launch script's run reaches in the framework it launches, and the hazards there that no override changes.
 
-A verl command in a scanned script runs the verl of the script's tree (rlcompat/identity.py): the tree's own package
+A verl command in a scanned script runs the verl of the script's tree (rlcompat/knowledge/identity.py): the tree's own package
 (a release or a fork), else the installed distribution the script uses, where the tree pins none or pins the
 installed version. The command's overrides, with `[default_run]`'s `values` for the keys it leaves unset, select
 `[[run_option]]` rows of that package's knowledge (run_scope.selection); a row's `code` names functions of the
@@ -21,11 +21,13 @@ import ast
 import os
 from functools import lru_cache
 
-from rlcompat import identity, run_scope, suppressions, verl_knowledge
-from rlcompat.scanned_file import ScannedFile
+from rlcompat.knowledge import identity, verl_config
+from rlcompat.analysis import run_scope
+from rlcompat.pipeline import suppressions
+from rlcompat.pipeline.scanned_file import ScannedFile
 from rlcompat.findings import FileResult, Finding, Location
-from rlcompat.source import SourceError, decode, read_bytes
-from rlcompat.textpos import LineIndex
+from rlcompat.pipeline.source import SourceError, decode, read_bytes
+from rlcompat.pipeline.textpos import LineIndex
 
 SCRIPT_LANGUAGES = ("shell",)
 
@@ -83,7 +85,7 @@ def reached_findings(checker, path: str, text: str, scanned: set[str], checked: 
     if package is None:
         return []
     package_identity = identity.verl_package(package, tree.root)
-    knowledge = verl_knowledge.knowledge_of(package_identity)
+    knowledge = verl_config.knowledge_of(package_identity)
     if not any(m.rsplit(".", 1)[-1] in text for m in knowledge.run_entry):
         return []
     # Cheap answers first: whether a row's code is there at all (read with `ast`), and a fork's config findings (one

@@ -6,10 +6,10 @@ import errno
 import os
 import subprocess
 from rlcompat.config import Options
-from rlcompat.languages import by_content, by_file_name, language, refined, skip_reason
+from rlcompat.lang.languages import by_content, by_file_name, language, refined, skip_reason
 
 # Which file is of which language, and which files of a language are left out, is each language's record in
-# rlcompat/languages.py. JSON and TOML: configs, not data. Files JSON tools and model checkpoints write (a
+# rlcompat/lang/languages.py. JSON and TOML: configs, not data. Files JSON tools and model checkpoints write (a
 # checkpoint's config.json records the dtype it was saved in, not what a run selects), and the configuration files
 # of build and lint tools, are left out by name, and any file over the size cap is data; named on the command line
 # too (pre-commit names every staged file). Reports list what was left out.
@@ -70,8 +70,8 @@ def discover(paths: list[str], settings: Options, not_read: list | None = None) 
 
 
 def _drop_unread_by_verl(found: dict[str, str], not_read: list | None) -> None:
-    """Leave out files of a verl package that its version never reads (rlcompat/verl_unread.py), saying why."""
-    from rlcompat.verl_unread import why_unread
+    """Leave out files of a verl package that its version never reads (rlcompat/knowledge/verl_own_files.py), saying why."""
+    from rlcompat.knowledge.verl_own_files import why_unread
 
     for path in list(found):
         why = why_unread(path)

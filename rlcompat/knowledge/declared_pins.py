@@ -46,7 +46,7 @@ class Pin:
 
 def declaration_files(root: str) -> list[str]:
     """The files under `root` that declare its environment, in the order of `ORDER`, shallower first."""
-    from rlcompat.discovery import declared_language
+    from rlcompat.pipeline.discovery import declared_language
 
     found: list[tuple[int, int, str]] = []
     folders = [root] + [os.path.join(root, f) for f in DECLARATION_FOLDERS]
@@ -87,7 +87,7 @@ def pin_of(root: str, distribution: str) -> Pin | None:
 
 
 def _requirements(path: str, text: str) -> list[tuple[Requirement, int]]:
-    from rlcompat.discovery import declared_language
+    from rlcompat.pipeline.discovery import declared_language
 
     name = os.path.basename(path)
     try:

@@ -54,7 +54,7 @@ def how_installed() -> str:
 
 
 def supports(knowledge) -> bool:
-    """Whether the plugin supports the verl of `knowledge` (rlcompat.verl_knowledge.Knowledge): exactly a supported
+    """Whether the plugin supports the verl of `knowledge` (rlcompat.knowledge.verl_config.Knowledge): exactly a supported
     release, not a fork or an unknown version judged with that release's rule set."""
     return knowledge.version in SUPPORTED_VERL and knowledge.version_known
 

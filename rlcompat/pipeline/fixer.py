@@ -6,9 +6,9 @@ import bisect
 import difflib
 from dataclasses import dataclass, field
 
-from rlcompat.engine import Checker, FileResult, ParseFailure, validate
+from rlcompat.pipeline.runner import Checker, FileResult, ParseFailure, validate
 from rlcompat.findings import Edit, Finding, FileError
-from rlcompat.source import SourceError, SourceFile, encode, read, read_bytes, write_atomic
+from rlcompat.pipeline.source import SourceError, SourceFile, encode, read, read_bytes, write_atomic
 
 MAX_PASSES = 10
 
@@ -165,7 +165,7 @@ def fix_file(checker: Checker, path: str, language: str, unsafe: bool, write: bo
         return FileFix(path, error=FileError(path, str(exc)))
     if checker.cache is not None:
         # Unchanged since a scan that found nothing to fix: no need to parse it again.
-        from rlcompat.cache import content_hash
+        from rlcompat.pipeline.cache import content_hash
 
         hit = checker.cache.get(path, content_hash(source.raw))
         if hit is not None and not any(f.fix and f.fix.applies(unsafe) for f in hit.findings):
@@ -208,7 +208,7 @@ def _load_checked(checker: Checker, source: SourceFile, language: str, unsafe: b
     after are withheld; the findings stay, saying why. Where the check cannot run, the outcome says so."""
     import os
 
-    from rlcompat.identity import VERL
+    from rlcompat.knowledge.identity import VERL
     from rlcompat.schema.loadcheck import check_fixed
 
     tree = checker.tree_identity(source.path)

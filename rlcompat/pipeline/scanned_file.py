@@ -1,16 +1,16 @@
-"""One file as the pipeline checks it: `ScannedFile`, built by the runner (rlcompat/engine.py) for each file, passed
+"""One file as the pipeline checks it: `ScannedFile`, built by the runner (rlcompat/pipeline/runner.py) for each file, passed
 down to the front ends (as their `knowledge`: rlcompat/lang/knowledge.py's `FrontEndKnowledge`) and from them to the
 rules (`ctx.knowledge`), and read back by the runner once the file is checked.
 
-It holds what the file is (path, text, language, the identity of its tree: rlcompat/identity.py, resolved once per
+It holds what the file is (path, text, language, the identity of its tree: rlcompat/knowledge/identity.py, resolved once per
 tree by the caller), the framework knowledge it is read with (rlcompat/knowledge/data/verl/<version>.toml for the
-release that identity names: rlcompat/verl_knowledge.py, and rlcompat/knowledge/data/frameworks/vocabulary.toml, each
+release that identity names: rlcompat/knowledge/verl_config.py, and rlcompat/knowledge/data/frameworks/vocabulary.toml, each
 read on first use, so a file whose front end asks nothing costs nothing), and what the check learns of the file on
 the way: the narrowed text the front end parsed, what the Python front end's pass over the text learnt (where its
 top-level statements are: lang/pyspeed/chunks.py `Pass`, and where a big narrowed text may be cut:
 lang/pyspeed/batches.py), the Triton launch sites of a module, and the other files read (a model's config.json: a
 result that depends on one is not cached). Nothing of a file outlives its object, so nothing leaks into the next.
-It also hands over the front end of another language (rlcompat/frontends.py), so a front end never imports the engine.
+It also hands over the front end of another language (rlcompat/lang/frontends.py), so a front end never imports the runner.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ from __future__ import annotations
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from rlcompat import framework_knowledge, frontends, identity, model_config, verl_knowledge
+from rlcompat.knowledge import frameworks, identity, verl_config, verl_own_files
+from rlcompat.lang import frontends
+from rlcompat.analysis import model_config
 
 if TYPE_CHECKING:
     from rlcompat.lang.pyspeed.chunks import Pass
@@ -39,7 +41,7 @@ class ScannedFile:
         self.planned: tuple[str, list[tuple[int, int]]] | None = None  # a narrowed text and its statements' lines
         self.reads: list[str] = []  # the other files the check looked for (model directories' config.json)
         self._derived: dict[str, tuple[object, Any]] = {}
-        self._verl: verl_knowledge.Knowledge | None = None
+        self._verl: verl_config.Knowledge | None = None
         self._frameworks: dict[str, identity.FrameworkIdentity] = {}
 
     @property
@@ -51,7 +53,7 @@ class ScannedFile:
         self.reads.extend(paths)
 
     def model_shape(self, model_path: str) -> model_config.ModelShape | None:
-        """The shape of the local model `model_path` names (rlcompat/model_config.py), looked for beside this file;
+        """The shape of the local model `model_path` names (rlcompat/analysis/model_config.py), looked for beside this file;
         the look-up is recorded, since the result then depends on a file other than this one."""
         return model_config.model_shape(model_path, self.path, self.reads)
 
@@ -76,14 +78,18 @@ class ScannedFile:
         return found
 
     @property
-    def verl(self) -> verl_knowledge.Knowledge:
+    def verl(self) -> verl_config.Knowledge:
         if self._verl is None:
-            self._verl = verl_knowledge.knowledge_of(identity.verl_of_file(self.path, self.framework(identity.VERL)))
+            self._verl = verl_config.knowledge_of(identity.verl_of_file(self.path, self.framework(identity.VERL)))
         return self._verl
 
     @property
-    def for_rules(self) -> verl_knowledge.Knowledge:
+    def for_rules(self) -> verl_config.Knowledge:
         return self.verl
+
+    @property
+    def unselected_prefixes(self) -> tuple[str, ...] | None:
+        return verl_own_files.unselected_prefixes(self.path)
 
     @property
     def mounts(self) -> Mapping[str, tuple[str, ...]]:
@@ -91,15 +97,15 @@ class ScannedFile:
 
     @property
     def config_top_keys(self) -> frozenset[str]:
-        return framework_knowledge.vocabulary().verl_config_top_keys
+        return frameworks.vocabulary().verl_config_top_keys
 
     @property
     def switches(self) -> frozenset[str]:
-        return framework_knowledge.vocabulary().switches
+        return frameworks.vocabulary().switches
 
     @property
     def override_clis(self) -> frozenset[str]:
-        return framework_knowledge.vocabulary().override_clis
+        return frameworks.vocabulary().override_clis
 
     def spell_added_key(self, command_words: Sequence[str], key: str) -> tuple[str | None, str]:
         from rlcompat.schema.gate import spell_for_tree

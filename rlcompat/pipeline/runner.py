@@ -1,9 +1,9 @@
-"""The engine, the one pipeline of scan, fix and matrix: for each file, read once, skip if no rule can match, parse
+"""The runner, the one pipeline of scan, fix and matrix: for each file, read once, skip if no rule can match, parse
 once, run the rules of every (rule set, target) group over that tree, apply suppressions per group.
 
 `Checker` holds the groups (one for scan and fix, one per target for `rlcompat matrix`) and checks one file
 (`check`: a FileResult per group); what it learns of the file travels in that file's `ScannedFile`
-(rlcompat/scanned_file.py), never in a module. `check_all` runs it over many files: what every group's cache knows
+(rlcompat/pipeline/scanned_file.py), never in a module. `check_all` runs it over many files: what every group's cache knows
 is answered without reading the file again, the rest run in parallel across processes and are stored; results come
 back in input order, whatever finished first.
 """
@@ -16,20 +16,20 @@ from dataclasses import replace
 from functools import cached_property
 from typing import Iterable, Iterator, Sequence
 
-from rlcompat import suppressions
+from rlcompat.pipeline import suppressions
 from rlcompat.config import Options
-from rlcompat.discovery import language_from_content
-from rlcompat.scanned_file import ScannedFile
-from rlcompat.identity import Identities, TreeIdentity, environment_only
-from rlcompat.frontends import FRONTENDS, frontend
-from rlcompat.languages import LANGUAGES
+from rlcompat.pipeline.discovery import language_from_content
+from rlcompat.pipeline.scanned_file import ScannedFile
+from rlcompat.knowledge.identity import Identities, TreeIdentity, environment_only
+from rlcompat.lang.frontends import FRONTENDS, frontend
+from rlcompat.lang.languages import LANGUAGES
 from rlcompat.findings import FileError, FileResult, Finding
 from rlcompat.lang.pyspeed import plain
 from rlcompat.rule import can_match, triggers_in
-from rlcompat.source import SourceError, SourceFile, decode, read_bytes
-from rlcompat.suppressions import SuppressionRule
+from rlcompat.pipeline.source import SourceError, SourceFile, decode, read_bytes
+from rlcompat.pipeline.suppressions import SuppressionRule
 from rlcompat.knowledge.targets import Target, resolve_target
-from rlcompat.wordscan import WordScan
+from rlcompat.pipeline.wordscan import WordScan
 
 # Languages whose files can hold code of another (`python - <<EOF` in a script): that language's rules run there too.
 EMBEDS = {lang.name: lang.embeds for lang in LANGUAGES if lang.embeds}
@@ -146,7 +146,7 @@ class Checker:
     def caches(self) -> list | None:
         if not self.use_cache:
             return None
-        from rlcompat.cache import ResultCache, run_key
+        from rlcompat.pipeline.cache import ResultCache, run_key
 
         directory = os.path.join(self.settings.root, self.settings.cache_dir)
         fingerprint = self.identities.fingerprint()
@@ -267,7 +267,7 @@ class Checker:
         except SourceError as exc:  # not text in its encoding: an answer for these bytes, cached as findings are
             results = [FileResult(path, language, error=FileError(path, str(exc))) for _ in self.groups]
         if self.use_cache:
-            from rlcompat.cache import content_hash
+            from rlcompat.pipeline.cache import content_hash
 
             sha = content_hash(raw)
             for result in results:
@@ -357,7 +357,7 @@ def check_all(checker: Checker, files: Sequence[tuple[str, str]], jobs: int | No
     by_file: list[list[FileResult] | None] = [None] * len(files)
     todo: list[int] = []
     if caches is not None:
-        from rlcompat.cache import content_hash
+        from rlcompat.pipeline.cache import content_hash
 
         for i, (path, _) in enumerate(files):
             try:

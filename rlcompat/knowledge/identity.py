@@ -1,11 +1,11 @@
 """Which framework releases a scanned tree's code runs with, and why: its identity, resolved once per tree by whoever
-runs the scan (api, engine, matrix) and handed to the front ends and rules through ScannedFile.
+runs the scan (api, runner, matrix) and handed to the front ends and rules through ScannedFile.
 
 Per framework rlcompat has knowledge of (verl, and each of rlcompat/knowledge/data/frameworks/), in this order:
 1. the framework's package inside the tree: verl's `verl/version/version` (or, for a trimmed copy, the release whose
    `[detect]` files match), another framework's `<package>/__init__.py` `__version__`. A package whose version is
    not a release rlcompat has knowledge of, or whose files are not that release's, is a **fork**;
-2. the tree's declared pins (rlcompat/declared_pins.py): an exact `==` pin gives the version; a looser requirement
+2. the tree's declared pins (rlcompat/knowledge/declared_pins.py): an exact `==` pin gives the version; a looser requirement
    says only that the framework is declared;
 3. the installed distribution of the scanning environment, for a tree that declares nothing about the framework,
    and only for the files that use it (import it or run its commands): `ScannedFile.framework`;
@@ -132,7 +132,7 @@ def unknown(name: str, why: str = "") -> FrameworkIdentity:
 
 
 def framework_names() -> tuple[str, ...]:
-    from rlcompat import framework_knowledge as fk
+    from rlcompat.knowledge import frameworks as fk
 
     return (VERL,) + tuple(dict.fromkeys(f.name for f in fk.frameworks()))
 
@@ -141,10 +141,10 @@ def framework_names() -> tuple[str, ...]:
 def releases(name: str) -> tuple[str, ...]:
     """The releases whose knowledge file rlcompat has, oldest first."""
     if name == VERL:
-        from rlcompat.verl_knowledge import available_versions
+        from rlcompat.knowledge.verl_config import available_versions
 
         return available_versions()
-    from rlcompat import framework_knowledge as fk
+    from rlcompat.knowledge import frameworks as fk
 
     return tuple(sorted((f.version for f in fk.frameworks() if f.name == name), key=version_key))
 
@@ -153,7 +153,7 @@ def releases(name: str) -> tuple[str, ...]:
 def label_of(name: str) -> str:
     if name == VERL:
         return "verl"
-    from rlcompat import framework_knowledge as fk
+    from rlcompat.knowledge import frameworks as fk
 
     return next((f.label for f in fk.frameworks() if f.name == name), name)
 
@@ -161,7 +161,7 @@ def label_of(name: str) -> str:
 def _distribution(name: str) -> str:
     if name == VERL:
         return "verl"
-    from rlcompat import framework_knowledge as fk
+    from rlcompat.knowledge import frameworks as fk
 
     return next((f.distribution for f in fk.frameworks() if f.name == name), name)
 
@@ -226,7 +226,7 @@ def resolve(root: str) -> TreeIdentity:
 
 
 def _resolve_one(root: str, name: str) -> FrameworkIdentity:
-    from rlcompat.declared_pins import pin_of
+    from rlcompat.knowledge.declared_pins import pin_of
 
     in_tree = verl_package(_verl_package_dir(root), root) if name == VERL else _python_package(root, name)
     if in_tree is not None:
@@ -249,7 +249,7 @@ def verl_package(package: str | None, root: str = "") -> FrameworkIdentity | Non
     """The identity a verl package directory gives (None for no package): a release rlcompat knows, else a fork."""
     if package is None:
         return None
-    from rlcompat.verl_knowledge import package_release
+    from rlcompat.knowledge.verl_config import package_release
 
     shown = "./" + os.path.relpath(package, root).replace(os.sep, "/") if root else package
     shown = "." if shown == "./." else shown
@@ -263,7 +263,7 @@ def verl_package(package: str | None, root: str = "") -> FrameworkIdentity | Non
 def verl_of_file(path: str, tree: FrameworkIdentity) -> FrameworkIdentity:
     """The verl a file is judged with: its own verl package's identity when it is inside one (the tree's verl says
     nothing about a copy elsewhere), else its tree's."""
-    from rlcompat.verl_knowledge import package_root
+    from rlcompat.knowledge.verl_config import package_root
 
     own = verl_package(package_root(os.path.dirname(os.path.abspath(path))))
     return own if own is not None else tree
@@ -316,7 +316,7 @@ def uses(text: str, name: str) -> bool:
         return True
     if name == VERL:
         return False
-    from rlcompat import framework_knowledge as fk
+    from rlcompat.knowledge import frameworks as fk
 
     commands = {c for f in fk.frameworks() if f.name == name for c in f.commands}
     return any(c in text for c in commands)
@@ -350,9 +350,9 @@ class Identities:
 
 def clear_caches() -> None:
     """Forget every tree resolved so far (a test that rebuilds a tree at the same path)."""
-    from rlcompat.declared_pins import tree_pins
+    from rlcompat.knowledge.declared_pins import tree_pins
 
-    from rlcompat.verl_knowledge import package_release
+    from rlcompat.knowledge.verl_config import package_release
 
     for cached in (resolve, verl_package, _is_root, tree_pins, package_release):
         cached.cache_clear()

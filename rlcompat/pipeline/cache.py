@@ -57,13 +57,13 @@ def content_hash(raw: bytes) -> str:
 
 
 def installed_verl_version() -> str | None:
-    from rlcompat.identity import installed_version
+    from rlcompat.knowledge.identity import installed_version
 
     return installed_version("verl")
 
 
 def run_key(target_name: str, settings, identities: str = "") -> str:
-    """`identities`: the scanned trees' framework identities (rlcompat/identity.py), which rules follow."""
+    """`identities`: the scanned trees' framework identities (rlcompat/knowledge/identity.py), which rules follow."""
     parts = [
         str(FORMAT), __version__, code_fingerprint(), target_name, ",".join(settings.select), ",".join(settings.ignore),
         json.dumps(sorted((k, list(v)) for k, v in settings.per_file_ignores.items())), settings.root,

@@ -2,8 +2,8 @@
 
 Only a directory that exists next to the scanned file (or above it) is read: a hub id or a path that is not there
 says nothing, and nothing is claimed. Reading a file other than the one scanned makes the result depend on it, so
-every look-up is recorded in the list the caller passes (`reads`: the scanned file's, rlcompat/scanned_file.py) and
-the engine does not cache such a file's result.
+every look-up is recorded in the list the caller passes (`reads`: the scanned file's, rlcompat/pipeline/scanned_file.py) and
+the runner does not cache such a file's result.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The comment silences findings whose range includes its line, in every language (`#` starts a comment in all
 that have comments). In Python only real comments count; in languages whose commands continue over backslash
 lines, a comment after the last line covers the command (`python_comments` and `continued_command` of the
-language's record in rlcompat/languages.py). A suppression that silences nothing is reported by a
+language's record in rlcompat/lang/languages.py). A suppression that silences nothing is reported by a
 `SuppressionRule` (RLC001, rules/meta/unused_suppression.py).
 """
 
@@ -14,10 +14,10 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 
-from rlcompat.languages import BY_NAME
+from rlcompat.lang.languages import BY_NAME
 from rlcompat.findings import Finding
 from rlcompat.rule import Rule
-from rlcompat.textpos import LineIndex
+from rlcompat.pipeline.textpos import LineIndex
 
 PATTERN = re.compile(r"#\s*rlcompat:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?", re.IGNORECASE)
 

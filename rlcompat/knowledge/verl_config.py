@@ -1,6 +1,6 @@
 """verl's configuration knowledge, per verl version, from rlcompat/knowledge/data/verl/<version>.toml.
 
-Which version applies is the scanned tree's verl identity (rlcompat/identity.py), resolved by the caller and passed
+Which version applies is the scanned tree's verl identity (rlcompat/knowledge/identity.py), resolved by the caller and passed
 in; a file inside a verl package is judged by that package's own identity. A fork, or a version rlcompat has no
 knowledge file of, is read with the closest release's rule set, and claims that need the exact release are withheld
 (`version_known` is False).
@@ -89,9 +89,9 @@ class Knowledge:
     # Files of the verl package that no entry point of this version reads: path relative to the package -> why
     unread: dict[str, str] = field(default_factory=dict)
     # Files whose settings (all of them, or those under `keys`) only an option no shipped entry config selects reads:
-    # path relative to the package -> (key prefixes, "" = whole file; the option). rlcompat/verl_unselected.py
+    # path relative to the package -> (key prefixes, "" = whole file; the option). rlcompat/knowledge/verl_own_files.py
     unselected: dict[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)
-    # The tree's verl when it is not exactly this release (a rlcompat.identity.FrameworkIdentity: `how`, `exact`)
+    # The tree's verl when it is not exactly this release (a rlcompat.knowledge.identity.FrameworkIdentity: `how`, `exact`)
     identity: object = field(default=None, compare=False)
     default_run: str = ""  # the run a launch without options gets, in words (`[default_run]`)
     run_options: tuple[RunOption, ...] = ()
@@ -224,7 +224,7 @@ def omitted_mapping_names(setting_id: str) -> tuple[str, ...]:
 
 
 def knowledge_of(identity) -> Knowledge:
-    """The rule set for a verl identity (rlcompat.identity.FrameworkIdentity, resolved by the caller): exactly its
+    """The rule set for a verl identity (rlcompat.knowledge.identity.FrameworkIdentity, resolved by the caller): exactly its
     release's, or the closest release's with the claims that need the exact release withheld."""
     if identity.exact:
         return _load(identity.version, identity.version)
