@@ -167,7 +167,31 @@ def test_transformers_4_54_keeps_packed_rows_apart_unless_ulysses_is_on(tmp_path
     assert "set it to 1" in found[0].message
 
 
-def test_verl_0_1_and_newer_releases_are_not_judged_for_text_models(tmp_path):
-    assert _findings(_verl_fork(tmp_path / "a", "0.1"), "RLC206") == []
+def test_a_verl_0_1_fork_is_judged_only_where_its_own_code_carries_remove_padding(tmp_path):
+    carrying = {"verl/workers/actor/dp_actor.py": "self.use_remove_padding = self.config.get('use_remove_padding')\n"}
+    found = _findings(_verl_fork(tmp_path / "a", "0.1", carrying), "RLC206")
+    assert len(found) == 2 and "verl fork (version file 0.1)" in found[0].message
+    assert "this fork's workers/actor/dp_actor.py carries verl 0.2's remove-padding" in found[0].message
+    identity.clear_caches()
+    assert _findings(_verl_fork(tmp_path / "b", "0.1", {"verl/workers/actor/dp_actor.py": "pass\n"}), "RLC206") == []
+    identity.clear_caches()
+    assert _findings(_verl_fork(tmp_path / "c", "0.1"), "RLC206") == []  # no such file: the tag v0.1's layout
+
+
+def test_a_pinned_verl_0_1_and_newer_releases_are_not_judged_for_text_models(tmp_path):
+    tree = _tree(tmp_path / "a", {"requirements.txt": "verl==0.1\n", "run.sh": RUN})
+    assert _findings(tree, "RLC206") == []
     identity.clear_caches()
     assert _findings(_verl_fork(tmp_path / "b", "0.4.1"), "RLC206") == []
+    identity.clear_caches()
+    tree = _tree(tmp_path / "c", {"requirements.txt": "verl==0.2.0.post2\n", "run.sh": RUN})
+    assert [f.location.line for f in _findings(tree, "RLC206")] == [3, 4]
+
+
+def test_a_sequence_parallel_size_from_an_unset_variable_gets_no_fix(tmp_path):
+    run = RUN.replace("trainer.n_gpus", "actor_rollout_ref.actor.ulysses_sequence_parallel_size=$SP \\\n    trainer.n_gpus")
+    found = _findings(_verl_fork(tmp_path / "a", "0.3.0.post1", {"run.sh": run}), "RLC206")
+    assert len(found) == 2 and all(f.fix is None for f in found)
+    identity.clear_caches()
+    found = _findings(_verl_fork(tmp_path / "b", "0.3.0.post1", {"run.sh": "SP=1\n" + run}), "RLC206")
+    assert len(found) == 2 and all(f.fix is not None for f in found)  # the script sets it to 1

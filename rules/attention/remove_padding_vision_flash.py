@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from rlcompat.analysis import confighelpers as h
+from rlcompat.analysis.packages import package_file
 from rlcompat.knowledge import verl_packing, versions
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.findings import FixSafety
@@ -13,10 +14,14 @@ SP = "actor_rollout_ref.actor.ulysses_sequence_parallel_size"
 
 
 def _above_one(value: str | None) -> bool:
+    """Whether a sequence-parallel size is (or, written as a variable, may be) above 1."""
+    if value is None:
+        return True  # computed or from a variable the script does not set: not known to be 1
+    text = value.strip().strip("'\"")
     try:
-        return int(str(value).strip().strip("'\"")) > 1
+        return int(text) > 1
     except ValueError:
-        return False
+        return bool(text)  # `$SP`: not known to be 1
 
 
 class RemovePaddingVisionFlash(ConfigRule):
@@ -102,7 +107,8 @@ class RemovePaddingVisionFlash(ConfigRule):
         """verl 0.2/0.3: every remove-padding switch set true is judged here (True: the release is such a one)."""
         verl = ctx.framework("verl") if ctx.framework is not None else None
         version = verl.version if verl is not None and verl.how != "declared" else None
-        row = verl_packing.old_packing(version)
+        row = verl_packing.old_packing(
+            version, lambda rel: package_file(ctx.path, verl, rel, ctx.record_reads) if verl.how == "fork" else None)
         if row is None:
             return False
         transformers = ctx.framework("transformers").release if ctx.framework is not None else None
@@ -111,12 +117,16 @@ class RemovePaddingVisionFlash(ConfigRule):
         if transformers and versions.release(transformers) >= versions.release(since) and not ulysses:
             return True
         target = ctx.target
-        masks = (f"transformers {transformers}" if transformers else f"transformers before {since} (verl {version} "
-                 "declares no version of it)")
+        masks = (f"transformers {transformers}" if transformers else f"transformers before {since} (no exact "
+                 "transformers release is known for this tree)")
         cited = row.proof.split(";")[0]
+        if verl.how == "fork" and row.fork_code:
+            cited = f"this fork's {row.fork_code} carries verl 0.2's remove-padding; {cited}"
+
+        who = f"a verl fork (version file {version})" if verl.how == "fork" else f"verl {version}"
 
         def message(s) -> str:
-            head = (f"{view.full_key(s)} is true in verl {version}: it packs the batch into one row that only "
+            head = (f"{view.full_key(s)} is true in {who}: it packs the batch into one row that only "
                     f"FlashAttention-2's varlen path keeps apart ({cited}); {target.name} ({target.capability_text}) "
                     f"has no FlashAttention-2, and with sdpa or eager {masks} masks the row as one sequence, so packed "
                     "sequences silently attend to each other")
