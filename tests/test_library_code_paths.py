@@ -195,3 +195,17 @@ def test_a_sequence_parallel_size_from_an_unset_variable_gets_no_fix(tmp_path):
     identity.clear_caches()
     found = _findings(_verl_fork(tmp_path / "b", "0.3.0.post1", {"run.sh": "SP=1\n" + run}), "RLC206")
     assert len(found) == 2 and all(f.fix is not None for f in found)  # the script sets it to 1
+
+
+def test_a_triton_pin_added_after_a_cached_scan_is_seen(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    tree = _tree(tmp_path / "src", {"requirements.txt": "trl==1.16.0\n", "train.py": TRAIN})
+
+    def scan():
+        identity.clear_caches()
+        report = scan_paths([str(tree)], resolve_target("sm75"), Options(select=["RLC130"]), jobs=1, use_cache=True)
+        return [f for f in report.findings if f.code == "RLC130"]
+
+    assert scan() == []
+    (tree / "requirements.txt").write_text("trl==1.16.0\ntriton==3.2.0\n")
+    assert len(scan()) == 1

@@ -33,7 +33,6 @@ def _stated_or_pinned(knowledge, distribution: str) -> tuple[Release | None, boo
     pin = pin_of(root, distribution)
     if pin is None:
         return None, False
-    knowledge.record_reads([os.path.join(root, pin.file)])
     return (Release(pin.version, f"pinned in {pin.where}") if pin.version else None), True
 
 
@@ -42,6 +41,11 @@ def triton_release(knowledge, framework: str) -> Release | None:
     neither and the file uses `framework`; None where none is known."""
     if knowledge is None:
         return None
+    if knowledge.tree.root:
+        # The answer depends on the tree's declarations (a pin added later changes it): such a result is not cached.
+        from rlcompat.declared_pins import declaration_files
+
+        knowledge.record_reads(declaration_files(knowledge.tree.root) or [knowledge.tree.root])
     triton, declared = _stated_or_pinned(knowledge, "triton")
     if triton is not None or declared:
         return triton
