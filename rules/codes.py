@@ -38,6 +38,7 @@ CODES: dict[str, str] = {
     "RLC120": "dtype.verl_engine_bf16_dtype",
     "RLC121": "dtype.from_pretrained_checkpoint_dtype",
     "RLC130": "dtype.trl_kernels_bf16_old_triton",
+    "RLC131": "dtype.trl_kernels_bf16_old_triton_command",
     "RLC135": "dtype.framework_low_precision_training",
     "RLC201": "attention.flash_attention_implementation",
     "RLC202": "attention.use_flash_attention_2_flag",

@@ -209,3 +209,15 @@ def test_a_triton_pin_added_after_a_cached_scan_is_seen(tmp_path, monkeypatch):
     assert scan() == []
     (tree / "requirements.txt").write_text("trl==1.16.0\ntriton==3.2.0\n")
     assert len(scan()) == 1
+
+
+def test_a_trl_training_command_in_a_job_file_is_judged_by_the_tree_pins(tmp_path):
+    job = ("#!/bin/bash\n#SBATCH --gres=gpu:1\n"
+           "srun accelerate launch --num_processes 1 -m trl.scripts.grpo --model_name_or_path m --output_dir o\n")
+    tree = _tree(tmp_path, {"requirements.txt": "trl==1.15.0\ntorch==2.5.1\n", "train.slurm": job})
+    found = _findings(tree, "RLC131", target="sm70")
+    assert len(found) == 1 and found[0].location.line == 3
+    assert "grpo_trainer.py:1042" in found[0].message and "Triton 3.1.0" in found[0].message
+    identity.clear_caches()
+    (tmp_path / "train.slurm").write_text(job.replace("--output_dir o", "--output_dir o --bf16 false"))
+    assert _findings(tree, "RLC131", target="sm70") == []

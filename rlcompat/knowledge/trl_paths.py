@@ -98,3 +98,25 @@ def triton_fails_bf16(triton_release: str) -> bool | None:
 def triton_of_torch(torch_release: str) -> str | None:
     """The Triton release a PyTorch release installs, where the table has it."""
     return next((r["triton"] for r in _table()["torch_triton"] if _in(torch_release, r["torch"])), None)
+
+
+def cli_trainer(words) -> tuple[str, str] | None:
+    """(the script name, the trainer it builds) for a command running a TRL training script: `trl grpo ...`,
+    `python -m trl.scripts.grpo`, `.../trl/scripts/grpo.py`; None for any other command."""
+    trainers = _table()["cli"]["trainers"]
+    words = list(words)
+    for i, word in enumerate(words):
+        name = ""
+        if word.rsplit("/", 1)[-1] == "trl" and i + 1 < len(words):
+            name = words[i + 1]
+        elif word.startswith("trl.scripts."):
+            name = word[len("trl.scripts."):]
+        elif word.endswith(".py") and "trl/scripts/" in word:
+            name = word.rsplit("/", 1)[-1][:-3]
+        if name in trainers:
+            return name, trainers[name]
+    return None
+
+
+def cli_proof() -> str:
+    return _table()["cli"]["proof"]
