@@ -63,6 +63,9 @@ class RemovePaddingVisionFlash(ConfigRule):
             frameworks={"verl": "0.2.0.post2", "transformers": "4.47.1"}),
         Bad("actor_rollout_ref:\n  model:\n    use_remove_padding: True\n", path="verl/trainer/config/ppo_trainer.yaml",
             fixed="actor_rollout_ref:\n  model:\n    use_remove_padding: False\n", frameworks={"verl": "0.2"}),
+        Bad(OLD.replace("Qwen2.5-0.5B-Instruct", "Qwen2.5-VL-3B-Instruct"), path="run.sh",
+            fixed=OLD.replace("Qwen2.5-0.5B-Instruct", "Qwen2.5-VL-3B-Instruct").replace(f"{KEY}=True", f"{KEY}=False"),
+            frameworks={"verl": "0.3.0.post1", "transformers": "4.55.0"}),
         # Ulysses asserts remove-padding: reported, no fix.
         Bad(OLD.replace("trainer.n_gpus", f"{SP}=2 \\\n    trainer.n_gpus"), path="run.sh",
             frameworks={"verl": "0.3.0.post1", "transformers": "4.55.0"}),
@@ -73,6 +76,9 @@ class RemovePaddingVisionFlash(ConfigRule):
         Good("use_remove_padding: True\n", path="verl/trainer/config/model/hf_model.yaml"),
         Good(OLD, path="run.sh", target="sm80", frameworks={"verl": "0.3.0.post1"}),
         Good(OLD, path="run.sh", frameworks={"verl": "0.3.0.post1", "transformers": "4.55.0"}),
+        # ... but a vision model's remove-padding patch is FlashAttention's whatever transformers does.
+        Good(OLD.replace("Qwen2.5-0.5B-Instruct", "Qwen2.5-VL-3B-Instruct"), path="run.sh", target="sm80",
+             frameworks={"verl": "0.3.0.post1", "transformers": "4.55.0"}),
         Good(OLD, path="run.sh", frameworks={"verl": "0.4.1"}),
         Good(OLD, path="run.sh"),  # verl's release unknown: nothing claimed for a text model
     )
@@ -115,7 +121,7 @@ class RemovePaddingVisionFlash(ConfigRule):
         since = verl_packing.packed_masks_from()
         ulysses = [s for k in row.ulysses if (s := view.get(k)) is not None and _above_one(s.value)]
         if transformers and versions.release(transformers) >= versions.release(since) and not ulysses:
-            return True
+            return False  # text models are kept apart; a vision model's patched attention is still judged below
         target = ctx.target
         masks = (f"transformers {transformers}" if transformers else f"transformers before {since} (no exact "
                  "transformers release is known for this tree)")
