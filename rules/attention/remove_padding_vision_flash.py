@@ -110,7 +110,9 @@ class RemovePaddingVisionFlash(ConfigRule):
                      lambda v: (False, FixSafety.SAFE), describe, roles=("actor",))
 
     def _old_verl(self, view, ctx) -> bool:
-        """verl 0.2/0.3: every remove-padding switch set true is judged here (True: the release is such a one)."""
+        """verl 0.2/0.3 (and forks carrying 0.2's path): every remove-padding switch set true is judged here. True
+        where that settles the view; False where the release is another, or where transformers keeps text models'
+        packed rows apart, so the vision-model check still runs."""
         verl = ctx.framework("verl") if ctx.framework is not None else None
         version = verl.version if verl is not None and verl.how != "declared" else None
         row = verl_packing.old_packing(
@@ -137,7 +139,8 @@ class RemovePaddingVisionFlash(ConfigRule):
                     f"has no FlashAttention-2, and with sdpa or eager {masks} masks the row as one sequence, so packed "
                     "sequences silently attend to each other")
             if ulysses:
-                return (f"{head}; Ulysses ({ulysses[0].key}={ulysses[0].value}) patches only FlashAttention and "
+                size = ulysses[0].value if ulysses[0].value is not None else "a value not known to be 1"
+                return (f"{head}; Ulysses ({ulysses[0].key}: {size}) patches only FlashAttention and "
                         "verl asserts remove-padding with it: set it to 1 and this to False")
             return f"{head}: set it to False"
 
