@@ -260,7 +260,7 @@ class ConfigContext:
     """What a rule sees: the target, verl's knowledge for the scanned version, and `report`."""
 
     def __init__(self, target, path: str, knowledge, source_text: str = "", framework=None, model_shape=None,
-                 record_reads=None) -> None:
+                 record_reads=None, file=None) -> None:
         self.target = target
         self.source_text = source_text
         self.path = path
@@ -271,6 +271,9 @@ class ConfigContext:
         self.model_shape = model_shape
         # other files a rule read to decide (a requirements file's `-r` file, uv.lock): the result depends on them
         self.record_reads = record_reads or (lambda paths: None)
+        # the scanned file as the engine hands it (rlcompat/pipeline/scanned_file.py: its tree's identity and root, its text),
+        # for rules that ask what the tree declares beyond its frameworks (a Triton pin); None outside a scan
+        self.file = file
         self.pending: list[_Pending] = []
         self._rule: ConfigRule | None = None
 
@@ -296,7 +299,7 @@ def _overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
 def run_rules(views: Sequence[ConfigView], text: str, path: str, rules: Sequence[ConfigRule], target,
               knowledge: FrontEndKnowledge) -> list[Finding]:
     ctx = ConfigContext(target, path, knowledge.for_rules, text, knowledge.framework, knowledge.model_shape,
-                        getattr(knowledge, "record_reads", None))
+                        getattr(knowledge, "record_reads", None), knowledge)
     gate = getattr(knowledge, "spell_added_key", None)
     for view in views:
         if view.kind == "command" and view.is_verl and gate is not None:
