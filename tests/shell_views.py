@@ -12,7 +12,7 @@ def config_views(module, text: str, path: str, target=None) -> list:
     original = module.run_rules
     module.run_rules = lambda views, *args: captured.extend(views) or []
     try:
-        module.check(module.parse(text), text, path, [], target, knowledge=verl_091_knowledge(path))
+        module.check(module.parse(text), text, path, [], target, scanned=verl_091_knowledge(path))
     finally:
         module.run_rules = original
     return captured

@@ -169,7 +169,7 @@ def test_front_ends_hold_no_rule_helper_library():
     assert not {f"rlcompat.lang.{name}" for name in helpers} & set(MODULES)
 
 
-# Modules and packages that hold or read knowledge: the engine hands what a front end needs (rlcompat/lang/knowledge.py).
+# Modules and packages that hold or read knowledge: the engine hands what a front end needs (rlcompat/lang/scanned.py).
 FRAMEWORK_KNOWLEDGE = ("rlcompat.knowledge.verl_config", "rlcompat.knowledge.frameworks", "rlcompat.pipeline.scanned_file",
                        "rlcompat.knowledge", "rlcompat.rules")
 
@@ -264,7 +264,7 @@ def test_private_attribute_check_sees_module_attribute_access():
     assert _private_attribute_uses("rlcompat.lang.shell", "from rlcompat.lang import shell\nshell._commands\n") == []
 
 
-# The layers above the front ends: a front end is run by them and is handed what it needs (rlcompat/lang/knowledge.py).
+# The layers above the front ends: a front end is run by them and is handed what it needs (rlcompat/lang/scanned.py).
 ABOVE_FRONT_ENDS = ("rlcompat.pipeline.runner", "rlcompat.cli", "rlcompat.report")
 
 

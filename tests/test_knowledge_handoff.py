@@ -23,7 +23,7 @@ def _views(module, text: str, path: str, knowledge) -> list[ConfigView]:
     original = module.run_rules
     module.run_rules = lambda views, *args: captured.extend(views) or []
     try:
-        module.check(module.parse(text), text, path, [], None, knowledge=knowledge)
+        module.check(module.parse(text), text, path, [], None, scanned=knowledge)
     finally:
         module.run_rules = original
     return captured

@@ -40,7 +40,7 @@ def _findings(rules: list, text: str, target, narrow: bool) -> list:
             return ["syntax error"]
         narrowed, tree = None, py.parse(text)  # as the engine does: the whole file decides
     found = py.check(tree, text, "example.py", rules, target, narrowed=narrowed,
-                     knowledge=verl_091_knowledge("example.py"))
+                     scanned=verl_091_knowledge("example.py"))
     return [(f.code, f.location, f.message, f.fix, f.source_line) for f in sorted(found, key=Finding.sort_key)]
 
 

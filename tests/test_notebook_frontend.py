@@ -112,6 +112,6 @@ def test_writefile_cells_go_to_the_front_end_the_knowledge_hands_over():
 
     text = _nb(("code", ["%%writefile config.yaml\n", "bf16: true\n"]), ("code", ["%%writefile notes.txt\n", "bf16: true\n"]))
     rules = [cls(SM61) for cls in file_rules() if cls.code == "RLC107"]
-    findings = notebook.check(notebook.parse(text), text, "a.ipynb", rules, SM61, knowledge=Recording("a.ipynb", pinned({"verl": "0.9.1"})))
+    findings = notebook.check(notebook.parse(text), text, "a.ipynb", rules, SM61, scanned=Recording("a.ipynb", pinned({"verl": "0.9.1"})))
     assert asked == ["yaml"]
     assert [(f.code, f.location.line) for f in findings] == [("RLC107", text[:text.index("bf16: true")].count("\n") + 1)]

@@ -94,7 +94,7 @@ def test_short_texts_and_the_plain_mode_are_parsed_whole(monkeypatch):
 
 
 def _findings(rules: list, text: str, target) -> list:
-    found = py.check(py.parse(text), text, "example.py", rules, target, knowledge=verl_091_knowledge("example.py"))
+    found = py.check(py.parse(text), text, "example.py", rules, target, scanned=verl_091_knowledge("example.py"))
     return [(f.code, f.location, f.message, f.fix, f.source_line) for f in sorted(found, key=Finding.sort_key)]
 
 

@@ -27,7 +27,7 @@ class _Spy(ConfigRule):
 
 def shell_views(text: str) -> list[ConfigView]:
     spy = _Spy(SM61)
-    shell.check(shell.parse(text), text, "run.sh", [spy], SM61, knowledge=verl_091_knowledge("run.sh"))
+    shell.check(shell.parse(text), text, "run.sh", [spy], SM61, scanned=verl_091_knowledge("run.sh"))
     return spy.views
 
 

@@ -142,7 +142,7 @@ NAMES_FROM_IMPORTS = [  # (rule, findings in the whole file, text)
 def test_narrowing_keeps_what_a_rule_reports_beside_its_trigger_words(code, count, text):
     rule = BY_CODE[code]
     target = resolve_target("sm61")
-    whole = py.check(py.parse(text), text, "example.py", [rule(target)], target, knowledge=_knowledge())
+    whole = py.check(py.parse(text), text, "example.py", [rule(target)], target, scanned=_knowledge())
     assert len(whole) == count, f"{code} reports {len(whole)} findings, not {count}: the example proves nothing"
     assert narrowing_differences([rule], text, "sm61") is None
 
@@ -162,7 +162,7 @@ def test_a_triton_kernel_behind_a_local_jit_wrapper_is_read_whole():
             "num_stages=3, num_warps=8)\n")
     rule = BY_CODE["RLC301"]
     target = resolve_target("sm61")
-    whole = py.check(py.parse(text), text, "example.py", [rule(target)], target, knowledge=_knowledge())
+    whole = py.check(py.parse(text), text, "example.py", [rule(target)], target, scanned=_knowledge())
     assert whole, "RLC301 reports nothing here: the example proves nothing"
     assert py.narrow(text, [rule(target)]) is None  # the whole module
     assert narrowing_differences([rule], text, "sm61") is None
@@ -200,7 +200,7 @@ def test_statements_holding_only_imports_are_narrowed_inside_without_changing_fi
     assert narrowing_differences(rules, text, target) is None
     t = resolve_target(target)
     instances = [r(t) for r in rules if r.applies_to(t)]
-    whole = py.check(py.parse(text), text, "example.py", instances, t, knowledge=_knowledge())
+    whole = py.check(py.parse(text), text, "example.py", instances, t, scanned=_knowledge())
     assert whole or target == "sm75", f"nothing found in {name!r}: the text proves nothing"
     narrowed = py.narrow(text, instances)
     if name != "one-line clauses stay whole":
@@ -220,7 +220,7 @@ def test_imports_nothing_kept_uses_are_left_out_but_not_those_a_fix_names():
     # `os` and `helper` are used only by a statement left out; `torch` is what the fix writes (torch.float32)
     assert "import os" not in kept and "helper" not in kept
     assert "import torch\n" in kept and "from torch import bfloat16" in kept and "from __future__" in kept
-    whole = py.check(py.parse(text), text, "example.py", [rule(target)], target, knowledge=_knowledge())
+    whole = py.check(py.parse(text), text, "example.py", [rule(target)], target, scanned=_knowledge())
     assert len(whole) == 1 and whole[0].fix is not None
     assert narrowing_differences([rule], text, "sm61") is None
     assert narrowing.NAMES_FOR_FIXES == {"torch"}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from rlcompat.lang.knowledge import FrontEndKnowledge
+from rlcompat.lang.scanned import ScannedView
 from rlcompat.lang.declared import Declared, Requirement, normalise, pip_arguments, requirement_at, run
 from rlcompat.lang.settings import Span
 from rlcompat.findings import Finding
@@ -70,5 +70,5 @@ def parse(text: str) -> Declared:
 
 
 def check(group: Declared, text: str, path: str, rules: Sequence, target, *,
-          knowledge: FrontEndKnowledge) -> list[Finding]:
-    return run([group], text, path, rules, target, knowledge)
+          scanned: ScannedView) -> list[Finding]:
+    return run([group], text, path, rules, target, scanned)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from rlcompat.lang.languages import names_with
-from rlcompat.lang.knowledge import FrontEndKnowledge
+from rlcompat.lang.scanned import ScannedView
 from rlcompat.lang.settings import ConfigContext, ConfigRule, ConfigView, Span, run_rules
 from rlcompat.findings import Finding
 
@@ -151,9 +151,9 @@ class DeclaredRule(ConfigRule):
 
 
 def run(groups: Sequence[Declared], text: str, path: str, rules: Sequence[DeclaredRule], target,
-        knowledge: FrontEndKnowledge) -> list[Finding]:
+        scanned: ScannedView) -> list[Finding]:
     """Run the rules over groups with the machinery (and report format) of the config rules."""
-    return run_rules([GroupView(g) for g in groups], text, path, rules, target, knowledge)
+    return run_rules([GroupView(g) for g in groups], text, path, rules, target, scanned)
 
 
 class GroupView(ConfigView):

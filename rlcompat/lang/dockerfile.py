@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Sequence
 
-from rlcompat.lang.knowledge import FrontEndKnowledge
+from rlcompat.lang.scanned import ScannedView
 from rlcompat.lang import shell
 from rlcompat.lang.declared import BaseImage, Declared, IndexUrl, Variable, run
 from rlcompat.lang.requirements import logical_lines
@@ -147,8 +147,8 @@ def _blank_outside(text: str, keep: list[tuple[int, int]]) -> str:
 
 
 def check(dockerfile: Dockerfile, text: str, path: str, rules: Sequence, target, *,
-          knowledge: FrontEndKnowledge) -> list[Finding]:
-    findings = run([dockerfile.group], text, path, rules, target, knowledge)
-    from_runs = shell.check(dockerfile.script, dockerfile.shell_view, path, rules, target, knowledge=knowledge)
+          scanned: ScannedView) -> list[Finding]:
+    findings = run([dockerfile.group], text, path, rules, target, scanned)
+    from_runs = shell.check(dockerfile.script, dockerfile.shell_view, path, rules, target, scanned=scanned)
     index = LineIndex(text)  # reports quote the Dockerfile line as written
     return findings + [replace(f, source_line=index.line_text(f.location.line)) for f in from_runs]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
-from rlcompat.lang.knowledge import FrontEndKnowledge
+from rlcompat.lang.scanned import ScannedView
 from rlcompat.findings import Edit, Finding, Fix, Location
 from rlcompat.pipeline.textpos import LineIndex
 
@@ -82,7 +82,7 @@ def _trimmed(code: str, e: Edit) -> Edit:
 
 
 def check_python(block: Embedded, path: str, rules: Sequence, target, index: LineIndex,
-                 knowledge: FrontEndKnowledge) -> list[Finding]:
+                 scanned: ScannedView) -> list[Finding]:
     """Python rules over one embedded block; code that does not parse is left alone (the file is not Python)."""
     if not rules or not block.chars:
         return []
@@ -100,7 +100,7 @@ def check_python(block: Embedded, path: str, rules: Sequence, target, index: Lin
 
     try:
         module = py.parse(code)
-        found = py.check(module, code, path, triggered, target, knowledge=knowledge)  # a big block is parsed as walked
+        found = py.check(module, code, path, triggered, target, scanned=scanned)  # a big block is parsed as walked
     except (py.PythonSyntaxError, RecursionError, MemoryError):
         return []
     return map_findings(block, found, index)

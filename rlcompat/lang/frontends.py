@@ -1,5 +1,5 @@
 """Which front end reads which language (the `front_end` of each record in rlcompat/lang/languages.py): the registry
-the runner runs files through, and the one a front end is handed (`FrontEndKnowledge.front_end`) for code a file
+the runner runs files through, and the one a front end is handed (`ScannedView.front_end`) for code a file
 holds in another language (a notebook's `%%writefile` cell).
 
 It sits below the runner and the knowledge hand-off so that both can read it without importing each other; front

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from rlcompat.lang.knowledge import FrontEndKnowledge
+from rlcompat.lang.scanned import ScannedView
 from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span, run_rules
 from rlcompat.findings import Finding
 from rlcompat.pipeline.textpos import LineIndex
@@ -134,6 +134,6 @@ def _line_col(text: str, offset: int) -> tuple[int, int]:
 
 
 def check(doc: JsonDocument, text: str, path: str, rules: Sequence[ConfigRule], target, *,
-          knowledge: FrontEndKnowledge) -> list[Finding]:
+          scanned: ScannedView) -> list[Finding]:
     view = ConfigView("json", doc.settings)
-    return run_rules([view], text, path, [r for r in rules if not r.reads_unread], target, knowledge)
+    return run_rules([view], text, path, [r for r in rules if not r.reads_unread], target, scanned)

@@ -22,7 +22,7 @@ from typing import Sequence
 from rlcompat.findings import Finding
 from rlcompat.lang import shell
 from rlcompat.lang.embedded import Embedded, map_findings
-from rlcompat.lang.knowledge import FrontEndKnowledge
+from rlcompat.lang.scanned import ScannedView
 from rlcompat.pipeline.textpos import LineIndex
 
 PARSE_ERRORS = shell.PARSE_ERRORS
@@ -57,9 +57,9 @@ def syntax_error_location(exc: shell.ShellSyntaxError) -> tuple[int, int, str]:
 
 
 def check(tree: MakeScript, text: str, path: str, rules: Sequence, target, *,
-          knowledge: FrontEndKnowledge) -> list[Finding]:
+          scanned: ScannedView) -> list[Finding]:
     code = tree.block.code
-    found = shell.check(tree.script, code, path, rules, target, knowledge=knowledge)
+    found = shell.check(tree.script, code, path, rules, target, scanned=scanned)
     return map_findings(tree.block, found, LineIndex(text))
 
 

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from rlcompat.lang.knowledge import FrontEndKnowledge
+from rlcompat.lang.scanned import ScannedView
 from rlcompat.lang import shell
 from rlcompat.findings import Finding
 
@@ -46,8 +46,8 @@ def parse(text: str) -> MarkdownBlocks:
 
 
 def check(blocks: MarkdownBlocks, text: str, path: str, rules: Sequence, target, *,
-          knowledge: FrontEndKnowledge) -> list[Finding]:
-    findings = shell.check(blocks.script, blocks.shell_view, path, rules, target, knowledge=knowledge)
+          scanned: ScannedView) -> list[Finding]:
+    findings = shell.check(blocks.script, blocks.shell_view, path, rules, target, scanned=scanned)
     # Reports quote the Markdown line as written.
     from dataclasses import replace
 

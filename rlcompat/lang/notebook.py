@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
-from rlcompat.lang.knowledge import FrontEndKnowledge
+from rlcompat.lang.scanned import ScannedView
 from rlcompat.lang import jsonfile
 from rlcompat.lang.embedded import Embedded, map_findings
 from rlcompat.lang.settings import ConfigRule
@@ -167,7 +167,7 @@ def _json_escape(content: str) -> str:
     return json.dumps(content, ensure_ascii=False)[1:-1]
 
 
-def check(nb: Notebook, text: str, path: str, rules: Sequence, target, *, knowledge: FrontEndKnowledge) -> list[Finding]:
+def check(nb: Notebook, text: str, path: str, rules: Sequence, target, *, scanned: ScannedView) -> list[Finding]:
     from rlcompat.rule import triggers_in
     from rlcompat.lang import shell
     from rlcompat.lang.embedded import check_python
@@ -181,10 +181,10 @@ def check(nb: Notebook, text: str, path: str, rules: Sequence, target, *, knowle
         blocks = [Embedded("python", _python_of(c), escape=_json_escape) for c in code_cells]
         whole = Embedded("python", [ch for b in blocks for ch in b.chars + _newline(b.chars, text)], escape=_json_escape)
         if _parses(whole.code):
-            findings += check_python(whole, path, python_rules, target, index, knowledge)
+            findings += check_python(whole, path, python_rules, target, index, scanned)
         else:
             for block in blocks:
-                findings += check_python(block, path, python_rules, target, index, knowledge)
+                findings += check_python(block, path, python_rules, target, index, scanned)
     shell_chars = _shell_of(code_cells, text)
     code = "".join(c for c, _ in shell_chars)
     if shell_rules and shell_chars and any(t in code for r in shell_rules for t in triggers_in(r, "shell")):
@@ -194,8 +194,8 @@ def check(nb: Notebook, text: str, path: str, rules: Sequence, target, *, knowle
         except shell.PARSE_ERRORS:
             script = None
         if script is not None:
-            findings += map_findings(block, shell.check(script, code, path, shell_rules, target, knowledge=knowledge), index)
-    findings += _written_files(code_cells, path, rules, target, index, knowledge)
+            findings += map_findings(block, shell.check(script, code, path, shell_rules, target, scanned=scanned), index)
+    findings += _written_files(code_cells, path, rules, target, index, scanned)
     return [_with_cell(f, nb, index) for f in findings]
 
 
@@ -204,7 +204,7 @@ WRITTEN_LANGUAGES = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".toml": 
 
 
 def _written_files(cells: list[Cell], path: str, rules: Sequence, target, index: LineIndex,
-                   knowledge: FrontEndKnowledge) -> list[Finding]:
+                   scanned: ScannedView) -> list[Finding]:
     """`%%writefile config.yaml` cells (how Colab notebooks write a trainer's config): the body through the front
     end of the file it writes, which the knowledge hands over (`front_end`)."""
     from rlcompat.rule import triggers_in
@@ -221,10 +221,10 @@ def _written_files(cells: list[Cell], path: str, rules: Sequence, target, index:
         own = [r for r in rules if language in r.languages and any(t in code for t in triggers_in(r, language))]
         if not own:
             continue
-        front_end = knowledge.front_end(language)
+        front_end = scanned.front_end(language)
         try:
             tree = front_end.parse(code)
-            found = front_end.check(tree, code, path, own, target, knowledge=knowledge)  # Python parses big code as walked
+            found = front_end.check(tree, code, path, own, target, scanned=scanned)  # Python parses big code as walked
         except (*front_end.PARSE_ERRORS, RecursionError):
             continue
         out += map_findings(block, found, index)

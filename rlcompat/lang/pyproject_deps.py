@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from rlcompat.lang.knowledge import FrontEndKnowledge
+from rlcompat.lang.scanned import ScannedView
 from rlcompat._toml import TOMLDecodeError, load_toml_text
 from rlcompat.lang.declared import Declared, IndexUrl, requirement_at, run
 from rlcompat.lang.settings import Span
@@ -100,5 +100,5 @@ def _find(text: str, value: str, start: int) -> int | None:
 
 
 def check(group: Declared, text: str, path: str, rules: Sequence, target, *,
-          knowledge: FrontEndKnowledge) -> list[Finding]:
-    return run([group], text, path, rules, target, knowledge)
+          scanned: ScannedView) -> list[Finding]:
+    return run([group], text, path, rules, target, scanned)

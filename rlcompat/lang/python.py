@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from rlcompat.lang.knowledge import FrontEndKnowledge
+from rlcompat.lang.scanned import ScannedView
 from rlcompat.lang.pyspeed import batches, chunks, heap, narrow as pynarrow, plain
 from rlcompat.lang.pyspeed.batches import Parts
 from rlcompat.lang.pyspeed.lazy import lazy_import
@@ -104,10 +104,10 @@ def _dotted(node: cst.BaseExpression) -> str | None:
 class Context:
     """What a rule sees while the traversal is at a node."""
 
-    def __init__(self, target, path: str, knowledge: FrontEndKnowledge | None = None) -> None:
+    def __init__(self, target, path: str, scanned: ScannedView | None = None) -> None:
         self.target = target
         self.path = path
-        self.knowledge = knowledge  # the framework knowledge of the file's tree, resolved by the caller
+        self.scanned = scanned  # the file as the runner scanned it: its tree's identity and framework knowledge
         self.imports = ImportMap()
         self.ancestors: list[cst.CSTNode] = []
         self.pending: list[_Pending] = []
@@ -117,12 +117,12 @@ class Context:
     @property
     def verl(self):
         """verl's knowledge for the file's tree (rlcompat/knowledge/verl_config.py), None where the caller gave none."""
-        return self.knowledge.for_rules if self.knowledge is not None else None
+        return self.scanned.for_rules if self.scanned is not None else None
 
     def model_shape(self, model_path: str):
         """The shape of the local model `model_path` names, looked for beside the file through its knowledge, which
         records the look-up (the result then depends on another file)."""
-        return self.knowledge.model_shape(model_path)
+        return self.scanned.model_shape(model_path)
 
     def qualname(self, expr: cst.CSTNode) -> str | None:
         """The dotted name an expression refers to through this file's imports, or None.
@@ -170,7 +170,7 @@ class PythonSyntaxError(Exception):
 PARSE_ERRORS = (PythonSyntaxError,)
 
 
-def narrow(text: str, rules: Sequence, file: FrontEndKnowledge | None = None) -> Narrowed | None:
+def narrow(text: str, rules: Sequence, file: ScannedView | None = None) -> Narrowed | None:
     """What LibCST parses: only for the Python rules (config rules read settings from CPython's `ast`, see
     lang/pysettings.py); nothing at all when only config rules run. What the pass over `text` learnt is kept in
     `file` (the file being checked) for its parse and check."""
@@ -198,7 +198,7 @@ def narrow(text: str, rules: Sequence, file: FrontEndKnowledge | None = None) ->
     return narrowed
 
 
-def parse(text: str, file: FrontEndKnowledge | None = None) -> cst.Module | Parts | None:
+def parse(text: str, file: ScannedView | None = None) -> cst.Module | Parts | None:
     """LibCST's module of `text`; for a big text its parts, parsed one at a time as they are walked
     (lang/pyspeed/batches.py: a whole file's tree can be hundreds of MB), cut where `file`'s narrowing pass found the
     top-level statements (its plan for the narrowed text serves one parse)."""
@@ -251,13 +251,13 @@ def syntax_error_location(exc: PythonSyntaxError) -> tuple[int, int, str]:
 
 
 def check(module: cst.Module | None, text: str, path: str, rules: Sequence, target,
-          narrowed: Narrowed | None = None, *, knowledge: FrontEndKnowledge) -> list[Finding]:
+          narrowed: Narrowed | None = None, *, scanned: ScannedView) -> list[Finding]:
     """Findings of Python rules (LibCST) and of config rules over the file's settings (lang/pysettings.py)."""
-    return check_targets(module, text, path, [(rules, target)], narrowed, knowledge=knowledge)[0]
+    return check_targets(module, text, path, [(rules, target)], narrowed, scanned=scanned)[0]
 
 
 def check_targets(module: cst.Module | Parts | None, text: str, path: str, groups: Sequence[tuple[Sequence, object]],
-                  narrowed: Narrowed | None = None, *, knowledge: FrontEndKnowledge) -> list[list[Finding]]:
+                  narrowed: Narrowed | None = None, *, scanned: ScannedView) -> list[list[Finding]]:
     """`check` for several (rules, target) groups over one tree (`rlcompat matrix`): the Python rules of every group
     in one walk, then each group's config rules over the file's settings; a list of findings per group."""
     split = []
@@ -270,38 +270,38 @@ def check_targets(module: cst.Module | Parts | None, text: str, path: str, group
         # The settings are read first, from the tree the narrowing step built (or, for a big text, as it read each
         # chunk), so that what it left (a tree costs 70 to 150 bytes a byte of source) need not live on beside
         # LibCST's parts of a big file.
-        seen = knowledge.seen
+        seen = scanned.seen
         settings = [_settings(text, config, seen) if reading else [] for _, config, reading, _ in split]
         if isinstance(module, Parts):
-            knowledge.seen = seen = None
+            scanned.seen = seen = None
         if module is not None and any(python_rules for python_rules, *_ in split):
             walked = _walk_targets(module, text, path, [(python_rules, target) for python_rules, _, _, target in split],
-                                   narrowed, knowledge)
+                                   narrowed, scanned)
         else:
             walked = [[] for _ in groups]
     finally:
-        knowledge.seen = None  # what the pass learnt (a whole CPython tree) is not held on while the walk's findings
+        scanned.seen = None  # what the pass learnt (a whole CPython tree) is not held on while the walk's findings
         # are judged
         if isinstance(module, Parts):
             heap.give_back(text)
     found_by_group = [found + _config_findings(text, path, [r for r in reading if not r.reads_unread], found_settings,
-                                               target, python_rules, found, knowledge)
+                                               target, python_rules, found, scanned)
                       if found_settings else found
                       for (python_rules, _, reading, target), found_settings, found in zip(split, settings, walked)]
     if os.path.basename(path) in SETUP_PY_NAMES:
-        found_by_group = [found + _setup_py_findings(text, path, config, target, knowledge)
+        found_by_group = [found + _setup_py_findings(text, path, config, target, scanned)
                           for found, (_, config, _, target) in zip(found_by_group, split)]
     return found_by_group
 
 
 def _setup_py_findings(text: str, path: str, config: Sequence[ConfigRule], target,
-                       knowledge: FrontEndKnowledge) -> list[Finding]:
+                       scanned: ScannedView) -> list[Finding]:
     """setup.py's requirements as a declared environment, for the declared-environment rules (lang/setup_deps.py)."""
     from rlcompat.lang.declared import DeclaredRule
     from rlcompat.lang.setup_deps import check_setup_py
 
     declared = [r for r in config if isinstance(r, DeclaredRule)]
-    return check_setup_py(text, path, declared, target, knowledge) if declared else []
+    return check_setup_py(text, path, declared, target, scanned) if declared else []
 
 
 def _settings(text: str, config: Sequence[ConfigRule], seen) -> list:
@@ -319,36 +319,36 @@ def _triggers(config: Sequence[ConfigRule]) -> tuple[str, ...]:
 
 
 def _config_findings(text: str, path: str, config: Sequence[ConfigRule], settings: list, target, python_rules: Sequence,
-                     python_found: list[Finding], knowledge: FrontEndKnowledge) -> list[Finding]:
+                     python_found: list[Finding], scanned: ScannedView) -> list[Finding]:
     from rlcompat.lang.pysettings import drop_overlaps
 
-    found = run_rules([ConfigView("python", settings)], text, path, config, target, knowledge)
+    found = run_rules([ConfigView("python", settings)], text, path, config, target, scanned)
     if found:
         # Overlaps are judged against every Python rule for the target, selected or not: `--ignore RLC201`
         # or `# rlcompat: ignore[RLC201]` must not bring the same hazard back under a config rule's code.
-        found = drop_overlaps(found, python_found + _unselected_python_findings(text, path, target, python_rules, knowledge))
+        found = drop_overlaps(found, python_found + _unselected_python_findings(text, path, target, python_rules, scanned))
     return found
 
 
-def _unselected_python_findings(text: str, path: str, target, ran: Sequence, knowledge: FrontEndKnowledge) -> list[Finding]:
+def _unselected_python_findings(text: str, path: str, target, ran: Sequence, scanned: ScannedView) -> list[Finding]:
     """Findings of the Python rules for the target that did not run here although their triggers are in `text`
     (deselected with --ignore/--select/per-file-ignores): usually none, and then nothing is parsed."""
     codes = {r.code for r in ran}
-    rules = [cls(target) for cls in knowledge.file_rule_classes() if "python" in cls.languages and not issubclass(cls, ConfigRule)
+    rules = [cls(target) for cls in scanned.file_rule_classes() if "python" in cls.languages and not issubclass(cls, ConfigRule)
              and cls.code not in codes and cls.applies_to(target) and can_match_text(cls, "python", text, plain())]
     if not rules:
         return []
     try:
-        return _check_python(parse(text), text, path, rules, target, knowledge=knowledge)
+        return _check_python(parse(text), text, path, rules, target, scanned=scanned)
     except (PythonSyntaxError, RecursionError):
         return []
 
 
 def _check_python(module: cst.Module, text: str, path: str, rules: Sequence[PythonRule], target,
-                  narrowed: Narrowed | None = None, knowledge: FrontEndKnowledge | None = None) -> list[Finding]:
+                  narrowed: Narrowed | None = None, scanned: ScannedView | None = None) -> list[Finding]:
     """Findings in `text`. With `narrowed`, `module` was parsed from `narrowed.text` (lang/pyspeed/narrow.py): positions
     are found there and mapped back to `text` line by line (columns are the same)."""
-    return _walk_targets(module, text, path, [(rules, target)], narrowed, knowledge)[0]
+    return _walk_targets(module, text, path, [(rules, target)], narrowed, scanned)[0]
 
 
 class _NeedsWholeFile(Exception):
@@ -360,26 +360,26 @@ class _NeedsWholeModule(Exception):
 
 
 def _walk_targets(module: cst.Module | Parts, text: str, path: str, groups: Sequence[tuple[Sequence[PythonRule], object]],
-                  narrowed: Narrowed | None = None, knowledge: FrontEndKnowledge | None = None) -> list[list[Finding]]:
+                  narrowed: Narrowed | None = None, scanned: ScannedView | None = None) -> list[list[Finding]]:
     """The Python rules of several (rules, target) groups over one tree: one walk and one position lookup for all
     of them; a list of findings per group. Each group's rules see their own target in their context and report
     into their own list; the walk's ancestors and imports are the same for all."""
     if isinstance(module, Parts):
         # A narrowed text is one where no rule that reads the whole module can match (lang/pyspeed/narrow.py).
         if narrowed is None and any(batches.reads_whole_module(rules, text) for rules, _ in groups):
-            return _walk_unsplit(module, text, path, groups, narrowed, knowledge)
-        return _walk_parts(module, text, path, groups, narrowed, knowledge)
-    contexts, handlers = _contexts(groups, path, text, knowledge)
+            return _walk_unsplit(module, text, path, groups, narrowed, scanned)
+        return _walk_parts(module, text, path, groups, narrowed, scanned)
+    contexts, handlers = _contexts(groups, path, text, scanned)
     walk(module, handlers, contexts[0])
     try:
         return _found(module, narrowed.text if narrowed else text, contexts, narrowed, 0, lambda: LineIndex(text))
     except _NeedsWholeFile:
-        return _walk_targets(parse(text, knowledge), text, path, groups, None, knowledge)
+        return _walk_targets(parse(text, scanned), text, path, groups, None, scanned)
 
 
 def _contexts(groups: Sequence[tuple[Sequence[PythonRule], object]], path: str, text: str,
-              knowledge: FrontEndKnowledge | None = None) -> tuple[list[Context], dict]:
-    contexts = [Context(target, path, knowledge) for _, target in groups]
+              scanned: ScannedView | None = None) -> tuple[list[Context], dict]:
+    contexts = [Context(target, path, scanned) for _, target in groups]
     for ctx in contexts:
         ctx.source_text = text  # the whole file (the walked module may be narrowed), for a rule that must read it all
     handlers: dict = {}
@@ -390,10 +390,10 @@ def _contexts(groups: Sequence[tuple[Sequence[PythonRule], object]], path: str, 
 
 
 def _walk_parts(parts: Parts, text: str, path: str, groups: Sequence[tuple[Sequence[PythonRule], object]],
-                narrowed: Narrowed | None, knowledge: FrontEndKnowledge | None = None) -> list[list[Finding]]:
+                narrowed: Narrowed | None, scanned: ScannedView | None = None) -> list[list[Finding]]:
     """The walk over a big text's parts (lang/pyspeed/batches.py): each part parsed, walked and its findings located,
     then dropped before the next; the context (imports above all) goes on from part to part."""
-    contexts, handlers = _contexts(groups, path, text, knowledge)
+    contexts, handlers = _contexts(groups, path, text, scanned)
     found: list[list[Finding]] = [[] for _ in groups]
     index: list[LineIndex] = []
 
@@ -406,14 +406,14 @@ def _walk_parts(parts: Parts, text: str, path: str, groups: Sequence[tuple[Seque
         try:
             module = parse_module(part.text)
         except (cst.ParserSyntaxError, RecursionError):
-            return _walk_unsplit(parts, text, path, groups, narrowed, knowledge)
+            return _walk_unsplit(parts, text, path, groups, narrowed, scanned)
         walk(module, handlers, contexts[0])
         try:
             part_found = _found(module, part.text, contexts, narrowed, part.first_line - 1, text_index, in_part=True)
         except _NeedsWholeModule:
-            return _walk_unsplit(parts, text, path, groups, narrowed, knowledge)
+            return _walk_unsplit(parts, text, path, groups, narrowed, scanned)
         except _NeedsWholeFile:
-            return _walk_targets(parse(text, knowledge), text, path, groups, None, knowledge)
+            return _walk_targets(parse(text, scanned), text, path, groups, None, scanned)
         for mine, more, ctx in zip(found, part_found, contexts):
             mine.extend(more)
             ctx.pending = []  # what holds the part's nodes: let its tree go before the next part is parsed
@@ -422,7 +422,7 @@ def _walk_parts(parts: Parts, text: str, path: str, groups: Sequence[tuple[Seque
 
 
 def _walk_unsplit(parts: Parts, text: str, path: str, groups: Sequence[tuple[Sequence[PythonRule], object]],
-                  narrowed: Narrowed | None, knowledge: FrontEndKnowledge | None = None) -> list[list[Finding]]:
+                  narrowed: Narrowed | None, scanned: ScannedView | None = None) -> list[list[Finding]]:
     """The walk over the whole module that `parts` were cut from. Where LibCST does not parse it, what the runner
     does when a text does not parse: the whole file if `parts` are of the narrowed text, else the error."""
     try:
@@ -430,8 +430,8 @@ def _walk_unsplit(parts: Parts, text: str, path: str, groups: Sequence[tuple[Seq
     except (PythonSyntaxError, RecursionError):
         if narrowed is None:
             raise
-        return _walk_targets(parse(text, knowledge), text, path, groups, None, knowledge)
-    return _walk_targets(module, text, path, groups, narrowed, knowledge)
+        return _walk_targets(parse(text, scanned), text, path, groups, None, scanned)
+    return _walk_targets(module, text, path, groups, narrowed, scanned)
 
 
 def _found(module: cst.Module, located_text: str, contexts: list[Context], narrowed: Narrowed | None, shift: int,

@@ -45,7 +45,7 @@ from functools import cached_property
 from typing import ClassVar, Sequence
 
 from rlcompat.lang.languages import names_with, spelling_of
-from rlcompat.lang.knowledge import FrontEndKnowledge
+from rlcompat.lang.scanned import ScannedView
 from rlcompat.findings import Edit, Finding, Fix, FixSafety, Location
 from rlcompat.rule import Rule
 from rlcompat.pipeline.textpos import LineIndex
@@ -154,7 +154,7 @@ class ConfigView:
     word_spans: tuple[Span, ...] = ()  # where each of command_words is written (a wrapper's words share its span)
     _adder: object = None  # shell: callable(key_with_prefix, value) -> Edit; TOML, YAML: callable(dotted key, value)
     # A command: callable(command_words, key_with_prefix) -> (key as the run's config takes it | None, why not),
-    # handed by whoever knows the scanned tree (FrontEndKnowledge.spell_added_key; rlcompat/schema/gate.py)
+    # handed by whoever knows the scanned tree (ScannedView.spell_added_key; rlcompat/schema/gate.py)
     _gate: object = None
     unread: str = ""  # kind "unread": why the parser refused the command
 
@@ -259,12 +259,12 @@ class _Pending:
 class ConfigContext:
     """What a rule sees: the target, verl's knowledge for the scanned version, and `report`."""
 
-    def __init__(self, target, path: str, knowledge, source_text: str = "", framework=None, model_shape=None,
+    def __init__(self, target, path: str, scanned, source_text: str = "", framework=None, model_shape=None,
                  record_reads=None, file=None) -> None:
         self.target = target
         self.source_text = source_text
         self.path = path
-        self.verl = knowledge
+        self.verl = scanned
         # name -> the scanned tree's identity of that framework (rlcompat/knowledge/identity.py), resolved by the caller
         self.framework = framework
         # a local model's path -> its shape, looked for beside the file; the file's knowledge records the look-up
@@ -297,10 +297,10 @@ def _overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
 
 
 def run_rules(views: Sequence[ConfigView], text: str, path: str, rules: Sequence[ConfigRule], target,
-              knowledge: FrontEndKnowledge) -> list[Finding]:
-    ctx = ConfigContext(target, path, knowledge.for_rules, text, knowledge.framework, knowledge.model_shape,
-                        getattr(knowledge, "record_reads", None), knowledge)
-    gate = getattr(knowledge, "spell_added_key", None)
+              scanned: ScannedView) -> list[Finding]:
+    ctx = ConfigContext(target, path, scanned.for_rules, text, scanned.framework, scanned.model_shape,
+                        getattr(scanned, "record_reads", None), scanned)
+    gate = getattr(scanned, "spell_added_key", None)
     for view in views:
         if view.kind == "command" and view.is_verl and gate is not None:
             view._gate = gate
@@ -311,7 +311,7 @@ def run_rules(views: Sequence[ConfigView], text: str, path: str, rules: Sequence
         return []
     index = LineIndex(text)
     findings, seen = [], set()
-    unselected = knowledge.unselected_prefixes
+    unselected = scanned.unselected_prefixes
     lines = text.splitlines() if unselected else []
     # A command's entry word anchors findings about different missing keys: those never replace each other.
     anchors = {(v.anchor.start, v.anchor.end) for v in views if v.anchor is not None}

@@ -21,7 +21,7 @@ from typing import Sequence
 
 from rlcompat.findings import Finding
 from rlcompat.lang.declared import Declared, Requirement, requirement_at, run
-from rlcompat.lang.knowledge import FrontEndKnowledge
+from rlcompat.lang.scanned import ScannedView
 from rlcompat.lang.settings import Span
 from rlcompat.pipeline.textpos import LineIndex
 
@@ -244,13 +244,13 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def check_setup_py(text: str, path: str, rules: Sequence, target, knowledge: FrontEndKnowledge) -> list[Finding]:
+def check_setup_py(text: str, path: str, rules: Sequence, target, scanned: ScannedView) -> list[Finding]:
     """The declared-environment rules over a setup.py (none where it does not parse: the Python front end says so)."""
     try:
         group = parse_setup_py(text)
     except (SyntaxError, ValueError, RecursionError):
         return []
-    return run([group], text, path, rules, target, knowledge) if group.requirements else []
+    return run([group], text, path, rules, target, scanned) if group.requirements else []
 
 
 # --- setup.cfg --------------------------------------------------------------------------------------------------
@@ -306,5 +306,5 @@ def _values(group: Declared, section: str, key: str, value: str, offset: int) ->
 
 
 def check(group: Declared, text: str, path: str, rules: Sequence, target, *,
-          knowledge: FrontEndKnowledge) -> list[Finding]:
-    return run([group], text, path, rules, target, knowledge)
+          scanned: ScannedView) -> list[Finding]:
+    return run([group], text, path, rules, target, scanned)

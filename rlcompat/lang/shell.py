@@ -23,7 +23,7 @@ import bashlex
 import bashlex.errors
 
 from rlcompat.lang.embedded import Embedded, check_python
-from rlcompat.lang.knowledge import FrontEndKnowledge
+from rlcompat.lang.scanned import ScannedView
 from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span, flag_key, run_rules
 from rlcompat.lang.shellwords import (PYTHON_COMMAND, SIMPLE_PARAM, HeredocValue, body_tokens, heredoc_of,
                                       array_tokens, is_quoted_delimiter, read_target, value_tokens)
@@ -639,26 +639,26 @@ def _expanded_words(command: Command, variables: Variables) -> list[tuple[str, W
     return out
 
 
-def _entry_index(expanded: list[tuple[str, Word]], knowledge: FrontEndKnowledge) -> int | None:
+def _entry_index(expanded: list[tuple[str, Word]], scanned: ScannedView) -> int | None:
     """Index (in `expanded`) of the word naming a training entry point that takes overrides, if the command runs one."""
     for i, (text, _) in enumerate(expanded):
         if text == "-m" and i + 1 < len(expanded):
-            if knowledge.runs_entry_module(expanded[i + 1][0]):
+            if scanned.runs_entry_module(expanded[i + 1][0]):
                 return i + 1
-        if text.endswith(".py") and knowledge.runs_entry_script(text):
+        if text.endswith(".py") and scanned.runs_entry_script(text):
             return i
     return None
 
 
-def entry_point_overrides(script: ShellScript, knowledge: FrontEndKnowledge) -> list[Setting] | None:
+def entry_point_overrides(script: ShellScript, scanned: ScannedView) -> list[Setting] | None:
     """The Hydra overrides of the script's first command that runs a training entry point (the knowledge's
     `runs_entry_module` / `runs_entry_script`), in order, variables resolved where the script sets them (a value it
     cannot resolve is None); None when no command runs one. Read without positions: `rlcompat verify` replays them."""
-    found = entry_commands(script, knowledge)
+    found = entry_commands(script, scanned)
     return found[0][2] if found else None
 
 
-def entry_commands(script: ShellScript, knowledge: FrontEndKnowledge) -> list[tuple[str, Span, list[Setting]]]:
+def entry_commands(script: ShellScript, scanned: ScannedView) -> list[tuple[str, Span, list[Setting]]]:
     """Every command of the script that runs a training entry point: (the module or script it runs, where that word
     is written, its Hydra overrides in order as `entry_point_overrides` reads them)."""
     out: list[tuple[str, Span, list[Setting]]] = []
@@ -674,7 +674,7 @@ def entry_commands(script: ShellScript, knowledge: FrontEndKnowledge) -> list[tu
                 variables.record(w)
             continue
         expanded = _expanded_words(command, variables)
-        entry = _entry_index(expanded, knowledge)
+        entry = _entry_index(expanded, scanned)
         if entry is None:
             continue
         entry_text, entry_word = expanded[entry]
@@ -685,13 +685,13 @@ def entry_commands(script: ShellScript, knowledge: FrontEndKnowledge) -> list[tu
 
 
 def check_targets(script: ShellScript, text: str, path: str, groups: Sequence[tuple[Sequence, object]], *,
-                  knowledge: FrontEndKnowledge) -> list[list[Finding]]:
+                  scanned: ScannedView) -> list[list[Finding]]:
     """`check` for several (rules, target) groups (`rlcompat matrix`): one parse, the commands read per group."""
-    return [check(script, text, path, rules, target, knowledge=knowledge) for rules, target in groups]
+    return [check(script, text, path, rules, target, scanned=scanned) for rules, target in groups]
 
 
 def check(script: ShellScript, text: str, path: str, rules: Sequence, target, _depth: int = 0, *,
-          knowledge: FrontEndKnowledge) -> list[Finding]:
+          scanned: ScannedView) -> list[Finding]:
     config_rules = [r for r in rules if isinstance(r, ConfigRule)]
     python_rules = [r for r in rules if not isinstance(r, ConfigRule)]  # for Python inside the script
     index = LineIndex(text)
@@ -732,24 +732,24 @@ def check(script: ShellScript, text: str, path: str, rules: Sequence, target, _d
             block = _python_code(command, heredoc, text)
             if block is not None:
                 embedded.append(block)
-        view = _view(command, variables, knowledge, text, index)
+        view = _view(command, variables, scanned, text, index)
         view.settings[:0] = exported + [e for e in map(lambda w: _env_setting(w, variables, index), command.assignments)
                                         if e is not None]
         views.append(view)
     if exported:
         views.append(ConfigView("env", list(exported)))
-    findings = run_rules(views, text, path, [r for r in config_rules if not r.reads_unread], target, knowledge)
+    findings = run_rules(views, text, path, [r for r in config_rules if not r.reads_unread], target, scanned)
     watchers = [r for r in config_rules if r.reads_unread]
     if watchers and script.skipped:
         # A command bashlex refused is not silently dropped: RLC002 says where it is, so a hazard in it is not lost.
         unread = [ConfigView("unread", anchor=_command_span(text, start, end), unread=why)
                   for start, end, why in script.skipped]
-        findings += run_rules(unread, text, path, watchers, target, knowledge)
+        findings += run_rules(unread, text, path, watchers, target, scanned)
     for block in embedded:
         if block.language == "python":
-            findings += check_python(block, path, rules, target, index, knowledge)
+            findings += check_python(block, path, rules, target, index, scanned)
         elif _depth < MAX_NESTED_SHELL:
-            findings += _check_shell_block(block, path, rules, target, index, _depth + 1, knowledge)
+            findings += _check_shell_block(block, path, rules, target, index, _depth + 1, scanned)
     return findings
 
 
@@ -801,7 +801,7 @@ def _code_of(word: Word, skip: int) -> Embedded | None:
 
 
 def _check_shell_block(block: Embedded, path: str, rules, target, index: LineIndex, depth: int,
-                       knowledge: FrontEndKnowledge) -> list[Finding]:
+                       scanned: ScannedView) -> list[Finding]:
     from rlcompat.lang.embedded import map_findings
 
     code = block.code
@@ -809,7 +809,7 @@ def _check_shell_block(block: Embedded, path: str, rules, target, index: LineInd
         script = parse(code)
     except ShellSyntaxError:
         return []
-    return map_findings(block, check(script, code, path, rules, target, _depth=depth, knowledge=knowledge), index)
+    return map_findings(block, check(script, code, path, rules, target, _depth=depth, scanned=scanned), index)
 
 
 def _env_setting(w: Word, variables: Variables, index: LineIndex) -> Setting | None:
@@ -869,10 +869,10 @@ def _strip_trailing_comment(chunk: str) -> str:
     return chunk
 
 
-def _view(command: Command, variables: Variables, knowledge: FrontEndKnowledge, text: str, index: LineIndex) -> ConfigView:
+def _view(command: Command, variables: Variables, scanned: ScannedView, text: str, index: LineIndex) -> ConfigView:
     command = Command(_split_variables(command.words, variables), command.assignments, command.start, command.end)
     expanded = _expanded_words(command, variables)
-    entry = _entry_index(expanded, knowledge)
+    entry = _entry_index(expanded, scanned)
     settings: list[Setting] = []
     last_override: Word | None = None
     if entry is not None:
@@ -889,8 +889,8 @@ def _view(command: Command, variables: Variables, knowledge: FrontEndKnowledge, 
                 settings.append(setting)
                 last_override = w
     else:
-        settings.extend(_other_overrides(command.words, variables, index, knowledge.override_clis))
-    settings.extend(_flags(command.words, variables, index, knowledge.switches))
+        settings.extend(_other_overrides(command.words, variables, index, scanned.override_clis))
+    settings.extend(_flags(command.words, variables, index, scanned.switches))
     anchor_word = expanded[entry][1] if entry is not None else command.words[0]
     view = ConfigView("command", settings, is_verl=entry is not None, anchor=Span(anchor_word.start, anchor_word.end),
                       command_words=tuple(t for t, _ in expanded),

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 from rlcompat._toml import TOMLDecodeError, load_toml_text
-from rlcompat.lang.knowledge import FrontEndKnowledge
+from rlcompat.lang.scanned import ScannedView
 from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span, run_rules
 from rlcompat.findings import Edit, Finding
 
@@ -288,9 +288,9 @@ def _adder(doc: TomlDocument, text: str):
 
 
 def check(doc: TomlDocument, text: str, path: str, rules: Sequence[ConfigRule], target, *,
-          knowledge: FrontEndKnowledge) -> list[Finding]:
+          scanned: ScannedView) -> list[Finding]:
     first_line = text.find("\n")
     view = ConfigView("toml", doc.settings, anchor=Span(0, len(text) if first_line < 0 else first_line),
                       sections={name: table.header for name, table in doc.tables.items()},
                       _adder=_adder(doc, text))
-    return run_rules([view], text, path, [r for r in rules if not r.reads_unread], target, knowledge)
+    return run_rules([view], text, path, [r for r in rules if not r.reads_unread], target, scanned)

@@ -24,7 +24,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple, Sequence
 
-from rlcompat.lang.knowledge import FrontEndKnowledge
+from rlcompat.lang.scanned import ScannedView
 from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span, run_rules
 from rlcompat.findings import Edit, Finding
 from rlcompat.pipeline.textpos import LineIndex
@@ -343,21 +343,21 @@ def _is_null(event) -> bool:
 # --- entries -> settings ----------------------------------------------------------------------------------
 
 def check(docs: YamlDocuments, text: str, path: str, rules: Sequence[ConfigRule], target, *,
-          knowledge: FrontEndKnowledge) -> list[Finding]:
-    return run_rules(_views(docs, text, path, knowledge), text, path, rules, target, knowledge)
+          scanned: ScannedView) -> list[Finding]:
+    return run_rules(_views(docs, text, path, scanned), text, path, rules, target, scanned)
 
 
 def check_targets(docs: YamlDocuments, text: str, path: str, groups: Sequence[tuple[Sequence[ConfigRule], object]], *,
-                  knowledge: FrontEndKnowledge) -> list[list[Finding]]:
+                  scanned: ScannedView) -> list[list[Finding]]:
     """`check` for several (rules, target) groups (`rlcompat matrix`): the settings are read once for all."""
-    views = _views(docs, text, path, knowledge)
-    return [run_rules(views, text, path, rules, target, knowledge) for rules, target in groups]
+    views = _views(docs, text, path, scanned)
+    return [run_rules(views, text, path, rules, target, scanned) for rules, target in groups]
 
 
-def _views(docs: YamlDocuments, text: str, path: str, knowledge: FrontEndKnowledge) -> list[ConfigView]:
+def _views(docs: YamlDocuments, text: str, path: str, scanned: ScannedView) -> list[ConfigView]:
     index = LineIndex(text)
-    mounts = _mounts_for(path, knowledge.mounts)
-    top_keys = knowledge.config_top_keys
+    mounts = _mounts_for(path, scanned.mounts)
+    top_keys = scanned.config_top_keys
     views = []
     for doc in docs:
         settings = [_setting(entry, text, index) for entry in doc.entries]

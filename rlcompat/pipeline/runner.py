@@ -237,11 +237,11 @@ class Checker:
         with parse_errors_of(fe):
             if len(busy) > 1 and hasattr(fe, "check_targets"):  # the tree read once for every group (Python: one walk)
                 groups = [(runnable[i], self.groups[i].target) for i in busy]
-                for i, findings in zip(busy, fe.check_targets(tree, text, path, groups, knowledge=file, **narrowing)):
+                for i, findings in zip(busy, fe.check_targets(tree, text, path, groups, scanned=file, **narrowing)):
                     found[i] = findings
             else:
                 for i in busy:
-                    found[i] = fe.check(tree, text, path, runnable[i], self.groups[i].target, knowledge=file, **narrowing)
+                    found[i] = fe.check(tree, text, path, runnable[i], self.groups[i].target, scanned=file, **narrowing)
         return found
 
     @staticmethod

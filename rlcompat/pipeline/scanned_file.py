@@ -1,5 +1,5 @@
 """One file as the pipeline checks it: `ScannedFile`, built by the runner (rlcompat/pipeline/runner.py) for each file, passed
-down to the front ends (as their `knowledge`: rlcompat/lang/knowledge.py's `FrontEndKnowledge`) and from them to the
+down to the front ends (as their `scanned`: rlcompat/lang/scanned.py's `ScannedView`) and from them to the
 rules (`ctx.knowledge`), and read back by the runner once the file is checked.
 
 It holds what the file is (path, text, language, the identity of its tree: rlcompat/knowledge/identity.py, resolved once per

@@ -19,7 +19,7 @@ _SKIP_KEYWORDS = {"dtype", "torch_dtype", "quantization_config", "load_in_4bit",
 
 def _transformers_release(ctx) -> str | None:
     """The transformers release the file's tree runs (pinned, installed, packaged), or None where not known."""
-    return ctx.knowledge.framework("transformers").release if ctx.knowledge is not None else None
+    return ctx.scanned.framework("transformers").release if ctx.scanned is not None else None
 
 
 class FromPretrainedCheckpointDtype(PythonRule):

@@ -69,7 +69,7 @@ class TrlAsyncGrpoFlashAttention3(PythonRule):
     def visit_Call(self, node: cst.Call, ctx) -> None:
         if h.call_name(node) != _NAME or not (ctx.qualname(node.func) or "").startswith("trl."):
             return
-        knowledge = ctx.knowledge
+        knowledge = ctx.scanned
         release = knowledge.framework("trl").release if knowledge is not None else None
         row = trl_paths.async_grpo(release) if release else None
         if release and row is None:

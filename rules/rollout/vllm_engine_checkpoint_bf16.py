@@ -15,7 +15,7 @@ _ENGINES = frozenset({"LLM", "EngineArgs", "AsyncEngineArgs"})
 
 def _vllm_release(ctx) -> str | None:
     """The vLLM release the file's tree runs (pinned, installed, packaged), or None where not known."""
-    return ctx.knowledge.framework("vllm").release if ctx.knowledge is not None else None
+    return ctx.scanned.framework("vllm").release if ctx.scanned is not None else None
 
 
 class VllmEngineCheckpointBf16(PythonRule):

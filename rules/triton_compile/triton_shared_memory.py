@@ -103,7 +103,7 @@ class TritonSharedMemory(PythonRule):
         module = ctx.ancestors[0] if ctx.ancestors else None
         if not isinstance(module, cst.Module):
             return
-        launches = ctx.knowledge.derived("triton launch sites", module, lambda: tm.LaunchSites(module))
+        launches = ctx.scanned.derived("triton launch sites", module, lambda: tm.LaunchSites(module))
         kernel = tm.read_kernel(node, module, ctx.qualname, launches=launches)
         limit = self.target.smem_per_block_optin
         fits = [c for c in kernel.configs if (e := tm.estimate_smem(kernel, c, self.target)) is not None and e.nbytes <= limit]

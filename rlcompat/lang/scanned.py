@@ -2,7 +2,7 @@
 is handed.
 
 The runner makes one object for each file it checks (rlcompat/pipeline/scanned_file.py), with the framework knowledge of the
-file's tree, and passes it to `check` as `knowledge` (and to the Python front end's `narrow` and `parse`); front ends
+file's tree, and passes it to `check` as `scanned` (and to the Python front end's `narrow` and `parse`); front ends
 read it through this interface and never open a knowledge file, so a language knows no framework. Adding a framework's
 switch or config shape is a data row in rlcompat/knowledge/data/, not a change here. What a front end learns of the
 file on the way (`seen`, `planned`, `derived`) is kept there too, never in a module, so nothing of one file is left
@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 
-class FrontEndKnowledge(Protocol):
+class ScannedView(Protocol):
     seen: Any  # what the Python front end's pass over the file's text learnt (lang/pyspeed/chunks.py `Pass`)
     planned: Any  # where a big narrowed text is cut (lang/pyspeed/batches.py `Plan`)
 
