@@ -8,6 +8,7 @@ from typing import Callable
 from rlcompat.lang.settings import TRUE_WORDS, ConfigContext, ConfigView, Setting, Span
 from rlcompat.findings import Edit, FixSafety
 from rlcompat.knowledge.spellings import bf16_replacements
+from rlcompat.knowledge import verl_layout
 from rlcompat.knowledge.verl_config import entry_triggers
 
 # Substrings of a verl training command: rules that add missing overrides need one of them (rule `triggers`).
@@ -49,25 +50,20 @@ def where(setting: Setting) -> str:
 
 
 FSDP_ONLY = {"param-dtype", "torch-compile", "model-dtype"}
-ROLE_STRATEGY = {"actor": "actor_rollout_ref.actor.strategy", "ref": "actor_rollout_ref.ref.strategy",
-                 "critic": "critic.strategy"}
 
 
 def training_engine(view: ConfigView, role: str = "actor") -> str:
     """The training engine of a role: `fsdp` (verl's default), `megatron`, `torchtitan`, ..."""
-    for key in (ROLE_STRATEGY.get(role, ""), ROLE_STRATEGY["actor"]):
+    layout = verl_layout.layout()
+    for key in (layout.strategies.get(role, ""), layout.strategies["actor"]):
         setting = view.get(key) if key else None
         if setting is not None and setting.value and "${" not in setting.value and setting.value != "???":
             return "fsdp" if setting.value.startswith("fsdp") else setting.value
     # verl 0.9.1 `model_engine`: dp (FSDP, the default) or megatron, ... (ppo_trainer.yaml:10, :14)
     chosen = view.get("model_engine")
     if chosen is not None and chosen.value and "${" not in chosen.value:
-        return "fsdp" if chosen.value in ("dp", "fsdp", "fsdp2") else chosen.value
-    words = " ".join(view.command_words)
-    for engine in ("megatron", "torchtitan", "veomni"):
-        if f"ppo_{engine}_trainer" in words:
-            return engine
-    return "fsdp"
+        return layout.engine_named(chosen.value)
+    return layout.engine_of_config_name(" ".join(view.command_words)) or "fsdp"
 
 
 def worker_of(view: ConfigView, knowledge) -> str:

@@ -9,12 +9,9 @@ import re
 from typing import Callable
 
 from rlcompat.analysis.interpolation import select_default
+from rlcompat.knowledge import verl_layout
 from rlcompat.lang.settings import ConfigContext, ConfigView
 from rlcompat.findings import FixSafety
-
-ROLE_PREFIX = {"actor": "actor_rollout_ref.actor", "ref": "actor_rollout_ref.ref", "critic": "critic",
-               "reward": "reward_model"}
-
 
 def in_verl_package(ctx: ConfigContext) -> bool:
     return "verl/trainer/config/" in ctx.path.replace("\\", "/")
@@ -23,17 +20,17 @@ def in_verl_package(ctx: ConfigContext) -> bool:
 def engines_chosen(view: ConfigView, role: str) -> set[str]:
     """The training engines the view says its role runs on: `strategy` of the role or of its FSDP block,
     `model_engine=`, or a `ppo_<engine>_trainer` config name; empty when it says nothing."""
-    prefix = ROLE_PREFIX.get(role, "")
+    layout = verl_layout.layout()
+    prefix = layout.prefixes.get(role, "")
     chosen = set()
     for key in (f"{prefix}.strategy", f"{prefix}.fsdp_config.strategy", f"{prefix}.fsdp.strategy", "model_engine"):
         setting = view.get(key)
         if setting is not None and setting.value and "${" not in setting.value and setting.value != "???":
             value = setting.value.strip()
-            chosen.add("fsdp" if value in ("dp", "fsdp2") else value)  # model_engine: dp (ppo_trainer.yaml:10)
-    words = " ".join(view.command_words)
-    for engine in ("megatron", "torchtitan", "veomni"):
-        if f"ppo_{engine}_trainer" in words:
-            chosen.add(engine)
+            chosen.add(layout.engine_named(value))
+    by_name = layout.engine_of_config_name(" ".join(view.command_words))
+    if by_name:
+        chosen.add(by_name)
     return chosen
 
 
@@ -136,22 +133,13 @@ def in_its_config(view: ConfigView, ctx: ConfigContext, known) -> bool:
                                        or f"config-name {stem}" in words)
 
 
-# verl entry points whose top config is not ppo_trainer.yaml: a command running one takes no PPO keys
-# (actor_rollout_ref.*, critic.*), so none is added to it. verl 0.9.1: verl/trainer/sft_trainer.py:461 and
-# sft_trainer_ray.py:388 (sft_trainer_engine), main_eval.py:41 (evaluation); verl 0.7.0 adds fsdp_sft_trainer.py:843
-# (sft_trainer) and main_generation.py:43 (generation).
-_NOT_PPO = re.compile(r"(?:^|[\s./])(?:fsdp_)?sft_trainer(?:_ray)?(?:\.py)?(?:\s|$)|(?:^|[\s./])main_(?:eval|generation)(?:\.py)?(?:\s|$)")
-
-
 def runs_sft_trainer(view: ConfigView) -> bool:
     """Whether a command runs verl's engine-based SFT trainer (verl.trainer.sft_trainer, config sft_trainer_engine),
     whose config has the `engine` and `model` blocks (not fsdp_sft_trainer's)."""
-    return bool(_SFT_ENGINE.search(" ".join(view.command_words)))
-
-
-_SFT_ENGINE = re.compile(r"(?:^|[\s./])sft_trainer(?:_ray)?(?:\.py)?(?:\s|$)|config-name[= ]sft_trainer_engine")
+    return bool(verl_layout.layout().sft_engine.search(" ".join(view.command_words)))
 
 
 def takes_ppo_keys(view: ConfigView) -> bool:
     """Whether a command runs an entry point of the PPO trainer config (a YAML view: True)."""
-    return view.kind != "command" or not _NOT_PPO.search(" ".join(view.command_words))
+    # verl_layout.toml [entry_points]: the entry points whose top config is not ppo_trainer.yaml
+    return view.kind != "command" or not verl_layout.layout().not_ppo.search(" ".join(view.command_words))

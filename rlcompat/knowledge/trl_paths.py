@@ -1,6 +1,7 @@
 """rlcompat/knowledge/data/trl_paths.toml: code paths of TRL releases that select a kernel or an engine with no config
 option in between (its Triton kernels on the model's logits, its asynchronous GRPO trainer's attention and vLLM), and
-which Triton release compiles bf16 below compute capability 8.0; for RLC130 and RLC430."""
+which Triton release compiles bf16 below compute capability 8.0; for RLC130 and RLC430. Also the configs whose
+unset `bf16` means bf16 (RLC111)."""
 
 from __future__ import annotations
 
@@ -120,3 +121,9 @@ def cli_trainer(words) -> tuple[str, str] | None:
 
 def cli_proof() -> str:
     return _table()["cli"]["proof"]
+
+
+@lru_cache(maxsize=1)
+def bf16_unset_configs() -> frozenset[str]:
+    """TRL's configs whose unset `bf16` becomes `not fp16` ([bf16_unset])."""
+    return frozenset(_table()["bf16_unset"]["configs"])

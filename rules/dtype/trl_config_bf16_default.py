@@ -2,18 +2,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rlcompat.knowledge import precision
+from rlcompat.knowledge import precision, trl_paths
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.lang.python import PendingFix, PythonRule
 from rlcompat.findings import FixSafety
 from rlcompat.rule import Bad, Good
 
-# TRL's configs whose `bf16` field defaults to None and resolves to `not fp16` [S63]. `PPOConfig` is left out: before
-# trl 0.12 it was not a TrainingArguments and has no `fp16` field to add.
-TRL_CONFIGS = frozenset({
-    "GRPOConfig", "SFTConfig", "DPOConfig", "KTOConfig", "ORPOConfig", "CPOConfig", "BCOConfig", "RewardConfig",
-    "PRMConfig", "OnlineDPOConfig", "IterativeSFTConfig", "RLOOConfig", "GKDConfig", "XPOConfig", "NashMDConfig",
-})
+TRL_CONFIGS = trl_paths.bf16_unset_configs()  # rlcompat/knowledge/data/trl_paths.toml [bf16_unset] [S63]
 
 
 class TrlConfigBf16Default(PythonRule):
