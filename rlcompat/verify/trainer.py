@@ -265,7 +265,8 @@ def run_trainer(req: TrainerRequest, workdir: Path) -> dict:
     result["settings"] = {"steps": req.steps, "batch": batch, "model": req.model, "device": req.device,
                           "gpus": req.gpus, "rollout": req.rollout, "rollout_dtype": final.get("actor_rollout_ref.rollout.dtype"),
                           "algo": final.get("algorithm.adv_estimator", "gae"),
-                          "replay_buffer": poll[1].split("=", 1)[1] if poll else "verl's (2 s poll)"}
+                          "replay_buffer": poll[1].split("=", 1)[1] if poll else
+                          final.get("trainer.v1.sampler.custom_sampler.name", "verl's own (2 s poll)")}
     result["overrides"] = overrides
     cmd = [sys.executable, "-m", "verl.trainer.main_ppo", *overrides]
     result["command"] = shlex.join(cmd)
