@@ -152,3 +152,23 @@ def test_a_captured_graph_is_replayed_in_later_batches_and_the_guard_changes_no_
     assert not gen._decoders  # the weights left the device: the graphs that read them go
     gen.wake_up()
     assert [c.token_ids for c in gen.generate(_greedy(prompts, 40))] == first
+
+
+def test_with_another_dispatch_mode_on_the_stack_nothing_is_paused_and_no_part_counts_as_first():
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Passthrough(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    grain = WatchGrain(torch.device("cpu"), torch.float32)
+    guard = _guard()
+    try:
+        with grain.part("decode") as first:
+            torch.ones(2) * 2
+        with Passthrough(), grain.part("decode") as again:
+            with pytest.raises(TargetViolation, match="aten"):  # still watched operator by operator
+                torch.ones(2, dtype=torch.bfloat16)
+    finally:
+        guard.uninstall()
+    assert first.watched and not again.watched  # a kept graph is not captured again step after step

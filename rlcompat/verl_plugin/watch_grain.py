@@ -22,8 +22,9 @@ import torch
 from rlcompat.verify.guard import active_dtype_watch, paused_dtype_watch
 
 class Part:
-    """One part's run: `watched` says whether the watch sees its every operator now (its first run); `check` is
-    what to call on the tensors it produced (a no-op then, or where no guard is on)."""
+    """One part's run: `watched` says whether this is its first run under the watch, which sees its every operator
+    (a decode step then captures its graph again); `check` is what to call on the tensors it produced (a no-op
+    then, or where no guard is on)."""
 
     def __init__(self, watched: bool, check: Callable[..., None] | None = None):
         self.watched = watched
@@ -60,5 +61,7 @@ class WatchGrain:
             seen.add(key)  # only once it ran through without a violation
             return
         with paused_dtype_watch() as paused:
-            yield Part(watched=not paused,
+            # Not paused (another dispatch mode is on the stack): the watch still sees each operator run eagerly,
+            # and a kept graph is replayed as it was captured under it.
+            yield Part(watched=False,
                        check=(lambda tensors: watch.check(tensors, f"hf rollout {name}")) if paused else None)
