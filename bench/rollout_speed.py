@@ -9,6 +9,9 @@ batch x prompt x response size: milliseconds per decode step and tokens/s of
 plus the memory-bandwidth bound of reading the weights once a step, on this device (its copy bandwidth measured here)
 and on a Tesla P40 (346 GB/s, NVIDIA's Tesla P40 datasheet). Every figure counts the whole generate call (prefill
 included) divided by the tokens decoded, the same way for all three; every row decodes exactly `response` tokens.
+Each figure is the best timed call after one warm-up call of the same shape; for the guarded rollout the warm-up
+call, in which the guard watches each part of the loop operator by operator (rlcompat/verl_plugin/watch_grain.py),
+is also kept (`rollout_guard_first_call_ms_per_step`).
 
 Runs on the device (see the top of bench/verify_trainer_on_device.sh for the machine; it needs only torch and
 transformers there, and rlcompat installed with `pip install --no-deps --target`):
@@ -52,8 +55,13 @@ def copy_bandwidth(device: str) -> float:
     return 2 * src.numel() * 4 * 10 / (time.perf_counter() - start)
 
 
-def timed(fn, reps: int) -> float:
-    fn()  # warm-up: allocator, kernels' first launch
+def timed(fn, reps: int) -> tuple[float, float]:
+    """(the first call's seconds, the best of `reps` calls after it)."""
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    fn()  # warm-up: allocator, kernels' first launch, the graph's capture, the guard's first look at each part
+    torch.cuda.synchronize()
+    first = time.perf_counter() - start
     best = float("inf")
     for _ in range(reps):
         torch.cuda.synchronize()
@@ -61,7 +69,7 @@ def timed(fn, reps: int) -> float:
         fn()
         torch.cuda.synchronize()
         best = min(best, time.perf_counter() - start)
-    return best
+    return first, best
 
 
 def rollout_call(generator, prompts, response):
@@ -95,7 +103,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--quick", action="store_true", help="batch 8, prompt 96, response 64 only")
+    parser.add_argument("--sizes", help="only these, as BATCHxPROMPTxRESPONSE[,...] (e.g. 32x96x64)")
     parser.add_argument("--reps", type=int, default=1, help="timed calls per figure after one warm-up (best kept)")
+    parser.add_argument("--short-reps", type=int, default=3,
+                        help="the same for 64-token responses, whose calls are short enough to repeat")
     args = parser.parse_args()
 
     from rlcompat.verl_plugin.engine import HFGenerator
@@ -105,17 +116,23 @@ def main() -> None:
     weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     bandwidth = copy_bandwidth(device)
     generator = HFGenerator(model, device, pad_token_id=0)
-    sizes = [(8, 96, 64)] if args.quick else [
-        (b, p, r) for b in (1, 8, 32) for p in (96, 512) for r in (64, 512)]
+    sizes = [tuple(int(n) for n in size.split("x")) for size in args.sizes.split(",")] if args.sizes else \
+        [(8, 96, 64)] if args.quick else [
+        (b, p, r) for r in (64, 512) for b in (1, 8, 32) for p in (96, 512)]  # short responses first
     rows = []
     for batch, prompt, response in sizes:
         prompts = torch.randint(0, 150000, (batch, prompt), generator=torch.Generator().manual_seed(batch)).tolist()
+        reps = args.short_reps if response <= 64 else args.reps
         with torch.no_grad():
-            plain = timed(rollout_call(generator, prompts, response), args.reps)
-            static = timed(hf_static_call(model, prompts, response), args.reps)
+            _, plain = timed(rollout_call(generator, prompts, response), reps)
+            # transformers compiles its static-cache generate (CompileConfig's mode "reduce-overhead": CUDA graph
+            # trees); the rollout's kept graphs are dropped first so the two never share a run, and the guarded
+            # calls below start from a new decoder, captured under the guard.
+            generator.release_decoders()
+            _, static = timed(hf_static_call(model, prompts, response), reps)
             guard = guarded().install()
             try:
-                with_guard = timed(rollout_call(generator, prompts, response), args.reps)
+                guard_first, with_guard = timed(rollout_call(generator, prompts, response), reps)
             finally:
                 guard.uninstall()
             violations = [v.to_dict() for v in guard.violations]
@@ -123,10 +140,13 @@ def main() -> None:
             "batch": batch, "prompt": prompt, "response": response,
             "rollout_ms_per_step": 1000 * with_guard / response,
             "rollout_no_guard_ms_per_step": 1000 * plain / response,
+            # the first call under a new guard: each part of the loop watched operator by operator once
+            "rollout_guard_first_call_ms_per_step": 1000 * guard_first / response,
             "hf_static_ms_per_step": 1000 * static / response,
             "rollout_tokens_per_s": batch * response / with_guard,
             "hf_static_tokens_per_s": batch * response / static,
             "guard_violations": len(violations),
+            "timed_calls": reps,
         }
         row["rollout_vs_hf_static"] = row["rollout_ms_per_step"] / row["hf_static_ms_per_step"]
         row["guard_overhead"] = row["rollout_ms_per_step"] / row["rollout_no_guard_ms_per_step"] - 1

@@ -20,6 +20,7 @@ BaseException) cannot hide the first one.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.abc
 import importlib.machinery
@@ -173,16 +174,21 @@ class TargetGuard:
         class _DtypeWatch(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 out = func(*args, **(kwargs or {}))
-                for t in _tensors(out):
+                self.check(_tensors(out), func)
+                return out
+
+            def check(self, tensors, op) -> None:
+                """What the watch does with each operator's results; `paused_dtype_watch` callers use it on the
+                results of a block they ran unwatched."""
+                for t in tensors:
                     guard.dtypes_seen[str(t.dtype).replace("torch.", "")] += 1
                     if bf16_banned and t.dtype is bfloat16:
                         guard.violation(
-                            "bf16", str(func),
-                            f"bfloat16 tensor produced by {func} on {guard.target.name}, which has no bf16 hardware "
+                            "bf16", str(op),
+                            f"bfloat16 tensor produced by {op} on {guard.target.name}, which has no bf16 hardware "
                             f"(use float32{' or float16' if guard.target.fp16_tensor_cores else ''})",
                         )
                         break
-                return out
 
         mode = _DtypeWatch()
         mode.__enter__()
@@ -459,6 +465,39 @@ class _BlockedLoader(importlib.abc.Loader):
 
     def exec_module(self, module):  # pragma: no cover - create_module always raises
         raise ImportError(module.__name__)
+
+
+def active_dtype_watch():
+    """The guard's dtype watch on this thread's dispatch mode stack, or None (no guard, or watching off here)."""
+    try:
+        from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+    except ImportError:  # pragma: no cover - torch without Python dispatch modes
+        return None
+    for mode in _get_current_dispatch_mode_stack():
+        if type(mode).__name__ == "_DtypeWatch" and hasattr(mode, "check"):
+            return mode
+    return None
+
+
+@contextlib.contextmanager
+def paused_dtype_watch():
+    """Run a block without the dtype watch's per-operator check; yields whether it was paused.
+
+    For code whose every operator was already seen by the watch on the same inputs' dtypes (the hf rollout's own
+    decode loop, docs/verify.md "The guard"): the caller then checks what the block produced with the watch's
+    `check`. Only the watch is taken off: with any other dispatch mode on the stack nothing is paused.
+    """
+    try:
+        from torch.utils._python_dispatch import _disable_current_modes, _get_current_dispatch_mode_stack
+    except ImportError:  # pragma: no cover
+        yield False
+        return
+    stack = _get_current_dispatch_mode_stack()
+    if not stack or any(type(m).__name__ != "_DtypeWatch" for m in stack):
+        yield False
+        return
+    with _disable_current_modes():
+        yield True
 
 
 def _tensors(out):

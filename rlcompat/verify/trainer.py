@@ -148,6 +148,25 @@ DEFAULT_RUN_SETTINGS = {
     "actor_rollout_ref.rollout.dtype": "float32",
 }
 
+def replay_poll_overrides(final: dict[str, str]) -> list[str]:
+    """verl's replay buffer with a 50 ms poll instead of 2 s (rlcompat/verl_plugin/replay_poll.py says why), for a
+    run on the hf rollout whose settings that buffer serves as verl's own: v1 trainer, no custom sampler, no DAPO
+    group filter, no refill of failed groups (verl passes a custom sampler none of those)."""
+    def setting(key: str, default: str) -> str:
+        return final.get(key, default).strip().lower()
+
+    if setting("actor_rollout_ref.rollout.name", "vllm") != "hf" or setting("trainer.use_v1", "true") != "true":
+        return []
+    if setting("algorithm.filter_groups.enable", "false") == "true" \
+            or setting("trainer.v1.sampler.sync_refill_failed_groups", "false") == "true" \
+            or setting("trainer.v1.sampler.custom_sampler.path", "null") not in ("null", "none", ""):
+        return []
+    name = "PromptPollReplayBuffer" if setting("trainer.v1.trainer_mode", "sync") == "sync" \
+        else "PromptPollReplayBufferAsync"
+    return ["trainer.v1.sampler.custom_sampler.path=pkg://rlcompat.verl_plugin.replay_poll",
+            f"trainer.v1.sampler.custom_sampler.name={name}"]
+
+
 # Keys a launch script sets that describe the real run's scale or data: swapped for the tiny run's values.
 SWAP_PREFIXES = (
     "data.train_files", "data.val_files", "data.train_batch_size", "data.val_batch_size", "data.max_prompt_length",
@@ -239,11 +258,15 @@ def run_trainer(req: TrainerRequest, workdir: Path) -> dict:
         overrides, _ = merge_overrides([], {**DEFAULT_RUN_SETTINGS, **tiny}, keep_algo=False)
     overrides += req.extra_overrides
     final = {_key(o): o.split("=", 1)[1] for o in overrides if "=" in o}
+    poll = replay_poll_overrides(final)
+    overrides += poll
     req.rollout = final.get("actor_rollout_ref.rollout.name", "vllm")
     req.fp32 = final.get("actor_rollout_ref.rollout.dtype", "bfloat16") in ("float32", "fp32")
     result["settings"] = {"steps": req.steps, "batch": batch, "model": req.model, "device": req.device,
                           "gpus": req.gpus, "rollout": req.rollout, "rollout_dtype": final.get("actor_rollout_ref.rollout.dtype"),
-                          "algo": final.get("algorithm.adv_estimator", "gae")}
+                          "algo": final.get("algorithm.adv_estimator", "gae"),
+                          "replay_buffer": poll[1].split("=", 1)[1] if poll else
+                          final.get("trainer.v1.sampler.custom_sampler.name", "verl's own (2 s poll)")}
     result["overrides"] = overrides
     cmd = [sys.executable, "-m", "verl.trainer.main_ppo", *overrides]
     result["command"] = shlex.join(cmd)

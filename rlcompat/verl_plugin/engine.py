@@ -1,20 +1,23 @@
 """A batched token-in/token-out generator on plain transformers: what the `hf` rollout serves verl with.
 
-No verl and no Ray here, so it can be tested on its own. One decode loop with a static KV cache (rlcompat/verl_plugin/decode.py: a CUDA
-graph per batch on a GPU) serves a batch of requests whose sampling settings may differ row by row (temperature,
-top-p, top-k, max tokens, stop ids).
+No verl and no Ray here, so it can be tested on its own. One decode loop with a static KV cache
+(rlcompat/verl_plugin/decode.py: a CUDA graph per batch shape on a GPU, kept for the next batches of that shape)
+serves a batch of requests whose sampling settings may differ row by row (temperature, top-p, top-k, max tokens,
+stop ids).
 Prompts are left-padded and positions follow the attention mask, as `transformers.generate` does, so greedy
-decoding gives the same tokens as `generate` (tests/test_verl_plugin_engine.py).
+decoding gives the same tokens as `generate` (tests/test_verl_plugin.py, tests/test_verl_plugin_decode_reuse.py).
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 import torch
 
 from rlcompat.verl_plugin.decode import StaticDecode
+from rlcompat.verl_plugin.watch_grain import WatchGrain
 
 
 @dataclass
@@ -51,6 +54,9 @@ class HFGenerator:
         self._host: Optional[list[torch.Tensor]] = None  # pinned host copies of the weights while asleep
         self.tokens_generated = 0
         self.model.to(self.device)
+        # Decoders (cache, buffers, captured graph) by (batch, length, graphed), most recent last; see `_decoder`.
+        self._decoders: "OrderedDict[tuple[int, int, bool], StaticDecode]" = OrderedDict()
+        self._grain = WatchGrain(self.device, next(self.model.parameters()).dtype)
 
     @classmethod
     def from_pretrained(cls, path: str, device: str, dtype: torch.dtype, attn_implementation: str = "sdpa",
@@ -86,6 +92,7 @@ class HFGenerator:
         if self.asleep or self.device.type == "cpu":
             self.asleep = True
             return
+        self._decoders.clear()  # their graphs read the weights where they are now; their caches go too
         tensors = self._tensors()
         if self._host is None:
             try:
@@ -99,6 +106,11 @@ class HFGenerator:
             t.data = host
         _empty_cache(self.device)
         self.asleep = True
+
+    def release_decoders(self) -> None:
+        """Free the kept decoders' KV caches and graphs (verl's `release_kv_cache`); the next batch makes new ones."""
+        self._decoders.clear()
+        _empty_cache(self.device)
 
     @torch.no_grad()
     def wake_up(self) -> None:
@@ -152,7 +164,9 @@ class HFGenerator:
         input_ids, mask = input_ids.to(device), mask.to(device)
         rows = _Rows(requests, device)
         longest = int(max(r.max_tokens for r in requests))
-        decode = StaticDecode(self.model, mask, longest, self._graph_stream())
+        decode = self._decoder(batch, width + longest)
+        decode.begin(mask)
+        grain = self._grain
 
         # Every row's tokens, log-probs and state stay on the device: the host learns them once at the end, and
         # whether all rows finished every few steps, so the decode loop never waits for the GPU token by token.
@@ -161,25 +175,32 @@ class HFGenerator:
         lengths = torch.zeros(batch, dtype=torch.long, device=device)
         stopped = torch.zeros(batch, dtype=torch.bool, device=device)
         done = torch.zeros(batch, dtype=torch.bool, device=device)
-        logits = decode.prefill(input_ids, mask)
+        with grain.part("prefill") as part:
+            logits = decode.prefill(input_ids, mask)
+            part.check(logits, *decode.cache_tensors())
         for step in range(longest):
-            scaled = logits.float() / rows.divisor
-            logp = torch.log_softmax(scaled, dim=-1) if rows.needs_log_softmax else None
-            next_ids = _pick(scaled, rows, logp)
-            tokens[:, step] = next_ids
-            if rows.want_logprobs:
-                logprobs[:, step] = logp.gather(-1, next_ids.unsqueeze(-1)).squeeze(-1)
-            live = ~done
-            lengths += live.long()
-            hit = live & (next_ids.unsqueeze(-1) == rows.stop_ids).any(-1)
-            stopped |= hit
-            done |= hit | (lengths >= rows.max_tokens)
+            with grain.part("sample") as part:
+                scaled = logits.float() / rows.divisor
+                logp = torch.log_softmax(scaled, dim=-1) if rows.needs_log_softmax else None
+                next_ids = _pick(scaled, rows, logp)
+                tokens[:, step] = next_ids
+                if rows.want_logprobs:
+                    logprobs[:, step] = logp.gather(-1, next_ids.unsqueeze(-1)).squeeze(-1)
+                live = ~done
+                lengths += live.long()
+                hit = live & (next_ids.unsqueeze(-1) == rows.stop_ids).any(-1)
+                stopped |= hit
+                done |= hit | (lengths >= rows.max_tokens)
+                part.check(scaled, logp, next_ids, done)
             if step + 1 == longest or ((step + 1) % _CHECK_EVERY == 0 and bool(done.all())):
                 break
-            logits = decode.step(next_ids)
+            with grain.part("decode") as part:
+                # Watched, the step is captured again: the graph may have been captured unwatched (or on another
+                # thread). Its warm-up and capture run the forward where the watch sees every operator.
+                logits = decode.step(next_ids, recapture=part.watched)
+                part.check(logits)
         counts, stops = lengths.tolist(), stopped.tolist()
         token_rows, logprob_rows = tokens.tolist(), logprobs.tolist()
-        del decode  # the cache and the graph's memory go back before the next batch
         self.tokens_generated += sum(counts)
         return [
             Completion(token_rows[i][: counts[i]], logprob_rows[i][: counts[i]] if r.want_logprobs else None,
@@ -187,8 +208,28 @@ class HFGenerator:
             for i, r in enumerate(requests)
         ]
 
+    def _decoder(self, batch: int, needed: int) -> StaticDecode:
+        """A decoder for `batch` rows and at least `needed` positions, kept for the next batches of that shape.
+
+        Lengths are rounded up to a multiple of `_LENGTH_STEP`, so prompts of nearby widths share one decoder and
+        its captured graph (the extra slots are masked). At most `_DECODERS_KEPT` are kept, the least recently used
+        dropped first, so memory stays bounded; all are dropped on `sleep`, which moves the weights the graphs
+        read."""
+        length = -(-needed // _LENGTH_STEP) * _LENGTH_STEP
+        stream = self._graph_stream()
+        key = (batch, length, stream is not None)
+        decode = self._decoders.pop(key, None)
+        if decode is None:
+            while len(self._decoders) >= _DECODERS_KEPT:
+                self._decoders.popitem(last=False)
+            decode = StaticDecode(self.model, batch, length, self.device, stream)
+        self._decoders[key] = decode
+        return decode
+
 
 _CHECK_EVERY = 16  # decode steps between the host's looks at whether every row finished
+_LENGTH_STEP = 64  # decoder lengths are multiples of this
+_DECODERS_KEPT = 2  # decoders (KV cache + graph) kept between batches
 
 
 class _Rows:

@@ -231,10 +231,10 @@ class HFRolloutServer:
         self.global_steps = global_steps
 
     async def clear_kv_cache(self):
-        pass  # the cache lives only for the length of one batch
+        pass  # each batch starts from a zeroed cache (decode.py: StaticDecode.begin)
 
     async def release_kv_cache(self):
-        pass
+        self.engine.release_decoders()
 
     async def resume_kv_cache(self):
         pass
