@@ -165,6 +165,66 @@ def test_a_forks_model_code_on_the_run_is_read_with_its_own_config_deciding(run_
     assert all("as in verl 0.4.1, the closest release" in f["message"] for f in hits)
 
 
+FORK_PPO_TRAINER = """actor_rollout_ref:
+  model:
+    path: ~/models/deepseek-llm-7b-chat
+    override_config: {}
+  actor:
+    strategy: fsdp
+    fsdp_config:
+      param_offload: False
+  ref:
+    fsdp_config:
+REF_TABLE
+  rollout:
+    name: hf
+critic:
+  model:
+    override_config: {}
+    fsdp_config:
+      param_offload: False
+algorithm:
+  adv_estimator: ESTIMATOR
+"""
+FORK_MIXED = FORK_WORKERS.replace(
+    "        return AutoModelForCausalLM",
+    "        mp = fsdp_config.get('mixed_precision', None)\n"
+    "        if mp is not None:\n"
+    "            param_dtype = mp.get('param_dtype', 'bf16')\n"
+    "        else:\n"
+    "            param_dtype = torch.bfloat16\n"
+    "        return AutoModelForCausalLM")
+
+
+@pytest.mark.parametrize("estimator,critic", [("gae", True), ("grpo", False)])
+def test_a_forks_scanned_config_carries_what_its_code_writes_for_each_table(run_cli, tmp_path, fresh_verl_detection,
+                                                                          estimator, critic):
+    """Scanning a fork's own ppo_trainer.yaml: the hazards its workers write themselves for the models the config's
+    tables stand for are reported on those tables (`override_config` for the hard-coded FlashAttention-2, an
+    `fsdp_config` without `mixed_precision` for the bf16 param dtype), citing the fork's own file:line; a table that
+    sets `mixed_precision` is the code's input and is judged where it is written; the critic only where the config
+    trains one."""
+    config = FORK_PPO_TRAINER.replace("ESTIMATOR", estimator).replace(
+        "REF_TABLE", "      mixed_precision:\n        param_dtype: fp32")
+    package = verl_package(tmp_path, "0.1", {"trainer/config/ppo_trainer.yaml": config, "trainer/main_ppo.py": "pass\n",
+                                             "workers/fsdp_workers.py": "import torch\n" + FORK_MIXED})
+    _, findings = _scan(run_cli, package / "trainer" / "config" / "ppo_trainer.yaml")
+    told = {(f["code"], f["line"]) for f in findings if "the fork's code decides it" in f["message"]}
+    expected = {("RLC201", 4), ("RLC101", 7)} | ({("RLC201", 17)} if critic else set())
+    assert told == expected, findings
+    fa2 = next(f for f in findings if (f["code"], f["line"]) == ("RLC201", 4))
+    assert "verl/workers/fsdp_workers.py:12 (ActorRolloutRefWorker._build_model_optimizer)" in fa2["message"]
+    assert "0.4.1" not in fa2["message"]  # the fork's own line, never the closest release's
+
+
+def test_a_releases_config_gets_no_fork_table_findings(run_cli, tmp_path, fresh_verl_detection):
+    config = FORK_PPO_TRAINER.replace("ESTIMATOR", "gae").replace("REF_TABLE", "      param_offload: False")
+    package = verl_package(tmp_path, "0.4.1", {"trainer/config/ppo_trainer.yaml": config,
+                                               "workers/fsdp_workers.py": "import torch\n" + FORK_MIXED})
+    _, findings = _scan(run_cli, package / "trainer" / "config" / "ppo_trainer.yaml")
+    assert not [f for f in findings if "the fork's code decides it" in f["message"]]
+
+
 def test_selection_reads_the_commands_values_then_the_default_runs():
     knowledge = verl_knowledge.load_version("0.9.1")
     critic = next(o for o in knowledge.run_options if o.name == "critic")
