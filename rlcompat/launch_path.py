@@ -251,13 +251,17 @@ def _config_message(f: Finding, file: str, key: str) -> str:
 
 def fork_values(package: str, knowledge) -> dict[str, str | None]:
     """What a fork's own primary config sets (`[default_run]` `config`), where the release's defaults say nothing
-    of the fork: "" (YAML null) as "null", and `${other.key}` as that key's value in the same file."""
-    from rlcompat.lang import yaml
+    of the fork: composed by rlcompat/schema (its defaults list followed, as Hydra merges it), YAML null as "null",
+    and `${other.key}` as that key's value in the composed config. Empty where the config cannot be read."""
+    from rlcompat.schema import SchemaUnread
+    from rlcompat.schema.hydra_static import compose_values
 
-    text = _read(os.path.join(package, knowledge.run_config), "yaml") if knowledge.run_config else None
+    if not knowledge.run_config:
+        return {}
+    config = os.path.join(package, knowledge.run_config)
     try:
-        found = yaml.values(text) if text is not None else {}
-    except yaml.YamlSyntaxError:
+        found = compose_values(os.path.dirname(config), os.path.basename(config), bases=(os.path.dirname(package),))
+    except SchemaUnread:
         return {}
     out: dict[str, str | None] = {}
     for key, value in found.items():

@@ -225,6 +225,25 @@ def test_a_releases_config_gets_no_fork_table_findings(run_cli, tmp_path, fresh_
     assert not [f for f in findings if "the fork's code decides it" in f["message"]]
 
 
+def test_fork_values_come_from_the_schema_composition(tmp_path, fresh_verl_detection):
+    """One reader of a fork's config (rlcompat/schema): its defaults list is followed as Hydra merges it, the file's
+    own content last, and `${...}` resolved in the composed config."""
+    primary = ("defaults:\n  - algorithm: gae_algo\n  - _self_\n"
+               "actor_rollout_ref:\n  actor:\n    strategy: ${critic.strategy}\n  rollout:\n    name: vllm\n"
+               "critic:\n  strategy: fsdp\nreward_model:\n  enable: False\n  path: ~\n")
+    package = verl_package(tmp_path, "0.1", {"trainer/config/ppo_trainer.yaml": primary,
+                                             "trainer/config/algorithm/gae_algo.yaml": "adv_estimator: gae\n"})
+    knowledge = verl_knowledge.load_version("0.4.1")
+    values = launch_path.fork_values(str(package), knowledge)
+    assert values["algorithm.adv_estimator"] == "gae"  # from the group file, which a flat read of the primary misses
+    assert values["actor_rollout_ref.actor.strategy"] == "fsdp"
+    assert values["reward_model.enable"] == "False" and values["reward_model.path"] == "null"
+    critic = next(o for o in knowledge.run_options if o.name == "critic")
+    assert run_scope.selection(critic, knowledge, {}, values) is not None
+    (package / "trainer" / "config" / "algorithm" / "gae_algo.yaml").unlink()
+    assert launch_path.fork_values(str(package), knowledge) == {}  # unreadable: no claim
+
+
 def test_selection_reads_the_commands_values_then_the_default_runs():
     knowledge = verl_knowledge.load_version("0.9.1")
     critic = next(o for o in knowledge.run_options if o.name == "critic")
