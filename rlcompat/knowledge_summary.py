@@ -21,7 +21,7 @@ _VALUES_ONLY = re.compile(r"\(([A-Za-z][\w.-]*(?: fork)?) (\d[\w.]*) (?:pinned i
 def knowledge_applied(paths, findings, identities) -> list[str]:
     """`identities`: the run's rlcompat.identity.Identities (each scanned tree's, resolved once by the caller)."""
     from rlcompat.scanned_file import ScannedFile
-    from rlcompat.identity import VERL
+    from rlcompat.identity import VERL, uses
     from rlcompat.verl_knowledge import knowledge_of
 
     labels: list[str] = []
@@ -34,7 +34,11 @@ def knowledge_applied(paths, findings, identities) -> list[str]:
     for f in findings:
         if f.code in VERL_CODES and not any(label.startswith("verl ") for label in labels):
             text = texts.setdefault(f.path, _read(f.path))
-            labels.append(ScannedFile(f.path, identities.for_path(f.path), text).verl.label)
+            tree = identities.for_path(f.path)
+            # A tree with no verl and a file that runs none (an OpenRLHF script's vLLM engine): no verl rule set is
+            # the knowledge of its code, whatever RLC401 said of the engine.
+            if tree.get(VERL).how in ("release", "fork", "pinned", "declared") or uses(text, VERL):
+                labels.append(ScannedFile(f.path, tree, text).verl.label)
         if f.code in FRAMEWORK_CODES:
             m = _LABEL.search(f.message)
             if m:
