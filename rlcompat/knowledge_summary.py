@@ -18,6 +18,10 @@ _VALUES_ONLY = re.compile(r"\(([A-Za-z][\w.-]*(?: fork)?) (\d[\w.]*) (?:pinned i
                           r"judged by the value with ([A-Za-z][\w.-]*(?: [\w.-]+)?)'s key")
 
 
+_DECLARED_ONLY = re.compile(r"\(([A-Za-z][\w.-]*) declared without a version \(.*?\); judged by the value with "
+                            r"([A-Za-z][\w.-]*(?: [\w.-]+)?)'s key")
+
+
 def knowledge_applied(paths, findings, identities) -> list[str]:
     """`identities`: the run's rlcompat.identity.Identities (each scanned tree's, resolved once by the caller)."""
     from rlcompat.scanned_file import ScannedFile
@@ -46,6 +50,9 @@ def knowledge_applied(paths, findings, identities) -> list[str]:
             m = _VALUES_ONLY.search(f.message)
             if m:
                 labels.append(f"{m.group(3)} keys, values only (for {m.group(1)} {m.group(2)})")
+            m = _DECLARED_ONLY.search(f.message)
+            if m:
+                labels.append(f"{m.group(2)} keys, values only (for {m.group(1)}, declared without a version)")
     return sorted(dict.fromkeys(labels))
 
 

@@ -280,3 +280,14 @@ def test_a_requirement_range_is_not_overruled_by_a_dockerfile_pin(tmp_path):
                                    "docker/Dockerfile": "FROM python:3.10\nRUN pip install vllm==0.6.3.post1 accelerate==1.0.0\n"})
     assert pin_of(str(root), "vllm").where == "requirements.txt:1"
     assert pin_of(str(root), "accelerate").where == "docker/Dockerfile:2"  # no version in the requirements
+
+
+def test_a_framework_declared_without_a_version_gets_no_release_file_line(tmp_path, installed):
+    """`deepspeed` unpinned: pip resolves a release nobody knows here, so the message names the key it judged by and
+    no DeepSpeed release's file:line."""
+    root = _write(tmp_path / "d", {"requirements.txt": "deepspeed\n",
+                                   "ds_config.json": '{\n  "bf16": {\n    "enabled": true\n  }\n}\n'})
+    report = scan_paths([str(root / "ds_config.json")], SM61)
+    (bf16,) = [f for f in report.findings if f.code == "RLC118"]
+    assert "DeepSpeed declared without a version (requirements.txt:1: deepspeed)" in bf16.message
+    assert "knowledge: deepspeed/" not in bf16.message

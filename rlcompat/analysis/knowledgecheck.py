@@ -289,6 +289,11 @@ def _knowledge(ctx: ConfigContext, key: fk.FrameworkKey, version_known: bool) ->
         fork = " fork" if identity.how == "fork" else ""
         return (f"{key.framework.label}{fork} {identity.version} {where}: no knowledge of that release; judged by the "
                 f"value with {key.label}'s key, no file:line cited")
+    if identity is not None and identity.how == "declared":
+        # The tree names the framework without a version: pip resolves one nobody knows here, so no release's file
+        # and line is this code's.
+        return (f"{key.framework.label} declared without a version ({identity.evidence}); judged by the value with "
+                f"{key.label}'s key, no file:line cited")
     return f"{key.framework.label} version not known here; {key.label} knowledge: {proof}"
 
 
