@@ -111,11 +111,13 @@ def reached_findings(checker, path: str, text: str, scanned: set[str], checked: 
         overrides = {s.key: s.value for s in settings if s.prefix != "~"}
         at = _location(index, anchor.start, anchor.end)
         said = [f for f in own if f.location.line == at.line]
+        tabled = checked.tabled  # told on a table of the fork's scanned config: reported there, not again
         hits = [(f, _code_message(f, option, file, function, how, knowledge, checker))
                 for option in code_there
                 for how in (run_scope.selection(option, knowledge, overrides, defaults),) if how is not None
                 for file, function, f in checked.once(("findings", option), lambda o=option: _code_hazards(
-                    o, package, scanned, checked))]
+                    o, package, scanned, checked))
+                if (os.path.abspath(file), f.location.line) not in tabled]
         hits += [(f, _config_message(f, file, key)) for f, file, key in in_config
                  if not any(o == key or key.startswith(o + ".") for o in overrides)
                  and not any(o.code == f.code and key in o.message for o in said)]
@@ -176,6 +178,7 @@ def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Chec
             message = (f"{handle.what}: the fork's code decides it, not `{table}`: {where}: {finding.message}. "
                        f"{handle.remedy[:1].upper()}{handle.remedy[1:]}; {_remedy(finding, file, checker)}")
             if checker.settings.is_selected(finding.code, path):
+                checked.tabled.add((os.path.abspath(file), finding.location.line))
                 at = Location(line, 1, line, len(index.line_text(line)) + 1)
                 added.append(Finding(finding.code, finding.name, message, path, at, checker.target.name,
                                      finding.severity, None, index.line_text(line)))
@@ -366,6 +369,7 @@ class _Checked:
         self.check = check
         self.results: dict[str, FileResult] = {}
         self.answers: dict[tuple, object] = {}  # what a package offers, worked out once per run
+        self.tabled: set[tuple[str, int]] = set()  # (code file, line) told on a table of a scanned fork config
 
     def once(self, key: tuple, work):
         if key not in self.answers:

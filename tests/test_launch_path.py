@@ -217,6 +217,22 @@ def test_a_forks_scanned_config_carries_what_its_code_writes_for_each_table(run_
     assert "0.4.1" not in fa2["message"]  # the fork's own line, never the closest release's
 
 
+def test_a_hazard_told_on_the_scanned_configs_table_is_not_told_again_at_the_command(run_cli, tmp_path,
+                                                                                     fresh_verl_detection):
+    config = FORK_PPO_TRAINER.replace("ESTIMATOR", "gae").replace("REF_TABLE", "      param_offload: False")
+    verl_package(tmp_path, "0.1", {"trainer/config/ppo_trainer.yaml": config, "trainer/main_ppo.py": "pass\n",
+                                   "workers/fsdp_workers.py": "import torch\n" + FORK_MIXED})
+    (tmp_path / "train.sh").write_text("python3 -m verl.trainer.main_ppo data.train_batch_size=32\n")
+    alone = _at_command(_scan(run_cli, tmp_path / "train.sh")[1], "train.sh")
+    assert {f["code"] for f in alone} == {"RLC201"} and len(alone) == 2  # actor and critic, at the command
+    code, out, err = run_cli("scan", "train.sh", "verl/trainer/config/ppo_trainer.yaml", "--target", "sm61",
+                             "--output-format", "json", "--no-cache", cwd=tmp_path)
+    both = json.loads(out)["findings"]
+    assert not _at_command(both, "train.sh"), both  # told on the config's tables instead
+    assert {(f["code"], f["line"]) for f in both if "the fork's code decides it" in f["message"]} >= {
+        ("RLC201", 4), ("RLC201", 16)}
+
+
 def test_a_releases_config_gets_no_fork_table_findings(run_cli, tmp_path, fresh_verl_detection):
     config = FORK_PPO_TRAINER.replace("ESTIMATOR", "gae").replace("REF_TABLE", "      param_offload: False")
     package = verl_package(tmp_path, "0.4.1", {"trainer/config/ppo_trainer.yaml": config,
