@@ -157,6 +157,9 @@ def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Chec
         option = options.get(handle.option)
         if option is None or run_scope.selection(option, knowledge, {}, values) is None:
             continue
+        if handle.mapped and not checked.once(("mapped", package, handle.mapped),
+                                              lambda h=handle: _entry_uses(package, knowledge, h.mapped)):
+            continue  # the fork's entry point does not build that role
         region = _region(package, handle.code)
         if region is None or os.path.abspath(region[0]) in scanned:
             continue  # the fork has no such function, or the scan reports its code where it is
@@ -187,6 +190,24 @@ def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Chec
         kept, suppressed = suppressions.apply(added, found)
         result.suppressed += suppressed
         result.findings = sorted(list(result.findings) + kept, key=Finding.sort_key)
+
+
+def _entry_uses(package: str, knowledge, dotted: str) -> bool:
+    """Whether the package's entry module uses `dotted` ("Role.RefPolicy") in its code (comments do not count); True
+    where the module cannot be read (no claim that the role is missing)."""
+    for module in knowledge.run_entry:
+        parts = module.split(".")[1:]  # relative to the package
+        text = _read(os.path.join(package, *parts) + ".py", "python")
+        if text is None:
+            continue
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            return True
+        owner, _, attr = dotted.rpartition(".")
+        return any(isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.value, ast.Name)
+                   and n.value.id == owner for n in ast.walk(tree))
+    return True
 
 
 def _package_of(path: str) -> str | None:

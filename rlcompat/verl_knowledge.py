@@ -85,6 +85,7 @@ class ConfigHandle:
     proof: str
     words: tuple[str, ...] = ()  # a code finding counts only when its line holds one of these ("param_dtype")
     unless: str = ""  # a key under the table that makes the code read the table's value instead
+    mapped: str = ""  # a name the package's entry module must use in its code ("Role.RefPolicy"): the role is built
 
 
 @dataclass(frozen=True)
@@ -200,7 +201,8 @@ def _load(version: str, detected: str | None) -> Knowledge:
         run_config=data.get("default_run", {}).get("config", ""),
         run_values={k: str(v) for k, v in data.get("default_run", {}).get("values", {}).items()},
         handles=tuple(ConfigHandle(h["option"], h["code"], tuple(h["codes"]), tuple(h["tables"]), h["what"],
-                                   h["remedy"], h["proof"], tuple(h.get("words", ())), h.get("unless", ""))
+                                   h["remedy"], h["proof"], tuple(h.get("words", ())), h.get("unless", ""),
+                                   h.get("mapped", ""))
                       for h in data.get("handle", ())),
     )
 

@@ -233,6 +233,18 @@ def test_a_hazard_told_on_the_scanned_configs_table_is_not_told_again_at_the_com
         ("RLC201", 4), ("RLC201", 16)}
 
 
+@pytest.mark.parametrize("entry,ref", [("role_worker_mapping[Role.RefPolicy] = ray.remote(Worker)\n", True),
+                                       ("# role_worker_mapping[Role.RefPolicy] = ray.remote(Worker)\n", False)])
+def test_the_reference_policys_table_counts_only_where_the_entry_point_builds_one(run_cli, tmp_path,
+                                                                                 fresh_verl_detection, entry, ref):
+    config = FORK_PPO_TRAINER.replace("ESTIMATOR", "grpo").replace("REF_TABLE", "      param_offload: False")
+    package = verl_package(tmp_path, "0.1", {"trainer/config/ppo_trainer.yaml": config, "trainer/main_ppo.py": entry,
+                                             "workers/fsdp_workers.py": "import torch\n" + FORK_MIXED})
+    _, findings = _scan(run_cli, package / "trainer" / "config" / "ppo_trainer.yaml")
+    lines = {f["line"] for f in findings if f["code"] == "RLC101" and "the fork's code decides it" in f["message"]}
+    assert lines == ({7, 10} if ref else {7})
+
+
 def test_a_releases_config_gets_no_fork_table_findings(run_cli, tmp_path, fresh_verl_detection):
     config = FORK_PPO_TRAINER.replace("ESTIMATOR", "gae").replace("REF_TABLE", "      param_offload: False")
     package = verl_package(tmp_path, "0.4.1", {"trainer/config/ppo_trainer.yaml": config,
