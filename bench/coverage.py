@@ -135,6 +135,7 @@ class Corpus:
     hazards: list[dict]
     clean: list[dict]
     path: Path
+    checkout: bool = False  # a git corpus unpacked as a whole clone (only `include` is scanned)
 
     @property
     def root(self) -> Path:
@@ -147,6 +148,7 @@ def load_corpus(path: Path) -> Corpus:
     return Corpus(
         name=head["name"], source=head["source"], sha256=head["sha256"], include=list(head["include"]),
         exclude=list(head.get("exclude", [])), split=head["split"], frameworks=list(head.get("frameworks", [])),
+        checkout=bool(head.get("checkout", False)),
         hazards=list(data.get("hazard", [])), clean=list(data.get("clean", [])), path=path,
     )
 
@@ -203,30 +205,46 @@ def _ensure_git_corpus(corpus: Corpus) -> Path:
     listed = subprocess.run(git + ["ls-tree", "-r", "--name-only", "-z", commit], capture_output=True)
     if listed.returncode != 0:
         raise CorpusUnavailable(f"{corpus.name}: {git_dir} lacks commit {commit}: {listed.stderr.decode().strip()}")
-    # Only the included files are read (a mirror may lack the repository's large data files).
-    names = [n for n in listed.stdout.decode().split("\0") if n and any(_glob_match(n, g) for g in corpus.include)
-             and not any(_glob_match(n, g) for g in corpus.exclude)]
+    # Only the included files are read (a mirror may lack the repository's large data files), unless the corpus is
+    # a checkout (`checkout = true`): then every file of the commit the mirror holds is written, as a user's clone
+    # has them (the fork's worker code, its version file), with an empty `.git` folder marking the clone's root; the
+    # scan still covers the included files only.
+    listed_names = [n for n in listed.stdout.decode().split("\0") if n]
+    included = [n for n in listed_names if any(_glob_match(n, g) for g in corpus.include)
+                and not any(_glob_match(n, g) for g in corpus.exclude)]
+    names = listed_names if corpus.checkout else included
     staging = corpus.root.with_name(corpus.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     for name in names:
-        blob = subprocess.run(git + ["show", f"{commit}:{name}"], capture_output=True, check=True).stdout
+        shown = subprocess.run(git + ["show", f"{commit}:{name}"], capture_output=True)
+        if shown.returncode != 0:
+            if name in included:
+                raise CorpusUnavailable(f"{corpus.name}: {git_dir} lacks {name} at {commit}")
+            continue  # context only (a submodule entry, a blob the mirror does not hold)
         (staging / name).parent.mkdir(parents=True, exist_ok=True)
-        (staging / name).write_bytes(blob)
+        (staging / name).write_bytes(shown.stdout)
+    if corpus.checkout:
+        (staging / ".git").mkdir(exist_ok=True)
     staging.rename(corpus.root)
     digest = content_digest(corpus.root, included_files(corpus))
     if digest != corpus.sha256:
         shutil.rmtree(corpus.root)
         raise SystemExit(f"{corpus.path}: the included files of {corpus.source} have content digest {digest}, "
                          f"the label file pins {corpus.sha256}")
-    (corpus.root / ".sha256").write_text(corpus.sha256 + "\n")
+    (corpus.root / ".sha256").write_text(_stamp(corpus) + "\n")
     return corpus.root
+
+
+def _stamp(corpus: Corpus) -> str:
+    """What `.sha256` records of an unpacked corpus: its digest, and whether it is a whole checkout."""
+    return corpus.sha256 + (" checkout" if corpus.checkout else "")
 
 
 def ensure_corpus(corpus: Corpus) -> Path:
     """Unpack the corpus archive into CORPUS_DIR/<name> once; return the archive's root folder."""
     stamp = corpus.root / ".sha256"
-    if stamp.is_file() and stamp.read_text().strip() == corpus.sha256:
+    if stamp.is_file() and stamp.read_text().strip() == _stamp(corpus):
         return corpus.root
     shutil.rmtree(corpus.root, ignore_errors=True)
     if corpus.source.startswith("git:"):

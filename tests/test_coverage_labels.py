@@ -42,7 +42,9 @@ def test_label_file_schema(path: Path):
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     assert set(data) <= {"corpus", "hazard", "clean"}, f"{path.name}: unknown tables {set(data)}"
     head = data["corpus"]
-    assert CORPUS_KEYS <= set(head) <= CORPUS_KEYS | {"exclude"}, f"{path.name}: [corpus] keys {set(head)}"
+    assert CORPUS_KEYS <= set(head) <= CORPUS_KEYS | {"exclude", "checkout"}, f"{path.name}: [corpus] keys {set(head)}"
+    # a whole checkout is read from a git mirror only (a PyPI archive is unpacked whole anyway)
+    assert head.get("checkout", False) in (False, True) and (not head.get("checkout") or head["source"].startswith("git:"))
     assert head["name"] == path.stem, f"{path.name}: name {head['name']!r} differs from the file name"
     assert BENCH.SOURCE_RE.match(head["source"]), f"{path.name}: source {head['source']!r}"
     assert re.fullmatch(r"[0-9a-f]{64}", head["sha256"]), f"{path.name}: sha256 must be 64 hex digits"

@@ -240,3 +240,54 @@ def test_a_fork_is_not_told_which_rollout_engines_it_registers(tmp_path, install
                                      "train.sh": FORK_SCRIPT.replace("rollout.name=vllm", "rollout.name=trtllm")})
     (claim,) = [f for f in scan_paths([str(pinned / "train.sh")], SM61).findings if "is not registered" in f.message]
     assert "not registered in verl 0.4.1 (only hf, vllm, sglang: verl/workers/fsdp_workers.py:409" in claim.message
+
+
+OPENRLHF_SCRIPT = """ray job submit -- python3 -m openrlhf.cli.train_ppo_ray \\
+    --pretrain Qwen/Qwen2.5-7B \\
+    --vllm_num_engines 1 \\
+    --flash_attn \\
+    --packing_samples
+"""
+
+
+def test_an_openrlhf_fork_vendored_as_a_project_is_read_from_its_version_file(tmp_path, installed):
+    """OpenRLHF 0.5-style fork vendored one level down (`OpenRLHF-RAG/openrlhf`), its version in the `version.txt` its
+    setup.py reads: a fork at that version for the tree whose script runs it, never a release's knowledge by the
+    flags the script passes (markers), and no verl rule set named for a tree that holds no verl."""
+    root = _write(tmp_path / "repo", {
+        ".git/HEAD": "", "scripts/train.sh": OPENRLHF_SCRIPT,
+        "OpenRLHF-RAG/setup.py": "def _fetch_version():\n    return open('version.txt').read().strip()\n",
+        "OpenRLHF-RAG/version.txt": "0.5.5.post2\n", "OpenRLHF-RAG/openrlhf/__init__.py": "",
+        "OpenRLHF-RAG/requirements.txt": "deepspeed==0.15.0\n"})
+    tree = identity.resolve(str(root))
+    fork = tree.get("openrlhf")
+    assert (fork.how, fork.version, fork.package) == ("fork", "0.5.5.post2", "./OpenRLHF-RAG/openrlhf")
+    assert fork.evidence == "OpenRLHF-RAG/version.txt says 0.5.5.post2 (read by its setup.py)"
+    report = scan_paths([str(root / "scripts" / "train.sh")], SM61)
+    assert report.findings, "the flags are still judged by their values"
+    for f in report.findings:
+        assert "knowledge: openrlhf/" not in f.message, f.message  # no release file:line for a fork
+    applied = knowledge_applied([str(root / "scripts" / "train.sh")], report.findings, report.identities)
+    assert not [label for label in applied if label.startswith("verl")], applied
+    # A version.txt that no setup.py reads says nothing.
+    (root / "OpenRLHF-RAG" / "setup.py").write_text("from setuptools import setup\nsetup(name='x')\n")
+    identity.clear_caches()
+    assert identity.resolve(str(root)).get("openrlhf").version is None
+
+
+def test_a_requirement_range_is_not_overruled_by_a_dockerfile_pin(tmp_path):
+    root = _write(tmp_path / "r", {"requirements.txt": "vllm<=0.6.3\naccelerate\n",
+                                   "docker/Dockerfile": "FROM python:3.10\nRUN pip install vllm==0.6.3.post1 accelerate==1.0.0\n"})
+    assert pin_of(str(root), "vllm").where == "requirements.txt:1"
+    assert pin_of(str(root), "accelerate").where == "docker/Dockerfile:2"  # no version in the requirements
+
+
+def test_a_framework_declared_without_a_version_gets_no_release_file_line(tmp_path, installed):
+    """`deepspeed` unpinned: pip resolves a release nobody knows here, so the message names the key it judged by and
+    no DeepSpeed release's file:line."""
+    root = _write(tmp_path / "d", {"requirements.txt": "deepspeed\n",
+                                   "ds_config.json": '{\n  "bf16": {\n    "enabled": true\n  }\n}\n'})
+    report = scan_paths([str(root / "ds_config.json")], SM61)
+    (bf16,) = [f for f in report.findings if f.code == "RLC118"]
+    assert "DeepSpeed declared without a version (requirements.txt:1: deepspeed)" in bf16.message
+    assert "knowledge: deepspeed/" not in bf16.message

@@ -166,6 +166,113 @@ def test_a_forks_model_code_on_the_run_is_read_with_its_own_config_deciding(run_
     assert all("as in verl 0.4.1, the closest release" in f["message"] for f in hits)
 
 
+FORK_PPO_TRAINER = """actor_rollout_ref:
+  model:
+    path: ~/models/deepseek-llm-7b-chat
+    override_config: {}
+  actor:
+    strategy: fsdp
+    fsdp_config:
+      param_offload: False
+  ref:
+    fsdp_config:
+REF_TABLE
+  rollout:
+    name: hf
+critic:
+  model:
+    override_config: {}
+    fsdp_config:
+      param_offload: False
+algorithm:
+  adv_estimator: ESTIMATOR
+"""
+FORK_MIXED = FORK_WORKERS.replace(
+    "        return AutoModelForCausalLM",
+    "        mp = fsdp_config.get('mixed_precision', None)\n"
+    "        if mp is not None:\n"
+    "            param_dtype = mp.get('param_dtype', 'bf16')\n"
+    "        else:\n"
+    "            param_dtype = torch.bfloat16\n"
+    "        return AutoModelForCausalLM")
+
+
+@pytest.mark.parametrize("estimator,critic", [("gae", True), ("grpo", False)])
+def test_a_forks_scanned_config_carries_what_its_code_writes_for_each_table(run_cli, tmp_path, fresh_verl_detection,
+                                                                          estimator, critic):
+    """Scanning a fork's own ppo_trainer.yaml: the hazards its workers write themselves for the models the config's
+    tables stand for are reported on those tables (`override_config` for the hard-coded FlashAttention-2, an
+    `fsdp_config` without `mixed_precision` for the bf16 param dtype), citing the fork's own file:line; a table that
+    sets `mixed_precision` is the code's input and is judged where it is written; the critic only where the config
+    trains one."""
+    config = FORK_PPO_TRAINER.replace("ESTIMATOR", estimator).replace(
+        "REF_TABLE", "      mixed_precision:\n        param_dtype: fp32")
+    package = verl_package(tmp_path, "0.1", {"trainer/config/ppo_trainer.yaml": config, "trainer/main_ppo.py": "pass\n",
+                                             "workers/fsdp_workers.py": "import torch\n" + FORK_MIXED})
+    _, findings = _scan(run_cli, package / "trainer" / "config" / "ppo_trainer.yaml")
+    told = {(f["code"], f["line"]) for f in findings if "the fork's code decides it" in f["message"]}
+    expected = {("RLC201", 4), ("RLC101", 7)} | ({("RLC201", 17)} if critic else set())
+    assert told == expected, findings
+    fa2 = next(f for f in findings if (f["code"], f["line"]) == ("RLC201", 4))
+    assert "verl/workers/fsdp_workers.py:12 (ActorRolloutRefWorker._build_model_optimizer)" in fa2["message"]
+    assert "0.4.1" not in fa2["message"]  # the fork's own line, never the closest release's
+
+
+def test_a_hazard_told_on_the_scanned_configs_table_is_not_told_again_at_the_command(run_cli, tmp_path,
+                                                                                     fresh_verl_detection):
+    config = FORK_PPO_TRAINER.replace("ESTIMATOR", "gae").replace("REF_TABLE", "      param_offload: False")
+    verl_package(tmp_path, "0.1", {"trainer/config/ppo_trainer.yaml": config, "trainer/main_ppo.py": "pass\n",
+                                   "workers/fsdp_workers.py": "import torch\n" + FORK_MIXED})
+    (tmp_path / "train.sh").write_text("python3 -m verl.trainer.main_ppo data.train_batch_size=32\n")
+    alone = _at_command(_scan(run_cli, tmp_path / "train.sh")[1], "train.sh")
+    assert {f["code"] for f in alone} == {"RLC201"} and len(alone) == 2  # actor and critic, at the command
+    code, out, err = run_cli("scan", "train.sh", "verl/trainer/config/ppo_trainer.yaml", "--target", "sm61",
+                             "--output-format", "json", "--no-cache", cwd=tmp_path)
+    both = json.loads(out)["findings"]
+    assert not _at_command(both, "train.sh"), both  # told on the config's tables instead
+    assert {(f["code"], f["line"]) for f in both if "the fork's code decides it" in f["message"]} >= {
+        ("RLC201", 4), ("RLC201", 16)}
+
+
+@pytest.mark.parametrize("entry,ref", [("role_worker_mapping[Role.RefPolicy] = ray.remote(Worker)\n", True),
+                                       ("# role_worker_mapping[Role.RefPolicy] = ray.remote(Worker)\n", False)])
+def test_the_reference_policys_table_counts_only_where_the_entry_point_builds_one(run_cli, tmp_path,
+                                                                                 fresh_verl_detection, entry, ref):
+    config = FORK_PPO_TRAINER.replace("ESTIMATOR", "grpo").replace("REF_TABLE", "      param_offload: False")
+    package = verl_package(tmp_path, "0.1", {"trainer/config/ppo_trainer.yaml": config, "trainer/main_ppo.py": entry,
+                                             "workers/fsdp_workers.py": "import torch\n" + FORK_MIXED})
+    _, findings = _scan(run_cli, package / "trainer" / "config" / "ppo_trainer.yaml")
+    lines = {f["line"] for f in findings if f["code"] == "RLC101" and "the fork's code decides it" in f["message"]}
+    assert lines == ({7, 10} if ref else {7})
+
+
+def test_a_releases_config_gets_no_fork_table_findings(run_cli, tmp_path, fresh_verl_detection):
+    config = FORK_PPO_TRAINER.replace("ESTIMATOR", "gae").replace("REF_TABLE", "      param_offload: False")
+    package = verl_package(tmp_path, "0.4.1", {"trainer/config/ppo_trainer.yaml": config,
+                                               "workers/fsdp_workers.py": "import torch\n" + FORK_MIXED})
+    _, findings = _scan(run_cli, package / "trainer" / "config" / "ppo_trainer.yaml")
+    assert not [f for f in findings if "the fork's code decides it" in f["message"]]
+
+
+def test_fork_values_come_from_the_schema_composition(tmp_path, fresh_verl_detection):
+    """One reader of a fork's config (rlcompat/schema): its defaults list is followed as Hydra merges it, the file's
+    own content last, and `${...}` resolved in the composed config."""
+    primary = ("defaults:\n  - algorithm: gae_algo\n  - _self_\n"
+               "actor_rollout_ref:\n  actor:\n    strategy: ${critic.strategy}\n  rollout:\n    name: vllm\n"
+               "critic:\n  strategy: fsdp\nreward_model:\n  enable: False\n  path: ~\n")
+    package = verl_package(tmp_path, "0.1", {"trainer/config/ppo_trainer.yaml": primary,
+                                             "trainer/config/algorithm/gae_algo.yaml": "adv_estimator: gae\n"})
+    knowledge = verl_knowledge.load_version("0.4.1")
+    values = launch_path.fork_values(str(package), knowledge)
+    assert values["algorithm.adv_estimator"] == "gae"  # from the group file, which a flat read of the primary misses
+    assert values["actor_rollout_ref.actor.strategy"] == "fsdp"
+    assert values["reward_model.enable"] == "False" and values["reward_model.path"] == "null"
+    critic = next(o for o in knowledge.run_options if o.name == "critic")
+    assert run_scope.selection(critic, knowledge, {}, values) is not None
+    (package / "trainer" / "config" / "algorithm" / "gae_algo.yaml").unlink()
+    assert launch_path.fork_values(str(package), knowledge) == {}  # unreadable: no claim
+
+
 def test_selection_reads_the_commands_values_then_the_default_runs():
     knowledge = verl_config.load_version("0.9.1")
     critic = next(o for o in knowledge.run_options if o.name == "critic")

@@ -50,9 +50,12 @@ def test_each_extra_is_judged_as_its_own_install_and_extras_select_no_package():
 
 
 def test_a_package_in_an_extra_whose_torch_requirement_is_not_known_keeps_its_own_minimum():
-    # flash-attn 2.7.4's Requires-Dist is not in rlcompat/knowledge/data/torch_wheels.toml: what installing it does is not known here
-    text = '[project]\nname = "x"\n\n[project.optional-dependencies]\nfast = ["flash-attn==2.7.4"]\n'
+    # SGLang's newest release under `>=0.4` is not known here, nor the torch it pins: its own minimum is reported
+    text = '[project]\nname = "x"\n\n[project.optional-dependencies]\nserve = ["sglang>=0.4"]\n'
     assert _found(text) == [("RLC603", 5)]
+    # every flash-attn release rlcompat/knowledge/data/torch_wheels.toml knows asks for any torch: an extra of it
+    # (2.7.4 too) keeps the machine's torch and selects nothing
+    assert not _found('[project]\nname = "x"\n\n[project.optional-dependencies]\nfast = ["flash-attn==2.7.4"]\n')
     # the row for sglang 0.4.8.post1's torch pin holds for its srt extra only
     assert torch_required_by("sglang", "==0.4.8.post1", ("srt", "openai")).torch == "2.7.1"
     assert torch_required_by("sglang", "==0.4.8.post1") is None
@@ -64,9 +67,11 @@ def test_a_release_that_pins_torch_installs_it_unless_the_same_install_pins_anot
     extra = '[project]\nname = "x"\n\n[project.optional-dependencies]\nvllm = ["vllm==0.11.0"{more}]\n'
     assert _found(extra.format(more="")) == [("RLC601", 5)]
     assert not _found(extra.format(more=', "torch==2.6.0"'))  # pip refuses the pair: not this rule's to say
-    # a requirement file: vLLM itself (RLC603) and the torch it brings (RLC601), both on its line
-    assert sorted(_found("vllm==0.11.0\n", path="requirements.txt", language="requirements")) == [
-        ("RLC601", 1), ("RLC603", 1)]
+    # a requirement file: the torch it brings (RLC601); vLLM itself runs only where a config or code selects it
+    # (RLC401/RLC404 there), so RLC603 leaves a release whose torch is known
+    assert sorted(_found("vllm==0.11.0\n", path="requirements.txt", language="requirements")) == [("RLC601", 1)]
+    assert torch_required_by("vllm", "<=0.6.3").torch == "2.4.0"  # pip installs the newest allowed: 0.6.3
+    assert not _found("vllm<=0.6.3\n", path="requirements.txt", language="requirements")  # torch 2.4: cu121, sm_60
     # a pip index that ships that torch with the card's code: the torch it brings runs
     assert not [c for c in _found("--index-url https://download.pytorch.org/whl/cu126\nvllm==0.11.0\n",
                                   path="requirements.txt", language="requirements") if c[0] == "RLC601"]

@@ -361,3 +361,46 @@ def test_load_check_withholds_a_notebook_cell_fix_that_stops_loading(tmp_path, m
     assert (tree / "train.ipynb").read_text() == before
     [finding] = [f for f in report.remaining if f.code == "RLC210"]
     assert "fix withheld: with it, ./verl/trainer/config does not load" in finding.message
+
+
+RECIPE_TRAIN = '''from dataclasses import dataclass, field
+
+from trl import GRPOConfig, ModelConfig, TrlParser
+
+
+@dataclass
+class ScriptArguments:
+    dataset_name: str = "math"
+    attn_implementation: str = field(default="flash_attention_2", metadata={"help": "attention"})
+    bf16: bool = True
+    reward_funcs: list = field(default_factory=lambda: ["accuracy"])
+
+
+def main():
+    parser = TrlParser((ScriptArguments, {second}))
+    script_args, training_args, model_args = parser.parse_args_and_config()
+'''
+
+
+@pytest.mark.parametrize("second,complete", [("GRPOConfig, ModelConfig", False), ("ScriptArguments", True)])
+def test_a_recipe_parsed_with_its_dataclasses_is_read_by_field_name_and_default(tmp_path, second, complete):
+    """A TrlParser/HfArgumentParser recipe: its options are the dataclasses' field names, with their defaults as
+    written; a class from outside the tree (TRL's GRPOConfig) leaves the schema incomplete, so a key the tree does
+    not declare is not refused on its account (the framework's knowledge decides), while a parser over the tree's
+    own dataclasses only refuses a key none of them declares."""
+    from rlcompat.schema.tree import schemas_for
+
+    (tmp_path / "train.py").write_text(RECIPE_TRAIN.replace("{second}", second))
+    words = ("accelerate", "launch", "train.py", "--dataset_name", "gsm8k")
+    (schema,) = schemas_for(str(tmp_path), None, words, str(tmp_path))
+    assert schema.system == "argparse" and schema.complete is complete
+    assert {"dataset_name", "attn_implementation", "bf16", "reward_funcs"} <= schema.keys
+    defaults = dict(schema.defaults)
+    assert defaults["attn_implementation"] == "'flash_attention_2'" and defaults["bf16"] == "True"
+    assert defaults["reward_funcs"] is None  # a default_factory: computed, not written
+    assert spell((schema,), "attn_implementation", "") == ("attn_implementation", "")
+    spelled, why = spell((schema,), "gradient_checkpointing", "")
+    if complete:
+        assert spelled is None and "has no key gradient_checkpointing" in why
+    else:
+        assert spelled == "gradient_checkpointing"

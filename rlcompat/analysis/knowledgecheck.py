@@ -50,6 +50,11 @@ def chosen_version(view: ConfigView, ctx: ConfigContext, framework_name: str) ->
     """The release of `framework_name` a view runs when rlcompat has knowledge of exactly that release, and how it
     was found: flags only that release's CLI has ("markers"), else the scanned tree's identity, resolved by the
     caller ("installed", or the pin's file:line, or the package in the tree); (None, "") otherwise."""
+    identity = tree_identity(ctx, framework_name)
+    if identity is not None and identity.how in ("release", "fork", "pinned") and not identity.exact:
+        # The tree says which code runs (its own package, a fork, a pin) and it is no release rlcompat knows:
+        # flags another release also has prove nothing about it.
+        return None, ""
     versions = [f for f in fk.frameworks() if f.name == framework_name]
     flags = [fk.normalise(s.key) for s in view.settings if s.flag]
     flags += [fk.normalise(w) for w in view.command_words if w.startswith("--")]
@@ -59,7 +64,6 @@ def chosen_version(view: ConfigView, ctx: ConfigContext, framework_name: str) ->
             return fw.version, "markers"
         if fw.config_markers and any(k.startswith(m) for k in keys for m in fw.config_markers):
             return fw.version, "markers"
-    identity = tree_identity(ctx, framework_name)
     if identity is not None and identity.exact:
         return identity.version, {"installed": "installed", "pinned": identity.evidence}.get(identity.how, identity.package)
     return None, ""
@@ -285,6 +289,11 @@ def _knowledge(ctx: ConfigContext, key: fk.FrameworkKey, version_known: bool) ->
         fork = " fork" if identity.how == "fork" else ""
         return (f"{key.framework.label}{fork} {identity.version} {where}: no knowledge of that release; judged by the "
                 f"value with {key.label}'s key, no file:line cited")
+    if identity is not None and identity.how == "declared":
+        # The tree names the framework without a version: pip resolves one nobody knows here, so no release's file
+        # and line is this code's.
+        return (f"{key.framework.label} declared without a version ({identity.evidence}); judged by the value with "
+                f"{key.label}'s key, no file:line cited")
     return f"{key.framework.label} version not known here; {key.label} knowledge: {proof}"
 
 

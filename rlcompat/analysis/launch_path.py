@@ -30,6 +30,7 @@ from rlcompat.pipeline.source import SourceError, decode, read_bytes
 from rlcompat.pipeline.textpos import LineIndex
 
 SCRIPT_LANGUAGES = ("shell",)
+CONFIG_LANGUAGES = ("yaml",)
 
 
 def add_reached(checker, results: list[FileResult], texts: dict[str, str] | None = None, check=None) -> None:
@@ -39,6 +40,9 @@ def add_reached(checker, results: list[FileResult], texts: dict[str, str] | None
     target from one parse)."""
     scanned = {os.path.abspath(r.path) for r in results}
     checked = _Checked(check or checker.check_file)
+    for result in results:
+        if result.language in CONFIG_LANGUAGES and result.error is None:
+            _add_handles(checker, result, scanned, checked)
     for result in results:
         if result.language not in SCRIPT_LANGUAGES or result.error is not None:
             continue
@@ -109,11 +113,13 @@ def reached_findings(checker, path: str, text: str, scanned: set[str], checked: 
         overrides = {s.key: s.value for s in settings if s.prefix != "~"}
         at = _location(index, anchor.start, anchor.end)
         said = [f for f in own if f.location.line == at.line]
+        tabled = checked.tabled  # told on a table of the fork's scanned config: reported there, not again
         hits = [(f, _code_message(f, option, file, function, how, knowledge, checker))
                 for option in code_there
                 for how in (run_scope.selection(option, knowledge, overrides, defaults),) if how is not None
                 for file, function, f in checked.once(("findings", option), lambda o=option: _code_hazards(
-                    o, package, scanned, checked))]
+                    o, package, scanned, checked))
+                if (os.path.abspath(file), f.location.line) not in tabled]
         hits += [(f, _config_message(f, file, key)) for f, file, key in in_config
                  if not any(o == key or key.startswith(o + ".") for o in overrides)
                  and not any(o.code == f.code and key in o.message for o in said)]
@@ -122,6 +128,94 @@ def reached_findings(checker, path: str, text: str, scanned: set[str], checked: 
                 out.append(Finding(finding.code, finding.name, message, path, at, checker.target.name,
                                    finding.severity, None, index.line_text(at.line)))
     return out
+
+
+def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Checked") -> None:
+    """A fork's own primary config, scanned: each hazard a function of the fork writes itself for what a table of
+    this config stands for (`[[handle]]`), reported on that table (the model's `override_config`, an `fsdp_config`
+    without `mixed_precision`), citing the fork's own file:line. A release's config is left to its knowledge."""
+    path = result.path
+    tree = checker.tree_identity(path)
+    verl = identity.verl_of_file(path, tree.get(identity.VERL))
+    if verl.how != "fork" or not verl.package:
+        return
+    package = os.path.normpath(os.path.join(tree.root, verl.package)) if not os.path.isabs(verl.package) else verl.package
+    if not os.path.isdir(package):
+        package = _package_of(path)
+        if package is None:
+            return
+    knowledge = verl_knowledge.knowledge_of(verl)
+    if not knowledge.handles or not knowledge.run_config:
+        return
+    if os.path.abspath(os.path.join(package, knowledge.run_config)) != os.path.abspath(path):
+        return
+    values = checked.once(("values", package), lambda: fork_values(package, knowledge))
+    lines = _yaml_tables_by_key(path)
+    text = _read(path, result.language) or ""
+    index = LineIndex(text)
+    options = {o.name: o for o in knowledge.run_options}
+    added: list[Finding] = []
+    for handle in knowledge.handles:
+        option = options.get(handle.option)
+        if option is None or run_scope.selection(option, knowledge, {}, values) is None:
+            continue
+        if handle.mapped and not checked.once(("mapped", package, handle.mapped),
+                                              lambda h=handle: _entry_uses(package, knowledge, h.mapped)):
+            continue  # the fork's entry point does not build that role
+        region = _region(package, handle.code)
+        if region is None or os.path.abspath(region[0]) in scanned:
+            continue  # the fork has no such function, or the scan reports its code where it is
+        file, function, (first, last) = region
+        code = checked.get(file, "python")
+        source = (_read(file, "python") or "").splitlines()
+        found = [f for f in (code.findings if code is not None else ())
+                 if first <= f.location.line <= last and f.code in handle.codes
+                 and (not handle.words or any(w in source[f.location.line - 1] for w in handle.words
+                                              if f.location.line <= len(source)))]
+        if not found:
+            continue
+        finding = min(found, key=lambda f: handle.codes.index(f.code))  # the row's first code: the value in force
+        for table in handle.tables:
+            line = lines.get(table)
+            if line is None or (handle.unless and f"{table}.{handle.unless}" in lines):
+                continue
+            where = f"{shown(file)}:{finding.location.line} ({function})"
+            message = (f"{handle.what}: the fork's code decides it, not `{table}`: {where}: {finding.message}. "
+                       f"{handle.remedy[:1].upper()}{handle.remedy[1:]}; {_remedy(finding, file, checker)}")
+            if checker.settings.is_selected(finding.code, path):
+                checked.tabled.add((os.path.abspath(file), finding.location.line))
+                at = Location(line, 1, line, len(index.line_text(line)) + 1)
+                added.append(Finding(finding.code, finding.name, message, path, at, checker.target.name,
+                                     finding.severity, None, index.line_text(line)))
+    if added:
+        found = suppressions.find(text, result.language)
+        kept, suppressed = suppressions.apply(added, found)
+        result.suppressed += suppressed
+        result.findings = sorted(list(result.findings) + kept, key=Finding.sort_key)
+
+
+def _entry_uses(package: str, knowledge, dotted: str) -> bool:
+    """Whether the package's entry module uses `dotted` ("Role.RefPolicy") in its code (comments do not count); True
+    where the module cannot be read (no claim that the role is missing)."""
+    for module in knowledge.run_entry:
+        parts = module.split(".")[1:]  # relative to the package
+        text = _read(os.path.join(package, *parts) + ".py", "python")
+        if text is None:
+            continue
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            return True
+        owner, _, attr = dotted.rpartition(".")
+        return any(isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.value, ast.Name)
+                   and n.value.id == owner for n in ast.walk(tree))
+    return True
+
+
+def _package_of(path: str) -> str | None:
+    from rlcompat.verl_knowledge import package_root
+
+    return package_root(os.path.dirname(os.path.abspath(path)))
 
 
 def _code_there(package, knowledge, scanned) -> list:
@@ -183,13 +277,17 @@ def _config_message(f: Finding, file: str, key: str) -> str:
 
 def fork_values(package: str, knowledge) -> dict[str, str | None]:
     """What a fork's own primary config sets (`[default_run]` `config`), where the release's defaults say nothing
-    of the fork: "" (YAML null) as "null", and `${other.key}` as that key's value in the same file."""
-    from rlcompat.lang import yaml
+    of the fork: composed by rlcompat/schema (its defaults list followed, as Hydra merges it), YAML null as "null",
+    and `${other.key}` as that key's value in the composed config. Empty where the config cannot be read."""
+    from rlcompat.schema import SchemaUnread
+    from rlcompat.schema.hydra_static import compose_values
 
-    text = _read(os.path.join(package, knowledge.run_config), "yaml") if knowledge.run_config else None
+    if not knowledge.run_config:
+        return {}
+    config = os.path.join(package, knowledge.run_config)
     try:
-        found = yaml.values(text) if text is not None else {}
-    except yaml.YamlSyntaxError:
+        found = compose_values(os.path.dirname(config), os.path.basename(config), bases=(os.path.dirname(package),))
+    except SchemaUnread:
         return {}
     out: dict[str, str | None] = {}
     for key, value in found.items():
@@ -271,6 +369,22 @@ def _yaml_keys_by_line(path: str) -> dict[int, str]:
     return {e.key_mark[0] + 1: e.key for doc in docs for e in doc.entries}
 
 
+def _yaml_tables_by_key(path: str) -> dict[str, int]:
+    """Every key of a YAML file, mappings included, -> the line it is written on."""
+    from rlcompat.lang import yaml
+
+    text = _read(path, "yaml")
+    try:
+        docs = yaml.parse(text) if text is not None else []
+    except yaml.YamlSyntaxError:
+        return {}
+    out: dict[str, int] = {}
+    for doc in docs:
+        out.update((key, section.key_mark[0] + 1) for key, section in doc.sections.items())
+        out.update((e.key, e.key_mark[0] + 1) for e in doc.entries)
+    return out
+
+
 class _Checked:
     """The framework files checked for one run of add_reached, each once."""
 
@@ -278,6 +392,7 @@ class _Checked:
         self.check = check
         self.results: dict[str, FileResult] = {}
         self.answers: dict[tuple, object] = {}  # what a package offers, worked out once per run
+        self.tabled: set[tuple[str, int]] = set()  # (code file, line) told on a table of a scanned fork config
 
     def once(self, key: tuple, work):
         if key not in self.answers:

@@ -80,10 +80,17 @@ def tree_pins(root: str) -> tuple[Pin, ...]:
 
 
 def pin_of(root: str, distribution: str) -> Pin | None:
-    """The first exact pin of `distribution` in `root`, else its first requirement (no exact version), else None."""
+    """What `root` declares of `distribution`: its first requirement in `ORDER` (what pip installs for the project
+    first) where that one bounds the version (`==0.6.3`, `<=0.6.3`); where it names no version at all, the first
+    exact pin elsewhere (a Dockerfile's) is the better evidence; None where nothing names it. A range in the
+    requirements is not overruled by an exact pin in a Dockerfile, another way to install the project."""
     name = normalise(distribution)
     mine = [p for p in tree_pins(root) if p.name == name]
-    return next((p for p in mine if p.version), mine[0] if mine else None)
+    if not mine:
+        return None
+    if mine[0].version or mine[0].spec.strip():
+        return mine[0]
+    return next((p for p in mine if p.version), mine[0])
 
 
 def _requirements(path: str, text: str) -> list[tuple[Requirement, int]]:

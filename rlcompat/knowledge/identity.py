@@ -272,10 +272,39 @@ def verl_of_file(path: str, tree: FrameworkIdentity) -> FrameworkIdentity:
 _VERSION_ASSIGNMENT = re.compile(r"""^__version__\s*(?::\s*str\s*)?=\s*["']([^"']+)["']""", re.MULTILINE)
 
 
+def _project_folders(root: str) -> list[str]:
+    """Where a framework's package may sit in a tree: the root, `src/`, and a project vendored one level down (a
+    folder with its own setup.py or pyproject.toml, e.g. `OpenRLHF-RAG/openrlhf`), the layout of repositories that
+    train with their own copy of a framework."""
+    folders = [root, os.path.join(root, "src")]
+    try:
+        children = sorted(e.path for e in os.scandir(root) if e.is_dir() and not e.name.startswith("."))
+    except OSError:
+        children = []
+    for child in children:
+        if any(os.path.isfile(os.path.join(child, m)) for m in ("setup.py", "pyproject.toml")):
+            folders += [child, os.path.join(child, "src")]
+    return folders
+
+
+def _version_file(project: str) -> str | None:
+    """The version a project's `version.txt` gives, where its setup.py reads that file (OpenRLHF's `_fetch_version`)."""
+    try:
+        with open(os.path.join(project, "setup.py"), encoding="utf-8", errors="replace") as fh:
+            if "version.txt" not in fh.read():
+                return None
+        with open(os.path.join(project, "version.txt"), encoding="utf-8", errors="replace") as fh:
+            first = fh.readline().strip()
+    except OSError:
+        return None
+    return first if re.fullmatch(r"\d+(?:\.\d+)*(?:[.+-]?\w+)*", first) else None
+
+
 def _python_package(root: str, name: str) -> FrameworkIdentity | None:
-    """A framework's package inside the tree (`trl/__init__.py`, `src/openrlhf/__init__.py`) and its `__version__`."""
+    """A framework's package inside the tree (`trl/__init__.py`, `src/openrlhf/__init__.py`, a vendored project's
+    `OpenRLHF-RAG/openrlhf/`) and its `__version__`, else the `version.txt` its project's setup.py reads."""
     module = _distribution(name).replace("-", "_")
-    for folder in (root, os.path.join(root, "src")):
+    for folder in _project_folders(root):
         init = os.path.join(folder, module, "__init__.py")
         if not os.path.isfile(init):
             continue
@@ -287,6 +316,11 @@ def _python_package(root: str, name: str) -> FrameworkIdentity | None:
             m = None
         version = m.group(1).strip() if m else None
         evidence = f"{shown[2:]}/__init__.py says __version__ = {version}" if version else "no __version__ in its __init__.py"
+        project = folder if os.path.basename(folder) != "src" else os.path.dirname(folder)
+        if version is None and (from_file := _version_file(project)) is not None:
+            version = from_file
+            where = os.path.relpath(os.path.join(project, "version.txt"), root).replace(os.sep, "/")
+            evidence = f"{where} says {version} (read by its setup.py)"
         if version in releases(name):
             return FrameworkIdentity(name, label_of(name), "release", version, evidence, version, shown)
         return FrameworkIdentity(name, label_of(name), "fork", version, evidence, closest_release(name, version), shown)

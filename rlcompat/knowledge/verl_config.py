@@ -72,6 +72,23 @@ class RunOption:
 
 
 @dataclass(frozen=True)
+class ConfigHandle:
+    """Tables of the run's config that stand for what a run option's code loads, where the code writes a hazard
+    itself (`[[handle]]`): a fork's scanned primary config is told there (rlcompat/launch_path.py)."""
+
+    option: str  # the `[[run_option]]` whose selection this needs
+    code: str  # "workers/fsdp_workers.py:CriticWorker._build_critic_model_optimizer"
+    codes: tuple[str, ...]  # the rule codes of the hazards it writes
+    tables: tuple[str, ...]  # full Hydra keys of the tables the findings are reported on
+    what: str  # what the tables configure, for messages
+    remedy: str
+    proof: str
+    words: tuple[str, ...] = ()  # a code finding counts only when its line holds one of these ("param_dtype")
+    unless: str = ""  # a key under the table that makes the code read the table's value instead
+    mapped: str = ""  # a name the package's entry module must use in its code ("Role.RefPolicy"): the role is built
+
+
+@dataclass(frozen=True)
 class Knowledge:
     version: str  # the rule set's version
     detected: str | None  # the version found for the scanned file, None if none was found
@@ -98,6 +115,7 @@ class Knowledge:
     run_entry: tuple[str, ...] = ()  # the entry modules whose runs `[default_run]` and `[[run_option]]` describe
     run_config: str = ""  # the config they compose, relative to the package ("trainer/config/ppo_trainer.yaml")
     run_values: Mapping[str, str] = field(default_factory=dict)  # what a run gets for the keys `when` reads
+    handles: tuple[ConfigHandle, ...] = ()
 
     @property
     def version_known(self) -> bool:
@@ -182,6 +200,10 @@ def _load(version: str, detected: str | None) -> Knowledge:
         run_entry=tuple(data.get("default_run", {}).get("entry", ())),
         run_config=data.get("default_run", {}).get("config", ""),
         run_values={k: str(v) for k, v in data.get("default_run", {}).get("values", {}).items()},
+        handles=tuple(ConfigHandle(h["option"], h["code"], tuple(h["codes"]), tuple(h["tables"]), h["what"],
+                                   h["remedy"], h["proof"], tuple(h.get("words", ())), h.get("unless", ""),
+                                   h.get("mapped", ""))
+                      for h in data.get("handle", ())),
     )
 
 

@@ -430,12 +430,6 @@ def _add_to_flow(section: Section, rest: list[str], scalar: str, text: str, inde
     return Edit(at, at, " " + entry if inner.rstrip().endswith(",") else ", " + entry)
 
 
-def values(text: str) -> dict[str, str | None]:
-    """The dotted keys a YAML text sets and their values as written ("" for null; None for a list or an alias)."""
-    index = LineIndex(text)
-    return {e.key: _setting(e, text, index).value for doc in parse(text) for e in doc.entries}
-
-
 def _setting(entry: Entry, text: str, index: LineIndex) -> Setting:
     key_start = index.offset(entry.key_mark[0] + 1, entry.key_mark[1])
     key_span = Span(key_start, key_start + entry.key_length)

@@ -18,10 +18,14 @@ _VALUES_ONLY = re.compile(r"\(([A-Za-z][\w.-]*(?: fork)?) (\d[\w.]*) (?:pinned i
                           r"judged by the value with ([A-Za-z][\w.-]*(?: [\w.-]+)?)'s key")
 
 
+_DECLARED_ONLY = re.compile(r"\(([A-Za-z][\w.-]*) declared without a version \(.*?\); judged by the value with "
+                            r"([A-Za-z][\w.-]*(?: [\w.-]+)?)'s key")
+
+
 def knowledge_applied(paths, findings, identities) -> list[str]:
     """`identities`: the run's rlcompat.knowledge.identity.Identities (each scanned tree's, resolved once by the caller)."""
     from rlcompat.pipeline.scanned_file import ScannedFile
-    from rlcompat.knowledge.identity import VERL
+    from rlcompat.knowledge.identity import VERL, uses
     from rlcompat.knowledge.verl_config import knowledge_of
 
     labels: list[str] = []
@@ -34,7 +38,11 @@ def knowledge_applied(paths, findings, identities) -> list[str]:
     for f in findings:
         if f.code in VERL_CODES and not any(label.startswith("verl ") for label in labels):
             text = texts.setdefault(f.path, _read(f.path))
-            labels.append(ScannedFile(f.path, identities.for_path(f.path), text).verl.label)
+            tree = identities.for_path(f.path)
+            # A tree with no verl and a file that runs none (an OpenRLHF script's vLLM engine): no verl rule set is
+            # the knowledge of its code, whatever RLC401 said of the engine.
+            if tree.get(VERL).how in ("release", "fork", "pinned", "declared") or uses(text, VERL):
+                labels.append(ScannedFile(f.path, tree, text).verl.label)
         if f.code in FRAMEWORK_CODES:
             m = _LABEL.search(f.message)
             if m:
@@ -42,6 +50,9 @@ def knowledge_applied(paths, findings, identities) -> list[str]:
             m = _VALUES_ONLY.search(f.message)
             if m:
                 labels.append(f"{m.group(3)} keys, values only (for {m.group(1)} {m.group(2)})")
+            m = _DECLARED_ONLY.search(f.message)
+            if m:
+                labels.append(f"{m.group(2)} keys, values only (for {m.group(1)}, declared without a version)")
     return sorted(dict.fromkeys(labels))
 
 

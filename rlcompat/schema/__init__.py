@@ -30,6 +30,10 @@ class KeySchema:
     source: str
     keys: frozenset[str]
     open_maps: frozenset[str] = frozenset()
+    # False where part of the config is declared outside the tree (a TrlParser over TRL's own GRPOConfig): then a
+    # key the tree does not declare may still exist, and only the framework's knowledge can say.
+    complete: bool = True
+    defaults: tuple[tuple[str, str | None], ...] = ()  # (field, its default as written) of a dataclass schema
 
     def has(self, key: str) -> bool:
         return key in self.keys

@@ -33,7 +33,7 @@ def spell(schemas: tuple[KeySchema, ...], key: str, wanted: str, code_reads: boo
         free = schema.open_parent(key) is not None
         if schema.system == "hydra" and (free or code_reads):
             prefix = wanted if wanted == "++" else "+"
-        elif not free:
+        elif not free and schema.complete:
             return None, f"the tree's config ({schema.source}) has no key {key}"
     if not hydra:
         prefix = ""  # a structured merge of `key=value` words: no Hydra prefixes

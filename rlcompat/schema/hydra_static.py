@@ -37,6 +37,26 @@ def compose(config_dir: str, config_name: str, overrides: Iterable[str] = (), sh
                     tuple(os.path.abspath(b) for b in bases))
 
 
+def compose_values(config_dir: str, config_name: str, overrides: Iterable[str] = (),
+                   bases: tuple[str, ...] = ()) -> dict[str, str | None]:
+    """What the composed config sets: each leaf key -> its value as text (`True`, `0.5`, `vllm`; "null" for YAML
+    null, None for a list), later files replacing earlier ones as Hydra merges them. Interpolations are left as
+    written (`${actor_rollout_ref.actor.ppo_mini_batch_size}`). Raises `SchemaUnread` as `compose`."""
+    choices = dict(_group_choices(overrides))
+    composer = _Composer(os.path.abspath(config_dir), choices, config_dir, tuple(os.path.abspath(b) for b in bases))
+    name = config_name.removesuffix(".yaml")
+    composer.visit(name, posixpath.dirname(name), "", explicit=None, depth=0)
+    return dict(composer.values)
+
+
+def _text(value) -> str | None:
+    if value is None:
+        return "null"
+    if isinstance(value, (list, tuple)):
+        return None  # a sequence: no one value a selection could compare
+    return str(value)
+
+
 def search_dirs(config_dir: str, config_name: str, bases: tuple[str, ...]) -> list[str]:
     """The folders a primary config's `hydra.searchpath` names, found from `bases` (as `compose` finds them); the
     load check hands them to Hydra as `file://` paths, so a `pkg://` entry never imports the package."""
@@ -79,6 +99,7 @@ class _Composer:
         self.keys: set[str] = set()
         self.open_maps: set[str] = set()
         self.maps: set[str] = set()  # keys whose value is a mapping
+        self.values: dict[str, str | None] = {}  # leaf key -> its value as text (compose_values)
 
     def _load(self, name: str) -> tuple[dict, str | None]:
         import yaml
@@ -221,7 +242,11 @@ class _Composer:
                 self.keys = {k for k in self.keys if not k.startswith(below)}  # a value replaces a mapping
                 self.open_maps = {k for k in self.open_maps if k != full and not k.startswith(below)}
                 self.maps = {k for k in self.maps if k != full and not k.startswith(below)}
+                self.values = {k: v for k, v in self.values.items() if not k.startswith(below)}
+            if not isinstance(value, dict):
+                self.values[full] = _text(value)
             if isinstance(value, dict):
+                self.values.pop(full, None)  # a mapping replaces a value
                 self.maps.add(full)
                 if not value:
                     self.open_maps.add(full)

@@ -28,6 +28,37 @@ def dataclass_keys(root: str, module_file: str, class_name: str, system: str = "
     return KeySchema(system, f"{shown} ({class_name})", frozenset(keys), frozenset(open_maps))
 
 
+def dataclass_fields(root: str, module_file: str, class_name: str) -> dict[str, str | None]:
+    """Each field of dataclass `class_name` (its bases' first, as `dataclasses` orders them) -> its default as
+    written (`True`, `'flash_attention_2'`, `field(default="bf16")` -> `'bf16'`), None where it has none or one that
+    is computed (`default_factory`, a call)."""
+    reader = _Reader(os.path.abspath(root))
+    out: dict[str, str | None] = {}
+    reader.defaults(os.path.abspath(module_file), class_name, out, 0)
+    return out
+
+
+def parser_schema(root: str, module_file: str, classes: tuple[str, ...]) -> KeySchema:
+    """The options an HfArgumentParser/TrlParser over `classes` takes (`--field`), from those of the classes the tree
+    defines; a class it imports from elsewhere (TRL's GRPOConfig) leaves the schema incomplete."""
+    keys: set[str] = set()
+    defaults: dict[str, str | None] = {}
+    complete = True
+    read = []
+    for name in classes:
+        try:
+            fields = dataclass_fields(root, module_file, name)
+        except SchemaUnread:
+            complete = False
+            continue
+        read.append(name)
+        keys.update(fields)
+        defaults.update(fields)
+    shown = "./" + os.path.relpath(module_file, root).replace(os.sep, "/")
+    return KeySchema("argparse", f"{shown} ({', '.join(read) or 'no dataclass of the tree'})", frozenset(keys),
+                     complete=complete, defaults=tuple(sorted(defaults.items())))
+
+
 @lru_cache(maxsize=128)
 def _parse(path: str) -> ast.Module:
     try:
@@ -108,6 +139,25 @@ class _Reader:
             elif self._free(stmt.annotation):
                 open_maps.add(key)
 
+    def defaults(self, module_file: str, class_name: str, out: dict, depth: int) -> None:
+        if depth > _MAX_DEPTH:
+            raise SchemaUnread(f"{class_name}: dataclasses nest deeper than {_MAX_DEPTH}")
+        found = self.find(module_file, class_name)
+        if found is None:
+            raise SchemaUnread(f"{os.path.relpath(module_file, self.root)}: no class {class_name} in the tree")
+        where, node = found
+        for base in node.bases:
+            base_name = _name(base)
+            if base_name and base_name not in ("object", "Generic") and self.find(where, base_name):
+                self.defaults(where, base_name, out, depth + 1)
+            elif base_name and base_name not in ("object", "Generic"):
+                raise SchemaUnread(f"{class_name} subclasses {base_name}, which the tree does not define")
+        for stmt in node.body:
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                if _name(stmt.annotation) == "ClassVar":
+                    continue
+                out[stmt.target.id] = _default_text(stmt.value)
+
     def _nested_class(self, where: str, stmt: ast.AnnAssign) -> str | None:
         candidates = []
         if isinstance(stmt.value, ast.Call) and _name(stmt.value.func) == "field":
@@ -133,3 +183,12 @@ def _names_in(annotation: ast.AST) -> list[str]:
         except SyntaxError:
             return []
     return [_name(n) for n in ast.walk(annotation) if isinstance(n, (ast.Name, ast.Attribute))]
+
+
+def _default_text(value: ast.AST | None) -> str | None:
+    """A field's default as written, where it is a literal: `= True`, `= field(default="bf16")`."""
+    if isinstance(value, ast.Call) and _name(value.func) == "field":
+        value = next((kw.value for kw in value.keywords if kw.arg == "default"), None)
+    if isinstance(value, ast.Constant):
+        return repr(value.value) if isinstance(value.value, str) else str(value.value)
+    return None

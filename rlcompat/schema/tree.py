@@ -85,6 +85,7 @@ class EntryFacts:
     structured: str | None = None  # the class OmegaConf.structured builds
     from_cli: bool = False
     options: frozenset[str] = frozenset()  # argparse option strings
+    parser_classes: tuple[str, ...] = ()  # the dataclasses an HfArgumentParser/TrlParser turns into options
 
 
 @lru_cache(maxsize=64)
@@ -97,6 +98,7 @@ def entry_facts(path: str) -> EntryFacts:
     hydra_path = hydra_name = structured = None
     has_hydra = from_cli = False
     options: set[str] = set()
+    parser_classes: list[str] = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
@@ -115,10 +117,28 @@ def entry_facts(path: str) -> EntryFacts:
             structured = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
         elif name == "from_cli" and owner == "OmegaConf":
             from_cli = True
+        elif name in _DATACLASS_PARSERS and node.args:
+            arg = node.args[0]
+            items = arg.elts if isinstance(arg, (ast.Tuple, ast.List)) else [arg]
+            parser_classes += [n for n in (_class_name(i) for i in items) if n]
         elif name == "add_argument":
             options.update(a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
                            and a.value.startswith("-"))
-    return EntryFacts(hydra_path, hydra_name, has_hydra, structured, from_cli, frozenset(options))
+    return EntryFacts(hydra_path, hydra_name, has_hydra, structured, from_cli, frozenset(options),
+                      tuple(dict.fromkeys(parser_classes)))
+
+
+# transformers' HfArgumentParser and TRL's TrlParser (a subclass): each dataclass field becomes `--field`
+# (transformers/hf_argparser.py `_add_dataclass_arguments`).
+_DATACLASS_PARSERS = ("HfArgumentParser", "TrlParser")
+
+
+def _class_name(node) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return ""
 
 
 def _literal(node) -> str | None:
@@ -173,6 +193,10 @@ def schemas_for(root: str, package_dir: str | None, words: tuple[str, ...], scri
         schemas.append(dataclass_keys(root, path, facts.structured))
     elif facts.from_cli and not facts.has_hydra:
         raise SchemaUnread(f"{os.path.relpath(path, root)} reads OmegaConf.from_cli without a structured config")
+    if not schemas and facts.parser_classes:
+        from rlcompat.schema.structured import parser_schema
+
+        schemas.append(parser_schema(root, path, facts.parser_classes))
     if not schemas and facts.options:
         schemas.append(KeySchema("argparse", "./" + os.path.relpath(path, root).replace(os.sep, "/"),
                                  frozenset(o.lstrip("-") for o in facts.options)))

@@ -3,7 +3,7 @@ from __future__ import annotations
 from rlcompat.knowledge.capabilities import last_release_that_runs, min_capability
 from rlcompat.knowledge import versions
 from rlcompat.knowledge.environment import environment_facts, error_text, shipped_by_image
-from rlcompat.rules.declared_environment.helpers import minimum_installed, torch_required_by
+from rlcompat.rules.declared_environment.helpers import asks_any_torch, minimum_installed, torch_required_by
 from rlcompat.lang.declared import DeclaredRule
 from rlcompat.rule import Bad, Good
 
@@ -26,8 +26,11 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         "(rlcompat/knowledge/data/environment.toml `[[docker.ships]]`: `hiyouga/pytorch:...-flashattn2.7.4-...`) counts as that "
         "requirement. `rlcompat doctor` reads the same table for what is installed. A package a pyproject.toml "
         "optional extra lists, of a release whose torch requirement rlcompat/knowledge/data/torch_wheels.toml `[[requires_torch]]` "
-        "knows, is not reported: installing an extra selects nothing, and the torch it brings is RLC601's to judge; "
-        "where that is not known, the package's own minimum is reported."
+        "knows (or of a package whose every known release asks for any torch, as flash-attn), is not reported: "
+        "installing an extra selects nothing, and the torch it brings is RLC601's to judge; the same holds for an "
+        "engine that runs only where a config selects it (vLLM, SGLang: `runs_when_selected`), in any requirement "
+        "whose release's torch is known (`vllm<=0.6.3` installs 0.6.3, which pins torch 2.4.0). Where that is not "
+        "known, the package's own minimum is reported."
     )
     why = (
         "FlashAttention 2 refuses GPUs below Ampere (`FlashAttention only supports Ampere GPUs or newer.`) and its "
@@ -69,6 +72,12 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         Good("FROM hiyouga/pytorch:th2.6.0-cu124-cxx11abi0-devel\n", path="Dockerfile"),
         # an extra that keeps the machine's torch (flash-attn 2.8.3 asks for any torch: rlcompat/knowledge/data/torch_wheels.toml)
         Good('[project]\nname = "x"\n\n[project.optional-dependencies]\nfast = ["flash-attn==2.8.3"]\n', path="pyproject.toml"),
+        # an extra of any flash-attn: every release rlcompat knows asks for any torch (installing selects nothing)
+        Good('[project]\nname = "x"\n\n[project.optional-dependencies]\ngpu = ["liger-kernel", "flash-attn"]\n',
+             path="pyproject.toml"),
+        # vLLM 0.6.3 pins torch 2.4.0, whose PyPI build (cu121) has sm_60 kernels; vLLM runs only where a config
+        # selects it (verl's rollout.name), reported there (rlcompat/knowledge/data/torch_wheels.toml [S130])
+        Good("transformers\nvllm<=0.6.3\n", path="requirements.txt"),
         # a branch the build's own ARG default skips (LLaMA-Factory 0.9.5 docker/docker-cuda/Dockerfile:7, :39-43)
         Good("FROM python:3.11\nARG INSTALL_FLASHATTN=false\nRUN if [ \"${INSTALL_FLASHATTN}\" == \"true\" ]; then \\\n"
              "        pip install flash-attn --no-build-isolation; \\\n    fi\n", path="Dockerfile"),
@@ -94,11 +103,16 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
                                            f"{needed}+, {self.target.name} is {self.target.capability_text}: "
                                            f"{p['why']} (`{error_text(p['error'])}`)", [None])
         for req in group.requirements:
-            if req.extra and torch_required_by(req.name, req.spec, req.extras) is not None:
-                continue  # an extra selects nothing; what it does to torch is known, and RLC601's to judge
             name = "flash-attn" if req.name == "flash-attention" else req.name
             p = minimums.get(name)
             if p is None:
+                continue
+            # Installing selects nothing where nothing runs the package by being there: an optional extra, or an
+            # engine only a config or code selects (vLLM, SGLang: RLC401/RLC404 report where it is selected). What
+            # such an install does to torch, where known, is RLC601's to judge.
+            if (req.extra or p.get("runs_when_selected")) and (
+                    torch_required_by(req.name, req.spec, req.extras) is not None
+                    or (req.extra and asks_any_torch(name))):
                 continue
             # A minimum that changed between releases: the one of the release this specifier installs.
             row = minimum_installed(p["min_capability_of"], req.spec) if "min_capability_of" in p else None

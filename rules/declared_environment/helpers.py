@@ -64,14 +64,23 @@ def _allows(op: str, version: str, line: tuple[int, int]) -> bool:
 
 
 def torch_required_by(name: str, spec: str, extras: tuple[str, ...] = ()) -> torch_wheels.TorchRequirement | None:
-    """The known torch requirement of the release a requirement installs: only for an exact pin (`vllm==0.11.0`)
-    of a release the table knows; a range is not resolved (the newest release it allows is not known here). A row
-    for one of the package's extras applies only when the requirement names that extra."""
+    """The known torch requirement of the release a requirement installs: for an exact pin (`vllm==0.11.0`), or an
+    upper bound `<=X` (pip installs the newest allowed release, X itself: releases are immutable, and `<=0.6.3`
+    excludes 0.6.3.post1, PEP 440), of a release the table knows; any other range is not resolved (the newest
+    release it allows is not known here). A row for one of the package's extras applies only when the requirement
+    names that extra."""
     m = CLAUSE.match(spec) if "," not in spec else None
-    if m is None or m.group(1) not in ("==", "==="):
+    if m is None or m.group(1) not in ("==", "===", "<="):
         return None
     rows = [r for r in torch_wheels.torch_requirements() if r.package == name and r.release == m.group(2)]
     return next((r for r in rows if r.extra and r.extra in extras), None) or next((r for r in rows if not r.extra), None)
+
+
+def asks_any_torch(name: str) -> bool:
+    """Whether every release of `name` rlcompat/knowledge/data/torch_wheels.toml `[[requires_torch]]` knows asks for any
+    torch (flash-attn: `Requires-Dist: torch`): installing one keeps the machine's torch whichever release it is."""
+    rows = [r for r in torch_wheels.torch_requirements() if r.package == name]
+    return bool(rows) and all(not r.torch for r in rows)
 
 
 # --- a package's minimum for the release a specifier installs -----------------------------------------------------
