@@ -262,7 +262,7 @@ def test_fork_values_come_from_the_schema_composition(tmp_path, fresh_verl_detec
                "critic:\n  strategy: fsdp\nreward_model:\n  enable: False\n  path: ~\n")
     package = verl_package(tmp_path, "0.1", {"trainer/config/ppo_trainer.yaml": primary,
                                              "trainer/config/algorithm/gae_algo.yaml": "adv_estimator: gae\n"})
-    knowledge = verl_knowledge.load_version("0.4.1")
+    knowledge = verl_config.load_version("0.4.1")
     values = launch_path.fork_values(str(package), knowledge)
     assert values["algorithm.adv_estimator"] == "gae"  # from the group file, which a flat read of the primary misses
     assert values["actor_rollout_ref.actor.strategy"] == "fsdp"

@@ -144,7 +144,7 @@ def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Chec
         package = _package_of(path)
         if package is None:
             return
-    knowledge = verl_knowledge.knowledge_of(verl)
+    knowledge = verl_config.knowledge_of(verl)
     if not knowledge.handles or not knowledge.run_config:
         return
     if os.path.abspath(os.path.join(package, knowledge.run_config)) != os.path.abspath(path):
@@ -213,7 +213,7 @@ def _entry_uses(package: str, knowledge, dotted: str) -> bool:
 
 
 def _package_of(path: str) -> str | None:
-    from rlcompat.verl_knowledge import package_root
+    from rlcompat.knowledge.verl_config import package_root
 
     return package_root(os.path.dirname(os.path.abspath(path)))
 

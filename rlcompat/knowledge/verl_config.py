@@ -74,7 +74,7 @@ class RunOption:
 @dataclass(frozen=True)
 class ConfigHandle:
     """Tables of the run's config that stand for what a run option's code loads, where the code writes a hazard
-    itself (`[[handle]]`): a fork's scanned primary config is told there (rlcompat/launch_path.py)."""
+    itself (`[[handle]]`): a fork's scanned primary config is told there (rlcompat/analysis/launch_path.py)."""
 
     option: str  # the `[[run_option]]` whose selection this needs
     code: str  # "workers/fsdp_workers.py:CriticWorker._build_critic_model_optimizer"
