@@ -64,6 +64,7 @@ NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Neither read nor w
 ConfigOpt = Annotated[Optional[str], typer.Option("--config", help="A pyproject.toml to read [tool.rlcompat] from.")]
 FailOnOpt = Annotated[Optional[FailOn], typer.Option("--fail-on", help="Exit 1 for remaining findings of this severity or above: warning (default: any finding) or error (only what breaks a run; warnings are reported but pass).", show_default=False)]
 AllowEmptyOpt = Annotated[bool, typer.Option("--allow-empty", help="Exit as for a clean tree when no file to check is found (default: exit 2, so a wrong path fails CI).")]
+RunOpt = Annotated[Optional[str], typer.Option("--run", help="A launch script (LAUNCH.sh): check it and the verl package it runs, and report only the findings that run reaches (the rest are counted by why); the exit code counts reached findings only.")]
 PathsArg = Annotated[Optional[List[str]], typer.Argument(help="Files or directories (default: .).", show_default=False)]
 
 
@@ -92,12 +93,19 @@ def scan(
     write_baseline: Annotated[Optional[str], typer.Option("--write-baseline", help="Record every current finding in this file and exit 0.")] = None,
     config: ConfigOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List every file not read, with why (by default: counts).")] = False,
+    run_script: RunOpt = None,
 ) -> None:
     """List every hazard for the target GPU with file:line, why, and the fix."""
     from rlcompat.api import scan_paths
     from rlcompat.knowledge_summary import identity_json, identity_lines, knowledge_applied
     from rlcompat.report import Summary, render_pieces
 
+    run = None
+    if run_script:
+        from rlcompat.cli.run import run_of, run_paths
+
+        run = run_of(run_script)
+        paths = run_paths(paths, run)
     paths = paths or ["."]
     settings = _settings(paths, config, select, ignore, extend_exclude, force_exclude, fail_on=fail_on)
     tgt = _target(target, settings)
@@ -128,11 +136,18 @@ def scan(
             raise _fail(str(exc))
         if output_format is OutputFormat.text and known:
             typer.echo(f"{known} finding{'s' if known != 1 else ''} already in {baseline} not shown.", err=True)
+    not_reached = []
+    if run is not None:
+        from rlcompat.analysis.run_model import split
+
+        parts = split(run, findings)
+        findings, not_reached = parts.reached, parts.not_reached
     summary = Summary("scan", tgt, findings, report.errors, report.files_checked, report.suppressed,
                       unsafe_fixes=settings.unsafe_fixes, statistics=statistics, color=_color(),
                       knowledge=knowledge_applied(paths or [], findings, report.identities),
                       not_read=report.not_read, fail_on=settings.fail_on, identity=identity_lines(paths, report.identities),
-                      identity_json=identity_json(paths, report.identities), verbose=verbose)
+                      identity_json=identity_json(paths, report.identities), verbose=verbose,
+                      run=run.describe() if run else "", not_reached=not_reached)
     emit_pieces(render_pieces(output_format.value, summary))
     if exit_zero:
         raise typer.Exit(EXIT_CLEAN)
@@ -157,8 +172,19 @@ def fix(
     no_cache: NoCacheOpt = False,
     config: ConfigOpt = None,
     installed: Annotated[Optional[str], typer.Option("--installed", help="Fix this installed distribution (verl) in site-packages instead of paths, keeping its originals: `rlcompat restore NAME` undoes it.")] = None,
+    run_script: RunOpt = None,
+    minimal: Annotated[bool, typer.Option("--minimal", help="With --run: apply only the fixes of findings the run reaches (the script's own, and the package code on its path).")] = False,
+    trace: Annotated[Optional[str], typer.Option("--trace", help="With --run --minimal: a `rlcompat verify --trainer --trace --output-format json` report; fixes of findings it shows never executed are left out too.")] = None,
 ) -> None:
     """Rewrite the hazards that have a fix (safe ones by default); report what is left."""
+    if (minimal or trace) and not run_script:
+        raise _fail("--minimal and --trace need --run LAUNCH.sh: the run whose reached findings are fixed")
+    if run_script and installed:
+        raise _fail("--run and --installed do not go together: --run fixes the verl package the script runs")
+    if run_script:
+        raise typer.Exit(_fix_run(run_script, paths, target, unsafe_fixes, diff, select, ignore, extend_exclude,
+                                  force_exclude, output_format, exit_zero, fail_on, jobs, no_cache, config, minimal,
+                                  trace))
     if installed:
         from rlcompat.cli.common import split_codes
         from rlcompat.installed.command import fix_installed_command
@@ -209,6 +235,62 @@ def fix(
     if exit_zero:
         raise typer.Exit(EXIT_CLEAN)
     raise typer.Exit(EXIT_FINDINGS if failing(report.remaining, report.errors, settings.fail_on) else EXIT_CLEAN)
+
+
+def _fix_run(script, paths, target, unsafe_fixes, diff, select, ignore, extend_exclude, force_exclude, output_format,
+             exit_zero, fail_on, jobs, no_cache, config, minimal, trace) -> int:
+    """`fix --run LAUNCH.sh [--minimal [--trace REPORT]]`: the script first (its run is judged with its fixed
+    overrides: the rollout and precision keys `fix` writes there select code of the package), then the package, all
+    of it or, with --minimal, only the findings the fixed script's run reaches."""
+    from rlcompat.analysis.run_model import split
+    from rlcompat.api import FixReport, fix_paths, scan_paths
+    from rlcompat.cli.run import run_of, run_paths, skip_map, trace_reader
+    from rlcompat.fixer import unified_diff
+    from rlcompat.knowledge_summary import identity_json, identity_lines, knowledge_applied
+    from rlcompat.report import Summary, render_pieces
+
+    executed = trace_reader(trace)
+    run = run_of(script)
+    everything = run_paths(paths, run)
+    settings = _settings(everything, config, select, ignore, extend_exclude, force_exclude, unsafe_fixes, fail_on)
+    tgt = _target(target, settings)
+    first = fix_paths([script], tgt, settings, write=not diff, jobs=jobs, use_cache=not no_cache)
+    fixed_text = next((x.fixed for x in first.fixes if x.changed), None)
+    run = run_of(script, fixed_text) if fixed_text is not None else run
+    rest = [p for p in run_paths(paths, run) if os.path.realpath(p) != os.path.realpath(script)]
+    skip = {}
+    if minimal:
+        scanned = scan_paths(rest, tgt, settings, jobs=jobs, use_cache=not no_cache)
+        skip = skip_map(split(run, scanned.findings, executed))
+    second = fix_paths(rest, tgt, settings, write=not diff, jobs=jobs, use_cache=not no_cache, skip=skip)
+    report = FixReport(tgt, first.fixes + second.fixes, first.missing + second.missing,
+                       first.not_read + second.not_read, second.identities)
+    if report.missing:
+        from rlcompat.discovery import why_not_checked
+
+        raise _fail(f"{report.missing[0]}: {why_not_checked(report.missing[0])}")
+    remaining = split(run, report.remaining, executed if minimal else None)
+    if diff:
+        _emit("".join(unified_diff(x) for x in report.changed_files))
+        if output_format is OutputFormat.text:
+            n = len(report.applied)
+            typer.echo(f"Would fix {n} finding{'s' if n != 1 else ''} in {len(report.changed_files)} file(s); "
+                       f"{len(remaining.reached)} this run reaches would remain, {len(remaining.not_reached)} it "
+                       "does not reach.", err=True)
+        return EXIT_FINDINGS if failing(report.applied + remaining.reached, report.errors, settings.fail_on) else EXIT_CLEAN
+    summary = Summary("fix", tgt, remaining.reached, report.errors, len(report.fixes),
+                      fixed=report.applied, unsafe_fixes=settings.unsafe_fixes, color=_color(),
+                      knowledge=knowledge_applied(everything, report.applied + report.remaining, report.identities),
+                      not_read=report.not_read, fail_on=settings.fail_on,
+                      identity=identity_lines(everything, report.identities),
+                      identity_json=identity_json(everything, report.identities), load_checks=report.load_checks,
+                      run=run.describe() + (" (--minimal)" if minimal else ""), not_reached=remaining.not_reached)
+    emit_pieces(render_pieces(output_format.value, summary))
+    if report.broken:
+        return EXIT_ERROR
+    if exit_zero:
+        return EXIT_CLEAN
+    return EXIT_FINDINGS if failing(remaining.reached, report.errors, settings.fail_on) else EXIT_CLEAN
 
 
 @app.command("rules")
