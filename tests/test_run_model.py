@@ -1,0 +1,195 @@
+"""`scan|fix|matrix --run LAUNCH.sh` (issue 27 items 1 and 3): every finding of a launch script and of the verl package
+it runs is reached by that run or not, with why; output, exit codes and `fix --minimal` count reached findings only.
+The trees are small verl-shaped packages of release 0.9.1 (so its knowledge's run rows apply) beside a script."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rlcompat import run_scope, verl_knowledge
+from tests.verl_trees import verl_package
+
+HAZARD = "import torch\n\nX = torch.ones(2, dtype=torch.bfloat16)\n"  # RLC101 at line 3, with a safe fix
+MAIN = '''from verl.workers.config import engine
+from verl.workers.engine.megatron import impl
+from verl.checkpoint_engine import nccl_checkpoint_engine
+
+
+def main():
+    from verl.utils import lazy
+'''
+FSDP = '''import torch
+
+
+class FSDPEngine:
+    def __init__(self):
+        self._autocast_dtype = torch.bfloat16
+
+    def _build_fsdp_module(self, mixed_precision_config):
+        if mixed_precision_config is not None:
+            param_dtype = torch.bfloat16
+        else:
+            param_dtype = torch.bfloat16
+        return param_dtype
+
+    def _merged_lora_per_tensor_param(self):
+        lora_dtype = torch.bfloat16
+        return lora_dtype
+'''
+FILES = {
+    "trainer/main_ppo.py": MAIN,
+    "workers/config/engine.py": HAZARD,  # imported at module level by the entry point: reached
+    "workers/engine/megatron/impl.py": HAZARD,  # imported, but only model_engine=megatron runs it
+    "checkpoint_engine/nccl_checkpoint_engine.py": HAZARD,  # imported; only backend=nccl uses it
+    "utils/lazy.py": HAZARD,  # imported inside a function no row names: not imported by the run
+    "utils/unused.py": HAZARD,  # imported by nothing
+    "workers/engine/__init__.py": "from verl.workers.engine.fsdp import transformer_impl\n",
+    "workers/engine/fsdp/transformer_impl.py": FSDP,  # [[run_module]] training-engines: every run
+}
+SELECT = ("--select", "RLC101")  # the hazards above; the script's own findings are the config rules' business
+COMMAND = "#!/bin/bash\npython3 -m verl.trainer.main_ppo \\\n    algorithm.adv_estimator=grpo \\\n    actor_rollout_ref.rollout.name=hf{extra}\n"
+
+
+@pytest.fixture
+def tree(tmp_path, fresh_verl_detection):
+    verl_package(tmp_path, "0.9.1", FILES)
+    (tmp_path / "verl" / "workers" / "__init__.py").write_text("")
+    return tmp_path
+
+
+def _script(tree: Path, *overrides: str) -> Path:
+    path = tree / "run.sh"
+    path.write_text(COMMAND.format(extra="".join(f" \\\n    {o}" for o in overrides)))
+    return path
+
+
+def _json(run_cli, *args, cwd):
+    code, out, err = run_cli(*args, *SELECT, "--target", "sm61", "--output-format", "json", "--no-cache", cwd=cwd)
+    assert code in (0, 1), err
+    return code, json.loads(out)
+
+
+def _where(findings) -> list[str]:
+    return [f"{p}:{n}" for p, n in sorted((f["path"].split("verl/", 1)[-1], f["line"]) for f in findings)]
+
+
+def test_scan_run_reports_reached_findings_and_counts_the_rest_by_why(tree, run_cli):
+    _script(tree)
+    code, doc = _json(run_cli, "scan", "--run", "run.sh", cwd=tree)
+    reached = [f for f in doc["findings"] if f["reached"]]
+    assert _where(reached) == ["workers/config/engine.py:3", "workers/engine/fsdp/transformer_impl.py:6",
+                               "workers/engine/fsdp/transformer_impl.py:12"]
+    why = {f"{f['path'].split('verl/', 1)[-1]}:{f['line']}": f["not_reached"] for f in doc["findings"]
+           if not f["reached"]}
+    assert why["workers/engine/megatron/impl.py:3"] == {"reason": "option", "detail": "megatron"}
+    assert why["checkpoint_engine/nccl_checkpoint_engine.py:3"]["detail"] == "checkpoint-nccl"
+    assert why["utils/lazy.py:3"]["reason"] == why["utils/unused.py:3"]["reason"] == "not-imported"
+    # mixed_precision is unset (null): its `if` branch does not run, the else branch does; a GRPO run has no LoRA
+    assert why["workers/engine/fsdp/transformer_impl.py:10"]["detail"] == "fsdp-mixed-precision"
+    assert why["workers/engine/fsdp/transformer_impl.py:16"]["detail"] == "lora"
+    assert doc["summary"]["findings"] == 3 and doc["summary"]["not_reached"] == 6
+    assert code == 1
+
+
+def test_text_output_lists_reached_ones_and_ends_with_the_count_of_the_rest(tree, run_cli):
+    _script(tree)
+    code, out, err = run_cli("scan", "--run", "run.sh", "--target", "sm61", "--no-cache", *SELECT, cwd=tree)
+    assert code == 1, err
+    assert "workers/config/engine.py:3" in out and "megatron/impl.py" not in out
+    assert "Not reached by this run: 6 findings (4 in code only another run option reaches; 2 in files the run " \
+           "never imports" in out
+    assert "Found 3 findings this run reaches" in out.splitlines()[-1]
+
+
+def test_overrides_select_what_the_run_reaches(tree, run_cli):
+    _script(tree, "actor_rollout_ref.rollout.checkpoint_engine.backend=nccl",
+            "++actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype=fp32",
+            "actor_rollout_ref.model.lora_rank=8")
+    _, doc = _json(run_cli, "scan", "--run", "run.sh", cwd=tree)
+    assert _where([f for f in doc["findings"] if f["reached"]]) == [
+        "checkpoint_engine/nccl_checkpoint_engine.py:3", "workers/config/engine.py:3",
+        "workers/engine/fsdp/transformer_impl.py:6", "workers/engine/fsdp/transformer_impl.py:10",
+        "workers/engine/fsdp/transformer_impl.py:12",  # the ref keeps the default (no mixed_precision): else runs
+        "workers/engine/fsdp/transformer_impl.py:16"]
+
+
+def test_exit_zero_and_all_clear_only_when_nothing_reached_remains(tree, run_cli):
+    for path in ("workers/config/engine.py", "workers/engine/fsdp/transformer_impl.py"):
+        (tree / "verl" / path).write_text("X = 1\n")
+    _script(tree)
+    code, out, err = run_cli("scan", "--run", "run.sh", "--target", "sm61", "--no-cache", *SELECT, cwd=tree)
+    assert code == 0, out + err
+    assert "All clear for this run" in out and "Not reached by this run: 4 findings" in out
+    code, out, _ = run_cli("scan", ".", "--target", "sm61", "--no-cache", *SELECT, cwd=tree)
+    assert code == 1 and "All clear" not in out  # without --run every finding counts
+
+
+def test_fix_run_minimal_leaves_files_the_run_does_not_reach_untouched(tree, run_cli):
+    _script(tree)
+    before = {p: (tree / "verl" / p).read_text() for p in FILES}
+    code, out, err = run_cli("fix", "--run", "run.sh", "--minimal", "--target", "sm61", "--no-cache", *SELECT, cwd=tree)
+    assert code == 0, out + err  # what the run reaches is fixed; the rest does not count
+    after = {p: (tree / "verl" / p).read_text() for p in FILES}
+    changed = sorted(p for p in FILES if before[p] != after[p])
+    assert changed == ["workers/config/engine.py", "workers/engine/fsdp/transformer_impl.py"]
+    fsdp = after["workers/engine/fsdp/transformer_impl.py"].splitlines()
+    assert "float32" in fsdp[5] and "float32" in fsdp[11]  # __init__ and the else branch: reached
+    assert "bfloat16" in fsdp[9] and "bfloat16" in fsdp[15]  # the if branch and the LoRA export: not reached
+    # a full fix --run rewrites every fixable finding
+    code, _, err = run_cli("fix", "--run", "run.sh", "--target", "sm61", "--no-cache", *SELECT, cwd=tree)
+    assert code == 0, err
+    assert all("bfloat16" not in (tree / "verl" / p).read_text() for p in FILES)
+
+
+def test_fix_minimal_with_a_trace_keeps_only_what_ran(tree, run_cli):
+    _script(tree)
+    report = tree / "trace.json"
+    report.write_text(json.dumps({"trace": {
+        "reached": [{"code": "RLC101", "location": "workers/config/engine.py:3", "at_import": True}],
+        "not_reached": [{"code": "RLC101", "location": "workers/engine/fsdp/transformer_impl.py:6", "at_import": False}],
+        "not_traceable": []}}))
+    code, out, err = run_cli("fix", "--run", "run.sh", "--minimal", "--trace", str(report), "--target", "sm61",
+                             "--no-cache", *SELECT, cwd=tree)
+    assert code == 0, out + err
+    assert "float32" in (tree / "verl/workers/config/engine.py").read_text()
+    fsdp = (tree / "verl/workers/engine/fsdp/transformer_impl.py").read_text().splitlines()
+    assert "bfloat16" in fsdp[5] and "float32" in fsdp[11]  # the trace says __init__'s line never ran
+
+
+def test_matrix_run_gives_the_verdict_of_that_run(tree, run_cli):
+    _script(tree)
+    code, out, err = run_cli("matrix", "--run", "run.sh", "--targets", "sm61,sm80", "--output-format", "json",
+                             "--no-cache", *SELECT, cwd=tree)
+    assert code == 1, err
+    rows = {r["name"]: r for r in json.loads(out)["targets"]}
+    assert rows["sm61"]["status"] == "runs_after_fix" and rows["sm61"]["decided_by"] == ["RLC101"]
+    assert _where(rows["sm61"]["deciding"]) == _where(
+        [{"path": "verl/workers/config/engine.py", "line": 3},
+         {"path": "verl/workers/engine/fsdp/transformer_impl.py", "line": 6},
+         {"path": "verl/workers/engine/fsdp/transformer_impl.py", "line": 12}])
+    assert len(rows["sm61"]["not_reached"]) == 6 and rows["sm80"]["status"] == "runs"
+
+
+@pytest.mark.parametrize("args, words", [
+    (("fix", ".", "--minimal"), "need --run"),
+    (("scan", "--run", "missing.sh"), "missing.sh"),
+    (("scan", "--run", "other.sh"), "runs no verl.trainer.main_ppo command"),
+    (("matrix", "--run", "nothing-like-a-run"), "names no run and no launch script"),
+])
+def test_usage_errors_exit_2_with_one_line(tree, run_cli, args, words):
+    (tree / "other.sh").write_text("#!/bin/bash\necho hello\n")
+    target = ("--targets", "sm61") if args[0] == "matrix" else ("--target", "sm61")
+    code, out, err = run_cli(*args, *target, cwd=tree)
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_selects_is_true_false_or_unknown():
+    knowledge = verl_knowledge.load_version("0.9.1")
+    lora = (( ("actor_rollout_ref.model.lora_rank", ("!0",)), ),)
+    assert run_scope.selects(lora, knowledge, {}) is False  # the default, 0
+    assert run_scope.selects(lora, knowledge, {"actor_rollout_ref.model.lora_rank": "16"}) is True
+    assert run_scope.selects(lora, knowledge, {"actor_rollout_ref.model.lora_rank": None}) is None  # $RANK
+    assert run_scope.selects((), knowledge, {}) is False and run_scope.selects((), knowledge, {}, unconditional=True)
