@@ -175,12 +175,15 @@ def test_matrix_run_gives_the_verdict_of_that_run(tree, run_cli):
 
 @pytest.mark.parametrize("args, words", [
     (("fix", ".", "--minimal"), "need --run"),
+    (("fix", "--run", "run.sh", "--trace", "t.json"), "--trace narrows --minimal"),
+    (("fix", "--run", "run.sh", "--minimal", "--trace", "other.sh"), "not a `rlcompat verify"),
     (("scan", "--run", "missing.sh"), "missing.sh"),
     (("scan", "--run", "other.sh"), "runs no verl.trainer.main_ppo command"),
     (("matrix", "--run", "nothing-like-a-run"), "names no run and no launch script"),
 ])
 def test_usage_errors_exit_2_with_one_line(tree, run_cli, args, words):
     (tree / "other.sh").write_text("#!/bin/bash\necho hello\n")
+    _script(tree)
     target = ("--targets", "sm61") if args[0] == "matrix" else ("--target", "sm61")
     code, out, err = run_cli(*args, *target, cwd=tree)
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
@@ -193,3 +196,16 @@ def test_selects_is_true_false_or_unknown():
     assert run_scope.selects(lora, knowledge, {"actor_rollout_ref.model.lora_rank": "16"}) is True
     assert run_scope.selects(lora, knowledge, {"actor_rollout_ref.model.lora_rank": None}) is None  # $RANK
     assert run_scope.selects((), knowledge, {}) is False and run_scope.selects((), knowledge, {}, unconditional=True)
+
+
+def test_sarif_results_carry_reached_and_unreached_ones_are_notes(tree, run_cli):
+    _script(tree)
+    code, out, err = run_cli("scan", "--run", "run.sh", "--target", "sm61", "--output-format", "sarif", "--no-cache",
+                             *SELECT, cwd=tree)
+    assert code == 1, err
+    results = json.loads(out)["runs"][0]["results"]
+    reached = [r for r in results if r["properties"]["reached"]]
+    others = [r for r in results if not r["properties"]["reached"]]
+    assert len(reached) == 3 and len(others) == 6
+    assert all(r["level"] == "error" for r in reached) and all(r["level"] == "note" for r in others)
+    assert {r["properties"]["notReached"]["reason"] for r in others} == {"option", "not-imported"}

@@ -179,6 +179,8 @@ def fix(
     """Rewrite the hazards that have a fix (safe ones by default); report what is left."""
     if (minimal or trace) and not run_script:
         raise _fail("--minimal and --trace need --run LAUNCH.sh: the run whose reached findings are fixed")
+    if trace and not minimal:
+        raise _fail("--trace narrows --minimal: pass --run LAUNCH.sh --minimal --trace REPORT")
     if run_script and installed:
         raise _fail("--run and --installed do not go together: --run fixes the verl package the script runs")
     if run_script:
