@@ -9,7 +9,8 @@ rollout), as the traced run used it: what `fix` writes into the script (rollout.
 code of the package. Compared: findings in Python files only (a trace says nothing of a config, which is read, not
 executed). Precision = reached by the trace among those `--run` calls reached; recall = those `--run` calls reached
 among the trace's reached. Truth is either the recorded list (a TOML `reached` list of package-relative
-"file:line") or a `verify --trainer --trace --output-format json` report (its `trace` lists).
+"file:line") or a `verify --trainer --trace --output-format json` report (its `trace` lists:
+bench/results/trace_grpo_verl091_sm61.json), with which `fix --run --minimal --trace` is measured too.
 """
 
 from __future__ import annotations
@@ -96,7 +97,10 @@ def main() -> None:
                 by_reason[f["not_reached"]["reason"]] = by_reason.get(f["not_reached"]["reason"], 0) + 1
         print(f"all findings: {len(doc['findings'])}, reached {doc['summary']['findings']}, not reached "
               f"{doc['summary']['not_reached']} {by_reason}")
-        for name, extra in (("full fix --run", ()), ("fix --run --minimal", ("--minimal",))):
+        runs = [("full fix --run", ()), ("fix --run --minimal", ("--minimal",))]
+        if args.truth.endswith(".json"):  # a verify --trace report: what --minimal --trace keeps
+            runs.append(("fix --run --minimal --trace", ("--minimal", "--trace", str(Path(args.truth).resolve()))))
+        for name, extra in runs:
             _, diff, said = cli("fix", "--run", "pristine.sh", "--target", args.target, "--unsafe-fixes", "--diff",
                           "--no-cache", *extra, cwd=root)
             files, places = diff_size(diff)
