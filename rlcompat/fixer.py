@@ -73,7 +73,8 @@ def fix_source(checker: Checker, source: SourceFile, language: str, unsafe: bool
             break
         fixable = [f for f in current.findings if f.fix is not None and f.fix.applies(unsafe)
                    and (f.code, f.message) not in withheld
-                   and (f.location.line, f.location.column, f.code) not in skip and not any(_repeats(text, e) for e in f.fix.edits)]
+                   and (f.location.line, f.location.column, f.code) not in skip
+                   and not any(_repeats(text, e) for e in f.fix.edits)]
         if not fixable:
             break
         # A fix's edits go in together or not at all, so one finding never ends half-fixed.

@@ -50,7 +50,8 @@ FILES = {
     "workers/engine/fsdp/transformer_impl.py": FSDP,  # [[run_module]] training-engines: every run
 }
 SELECT = ("--select", "RLC101")  # the hazards above; the script's own findings are the config rules' business
-COMMAND = "#!/bin/bash\npython3 -m verl.trainer.main_ppo \\\n    algorithm.adv_estimator=grpo \\\n    actor_rollout_ref.rollout.name=hf{extra}\n"
+COMMAND = ("#!/bin/bash\npython3 -m verl.trainer.main_ppo \\\n    algorithm.adv_estimator=grpo \\\n"
+           "    actor_rollout_ref.rollout.name=hf{extra}\n")
 
 
 @pytest.fixture
@@ -149,7 +150,8 @@ def test_fix_minimal_with_a_trace_keeps_only_what_ran(tree, run_cli):
     report = tree / "trace.json"
     report.write_text(json.dumps({"trace": {
         "reached": [{"code": "RLC101", "location": "workers/config/engine.py:3", "at_import": True}],
-        "not_reached": [{"code": "RLC101", "location": "workers/engine/fsdp/transformer_impl.py:6", "at_import": False}],
+        "not_reached": [{"code": "RLC101", "location": "workers/engine/fsdp/transformer_impl.py:6",
+                         "at_import": False}],
         "not_traceable": []}}))
     code, out, err = run_cli("fix", "--run", "run.sh", "--minimal", "--trace", str(report), "--target", "sm61",
                              "--no-cache", *SELECT, cwd=tree)
@@ -209,3 +211,31 @@ def test_sarif_results_carry_reached_and_unreached_ones_are_notes(tree, run_cli)
     assert len(reached) == 3 and len(others) == 6
     assert all(r["level"] == "error" for r in reached) and all(r["level"] == "note" for r in others)
     assert {r["properties"]["notReached"]["reason"] for r in others} == {"option", "not-imported"}
+
+
+def test_every_function_and_module_the_0_9_1_rows_name_is_in_verl_0_9_1():
+    """The rows are proofs of the release: each `functions` region and `[[run_module]]` module is there."""
+    import importlib.util
+    import os
+
+    from rlcompat.analysis import run_model
+
+    spec = importlib.util.find_spec("verl")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("verl is not installed")
+    package = spec.submodule_search_locations[0]
+    if verl_knowledge.package_release(package)[0] != "0.9.1":
+        pytest.skip("the installed verl is not 0.9.1")
+    knowledge = verl_knowledge.load_version("0.9.1")
+    for option in knowledge.run_options:
+        for code in option.functions:
+            where, _, branch = code.partition("|")
+            file, _, qualname = where.partition(":")
+            assert run_model.region_lines(os.path.join(package, file), qualname, branch.strip()), (option.name, code)
+        for f in option.files:
+            assert os.path.exists(os.path.join(package, f)), (option.name, f)
+    parent = os.path.dirname(package)
+    for row in knowledge.run_modules:
+        for module in row.modules:
+            base = os.path.join(parent, *module.split("."))
+            assert os.path.isfile(base + ".py") or os.path.isfile(os.path.join(base, "__init__.py")), module
