@@ -239,3 +239,17 @@ def test_every_function_and_module_the_0_9_1_rows_name_is_in_verl_0_9_1():
         for module in row.modules:
             base = os.path.join(parent, *module.split("."))
             assert os.path.isfile(base + ".py") or os.path.isfile(os.path.join(base, "__init__.py")), module
+
+
+@pytest.mark.parametrize("words", ["--config-name ppo_megatron_trainer", "--config-name=ppo_megatron_trainer",
+                                   "--config-path ./my_configs"])
+def test_a_command_composing_another_config_assumes_none_of_the_default_runs_values(tree, run_cli, words):
+    """With another config, model_engine (and every key the command leaves unset) is not known to be dp: the
+    Megatron engine's code stays in the run rather than being left out on the default config's word."""
+    script = tree / "run.sh"
+    script.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo " + words + " \\\n    algorithm.adv_estimator=grpo\n")
+    _, doc = _json(run_cli, "scan", "--run", "run.sh", cwd=tree)
+    reached = _where([f for f in doc["findings"] if f["reached"]])
+    assert "workers/engine/megatron/impl.py:3" in reached and "checkpoint_engine/nccl_checkpoint_engine.py:3" in reached
+    assert "utils/unused.py:3" not in reached  # what no config imports stays out
+    assert "composes" in doc["run"]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -59,10 +60,13 @@ class Run:
     modules: frozenset[str] = frozenset()  # real paths of the package files the run imports
     left_out: tuple[verl_knowledge.RunOption, ...] = ()  # options this run does not select
     selected: tuple[str, ...] = ()  # names of the options and modules it selects, for the report
+    config_name: str = ""  # the config the command composes where it names another (`--config-name`)
 
     def describe(self) -> str:
         picked = f"; selects {', '.join(self.selected)}" if self.selected else ""
-        return f"{self.script}: {self.entry} of verl {self.knowledge.version} at {self.package}{picked}"
+        other = (f" (composes {self.config_name}: what it leaves unset is not taken from "
+                 f"{os.path.basename(self.knowledge.run_config)})") if self.config_name else ""
+        return f"{self.script}: {self.entry} of verl {self.knowledge.version} at {self.package}{other}{picked}"
 
     def classify(self, finding: Finding) -> NotReached | None:
         """None when the run reaches `finding`, else why not."""
@@ -103,30 +107,56 @@ def resolve(script: str, tree_identity, text: str | None = None) -> Run:
         commands = shell.entry_commands(shell.parse(text), scanned)
     except shell.ShellSyntaxError as exc:
         raise RunError(f"{script}: not a shell script rlcompat can read ({exc}); fix its syntax first")
-    for entry, _anchor, settings in commands:
+    for entry, anchor, settings in commands:
         if run_scope.runs_entry(knowledge, entry):
             overrides = {s.key: s.value for s in settings if s.prefix != "~"}
             defaults = None if package_identity.exact else fork_values(package, knowledge)
-            return _build(script, package, knowledge, entry, overrides, defaults)
+            return _build(script, package, knowledge, entry, overrides, defaults,
+                          _other_config(text[anchor.end:], knowledge))
     entries = ", ".join(knowledge.run_entry) or "an entry point"
     raise RunError(f"{script}: runs no {entries} command; --run takes the launch script of a verl training run")
 
 
-def _build(script, package, knowledge, entry, overrides, defaults) -> Run:
+def _other_config(rest: str, knowledge) -> str:
+    """The config a command composes where it names another than `[default_run]`'s (`--config-name X`, `-cn X`,
+    `--config-path DIR`), else "". `rest`: the script's text after the entry word; only its command counts."""
+    command = _joined(rest)
+    default = os.path.splitext(os.path.basename(knowledge.run_config))[0]
+    name = re.search(r"(?:--config-name|-cn)(?:=|\s+)['\"]?([\w./-]+)", command)
+    path = re.search(r"(?:--config-path|-cp)(?:=|\s+)['\"]?([^\s'\"]+)", command)
+    if name and os.path.splitext(os.path.basename(name.group(1)))[0] != default:
+        return name.group(1)
+    return f"the config in {path.group(1)}" if path else ""
+
+
+def _joined(rest: str) -> str:
+    """The lines of one command joined where a line ends with a backslash."""
+    out = []
+    for line in rest.splitlines():
+        out.append(line.rstrip())
+        if not line.rstrip().endswith("\\"):
+            break
+    return " ".join(out)
+
+
+def _build(script, package, knowledge, entry, overrides, defaults, config_name: str = "") -> Run:
     selected, left_out = [], []
+    known = not config_name
     for option in knowledge.run_options:
-        if run_scope.selects(option.when, knowledge, overrides, defaults) is False:
+        if run_scope.selects(option.when, knowledge, overrides, defaults, known_defaults=known) is False:
             left_out.append(option)
         else:
             selected.append(option.name)
     roots = [m for m in knowledge.run_entry if runs_module(entry, m)] or list(knowledge.run_entry)
     for row in knowledge.run_modules:
-        if run_scope.selects(row.when, knowledge, overrides, defaults, unconditional=True) is not False:
+        if run_scope.selects(row.when, knowledge, overrides, defaults, unconditional=True,
+                             known_defaults=known) is not False:
             roots += row.modules
             selected.append(row.name)
     excluded = [os.path.join(package, f) for o in left_out for f in o.files]
     modules = import_closure(package, tuple(roots), tuple(excluded))
-    return Run(script, package, knowledge, entry, overrides, defaults, modules, tuple(left_out), tuple(selected))
+    return Run(script, package, knowledge, entry, overrides, defaults, modules, tuple(left_out), tuple(selected),
+               config_name)
 
 
 def runs_module(entry: str, module: str) -> bool:
