@@ -253,3 +253,53 @@ def test_a_command_composing_another_config_assumes_none_of_the_default_runs_val
     assert "workers/engine/megatron/impl.py:3" in reached and "checkpoint_engine/nccl_checkpoint_engine.py:3" in reached
     assert "utils/unused.py:3" not in reached  # what no config imports stays out
     assert "composes" in doc["run"]
+
+
+def test_fix_run_of_an_installed_verl_keeps_the_originals_and_restore_undoes_it(tmp_path, monkeypatch,
+                                                                                 fresh_verl_detection):
+    """The run's verl is the installed distribution (a fake `verl` 0.9.1 in a temporary site-packages first on
+    sys.path): `fix --run --minimal` writes it through `fix --installed`'s pipeline, so the originals are kept and
+    `rlcompat restore verl` gives them back. In-process, so the fake is what `import verl` would find."""
+    import base64
+    import hashlib
+    import sys
+
+    from typer.testing import CliRunner
+
+    from rlcompat import identity, launch_path
+    from rlcompat.cli.app import app
+
+    site = tmp_path / "site-packages"
+    verl_package(site, "0.9.1", FILES)
+    for init in ("__init__.py", "workers/__init__.py"):  # a regular package, found before the venv's own verl
+        (site / "verl" / init).write_text("")
+    info = site / "verl-0.9.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: verl\nVersion: 0.9.1\n")
+    rows = []
+    for path in sorted(p for p in (site / "verl").rglob("*") if p.is_file()):
+        digest = base64.urlsafe_b64encode(hashlib.sha256(path.read_bytes()).digest()).rstrip(b"=").decode()
+        rows.append(f"{path.relative_to(site).as_posix()},sha256={digest},{path.stat().st_size}")
+    (info / "RECORD").write_text("\n".join(rows + ["verl-0.9.1.dist-info/METADATA,,", "verl-0.9.1.dist-info/RECORD,,"]))
+    monkeypatch.setattr(sys, "path", [str(site)] + sys.path)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    for cached in (launch_path.installed_package, identity.installed_version):
+        cached.cache_clear()
+    monkeypatch.chdir(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    _script(work)
+    before = {p: (site / "verl" / p).read_text() for p in FILES}
+    try:
+        result = CliRunner().invoke(app, ["fix", "--run", str(work / "run.sh"), "--minimal", "--target", "sm61",
+                                          "--no-cache", *SELECT], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        changed = sorted(p for p in FILES if (site / "verl" / p).read_text() != before[p])
+        assert changed == ["workers/config/engine.py", "workers/engine/fsdp/transformer_impl.py"], result.output
+        assert "rlcompat restore verl" in result.output
+        undone = CliRunner().invoke(app, ["restore", "verl"], catch_exceptions=False)
+        assert undone.exit_code == 0, undone.output
+        assert {p: (site / "verl" / p).read_text() for p in FILES} == before
+    finally:
+        for cached in (launch_path.installed_package, identity.installed_version):
+            cached.cache_clear()

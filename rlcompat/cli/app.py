@@ -264,9 +264,25 @@ def _fix_run(script, paths, target, unsafe_fixes, diff, select, ignore, extend_e
     if minimal:
         scanned = scan_paths(rest, tgt, settings, jobs=jobs, use_cache=not no_cache)
         skip = skip_map(split(run, scanned.findings, executed))
-    second = fix_paths(rest, tgt, settings, write=not diff, jobs=jobs, use_cache=not no_cache, skip=skip)
-    report = FixReport(tgt, first.fixes + second.fixes, first.missing + second.missing,
-                       first.not_read + second.not_read, second.identities)
+    parts = [first]
+    kept = ""
+    if _installed_verl(run.package):
+        # site-packages: through `fix --installed`'s pipeline, which keeps the originals (`rlcompat restore verl`)
+        from rlcompat.installed.command import backup_line
+        from rlcompat.installed.locate import InstalledError
+        from rlcompat.installed.patch import fix_installed
+
+        rest = [p for p in rest if os.path.realpath(p) != os.path.realpath(run.package)]
+        try:
+            installed, done = fix_installed("verl", tgt, settings, write=not diff, jobs=jobs, skip=skip)
+        except InstalledError as exc:
+            raise _fail(str(exc))
+        parts.append(installed)
+        kept = backup_line(done) if not diff else ""
+    if rest:
+        parts.append(fix_paths(rest, tgt, settings, write=not diff, jobs=jobs, use_cache=not no_cache, skip=skip))
+    report = FixReport(tgt, [x for p in parts for x in p.fixes], [m for p in parts for m in p.missing],
+                       [n for p in parts for n in p.not_read], parts[-1].identities)
     if report.missing:
         from rlcompat.discovery import why_not_checked
 
@@ -288,11 +304,21 @@ def _fix_run(script, paths, target, unsafe_fixes, diff, select, ignore, extend_e
                       identity_json=identity_json(everything, report.identities), load_checks=report.load_checks,
                       run=run.describe() + (" (--minimal)" if minimal else ""), not_reached=remaining.not_reached)
     emit_pieces(render_pieces(output_format.value, summary))
+    if kept:
+        typer.echo(kept, err=output_format is not OutputFormat.text)
     if report.broken:
         return EXIT_ERROR
     if exit_zero:
         return EXIT_CLEAN
     return EXIT_FINDINGS if failing(remaining.reached, report.errors, settings.fail_on) else EXIT_CLEAN
+
+
+def _installed_verl(package: str) -> bool:
+    """Whether a run's verl package is the installed distribution's (site-packages), not a tree's own copy."""
+    from rlcompat.launch_path import installed_package
+
+    site = installed_package()
+    return site is not None and os.path.realpath(site) == os.path.realpath(package)
 
 
 @app.command("rules")
