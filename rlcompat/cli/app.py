@@ -184,9 +184,19 @@ def fix(
     if run_script and installed:
         raise _fail("--run and --installed do not go together: --run fixes the verl package the script runs")
     if run_script:
-        raise typer.Exit(_fix_run(run_script, paths, target, unsafe_fixes, diff, select, ignore, extend_exclude,
-                                  force_exclude, output_format, exit_zero, fail_on, jobs, no_cache, config, minimal,
-                                  trace))
+        from rlcompat.cli.run import fix_run, run_of, run_paths
+
+        launch = run_of(run_script)
+        settings = _settings(run_paths(paths, launch), config, select, ignore, extend_exclude, force_exclude,
+                             unsafe_fixes, fail_on)
+        tgt = _target(target, settings)
+        try:
+            code = fix_run(launch, paths, tgt, settings, diff=diff, output_format=output_format, exit_zero=exit_zero,
+                           jobs=jobs, use_cache=not no_cache, minimal=minimal, trace=trace, color=_color())
+        except KeyboardInterrupt:
+            typer.echo("rlcompat: interrupted; files already written are complete, the rest untouched", err=True)
+            raise typer.Exit(EXIT_INTERRUPTED)
+        raise typer.Exit(code)
     if installed:
         from rlcompat.cli.common import split_codes
         from rlcompat.installed.command import fix_installed_command
@@ -237,88 +247,6 @@ def fix(
     if exit_zero:
         raise typer.Exit(EXIT_CLEAN)
     raise typer.Exit(EXIT_FINDINGS if failing(report.remaining, report.errors, settings.fail_on) else EXIT_CLEAN)
-
-
-def _fix_run(script, paths, target, unsafe_fixes, diff, select, ignore, extend_exclude, force_exclude, output_format,
-             exit_zero, fail_on, jobs, no_cache, config, minimal, trace) -> int:
-    """`fix --run LAUNCH.sh [--minimal [--trace REPORT]]`: the script first (its run is judged with its fixed
-    overrides: the rollout and precision keys `fix` writes there select code of the package), then the package, all
-    of it or, with --minimal, only the findings the fixed script's run reaches."""
-    from rlcompat.analysis.run_model import split
-    from rlcompat.api import FixReport, fix_paths, scan_paths
-    from rlcompat.cli.run import run_of, run_paths, skip_map, trace_reader
-    from rlcompat.fixer import unified_diff
-    from rlcompat.knowledge_summary import identity_json, identity_lines, knowledge_applied
-    from rlcompat.report import Summary, render_pieces
-
-    executed = trace_reader(trace)
-    run = run_of(script)
-    everything = run_paths(paths, run)
-    settings = _settings(everything, config, select, ignore, extend_exclude, force_exclude, unsafe_fixes, fail_on)
-    tgt = _target(target, settings)
-    first = fix_paths([script], tgt, settings, write=not diff, jobs=jobs, use_cache=not no_cache)
-    fixed_text = next((x.fixed for x in first.fixes if x.changed), None)
-    run = run_of(script, fixed_text) if fixed_text is not None else run
-    rest = [p for p in run_paths(paths, run) if os.path.realpath(p) != os.path.realpath(script)]
-    skip = {}
-    if minimal:
-        scanned = scan_paths(rest, tgt, settings, jobs=jobs, use_cache=not no_cache)
-        skip = skip_map(split(run, scanned.findings, executed))
-    parts = [first]
-    kept = ""
-    if _installed_verl(run.package):
-        # site-packages: through `fix --installed`'s pipeline, which keeps the originals (`rlcompat restore verl`)
-        from rlcompat.installed.command import backup_line
-        from rlcompat.installed.locate import InstalledError
-        from rlcompat.installed.patch import fix_installed
-
-        rest = [p for p in rest if os.path.realpath(p) != os.path.realpath(run.package)]
-        try:
-            installed, done = fix_installed("verl", tgt, settings, write=not diff, jobs=jobs, skip=skip)
-        except InstalledError as exc:
-            raise _fail(str(exc))
-        parts.append(installed)
-        kept = backup_line(done) if not diff else ""
-    if rest:
-        parts.append(fix_paths(rest, tgt, settings, write=not diff, jobs=jobs, use_cache=not no_cache, skip=skip))
-    report = FixReport(tgt, [x for p in parts for x in p.fixes], [m for p in parts for m in p.missing],
-                       [n for p in parts for n in p.not_read], parts[-1].identities)
-    if report.missing:
-        from rlcompat.discovery import why_not_checked
-
-        raise _fail(f"{report.missing[0]}: {why_not_checked(report.missing[0])}")
-    remaining = split(run, report.remaining, executed if minimal else None)
-    if diff:
-        _emit("".join(unified_diff(x) for x in report.changed_files))
-        if output_format is OutputFormat.text:
-            n = len(report.applied)
-            typer.echo(f"Would fix {n} finding{'s' if n != 1 else ''} in {len(report.changed_files)} file(s); "
-                       f"{len(remaining.reached)} this run reaches would remain, {len(remaining.not_reached)} it "
-                       "does not reach.", err=True)
-        return EXIT_FINDINGS if failing(report.applied + remaining.reached, report.errors, settings.fail_on) else EXIT_CLEAN
-    summary = Summary("fix", tgt, remaining.reached, report.errors, len(report.fixes),
-                      fixed=report.applied, unsafe_fixes=settings.unsafe_fixes, color=_color(),
-                      knowledge=knowledge_applied(everything, report.applied + report.remaining, report.identities),
-                      not_read=report.not_read, fail_on=settings.fail_on,
-                      identity=identity_lines(everything, report.identities),
-                      identity_json=identity_json(everything, report.identities), load_checks=report.load_checks,
-                      run=run.describe() + (" (--minimal)" if minimal else ""), not_reached=remaining.not_reached)
-    emit_pieces(render_pieces(output_format.value, summary))
-    if kept:
-        typer.echo(kept, err=output_format is not OutputFormat.text)
-    if report.broken:
-        return EXIT_ERROR
-    if exit_zero:
-        return EXIT_CLEAN
-    return EXIT_FINDINGS if failing(remaining.reached, report.errors, settings.fail_on) else EXIT_CLEAN
-
-
-def _installed_verl(package: str) -> bool:
-    """Whether a run's verl package is the installed distribution's (site-packages), not a tree's own copy."""
-    from rlcompat.launch_path import installed_package
-
-    site = installed_package()
-    return site is not None and os.path.realpath(site) == os.path.realpath(package)
 
 
 @app.command("rules")
