@@ -40,6 +40,9 @@ class FSDPEngine:
         return lora_dtype
 '''
 FILES = {
+    # a regular package: under `python -m rlcompat` in the tree, `import verl` finds it before the venv's verl, and
+    # --run must still take it for the tree's own copy, not for the installed distribution
+    "__init__.py": "",
     "trainer/main_ppo.py": MAIN,
     "workers/config/engine.py": HAZARD,  # imported at module level by the entry point: reached
     "workers/engine/megatron/impl.py": HAZARD,  # imported, but only model_engine=megatron runs it

@@ -142,8 +142,13 @@ def fix_run(run, paths, tgt, settings, *, diff: bool, output_format: OutputForma
 
 
 def _installed_verl(package: str) -> bool:
-    """Whether a run's verl package is the installed distribution's (site-packages), not a tree's own copy."""
-    from rlcompat.launch_path import installed_package
+    """Whether a run's verl package is the installed distribution's (its RECORD in site-packages), not a tree's own
+    copy: asked of the distribution's metadata, as `fix --installed` finds it, never of the import system, which
+    finds a `verl` folder in the working directory first under `python -m rlcompat`."""
+    from rlcompat.installed.locate import InstalledError, locate
 
-    site = installed_package()
-    return site is not None and os.path.realpath(site) == os.path.realpath(package)
+    try:
+        roots = locate("verl").roots
+    except InstalledError:
+        return False
+    return any(os.path.realpath(r) == os.path.realpath(package) for r in roots)
