@@ -124,16 +124,22 @@ def _decoded(path: str, text: str) -> SourceFile:
 
 
 def fix_paths(paths: list[str], target: Target, settings: Options | None = None, unsafe: bool | None = None,
-              write: bool = True, progress=None, jobs: int | None = None, use_cache: bool = False) -> FixReport:
-    """Apply fixes (safe ones, plus unsafe ones if asked) file by file, in parallel; `write=False` only computes them."""
+              write: bool = True, progress=None, jobs: int | None = None, use_cache: bool = False,
+              skip: Mapping[str, frozenset] | None = None) -> FixReport:
+    """Apply fixes (safe ones, plus unsafe ones if asked) file by file, in parallel; `write=False` only computes them.
+    `skip`: per file (real path), (line, column, code) of findings whose fixes are left out (`fix --run --minimal`)."""
     settings = settings or Options()
     unsafe = settings.unsafe_fixes if unsafe is None else unsafe
     not_read: list[tuple[str, str]] = []
     files, missing = discover(paths, settings, not_read)
     identities = Identities.of_paths(paths)
     checker = Checker(target, settings, use_cache=use_cache, identities=identities)
-    out = run_parallel(checker, fix_one, [(p, lang, unsafe, write) for p, lang in files], jobs, progress)
-    # What a fixed launch script's run still reaches in its framework stays remaining (analysis/launch_path.py): never
+    import os
+
+    skip = skip or {}
+    out = run_parallel(checker, fix_one, [(p, lang, unsafe, write, skip.get(os.path.realpath(p), frozenset()))
+                                          for p, lang in files], jobs, progress)
+    # What a fixed launch script's run still reaches in its framework stays remaining (launch_path.py): never
     # "nothing remaining" while the run cannot start. Without `write`, the script's fixed text is what is judged.
     add_reached(checker, [x.remaining for x in out if x.remaining is not None],
                 {x.path: x.fixed for x in out if x.changed} if not write else None)

@@ -332,8 +332,8 @@ def test_file_changed_while_being_fixed_is_not_clobbered(tmp_path, monkeypatch):
     users_edit = HAZARD + "important = 'the user typed this meanwhile'\n"
     real_fix_source = fixer.fix_source
 
-    def fix_source_while_user_edits(checker, source, language, unsafe):
-        outcome = real_fix_source(checker, source, language, unsafe)
+    def fix_source_while_user_edits(checker, source, language, unsafe, **options):
+        outcome = real_fix_source(checker, source, language, unsafe, **options)
         if source.path.endswith("a.py"):
             with open(source.path, "w") as fh:
                 fh.write(users_edit)

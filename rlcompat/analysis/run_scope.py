@@ -85,3 +85,43 @@ def selection(option: RunOption, knowledge: verl_config.Knowledge, overrides: di
         else:
             return ", ".join(said)
     return None
+
+
+def selects(when, knowledge: verl_config.Knowledge, overrides: dict[str, str | None],
+            defaults: dict[str, str | None] | None = None, unconditional: bool = False,
+            known_defaults: bool = True) -> bool | None:
+    """Whether a launch with `overrides` selects a row whose `when` is `when` (as `selection` reads it): True, False,
+    or None where a key it reads has a value nobody can know here (a shell variable, a key without a known
+    default). An accepted value "!V" accepts anything but V. A key the launch sets below (`K.sub=...`) is a
+    mapping, not null. An empty `when`: `unconditional` (a `[[run_module]]` every run imports), else no launch
+    selects it (a `[[run_option]]` whose selecting key is not known). `known_defaults` False: the launch composes
+    another config than `[default_run]`'s (`--config-name`), so a key it leaves unset has no value known here."""
+    if not when:
+        return unconditional
+    answer: bool | None = False
+    for table in when:
+        matched: bool | None = True
+        for key, accepted in table:
+            value = _value(key, knowledge, overrides, defaults if known_defaults else {}, known_defaults)
+            if value is None:
+                matched = None
+                continue
+            value = value.strip().strip("'\"").lower()
+            yes = {a.lower() for a in accepted if not a.startswith("!")}
+            no = {a[1:].lower() for a in accepted if a.startswith("!")}
+            if not ((value in yes) or (no and value not in no)):
+                matched = False
+                break
+        if matched:
+            return True
+        if matched is None:
+            answer = None
+    return answer
+
+
+def _value(key: str, knowledge, overrides, defaults, known_defaults: bool = True) -> str | None:
+    if key in overrides:
+        return overrides[key]
+    if any(o.startswith(key + ".") for o in overrides):
+        return "{}"
+    return (defaults or {}).get(key, knowledge.run_values.get(key)) if known_defaults else None

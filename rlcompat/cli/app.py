@@ -64,6 +64,7 @@ NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Neither read nor w
 ConfigOpt = Annotated[Optional[str], typer.Option("--config", help="A pyproject.toml to read [tool.rlcompat] from.")]
 FailOnOpt = Annotated[Optional[FailOn], typer.Option("--fail-on", help="Exit 1 for remaining findings of this severity or above: warning (default: any finding) or error (only what breaks a run; warnings are reported but pass).", show_default=False)]
 AllowEmptyOpt = Annotated[bool, typer.Option("--allow-empty", help="Exit as for a clean tree when no file to check is found (default: exit 2, so a wrong path fails CI).")]
+RunOpt = Annotated[Optional[str], typer.Option("--run", help="A launch script (LAUNCH.sh): check it and the verl package it runs, and report only the findings that run reaches (the rest are counted by why); the exit code counts reached findings only.")]
 PathsArg = Annotated[Optional[List[str]], typer.Argument(help="Files or directories (default: .).", show_default=False)]
 
 
@@ -92,12 +93,19 @@ def scan(
     write_baseline: Annotated[Optional[str], typer.Option("--write-baseline", help="Record every current finding in this file and exit 0.")] = None,
     config: ConfigOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List every file not read, with why (by default: counts).")] = False,
+    run_script: RunOpt = None,
 ) -> None:
     """List every hazard for the target GPU with file:line, why, and the fix."""
     from rlcompat.api import scan_paths
     from rlcompat.report.knowledge_summary import identity_json, identity_lines, knowledge_applied
     from rlcompat.report import Summary, render_pieces
 
+    run = None
+    if run_script:
+        from rlcompat.cli.run import run_of, run_paths
+
+        run = run_of(run_script)
+        paths = run_paths(paths, run)
     paths = paths or ["."]
     settings = _settings(paths, config, select, ignore, extend_exclude, force_exclude, fail_on=fail_on)
     tgt = _target(target, settings)
@@ -128,11 +136,18 @@ def scan(
             raise _fail(str(exc))
         if output_format is OutputFormat.text and known:
             typer.echo(f"{known} finding{'s' if known != 1 else ''} already in {baseline} not shown.", err=True)
+    not_reached = []
+    if run is not None:
+        from rlcompat.analysis.run_model import split
+
+        parts = split(run, findings)
+        findings, not_reached = parts.reached, parts.not_reached
     summary = Summary("scan", tgt, findings, report.errors, report.files_checked, report.suppressed,
                       unsafe_fixes=settings.unsafe_fixes, statistics=statistics, color=_color(),
                       knowledge=knowledge_applied(paths or [], findings, report.identities),
                       not_read=report.not_read, fail_on=settings.fail_on, identity=identity_lines(paths, report.identities),
-                      identity_json=identity_json(paths, report.identities), verbose=verbose)
+                      identity_json=identity_json(paths, report.identities), verbose=verbose,
+                      run=run.describe() if run else "", not_reached=not_reached)
     emit_pieces(render_pieces(output_format.value, summary))
     if exit_zero:
         raise typer.Exit(EXIT_CLEAN)
@@ -157,8 +172,31 @@ def fix(
     no_cache: NoCacheOpt = False,
     config: ConfigOpt = None,
     installed: Annotated[Optional[str], typer.Option("--installed", help="Fix this installed distribution (verl) in site-packages instead of paths, keeping its originals: `rlcompat restore NAME` undoes it.")] = None,
+    run_script: RunOpt = None,
+    minimal: Annotated[bool, typer.Option("--minimal", help="With --run: apply only the fixes of findings the run reaches (the script's own, and the package code on its path).")] = False,
+    trace: Annotated[Optional[str], typer.Option("--trace", help="With --run --minimal: a `rlcompat verify --trainer --trace --output-format json` report; fixes of findings it shows never executed are left out too.")] = None,
 ) -> None:
     """Rewrite the hazards that have a fix (safe ones by default); report what is left."""
+    if (minimal or trace) and not run_script:
+        raise _fail("--minimal and --trace need --run LAUNCH.sh: the run whose reached findings are fixed")
+    if trace and not minimal:
+        raise _fail("--trace narrows --minimal: pass --run LAUNCH.sh --minimal --trace REPORT")
+    if run_script and installed:
+        raise _fail("--run and --installed do not go together: --run fixes the verl package the script runs")
+    if run_script:
+        from rlcompat.cli.run import fix_run, run_of, run_paths
+
+        launch = run_of(run_script)
+        settings = _settings(run_paths(paths, launch), config, select, ignore, extend_exclude, force_exclude,
+                             unsafe_fixes, fail_on)
+        tgt = _target(target, settings)
+        try:
+            code = fix_run(launch, paths, tgt, settings, diff=diff, output_format=output_format, exit_zero=exit_zero,
+                           jobs=jobs, use_cache=not no_cache, minimal=minimal, trace=trace, color=_color())
+        except KeyboardInterrupt:
+            typer.echo("rlcompat: interrupted; files already written are complete, the rest untouched", err=True)
+            raise typer.Exit(EXIT_INTERRUPTED)
+        raise typer.Exit(code)
     if installed:
         from rlcompat.cli.common import split_codes
         from rlcompat.installed.command import fix_installed_command

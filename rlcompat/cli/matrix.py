@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from enum import Enum
 from typing import Annotated, List, Optional
 
@@ -29,7 +30,7 @@ def matrix_command(
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help="Worker processes (default: all cores).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write .rlcompat_cache/.")] = False,
     config: Annotated[Optional[str], typer.Option("--config", help="A pyproject.toml to read \\[tool.rlcompat] from.")] = None,
-    run_name: Annotated[str, typer.Option("--run", help="The run judged: default (the framework's default entry config: verl's ppo_trainer with the FSDP engine), all (every finding), or an option's run (megatron, fused-kernels, ...).")] = "default",
+    run_name: Annotated[str, typer.Option("--run", help="The run judged: default (the framework's default entry config: verl's ppo_trainer with the FSDP engine), all (every finding), an option's run (megatron, fused-kernels, ...), or a launch script (LAUNCH.sh): its run, with the verl package it runs checked too.")] = "default",
 ) -> None:
     """Which GPUs the tree runs on: every target from one pass, as a table of targets x rule families with a
     verdict per target for one run (--run; findings only another run reaches are counted apart). Exit 0 when every target runs as it is, 1 when one needs a fix or is blocked (or a file
@@ -44,9 +45,16 @@ def matrix_command(
 
     from rlcompat.analysis import run_scope
 
+    launch = None
+    if run_name not in run_scope.run_names() and os.path.isfile(run_name):
+        from rlcompat.cli.run import run_of, run_paths
+
+        launch = run_of(run_name)
+        paths = run_paths(paths, launch)
     paths = paths or ["."]
-    if run_name not in run_scope.run_names():
-        raise _fail(f"--run {run_name!r} names no run: use one of {', '.join(run_scope.run_names())}")
+    if launch is None and run_name not in run_scope.run_names():
+        raise _fail(f"--run {run_name!r} names no run and no launch script: use one of "
+                    f"{', '.join(run_scope.run_names())}, or the path of a launch script")
     settings = _settings(paths, config, select, ignore, extend_exclude, force_exclude)
     resolved = []
     for spec in (s.strip() for s in targets.split(",")):
@@ -71,6 +79,6 @@ def matrix_command(
         from rlcompat.cli.common import nothing_to_check
 
         raise nothing_to_check(paths)
-    matrix = matrix_report.build(run, unsafe_fixes=settings.unsafe_fixes, run_name=run_name)
+    matrix = matrix_report.build(run, unsafe_fixes=settings.unsafe_fixes, run_name=run_name, launch=launch)
     _emit(matrix_report.render_json(matrix) if output_format is MatrixFormat.json else matrix_report.render_text(matrix))
     raise typer.Exit(EXIT_CLEAN if (exit_zero or matrix.all_run) else EXIT_FINDINGS)

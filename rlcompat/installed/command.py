@@ -47,7 +47,7 @@ def fix_installed_command(name: str, paths, tgt, options, *, diff: bool, output_
                       identity_json=identity_json(roots, report.identities),
                       fix_command=fix_command(done.installed.name, tgt.name))
     emit_pieces(render_pieces(output_format.value, summary))
-    typer.echo(_backup_line(done), err=output_format.value != "text")
+    typer.echo(backup_line(done), err=output_format.value != "text")
     if report.broken:
         return EXIT_ERROR
     if exit_zero:
@@ -55,7 +55,7 @@ def fix_installed_command(name: str, paths, tgt, options, *, diff: bool, output_
     return EXIT_FINDINGS if failing(report.remaining, report.errors, settings.fail_on) else EXIT_CLEAN
 
 
-def _backup_line(done) -> str:
+def backup_line(done) -> str:
     inst, m = done.installed, done.manifest
     if m is None:
         return f"{inst.name} {inst.version} at {inst.site}: no file changed, no backup kept."

@@ -26,14 +26,15 @@ class Patched:
     manifest: Manifest | None = None
 
 
-def fix_installed(name: str, target, settings, *, write: bool = True, jobs: int | None = None, env=None):
-    """(FixReport, Patched). Nothing is written with `write=False` (--diff)."""
+def fix_installed(name: str, target, settings, *, write: bool = True, jobs: int | None = None, env=None, skip=None):
+    """(FixReport, Patched). Nothing is written with `write=False` (--diff). `skip`: as `api.fix_paths`'s (the
+    findings `fix --run --minimal` leaves alone)."""
     from rlcompat.api import fix_paths
 
     installed = locate(name)
     if write:
         writable(installed)
-    report = fix_paths([str(r) for r in installed.roots], target, settings, write=False, jobs=jobs)
+    report = fix_paths([str(r) for r in installed.roots], target, settings, write=False, jobs=jobs, skip=skip)
     folder = state.folder_for(installed.name, installed.site, env)
     done = Patched(installed, folder)
     changed = [x for x in report.changed_files if not x.error]

@@ -66,6 +66,10 @@ class RunOption:
     code: tuple[str, ...] = ()  # "utils/model.py:load_valuehead_model": code it reaches that no override changes
     codes: tuple[str, ...] = ()  # the rule codes of the hazards `code` writes itself ("RLC201"); () for any
     avoid: str = ""  # another way to run without it, for messages
+    # Code inside files every run imports that only this option's run executes: "file:Qualified.name", or
+    # "file:Qualified.name|if TEST" / "|else TEST" for the body (or else-branch) of the `if` whose test reads TEST
+    # (rlcompat/analysis/run_model.py)
+    functions: tuple[str, ...] = ()
 
     def covers(self, relative: str) -> bool:
         return any(relative == f or (f.endswith("/") and relative.startswith(f)) for f in self.files)
@@ -86,6 +90,18 @@ class ConfigHandle:
     words: tuple[str, ...] = ()  # a code finding counts only when its line holds one of these ("param_dtype")
     unless: str = ""  # a key under the table that makes the code read the table's value instead
     mapped: str = ""  # a name the package's entry module must use in its code ("Role.RefPolicy"): the role is built
+
+
+@dataclass(frozen=True)
+class RunModule:
+    """Modules of the package a run imports once its config selects them (`[[run_module]]`: an engine, a rollout,
+    a trainer picked by a key), which the entry point's own imports do not reach: they are imported inside the
+    functions that read the key."""
+
+    name: str
+    modules: tuple[str, ...]  # dotted module names ("verl.workers.engine.fsdp.transformer_impl")
+    proof: str
+    when: tuple[tuple[tuple[str, tuple[str, ...]], ...], ...] = ()  # as RunOption.when; () = every run
 
 
 @dataclass(frozen=True)
@@ -116,6 +132,7 @@ class Knowledge:
     run_config: str = ""  # the config they compose, relative to the package ("trainer/config/ppo_trainer.yaml")
     run_values: Mapping[str, str] = field(default_factory=dict)  # what a run gets for the keys `when` reads
     handles: tuple[ConfigHandle, ...] = ()
+    run_modules: tuple[RunModule, ...] = ()
 
     @property
     def version_known(self) -> bool:
@@ -195,8 +212,11 @@ def _load(version: str, detected: str | None) -> Knowledge:
         default_run=data.get("default_run", {}).get("describe", ""),
         run_options=tuple(RunOption(r["name"], r["option"], tuple(r["files"]), r["proof"],
                                     tuple(tuple((k, tuple(str(v) for v in vs)) for k, vs in w.items()) for w in r.get("when", ())),
-                                    tuple(r.get("code", ())), tuple(r.get("codes", ())), r.get("avoid", ""))
+                                    tuple(r.get("code", ())), tuple(r.get("codes", ())), r.get("avoid", ""),
+                                    tuple(r.get("functions", ())))
                           for r in data.get("run_option", ())),
+        run_modules=tuple(RunModule(r["name"], tuple(r["modules"]), r["proof"], _when(r.get("when", ())))
+                          for r in data.get("run_module", ())),
         run_entry=tuple(data.get("default_run", {}).get("entry", ())),
         run_config=data.get("default_run", {}).get("config", ""),
         run_values={k: str(v) for k, v in data.get("default_run", {}).get("values", {}).items()},
@@ -205,6 +225,10 @@ def _load(version: str, detected: str | None) -> Knowledge:
                                    h.get("mapped", ""))
                       for h in data.get("handle", ())),
     )
+
+
+def _when(tables) -> tuple:
+    return tuple(tuple((k, tuple(str(v) for v in vs)) for k, vs in w.items()) for w in tables)
 
 
 def load_version(version: str) -> Knowledge:

@@ -58,10 +58,12 @@ def apply_edits(text: str, edits: list[Edit]) -> tuple[str, list[Edit]]:
 
 
 def fix_source(checker: Checker, source: SourceFile, language: str, unsafe: bool,
-               withheld: frozenset[tuple[str, str]] = frozenset()) -> FileFix:
+               withheld: frozenset[tuple[str, str]] = frozenset(),
+               skip: frozenset[tuple[int, int, str]] = frozenset()) -> FileFix:
     """The fixed text of `source`. `withheld`: (code, message) of findings whose fix is not applied (the load check
     refused it). A fix is applied once: an insertion whose text already stands right where it would go (the same
-    override appended by an earlier pass, which the parser did not read as set) is not made again."""
+    override appended by an earlier pass, which the parser did not read as set) is not made again. `skip`: (line,
+    column, code) of findings left as they are (`fix --run --minimal`: those the run does not reach)."""
     result = FileFix(source.path, original=source.text, fixed=source.text)
     text = source.text
     current = checker.check_source(source, language)
@@ -70,7 +72,9 @@ def fix_source(checker: Checker, source: SourceFile, language: str, unsafe: bool
         if current.error:
             break
         fixable = [f for f in current.findings if f.fix is not None and f.fix.applies(unsafe)
-                   and (f.code, f.message) not in withheld and not any(_repeats(text, e) for e in f.fix.edits)]
+                   and (f.code, f.message) not in withheld
+                   and (f.location.line, f.location.column, f.code) not in skip
+                   and not any(_repeats(text, e) for e in f.fix.edits)]
         if not fixable:
             break
         # A fix's edits go in together or not at all, so one finding never ends half-fixed.
@@ -158,7 +162,8 @@ def _with_text(source: SourceFile, text: str) -> SourceFile:
     return SourceFile(source.path, text, source.encoding, source.bom, source.raw)
 
 
-def fix_file(checker: Checker, path: str, language: str, unsafe: bool, write: bool) -> FileFix:
+def fix_file(checker: Checker, path: str, language: str, unsafe: bool, write: bool,
+             skip: frozenset[tuple[int, int, str]] = frozenset()) -> FileFix:
     try:
         source = read(path, language)
     except SourceError as exc:
@@ -171,7 +176,7 @@ def fix_file(checker: Checker, path: str, language: str, unsafe: bool, write: bo
         if hit is not None and not any(f.fix and f.fix.applies(unsafe) for f in hit.findings):
             return FileFix(path, remaining=hit)
     try:
-        outcome = fix_source(checker, source, language, unsafe)
+        outcome = fix_source(checker, source, language, unsafe, skip=skip)
     except FixBroke as exc:
         # Only this file is left alone; the others are still fixed and the run ends with exit 2.
         broken = _not_written(FileFix(path), checker.check_source(source, language), exc.reason)
@@ -276,7 +281,7 @@ def unified_diff(outcome: FileFix) -> str:
     )
 
 
-def fix_one(checker: Checker, item: tuple[str, str, bool, bool]) -> FileFix:
-    """Worker entry for parallel fixing: (path, language, unsafe, write)."""
-    path, language, unsafe, write = item
-    return fix_file(checker, path, language, unsafe=unsafe, write=write)
+def fix_one(checker: Checker, item: tuple) -> FileFix:
+    """Worker entry for parallel fixing: (path, language, unsafe, write[, skip]) (`fix_source`'s `skip`)."""
+    path, language, unsafe, write, *rest = item
+    return fix_file(checker, path, language, unsafe=unsafe, write=write, skip=rest[0] if rest else frozenset())

@@ -41,6 +41,10 @@ class Summary:
     identity_json: list[dict] = field(default_factory=list)  # the same, as data (rlcompat/knowledge/identity.py to_json)
     fix_command: str = ""  # the command that fixes what this report read, where `rlcompat fix` alone would not
     load_checks: list[str] = field(default_factory=list)  # fix: "path: what the load check found" (rlcompat/schema)
+    # `--run LAUNCH.sh` (rlcompat/analysis/run_model.py): the run in words; `findings` are those it reaches, these
+    # the rest as (finding, NotReached)
+    run: str = ""
+    not_reached: list = field(default_factory=list)
 
 
 def not_read_line(not_read: list[tuple[str, str]]) -> str:

@@ -38,6 +38,16 @@ def finding_dict(f) -> dict:
     }
 
 
+def _findings(summary: Summary):
+    """The findings; under `--run`, those the run reaches (`reached`: true) then the rest, each with why not."""
+    if not summary.run:
+        yield from (finding_dict(f) for f in summary.findings)
+        return
+    yield from ({**finding_dict(f), "reached": True} for f in summary.findings)
+    yield from ({**finding_dict(f), "reached": False, "not_reached": {"reason": why.reason, "detail": why.detail}}
+                for f, why in summary.not_reached)
+
+
 def error_dict(e) -> dict:
     return {"path": display_path(e.path), "uri": uri_reference(e.path), "line": e.line, "column": e.column, "message": e.message}
 
@@ -65,11 +75,13 @@ def render_pieces(summary: Summary) -> Iterator[str]:
             "suppressed": summary.suppressed,
             "errors": len(summary.errors),
             "knowledge": summary.knowledge,
+            **({"not_reached": len(summary.not_reached)} if summary.run else {}),
         },
+        **({"run": summary.run} if summary.run else {}),
         # Per scanned tree, the framework releases its code was judged with and the evidence (rlcompat/knowledge/identity.py).
         "identity": summary.identity_json,
         "load_checks": summary.load_checks,
-        "findings": Streamed(lambda: (finding_dict(f) for f in summary.findings), len(summary.findings)),
+        "findings": Streamed(lambda: _findings(summary), len(summary.findings) + len(summary.not_reached)),
         "errors": [error_dict(e) for e in summary.errors],
         # Files seen but not read, and why (discovery.discover); walked files of other types are only counted.
         "not_read": [{"path": p, "reason": why} for p, why in summary.not_read if why != UNKNOWN_TYPE],

@@ -67,6 +67,7 @@ class TargetRow:
     other_runs: dict[RunOption, list[Finding]] = field(default_factory=dict)
     rollout: str = ""  # where no engine the checked verl registers runs on the target: what the run selects instead
     scope: str = ""  # which run the verdict is for, what decides it, and what only other runs reach (a detail line)
+    not_reached: list = field(default_factory=list)  # `--run LAUNCH.sh`: (finding, NotReached) the run does not reach
 
     @property
     def totals(self) -> dict[str, int]:
@@ -85,14 +86,19 @@ class Matrix:
         return all(r.status == RUNS for r in self.rows) and not self.errors
 
 
-def build(run, unsafe_fixes: bool = False, run_name: str = run_scope.DEFAULT) -> Matrix:
+def build(run, unsafe_fixes: bool = False, run_name: str = run_scope.DEFAULT, launch=None) -> Matrix:
     """The matrix of a `rlcompat.pipeline.matrix.MatrixRun`. With `unsafe_fixes` (configured), plain `fix` applies unsafe fixes.
-    `run_name`: the run judged (run_scope.DEFAULT, run_scope.ALL or a `[[run_option]]` name)."""
+    `run_name`: the run judged (run_scope.DEFAULT, run_scope.ALL or a `[[run_option]]` name); `launch`: the run of a
+    launch script (rlcompat/analysis/run_model.Run), which then decides what is in the run instead."""
     rows = []
     package = run_scope.package_knowledge(run.files)  # a verl package checked: its default run and rollout
     for i, target in enumerate(run.targets):
-        findings, other_runs = [], {}
+        findings, other_runs, outside = [], {}, []
         for f in sorted(run.findings(i), key=Finding.sort_key):
+            if launch is not None:
+                why = launch.classify(f)
+                (findings.append(f) if why is None else outside.append((f, why)))
+                continue
             inside, option = run_scope.in_run(f.path, run_name)
             if inside:
                 findings.append(f)
@@ -115,8 +121,17 @@ def build(run, unsafe_fixes: bool = False, run_name: str = run_scope.DEFAULT) ->
             status, deciding, verdict = RUNS, [], "runs"
         rows.append(TargetRow(target, cells, status, verdict, blockers[0] if blockers else None, run.suppressed[i],
                               deciding, other_runs, _rollout(package, target),
-                              _scope_text(deciding, other_runs, run_name, package)))
-    return Matrix(rows, len(run.files), run.errors, run_name)
+                              _launch_scope(deciding, outside, launch) if launch is not None
+                              else _scope_text(deciding, other_runs, run_name, package), outside))
+    return Matrix(rows, len(run.files), run.errors, launch.script if launch is not None else run_name)
+
+
+def _launch_scope(deciding: list[Finding], outside: list, launch) -> str:
+    from rlcompat.analysis.run_model import Split, not_reached_line
+
+    decided = f"decided by {', '.join(rule_codes(deciding))}" if deciding else "no finding it reaches"
+    rest = not_reached_line(Split(deciding, outside)).removeprefix("Not reached by this run: ").rstrip(".")
+    return f"run of {launch.script} ({launch.entry}), {decided}" + (f"; not reached: {rest}" if rest else "")
 
 
 def _rollout(package, target) -> str:
@@ -238,6 +253,9 @@ def render_json(matrix: Matrix) -> str:
                                 "codes": rule_codes(fs)}
                                for option, fs in r.other_runs.items()],
                 "rollout": r.rollout or None,
+                **({"not_reached": [{**finding_dict(f), "reached": False,
+                                     "not_reached": {"reason": why.reason, "detail": why.detail}}
+                                    for f, why in r.not_reached]} if matrix.run not in run_scope.run_names() else {}),
             }
             for r in matrix.rows
         ],

@@ -22,8 +22,10 @@ def render_pieces(summary: Summary) -> Iterator[str]:
     rules = list(all_rules())
     index = {r.code: i for i, r in enumerate(rules)}
 
-    def result(f) -> dict:
+    def result(f, why=None) -> dict:
         loc = f.location
+        reached = {} if not summary.run else {"reached": why is None} if why is None else {
+            "reached": False, "notReached": {"reason": why.reason, "detail": why.detail}}
         return {
             "ruleId": f.code,
             "ruleIndex": index[f.code],
@@ -42,7 +44,9 @@ def render_pieces(summary: Summary) -> Iterator[str]:
                     }
                 }
             ],
-            "properties": {"target": f.target, "fixable": f.fix is not None},
+            "properties": {"target": f.target, "fixable": f.fix is not None, **reached},
+            # a finding the run does not reach is listed for the record, not as a problem of this run
+            **({"level": "note"} if why is not None else {}),
         }
 
     notifications = [
@@ -81,8 +85,13 @@ def render_pieces(summary: Summary) -> Iterator[str]:
                     {"executionSuccessful": not summary.errors, "toolExecutionNotifications": notifications}
                 ],
                 "properties": {"target": summary.target.name},
-                "results": Streamed(lambda: (result(f) for f in summary.findings), len(summary.findings)),
+                "results": Streamed(lambda: _results(summary, result), len(summary.findings) + len(summary.not_reached)),
             }
         ],
     }
     return dumps_pieces(doc)
+
+
+def _results(summary: Summary, result):
+    yield from (result(f) for f in summary.findings)
+    yield from (result(f, why) for f, why in summary.not_reached)

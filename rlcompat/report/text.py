@@ -72,6 +72,13 @@ def _lines(summary: Summary) -> Iterator[Line]:
     skipped = not_read_line(summary.not_read)
     if skipped:
         yield [(skipped, "")]
+    if summary.run:
+        from rlcompat.analysis.run_model import Split, not_reached_line
+
+        yield [(f"Run: {summary.run}.", "")]
+        line = not_reached_line(Split(summary.findings, summary.not_reached))
+        if line:
+            yield [(line, "")]
     yield [(_summary_line(summary), "")]
 
 
@@ -105,9 +112,11 @@ def _summary_line(summary: Summary) -> str:
         parts.append(f"Fixed {len(summary.fixed)} finding{'s' if len(summary.fixed) != 1 else ''}")
         left = f"{n} remaining" if n else "nothing remaining"
     elif n:
-        left = f"Found {n} finding{'s' if n != 1 else ''}"
+        left = f"Found {n} finding{'s' if n != 1 else ''}" + (" this run reaches" if summary.run else "")
     elif summary.errors:
         left = "No findings"  # not "all clear": some files could not be checked
+    elif summary.run:
+        left = "All clear for this run: no finding it reaches"
     else:
         left = "All clear: no findings"
     safe, unsafe_only = fixable_counts(summary.findings, summary.unsafe_fixes)
