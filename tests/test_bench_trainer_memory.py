@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parents[1] / "bench" / "trainer_memory.py"
-_spec = importlib.util.spec_from_file_location("bench_trainer_memory", _PATH)
-tm = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tm)
+from tests.bench_module import load_bench
+
+tm = load_bench("trainer_memory.py", "bench_trainer_memory")
 
 ROWS = [{"step": 1, "actor_peak_alloc_gb": 14.79, "rollout_peak_alloc_gb": 2.39, "gpu_used_peak_gb": None},
         {"step": 2, "actor_peak_alloc_gb": 14.79, "rollout_peak_alloc_gb": 2.37, "gpu_used_peak_gb": 19.97}]

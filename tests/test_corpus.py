@@ -8,21 +8,18 @@ from __future__ import annotations
 
 import importlib.util
 import multiprocessing
-import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from tests.bench_module import load_bench
+
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _corpus_run():
-    spec = importlib.util.spec_from_file_location("corpus_run", REPO / "bench" / "corpus_run.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["corpus_run"] = module  # dataclasses and the worker processes look the module up by name
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("corpus_run.py")
 
 
 @pytest.mark.slow

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.bench_module import load_bench
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -20,11 +21,7 @@ LABEL_FILES = sorted(LABELS.glob("*.toml"))
 
 
 def _bench_module():
-    spec = importlib.util.spec_from_file_location("coverage_bench", REPO / "bench" / "coverage.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["coverage_bench"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("coverage.py", "coverage_bench")
 
 
 BENCH = _bench_module()

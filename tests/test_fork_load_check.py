@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.bench_module import load_bench
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("fork_load_check", REPO / "bench" / "fork_load_check.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["fork_load_check"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("fork_load_check.py")
 
 
 CHECK = _module()
