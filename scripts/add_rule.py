@@ -27,16 +27,14 @@ ROOT = Path(__file__).resolve().parents[1]
 CODE_ROW = re.compile(r'^    "(RLC\d{3})": "([a-z_]+)\.([a-z0-9_]+)",$', re.MULTILINE)
 
 KINDS = {
-    "python": ("from rlcompat.lang.python import PythonRule", "PythonRule",
-               '    triggers = ()  # words a file must contain for this rule to run on it (speed only)\n'),
-    "config": ("from rlcompat.lang.settings import ConfigRule", "ConfigRule", ""),
-    "declared": ("from rlcompat.lang.declared import DeclaredRule", "DeclaredRule", ""),
+    "python": ("PythonRule", '    triggers = ()  # words a file must contain for this rule to run on it (speed only)\n'),
+    "config": ("ConfigRule", ""),
+    "declared": ("DeclaredRule", ""),
 }
 
 TEMPLATE = '''from __future__ import annotations
 
-{base_import}
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, {base}, Good
 
 
 class {cls}({base}):
@@ -102,9 +100,9 @@ def with_row(registry: str, code: str, module: str) -> str:
 
 def add_rule(root: Path, family: str, name: str, code: str, kind: str) -> Path:
     path, registry = check(root, family, name, code)
-    base_import, base, extra = KINDS[kind]
+    base, extra = KINDS[kind]
     cls = "".join(part.capitalize() for part in snake(name).split("_"))
-    text = TEMPLATE.format(base_import=base_import, base=base, cls=cls, code=code, name=name, extra=extra)
+    text = TEMPLATE.format(base=base, cls=cls, code=code, name=name, extra=extra)
     compile(text, str(path), "exec")  # a template that does not parse is this script's bug: write nothing
     new_registry = with_row(registry, code, f"{family}.{snake(name)}")
     path.write_text(text, "utf-8")

@@ -284,3 +284,24 @@ def test_layer_check_sees_a_front_end_importing_the_engine(monkeypatch):
     monkeypatch.setitem(GRAPH, "rlcompat.lang.shell", GRAPH["rlcompat.lang.shell"] + [("rlcompat.cli.common", None)])
     assert {"rlcompat.lang.notebook imports rlcompat.pipeline.runner", "rlcompat.lang.shell imports rlcompat.cli.common",
             "rlcompat.lang.yaml imports rlcompat.report.text"} <= set(_front_ends_reaching_up())
+
+
+
+def _contract_bypasses() -> list[str]:
+    from rlcompat import contract
+
+    return sorted(f"{module} takes {name} from {target}" for module, edges in GRAPH.items()
+                  if module.startswith("rlcompat.rules.") for target, name in edges
+                  if name in contract.__all__ and target != "rlcompat.contract")
+
+
+def test_rules_take_the_rule_contract_from_one_module():
+    """A rule file imports the rule kinds, contexts, examples and fix types from rlcompat.contract only, so that it
+    names none of the machinery that defines them (the front ends, doctor, the pipeline)."""
+    assert _contract_bypasses() == []
+
+
+def test_rule_contract_check_sees_a_kind_taken_from_its_front_end(monkeypatch):
+    monkeypatch.setitem(GRAPH, "rlcompat.rules.dtype.x", [("rlcompat.lang.python", "PythonRule"),
+                                                        ("rlcompat.contract", "Bad")])
+    assert _contract_bypasses() == ["rlcompat.rules.dtype.x takes PythonRule from rlcompat.lang.python"]

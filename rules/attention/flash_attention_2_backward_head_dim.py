@@ -7,9 +7,7 @@ import libcst as cst
 from rlcompat.knowledge import flash_attn_backward
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.analysis.pymodel import attention_and_model_path
-from rlcompat.lang.python import PendingFix, PythonRule
-from rlcompat.findings import FixSafety
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, FixSafety, Good, PendingFix, PythonRule
 
 # Rule examples need a model directory on disk: the fixture's, found from this file (a repository checkout).
 _FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "models" / "fa2_head_dim_256_rtx3090" / "input"

@@ -5,9 +5,7 @@ from pathlib import Path
 from rlcompat.knowledge import flash_attn_backward
 from rlcompat.analysis import confighelpers as h
 from rlcompat.analysis.confighelpers import remove_flag
-from rlcompat.lang.settings import ConfigRule
-from rlcompat.findings import FixSafety
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, ConfigRule, FixSafety, Good
 
 _FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "models" / "fa2_head_dim_256_rtx3090" / "input"
 _MODEL_NAMES = ("model_name_or_path", "pretrain")

@@ -5,9 +5,7 @@ from rlcompat.analysis.confighelpers import remove_flag
 from rlcompat.analysis.interpolation import select_default
 from rlcompat.analysis.verlengines import report_engine_settings
 from rlcompat.analysis.knowledgecheck import RESOLVED_ORIGINS
-from rlcompat.lang.settings import ConfigRule
-from rlcompat.findings import FixSafety
-from rlcompat.rule import VERL_091, Bad, Good
+from rlcompat.contract import Bad, ConfigRule, FixSafety, Good, VERL_091
 from rlcompat.knowledge.spellings import flash_attention
 from rlcompat.knowledge.verl_config import omitted_mapping_names
 

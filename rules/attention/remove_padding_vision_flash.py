@@ -3,9 +3,7 @@ from __future__ import annotations
 from rlcompat.analysis import confighelpers as h
 from rlcompat.analysis.packages import package_file
 from rlcompat.knowledge import verl_packing, versions
-from rlcompat.lang.settings import ConfigRule
-from rlcompat.findings import FixSafety
-from rlcompat.rule import VERL_091, Bad, Good
+from rlcompat.contract import Bad, ConfigRule, FixSafety, Good, VERL_091
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.model.path={model} \\\n    {extra}trainer.n_gpus_per_node=1\n"
 KEY = "actor_rollout_ref.model.use_remove_padding"

@@ -3,8 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from rlcompat.analysis import pyhelpers as h
-from rlcompat.lang.python import PythonRule
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, Good, PythonRule
 from rlcompat.rules.attention.helpers import is_flash_attn_guard
 
 _PACKAGES = ("flash_attn", "flash_attn_interface", "flash_attn_3")

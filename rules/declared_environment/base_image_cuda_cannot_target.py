@@ -2,9 +2,7 @@ from __future__ import annotations
 
 from rlcompat.knowledge import torch_wheels, versions
 from rlcompat.knowledge.environment import environment_facts
-from rlcompat.lang.declared import DeclaredRule
-from rlcompat.findings import Edit, FixSafety
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, DeclaredRule, Edit, FixSafety, Good
 
 
 def _nvcc() -> dict:

@@ -4,8 +4,7 @@ from rlcompat.knowledge.capabilities import last_release_that_runs, min_capabili
 from rlcompat.knowledge import versions
 from rlcompat.knowledge.environment import environment_facts, error_text, shipped_by_image
 from rlcompat.rules.declared_environment.helpers import asks_any_torch, minimum_installed, torch_required_by
-from rlcompat.lang.declared import DeclaredRule
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, DeclaredRule, Good
 
 
 def _minimums() -> dict[str, dict]:

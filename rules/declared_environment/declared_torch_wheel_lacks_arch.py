@@ -3,10 +3,7 @@ from __future__ import annotations
 from rlcompat.analysis import declared_install
 from rlcompat.knowledge import torch_wheels, versions
 from rlcompat.rules.declared_environment.helpers import chosen_torch, torch_required_by
-from rlcompat.lang.declared import DeclaredRule
-from rlcompat.lang.settings import Span
-from rlcompat.findings import Edit, FixSafety
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, DeclaredRule, Edit, FixSafety, Good, Span
 
 CU = "https://download.pytorch.org/whl/"
 UV_ROUTED = ('[project]\nname = "x"\ndependencies = ["torch==2.7.1"]\n\n[tool.uv.sources]\ntorch = {{ index = "torch-gpu" }}\n\n'

@@ -3,9 +3,7 @@ from __future__ import annotations
 import re
 
 from rlcompat.knowledge.environment import environment_facts
-from rlcompat.lang.settings import ConfigRule
-from rlcompat.findings import Edit, FixSafety
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, ConfigRule, Edit, FixSafety, Good
 
 VARIABLES = ("NCCL_P2P_DISABLE", "NCCL_IB_DISABLE")
 # Launchers and the flag that says how many processes (GPUs) they start on this node.

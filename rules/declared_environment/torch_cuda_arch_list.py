@@ -4,10 +4,8 @@ import re
 from rlcompat.pipeline.discovery import declared_language
 from rlcompat.knowledge import torch_wheels, versions
 from rlcompat.knowledge.environment import environment_facts
-from rlcompat.lang.declared import Declared, DeclaredRule, GroupView, Variable, from_command
-from rlcompat.lang.settings import Span
-from rlcompat.findings import Edit, FixSafety
-from rlcompat.rule import Bad, Good
+from rlcompat.lang.declared import GroupView, Variable, from_command
+from rlcompat.contract import Bad, Declared, DeclaredRule, Edit, FixSafety, Good, Span
 
 # Names torch.utils.cpp_extension accepts in TORCH_CUDA_ARCH_LIST, and the capabilities they stand for [S57].
 NAMED = {"kepler": "3.5+PTX", "maxwell": "5.0;5.2+PTX", "pascal": "6.0;6.1+PTX", "volta": "7.0+PTX",

@@ -2,10 +2,8 @@ from __future__ import annotations
 
 from rlcompat.analysis import confighelpers as h
 from rlcompat.knowledge.precision import dtype_for
-from rlcompat.lang.settings import ConfigRule
+from rlcompat.contract import Bad, ConfigRule, FixSafety, Good
 from rlcompat.analysis.confighelpers import turn_off
-from rlcompat.findings import FixSafety
-from rlcompat.rule import Bad, Good
 
 # Generic (non-verl) keys: transformers/TRL `bf16`, `torch_dtype`, accelerate's `mixed_precision`.
 DTYPE_NAMES = ("torch_dtype", "model_dtype")

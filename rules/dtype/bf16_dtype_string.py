@@ -5,9 +5,7 @@ import libcst as cst
 from rlcompat.knowledge import precision
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.analysis.deadfields import dead_field, enclosing_class
-from rlcompat.lang.python import PendingFix, PythonRule
-from rlcompat.findings import FixSafety
-from rlcompat.rule import VERL_091, Bad, Good
+from rlcompat.contract import Bad, FixSafety, Good, PendingFix, PythonRule, VERL_091
 from rlcompat.knowledge.spellings import bf16_replacements
 
 # accelerate's `mixed_precision` takes "no" | "fp16" | "bf16" | "fp8": fp32 is spelled "no".

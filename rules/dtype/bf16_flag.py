@@ -4,9 +4,7 @@ import libcst as cst
 
 from rlcompat.knowledge import precision
 from rlcompat.analysis.pyswitches import switched_on
-from rlcompat.lang.python import PendingFix, PythonRule
-from rlcompat.findings import FixSafety
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, FixSafety, Good, PendingFix, PythonRule
 
 
 class Bf16Flag(PythonRule):

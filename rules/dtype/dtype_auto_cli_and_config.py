@@ -2,9 +2,7 @@ from __future__ import annotations
 
 from rlcompat.knowledge import precision
 from rlcompat.analysis import confighelpers as h
-from rlcompat.lang.settings import ConfigRule
-from rlcompat.findings import FixSafety
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, ConfigRule, FixSafety, Good
 
 _ENGINES = ("vllm", "sglang")
 

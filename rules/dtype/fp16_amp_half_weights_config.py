@@ -1,9 +1,7 @@
 from __future__ import annotations
 
 from rlcompat.analysis import confighelpers as h
-from rlcompat.lang.settings import ConfigRule
-from rlcompat.findings import FixSafety
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, ConfigRule, FixSafety, Good
 from rlcompat.knowledge.spellings import half_to_fp32
 
 WEIGHT_FLAGS = ("--torch_dtype", "--torch-dtype")

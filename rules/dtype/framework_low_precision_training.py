@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from rlcompat.analysis.knowledgecheck import DataExamples, check
-from rlcompat.lang.settings import ConfigRule
+from rlcompat.contract import ConfigRule
 
 KINDS = frozenset({"low-precision-training"})
 

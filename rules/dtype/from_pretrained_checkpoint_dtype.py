@@ -3,10 +3,8 @@ from __future__ import annotations
 import libcst as cst
 
 from rlcompat.analysis import pyhelpers as h
-from rlcompat.findings import FixSafety
+from rlcompat.contract import Bad, FixSafety, Good, PendingFix, PythonRule
 from rlcompat.knowledge import precision, versions
-from rlcompat.lang.python import PendingFix, PythonRule
-from rlcompat.rule import Bad, Good
 
 _NOT_MODELS = ("Peft",)
 # The model classes whose `from_pretrained` loads weights, by how their names end (`AutoModelForCausalLM`,

@@ -1,8 +1,7 @@
 from __future__ import annotations
 
 from rlcompat.analysis import confighelpers as h
-from rlcompat.lang.settings import ConfigRule
-from rlcompat.rule import VERL_091, Bad, Good
+from rlcompat.contract import Bad, ConfigRule, Good, VERL_091
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    algorithm.adv_estimator=grpo \\\n    {extra}trainer.n_gpus_per_node=1\n"
 KEY = "actor_rollout_ref.{role}.fsdp_config.mixed_precision.param_dtype"

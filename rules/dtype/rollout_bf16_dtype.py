@@ -2,8 +2,7 @@ from __future__ import annotations
 
 from rlcompat.knowledge import precision
 from rlcompat.analysis import confighelpers as h
-from rlcompat.lang.settings import ConfigRule
-from rlcompat.rule import VERL_091, Bad, Good
+from rlcompat.contract import Bad, ConfigRule, Good, VERL_091
 
 SCRIPT = "python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.rollout.name=vllm \\\n    {extra}trainer.n_gpus_per_node=1\n"
 

@@ -3,9 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from rlcompat.analysis import pyhelpers as h
-from rlcompat.lang.python import PendingFix, PythonRule
-from rlcompat.findings import FixSafety
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, FixSafety, Good, PendingFix, PythonRule
 
 
 class Tf32BelowSm80(PythonRule):

@@ -4,9 +4,7 @@ import libcst as cst
 
 from rlcompat.knowledge import precision
 from rlcompat.analysis import pyhelpers as h
-from rlcompat.lang.python import PendingFix, PythonRule
-from rlcompat.findings import FixSafety
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, FixSafety, Good, PendingFix, PythonRule
 
 _SELECTING_ROLES = {"keyword", "positional", "default", "assign", "param-default"}
 

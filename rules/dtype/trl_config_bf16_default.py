@@ -4,9 +4,7 @@ import libcst as cst
 
 from rlcompat.knowledge import precision, trl_paths
 from rlcompat.analysis import pyhelpers as h
-from rlcompat.lang.python import PendingFix, PythonRule
-from rlcompat.findings import FixSafety
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, FixSafety, Good, PendingFix, PythonRule
 
 TRL_CONFIGS = trl_paths.bf16_unset_configs()  # rlcompat/knowledge/data/trl_paths.toml [bf16_unset] [S63]
 

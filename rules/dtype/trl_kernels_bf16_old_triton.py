@@ -7,8 +7,7 @@ import libcst as cst
 from rlcompat.analysis import packages
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.knowledge import trl_paths
-from rlcompat.lang.python import PythonRule
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, Good, PythonRule
 
 _IMPORT = "from trl import {0}\n"
 _RUN = "trainer = {0}(model='Qwen/Qwen2.5-0.5B', args=args, train_dataset=ds)\n"

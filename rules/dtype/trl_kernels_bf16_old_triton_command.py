@@ -2,8 +2,7 @@ from __future__ import annotations
 
 from rlcompat.analysis import packages
 from rlcompat.knowledge import trl_paths
-from rlcompat.lang.settings import ConfigRule
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, ConfigRule, Good
 
 _RUN = "trl grpo --model_name_or_path Qwen/Qwen2.5-0.5B --dataset_name trl-lib/DeepMath-103K {extra}--output_dir o\n"
 

@@ -2,8 +2,7 @@ from __future__ import annotations
 
 from rlcompat.analysis import confighelpers as h
 from rlcompat.analysis.verlengines import report_engine_settings
-from rlcompat.lang.settings import ConfigRule
-from rlcompat.rule import VERL_091, Bad, Good
+from rlcompat.contract import Bad, ConfigRule, Good, VERL_091
 
 MEGATRON = "verl/trainer/config/engine/megatron.yaml"
 TURBO = "turbo_config:\n  distributed:\n    fsdp_plan:\n      param_dtype: {p}\n      reduce_dtype: fp32\n      output_dtype: {o}\n"

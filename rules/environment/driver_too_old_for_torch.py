@@ -2,8 +2,7 @@ from __future__ import annotations
 
 from rlcompat.knowledge import torch_wheels, versions
 from rlcompat.knowledge.environment import environment_facts
-from rlcompat.doctor.rule import EnvironmentRule
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, EnvironmentRule, Good
 
 
 def _branch(driver_version: str) -> int:

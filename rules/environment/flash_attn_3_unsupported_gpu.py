@@ -1,7 +1,6 @@
 from __future__ import annotations
 
-from rlcompat.doctor.rule import PackageRequirementRule
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, Good, PackageRequirementRule
 
 
 class FlashAttn3UnsupportedGpu(PackageRequirementRule):

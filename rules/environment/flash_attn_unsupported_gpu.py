@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 from rlcompat.knowledge import versions
-from rlcompat.doctor.rule import PackageRequirementRule, below
-from rlcompat.rule import Bad, Good
+from rlcompat.doctor.rule import below
+from rlcompat.contract import Bad, Good, PackageRequirementRule
 
 
 class FlashAttnUnsupportedGpu(PackageRequirementRule):

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
-from rlcompat.doctor.rule import EnvironmentRule
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, EnvironmentRule, Good
 
 PATCH = ('[[installed_patch]]\ndist = "verl"\npatched_version = "0.9.1"\ninstalled_version = "{installed}"\n'
          'target = "sm61"\nstate = "{state}"\n{files}\n')

@@ -4,8 +4,7 @@ import os
 
 from rlcompat.knowledge import versions
 from rlcompat.knowledge.environment import environment_facts
-from rlcompat.doctor.rule import EnvironmentRule
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, EnvironmentRule, Good
 
 GPU = '[[gpu]]\nname = "NVIDIA GeForce RTX 4090"\ncapability = "8.9"\ndriver = "{driver}"\n'
 

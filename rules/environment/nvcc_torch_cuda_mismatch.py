@@ -1,8 +1,7 @@
 from __future__ import annotations
 
 from rlcompat.knowledge import versions
-from rlcompat.doctor.rule import EnvironmentRule
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, EnvironmentRule, Good
 
 
 class NvccTorchCudaMismatch(EnvironmentRule):

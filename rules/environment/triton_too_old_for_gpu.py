@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from rlcompat.knowledge import versions
 from rlcompat.knowledge.environment import environment_facts
-from rlcompat.doctor.rule import EnvironmentRule, below
-from rlcompat.rule import Bad, Good
+from rlcompat.doctor.rule import below
+from rlcompat.contract import Bad, EnvironmentRule, Good
 
 
 def _requirement(target) -> dict | None:

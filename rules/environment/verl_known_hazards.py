@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from rlcompat.knowledge import versions
 from rlcompat.knowledge.environment import environment_facts
-from rlcompat.doctor.rule import EnvironmentRule, below
+from rlcompat.doctor.rule import below
 from rlcompat.installed.locate import fix_command
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, EnvironmentRule, Good
 
 
 def _patched(env, pkg, file: str) -> bool:

@@ -2,8 +2,7 @@ from __future__ import annotations
 
 from rlcompat.knowledge import vllm_pascal
 from rlcompat.knowledge.capabilities import last_release_that_runs, min_capability
-from rlcompat.doctor.rule import PackageRequirementRule
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, Good, PackageRequirementRule
 
 _VLLM = min_capability("vllm")
 

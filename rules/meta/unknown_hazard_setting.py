@@ -4,9 +4,7 @@ import os
 import re
 
 from rlcompat.analysis.confighelpers import remove_flag, where
-from rlcompat.lang.settings import ConfigRule
-from rlcompat.findings import FixSafety
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, ConfigRule, FixSafety, Good
 from rlcompat.knowledge.spellings import bf16_replacements, flash_attention, flash_attention_backends, fp8_names
 
 DTYPE_WORDS = {"dtype", "precision", "mp", "amp"}

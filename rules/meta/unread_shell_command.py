@@ -3,8 +3,7 @@ from __future__ import annotations
 import re
 
 from rlcompat.analysis import confighelpers as h
-from rlcompat.lang.settings import ConfigRule
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, ConfigRule, Good
 
 
 def _watched_rules(target):

@@ -1,9 +1,7 @@
 from __future__ import annotations
 
-from rlcompat.findings import Finding, Location
+from rlcompat.contract import Bad, Finding, Good, Location, Suppression, SuppressionRule
 from rlcompat.lang.frontends import FRONTENDS
-from rlcompat.rule import Bad, Good
-from rlcompat.pipeline.suppressions import Suppression, SuppressionRule
 
 
 class UnusedSuppression(SuppressionRule):

@@ -1,10 +1,8 @@
 from __future__ import annotations
 
 from rlcompat.analysis import confighelpers as h
-from rlcompat.lang.settings import ConfigRule
-from rlcompat.findings import FixSafety
+from rlcompat.contract import Bad, ConfigRule, FixSafety, Good
 from rlcompat.knowledge.precision import dtype_for
-from rlcompat.rule import Bad, Good
 
 MIXED_FLAGS = ("--mixed_precision", "--mixed-precision")
 # accelerate's `mixed_precision` values for the dtypes the precision policy (rlcompat/knowledge/data/precision.toml) picks

@@ -1,9 +1,7 @@
 from __future__ import annotations
 
-from rlcompat.lang.settings import ConfigRule
+from rlcompat.contract import Bad, ConfigRule, FixSafety, Good
 from rlcompat.analysis.confighelpers import remove_flag
-from rlcompat.findings import FixSafety
-from rlcompat.rule import Bad, Good
 from rlcompat.rules.rollout.helpers import vllm_command
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.rollout.quantization={q} \\\n    trainer.n_gpus_per_node=1\n"

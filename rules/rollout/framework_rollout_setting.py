@@ -2,8 +2,7 @@ from __future__ import annotations
 
 from rlcompat.analysis.knowledgecheck import DataExamples, check, spells_a_key
 from rlcompat.knowledge.capabilities import min_capability
-from rlcompat.lang.settings import ConfigRule
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, ConfigRule, Good
 
 KINDS = frozenset({"rollout-engine", "vllm-switch", "vllm-engines", "quantization", "kv-cache-dtype", "eager-switch"})
 

@@ -3,8 +3,7 @@ from __future__ import annotations
 from rlcompat.knowledge import quantized_checkpoints
 from rlcompat.knowledge import frameworks as fk
 from rlcompat.analysis.knowledgecheck import attributed
-from rlcompat.lang.settings import ConfigRule
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, ConfigRule, Good
 
 
 def _is_model_key(key: str) -> bool:

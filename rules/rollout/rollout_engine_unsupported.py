@@ -5,9 +5,7 @@ from rlcompat.knowledge import hf_rollout
 from rlcompat.knowledge import precision, vllm_pascal
 from rlcompat.knowledge.capabilities import last_release_that_runs, min_capability, runs
 from rlcompat.analysis.verlengines import in_its_config
-from rlcompat.lang.settings import ConfigRule
-from rlcompat.findings import FixSafety
-from rlcompat.rule import VERL_091, Bad, Good
+from rlcompat.contract import Bad, ConfigRule, FixSafety, Good, VERL_091
 from rlcompat.rules.rollout.helpers import unsupported_reason
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.rollout.name={name} \\\n    trainer.n_gpus_per_node=1\n"

@@ -1,8 +1,7 @@
 from __future__ import annotations
 
 from rlcompat.knowledge.capabilities import min_capability, runs
-from rlcompat.lang.settings import ConfigRule
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, ConfigRule, Good
 
 SGLANG_SERVERS = ("sglang.launch_server", "sglang_router.launch_server")  # `python -m MODULE` starts a server
 

@@ -4,8 +4,7 @@ import libcst as cst
 
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.knowledge import capabilities, trl_paths
-from rlcompat.lang.python import PythonRule
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, Good, PythonRule
 
 _CODE = ("from trl.experimental.async_grpo import AsyncGRPOConfig, AsyncGRPOTrainer\n"
          "args = AsyncGRPOConfig(output_dir='o', vllm_server_base_url='http://localhost:8000')\n"

@@ -3,12 +3,10 @@ from __future__ import annotations
 import libcst as cst
 
 from rlcompat.analysis import pyhelpers as h
-from rlcompat.findings import FixSafety
+from rlcompat.contract import Bad, FixSafety, Good, PendingFix, PythonRule
 from rlcompat.knowledge import precision, versions, vllm
 from rlcompat.knowledge.capabilities import min_capability
 from rlcompat.knowledge.environment import error_text
-from rlcompat.lang.python import PendingFix, PythonRule
-from rlcompat.rule import Bad, Good
 
 _ENGINES = frozenset({"LLM", "EngineArgs", "AsyncEngineArgs"})
 

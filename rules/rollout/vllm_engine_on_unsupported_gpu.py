@@ -6,8 +6,7 @@ import libcst as cst
 
 from rlcompat.knowledge.capabilities import min_capability, runs
 from rlcompat.lang.pyspeed.chunks import NotParsed, chunks
-from rlcompat.lang.python import PythonRule
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, Good, PythonRule
 from rlcompat.rules.rollout.helpers import unsupported_message, vllm_argv_word
 
 # vLLM's engine classes a program builds to generate (the offline `LLM`, the V0/V1 engines), and their constructors.

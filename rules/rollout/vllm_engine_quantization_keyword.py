@@ -4,9 +4,7 @@ import libcst as cst
 
 from rlcompat.knowledge import vllm
 from rlcompat.analysis import pyhelpers as h
-from rlcompat.lang.python import PendingFix, PythonRule
-from rlcompat.findings import FixSafety
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, FixSafety, Good, PendingFix, PythonRule
 
 ENGINE_CALLS = ("LLM", "EngineArgs", "AsyncEngineArgs", "AsyncLLMEngine", "LLMEngine")
 KEYWORDS = {"quantization": "quantization", "kv_cache_dtype": "kv_cache_dtype"}

@@ -2,9 +2,7 @@ from __future__ import annotations
 
 from rlcompat.knowledge import vllm
 from rlcompat.analysis.confighelpers import remove_flag
-from rlcompat.lang.settings import ConfigRule, Span
-from rlcompat.findings import Edit, FixSafety
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, ConfigRule, Edit, FixSafety, Good, Span
 from rlcompat.rules.rollout.helpers import vllm_command
 
 QUANT_FLAGS = ("--quantization", "-q")

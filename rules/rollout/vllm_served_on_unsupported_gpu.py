@@ -3,8 +3,7 @@ from __future__ import annotations
 import re
 
 from rlcompat.knowledge.capabilities import min_capability, runs
-from rlcompat.lang.settings import ConfigRule
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, ConfigRule, Good
 from rlcompat.rules.rollout.helpers import unsupported_message, vllm_command
 from rlcompat.knowledge import frameworks
 from rlcompat.knowledge import vllm

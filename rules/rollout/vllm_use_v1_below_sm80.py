@@ -1,10 +1,8 @@
 from __future__ import annotations
 
-from rlcompat.findings import FixSafety
+from rlcompat.contract import Bad, ConfigRule, FixSafety, Good
 from rlcompat.knowledge import versions, vllm
 from rlcompat.knowledge.environment import error_text
-from rlcompat.lang.settings import ConfigRule
-from rlcompat.rule import Bad, Good
 
 _TRUE = {"1", "true", "yes", "on"}
 

@@ -1,8 +1,7 @@
 from __future__ import annotations
 
 from rlcompat.analysis.deadkeys import report_dead_keys
-from rlcompat.lang.settings import ConfigRule
-from rlcompat.rule import VERL_091, Bad, Good
+from rlcompat.contract import Bad, ConfigRule, Good, VERL_091
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    {extra} \\\n    trainer.n_gpus_per_node=1\n"
 

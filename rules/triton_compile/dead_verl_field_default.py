@@ -4,8 +4,7 @@ import libcst as cst
 
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.analysis.deadfields import dead_field, enclosing_class
-from rlcompat.lang.python import PythonRule
-from rlcompat.rule import VERL_091, Bad, Good
+from rlcompat.contract import Bad, Good, PythonRule, VERL_091
 
 ACTOR = "verl/workers/config/actor.py"
 ENGINE = "verl/workers/config/engine.py"

@@ -7,8 +7,7 @@ import libcst as cst
 from rlcompat.knowledge.flex_attention import forward_config
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.analysis.pymodel import attention_and_model_path, keyword
-from rlcompat.lang.python import PythonRule
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, Good, PythonRule
 
 _BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "half": 2, "float": 4}
 _FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "models" / "flex_attention_head_dim_256_t4" / "input"

@@ -1,8 +1,7 @@
 from __future__ import annotations
 
 from rlcompat.analysis.knowledgecheck import DataExamples, check, spells_a_key
-from rlcompat.lang.settings import ConfigRule
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, ConfigRule, Good
 
 KINDS = frozenset({"compile-switch", "liger-switch"})
 

@@ -1,9 +1,7 @@
 from __future__ import annotations
 
 from rlcompat.analysis import confighelpers as h
-from rlcompat.lang.settings import ConfigRule
-from rlcompat.findings import FixSafety
-from rlcompat.rule import VERL_091, Bad, Good
+from rlcompat.contract import Bad, ConfigRule, FixSafety, Good, VERL_091
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    algorithm.adv_estimator=grpo \\\n    {extra}trainer.n_gpus_per_node=1\n"
 ACTOR = "actor_rollout_ref.actor.fsdp_config.use_torch_compile"

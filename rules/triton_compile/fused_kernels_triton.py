@@ -1,8 +1,6 @@
 from __future__ import annotations
 
-from rlcompat.lang.settings import ConfigRule
-from rlcompat.findings import FixSafety
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, ConfigRule, FixSafety, Good
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.model.use_fused_kernels={fused} \\\n    {extra}trainer.n_gpus_per_node=1\n"
 BACKEND = "actor_rollout_ref.model.fused_kernel_options.impl_backend"

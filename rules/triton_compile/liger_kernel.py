@@ -1,8 +1,7 @@
 from __future__ import annotations
 
-from rlcompat.lang.settings import ConfigRule
+from rlcompat.contract import Bad, ConfigRule, Good
 from rlcompat.analysis.confighelpers import keys_at_every_mount, turn_off
-from rlcompat.rule import Bad, Good
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    {extra} \\\n    trainer.n_gpus_per_node=1\n"
 

@@ -4,8 +4,7 @@ import libcst as cst
 
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.analysis.pyswitches import switched_on, turn_off
-from rlcompat.lang.python import PythonRule
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, Good, PythonRule
 
 
 def _behind_liger_switch(ancestors) -> bool:

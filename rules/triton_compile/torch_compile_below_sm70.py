@@ -5,9 +5,7 @@ import re
 import libcst as cst
 
 from rlcompat.analysis import pyhelpers as h
-from rlcompat.lang.python import PendingFix, PythonRule
-from rlcompat.findings import FixSafety
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, FixSafety, Good, PendingFix, PythonRule
 
 _COMPILERS = {
     "torch.compile": "torch.compile",

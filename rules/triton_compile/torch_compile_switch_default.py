@@ -5,8 +5,7 @@ import libcst as cst
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.analysis.deadfields import dead_field, enclosing_class
 from rlcompat.analysis.pyswitches import is_true, switched_on, turn_off
-from rlcompat.lang.python import PythonRule
-from rlcompat.rule import VERL_091, Bad, Good
+from rlcompat.contract import Bad, Good, PythonRule, VERL_091
 
 _SWITCHES = ("use_torch_compile", "torch_compile", "use_compile", "enable_torch_compile")
 

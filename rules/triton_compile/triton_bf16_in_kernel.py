@@ -2,8 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rlcompat.lang.python import PythonRule
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, Good, PythonRule
 from rlcompat.rules.triton_compile.helpers import in_triton_kernel
 
 _KERNEL = '''import triton

@@ -5,9 +5,7 @@ from dataclasses import replace
 import libcst as cst
 
 from rlcompat.analysis import triton_model as tm
-from rlcompat.lang.python import PendingFix, PythonRule
-from rlcompat.findings import FixSafety
-from rlcompat.rule import Bad, Good
+from rlcompat.contract import Bad, FixSafety, Good, PendingFix, PythonRule
 
 _MIN_BLOCK = 16  # tl.dot needs every dimension >= 16
 
