@@ -21,7 +21,7 @@ def test_record_is_complete(lang):
     front_end = importlib.import_module(lang.front_end)
     missing = [name for name in FRONT_END_API if not hasattr(front_end, name)]
     assert not missing, f"{lang.front_end} lacks {missing}"
-    assert "knowledge" in inspect.signature(front_end.check).parameters, f"{lang.front_end}.check takes no knowledge"
+    assert "scanned" in inspect.signature(front_end.check).parameters, f"{lang.front_end}.check takes no scanned file"
     assert lang.extensions or lang.names or lang.sniff, f"{lang.name}: no way to know a file is of it"
     assert all(e.startswith(".") and e == e.lower() for e in lang.extensions), lang.extensions
     assert all(n == n.lower() for n in lang.names), lang.names

@@ -266,6 +266,8 @@ def test_fix_run_of_an_installed_verl_keeps_the_originals_and_restore_undoes_it(
     `rlcompat restore verl` gives them back. In-process, so the fake is what `import verl` would find."""
     import base64
     import hashlib
+    import importlib
+    import os
     import sys
 
     from typer.testing import CliRunner
@@ -287,9 +289,15 @@ def test_fix_run_of_an_installed_verl_keeps_the_originals_and_restore_undoes_it(
         rows.append(f"{path.relative_to(site).as_posix()},sha256={digest},{path.stat().st_size}")
     (info / "RECORD").write_text("\n".join(rows + ["verl-0.9.1.dist-info/METADATA,,", "verl-0.9.1.dist-info/RECORD,,"]))
     monkeypatch.setattr(sys, "path", [str(site)] + sys.path)
+    # A verl imported earlier in this process would be found in sys.modules before the path: drop it, and make sure
+    # the package found is the fake one before `fix` may write into it (never the venv's own verl).
+    for name in [m for m in sys.modules if m == "verl" or m.startswith("verl.")]:
+        monkeypatch.delitem(sys.modules, name)
+    importlib.invalidate_caches()
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     for cached in (launch_path.installed_package, identity.installed_version):
         cached.cache_clear()
+    assert os.path.realpath(launch_path.installed_package() or "") == os.path.realpath(site / "verl")
     monkeypatch.chdir(tmp_path)
     work = tmp_path / "work"
     work.mkdir()
