@@ -23,7 +23,15 @@ SWITCH_FIXES = ("off", "on")
 
 
 def is_env(setting: Setting) -> bool:
-    return bool(getattr(setting, "env", False)) or (not setting.flag and setting.key.isupper() and "." not in setting.key)
+    """An environment variable: set as one, or a key spelled like one (`VLLM_ATTENTION_BACKEND`), alone or as the
+    last part of a mapping that holds a process's environment (Ray's `runtime_env={"env_vars": {...}}`, a YAML
+    `env_vars:` block)."""
+    if getattr(setting, "env", False):
+        return True
+    if setting.flag:
+        return False
+    leaf = setting.key.rsplit(".", 1)[-1]
+    return leaf.isupper() and (leaf == setting.key or "_" in leaf)
 
 
 def form_fits(key: fk.FrameworkKey, setting: Setting) -> bool:
