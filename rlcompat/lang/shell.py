@@ -128,13 +128,14 @@ def _read_chunk(chunk: str):
     outer = list(chunk)
     for start, end in spans:  # `$(code)` -> `$______`, `` `code` `` -> `$_____`: a variable of the same length
         outer[start - 1:end + 1] = ["$" if chunk[start - 1] == "`" else "_"] + ["_"] * (end - start + 1)
-    nodes: list = []
     around, _ = _parse_chunk("".join(outer))
-    nodes.extend((0, node) for node in around or ())
+    if around is None:
+        return None, why  # the command around is beyond bashlex too: the caller reads the block line by line
+    nodes = [(0, node) for node in around]
     for start, end in spans:
         inner, _ = _read_chunk(chunk[start:end])
         nodes.extend((start + at, node) for at, node in inner or ())
-    return (nodes, "") if nodes else (None, why)
+    return nodes, ""
 
 
 def _substitutions(chunk: str) -> list[tuple[int, int]]:
