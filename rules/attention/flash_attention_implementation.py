@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import libcst as cst
-from libcst.helpers import get_full_name_for_node
 
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.lang.python import PendingFix, PythonRule
@@ -29,14 +28,17 @@ _AVAILABILITY_CALLS = frozenset({"find_spec", "find_loader", "is_package_availab
 _FLASH_PACKAGES = ("flash_attn", "flash-attn")
 
 
+def _first_name(node: cst.CSTNode) -> str:
+    """`flash_attn` of `flash_attn.flash_attn_interface` (an import's dotted name)."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return node.value if isinstance(node, cst.Name) else ""
+
+
 def _imports_flash_attn(node: cst.CSTNode) -> bool:
     if isinstance(node, cst.Import):
-        names = [get_full_name_for_node(a.name) or "" for a in node.names]
-    elif isinstance(node, cst.ImportFrom) and node.module is not None:
-        names = [get_full_name_for_node(node.module) or ""]
-    else:
-        return False
-    return any(n.split(".")[0] == "flash_attn" for n in names)
+        return any(_first_name(a.name) == "flash_attn" for a in node.names)
+    return isinstance(node, cst.ImportFrom) and node.module is not None and _first_name(node.module) == "flash_attn"
 
 
 def _chosen_when_flash_attn_imports(ancestors) -> bool:
