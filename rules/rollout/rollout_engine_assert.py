@@ -20,10 +20,11 @@ def _allowed(test: cst.BaseExpression, operator: type) -> tuple[str, ...] | None
     against a literal tuple, list or set of strings; None for any other test (`a and X not in (...)`)."""
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
         return None
-    target = test.comparisons[0]
-    if not isinstance(target.operator, operator) or not isinstance(target.comparator, (cst.Tuple, cst.List, cst.Set)):
+    comparison = test.comparisons[0]
+    if not isinstance(comparison.operator, operator) or not isinstance(comparison.comparator,
+                                                                       (cst.Tuple, cst.List, cst.Set)):
         return None
-    values = [h.string_value(e.value) for e in target.comparator.elements]
+    values = [h.string_value(e.value) for e in comparison.comparator.elements]
     if not values or any(v is None for v in values):
         return None
     return tuple(v.lower() for v in values)
