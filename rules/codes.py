@@ -76,6 +76,7 @@ CODES: dict[str, str] = {
     "RLC418": "rollout.vllm_engine_checkpoint_bf16",
     "RLC419": "rollout.vllm_use_v1_below_sm80",
     "RLC430": "rollout.trl_async_grpo_flash_attention_3",
+    "RLC420": "rollout.rollout_engine_assert",
     "RLC501": "environment.torch_wheel_lacks_arch",
     "RLC502": "environment.torch_cpu_only_build",
     "RLC503": "environment.flash_attn_unsupported_gpu",

@@ -159,7 +159,7 @@ def test_a_data_row_is_enough_to_add_a_key(monkeypatch):
 
 
 def test_the_net_reports_unknown_names_once_and_leaves_known_ones_to_the_knowledge():
-    text = "python train.py --model.dtype bfloat16 --ds.param_dtype bf16\n"
+    text = "python -m openrlhf.cli.train_ppo_ray --model.dtype bfloat16 --ds.param_dtype bf16\n"
     unknown = _setting(text, "--model.dtype", "bfloat16")
     known = _setting(text, "--ds.param_dtype", "bf16")
     view = _command_view([unknown, known], words=tuple(text.split()))

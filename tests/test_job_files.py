@@ -137,3 +137,25 @@ def test_scan_of_a_tree_ends_with_what_it_did_not_read(tmp_path):
     code, out, _ = invoke("scan", ".", "--target", "sm75", "--no-cache", "--verbose", cwd=tmp_path)
     assert "  LICENSE: no front end reads this file type" in out.splitlines()
     assert "  config.json: a JSON file tools or checkpoints write, not a run's config" in out.splitlines()
+
+
+@pytest.mark.parametrize("text, line", [
+    ("OUT=$(cd /work && accelerate launch train.py --bf16 true)\n", 1),
+    ("PID=$(nohup accelerate launch train.py --bf16 true > log 2>&1 & echo $!)\n", 1),
+    ("X=`cd /work && accelerate launch train.py --bf16 true`\n", 1),
+    ('echo "$(echo \'a)b\' && accelerate launch train.py --bf16 true)"\n', 1),
+    ("R=$(accelerate launch train.py \\\n    --bf16 true)\n", 2),
+    ("OUT=$(\n  accelerate launch train.py --bf16 true\n)\n", 2),
+])
+def test_commands_inside_command_substitutions(tmp_path, text, line):
+    """bashlex reads only a single command inside `$(...)` and backquotes, and drops a continuation there from its
+    positions: a list (`&&`, `&`) is read as a script of its own, and the flag is found on its own line."""
+    (tmp_path / "run.sh").write_text(text)
+    assert _hits(tmp_path) == [("run.sh", line, "RLC107")]
+
+
+def test_fix_inside_a_command_substitution_with_a_list(tmp_path):
+    script = tmp_path / "run.sh"
+    script.write_text("OUT=$(cd /work && accelerate launch train.py \\\n  --bf16 true)\n")
+    invoke("fix", "--target", "sm75", "--no-cache", ".", cwd=tmp_path)
+    assert script.read_text() == "OUT=$(cd /work && accelerate launch train.py \\\n  --bf16 false)\n"

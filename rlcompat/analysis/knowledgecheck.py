@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from rlcompat.analysis import command_framework
 from rlcompat.knowledge import frameworks as fk
 from rlcompat.analysis.confighelpers import follows_bf16_switch, is_bf16, remove_flag, where
 from rlcompat.lang.settings import ConfigContext, ConfigView, Setting
@@ -22,7 +23,15 @@ SWITCH_FIXES = ("off", "on")
 
 
 def is_env(setting: Setting) -> bool:
-    return bool(getattr(setting, "env", False)) or (not setting.flag and setting.key.isupper() and "." not in setting.key)
+    """An environment variable: set as one, or a key spelled like one (`VLLM_ATTENTION_BACKEND`), alone or as the
+    last part of a mapping that holds a process's environment (Ray's `runtime_env={"env_vars": {...}}`, a YAML
+    `env_vars:` block)."""
+    if getattr(setting, "env", False):
+        return True
+    if setting.flag:
+        return False
+    leaf = setting.key.rsplit(".", 1)[-1]
+    return leaf.isupper() and (leaf == setting.key or "_" in leaf)
 
 
 def form_fits(key: fk.FrameworkKey, setting: Setting) -> bool:
@@ -74,10 +83,21 @@ def tree_identity(ctx: ConfigContext, framework_name: str):
     return ctx.framework(framework_name) if ctx.framework is not None else None
 
 
+def applies(view: ConfigView, ctx: ConfigContext, setting: Setting, key: fk.FrameworkKey) -> bool:
+    """Whether `key`'s knowledge may describe `setting` of `view`: a scoped key only in its framework's commands and
+    files; a command's flags and keys (not its environment) only where the command runs the key's framework
+    (analysis/command_framework.py): another program's `--vllm_num_engines` is not OpenRLHF's."""
+    if key.scoped and not attributed(view, ctx, key.framework, key):
+        return False
+    if view.kind == "command" and not is_env(setting) and not command_framework.runs(view, ctx, key.framework.name):
+        return False
+    return True
+
+
 def matching_key(view: ConfigView, ctx: ConfigContext, setting: Setting, kinds: frozenset[str]):
     """(key, version known) for the framework key a setting stands for, or None."""
     found = [k for k in fk.candidates(setting.key) if k.kind in kinds and fk.name_matches(k, setting.key)
-             and form_fits(k, setting) and (not k.scoped or attributed(view, ctx, k.framework, k))
+             and form_fits(k, setting) and applies(view, ctx, setting, k)
              and (not k.only_with or any(t in ctx.source_text for t in k.only_with))]
     if not found:
         return None
@@ -107,8 +127,8 @@ def selected(view: ConfigView, key: fk.FrameworkKey) -> bool:
 
 def known(view: ConfigView, ctx: ConfigContext, setting: Setting) -> bool:
     """Whether any framework key describes this setting (whatever its kind): the net then stays out of it."""
-    return any(fk.name_matches(k, setting.key) and form_fits(k, setting)
-               and (not k.scoped or attributed(view, ctx, k.framework, k)) for k in fk.candidates(setting.key))
+    return any(fk.name_matches(k, setting.key) and form_fits(k, setting) and applies(view, ctx, setting, k)
+               for k in fk.candidates(setting.key))
 
 
 def hazard_of(key: fk.FrameworkKey, value: str | None, target):

@@ -119,6 +119,7 @@ class Framework:
     keys: tuple[FrameworkKey, ...] = ()
     config_markers: tuple[str, ...] = ()  # key prefixes only this version's config files have (torchtitan's tables)
     engines: tuple[dict, ...] = ()  # `[[engine]]`: commands of this framework that start a generation engine
+    launcher: bool = False  # its commands start another Python program, whose own flags follow (accelerate launch)
 
 
 @lru_cache(maxsize=1)
@@ -170,7 +171,7 @@ def _framework(data: dict, filename: str) -> Framework:
             raise ValueError(f"rlcompat/knowledge/data/frameworks/.../{filename}: `{required}` is missing")
     fw = Framework(data["framework"], data["label"], data["version"], data.get("distribution", data["framework"]),
                    tuple(data.get("commands", ())), tuple(data.get("markers", ())), tuple(data.get("files", ())),
-                   config_markers=tuple(data.get("config_markers", ())))
+                   config_markers=tuple(data.get("config_markers", ())), launcher=bool(data.get("launcher", False)))
     keys = []
     for row in data.get("key", ()):
         if row.get("kind", "none") not in kinds() and row.get("kind", "none") != "none":

@@ -15,6 +15,7 @@ repeats a choice made elsewhere and is left out; any other setting under an `if`
 | `os.environ["X"] = "v"`, `os.environ.setdefault("X", "v")` | `env` | `X` |
 | `args.bf16 = True`, `cfg["bf16"] = True` | `python-assign` | the attribute or string subscript; `call` is the object's name |
 | `GRPOConfig(use_vllm=True, bf16=True)` | `python-keyword` | the keyword; `call` is the called name as written |
+| `cfg.get("enforce_eager", False)` (a literal default) | `python-get` | the key read; the value span is the default literal |
 | `self.bf16 = not self.fp16 if self.bf16 is None else self.bf16`, `if self.x is None: self.x = v` | `python-default` | the attribute: what the code makes of an unset key |
 | `if args.packing and not args.flash_attn: args.flash_attn = True`, `if args.packing and "flash" not in args.attn: args.attn = "flash_attention_2"` | `python-forced` | the attribute: set by the code when another setting asks for it (the tests of enclosing `if`s count) |
 
@@ -469,6 +470,11 @@ class _Reader:
                 self.add(key, default.value, default.value, "argparse-default", flag=True, written=long or "",
                          call=callee)
             return
+        if short == "get" and len(node.args) == 2 and not node.keywords:
+            key = node.args[0]
+            if isinstance(key, ast.Constant) and isinstance(key.value, str) and isinstance(node.args[1], ast.Constant):
+                # `cfg.get("enforce_eager", False)`: the value the code uses where the option is not given
+                self.add(key.value, key, node.args[1], "python-get", call=callee)
         if callee == "os.environ.setdefault" and len(node.args) == 2:
             key = node.args[0]
             if isinstance(key, ast.Constant) and isinstance(key.value, str):

@@ -276,6 +276,8 @@ class ConfigContext:
         self.file = file
         self.pending: list[_Pending] = []
         self._rule: ConfigRule | None = None
+        # what rules of this file learn once and share (analysis/command_framework.py: the frameworks a command runs)
+        self.memo: dict = {}
 
     def report(self, span: Span, message: str, edits: Sequence[Edit | None] = (), safety: FixSafety = FixSafety.SAFE,
                description: str = "", severity: str = "") -> None:

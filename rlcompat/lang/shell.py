@@ -77,13 +77,13 @@ def parse(text: str) -> ShellScript:
         if _blank_or_comment(masked[start:lines[j - 1][1]]):
             i = j
             continue
-        parts, why = _parse_chunk(masked[start:lines[j - 1][1]])
+        parts, why = _read_chunk(masked[start:lines[j - 1][1]])
         extra = 0
         while parts is None and why.startswith("unexpected EOF") and j < len(lines) and extra < MAX_EXTRA_LINES:
             j, extra = j + 1, extra + 1  # the keyword count closed the block too early: read one more line
-            parts, why = _parse_chunk(masked[start:lines[j - 1][1]])
+            parts, why = _read_chunk(masked[start:lines[j - 1][1]])
         if parts is not None:
-            script.nodes.extend((start, node) for node in parts)
+            script.nodes.extend((start + at, node) for at, node in parts)
         elif j - i == 1:
             script.skipped.append((start, lines[i][1], why))
         else:
@@ -91,13 +91,13 @@ def parse(text: str) -> ShellScript:
             for a, b in lines[i:j]:
                 if _blank_or_comment(masked[a:b]):
                     continue
-                parts, why = _parse_chunk(masked[a:b])
+                parts, why = _read_chunk(masked[a:b])
                 if parts is None and CASE_ARM.match(masked[a:b]):
-                    parts, why = _parse_chunk(_blank_case_arm(masked[a:b]))
+                    parts, why = _read_chunk(_blank_case_arm(masked[a:b]))
                 if parts is None:
                     script.skipped.append((a, b, why))
                 else:
-                    script.nodes.extend((a, node) for node in parts)
+                    script.nodes.extend((a + at, node) for at, node in parts)
         i = j
     return script
 
@@ -109,6 +109,114 @@ CASE_ARM = re.compile(r"^([ \t]*)(\(?[^()\s;|]+(?:\|[^()\s;|]+)*\))(.*?)(;;&?|;&
 def _blank_case_arm(line: str) -> str:
     m = CASE_ARM.match(line)
     return m.group(1) + " " * len(m.group(2)) + m.group(3) + " " * len(m.group(4) or "") + m.group(5)
+
+
+def _read_chunk(chunk: str):
+    """(nodes as (offset in the chunk, bashlex node), why not) for one logical line or block. A line continuation
+    inside a command substitution becomes blanks first (bashlex drops it there and its positions after it would be
+    off by two). Where bashlex refuses the chunk because of what a command substitution holds (`$(cd d && vllm serve
+    ...)`, `` `a & b` ``: it reads only single commands there), each substitution is read as a script of its own and
+    the command around it with the substitution as a same-length variable, so both are checked."""
+    spans = _substitutions(chunk)
+    if spans:
+        chunk = _blank_continuations(chunk, spans)
+    parts, why = _parse_chunk(chunk)
+    if parts is not None:
+        return [(0, node) for node in parts], ""
+    if not spans:
+        return None, why
+    outer = list(chunk)
+    for start, end in spans:  # `$(code)` -> `$______`, `` `code` `` -> `$_____`: a variable of the same length
+        outer[start - 1:end + 1] = ["$" if chunk[start - 1] == "`" else "_"] + ["_"] * (end - start + 1)
+    around, _ = _parse_chunk("".join(outer))
+    if around is None:
+        return None, why  # the command around is beyond bashlex too: the caller reads the block line by line
+    nodes = [(0, node) for node in around]
+    for start, end in spans:
+        inner, _ = _read_chunk(chunk[start:end])
+        nodes.extend((start + at, node) for at, node in inner or ())
+    return nodes, ""
+
+
+def _substitutions(chunk: str) -> list[tuple[int, int]]:
+    """(start, end) of the code inside each outermost `$(...)` and `` `...` `` of a chunk (none inside single quotes
+    or comments)."""
+    out: list[tuple[int, int]] = []
+    i, n, quote = 0, len(chunk), ""
+    word_start = True
+    while i < n:
+        ch = chunk[i]
+        if quote == "'":
+            quote = "" if ch == "'" else quote
+            i += 1
+            continue
+        if ch == "\\":
+            i += 2
+            word_start = False
+            continue
+        if ch == "'" and not quote:
+            quote = "'"
+        elif ch == '"':
+            quote = "" if quote == '"' else '"'
+        elif ch == "#" and word_start and not quote:
+            nl = chunk.find("\n", i)
+            i = n if nl < 0 else nl
+            continue
+        elif ch == "$" and chunk.startswith("$(", i) and not chunk.startswith("$((", i):
+            end = _closing(chunk, i + 2)
+            if end is None:
+                return out
+            out.append((i + 2, end))
+            i = end + 1
+            word_start = False
+            continue
+        elif ch == "`":
+            end = i + 1
+            while end < n and chunk[end] != "`":
+                end += 2 if chunk[end] == "\\" else 1
+            if end >= n:
+                return out
+            out.append((i + 1, end))
+            i = end + 1
+            word_start = False
+            continue
+        word_start = ch in " \t\n;&|()" and not quote
+        i += 1
+    return out
+
+
+def _closing(text: str, i: int) -> int | None:
+    """The offset of the `)` that closes a `$(` whose code starts at `i` (quotes and nested parentheses counted)."""
+    depth, quote, n = 1, "", len(text)
+    while i < n:
+        ch = text[i]
+        if quote == "'":
+            quote = "" if ch == "'" else quote
+        elif ch == "\\":
+            i += 1
+        elif ch == "'" and not quote:
+            quote = "'"
+        elif ch == '"':
+            quote = "" if quote == '"' else '"'
+        elif not quote and ch == "(":
+            depth += 1
+        elif not quote and ch == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return None
+
+
+def _blank_continuations(chunk: str, spans: list[tuple[int, int]]) -> str:
+    out = list(chunk)
+    for start, end in spans:
+        k = chunk.find("\\\n", start, end)
+        while k >= 0:
+            if k == start or chunk[k - 1] != "\\":
+                out[k] = out[k + 1] = " "
+            k = chunk.find("\\\n", k + 2, end)
+    return "".join(out)
 
 
 def _parse_chunk(chunk: str):

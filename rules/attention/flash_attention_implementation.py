@@ -20,6 +20,38 @@ def _names_attention_helper(ancestors) -> bool:
     return "attn" in low or "attention" in low
 
 
+# Calls that ask whether a package is installed (`importlib.util.find_spec("flash_attn")`), never what the card runs.
+_AVAILABILITY_CALLS = frozenset({"find_spec", "find_loader", "is_package_available", "_is_package_available",
+                                 "import_module"})
+_FLASH_PACKAGES = ("flash_attn", "flash-attn")
+
+
+def _first_name(node: cst.CSTNode) -> str:
+    """`flash_attn` of `flash_attn.flash_attn_interface` (an import's dotted name)."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return node.value if isinstance(node, cst.Name) else ""
+
+
+def _imports_flash_attn(node: cst.CSTNode) -> bool:
+    if isinstance(node, cst.Import):
+        return any(_first_name(a.name) == "flash_attn" for a in node.names)
+    return isinstance(node, cst.ImportFrom) and node.module is not None and _first_name(node.module) == "flash_attn"
+
+
+def _chosen_when_flash_attn_imports(ancestors) -> bool:
+    """Whether a value is chosen because the flash_attn package imports: `try: import flash_attn` around it, or an
+    `if` testing `importlib.util.find_spec("flash_attn")`. That checks the package, not the card."""
+    for a in ancestors:
+        if isinstance(a, cst.Try) and any(_imports_flash_attn(n) for n in h.nodes_in(a.body, (cst.Import, cst.ImportFrom))):
+            return True
+        if isinstance(a, (cst.If, cst.IfExp)) and any(
+                h.call_name(c) in _AVAILABILITY_CALLS and any(h.string_value(arg.value) in _FLASH_PACKAGES for arg in c.args)
+                for c in h.nodes_in(a.test, cst.Call)):
+            return True
+    return False
+
+
 class FlashAttentionImplementation(PythonRule):
     code = "RLC201"
     name = "flash-attention-implementation"
@@ -30,7 +62,8 @@ class FlashAttentionImplementation(PythonRule):
         "assignments to `attn_implementation`/`_attn_implementation`, parameter and field defaults, config dicts, and "
         "the value a helper named for attention returns (`def get_attn_implementation(): ... return "
         "\"flash_attention_2\"`), which selects it wherever the helper is called: a helper that returns it once "
-        "`import flash_attn` succeeds checks the package, not the card. "
+        "`import flash_attn` succeeds checks the package, not the card; so does a helper of any name that returns it "
+        "under `try: import flash_attn` or `if importlib.util.find_spec(\"flash_attn\")`. "
         "Comparisons, choices guarded by `is_flash_attn_2_available()` or a capability check, and choices that "
         "follow a flash-attention switch set elsewhere (`if use_flash_attn: ...`) are not findings."
     )
@@ -45,7 +78,7 @@ class FlashAttentionImplementation(PythonRule):
         "fastest backend the card has (memory-efficient attention on sm50-sm75 [S16]). It is safe. `\"eager\"` is not "
         "used because it materialises the full attention matrix and runs out of memory on packed batches."
     )
-    triggers = ("flash_attention_",)
+    triggers = ("flash_attention_", "import flash_attn", "from flash_attn ")  # the others keep `try: import flash_attn` in narrowing
     sources = ("S9", "S10", "S12", "S13", "S15", "S16")
 
     bad = (
@@ -64,6 +97,15 @@ class FlashAttentionImplementation(PythonRule):
             '        return "flash_attention_2"\n    except ImportError:\n        return "sdpa"\n',
             fixed='def get_attn_implementation():\n    try:\n        import flash_attn  # noqa: F401\n'
                   '        return "sdpa"\n    except ImportError:\n        return "sdpa"\n'),
+        # a helper of any name that returns it once the package is found (a package check, not a card check)
+        Bad('def pick(cfg):\n    if importlib.util.find_spec("flash_attn") is not None:\n'
+            '        return "flash_attention_2"\n    return "eager"\n',
+            fixed='def pick(cfg):\n    if importlib.util.find_spec("flash_attn") is not None:\n'
+                  '        return "sdpa"\n    return "eager"\n'),
+        Bad('def model_kwargs():\n    try:\n        from flash_attn import flash_attn_func  # noqa: F401\n'
+            '        return "flash_attention_2"\n    except ImportError:\n        return "eager"\n',
+            fixed='def model_kwargs():\n    try:\n        from flash_attn import flash_attn_func  # noqa: F401\n'
+                  '        return "sdpa"\n    except ImportError:\n        return "eager"\n'),
     )
     good = (
         Good('if use_flash_attn:\n    attn_implementation = "flash_attention_2"\n'),
@@ -77,6 +119,8 @@ class FlashAttentionImplementation(PythonRule):
         Good('def attn_implementation():\n    if torch.cuda.get_device_capability()[0] >= 8:\n'
              '        return "flash_attention_2"\n    return "sdpa"\n'),
         Good('def describe(kind):\n    return "flash_attention_2"\n'),
+        Good('def pick(cfg):\n    if importlib.util.find_spec("flash_attn") and torch.cuda.get_device_capability()[0] >= 8:\n'
+             '        return "flash_attention_2"\n    return "eager"\n'),
     )
 
     @classmethod
@@ -98,12 +142,15 @@ class FlashAttentionImplementation(PythonRule):
             return
         if role.kind in ("keyword", "assign", "param-default", "dict-value") and not _names_attention(role.name):
             return
-        if role.kind == "return" and not _names_attention_helper(ctx.ancestors):
+        on_import = role.kind == "return" and _chosen_when_flash_attn_imports(ctx.ancestors)
+        if role.kind == "return" and not (_names_attention_helper(ctx.ancestors) or on_import):
             return
         if role.kind not in ("default", "keyword", "assign", "param-default", "dict-value", "return"):
             return
-        if h.guarded_by(ctx.ancestors, is_flash_attn_guard) or h.test_mentions(ctx.ancestors, ("flash",)):
+        if h.guarded_by(ctx.ancestors, is_flash_attn_guard):
             return
+        if h.test_mentions(ctx.ancestors, ("flash",)) and not on_import:
+            return  # a switch set elsewhere (`if use_flash_attn:`), reported there; a package check is no switch
         ctx.report(
             node,
             f'"{value}" selected: {needs}, {self.target.name} is {self.target.capability_text}; use "sdpa"',

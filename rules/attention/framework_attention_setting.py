@@ -23,7 +23,9 @@ class FrameworkAttentionSetting(ConfigRule):
         "Reads rlcompat/knowledge/data/frameworks/: keys, flags and environment variables of kind `attention`, `flash-switch`, "
         "`attention-backend`, `flash-only-switch` and `ring-attention` (OpenRLHF `--ds.attn_implementation`, "
         "`--flash_attn`, `--packing_samples`, `--ring_attn_size`; LLaMA-Factory `flash_attn: fa2`; ms-swift "
-        "`attn_impl`; SGLang `--attention-backend`; VLLM_ATTENTION_BACKEND=FLASH_ATTN) and reports values that need "
+        "`attn_impl`; SGLang `--attention-backend`; VLLM_ATTENTION_BACKEND=FLASH_ATTN, exported, set in `os.environ` or "
+        "forced in a dict or mapping that holds a process's environment, such as Ray's `runtime_env` `env_vars`) and "
+        "reports values that need "
         "FlashAttention on a GPU without it, and hazardous defaults of a known framework version's flags."
     )
     why = (
@@ -50,12 +52,19 @@ class FrameworkAttentionSetting(ConfigRule):
             fixed="deepspeed --module openrlhf.cli.train_ppo_ray --zero_stage 2\n"),
         # OpenRLHF 0.11.2 openrlhf/cli/train_sft.py:324-328: packing forces flash_attention_2 (reported, no autofix)
         Bad(FORCED_BY_PACKING, path="openrlhf/cli/train_sft.py"),
+        # an environment variable forced in a dict the code hands a process (Ray's runtime_env), and in YAML
+        Bad('ray.init(runtime_env={"env_vars": {"VLLM_ATTENTION_BACKEND": "FLASH_ATTN"}})\n', path="train.py",
+            target="sm75", fixed='ray.init(runtime_env={"env_vars": {"VLLM_ATTENTION_BACKEND": "FLEX_ATTENTION"}})\n'),
+        Bad("runtime_env:\n  env_vars:\n    VLLM_ATTENTION_BACKEND: FLASH_ATTN\n", path="runtime_env.yaml", target="sm75",
+            fixed="runtime_env:\n  env_vars:\n    VLLM_ATTENTION_BACKEND: FLEX_ATTENTION\n"),
     ))
     good = DataExamples("good", (
         Good("deepspeed --module openrlhf.cli.train_sft --attn_implementation sdpa\n", path="train_sft.sh"),
         Good("deepspeed --module openrlhf.cli.train_sft --attn_implementation flash_attention_2\n", path="run.sh",
              target="sm80"),
         Good(FORCED_BY_PACKING, path="openrlhf/cli/train_sft.py", target="sm80"),
+        Good('ray.init(runtime_env={"env_vars": {"VLLM_ATTENTION_BACKEND": "FLASH_ATTN"}})\n', path="train.py",
+             target="sm80"),
     ))
 
     @classmethod

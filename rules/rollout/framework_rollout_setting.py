@@ -15,7 +15,8 @@ class FrameworkRolloutSetting(ConfigRule):
         "Reads rlcompat/knowledge/data/frameworks/: keys and flags of kind `rollout-engine`, `vllm-switch`, `vllm-engines`, "
         "`quantization`, `kv-cache-dtype` and `eager-switch` (TRL `use_vllm`, OpenRLHF `--vllm.num_engines` and "
         "`--vllm_num_engines`, ms-swift `infer_backend`, SGLang `--quantization`, `--kv-cache-dtype`, vLLM/SGLang "
-        "`--enforce-eager`) and reports what the target cannot run. vLLM's `--quantization` and `--kv-cache-dtype` "
+        "`--enforce-eager`, and in a Python file that imports vLLM an engine option read with a default, "
+        "`cfg.get(\"enforce_eager\", False)`) and reports what the target cannot run. vLLM's `--quantization` and `--kv-cache-dtype` "
         "are RLC405's and RLC406's, judged per method from rlcompat/knowledge/data/vllm.toml."
     )
     why = (
@@ -29,7 +30,7 @@ class FrameworkRolloutSetting(ConfigRule):
     )
     triggers = ("vllm", "VLLM", "sglang", "quantization", "kv_cache", "kv-cache", "eager", "infer_backend")
     sources = ("S6", "S7", "S17", "S20", "S35", "S52")
-    python_triggers = ("vllm", "VLLM", "sglang", "kv_cache", "quantization")  # argparse defaults, config fields, call keywords (lang/pysettings.py)
+    python_triggers = ("vllm", "VLLM", "sglang", "kv_cache", "quantization", "enforce_eager")  # argparse defaults, config fields, call keywords (lang/pysettings.py)
     kinds = KINDS
     precedence = 1
 
@@ -37,6 +38,10 @@ class FrameworkRolloutSetting(ConfigRule):
         Bad("python -m sglang.launch_server --model-path m --quantization fp8\n", path="serve.sh", target="sm86"),
         Bad("python -m vllm.entrypoints.openai.api_server --model m --enforce_eager False\n", path="serve.sh",
             fixed="python -m vllm.entrypoints.openai.api_server --model m --enforce_eager True\n"),
+        # an engine option read with a default that compiles (a Pascal build of vLLM runs; Inductor does not)
+        Bad('from vllm import LLM\nengine = LLM(model=p, enforce_eager=cfg.get("enforce_eager", False))\n',
+            path="rollout.py",
+            fixed='from vllm import LLM\nengine = LLM(model=p, enforce_eager=cfg.get("enforce_eager", True))\n'),
     ))
     good = DataExamples("good", (
         Good("python -m sglang.launch_server --model-path m --quantization fp8\n", path="serve.sh", target="sm89"),
@@ -44,6 +49,9 @@ class FrameworkRolloutSetting(ConfigRule):
         Good("python -m vllm.entrypoints.openai.api_server --model m --quantization fp8\n", path="serve.sh",
              target="sm86"),
         Good("python train.py --quantization fp8\n", path="run.sh", target="sm86"),
+        Good('from vllm import LLM\nengine = LLM(model=p, enforce_eager=cfg.get("enforce_eager", False))\n',
+             path="rollout.py", target="sm75"),
+        Good('engine = build(model=p, enforce_eager=cfg.get("enforce_eager", False))\n', path="rollout.py"),
         # OpenRLHF 0.11.2 openrlhf/cli/train_ppo_ray.py:231-243: eager mode's default matters only with vLLM engines,
         # which the parser's own default leaves off (a command passing --vllm.num_engines is judged where it is given)
         Good('parser.add_argument("--vllm.num_engines", type=int, default=None)\n'
