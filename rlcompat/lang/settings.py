@@ -259,21 +259,21 @@ class _Pending:
 class ConfigContext:
     """What a rule sees: the target, verl's knowledge for the scanned version, and `report`."""
 
-    def __init__(self, target, path: str, scanned, source_text: str = "", framework=None, model_shape=None,
-                 record_reads=None, file=None) -> None:
+    def __init__(self, target, path: str, verl, source_text: str = "", framework=None, model_shape=None,
+                 record_reads=None, scanned=None) -> None:
         self.target = target
         self.source_text = source_text
         self.path = path
-        self.verl = scanned
+        self.verl = verl  # verl's knowledge for the file's verl identity (rlcompat/knowledge/verl_config.py)
         # name -> the scanned tree's identity of that framework (rlcompat/knowledge/identity.py), resolved by the caller
         self.framework = framework
         # a local model's path -> its shape, looked for beside the file; the file's knowledge records the look-up
         self.model_shape = model_shape
         # other files a rule read to decide (a requirements file's `-r` file, uv.lock): the result depends on them
         self.record_reads = record_reads or (lambda paths: None)
-        # the scanned file as the engine hands it (rlcompat/pipeline/scanned_file.py: its tree's identity and root, its text),
-        # for rules that ask what the tree declares beyond its frameworks (a Triton pin); None outside a scan
-        self.file = file
+        # the scanned file as the runner hands it (rlcompat/pipeline/scanned_file.py: its tree's identity and root, its
+        # text), for rules that ask what the tree declares beyond its frameworks (a Triton pin); None outside a scan
+        self.scanned = scanned
         self.pending: list[_Pending] = []
         self._rule: ConfigRule | None = None
         # what rules of this file learn once and share (analysis/command_framework.py: the frameworks a command runs)

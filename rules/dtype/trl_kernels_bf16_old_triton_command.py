@@ -69,7 +69,7 @@ class TrlKernelsBf16OldTritonCommand(ConfigRule):
             return
         if any(s.as_bool() is True or (s.switch and not s.value) for s in view.flags("fp16")):
             return
-        triton = packages.triton_release(ctx.file, "trl")
+        triton = packages.triton_release(ctx.scanned, "trl")
         if triton is None or trl_paths.triton_fails_bf16(triton.version) is not True:
             return
         row = trl_paths.triton_bf16()
