@@ -114,13 +114,17 @@ class _Reader:
                 return candidate
         return None
 
-    def fields(self, module_file: str, class_name: str, prefix: str, keys: set, open_maps: set, depth: int) -> None:
+    def _class_at(self, module_file: str, class_name: str, depth: int) -> tuple[str, ast.ClassDef]:
+        """The file and node of the class a dataclass walk reaches at `depth`, or SchemaUnread saying why not."""
         if depth > _MAX_DEPTH:
             raise SchemaUnread(f"{class_name}: dataclasses nest deeper than {_MAX_DEPTH}")
         found = self.find(module_file, class_name)
         if found is None:
             raise SchemaUnread(f"{os.path.relpath(module_file, self.root)}: no class {class_name} in the tree")
-        where, node = found
+        return found
+
+    def fields(self, module_file: str, class_name: str, prefix: str, keys: set, open_maps: set, depth: int) -> None:
+        where, node = self._class_at(module_file, class_name, depth)
         for base in node.bases:
             base_name = _name(base)
             if base_name and base_name not in ("object", "BaseConfig", "Generic") and self.find(where, base_name):
@@ -140,12 +144,7 @@ class _Reader:
                 open_maps.add(key)
 
     def defaults(self, module_file: str, class_name: str, out: dict, depth: int) -> None:
-        if depth > _MAX_DEPTH:
-            raise SchemaUnread(f"{class_name}: dataclasses nest deeper than {_MAX_DEPTH}")
-        found = self.find(module_file, class_name)
-        if found is None:
-            raise SchemaUnread(f"{os.path.relpath(module_file, self.root)}: no class {class_name} in the tree")
-        where, node = found
+        where, node = self._class_at(module_file, class_name, depth)
         for base in node.bases:
             base_name = _name(base)
             if base_name and base_name not in ("object", "Generic") and self.find(where, base_name):
