@@ -119,6 +119,11 @@ class Context:
         """verl's knowledge for the file's tree (rlcompat/knowledge/verl_config.py), None where the caller gave none."""
         return self.scanned.for_rules if self.scanned is not None else None
 
+    def release(self, framework: str) -> str | None:
+        """The release of `framework` the file's tree runs (its package, its pin, or the installed one for a file that
+        uses it: rlcompat/knowledge/identity.py), or None where none is known."""
+        return self.scanned.framework(framework).release if self.scanned is not None else None
+
     def model_shape(self, model_path: str):
         """The shape of the local model `model_path` names, looked for beside the file through its knowledge, which
         records the look-up (the result then depends on another file)."""

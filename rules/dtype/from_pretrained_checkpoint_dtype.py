@@ -15,11 +15,6 @@ _MODEL_SUFFIXES = ("Model", "ForCausalLM", "ForConditionalGeneration", "ForSeque
 _SKIP_KEYWORDS = {"dtype", "torch_dtype", "quantization_config", "load_in_4bit", "load_in_8bit"}
 
 
-def _transformers_release(ctx) -> str | None:
-    """The transformers release the file's tree runs (pinned, installed, packaged), or None where not known."""
-    return ctx.scanned.framework("transformers").release if ctx.scanned is not None else None
-
-
 class FromPretrainedCheckpointDtype(PythonRule):
     code = "RLC121"
     name = "from-pretrained-checkpoint-dtype"
@@ -86,7 +81,7 @@ class FromPretrainedCheckpointDtype(PythonRule):
             return
         if any(a.keyword is not None and a.keyword.value in _SKIP_KEYWORDS for a in node.args):
             return
-        release = _transformers_release(ctx)
+        release = ctx.release("transformers")
         since = precision.loader_default_since()
         if release is None or versions.release(release) < versions.release(since):
             return

@@ -81,7 +81,7 @@ class TrlKernelsBf16OldTriton(PythonRule):
         if name not in self.triggers or not (ctx.qualname(node.func) or "").startswith("trl."):
             return
         knowledge = ctx.scanned
-        trl = knowledge.framework("trl").release if knowledge is not None else None
+        trl = ctx.release("trl")
         path = trl_paths.kernel_path(trl) if trl else None
         if path is None or name not in path.trainers:
             return

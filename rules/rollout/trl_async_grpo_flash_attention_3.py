@@ -68,8 +68,7 @@ class TrlAsyncGrpoFlashAttention3(PythonRule):
     def visit_Call(self, node: cst.Call, ctx) -> None:
         if h.call_name(node) != _NAME or not (ctx.qualname(node.func) or "").startswith("trl."):
             return
-        knowledge = ctx.scanned
-        release = knowledge.framework("trl").release if knowledge is not None else None
+        release = ctx.release("trl")
         row = trl_paths.async_grpo(release) if release else None
         if release and row is None:
             return  # a release the table has not read
@@ -83,7 +82,7 @@ class TrlAsyncGrpoFlashAttention3(PythonRule):
                            f"{shown.site(release or shown.releases[0])}), which needs compute capability {minimum.text} (Hopper), "
                            "and no AsyncGRPOConfig field changes it (`model_init_kwargs` with attn_implementation "
                            "collides with that keyword: TypeError)")
-        vllm = knowledge.framework("vllm").release if knowledge is not None else None
+        vllm = ctx.release("vllm")
         if _no_vllm(target, vllm):
             row_v = capabilities.min_capability("vllm", vllm)
             reasons.append(f"it generates only through a vLLM server, and {row_v.by_release() if not vllm else f'vLLM {vllm} needs compute capability {row_v.text}+'}")

@@ -11,11 +11,6 @@ from rlcompat.knowledge.environment import error_text
 _ENGINES = frozenset({"LLM", "EngineArgs", "AsyncEngineArgs"})
 
 
-def _vllm_release(ctx) -> str | None:
-    """The vLLM release the file's tree runs (pinned, installed, packaged), or None where not known."""
-    return ctx.scanned.framework("vllm").release if ctx.scanned is not None else None
-
-
 class VllmEngineCheckpointBf16(PythonRule):
     code = "RLC418"
     name = "vllm-engine-checkpoint-bf16"
@@ -68,7 +63,7 @@ class VllmEngineCheckpointBf16(PythonRule):
             return
         if any(a.star for a in node.args) or any(a.keyword is not None and a.keyword.value == "dtype" for a in node.args):
             return
-        release = _vllm_release(ctx)
+        release = ctx.release("vllm")
         if release is None or not vllm.keeps_checkpoint_bf16(release):
             return
         if self.target.capability < min_capability("vllm", release).capability:
