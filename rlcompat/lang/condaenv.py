@@ -13,6 +13,7 @@ from rlcompat.lang.scanned import ScannedView
 from rlcompat.lang.declared import Declared, Requirement, normalise, pip_arguments, requirement_at, run
 from rlcompat.lang.settings import Span
 from rlcompat.findings import Finding
+from rlcompat.pipeline.textpos import lines_at
 
 
 class CondaEnvError(Exception):
@@ -31,10 +32,8 @@ def syntax_error_location(exc: Exception) -> tuple[int, int, str]:
 
 def parse(text: str) -> Declared:
     group = Declared("conda", anchor=Span(0, 0))
-    section, pip_indent, pos = "", None, 0
-    for raw in text.splitlines(keepends=True):
-        line = raw.rstrip("\r\n")
-        start, pos = pos, pos + len(raw)
+    section, pip_indent = "", None
+    for start, line in lines_at(text):
         key = KEY.match(line)
         if key and not key.group("indent"):
             section, pip_indent = key.group("key"), None

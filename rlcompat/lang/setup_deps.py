@@ -23,7 +23,7 @@ from rlcompat.findings import Finding
 from rlcompat.lang.declared import Declared, Requirement, requirement_at, run
 from rlcompat.lang.scanned import ScannedView
 from rlcompat.lang.settings import Span
-from rlcompat.pipeline.textpos import LineIndex
+from rlcompat.pipeline.textpos import LineIndex, lines_at
 
 SETUP_PY_NAMES = ("setup.py",)
 
@@ -262,10 +262,8 @@ _KEY = re.compile(r"^(?P<key>[A-Za-z0-9_.\-]+)\s*[=:]\s*(?P<value>.*)$")
 def parse(text: str) -> Declared:
     """setup.cfg's `[options] install_requires`/`setup_requires` and `[options.extras_require]` entries."""
     group = Declared("setup.cfg", anchor=Span(0, 0))
-    section, key, pos = "", None, 0
-    for raw in text.splitlines(keepends=True):
-        line = raw.rstrip("\r\n")
-        start, pos = pos, pos + len(raw)
+    section, key = "", None
+    for start, line in lines_at(text):
         stripped = line.strip()
         if not stripped or stripped.startswith(("#", ";")):
             continue

@@ -32,3 +32,12 @@ class LineIndex:
     @property
     def line_count(self) -> int:
         return len(self.starts)
+
+
+def lines_at(text: str):
+    """(offset, line without its line end) of each line of `text`, split as `str.splitlines` splits, for readers that
+    walk a file line by line and report spans in it."""
+    pos = 0
+    for raw in text.splitlines(keepends=True):
+        yield pos, raw.rstrip("\r\n")
+        pos += len(raw)
