@@ -358,28 +358,25 @@ def function_lines(path: str, qualname: str) -> tuple[int, int] | None:
     return first, node.end_lineno or node.lineno
 
 
-def _yaml_keys_by_line(path: str) -> dict[int, str]:
+def _yaml_docs(path: str) -> list:
+    """The documents of a YAML file read through the YAML front end; none where it is unreadable or not YAML."""
     from rlcompat.lang import yaml
 
     text = _read(path, "yaml")
     try:
-        docs = yaml.parse(text) if text is not None else []
+        return yaml.parse(text) if text is not None else []
     except yaml.YamlSyntaxError:
-        return {}
-    return {e.key_mark[0] + 1: e.key for doc in docs for e in doc.entries}
+        return []
+
+
+def _yaml_keys_by_line(path: str) -> dict[int, str]:
+    return {e.key_mark[0] + 1: e.key for doc in _yaml_docs(path) for e in doc.entries}
 
 
 def _yaml_tables_by_key(path: str) -> dict[str, int]:
     """Every key of a YAML file, mappings included, -> the line it is written on."""
-    from rlcompat.lang import yaml
-
-    text = _read(path, "yaml")
-    try:
-        docs = yaml.parse(text) if text is not None else []
-    except yaml.YamlSyntaxError:
-        return {}
     out: dict[str, int] = {}
-    for doc in docs:
+    for doc in _yaml_docs(path):
         out.update((key, section.key_mark[0] + 1) for key, section in doc.sections.items())
         out.update((e.key, e.key_mark[0] + 1) for e in doc.entries)
     return out
