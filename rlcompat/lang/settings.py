@@ -301,11 +301,10 @@ def _overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
 def run_rules(views: Sequence[ConfigView], text: str, path: str, rules: Sequence[ConfigRule], target,
               scanned: ScannedView) -> list[Finding]:
     ctx = ConfigContext(target, path, scanned.for_rules, text, scanned.framework, scanned.model_shape,
-                        getattr(scanned, "record_reads", None), scanned)
-    gate = getattr(scanned, "spell_added_key", None)
+                        scanned.record_reads, scanned)
     for view in views:
-        if view.kind == "command" and view.is_verl and gate is not None:
-            view._gate = gate
+        if view.kind == "command" and view.is_verl:
+            view._gate = scanned.spell_added_key
         for rule in rules:
             ctx._rule = rule
             rule.check_config(view, ctx)
