@@ -19,7 +19,7 @@ from rlcompat.knowledge.targets import resolve_target
 from rlcompat.schema import KeySchema
 from rlcompat.schema.gate import spell
 from rlcompat.schema.hydra_static import compose
-from rlcompat.schema.structured import dataclass_keys
+from rlcompat.schema.structured import dataclass_fields, dataclass_keys
 from rlcompat.pipeline.source import decode
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -404,3 +404,13 @@ def test_a_recipe_parsed_with_its_dataclasses_is_read_by_field_name_and_default(
         assert spelled is None and "has no key gradient_checkpointing" in why
     else:
         assert spelled == "gradient_checkpointing"
+
+
+def test_class_variables_are_neither_fields_nor_defaults(tmp_path):
+    """`ClassVar` and `ClassVar[...]` are class attributes: dataclasses and OmegaConf read neither as a field."""
+    (tmp_path / "cfg.py").write_text(
+        "from dataclasses import dataclass\nfrom typing import ClassVar\n\n@dataclass\nclass Args:\n"
+        "    registry: ClassVar[dict] = {}\n    count: ClassVar = 3\n    bf16: bool = True\n")
+    cfg = str(tmp_path / "cfg.py")
+    assert dataclass_fields(str(tmp_path), cfg, "Args") == {"bf16": "True"}
+    assert dataclass_keys(str(tmp_path), cfg, "Args").keys == frozenset({"bf16"})

@@ -79,6 +79,13 @@ def _name(node: ast.AST | None) -> str:
     return ""
 
 
+
+def _is_class_var(annotation: ast.AST) -> bool:
+    """`ClassVar` or `ClassVar[int]`: a class attribute, not a field the dataclass (or OmegaConf) reads."""
+    if isinstance(annotation, ast.Subscript):
+        annotation = annotation.value
+    return _name(annotation) == "ClassVar"
+
 class _Reader:
     def __init__(self, root: str) -> None:
         self.root = root
@@ -132,8 +139,7 @@ class _Reader:
         for stmt in node.body:
             if not isinstance(stmt, ast.AnnAssign) or not isinstance(stmt.target, ast.Name):
                 continue
-            if _name(stmt.annotation) == "ClassVar" or (isinstance(stmt.annotation, ast.Subscript)
-                                                         and _name(stmt.annotation.value) == "ClassVar"):
+            if _is_class_var(stmt.annotation):
                 continue
             key = f"{prefix}.{stmt.target.id}" if prefix else stmt.target.id
             keys.add(key)
@@ -153,7 +159,7 @@ class _Reader:
                 raise SchemaUnread(f"{class_name} subclasses {base_name}, which the tree does not define")
         for stmt in node.body:
             if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-                if _name(stmt.annotation) == "ClassVar":
+                if _is_class_var(stmt.annotation):
                     continue
                 out[stmt.target.id] = _default_text(stmt.value)
 
