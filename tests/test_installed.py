@@ -305,5 +305,20 @@ def test_a_state_folder_that_cannot_be_written_stops_before_any_package_file(sit
     result = _fix()
     assert result.exit_code == 2
     [line] = result.output.strip().splitlines()
-    assert "cannot keep the originals" in line and "XDG_STATE_HOME" in line
+    assert "cannot use the backup folder" in line and "nothing was written" in line and "XDG_STATE_HOME" in line
     assert (site / MODEL).read_bytes() == MODEL_BYTES
+
+
+def test_a_fix_or_restore_while_another_holds_the_lock_stops_before_writing(site):
+    """Two runs at once could keep a file the other already patched as its original: the second one stops."""
+    assert _fix().exit_code == 0
+    patched = (site / MODEL).read_bytes()
+    _install(site)  # a reinstall: the next fix has something to write
+    with state.locked(_folder(site), "the test's hold"):
+        fixing, restoring = _fix(), _run("restore", DIST)
+    for result in (fixing, restoring):
+        assert result.exit_code == 2
+        [line] = result.output.strip().splitlines()
+        assert "another rlcompat fix --installed or restore" in line and ".lock" in line
+    assert (site / MODEL).read_bytes() == MODEL_BYTES and (_folder(site) / "manifest.json").exists()
+    assert _fix().exit_code == 0 and (site / MODEL).read_bytes() == patched  # the lock went with its holder

@@ -41,6 +41,14 @@ def fix_installed(name: str, target, settings, *, write: bool = True, jobs: int 
     if not write or not changed:
         done.manifest = state.load(folder)
         return report, done
+    with state.locked(folder, f"{installed.name} at {installed.site}"):
+        _write(report, done, changed, target, settings)
+    return report, done
+
+
+def _write(report, done: Patched, changed, target, settings) -> None:
+    """Keep the originals, then write each planned file whose bytes are still those the fix read."""
+    installed, folder = done.installed, done.folder
     plans = _plans(installed, changed)
     try:
         manifest, before = _keep(done, plans, target, settings)
@@ -65,7 +73,6 @@ def fix_installed(name: str, target, settings, *, write: bool = True, jobs: int 
         else:
             done.written.append(rel)
     done.manifest = _forget(done, manifest, before, failed) if failed else manifest
-    return report, done
 
 
 def _plans(installed: Installed, changed) -> list[tuple[str, str, bytes, bytes]]:
@@ -188,6 +195,12 @@ class Restored:
 def restore(name: str, *, force: bool = False, env=None) -> Restored:
     installed = locate(name)
     folder = state.folder_for(installed.name, installed.site, env)
+    with state.locked(folder, f"{installed.name} at {installed.site}"):
+        return _restore(installed, folder, force)
+
+
+def _restore(installed: Installed, folder: Path, force: bool) -> Restored:
+    name = installed.name
     manifest = state.load(folder)
     if manifest is None:
         raise InstalledError(f"no rlcompat patch of {installed.name} {installed.version} at {installed.site} "

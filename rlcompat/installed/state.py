@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import tempfile
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -35,6 +36,43 @@ def state_home(env=None) -> Path:
 def folder_for(name: str, site: Path, env=None) -> Path:
     key = hashlib.sha256(str(site).encode("utf-8", "surrogatepass")).hexdigest()[:12]
     return state_home(env) / f"{normalise(name)}-{key}"
+
+
+@contextmanager
+def locked(folder: Path, what: str):
+    """Hold `folder`'s lock while a fix or a restore reads and writes the package and its backup: two at once could
+    keep a file already patched by the other as its "original". The lock is the open file's, so the system drops it
+    when the process ends, however it ends."""
+    path = folder.parent / f"{folder.name}.lock"
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(path, "a+b")
+    except OSError as exc:
+        raise InstalledError(f"cannot use the backup folder {folder} ({exc.strerror or exc}); nothing was written: "
+                             "make it writable, or set XDG_STATE_HOME to a folder that is") from exc
+    with fh:
+        if not _try_lock(fh):
+            raise InstalledError(f"another rlcompat fix --installed or restore is changing {what} (it holds {path}): "
+                                 "let it finish, then run this again")
+        yield
+
+
+def _try_lock(fh) -> bool:
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        import msvcrt
+
+        try:
+            msvcrt.locking(fh.fileno(), msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
 
 
 @dataclass
