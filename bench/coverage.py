@@ -73,6 +73,8 @@ KIND_BY_CODE = {
     "RLC1": "bf16",  # RLC1xx: bf16 / precision selections
     "RLC20": "fa2",  # RLC20x: FlashAttention selected
     "RLC203": "flash-attn-import",
+    "RLC211": "fa2",  # a recipe dataclass's attention default left by the command
+    "RLC606": "bf16",  # a recipe dataclass's precision default left by the command
     "RLC30": "compile",  # RLC30x: Triton / torch.compile below what the card supports
     "RLC305": "liger",
     "RLC35": "compile",  # RLC35x: compile / fused-kernel switches

@@ -48,6 +48,7 @@ CODES: dict[str, str] = {
     "RLC207": "attention.framework_attention_setting",
     "RLC209": "attention.flash_attention_2_backward_head_dim",
     "RLC210": "attention.flash_attention_2_backward_head_dim_config",
+    "RLC211": "attention.recipe_attention_default",
     "RLC301": "triton_compile.triton_shared_memory",
     "RLC302": "triton_compile.triton_atomic_below_sm70",
     "RLC303": "triton_compile.triton_bf16_in_kernel",
@@ -98,4 +99,5 @@ CODES: dict[str, str] = {
     "RLC603": "declared_environment.declared_package_unsupported_gpu",
     "RLC604": "declared_environment.torch_cuda_arch_list",
     "RLC605": "declared_environment.multi_gpu_launch_consumer_p2p",
+    "RLC606": "declared_environment.recipe_precision_default",
 }
