@@ -151,7 +151,7 @@ def test_the_fixed_fixture_command_parses_with_the_trees_own_parser(tmp_path):
     (tree / ".git").mkdir()
     report = api.fix_paths([str(tree / "train.sh")], SM61, jobs=1)
     assert not [f for f in report.remaining if f.code in CODES]
-    assert report.load_checks and "1 command(s)" in report.load_checks[0]
+    assert report.load_checks and "1 command(s) parsed with the tree's dataclasses" in report.load_checks[0]
     (command,) = commands((tree / "train.sh").read_text())
     args = list(command.words[command.words.index("src/recipe/train.py") + 1:])
     model, train = _parse_with_transformers(tree / "src" / "recipe" / "configs.py",

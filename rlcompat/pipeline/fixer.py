@@ -258,7 +258,10 @@ def _withheld(finding: Finding, broken) -> Finding:
 def _load_words(verdict) -> str:
     if verdict.not_run and not verdict.ran:
         return f"load check not run: {verdict.not_run}"
-    words = f"load check: {verdict.checked} command(s) composed with the tree's config"
+    composed = verdict.checked - verdict.parsed
+    parts = ([f"{composed} command(s) composed with the tree's config"] if composed else []) + (
+        [f"{verdict.parsed} command(s) parsed with the tree's dataclasses"] if verdict.parsed else [])
+    words = "load check: " + ", ".join(parts)
     if verdict.broken:
         words += f", {len(verdict.broken)} would not load with the fix, which was withheld"
     if verdict.failed_before:

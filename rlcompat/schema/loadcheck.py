@@ -75,6 +75,7 @@ class Verdict:
     broken: list[Broken] | None = None  # commands that loaded before the fix and fail after it
     failed_before: int = 0  # commands that did not load before the fix either
     checked: int = 0
+    parsed: int = 0  # of `checked`, those parsed with the tree's dataclass parser (the others composed by Hydra)
 
 
 def commands(text: str) -> list[Command]:
@@ -186,7 +187,7 @@ def check_fixed(path: str, before: str, after: str, root: str, package_dir: str 
         if config is None:
             parser = dataclass_parser(root, a.words, script_dir)
             if parser is not None:
-                verdict.ran, verdict.checked = True, verdict.checked + 1
+                verdict.ran, verdict.checked, verdict.parsed = True, verdict.checked + 1, verdict.parsed + 1
                 was, now = parse_error(parser, a.words), parse_error(parser, b.words)
                 if was is not None:
                     verdict.failed_before += 1
