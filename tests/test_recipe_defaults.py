@@ -97,6 +97,13 @@ def test_a_config_file_the_command_passes_sets_fields_for_it(tmp_path):
     root = _tree(tmp_path, "python recipe/train.py --config recipes/grpo.yaml\n",
                  {"recipes/grpo.yaml": "bf16: false\nattn_implementation: sdpa\ndtype: bf16\n"})
     assert _found(root / "run.sh") == []
+    # a recipe file given as the first argument (HfArgumentParser.parse_yaml_file): its keys are set
+    (root / "run.sh").write_text("python recipe/train.py recipes/grpo.yaml\n")
+    identity.clear_caches()
+    assert _found(root / "run.sh") == []
+    (root / "recipes/grpo.yaml").write_text("bf16: false\n")
+    assert sorted(f.message.split(" defaults")[0] for f in _found(root / "run.sh")) == [
+        "ScriptArguments.attn_implementation", "TrainConfig.dtype"]
     # a --config rlcompat cannot read: what it sets is unknown, nothing is claimed
     (root / "run.sh").write_text("python recipe/train.py --config $CONFIG\n")
     identity.clear_caches()

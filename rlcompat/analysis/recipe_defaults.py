@@ -104,7 +104,8 @@ def _left(view: ConfigView, ctx) -> tuple[LeftDefault, ...]:
 
 def _set_by_command(view: ConfigView, launch, spelling: str, script_dir: str, root: str) -> set[str] | None:
     """The fields the command sets: its options after the entry point (`--bf16`, `--bf16=False`, `--no_bf16`),
-    `field=value` words, and the top-level keys of the YAML its `--config` names (TrlParser reads it as defaults)."""
+    `field=value` words, and the top-level keys of the YAML its `--config` names (TrlParser reads it as defaults) or
+    of a YAML/JSON file given as its first argument (the recipe parses that file instead of options)."""
     names = {flag.lstrip("-").replace("-", "_") for flag in launch.flags}
     names |= {n[3:] for n in names if n.startswith("no_")}  # HfArgumentParser's `--no_<field>` for a True bool
     names |= {o.split("=", 1)[0].lstrip("+") for o in launch.overrides}
@@ -113,8 +114,12 @@ def _set_by_command(view: ConfigView, launch, spelling: str, script_dir: str, ro
     words = words[words.index(entry) + 1:] if entry in words else []  # options before it are the launcher's
     for i, word in enumerate(words):
         option, eq, inline = word.partition("=")
+        path = None
         if option in _CONFIG_OPTIONS and spelling == "argparse":
             path = inline if eq else (words[i + 1] if i + 1 < len(words) else "")
+        elif i == 0 and spelling == "argparse" and word.endswith((".yaml", ".yml", ".json")):
+            path = word  # `train.py recipe.yaml`: HfArgumentParser.parse_yaml_file/parse_json_file read it whole
+        if path is not None:
             keys = _yaml_keys(path, script_dir, root)
             if keys is None:
                 return None
