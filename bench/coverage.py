@@ -73,6 +73,8 @@ KIND_BY_CODE = {
     "RLC1": "bf16",  # RLC1xx: bf16 / precision selections
     "RLC20": "fa2",  # RLC20x: FlashAttention selected
     "RLC203": "flash-attn-import",
+    "RLC211": "fa2",  # a recipe dataclass's attention default left by the command
+    "RLC122": "bf16",  # a recipe dataclass's precision default left by the command
     "RLC30": "compile",  # RLC30x: Triton / torch.compile below what the card supports
     "RLC305": "liger",
     "RLC35": "compile",  # RLC35x: compile / fused-kernel switches
@@ -311,12 +313,17 @@ class Finding:
         return kind_of(self.code)
 
 
-def scan(corpus: Corpus, target: str, files: list[str]) -> tuple[list[Finding], list[dict]]:
+def scan(corpus: Corpus, target: str, files: list[str], identity: list[str] | None = None) -> tuple[list[Finding], list[dict]]:
     command = [str(RLCOMPAT), "scan", "--output-format", "json", "--no-cache", "--exit-zero", "--target", target]
     done = subprocess.run(command + files, cwd=corpus.root, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"rlcompat scan failed on {corpus.name} ({target}), exit {done.returncode}:\n{done.stderr}")
     report = json.loads(done.stdout)
+    if identity is not None:  # each scanned tree's identity line, as `scan` prints it
+        for tree in report.get("identity", []):
+            texts = [f["text"] for f in tree.get("frameworks", [])]
+            root = os.path.relpath(tree["root"], corpus.root) if tree.get("root") else "."
+            identity.append(f"{root}: " + ("; ".join(texts) or "no framework package or pin in the tree"))
     findings = [
         Finding(f["code"], f["path"], f["line"], f.get("end_line") or f["line"], f["message"])
         for f in report["findings"]
@@ -505,6 +512,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", type=Path, help="replace the generated block of this Markdown file")
     parser.add_argument("--candidates", metavar="CORPUS", help="print candidate lines not judged in the labels")
     parser.add_argument("--download-only", action="store_true", help="fetch and unpack the corpora, then stop")
+    parser.add_argument("--identity", action="store_true",
+                        help="also print the identity line of each scanned tree of each corpus (issue 26)")
     parser.add_argument("--holdout-details", action="store_true",
                         help="also list the misses and false positives of holdout corpora (not for rule writers)")
     args = parser.parse_args(argv)
@@ -548,18 +557,22 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"{RLCOMPAT} is missing: run `bash scripts/setup.sh` first")
 
     results = []
+    identities: dict[str, list[str]] = {}
     started = time.perf_counter()
     for corpus in corpora:
         files = included_files(corpus)
         for target in targets:
             t0 = time.perf_counter()
-            findings, errors = scan(corpus, target, files)
+            wanted = identities.setdefault(corpus.name, []) if args.identity and target == targets[0] else None
+            findings, errors = scan(corpus, target, files, wanted)
             result = evaluate(corpus, target, findings)
             result.errors = errors
             result.seconds = time.perf_counter() - t0
             results.append(result)
     body = render(results, time.perf_counter() - started, holdout_details=args.holdout_details)
     print(body)
+    for name, lines in identities.items():
+        print(f"identity {name}: " + " | ".join(lines))
     if args.write:
         write_doc(args.write, body)
     return 0

@@ -15,6 +15,11 @@ A configuration that loaded before and fails after is one that `fix` broke.
 
 Shell variables in the scripts ($MODEL_PATH, ${N}, $(...)) are replaced by a placeholder string: they are paths,
 names and sizes, and a load check needs their keys, not their values. `$@` (extra user arguments) is dropped.
+
+Recipe corpora whose launch scripts run an entry point of the tree that parses its options with HfArgumentParser/
+TrlParser over the tree's dataclasses get the same before/after table from `fix`'s static parse of the command
+(rlcompat/schema/loadcheck.py `parse_error`: an option no field declares, a value a bool or Literal field refuses);
+importing the dataclasses to parse for real would run the recipe's code and its dependencies.
 """
 
 from __future__ import annotations
@@ -130,14 +135,61 @@ def check(corpus: coverage.Corpus) -> list[str] | None:
     return rows
 
 
+def parser_commands(root: Path, files: list[str]) -> list[tuple[str, int, object, tuple[str, ...]]]:
+    """(script, index, parser, words) of every command of the included scripts that runs a dataclass-parser entry
+    point of its tree."""
+    from rlcompat.knowledge.identity import tree_root
+    from rlcompat.schema.loadcheck import commands, dataclass_parser
+
+    out = []
+    for rel in files:
+        if not rel.endswith(".sh"):
+            continue
+        path = root / rel
+        tree = tree_root(str(path))
+        for index, command in enumerate(commands(path.read_text(encoding="utf-8"))):
+            parser = dataclass_parser(tree, command.words, str(path.parent))
+            if parser is not None:
+                out.append((rel, index, parser, command.words))
+    return out
+
+
+def parser_check(corpus: coverage.Corpus) -> list[str] | None:
+    """Markdown rows for the corpus' dataclass-parser launch commands, or None when it has none."""
+    from rlcompat.schema.loadcheck import commands, parse_error
+
+    root = coverage.ensure_corpus(corpus)
+    files = coverage.included_files(corpus)
+    runs = parser_commands(root, files)
+    if not runs:
+        return None
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="recipe-parse-") as tmp:
+        copies = {run: fixed_copy(root, files, run[0], run[1], Path(tmp)) for run in RUNS}
+        for rel, index, parser, words in runs:
+            before = parse_error(parser, words)
+            cells = []
+            for run in RUNS:
+                after = commands((copies[run][0] / rel).read_text(encoding="utf-8"))
+                error = parse_error(parser, after[index].words) if index < len(after) else "command not found after fix"
+                cells.append("parses" if error is None else f"**fails**: {error}")
+            rows.append(f"| {corpus.name} | {rel} ({parser.shown}, static parse) | "
+                        f"{'parses' if before is None else 'fails: ' + before} | " + " | ".join(cells) + " |")
+        rows.append(f"| {corpus.name} | (fix runs) | | " + " | ".join(copies[run][1] for run in RUNS) + " |")
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", action="append", help="only these corpora (repeatable)")
+    parser.add_argument("--parsers", action="store_true",
+                        help="with --corpus: also the dataclass-parser launch commands of those fork/recipe corpora")
     args = parser.parse_args(argv)
     # Only corpora whose include list names an entry config: the others would be downloaded for nothing.
     corpora = [c for c in coverage.all_corpora() if any(f"config/{ENTRY_CONFIG}.yaml" in g for g in c.include)]
+    recipes = {c.name for c in coverage.all_corpora() if c.name.startswith(("fork-", "recipe-"))}
     if args.corpus:
-        unknown = set(args.corpus) - {c.name for c in corpora}
+        unknown = set(args.corpus) - {c.name for c in corpora} - (recipes if args.parsers else set())
         if unknown:
             raise SystemExit(f"not a corpus with a {ENTRY_CONFIG}.yaml in its include list: {', '.join(sorted(unknown))}; "
                              "see bench/coverage/labels/")
@@ -155,6 +207,16 @@ def main(argv: list[str] | None = None) -> int:
             skipped.append(f"{corpus.name}: no {ENTRY_CONFIG}.yaml with a {ENTRY_MODULE} launch script in its include list")
             continue
         print("\n".join(rows), flush=True)
+    if not args.corpus or args.parsers:
+        for corpus in coverage.all_corpora():
+            if corpus.name in recipes and (not args.corpus or corpus.name in args.corpus):
+                try:
+                    rows = parser_check(corpus)
+                except coverage.CorpusUnavailable as note:
+                    skipped.append(str(note))
+                    continue
+                if rows:
+                    print("\n".join(rows), flush=True)
     for note in skipped:
         print(f"not checked: {note}", file=sys.stderr)
     return 0

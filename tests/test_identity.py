@@ -291,3 +291,61 @@ def test_a_framework_declared_without_a_version_gets_no_release_file_line(tmp_pa
     (bf16,) = [f for f in report.findings if f.code == "RLC118"]
     assert "DeepSpeed declared without a version (requirements.txt:1: deepspeed)" in bf16.message
     assert "knowledge: deepspeed/" not in bf16.message
+
+
+# A recipe repository whose Python project sits in src/<name> with its own setup.py pins, and whose root setup.sh
+# installs that project and then another vLLM (the install-order construct of issue 26 item 1, labeled here first).
+RECIPE_SETUP_PY = ('from setuptools import setup\n_deps = [\n    "trl==0.14.0",\n    "vllm==0.6.6.post1",\n]\n'
+                   'setup(name="recipe", install_requires=_deps)\n')
+
+
+def _nested_recipe(tmp_path: Path, script: str) -> Path:
+    return _write(tmp_path / "repo", {".git/HEAD": "", "setup.sh": script, "src/recipe/setup.py": RECIPE_SETUP_PY,
+                                      "src/recipe/train.py": "from trl import GRPOTrainer\n"})
+
+
+def test_an_install_script_that_installs_the_framework_after_the_project_decides_its_version(tmp_path, installed):
+    root = _nested_recipe(tmp_path, "# set up\ncd src/recipe\npip install -e \".[dev]\"\ncd ../..\n\n"
+                                    "pip install vllm==0.7.2 && pip install flash-attn --no-build-isolation\n")
+    tree = identity.resolve(str(root / "src" / "recipe"))
+    vllm = tree.get("vllm")
+    assert (vllm.how, vllm.version) == ("pinned", "0.7.2")
+    assert vllm.evidence == ("../../setup.sh:6, installed after the project (../../setup.sh:3), overriding "
+                             "setup.py:4 (vllm==0.6.6.post1)")
+    assert "vLLM 0.7.2 pinned in ../../setup.sh:6, installed after the project" in tree.describe()
+    assert tree.get("trl").version == "0.14.0"  # the script installs no other TRL: the project's pin stands
+
+
+@pytest.mark.parametrize("script, expected", [
+    # the framework first, the project after: pip replaces it with the project's exact pin
+    ("pip install vllm==0.7.2\ncd src/recipe && pip install -e .\n", ("0.6.6.post1", "setup.py:4")),
+    # the project installed without its requirements: its pin never applied
+    ("cd src/recipe && pip install --no-deps -e .\ncd ../.. && pip install vllm==0.7.2\n", ("0.6.6.post1", "setup.py:4")),
+    # a script that never installs this project is another way to install, not a later step
+    ("pip install vllm==0.7.2\n", ("0.6.6.post1", "setup.py:4")),
+    # an unpinned install after the project keeps the pinned one (pip: requirement already satisfied)
+    ("cd src/recipe\npip install -e .\npip install vllm\n", ("0.6.6.post1", "setup.py:4")),
+])
+def test_install_order_decides_only_where_the_framework_comes_after_the_project(tmp_path, installed, script, expected):
+    root = _nested_recipe(tmp_path, script)
+    vllm = identity.resolve(str(root / "src" / "recipe")).get("vllm")
+    assert (vllm.version, vllm.evidence) == expected
+
+
+def test_a_dockerfile_that_installs_the_requirements_then_a_framework_pins_that_framework(tmp_path, installed):
+    root = _write(tmp_path / "d", {"requirements.txt": "vllm==0.6.3\ntorch==2.4.0\n",
+                                   "docker/Dockerfile": ("FROM python:3.10\nCOPY . /app\nWORKDIR /app\n"
+                                                         "RUN pip install -r requirements.txt && \\\n"
+                                                         "    pip install -U vllm==0.8.5\n")})
+    vllm = identity.resolve(str(root)).get("vllm")
+    assert (vllm.version, vllm.evidence) == ("0.8.5", "docker/Dockerfile:5, installed after the project "
+                                                      "(docker/Dockerfile:4), overriding requirements.txt:1 (vllm==0.6.3)")
+    assert pin_of(str(root), "torch").where == "requirements.txt:2"
+
+
+def test_an_install_script_pins_a_framework_the_project_does_not_declare(tmp_path, installed):
+    root = _write(tmp_path / "s", {".git/HEAD": "", "scripts/install_env.sh": "pip install trl==0.16.0 'deepspeed>=0.15'\n",
+                                   "train.py": "from trl import GRPOTrainer\n"})
+    trl = identity.resolve(str(root)).get("trl")
+    assert (trl.how, trl.version, trl.evidence) == ("pinned", "0.16.0", "scripts/install_env.sh:1")
+    assert identity.resolve(str(root)).get("deepspeed").how == "declared"

@@ -1,8 +1,11 @@
 """The framework versions a scanned tree declares: the requirements of its requirement files, pyproject.toml,
 setup.py (`install_requires` and `_deps`-style lists: every requirement string of the file), setup.cfg
 (`[options] install_requires`, `[options.extras_require]`), conda environment files
-and Dockerfile `pip install` commands, read with the declared-environment front ends (rlcompat/lang/declared.py),
-each with the file:line that says it.
+Dockerfile `pip install` commands and install scripts (`setup.sh`, `install.sh`: rlcompat/knowledge/install_steps.py),
+read with the declared-environment front ends (rlcompat/lang/declared.py), each with the file:line that says it.
+
+What the environment runs with is what was installed last: an install script or Dockerfile that installs the project
+(or its requirements file) and then the framework at another version overrides the project's own pin (`pin_of`).
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from rlcompat.lang.settings import Span
 DECLARATION_FOLDERS = ("requirements", "docker", "docker_files", "dockerfiles", "envs", "environments", "scripts",
                        "setup", "ci", ".devcontainer")
 # Which kind of declaration wins when two disagree: what pip installs for the project first.
-ORDER = ("requirements", "pyproject", "setup.py", "setupcfg", "conda", "dockerfile")
+ORDER = ("requirements", "pyproject", "setup.py", "setupcfg", "conda", "dockerfile", "script")
+# What `pip install -e .` / `pip install -r` reads: the project's own declarations (not another way to install it).
+PROJECT_KINDS = ("requirements", "pyproject", "setup.py", "setupcfg")
 EXACT = re.compile(r"^(?:===?|=)\s*(?P<version>\d[\w.!+-]*)$")  # `==0.18.0`, conda `=0.18.0`
 
 
@@ -32,6 +37,9 @@ class Pin:
     spec: str  # as written: "==0.18.0", ">=0.14", "" (any version)
     file: str  # relative to the tree's root, "/"-separated
     line: int
+    # where an install step replaced the project's own pin: "installed after `pip install` of the project at
+    # setup.sh:10, overriding setup.py:66 (vllm==0.6.6.post1)"; "" for a pin as the project declares it
+    after: str = ""
 
     @property
     def version(self) -> str | None:
@@ -42,6 +50,11 @@ class Pin:
     @property
     def where(self) -> str:
         return f"{self.file}:{self.line}"
+
+    @property
+    def evidence(self) -> str:
+        """file:line, and the install order that made it the version where it replaced the project's pin."""
+        return f"{self.where}, {self.after}" if self.after else self.where
 
 
 def declaration_files(root: str) -> list[str]:
@@ -57,10 +70,36 @@ def declaration_files(root: str) -> list[str]:
             continue
         for name in names:
             path = os.path.join(folder, name)
-            kind = "setup.py" if name == "setup.py" else declared_language(path)
+            kind = _kind(path)
             if kind in ORDER and os.path.isfile(path):
                 found.append((ORDER.index(kind), min(depth, 1), path))
     return [p for _, _, p in sorted(found)]
+
+
+def _kind(path: str) -> str | None:
+    from rlcompat.knowledge.install_steps import is_install_script
+    from rlcompat.pipeline.discovery import declared_language
+
+    name = os.path.basename(path)
+    if name == "setup.py":
+        return "setup.py"
+    return "script" if is_install_script(name) else declared_language(path)
+
+
+def install_sequences(root: str) -> list[tuple[str, str, bool]]:
+    """(file, the directory it runs from, whether a Dockerfile) of every install script and Dockerfile that may
+    install the tree at `root`: the tree's own, then those of the repository enclosing it."""
+    from rlcompat.knowledge.install_steps import enclosing_checkout
+
+    out = []
+    for base in (root, enclosing_checkout(root)):
+        if base is None:
+            continue
+        for path in declaration_files(base):
+            kind = _kind(path)
+            if kind in ("script", "dockerfile"):
+                out.append((path, base, kind == "dockerfile"))
+    return out
 
 
 @lru_cache(maxsize=64)
@@ -74,6 +113,11 @@ def tree_pins(root: str) -> tuple[Pin, ...]:
         except OSError:
             continue
         rel = os.path.relpath(path, root).replace(os.sep, "/")
+        if _kind(path) == "script":
+            from rlcompat.knowledge.install_steps import steps_of
+
+            out.extend(Pin(s.target, s.spec, rel, s.line) for s in steps_of(path, root) if s.kind == "package")
+            continue
         for req, line in _requirements(path, text):
             out.append(Pin(req.name, req.spec, rel, line))
     return tuple(out)
@@ -83,14 +127,70 @@ def pin_of(root: str, distribution: str) -> Pin | None:
     """What `root` declares of `distribution`: its first requirement in `ORDER` (what pip installs for the project
     first) where that one bounds the version (`==0.6.3`, `<=0.6.3`); where it names no version at all, the first
     exact pin elsewhere (a Dockerfile's) is the better evidence; None where nothing names it. A range in the
-    requirements is not overruled by an exact pin in a Dockerfile, another way to install the project."""
+    requirements is not overruled by an exact pin in a Dockerfile, another way to install the project; but an
+    install script or Dockerfile that installs the project and then `distribution` again decides (`installed_last`)."""
     name = normalise(distribution)
     mine = [p for p in tree_pins(root) if p.name == name]
-    if not mine:
+    declared = None
+    if mine:
+        declared = mine[0] if mine[0].version or mine[0].spec.strip() else next((p for p in mine if p.version), mine[0])
+    return installed_last(root, name) or declared
+
+
+@lru_cache(maxsize=256)
+def installed_last(root: str, name: str) -> Pin | None:
+    """The requirement of `name` an install script or Dockerfile leaves in force where it installs the project at
+    `root` (or its requirements file) and after that `name` itself: pip replaces the project's pin with the later
+    install (`pip install -e .` then `pip install vllm==0.7.2`: 0.7.2), unless the project is installed again after
+    it with a pin the later version does not meet. None where no sequence installs both in that order."""
+    from rlcompat.knowledge.install_steps import satisfies, steps_of
+
+    own = [p for p in tree_pins(root) if p.name == name and _kind(os.path.join(root, p.file)) in PROJECT_KINDS]
+    project_pin = next((p for p in own if p.version or p.spec.strip()), own[0] if own else None)
+    for path, base, is_docker in install_sequences(root):
+        state: Pin | None = None
+        project_step = None
+        for step in steps_of(path, base, is_docker):
+            if step.kind in ("project", "requirements") and not step.no_deps:
+                pin = project_pin if step.kind == "project" and step.target == root else _file_pin(step.target, root, name)
+                if pin is None and not (step.kind == "project" and step.target == root):
+                    continue
+                project_step = step
+                if pin is not None and (state is None or state.version is None or not satisfies(state.version, pin.spec)):
+                    state = pin
+            elif step.kind == "package" and step.target == name and project_step is not None:
+                if not step.spec and state is not None and not step.upgrade:
+                    continue  # already installed: pip keeps it
+                shown = os.path.relpath(step.file, root).replace(os.sep, "/")
+                after = (f"installed after the project ({_shown(project_step, root)})"
+                         + (f", overriding {project_pin.where} ({name}{project_pin.spec})"
+                            if project_pin is not None and project_pin.spec != step.spec else ""))
+                state = Pin(name, step.spec, shown, step.line, after)
+        if state is not None and state.after:
+            return state
+    return None
+
+
+def _shown(step, root: str) -> str:
+    return f"{os.path.relpath(step.file, root).replace(os.sep, '/')}:{step.line}"
+
+
+def _file_pin(path: str, root: str, name: str) -> Pin | None:
+    """`name`'s requirement in a requirements file an install step names, where the file is the tree's."""
+    if not path.startswith(root.rstrip(os.sep) + os.sep):
         return None
-    if mine[0].version or mine[0].spec.strip():
-        return mine[0]
-    return next((p for p in mine if p.version), mine[0])
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    rel = os.path.relpath(path, root).replace(os.sep, "/")
+    from rlcompat.lang import requirements
+
+    for req in requirements.parse(text).requirements:
+        if req.name == name:
+            return Pin(name, req.spec, rel, text.count("\n", 0, req.span.start) + 1)
+    return None
 
 
 def _requirements(path: str, text: str) -> list[tuple[Requirement, int]]:
@@ -100,7 +200,7 @@ def _requirements(path: str, text: str) -> list[tuple[Requirement, int]]:
     try:
         if name == "setup.py":
             return _setup_py(text)
-        kind = declared_language(path)
+        kind = _kind(path)
         if kind == "requirements":
             from rlcompat.lang import requirements
 

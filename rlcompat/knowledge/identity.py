@@ -6,7 +6,8 @@ Per framework rlcompat has knowledge of (verl, and each of rlcompat/knowledge/da
    `[detect]` files match), another framework's `<package>/__init__.py` `__version__`. A package whose version is
    not a release rlcompat has knowledge of, or whose files are not that release's, is a **fork**;
 2. the tree's declared pins (rlcompat/knowledge/declared_pins.py): an exact `==` pin gives the version; a looser requirement
-   says only that the framework is declared;
+   says only that the framework is declared; an install script or Dockerfile that installs the project and then the
+   framework again wins over the project's own pin (later install wins, in script order);
 3. the installed distribution of the scanning environment, for a tree that declares nothing about the framework,
    and only for the files that use it (import it or run its commands): `ScannedFile.framework`;
 4. unknown.
@@ -233,10 +234,12 @@ def _resolve_one(root: str, name: str) -> FrameworkIdentity:
         return in_tree
     pin = pin_of(root, _distribution(name))
     if pin is not None and pin.version:
-        return FrameworkIdentity(name, label_of(name), "pinned", pin.version, pin.where, closest_release(name, pin.version))
+        return FrameworkIdentity(name, label_of(name), "pinned", pin.version, pin.evidence,
+                                 closest_release(name, pin.version))
     if pin is not None:
         spec = f"{pin.name}{pin.spec}" if pin.spec else pin.name
-        return FrameworkIdentity(name, label_of(name), "declared", None, f"{pin.where}: {spec}", closest_release(name, None))
+        evidence = f"{pin.where}: {spec}" + (f", {pin.after}" if pin.after else "")
+        return FrameworkIdentity(name, label_of(name), "declared", None, evidence, closest_release(name, None))
     version = installed_version(_distribution(name))
     if version is not None:
         return FrameworkIdentity(name, label_of(name), "installed", version, "the scanning environment",
@@ -384,9 +387,10 @@ class Identities:
 
 def clear_caches() -> None:
     """Forget every tree resolved so far (a test that rebuilds a tree at the same path)."""
-    from rlcompat.knowledge.declared_pins import tree_pins
-
+    from rlcompat.knowledge.declared_pins import installed_last, tree_pins
+    from rlcompat.knowledge.install_steps import steps_of
     from rlcompat.knowledge.verl_config import package_release
+    from rlcompat.schema.tree import entry_facts
 
-    for cached in (resolve, verl_package, _is_root, tree_pins, package_release):
+    for cached in (resolve, verl_package, _is_root, tree_pins, installed_last, steps_of, package_release, entry_facts):
         cached.cache_clear()

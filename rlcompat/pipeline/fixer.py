@@ -218,10 +218,15 @@ def _load_checked(checker: Checker, source: SourceFile, language: str, unsafe: b
 
     tree = checker.tree_identity(source.path)
     verl = tree.get(VERL)
-    if not tree.root or not verl.package or verl.how not in ("release", "fork"):
-        return outcome  # no config of the tree's own: the knowledge of an installed release decided
-    package = os.path.normpath(os.path.join(tree.root, verl.package))
+    if not tree.root:
+        return outcome
+    # A verl package of the tree's own: its config decides. Without one, the tree's own entry points still do (a
+    # recipe's HfArgumentParser over its dataclasses, a Hydra entry point of its own); installed programs' do not.
+    own_verl = bool(verl.package) and verl.how in ("release", "fork")
+    package = os.path.normpath(os.path.join(tree.root, verl.package)) if own_verl else None
     verdict = check_fixed(source.path, source.text, outcome.fixed, tree.root, package, language=language)
+    if not own_verl and not verdict.ran:
+        return outcome  # nothing of the tree's own was loaded: the knowledge of an installed release decided
     outcome.load_check = _load_words(verdict)
     if not verdict.broken:
         return outcome
@@ -253,7 +258,10 @@ def _withheld(finding: Finding, broken) -> Finding:
 def _load_words(verdict) -> str:
     if verdict.not_run and not verdict.ran:
         return f"load check not run: {verdict.not_run}"
-    words = f"load check: {verdict.checked} command(s) composed with the tree's config"
+    composed = verdict.checked - verdict.parsed
+    parts = ([f"{composed} command(s) composed with the tree's config"] if composed else []) + (
+        [f"{verdict.parsed} command(s) parsed with the tree's dataclasses"] if verdict.parsed else [])
+    words = "load check: " + ", ".join(parts)
     if verdict.broken:
         words += f", {len(verdict.broken)} would not load with the fix, which was withheld"
     if verdict.failed_before:

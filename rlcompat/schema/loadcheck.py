@@ -75,6 +75,7 @@ class Verdict:
     broken: list[Broken] | None = None  # commands that loaded before the fix and fail after it
     failed_before: int = 0  # commands that did not load before the fix either
     checked: int = 0
+    parsed: int = 0  # of `checked`, those parsed with the tree's dataclass parser (the others composed by Hydra)
 
 
 def commands(text: str) -> list[Command]:
@@ -174,6 +175,7 @@ def check_fixed(path: str, before: str, after: str, root: str, package_dir: str 
         return verdict
     script_dir = os.path.dirname(os.path.abspath(path))
     jobs, places = [], []
+    parsed: list[tuple[Command, str, str]] = []  # (command, parser as shown, its error after the fix)
     for a, b in zip(old, new):
         if a.words == b.words:
             continue
@@ -183,12 +185,25 @@ def check_fixed(path: str, before: str, after: str, root: str, package_dir: str 
             verdict.not_run = str(unread)
             continue
         if config is None:
+            parser = dataclass_parser(root, a.words, script_dir)
+            if parser is not None:
+                verdict.ran, verdict.checked, verdict.parsed = True, verdict.checked + 1, verdict.parsed + 1
+                was, now = parse_error(parser, a.words), parse_error(parser, b.words)
+                if was is not None:
+                    verdict.failed_before += 1
+                elif now is not None:
+                    parsed.append((a, parser.shown, now))
             continue
         config_dir, name, overrides = config
         fixed = hydra_config_of(root, package_dir, b.words, script_dir)
         jobs.append((config_dir, name, list(overrides)))
         jobs.append((config_dir, name, list(fixed[2]) if fixed else []))
         places.append((a, config_dir))
+    for command, shown, error in parsed:
+        start, end = command.start, command.end
+        if offsets is not None and offsets:
+            start, end = offsets[min(start, len(offsets) - 1)], offsets[min(max(end - 1, 0), len(offsets) - 1)] + 1
+        verdict.broken.append(Broken(before.count("\n", 0, start) + 1, start, end, error, shown))
     if not jobs:
         return verdict
     answers = compose_errors(jobs, python)
@@ -208,3 +223,72 @@ def check_fixed(path: str, before: str, after: str, root: str, package_dir: str 
                 start, end = offsets[min(start, len(offsets) - 1)], offsets[min(max(end - 1, 0), len(offsets) - 1)] + 1
             verdict.broken.append(Broken(before.count("\n", 0, start) + 1, start, end, now, shown))
     return verdict
+
+
+@dataclass(frozen=True)
+class DataclassParser:
+    """The options an entry point's HfArgumentParser/TrlParser takes, from the tree's dataclasses."""
+
+    shown: str  # "./train.py (HfArgumentParser over ModelArguments, TrainArguments)"
+    entry: str  # the entry point's file name as commands name it
+    fields: dict  # field name -> its annotation as written
+    complete: bool  # False where a dataclass comes from outside the tree: an unknown option may be one of its
+
+
+def dataclass_parser(root: str, words: tuple[str, ...], script_dir: str) -> DataclassParser | None:
+    """The dataclass parser of the tree's entry point a command runs, or None (no such entry point or parser)."""
+    from rlcompat.schema.structured import field_defaults
+    from rlcompat.schema.tree import entry_facts, module_file, read_command
+
+    launch = read_command(words)
+    path = module_file(root, None, launch, script_dir) if launch is not None else None
+    if path is None:
+        return None
+    try:
+        facts = entry_facts(path)
+    except SchemaUnread:
+        return None
+    if not facts.parser_classes or facts.has_hydra:
+        return None
+    fields, complete, read = {}, True, []
+    for name in facts.parser_classes:
+        try:
+            found = field_defaults(root, path, name)
+        except SchemaUnread:
+            complete = False
+            continue
+        read.append(name)
+        fields.update((f.name, f.annotation) for f in found)
+    shown = "./" + os.path.relpath(path, root).replace(os.sep, "/")
+    return DataclassParser(f"{shown} (parser over {', '.join(read) or 'no dataclass of the tree'})",
+                           launch.module or launch.script, fields, complete)
+
+
+def parse_error(parser: DataclassParser, words: tuple[str, ...]) -> str | None:
+    """What the parser refuses in the command's options after its entry point, statically, worded as argparse does:
+    an option no field declares (where the dataclasses are all the tree's), a value a bool or Literal field does
+    not take [S156]; None where nothing is refused. Values that are placeholders (shell variables) are not judged."""
+    from rlcompat.schema.structured import parses
+
+    rest = list(words[words.index(parser.entry) + 1:]) if parser.entry in words else []
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        i += 1
+        if not word.startswith("--"):
+            continue
+        option, eq, value = word.partition("=")
+        name = option[2:].replace("-", "_")
+        if name.startswith("no_") and name[3:] in parser.fields and name not in parser.fields:
+            continue  # `--no_<field>` of a bool field: takes no value
+        if name not in parser.fields:
+            if parser.complete and name not in ("config", "help"):
+                return f"error: unrecognized arguments: {option}"
+            continue
+        if not eq and i < len(rest) and not rest[i].startswith("--"):
+            value, i = rest[i], i + 1
+        elif not eq:
+            continue  # a bare `--flag`: a bool field's const True
+        if value != PLACEHOLDER and parses(parser.fields[name], value) is False:
+            return f"error: argument {option}: invalid value: {value!r} ({name}: {parser.fields[name]})"
+    return None

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 import os
+import re
+from dataclasses import dataclass
 from functools import lru_cache
 
 from rlcompat.schema import KeySchema, SchemaUnread
@@ -57,6 +59,52 @@ def parser_schema(root: str, module_file: str, classes: tuple[str, ...]) -> KeyS
     shown = "./" + os.path.relpath(module_file, root).replace(os.sep, "/")
     return KeySchema("argparse", f"{shown} ({', '.join(read) or 'no dataclass of the tree'})", frozenset(keys),
                      complete=complete, defaults=tuple(sorted(defaults.items())))
+
+
+@dataclass(frozen=True)
+class FieldDefault:
+    """One field of a dataclass the tree defines, with its default as written and where."""
+
+    name: str
+    default: str | None  # as `_default_text` gives it: `True`, `'flash_attention_2'`; None: none or computed
+    annotation: str  # the annotation's source: `bool`, `Optional[str]`, `Literal['bf16', 'fp32']`
+    owner: str  # the class that declares it
+    file: str  # absolute
+    line: int
+
+
+def parses(annotation: str, value: str) -> bool | None:
+    """Whether HfArgumentParser takes `value` for a field of this annotation (transformers/hf_argparser.py [S156]): a
+    `bool` through `string_to_bool`, a `Literal[...]` only its choices, a `str` anything; None where the annotation
+    is not one of those (the parser's type function decides, which is not read here)."""
+    plain = re.sub(r"^(?:typing\.)?Optional\[(.*)\]$", r"\1", annotation.strip())
+    plain = re.sub(r"^(.*?)\s*\|\s*None$", r"\1", plain)
+    if plain == "bool":
+        return value.lower() in BOOL_WORDS
+    if plain == "str":
+        return True
+    m = re.fullmatch(r"(?:typing\.)?Literal\[(.*)\]", plain)
+    if m:
+        try:
+            choices = ast.literal_eval(f"[{m.group(1)}]")
+        except (SyntaxError, ValueError):
+            return None
+        return value in [str(c) for c in choices]
+    return None
+
+
+# transformers/hf_argparser.py `string_to_bool` (:36-46): the words a bool field takes
+BOOL_WORDS = frozenset({"yes", "true", "t", "y", "1", "no", "false", "f", "n", "0"})
+
+
+def field_defaults(root: str, module_file: str, class_name: str) -> list[FieldDefault]:
+    """The fields of dataclass `class_name` with their defaults and lines, bases first as `dataclasses` orders them (a
+    subclass's field replaces its base's). Bases the tree does not define are skipped: their fields are not the tree's
+    (TRL's GRPOConfig); the class's own fields still are. Raises SchemaUnread where the class is not in the tree."""
+    reader = _Reader(os.path.abspath(root))
+    out: dict[str, FieldDefault] = {}
+    reader.lines(os.path.abspath(module_file), class_name, out, 0)
+    return list(out.values())
 
 
 @lru_cache(maxsize=128)
@@ -162,6 +210,17 @@ class _Reader:
                 if _is_class_var(stmt.annotation):
                     continue
                 out[stmt.target.id] = _default_text(stmt.value)
+
+    def lines(self, module_file: str, class_name: str, out: dict, depth: int) -> None:
+        where, node = self._class_at(module_file, class_name, depth)
+        for base in node.bases:
+            base_name = _name(base)
+            if base_name and base_name not in ("object", "Generic") and self.find(where, base_name):
+                self.lines(where, base_name, out, depth + 1)
+        for stmt in node.body:
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and _name(stmt.annotation) != "ClassVar":
+                out[stmt.target.id] = FieldDefault(stmt.target.id, _default_text(stmt.value), ast.unparse(stmt.annotation),
+                                                   node.name, where, stmt.lineno)
 
     def _nested_class(self, where: str, stmt: ast.AnnAssign) -> str | None:
         candidates = []

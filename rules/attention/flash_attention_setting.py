@@ -11,6 +11,8 @@ from rlcompat.knowledge.verl_config import omitted_mapping_names
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    algorithm.adv_estimator=grpo \\\n    {extra}trainer.n_gpus_per_node=1\n"
 KEY = "actor_rollout_ref.model.override_config.attn_implementation"
+# Config class fields that switch FlashAttention-2 on when True (OpenRLHF's `--flash_attn` dest and its spellings).
+FLASH_SWITCH_FIELDS = ("flash_attn", "use_flash_attn")
 
 
 class FlashAttentionSetting(ConfigRule):
@@ -20,7 +22,7 @@ class FlashAttentionSetting(ConfigRule):
     what = (
         "Finds `attn_implementation: flash_attention_2|3` at any depth of a YAML config, as a Hydra override or as "
         "`--attn_implementation` flag; OpenRLHF's `--flash_attn`; verl's Megatron engine `attention_backend: flash`; "
-        "and verl launch scripts that do not set "
+        "a config class field `flash_attn: bool = True`; and verl launch scripts that do not set "
         "`override_config.attn_implementation`, whose default in verl is flash_attention_2 [S51]; in verl's own "
         "model configs, an `override_config` mapping that leaves it out where the version's knowledge proves it "
         "(`omitted_in`: verl 0.6.1's and 0.7.0's `override_config: {}`)."
@@ -72,6 +74,9 @@ class FlashAttentionSetting(ConfigRule):
         Bad("attn_implementation: ${oc.select:actor_rollout_ref.actor.veomni.attn_implementation,flash_attention_2}\n",
             fixed="attn_implementation: ${oc.select:actor_rollout_ref.actor.veomni.attn_implementation,sdpa}\n",
             path="verl/trainer/config/ref/veomni_ref.yaml"),
+        # a recipe's own config class whose `flash_attn` switch (OpenRLHF's `--flash_attn`) defaults to on
+        Bad("@dataclass\nclass PPOExpConfig:\n    packing: bool = True\n    flash_attn: bool = True\n",
+            fixed="@dataclass\nclass PPOExpConfig:\n    packing: bool = True\n    flash_attn: bool = False\n", path="exp.py"),
     )
     good = (
         Good(CMD.format(extra=f"+{KEY}=sdpa \\\n    "), path="run.sh"),
@@ -81,6 +86,8 @@ class FlashAttentionSetting(ConfigRule):
         Good("attn_implementation: ${oc.select:actor_rollout_ref.actor.veomni.attn_implementation,sdpa}\n", path="c.yaml"),
         Good("actor:\n  attn_implementation: sdpa\nref:\n  attn_implementation: ${oc.select:actor.attn_implementation,flash_attention_2}\n",
              path="c.yaml"),
+        Good("@dataclass\nclass PPOExpConfig:\n    flash_attn: bool = False\n", path="exp.py"),
+        Good("class Model:\n    _supports_flash_attn = True\n", path="modeling.py"),
     )
 
     @classmethod
@@ -118,6 +125,14 @@ class FlashAttentionSetting(ConfigRule):
             ctx.report(s.key_span, describe(s.label if s.flag else view.full_key(s), s.value, h.where(s)),
                        [s.rewrite("sdpa")], FixSafety.SAFE, "use sdpa")
         if not target.flash_attn_2:
+            # A config class's own switch (`flash_attn: bool = True`, the field behind OpenRLHF-style `--flash_attn`):
+            # its default turns FlashAttention-2 on for every run that builds the class without setting it.
+            for s in view.by_name(*FLASH_SWITCH_FIELDS):
+                if s.origin == "python-field" and s.as_bool() is True:
+                    ctx.report(s.key_span, f"{s.call + '.' if s.call else ''}{s.key} defaults to True: it turns on "
+                                           f"FlashAttention-2, which needs compute capability 8.0+; {target.name} is "
+                                           f"{target.capability_text}: set it to False",
+                               [s.rewrite(False)], FixSafety.SAFE, "set it to False")
             for s in view.flags("--flash_attn", "--flash-attn"):
                 if s.value and s.as_bool() is False or s.origin in RESOLVED_ORIGINS:
                     continue  # off, or forced by the framework's own code (RLC207 reports that, with its condition)

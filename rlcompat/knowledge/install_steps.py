@@ -1,0 +1,175 @@
+"""What a tree's install scripts and Dockerfiles install, step by step, in the order they run: the project itself
+(`pip install -e .`, `pip install .`, `cd src/x && pip install -e ".[dev]"`), a requirements file (`pip install -r
+requirements.txt`) or a package (`pip install vllm==0.7.2`). pip replaces what an earlier step installed, so a later
+step decides the version the environment runs with: `pip install -e .` followed by `pip install vllm==0.7.2` leaves
+vLLM 0.7.2, whatever the project's setup.py pins (rlcompat/knowledge/declared_pins.py `pin_of`).
+
+Install scripts are shell files named for it (`setup.sh`, `install.sh`, `install_env.sh`, `scripts/setup_vllm.sh`) at
+the tree's root or in its declaration folders, and those of the repository that encloses the tree (a project kept
+in `src/<name>` of a checkout whose root `setup.sh` installs it). A script is read as run from its repository's root;
+`cd DIR` moves that directory. Nothing is run and no README is read (its code blocks are advice, not a script).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from rlcompat.knowledge.versions import release
+from rlcompat.lang.declared import requirement_at
+
+INSTALL_SCRIPT = re.compile(r"(?:^|[-_.])(?:setup|install)(?:[-_.]|$)", re.IGNORECASE)
+_SEPARATORS = re.compile(r"&&|\|\||;|\|")
+_WORD = re.compile(r"""(?:"[^"]*"|'[^']*'|[^\s"'])+""")
+# pip options whose value is the next word (the requirement-file and editable options are read, not skipped)
+_VALUED = {"-i", "--index-url", "--extra-index-url", "-f", "--find-links", "-c", "--constraint", "--target", "-t",
+           "--prefix", "--root", "--python", "--cache-dir", "--trusted-host", "--upgrade-strategy", "--platform",
+           "--python-version", "--only-binary", "--no-binary", "--config-settings", "-C"}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One thing an install command installs."""
+
+    kind: str  # "project" (a directory's own requirements) | "requirements" (a -r file) | "package"
+    target: str  # the project directory or requirements file (absolute), or the distribution (normalised)
+    spec: str  # a package's version spec as written ("==0.7.2", "" for none)
+    file: str  # the script or Dockerfile (absolute)
+    line: int
+    no_deps: bool = False  # `--no-deps`: a project installed without its requirements
+    upgrade: bool = False  # `-U`: an unpinned package goes to the newest release even when one is installed
+
+
+def is_install_script(path: str) -> bool:
+    name = os.path.basename(path)
+    return name.endswith(".sh") and INSTALL_SCRIPT.search(name[:-3]) is not None
+
+
+def enclosing_checkout(root: str) -> str | None:
+    """The repository a tree without its own `.git` sits in (the nearest parent holding `.git`), else None."""
+    if os.path.exists(os.path.join(root, ".git")):
+        return None
+    directory = os.path.dirname(root)
+    while True:
+        if os.path.exists(os.path.join(directory, ".git")):
+            return directory
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
+
+
+@lru_cache(maxsize=256)
+def steps_of(path: str, start_dir: str, dockerfile: bool = False) -> tuple[Step, ...]:
+    """The install steps of the script (or Dockerfile RUN bodies) at `path`, in order, read as run from `start_dir`."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError:
+        return ()
+    if dockerfile:
+        from rlcompat.lang import dockerfile as dockerfile_lang
+
+        try:
+            text = dockerfile_lang.parse(text).shell_view
+        except Exception:  # noqa: BLE001 - a Dockerfile that does not parse installs nothing here; `scan` reports it
+            return ()
+    from rlcompat.lang.requirements import logical_lines
+
+    out: list[Step] = []
+    cwd: str | None = start_dir
+    for start, line in logical_lines(text):
+        body = re.sub(r"(^|\s)#.*$", "", line)
+        pos = 0
+        for part in _SEPARATORS.split(body):
+            offset = start + body.index(part, pos) if part else start
+            pos = offset - start + len(part)
+            words = [(m.group(0).strip("'\""), offset + m.start()) for m in _WORD.finditer(part)]
+            if not words:
+                continue
+            if words[0][0] == "cd":
+                cwd = _moved(cwd, words[1][0] if len(words) > 1 else "~")
+                continue
+            out.extend(_pip_install(words, cwd, path, text))
+    return tuple(out)
+
+
+def _moved(cwd: str | None, target: str) -> str | None:
+    if cwd is None or "$" in target or target.startswith("~") or target == "-":
+        return None  # somewhere rlcompat cannot follow: later relative paths are nobody's
+    return os.path.normpath(os.path.join(cwd, target))
+
+
+def _pip_install(words: list[tuple[str, int]], cwd: str | None, path: str, text: str) -> list[Step]:
+    names = [w for w, _ in words]
+    at = _install_index(names)
+    if at is None:
+        return []
+    args = words[at + 1:]
+    flags = {w for w, _ in args}
+    no_deps, upgrade = "--no-deps" in flags, bool(flags & {"-U", "--upgrade"})
+    out: list[Step] = []
+    i = 0
+    while i < len(args):
+        word, offset = args[i]
+        line = text.count("\n", 0, offset) + 1
+        if word in ("-e", "--editable", "-r", "--requirement") and i + 1 < len(args):
+            value, value_offset = args[i + 1]
+            where = _path(cwd, value)
+            if where is not None:
+                kind = "requirements" if word in ("-r", "--requirement") else "project"
+                out.append(Step(kind, where, "", path, text.count("\n", 0, value_offset) + 1, no_deps, upgrade))
+            i += 2
+            continue
+        if word.startswith("-"):
+            i += 2 if word in _VALUED else 1
+            continue
+        if _looks_like_path(word):
+            where = _path(cwd, word)
+            if where is not None:
+                out.append(Step("project", where, "", path, line, no_deps, upgrade))
+        else:
+            req = requirement_at(word, 0)
+            if req is not None:
+                out.append(Step("package", req.name, req.spec, path, line, no_deps, upgrade))
+        i += 1
+    return out
+
+
+def _install_index(names: list[str]) -> int | None:
+    """The index of `install` in `pip install`, `pip3 install`, `python -m pip install`, `uv pip install`."""
+    for i, word in enumerate(names[:-1]):
+        if re.fullmatch(r"(?:.*/)?pip3?(?:\.\d+)?", word) and names[i + 1] == "install":
+            return i + 1
+    return None
+
+
+def _looks_like_path(word: str) -> bool:
+    return word in (".", "..") or word.startswith(("./", "../", "/")) or (
+        "/" in word and "://" not in word and not word.endswith(".whl")) or word.startswith(".[")
+
+
+def _path(cwd: str | None, word: str) -> str | None:
+    word = re.sub(r"\[[^\]]*\]$", "", word)  # `.[dev]`: the project, its extras aside
+    if "$" in word or "://" in word or word.startswith("git+"):
+        return None
+    if os.path.isabs(word):
+        return os.path.normpath(word)
+    return None if cwd is None else os.path.normpath(os.path.join(cwd, word))
+
+
+def satisfies(version: str, spec: str) -> bool | None:
+    """Whether `version` meets every clause of `spec` (`>=0.6,<0.8`); None where a clause is not one compared here."""
+    have = release(version)
+    for clause in (c.strip() for c in spec.split(",") if c.strip()):
+        m = re.fullmatch(r"(==|!=|<=|>=|<|>|~=)\s*([\w.]+)", clause)
+        if m is None or "*" in clause:
+            return None
+        op, want = m.group(1), release(m.group(2))
+        ok = {"==": have == want, "!=": have != want, "<=": have <= want, ">=": have >= want, "<": have < want,
+              ">": have > want, "~=": have >= want and have[:max(len(want) - 1, 1)] == want[:max(len(want) - 1, 1)]}[op]
+        if not ok:
+            return False
+    return True
