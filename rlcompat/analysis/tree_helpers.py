@@ -24,8 +24,10 @@ class Bf16Pick:
     value: str  # what it returns there, as written
 
 
+@lru_cache(maxsize=1024)
 def module_file(root: str, dotted_module: str) -> str | None:
-    """The tree's own file for `a.b` (root/a/b.py or root/a/b/__init__.py, also under root/src), or None."""
+    """The tree's own file for `a.b` (root/a/b.py or root/a/b/__init__.py, also under root/src), or None. Cached:
+    a scan asks for the same imported modules (torch.cuda, ...) file after file."""
     parts = [p for p in dotted_module.split(".") if p]
     if not parts:
         return None
