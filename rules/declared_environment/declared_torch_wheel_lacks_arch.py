@@ -97,6 +97,8 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         Good(UV_ROUTED.format(tag="cu128"), path="pyproject.toml", target="sm75"),
         # torch held at 2.7.1 (PyPI's cu126 build): pip picks an older torchvision that accepts it
         Good("torch==2.7.1\ntorchvision\n", path="requirements.txt"),
+        # --no-deps: torchvision comes without the torch it asks for
+        Good("pip install --no-deps torchvision vllm==0.11.0\n", path="setup.sh"),
     )
 
     @classmethod
@@ -231,6 +233,8 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         installs torch 2.8.0) replaces the machine's torch, from the group's pip index if it names one, else PyPI.
         Left alone where the same install pins another torch (pip refuses the pair)."""
         cc = self.target.capability
+        if group.deps_held:
+            return  # `--no-deps`, or a constraints file: what the requirements ask for is not what pip installs
         for req in group.requirements:
             pin = torch_required_by(req.name, req.spec, req.extras) if req.name != "torch" else None
             if pin is None or not pin.torch:
