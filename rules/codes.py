@@ -41,6 +41,7 @@ CODES: dict[str, str] = {
     "RLC130": "dtype.trl_kernels_bf16_old_triton",
     "RLC131": "dtype.trl_kernels_bf16_old_triton_command",
     "RLC135": "dtype.framework_low_precision_training",
+    "RLC136": "dtype.bf16_chosen_by_helper",
     "RLC201": "attention.flash_attention_implementation",
     "RLC202": "attention.use_flash_attention_2_flag",
     "RLC203": "attention.unguarded_flash_attn_import",

@@ -160,3 +160,20 @@ def test_a_wheel_file_names_its_distribution_and_version(word, name, spec):
     assert (req.name, req.spec, req.span.start, req.span.end, req.spec_span, req.editable) == \
         (name, spec, 10, 10 + len(word), None, False)
     assert requirement_at("./dist/not-a-wheel.tar.gz", 0) is None and requirement_at("${WHEEL}.whl", 0) is None
+
+
+def test_no_deps_or_a_constraints_file_brings_no_torch_of_a_requirement(tmp_path):
+    """torchvision's newest release asks for torch>=2.14.0 (RLC601, [[requires_torch]] newest), but `--no-deps`
+    installs it without, and a constraints file may hold torch: neither is reported (a plain one is)."""
+    from rlcompat.api import scan_paths
+    from rlcompat.config import Options
+    from rlcompat.knowledge.targets import resolve_target
+
+    def codes(text):
+        (tmp_path / "requirements.txt").write_text(text)
+        report = scan_paths([str(tmp_path / "requirements.txt")], resolve_target("sm61"), Options(select=("RLC601",)))
+        return [f.location.line for f in report.findings]
+
+    assert codes("torchvision\n") == [1]
+    assert codes("-c constraints.txt\ntorchvision\n") == []
+    assert codes("--no-deps\ntorchvision\n") == []

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from rlcompat.analysis import command_framework
+from rlcompat.analysis import command_framework, cpu_program
 from rlcompat.knowledge import frameworks as fk
 from rlcompat.analysis.confighelpers import follows_bf16_switch, is_bf16, remove_flag, where
 from rlcompat.lang.settings import ConfigContext, ConfigView, Setting
@@ -224,7 +224,10 @@ def spells_a_key(text: str, kinds: frozenset[str]) -> bool:
 def check(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:
     target = ctx.target
     hazards = []
+    cpu_only = view.kind == "python" and cpu_program.runs_on_cpu_only(ctx.source_text)
     for setting in view.settings:
+        if cpu_only and setting.origin == "argparse-default":
+            continue  # a flag of a program whose models stay on the CPU (analysis/cpu_program.py)
         value = setting.value
         key = resolved_key(view, ctx, setting, kinds) if value is None else None
         if key is not None:

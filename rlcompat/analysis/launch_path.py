@@ -114,20 +114,66 @@ def reached_findings(checker, path: str, text: str, scanned: set[str], checked: 
         at = _location(index, anchor.start, anchor.end)
         said = [f for f in own if f.location.line == at.line]
         tabled = checked.tabled  # told on a table of the fork's scanned config: reported there, not again
-        hits = [(f, _code_message(f, option, file, function, how, knowledge, checker))
-                for option in code_there
-                for how in (run_scope.selection(option, knowledge, overrides, defaults),) if how is not None
-                for file, function, f in checked.once(("findings", option), lambda o=option: _code_hazards(
-                    o, package, scanned, checked))
-                if (os.path.abspath(file), f.location.line) not in tabled]
-        hits += [(f, _config_message(f, file, key)) for f, file, key in in_config
+        hits = []
+        for option in code_there:
+            how = run_scope.selection(option, knowledge, overrides, defaults)
+            if how is None:
+                continue
+            choice = None if package_identity.exact else _fork_choice(package, knowledge, option, overrides, defaults)
+            if choice is not None:  # the fork maps this role to a class of its own: its code, not the row's
+                where = next((s.key_span for s in settings if s.key == choice.key and s.prefix != "~"), None)
+                loc = at if where is None else _location(index, where.start, where.end)
+                hits += [(f, _choice_message(f, option, choice, file, how, checker), loc)
+                         for file, f in checked.once(("choice", option.name, choice.cls), lambda c=choice, o=option:
+                                                     _class_hazards(o, package, c, scanned, checked))]
+                continue
+            hits += [(f, _code_message(f, option, file, function, how, knowledge, checker), at)
+                     for file, function, f in checked.once(("findings", option), lambda o=option: _code_hazards(
+                         o, package, scanned, checked))
+                     if (os.path.abspath(file), f.location.line) not in tabled]
+        hits += [(f, _config_message(f, file, key), at) for f, file, key in in_config
                  if not any(o == key or key.startswith(o + ".") for o in overrides)
                  and not any(o.code == f.code and key in o.message for o in said)]
-        for finding, message in hits:
+        for finding, message, loc in hits:
             if checker.settings.is_selected(finding.code, path):
-                out.append(Finding(finding.code, finding.name, message, path, at, checker.target.name,
-                                   finding.severity, None, index.line_text(at.line)))
+                out.append(Finding(finding.code, finding.name, message, path, loc, checker.target.name,
+                                   finding.severity, None, index.line_text(loc.line)))
     return out
+
+
+def _fork_choice(package: str, knowledge, option, overrides, defaults):
+    """The fork's own worker class for the role of `option`'s code, where its entry point maps that role to another
+    class for the run's values (rlcompat/analysis/fork_workers.py), else None."""
+    from rlcompat.analysis import fork_workers
+
+    classes = {code.partition(":")[2].split(".")[0] for code in option.code if "." in code.partition(":")[2]}
+    if len(classes) != 1:
+        return None
+    values = {**(defaults or {}), **overrides}
+    for module in knowledge.run_entry:
+        text = _read(os.path.join(package, *module.split(".")[1:]) + ".py", "python")
+        if text is not None:
+            return fork_workers.chosen_worker(text, classes.pop(), values)
+    return None
+
+
+def _class_hazards(option, package: str, choice, scanned, checked) -> list[tuple[str, Finding]]:
+    """(file, finding) for each finding of the row's `codes` inside the fork's class `choice.cls`."""
+    relative = os.path.join(*choice.module.split(".")[1:]) + ".py" if choice.module.count(".") else None
+    file = os.path.join(package, relative) if relative else None
+    lines = function_lines(file, choice.cls) if file else None
+    if lines is None or os.path.abspath(file) in scanned:
+        return []
+    result = checked.get(file, "python")
+    return [(file, f) for f in (result.findings if result is not None else ())
+            if lines[0] <= f.location.line <= lines[1] and (not option.codes or f.code in option.codes)]
+
+
+def _choice_message(f: Finding, option, choice, file: str, how: str, checker) -> str:
+    return (f"this run selects {option.option} ({how}), and {choice.key}={choice.value} makes the fork's entry point "
+            f"map that role to its own {choice.cls} (line {choice.line} of its main module), which reaches "
+            f"{shown(file)}:{f.location.line}: {f.message}. This command sets nothing that changes it: "
+            f"{_remedy(f, file, checker)}")
 
 
 def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Checked") -> None:

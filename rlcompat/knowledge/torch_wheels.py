@@ -84,18 +84,25 @@ def wheel_variants() -> tuple[WheelVariant, ...]:
 
 @dataclass(frozen=True)
 class TorchRequirement:
-    """What torch a release of another package asks pip for (`[[requires_torch]]`): an exact release, or "" for any
-    torch (the machine's stays)."""
+    """What torch a release of another package asks pip for (`[[requires_torch]]`): an exact release, "" for any
+    torch (the machine's stays), or a lower bound (`>=2.11`: pip installs the newest torch it allows). `newest`: the
+    package's newest release on PyPI when the row was read, what an unbounded requirement of it installs."""
     package: str
     release: str
     extra: str
     torch: str
     proof: str
+    newest: bool = False
+
+    @property
+    def torch_is_bound(self) -> bool:
+        return self.torch[:1] in ("<", ">", "=", "!", "~")
 
 
 @lru_cache(maxsize=1)
 def torch_requirements() -> tuple[TorchRequirement, ...]:
-    return tuple(TorchRequirement(r["package"], r["release"], r.get("extra", ""), r["torch"], r["proof"])
+    return tuple(TorchRequirement(r["package"], r["release"], r.get("extra", ""), r["torch"], r["proof"],
+                                  bool(r.get("newest", False)))
                  for r in _table().get("requires_torch", ()))
 
 

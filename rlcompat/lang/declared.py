@@ -108,6 +108,9 @@ class Declared:
     images: list[BaseImage] = field(default_factory=list)
     variables: list[Variable] = field(default_factory=list)
     anchor: Span | None = None  # what a finding about the group as a whole points at
+    # `pip install --no-deps` (or `-c constraints`): what the requirements ask for themselves is not installed (or is
+    # held by a file not read here), so no requirement brings a torch of its own
+    deps_held: bool = False
 
     def requirement(self, name: str) -> Requirement | None:
         return next((r for r in self.requirements if r.name == name and not r.conda), None)
@@ -183,6 +186,8 @@ def pip_arguments(words: Sequence[tuple[str, Span]], group: Declared) -> None:
             i += 1
             continue
         if text.startswith("-"):
+            if name in ("--no-deps", "-c", "--constraint"):
+                group.deps_held = True
             if text in ("-r", "-c", "--requirement", "--constraint", "-e", "--editable", "--target", "-t",
                         "--prefix", "--root", "--python", "--cache-dir", "--trusted-host", "--upgrade-strategy",
                         "--platform", "--python-version", "--only-binary", "--no-binary"):

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rlcompat.analysis import declared_install
 from rlcompat.knowledge import torch_wheels, versions
-from rlcompat.rules.declared_environment.helpers import chosen_torch, torch_required_by
+from rlcompat.rules.declared_environment.helpers import caps_torch, chosen_torch, torch_required_by
 from rlcompat.contract import Bad, DeclaredRule, Edit, FixSafety, Good, Span
 
 CU = "https://download.pytorch.org/whl/"
@@ -22,7 +22,8 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         "the index's (or the version's `+cuXXX`) tag, else what PyPI ships for that release. Reports it when the "
         "variant's architecture list (rlcompat/knowledge/data/torch_wheels.toml, the table `rlcompat doctor` reads) has no code for "
         "the target. A requirement whose release pins torch exactly (`vllm==0.11.0`: torch 2.8.0, rlcompat/knowledge/data/torch_wheels.toml "
-        "`[[requires_torch]]`) installs that torch. In pyproject.toml each extra's torch pin is judged as pip installs it "
+        "`[[requires_torch]]`) installs that torch; so does one without an upper bound whose newest release asks for a "
+        "newer torch (`torchvision`: 0.29.2 asks for torch>=2.14.0), unless the same install caps torch. In pyproject.toml each extra's torch pin is judged as pip installs it "
         "(from PyPI: pip reads no `[tool.uv]` table), and the uv index torch comes from once, where `[tool.uv.sources]` "
         "sends torch to an explicit index (an explicit index nothing sends torch to is not torch's)."
     )
@@ -53,8 +54,8 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         "file named `requirements-npu.txt` or `Dockerfile.rocm`; in pyproject.toml an extra named `cpu`, `npu`, "
         "`rocm`, ...) are not NVIDIA installs: not reported, never edited."
     )
-    triggers = ("torch", "pytorch", "vllm", "sglang")  # packages rlcompat/knowledge/data/torch_wheels.toml [[requires_torch]] knows to pin one
-    sources = ("S29", "S30", "S31", "S32", "S34", "S100", "S101", "S102")
+    triggers = ("torch", "pytorch", "vllm", "sglang", "torchaudio", "torchvision")  # packages rlcompat/knowledge/data/torch_wheels.toml [[requires_torch]] knows to pin one
+    sources = ("S29", "S30", "S31", "S32", "S34", "S100", "S101", "S102", "S161")
     prevents = ("E1", "E2")
 
     bad = (
@@ -78,6 +79,8 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         Bad('[project]\nname = "x"\n\n[project.optional-dependencies]\ngpu = ["torch==2.8.0"]\n', path="pyproject.toml"),
         # an optional extra is its own install; vllm 0.11.0 pins torch 2.8.0 (rlcompat/knowledge/data/torch_wheels.toml [[requires_torch]])
         Bad('[project]\nname = "x"\n\n[project.optional-dependencies]\nvllm = ["vllm==0.11.0"]\n', path="pyproject.toml"),
+        # no upper bound: pip takes torchvision's newest release, which asks for the newest torch (a cu130 build)
+        Bad("torchvision\ntransformers\n", path="requirements.txt"),
     )
     good = (
         Good(f"--index-url {CU}cu126\ntorch==2.9.1\n", path="requirements.txt"),
@@ -92,6 +95,10 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
              '[[tool.uv.index]]\nname = "cu128"\nurl = "https://download.pytorch.org/whl/cu128"\nexplicit = true\n',
              path="pyproject.toml"),
         Good(UV_ROUTED.format(tag="cu128"), path="pyproject.toml", target="sm75"),
+        # torch held at 2.7.1 (PyPI's cu126 build): pip picks an older torchvision that accepts it
+        Good("torch==2.7.1\ntorchvision\n", path="requirements.txt"),
+        # --no-deps: torchvision comes without the torch it asks for
+        Good("pip install --no-deps torchvision vllm==0.11.0\n", path="setup.sh"),
     )
 
     @classmethod
@@ -226,20 +233,33 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         installs torch 2.8.0) replaces the machine's torch, from the group's pip index if it names one, else PyPI.
         Left alone where the same install pins another torch (pip refuses the pair)."""
         cc = self.target.capability
+        if group.deps_held:
+            return  # `--no-deps`, or a constraints file: what the requirements ask for is not what pip installs
         for req in group.requirements:
             pin = torch_required_by(req.name, req.spec, req.extras) if req.name != "torch" else None
             if pin is None or not pin.torch:
                 continue
             own = [t for t in group.requirements if t.name == "torch" and t.extra in ("", req.extra)]
-            if any(t.spec.startswith("==") and t.spec[2:].split("+", 1)[0] != pin.torch for t in own):
+            if pin.torch_is_bound:
+                # a lower bound: pip replaces an older torch with the newest, unless this install caps torch (then it
+                # backtracks to an older release of the package, whose requirement the table does not know)
+                if any(caps_torch(t.spec) for t in own):
+                    continue
+                torch = chosen_torch(pin.torch)
+                written = f"{req.name}{req.spec} (pip takes the newest release, {pin.release}, which asks for torch{pin.torch})"
+            else:
+                if any(t.spec.startswith("==") and t.spec[2:].split("+", 1)[0] != pin.torch for t in own):
+                    continue
+                torch, written = pin.torch, f"{req.name}{req.spec}"
+            if torch is None:
                 continue
             tag = index.pytorch_tag if index is not None and not index.uv_only else None
-            variant = torch_wheels.variant(pin.torch, tag)
+            variant = torch_wheels.variant(torch, tag)
             if variant is None or variant.runs_on(cc):
                 continue
-            fit = torch_wheels.fitting_tag(pin.torch, cc)
+            fit = torch_wheels.fitting_tag(torch, cc)
             where = f"the {variant.tag} index" if tag else f"PyPI (its {variant.tag} build)"
-            ctx.report(req.span, f"{req.name}{req.spec} installs torch {pin.torch} with it ({pin.proof}), from {where}: "
+            ctx.report(req.span, f"{written} installs torch {torch} with it ({pin.proof}), from {where}: "
                                  f"{self._lacks(variant)}"
                                  + (f"; install torch from {torch_wheels.index_url(fit)} first, or pin another release"
                                     if fit else ""), [None])

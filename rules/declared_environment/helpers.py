@@ -66,14 +66,44 @@ def _allows(op: str, version: str, line: tuple[int, int]) -> bool:
 def torch_required_by(name: str, spec: str, extras: tuple[str, ...] = ()) -> torch_wheels.TorchRequirement | None:
     """The known torch requirement of the release a requirement installs: for an exact pin (`vllm==0.11.0`), or an
     upper bound `<=X` (pip installs the newest allowed release, X itself: releases are immutable, and `<=0.6.3`
-    excludes 0.6.3.post1, PEP 440), of a release the table knows; any other range is not resolved (the newest
-    release it allows is not known here). A row for one of the package's extras applies only when the requirement
+    excludes 0.6.3.post1, PEP 440), of a release the table knows; for a requirement without an upper bound
+    (`torchvision`, `torchaudio>=2.0`), the package's newest release where the table has it (`newest = true`); any
+    other range is not resolved (the newest release it allows is not known here). A row for one of the package's extras applies only when the requirement
     names that extra."""
     m = CLAUSE.match(spec) if "," not in spec else None
-    if m is None or m.group(1) not in ("==", "===", "<="):
+    if m is not None and m.group(1) in ("==", "===", "<="):
+        rows = [r for r in torch_wheels.torch_requirements() if r.package == name and r.release == m.group(2)]
+    elif _lower_bounds_only(spec):
+        # no upper bound: pip installs the newest release, if the table knows it and the bounds allow it
+        rows = [r for r in torch_wheels.torch_requirements() if r.package == name and r.newest
+                and all(_allows(op, v, release(r.release)[:2]) for op, v in _clauses(spec))]
+    else:
         return None
-    rows = [r for r in torch_wheels.torch_requirements() if r.package == name and r.release == m.group(2)]
     return next((r for r in rows if r.extra and r.extra in extras), None) or next((r for r in rows if not r.extra), None)
+
+
+def _clauses(spec: str) -> list[tuple[str, str]]:
+    out = []
+    for c in (c for c in spec.split(",") if c.strip()):
+        m = CLAUSE.match(c)
+        if m is None:
+            return []
+        out.append((m.group(1) or "==", m.group(2)))
+    return out
+
+
+def _lower_bounds_only(spec: str) -> bool:
+    """`""`, `>=2.0`, `>0.20,!=0.21.0`: nothing caps the release pip picks (an unreadable specifier is not)."""
+    if not spec.strip():
+        return True
+    clauses = _clauses(spec)
+    return bool(clauses) and all(op in (">=", ">", "!=") for op, _ in clauses)
+
+
+def caps_torch(spec: str) -> bool:
+    """Whether a torch specifier holds torch below some release (an exact pin or an upper bound): pip then picks an
+    older release of a package that asks for a newer torch, rather than replacing this one."""
+    return not _lower_bounds_only(spec)
 
 
 def asks_any_torch(name: str) -> bool:

@@ -14,7 +14,7 @@ class TrlConfigBf16Default(PythonRule):
     name = "trl-config-bf16-default"
     title = "A TRL config that sets neither `bf16` nor `fp16` trains in bf16 by default"
     what = (
-        "Finds TRL trainer configs (`GRPOConfig`, `SFTConfig`, `DPOConfig`, `KTOConfig`, `RLOOConfig`, ...) built "
+        "Finds TRL trainer configs (`GRPOConfig`, `SFTConfig`, `DPOConfig`, `KTOConfig`, `RLOOConfig`, `AsyncGRPOConfig`, ...) built "
         "without a `bf16=` or `fp16=` keyword (and without `**kwargs` that could carry one). transformers' own "
         "`TrainingArguments` defaults both to False [S61] and is not reported."
     )
@@ -39,6 +39,9 @@ class TrlConfigBf16Default(PythonRule):
             fixed="from trl import SFTConfig\ncfg = SFTConfig(\n    output_dir='o', fp16=True,\n)\n"),
         Bad("import trl\ncfg = trl.DPOConfig()\n", target="sm70", unsafe=True,
             fixed="import trl\ncfg = trl.DPOConfig(fp16=True)\n"),
+        # TRL's async GRPO config is a _BaseConfig too: bf16 defaults to True (async_grpo_config.py:123) [S63]
+        Bad("from trl.experimental.async_grpo import AsyncGRPOConfig\ncfg = AsyncGRPOConfig(output_dir='o')\n",
+            fixed="from trl.experimental.async_grpo import AsyncGRPOConfig\ncfg = AsyncGRPOConfig(output_dir='o', bf16=False)\n"),
     )
     good = (
         Good("from trl import GRPOConfig\ncfg = GRPOConfig(output_dir='o', fp16=True)\n", target="sm70"),

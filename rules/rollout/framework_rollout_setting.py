@@ -4,7 +4,7 @@ from rlcompat.analysis.knowledgecheck import DataExamples, check, spells_a_key
 from rlcompat.knowledge.capabilities import min_capability
 from rlcompat.contract import Bad, ConfigRule, Good
 
-KINDS = frozenset({"rollout-engine", "vllm-switch", "vllm-engines", "quantization", "kv-cache-dtype", "eager-switch"})
+KINDS = frozenset({"rollout-engine", "vllm-switch", "vllm-engines", "vllm-engines-bf16", "quantization", "kv-cache-dtype", "eager-switch"})
 
 
 class FrameworkRolloutSetting(ConfigRule):
@@ -14,13 +14,14 @@ class FrameworkRolloutSetting(ConfigRule):
     what = (
         "Reads rlcompat/knowledge/data/frameworks/: keys and flags of kind `rollout-engine`, `vllm-switch`, `vllm-engines`, "
         "`quantization`, `kv-cache-dtype` and `eager-switch` (TRL `use_vllm`, OpenRLHF `--vllm.num_engines` and "
-        "`--vllm_num_engines`, ms-swift `infer_backend`, SGLang `--quantization`, `--kv-cache-dtype`, vLLM/SGLang "
+        "`--vllm_num_engines`, whose engines OpenRLHF builds in bfloat16 (`vllm-engines-bf16`: refused below 8.0), ms-swift `infer_backend`, SGLang `--quantization`, `--kv-cache-dtype`, vLLM/SGLang "
         "`--enforce-eager`, and in a Python file that imports vLLM an engine option read with a default, "
         "`cfg.get(\"enforce_eager\", False)`) and reports what the target cannot run. vLLM's `--quantization` and `--kv-cache-dtype` "
         "are RLC405's and RLC406's, judged per method from rlcompat/knowledge/data/vllm.toml."
     )
     why = (
-        f"{min_capability('vllm').by_release()} [S7]; SGLang refuses < 7.5 [S35]; fp8 "
+        f"{min_capability('vllm').by_release()} [S7], and refuses bfloat16 below 8.0 [S6] (OpenRLHF's engines are "
+        "always bfloat16 [S162]); SGLang refuses < 7.5 [S35]; fp8 "
         "weights and KV caches need 8.9 [S6][S20]; without eager mode vLLM compiles with Inductor, which refuses "
         "< 7.0 [S17][S52]."
     )
@@ -29,7 +30,7 @@ class FrameworkRolloutSetting(ConfigRule):
         "switching either changes the run (and on sm6x/sm70 there is no vLLM to switch to)."
     )
     triggers = ("vllm", "VLLM", "sglang", "quantization", "kv_cache", "kv-cache", "eager", "infer_backend")
-    sources = ("S6", "S7", "S17", "S20", "S35", "S52")
+    sources = ("S6", "S7", "S17", "S20", "S35", "S52", "S162")
     python_triggers = ("vllm", "VLLM", "sglang", "kv_cache", "quantization", "enforce_eager")  # argparse defaults, config fields, call keywords (lang/pysettings.py)
     kinds = KINDS
     precedence = 1
@@ -42,6 +43,9 @@ class FrameworkRolloutSetting(ConfigRule):
         Bad('from vllm import LLM\nengine = LLM(model=p, enforce_eager=cfg.get("enforce_eager", False))\n',
             path="rollout.py",
             fixed='from vllm import LLM\nengine = LLM(model=p, enforce_eager=cfg.get("enforce_eager", True))\n'),
+        # OpenRLHF builds its vLLM engines in bfloat16 whatever --ds.param_dtype says: vLLM runs on a T4 but refuses it
+        Bad("python3 -m openrlhf.cli.train_ppo_ray --vllm.num_engines 2 --ds.param_dtype fp16\n", path="train.sh",
+            target="sm75"),
     ))
     good = DataExamples("good", (
         Good("python -m sglang.launch_server --model-path m --quantization fp8\n", path="serve.sh", target="sm89"),
