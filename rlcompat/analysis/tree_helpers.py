@@ -45,17 +45,31 @@ def bf16_pick(path: str, function: str) -> Bf16Pick | None:
         stamp = os.stat(path).st_mtime_ns
     except OSError:
         return None
-    return _bf16_pick(path, stamp, function)
+    return _bf16_picks(path, stamp).get(function)
 
 
 @lru_cache(maxsize=256)
-def _bf16_pick(path: str, stamp: int, function: str) -> Bf16Pick | None:
+def _bf16_picks(path: str, stamp: int) -> dict[str, Bf16Pick]:
+    """Each module-level function of the file that picks bf16 that way. Cached by file and modification time; the
+    parsed module is not kept (a scan holds one file's tree at a time)."""
     del stamp  # part of the cache key only
-    tree = _parse(path)
-    node = next((n for n in (tree.body if tree else ()) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                 and n.name == function), None)
-    if node is None:
-        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return {}
+    picks = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            pick = _function_pick(path, node)  # a later `def` of the same name is the one called
+            if pick is None:
+                picks.pop(node.name, None)
+            else:
+                picks[node.name] = pick
+    return picks
+
+
+def _function_pick(path: str, node: ast.AST) -> Bf16Pick | None:
     for test_node in ast.walk(node):
         if isinstance(test_node, ast.If):
             chosen = test_node.body
@@ -89,20 +103,3 @@ def _bf16_value(expr: ast.AST) -> str | None:
         if isinstance(n, ast.Attribute) and n.attr == "bfloat16":
             return ast.unparse(n)
     return None
-
-
-@lru_cache(maxsize=64)
-def _parse_cached(path: str, stamp: int) -> ast.Module | None:
-    del stamp
-    try:
-        with open(path, encoding="utf-8") as f:
-            return ast.parse(f.read())
-    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
-        return None
-
-
-def _parse(path: str) -> ast.Module | None:
-    try:
-        return _parse_cached(path, os.stat(path).st_mtime_ns)
-    except OSError:
-        return None

@@ -12,7 +12,6 @@ import ast
 import os
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 
 from rlcompat.schema import KeySchema, SchemaUnread
 
@@ -107,7 +106,6 @@ def field_defaults(root: str, module_file: str, class_name: str) -> list[FieldDe
     return list(out.values())
 
 
-@lru_cache(maxsize=128)
 def _parse(path: str) -> ast.Module:
     try:
         with open(path, "rb") as fh:
@@ -134,13 +132,23 @@ def _is_class_var(annotation: ast.AST) -> bool:
         annotation = annotation.value
     return _name(annotation) == "ClassVar"
 
+
 class _Reader:
+    """One read of a schema: each file is parsed once while it lasts, and no tree outlives it (a scan keeps one
+    file's syntax tree alive at a time: tests/test_chunks.py)."""
+
     def __init__(self, root: str) -> None:
         self.root = root
+        self._trees: dict[str, ast.Module] = {}
+
+    def parse(self, path: str) -> ast.Module:
+        if path not in self._trees:
+            self._trees[path] = _parse(path)
+        return self._trees[path]
 
     def find(self, module_file: str, name: str) -> tuple[str, ast.ClassDef] | None:
         """The class `name` as seen from `module_file`: defined there, or imported from a module of the tree."""
-        tree = _parse(module_file)
+        tree = self.parse(module_file)
         for node in tree.body:
             if isinstance(node, ast.ClassDef) and node.name == name:
                 return module_file, node
