@@ -98,9 +98,22 @@ actor_rollout_ref:
 """
 
 
+def _verl_configs(tree) -> None:
+    """verl's own configs as 0.9.1 lays them out, reduced to what selects the engine: ppo_trainer chooses the
+    model_engine group, whose option sets the global key (verl/trainer/config/ppo_trainer.yaml:10,
+    model_engine/megatron.yaml)."""
+    config = tree / "verl/trainer/config"
+    (config / "model_engine").mkdir(parents=True, exist_ok=True)
+    (config / "ppo_trainer.yaml").write_text("defaults:\n  - model_engine: dp\n  - _self_\nalgorithm:\n"
+                                             "  adv_estimator: gae\n")
+    for engine in ("dp", "megatron"):
+        (config / "model_engine" / f"{engine}.yaml").write_text(f"# @package _global_\nmodel_engine: {engine}\n")
+
+
 def test_a_users_own_hydra_config_sets_what_its_keys_select(tree, run_cli):
     """`--config-path DIR --config-name NAME` as Hydra reads it: the config composes ppo_trainer (verl's recipe),
     so what it leaves unset has the default run's values, and what it sets selects code (LoRA here)."""
+    _verl_configs(tree)
     (tree / "conf").mkdir()
     (tree / "conf" / "my_ppo.yaml").write_text(MY_CONFIG)
     command = f"{ENTRY} --config-path={tree / 'conf'} --config-name my_ppo"
@@ -121,7 +134,7 @@ def test_a_config_group_choice_in_a_defaults_list_selects_as_the_command_line_wo
     """verl's own ppo_megatron_trainer composes ppo_trainer and overrides the model_engine group: the Megatron
     engine's code is reached, and what it leaves unset keeps ppo_trainer's values (no NCCL checkpoint engine). A
     config that composes no ppo_trainer leaves every unset key unknown: nothing is left out on its word."""
-    (tree / "verl/trainer/config").mkdir(parents=True, exist_ok=True)
+    _verl_configs(tree)
     (tree / "verl/trainer/config/ppo_megatron_trainer.yaml").write_text(
         "defaults:\n  - ppo_trainer\n  - override model_engine: megatron\n  - _self_\n")
     _, doc = _json(run_cli, "scan", "--run", f"{ENTRY} --config-name ppo_megatron_trainer {GRPO}", cwd=tree)

@@ -1,15 +1,14 @@
 """The config a run composes, where its command names one (`--config-path DIR --config-name NAME`, `-cp`, `-cn`,
-`--config-dir`), read as Hydra composes it: the values it sets for the keys a `[[run_option]]`'s `when` reads.
+`--config-dir`), composed as Hydra composes it (rlcompat/schema/hydra_static.py: the defaults list, `_self_`, group
+choices, `hydra.searchpath`): the values the run gets for the keys a `[[run_option]]`'s `when` reads.
 
 Hydra's flags (https://hydra.cc/docs/advanced/hydra-command-line-flags/): `--config-path` replaces the entry point's
 config directory (absolute, or relative to the entry module's file), `--config-name` the config it composes,
-`--config-dir` adds a directory to the search path; a config's `hydra.searchpath` (`file://DIR`, `pkg://MODULE`) adds
-more. A config's `defaults` list composes other configs in order, `_self_` where its own values go (last when
-absent), and chooses groups (`model_engine: dp`, `override model_engine: megatron`): a group is a key of its own, as
-the command line's `model_engine=megatron` sets it. A config whose defaults reach the entry point's own default config
-(`[default_run]` `config`: verl's ppo_trainer) gets `[default_run]`'s values for what it leaves unset; any other gets
-none (every key it leaves unset is unknown). verl recommends that recipe for a user's own config:
-`defaults: [ppo_trainer, _self_]` with `hydra.searchpath: [pkg://verl.trainer.config]`.
+`--config-dir` adds a directory to the search path. A config whose composition reads the entry point's own default
+config (`[default_run]` `config`: verl's ppo_trainer, which verl recommends a config of one's own compose:
+`defaults: [ppo_trainer, _self_]` with `hydra.searchpath: [pkg://verl.trainer.config]`) gets `[default_run]`'s
+values for a key no file sets (a dataclass default, with its proof there); any other gets none: a key it leaves
+unset is unknown.
 """
 
 from __future__ import annotations
@@ -18,14 +17,12 @@ import os
 import re
 from dataclasses import dataclass, field
 
-import yaml
-
 FLAGS = {"--config-path": "path", "-cp": "path", "--config-name": "name", "-cn": "name", "--config-dir": "dir",
          "-cd": "dir"}
 
 
 class ConfigError(Exception):
-    """A config the command names that cannot be found or read: one line naming it and what to do."""
+    """A config the command names that is not there: one line naming it and what to do."""
 
 
 @dataclass(frozen=True)
@@ -46,9 +43,10 @@ class Composed:
     """What the named config gives the run."""
 
     name: str  # as the command names it; "" for the entry point's own default config
-    values: dict[str, str] = field(default_factory=dict)  # full key -> value as a command line writes it
-    known: bool = True  # whether it composes the default config, so a key it leaves unset has `[default_run]`'s value
+    values: dict[str, str | None] = field(default_factory=dict)  # full key -> value as a command line writes it
+    known: bool = True  # whether it composes the default config, so a key no file sets has `[default_run]`'s value
     files: list[str] = field(default_factory=list)  # the config files read outside the package (the user's own)
+    unread: str = ""  # why the composition could not be followed, where it could not
 
 
 def _words(words: list[tuple[str, bool]]) -> list[tuple[str, bool]]:
@@ -81,16 +79,22 @@ def flags(words: list[tuple[str, bool]]) -> Flags:
     return Flags(last("path"), last("name"), tuple(found["dir"]))
 
 
-def compose(given: Flags, package: str, entry_file: str, default_config: str, run_values, cwd: str,
+def compose(given: Flags, package: str, entry_file: str, default_config: str, group_words: list[str], cwd: str,
             where: str) -> Composed:
     """The config the command composes. `entry_file`: the entry module's file (a relative --config-path is
     relative to its directory); `default_config`: the entry point's own config file (verl's ppo_trainer.yaml);
-    `run_values`: `[default_run]`'s values; `where`: the script or command, for messages."""
+    `group_words`: the command's overrides (`model_engine=megatron` chooses a group); `cwd`: where the command runs
+    (a relative --config-dir or `file://` search path); `where`: the script or command, for messages."""
+    from rlcompat.schema import SchemaUnread
+    from rlcompat.schema.hydra_static import compose_read
+
     if given.unknown:  # a flag's value is a shell variable: which config is composed is not known here
         return Composed(given.name or "a config named by a shell variable", known=False)
     default_dir = os.path.normpath(os.path.dirname(default_config))
     default_name = os.path.splitext(os.path.basename(default_config))[0]
     name = os.path.splitext(given.name)[0] if given.name else default_name
+    if not given.path and name == default_name:
+        return Composed("")
     primary = default_dir
     if given.path:
         primary = os.path.normpath(given.path if os.path.isabs(given.path) else
@@ -98,118 +102,30 @@ def compose(given: Flags, package: str, entry_file: str, default_config: str, ru
         if not os.path.isdir(primary):
             raise ConfigError(f"{where}: --config-path {given.path}: no such directory (Hydra reads it relative to "
                               f"{os.path.dirname(entry_file)}); pass the directory that holds {name}.yaml")
-    search = [primary, *(d if os.path.isabs(d) else os.path.join(cwd, d) for d in given.dirs)]
-    if not given.path and name == default_name:
-        return Composed("")
-    reader = _Reader(package, default_config, default_name, run_values, cwd, where)
-    path = reader.find(name, search)
-    if path is None:
-        raise ConfigError(f"{where}: --config-name {given.name}: no {name}.yaml in {', '.join(search)}; pass "
-                          "--config-path with the directory that holds it")
-    values, known = reader.read(path, search)
-    return Composed(given.name or name, values, known, reader.files)
+    dirs = tuple(d if os.path.isabs(d) else os.path.join(cwd, d) for d in given.dirs)
+    if not any(os.path.isfile(os.path.join(d, name + ".yaml")) for d in (primary, *dirs)):
+        raise ConfigError(f"{where}: --config-name {given.name}: no {name}.yaml in {', '.join((primary, *dirs))}; "
+                          "pass --config-path with the directory that holds it")
+    try:
+        values, files = compose_read(primary, name, group_words, (cwd, os.path.dirname(os.path.realpath(package))),
+                                     dirs)
+    except SchemaUnread as exc:  # a construct the static composition cannot follow: no value is claimed
+        return Composed(given.name or name, known=False, unread=str(exc))
+    inside = os.path.realpath(package) + os.sep
+    return Composed(given.name or name, _resolved(values),
+                    known=any(os.path.realpath(f) == os.path.realpath(default_config) for f in files),
+                    files=[f for f in files if not os.path.realpath(f).startswith(inside)])
 
 
-class _Reader:
-    def __init__(self, package, default_config, default_name, run_values, cwd, where):
-        self.package, self.default_name, self.run_values = package, default_name, run_values
-        self.default_config = os.path.realpath(default_config)
-        self.cwd, self.where = cwd, where
-        self.files: list[str] = []
-        self.seen: set[str] = set()
-
-    def find(self, name: str, search: list[str]) -> str | None:
-        for directory in search:
-            path = os.path.join(directory, name + ".yaml")
-            if os.path.isfile(path):
-                return path
-        return None
-
-    def read(self, path: str, search: list[str]) -> tuple[dict[str, str], bool]:
-        """(values, whether it composes the default config) of the config at `path`."""
-        real = os.path.realpath(path)
-        if real == self.default_config:
-            return {}, True  # verl's own default config: `[default_run]`'s values stand for it
-        if real in self.seen:
-            return {}, False
-        self.seen.add(real)
-        if not real.startswith(os.path.realpath(self.package) + os.sep):
-            self.files.append(path)
-        try:
-            with open(path, encoding="utf-8") as f:
-                doc = yaml.safe_load(f) or {}
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise ConfigError(f"{path}: not a YAML config rlcompat can read ({str(exc).splitlines()[0]}); fix it "
-                              f"or name another with --config-name ({self.where})")
-        if not isinstance(doc, dict):
-            raise ConfigError(f"{path}: a Hydra config is a mapping of keys, and this file is not one ({self.where})")
-        search = search + self._searchpath(doc)
-        own = _flat({k: v for k, v in doc.items() if k not in ("defaults", "hydra")})
-        values: dict[str, str] = {}
-        known, placed = False, False
-        for entry in doc.get("defaults") or ():
-            if entry == "_self_":
-                values.update(own)
-                placed = True
-            elif isinstance(entry, str):
-                sub = self.find(entry, search)
-                if sub is None and entry == self.default_name:
-                    sub_values, sub_known = {}, True  # verl's own, by the name Hydra finds it under
-                elif sub is None:
-                    raise ConfigError(f"{path}: its defaults name {entry}, and no {entry}.yaml is on its search "
-                                      f"path ({', '.join(search)}); add the directory with --config-dir "
-                                      f"({self.where})")
-                else:
-                    sub_values, sub_known = self.read(sub, search)
-                values.update(sub_values)
-                if sub_known:  # the default config's values win over what came before it
-                    values = {k: v for k, v in values.items() if k not in self.run_values}
-                known = known or sub_known
-            elif isinstance(entry, dict):
-                for group, choice in entry.items():
-                    group = str(group).removeprefix("override ").strip()
-                    if "@" not in group and "/" not in group and choice is not None:
-                        values[group] = _text(choice)
-        if not placed:
-            values.update(own)
-        return values, known
-
-    def _searchpath(self, doc: dict) -> list[str]:
-        hydra = doc.get("hydra") if isinstance(doc.get("hydra"), dict) else {}
-        out = []
-        for entry in hydra.get("searchpath") or ():
-            entry = str(entry)
-            if entry.startswith("pkg://"):
-                parts = entry[len("pkg://"):].strip("/").replace("/", ".").split(".")
-                top = os.path.basename(os.path.realpath(self.package))
-                if parts and parts[0] == top:
-                    out.append(os.path.join(self.package, *parts[1:]))
-            elif entry.startswith("file://"):
-                d = entry[len("file://"):]
-                out.append(d if os.path.isabs(d) else os.path.join(self.cwd, d))
-        return out
-
-
-def _flat(mapping: dict, prefix: str = "") -> dict[str, str]:
-    out: dict[str, str] = {}
-    for key, value in mapping.items():
-        full = f"{prefix}{key}"
-        if isinstance(value, dict):
-            out[full] = "{}"
-            out.update(_flat(value, full + "."))
-        else:
-            out[full] = _text(value)
+def _resolved(values: dict[str, str | None]) -> dict[str, str | None]:
+    """`${other.key}` as that key's value in the composed config; an empty value as null (as fork_values reads a
+    fork's config: rlcompat/analysis/launch_path.py)."""
+    out: dict[str, str | None] = {}
+    for key, value in values.items():
+        if value is not None and value.startswith("${") and value.endswith("}"):
+            value = values.get(value[2:-1])
+        out[key] = "null" if value == "" else value
     return out
-
-
-def _text(value) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(_text(v) for v in value) + "]"
-    return str(value)
 
 
 HYDRA_WORD = re.compile(r"^(?:(?:\+\+|\+)?[A-Za-z_][\w\-]*(?:[./@][\w\-]+)*=.*|~[A-Za-z_][\w\-]*(?:[./@][\w\-]+)*"

@@ -79,8 +79,9 @@ class Run:
         default = os.path.basename(self.knowledge.run_config)
         other = ""
         if self.config_name:
+            unread = f", which rlcompat could not follow ({self.composed.unread})" if self.composed.unread else ""
             other = (f" (composes {self.config_name}, which composes {default})" if self.composed.known else
-                     f" (composes {self.config_name}: what it leaves unset is not taken from {default})")
+                     f" (composes {self.config_name}{unread}: what it leaves unset is not taken from {default})")
         return f"{self.label}: {self.entry} of verl {self.knowledge.version} at {self.package}{other}{picked}"
 
     def classify(self, finding: Finding) -> NotReached | None:
@@ -147,7 +148,7 @@ def resolve(script: str, tree_identity, text: str | None = None, command: bool =
         try:
             composed = run_config.compose(
                 run_config.flags(written), package, _entry_file(package, entry, knowledge),
-                os.path.join(package, knowledge.run_config), knowledge.run_values,
+                os.path.join(package, knowledge.run_config), [t for t, dynamic in written if not dynamic],
                 os.path.dirname(os.path.abspath(script)), script)
         except run_config.ConfigError as exc:
             raise RunError(str(exc))
