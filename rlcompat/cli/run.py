@@ -25,7 +25,7 @@ def run_of(spec: str, text: str | None = None):
     if not command and not os.path.isfile(spec):
         raise fail(f"{spec}: --run takes a launch script (a file) or a command line in quotes "
                    "(\"python3 -m verl.trainer.main_ppo key=value ...\"), and this is neither")
-    script = os.path.join(os.getcwd(), COMMAND_LABEL) if command else spec
+    script = os.path.join(os.curdir, COMMAND_LABEL) if command else spec  # of the tree the command runs in
     try:
         return resolve(script, Identities.of_paths([script]).for_path(script), spec if command else text,
                        command=command)
