@@ -26,6 +26,14 @@ def load(path):
     return torch.ones(2, dtype=torch.bfloat16)
 
 
+def cleanup():
+    try:
+        return torch.ones(2, dtype=torch.float32)
+    finally:
+        pass
+    return torch.ones(2, dtype=torch.bfloat16)
+
+
 def optional():
     try:
         from flash_attn import x
@@ -189,7 +197,8 @@ def test_fallback_regions_are_handlers_and_code_after_a_try_that_always_returns(
     assert run_model.fallback_of(str(path), 6) is None and run_model.fallback_of(str(path), 7) is None
     assert run_model.fallback_of(str(path), 9) == 5  # the handler
     assert run_model.fallback_of(str(path), 10) == 5  # after a try whose body returns: only through the handler
-    assert run_model.fallback_of(str(path), 17) is None  # an import's fallback runs wherever the package is missing
+    assert run_model.fallback_of(str(path), 18) is None  # no handler: nothing falls back (that line never runs)
+    assert run_model.fallback_of(str(path), 25) is None  # an import's fallback runs wherever the package is missing
 
 
 def test_a_fallbacks_findings_are_their_own_reason_and_fix_minimal_still_fixes_them(tree, run_cli):
@@ -200,7 +209,7 @@ def test_a_fallbacks_findings_are_their_own_reason_and_fix_minimal_still_fixes_t
     _, doc = _json(run_cli, "scan", "--run", "run.sh", cwd=tree)
     reached, why = _reached_and_why(doc)
     assert why["utils/loader.py:10"] == {"reason": "fallback", "detail": "utils/loader.py:5"}
-    assert "utils/loader.py:17" in reached
+    assert "utils/loader.py:25" in reached
     code, out, _ = run_cli("scan", "--run", "run.sh", "--target", "sm61", "--no-cache", *SELECT, cwd=tree)
     assert "1 in fallbacks that run only when an earlier call raises" in out  # shown, never dropped
     code, out, err = run_cli("fix", "--run", "run.sh", "--minimal", "--target", "sm61", "--no-cache", *SELECT,

@@ -75,8 +75,8 @@ def flags(words: list[tuple[str, bool]]) -> Flags:
                 value = ""
             found[kind].append(value)
         i += 1
-    last = lambda kind: found[kind][-1] if found[kind] else ""  # noqa: E731 (Hydra: the last flag wins)
-    return Flags(last("path"), last("name"), tuple(found["dir"]))
+    path, name = (found[k][-1] if found[k] else "" for k in ("path", "name"))  # Hydra: the last flag wins
+    return Flags(path, name, tuple(found["dir"]))
 
 
 def compose(given: Flags, package: str, entry_file: str, default_config: str, group_words: list[str], cwd: str,

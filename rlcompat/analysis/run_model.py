@@ -312,7 +312,7 @@ def _fallback_regions(path: str) -> tuple[tuple[int, int, int], ...]:
                     continue
                 for handler in stmt.handlers:
                     out.append((handler.body[0].lineno, _end(handler.body), stmt.lineno))
-                if _exits(stmt.body) and i + 1 < len(block):
+                if stmt.handlers and _exits(stmt.body) and i + 1 < len(block):
                     out.append((block[i + 1].lineno, _end(block[i + 1:]), stmt.lineno))
     return tuple(out)
 
