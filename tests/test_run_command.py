@@ -233,3 +233,21 @@ def test_the_0_9_1_fallback_of_the_value_head_loader_is_found_in_the_installed_v
     model = os.path.join(package, "utils", "model.py")
     assert run_model.fallback_of(model, 649) is None
     assert run_model.fallback_of(model, 674) == run_model.fallback_of(model, 680) == 644
+
+
+def test_a_run_whose_guarded_call_fails_on_the_target_is_never_all_clear(tree, run_cli):
+    """The fallback's finding is not reached, but the call it falls back from is: while that call's hazard remains
+    the run reports it (exit 1, no "All clear"); once it is fixed, the fallback is what is left, shown by its reason."""
+    for path in ("workers/config/engine.py", "workers/engine/fsdp/transformer_impl.py"):
+        (tree / "verl" / path).write_text("X = 1\n")
+    (tree / "verl/utils/loader.py").write_text(FALLBACK.replace("torch.float32", "torch.bfloat16", 1))
+    main = tree / "verl/trainer/main_ppo.py"
+    main.write_text("from verl.utils import loader\n" + main.read_text())
+    (tree / "run.sh").write_text(f"#!/bin/bash\n{ENTRY} {GRPO}\n")
+    code, out, _ = run_cli("scan", "--run", "run.sh", "--target", "sm61", "--no-cache", *SELECT, cwd=tree)
+    assert code == 1 and "All clear" not in out and "verl/utils/loader.py:6" in out
+    loader = tree / "verl/utils/loader.py"
+    loader.write_text(FALLBACK.split("\n\n\ndef cleanup")[0] + "\n")  # load() alone: its first call fixed
+    code, out, _ = run_cli("scan", "--run", "run.sh", "--target", "sm61", "--no-cache", *SELECT, cwd=tree)
+    assert code == 0 and "All clear for this run" in out
+    assert "1 in fallbacks that run only when an earlier call raises" in out
