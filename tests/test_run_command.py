@@ -113,7 +113,8 @@ def _verl_configs(tree) -> None:
     config = tree / "verl/trainer/config"
     (config / "model_engine").mkdir(parents=True, exist_ok=True)
     (config / "ppo_trainer.yaml").write_text("defaults:\n  - model_engine: dp\n  - _self_\nalgorithm:\n"
-                                             "  adv_estimator: gae\n")
+                                             "  adv_estimator: gae\nactor_rollout_ref:\n  model:\n    lora_rank: 0\n"
+                                             "  rollout:\n    name: vllm\n    dtype: bfloat16\n")
     for engine in ("dp", "megatron"):
         (config / "model_engine" / f"{engine}.yaml").write_text(f"# @package _global_\nmodel_engine: {engine}\n")
 
@@ -149,7 +150,8 @@ def test_a_config_group_choice_in_a_defaults_list_selects_as_the_command_line_wo
     reached, why = _reached_and_why(doc)
     assert "workers/engine/megatron/impl.py:3" in reached
     assert why["checkpoint_engine/nccl_checkpoint_engine.py:3"]["detail"] == "checkpoint-nccl"
-    (tree / "verl/trainer/config/alone.yaml").write_text("trainer:\n  total_epochs: 1\n")
+    (tree / "verl/trainer/config/alone.yaml").write_text("algorithm:\n  adv_estimator: gae\nactor_rollout_ref:\n"
+                                                         "  rollout:\n    name: vllm\n")
     _, doc = _json(run_cli, "scan", "--run", f"{ENTRY} --config-name alone {GRPO}", cwd=tree)
     reached, _ = _reached_and_why(doc)
     assert "workers/engine/megatron/impl.py:3" in reached and "checkpoint_engine/nccl_checkpoint_engine.py:3" in reached
@@ -169,6 +171,22 @@ def test_bad_runs_exit_2_with_one_line(tree, run_cli, run, words, command):
     target = ("--targets", "sm61") if command == "matrix" else ("--target", "sm61")
     code, out, err = run_cli(command, "--run", run, *target, "--no-cache", cwd=tree)
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1, (out, err)
+
+
+@pytest.mark.parametrize("form", ["script", "command"])
+def test_an_override_of_a_key_the_config_lacks_is_refused_as_hydra_refuses_it(tree, run_cli, form):
+    """verl's own examples/ppo_trainer/run_deepseek7b_llm.sh (volcengine/verl b178a3cd) sets
+    critic.model.fsdp_config.param_offload, which verl 0.9.1's config does not have: Hydra stops before anything runs,
+    so --run says so (exit 2) rather than judge a run that cannot start. `+key=` adds a key and is not judged."""
+    _verl_configs(tree)
+    command = f"{ENTRY} {GRPO} critic.model.fsdp_config.param_offload=False"
+    (tree / "run.sh").write_text(f"#!/bin/bash\n{command}\n")
+    code, _, err = run_cli("scan", "--run", "run.sh" if form == "script" else command, "--target", "sm61", cwd=tree)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "`critic.model.fsdp_config.param_offload` is no key of the config verl.trainer.main_ppo composes" in err
+    added = f"{ENTRY} {GRPO} +critic.model.fsdp_config.param_offload=False"
+    code, _, err = run_cli("scan", "--run", added, "--target", "sm61", *SELECT, "--no-cache", cwd=tree)
+    assert code in (0, 1), err
 
 
 def test_a_malformed_override_in_a_script_is_refused_as_in_a_command(tree, run_cli):

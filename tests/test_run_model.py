@@ -253,7 +253,7 @@ def test_a_command_composing_another_config_assumes_none_of_the_default_runs_val
     word. A relative --config-path is read from the entry module's directory, as Hydra reads it."""
     for where in ("verl/trainer/config/mine.yaml", "verl/trainer/my_configs/ppo_trainer.yaml"):
         (tree / where).parent.mkdir(parents=True, exist_ok=True)
-        (tree / where).write_text("trainer:\n  total_epochs: 1\n")
+        (tree / where).write_text("trainer:\n  total_epochs: 1\nalgorithm:\n  adv_estimator: gae\n")
     script = tree / "run.sh"
     script.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo " + words + " \\\n    algorithm.adv_estimator=grpo\n")
     _, doc = _json(run_cli, "scan", "--run", "run.sh", cwd=tree)

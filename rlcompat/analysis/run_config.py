@@ -47,6 +47,7 @@ class Composed:
     known: bool = True  # whether it composes the default config, so a key no file sets has `[default_run]`'s value
     files: list[str] = field(default_factory=list)  # the config files read outside the package (the user's own)
     unread: str = ""  # why the composition could not be followed, where it could not
+    source: tuple[str, str] = ("", "")  # (directory, name) of the config composed; ("", "") where not known
 
 
 def _words(words: list[tuple[str, bool]]) -> list[tuple[str, bool]]:
@@ -94,7 +95,7 @@ def compose(given: Flags, package: str, entry_file: str, default_config: str, gr
     default_name = os.path.splitext(os.path.basename(default_config))[0]
     name = os.path.splitext(given.name)[0] if given.name else default_name
     if not given.path and name == default_name:
-        return Composed("")
+        return Composed("", source=(default_dir, default_name))
     primary = default_dir
     if given.path:
         primary = os.path.normpath(given.path if os.path.isabs(given.path) else
@@ -114,7 +115,28 @@ def compose(given: Flags, package: str, entry_file: str, default_config: str, gr
     inside = os.path.realpath(package) + os.sep
     return Composed(given.name or name, _resolved(values),
                     known=any(os.path.realpath(f) == os.path.realpath(default_config) for f in files),
-                    files=[f for f in files if not os.path.realpath(f).startswith(inside)])
+                    files=[f for f in files if not os.path.realpath(f).startswith(inside)], source=(primary, name))
+
+
+def refused(composed: Composed, keys: list[str], group_words: list[str], bases: tuple[str, ...]) -> str | None:
+    """The first of `keys` (overrides written without `+`/`++`) that the composed config does not have, or None:
+    Hydra refuses such an override before anything runs (`Could not override 'K'. To append to your config use
+    +K=...`, https://hydra.cc/docs/advanced/override_grammar/basic/), a mapping written `{}` included. A key without
+    a dot may choose a config group, which the key set does not list: not judged; nor is anything where the
+    composition is not known."""
+    from rlcompat.schema import SchemaUnread
+    from rlcompat.schema.hydra_static import compose as compose_keys
+
+    directory, name = composed.source
+    if not directory or composed.unread:
+        return None
+    try:
+        schema = compose_keys(directory, name, group_words, bases=bases)
+    except SchemaUnread:
+        return None
+    if not schema.complete:
+        return None
+    return next((k for k in keys if "." in k and "@" not in k and not schema.has(k)), None)
 
 
 def _resolved(values: dict[str, str | None]) -> dict[str, str | None]:

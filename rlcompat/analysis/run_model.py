@@ -152,6 +152,14 @@ def resolve(script: str, tree_identity, text: str | None = None, command: bool =
                 os.path.dirname(os.path.abspath(script)), script)
         except run_config.ConfigError as exc:
             raise RunError(str(exc))
+        absent = None if not package_identity.exact else run_config.refused(
+            composed, [s.key for s in settings if not s.prefix], [t for t, dynamic in written if not dynamic],
+            (os.path.dirname(os.path.abspath(script)), os.path.dirname(os.path.realpath(package))))
+        if absent is not None:
+            config = os.path.join(*composed.source) + ".yaml"
+            raise RunError(f"{script}: `{absent}` is no key of the config {entry} composes ({config}, verl "
+                           f"{knowledge.version}): Hydra refuses the command (Could not override); use "
+                           "the key this verl has")
         return _build(script, package, knowledge, entry, overrides, defaults, composed, text if command else "")
     if command:
         first = knowledge.run_entry[0] if knowledge.run_entry else "verl.trainer.main_ppo"
