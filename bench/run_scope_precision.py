@@ -11,6 +11,12 @@ executed). Precision = reached by the trace among those `--run` calls reached; r
 among the trace's reached. Truth is either the recorded list (a TOML `reached` list of package-relative
 "file:line") or a `verify --trainer --trace --output-format json` report (its `trace` lists:
 bench/results/trace_grpo_verl091_sm61.json), with which `fix --run --minimal --trace` is measured too.
+
+Runs measured (docs/run-scope.md, *Measured*): in-sample, the seeds' GRPO script (the default) and it with
+algorithm.adv_estimator=gae (truth trace_grpo_/trace_ppo_verl091_sm61.json); out of sample, two of verl's own example
+scripts, passed with --script from a checkout of volcengine/verl (b178a3cd): examples/rloo_trainer/run_qwen2-7b.sh
+(trace_rloo_verl091_sm61.json) and examples/ppo_trainer/run_deepseek7b_llm.sh with the three keys verl 0.9.1's
+config lacks moved or dropped (trace_ppo_deepseek_verl091_sm61.json).
 """
 
 from __future__ import annotations

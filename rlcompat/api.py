@@ -78,15 +78,19 @@ class FixReport:
 
 
 def scan_paths(paths: list[str], target: Target, settings: Options | None = None, jobs: int | None = None,
-               progress=None, use_cache: bool = False) -> ScanReport:
-    """Check files and directories. `use_cache` reads and writes `.rlcompat_cache/` under the config root."""
+               progress=None, use_cache: bool = False, scripts: Mapping[str, str] | None = None) -> ScanReport:
+    """Check files and directories. `use_cache` reads and writes `.rlcompat_cache/` under the config root.
+    `scripts`: launch commands given as text (`--run "python3 -m ..."`), by the path that labels each, checked as
+    shell scripts of the directory that path is in."""
     settings = settings or Options()
     not_read: list[tuple[str, str]] = []
     files, missing = discover(paths, settings, not_read)
     identities = Identities.of_paths(paths)  # each scanned tree's framework identity, resolved once
     checker = Checker(target, settings, use_cache=use_cache, identities=identities)
     results = check_files(checker, files, jobs=jobs, progress=progress)
-    add_reached(checker, results)  # what each launch script's run reaches in its framework (analysis/launch_path.py)
+    results += [checker.check_source(_decoded(path, text), "shell") for path, text in (scripts or {}).items()]
+    # what each launch script's run reaches in its framework (analysis/launch_path.py)
+    add_reached(checker, results, dict(scripts) if scripts else None)
     return ScanReport(target, results, missing, not_read, identities)
 
 
@@ -125,9 +129,10 @@ def _decoded(path: str, text: str) -> SourceFile:
 
 def fix_paths(paths: list[str], target: Target, settings: Options | None = None, unsafe: bool | None = None,
               write: bool = True, progress=None, jobs: int | None = None, use_cache: bool = False,
-              skip: Mapping[str, frozenset] | None = None) -> FixReport:
+              skip: Mapping[str, frozenset] | None = None, scripts: Mapping[str, str] | None = None) -> FixReport:
     """Apply fixes (safe ones, plus unsafe ones if asked) file by file, in parallel; `write=False` only computes them.
-    `skip`: per file (real path), (line, column, code) of findings whose fixes are left out (`fix --run --minimal`)."""
+    `skip`: per file (real path), (line, column, code) of findings whose fixes are left out (`fix --run --minimal`).
+    `scripts`: launch commands given as text, as `scan_paths` takes them: fixed as text, never written."""
     settings = settings or Options()
     unsafe = settings.unsafe_fixes if unsafe is None else unsafe
     not_read: list[tuple[str, str]] = []
@@ -139,8 +144,9 @@ def fix_paths(paths: list[str], target: Target, settings: Options | None = None,
     skip = skip or {}
     out = run_parallel(checker, fix_one, [(p, lang, unsafe, write, skip.get(os.path.realpath(p), frozenset()))
                                           for p, lang in files], jobs, progress)
+    out += [fix_source(checker, _decoded(path, text), "shell", unsafe) for path, text in (scripts or {}).items()]
     # What a fixed launch script's run still reaches in its framework stays remaining (launch_path.py): never
     # "nothing remaining" while the run cannot start. Without `write`, the script's fixed text is what is judged.
     add_reached(checker, [x.remaining for x in out if x.remaining is not None],
-                {x.path: x.fixed for x in out if x.changed} if not write else None)
+                {x.path: x.fixed for x in out if (x.changed and not write) or x.path in (scripts or {})})
     return FixReport(target, out, missing, not_read, identities)

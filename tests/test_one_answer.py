@@ -1,7 +1,9 @@
 """One answer (issue 27 item 5): doctor, scan and matrix, each run as the real CLI on the same trees (the installed
 verl 0.9.1 and a small launch-script tree), say the same thing: every key doctor recommends is live in the
-knowledge scan applies to that verl and draws no finding from scan; doctor's rollout advice is RLC401's fix; and
-matrix's verdict is blocked exactly where scan leaves a finding without a fix in the run matrix judges."""
+knowledge scan applies to that verl and draws no finding from scan; doctor's rollout advice is RLC401's fix;
+matrix's verdict is blocked exactly where scan leaves a finding without a fix in the run matrix judges; and for a
+launch script's own run (`--run`), matrix's verdict is decided by exactly the findings `scan --run` reports as
+reached, the same whether the run is given as the script or as its command line."""
 
 from __future__ import annotations
 
@@ -33,6 +35,8 @@ python3 -m verl.trainer.main_ppo \\
     trainer.n_gpus_per_node=1
 """
 
+COMMAND = " ".join(SCRIPT.split("\n", 2)[2].replace("\\\n", " ").split())  # the script's command, on one line
+
 
 def _verl_dir() -> Path:
     import importlib.util
@@ -63,6 +67,10 @@ def answers(tmp_path_factory):
                                     cwd=tree)
     out["matrix_megatron"] = run("matrix", verl, "--targets", "sm61", "--run", "megatron", "--output-format", "json",
                                  "--no-cache", cwd=tree)
+    out["scan_run"] = run("scan", "--run", "run_grpo.sh", "--target", "sm61", "--output-format", "json", "--no-cache",
+                          cwd=tree)
+    for name, spec in (("matrix_run", "run_grpo.sh"), ("matrix_command", COMMAND)):
+        out[name] = run("matrix", "--run", spec, "--targets", "sm61", "--output-format", "json", "--no-cache", cwd=tree)
     return out
 
 
@@ -142,6 +150,22 @@ def test_matrix_verdict_agrees_with_what_scan_leaves_unfixable_in_the_run(answer
     assert "RLC120" in {c for r in default["not_in_run"] for c in r["codes"]}
     [megatron] = answers["matrix_megatron"]["targets"]
     assert megatron["status"] == "blocked" and megatron["first_blocker"]["code"] == "RLC120"
+
+
+def test_matrix_of_a_launch_scripts_run_is_decided_by_what_scan_run_reaches(answers):
+    """`matrix --run run_grpo.sh` and `scan --run run_grpo.sh` judge the same run: the verdict is blocked exactly when
+    a reached error has no fix, and `decided_by` names the codes of the reached errors that decide it; the command
+    line of the script, given to --run, gets the same verdict and the same findings left out."""
+    reached = [f for f in answers["scan_run"]["findings"] if f["reached"] and f["severity"] == "error"]
+    blockers = {f["code"] for f in reached if f["fix"] is None}
+    [row] = answers["matrix_run"]["targets"]
+    assert (row["status"] == "blocked") == bool(blockers), row["verdict"][:200]
+    assert set(row["decided_by"]) == (blockers or {f["code"] for f in reached})
+    assert answers["scan_run"]["summary"]["not_reached"] == len(row["not_reached"])
+    [command] = answers["matrix_command"]["targets"]
+    assert (command["status"], command["decided_by"], len(command["not_reached"])) == \
+        (row["status"], row["decided_by"], len(row["not_reached"]))
+    assert row["status"] in ("runs_after_fix", "runs_after_unsafe_fix")  # the FSDP GRPO run trains after fixes
 
 
 def test_a_finding_that_says_it_needs_another_engine_lies_in_that_runs_files(answers):

@@ -185,7 +185,7 @@ def test_matrix_run_gives_the_verdict_of_that_run(tree, run_cli):
     (("fix", "--run", "run.sh", "--minimal", "--trace", "other.sh"), "not a `rlcompat verify"),
     (("scan", "--run", "missing.sh"), "missing.sh"),
     (("scan", "--run", "other.sh"), "runs no verl.trainer.main_ppo command"),
-    (("matrix", "--run", "nothing-like-a-run"), "names no run and no launch script"),
+    (("matrix", "--run", "nothing-like-a-run"), "names no run, no launch script and no command line"),
 ])
 def test_usage_errors_exit_2_with_one_line(tree, run_cli, args, words):
     (tree / "other.sh").write_text("#!/bin/bash\necho hello\n")
@@ -245,11 +245,15 @@ def test_every_function_and_module_the_0_9_1_rows_name_is_in_verl_0_9_1():
             assert os.path.isfile(base + ".py") or os.path.isfile(os.path.join(base, "__init__.py")), module
 
 
-@pytest.mark.parametrize("words", ["--config-name ppo_megatron_trainer", "--config-name=ppo_megatron_trainer",
-                                   "--config-path ./my_configs"])
+@pytest.mark.parametrize("words", ["--config-name mine", "--config-name=mine.yaml", "-cn mine",
+                                   "--config-path my_configs"])
 def test_a_command_composing_another_config_assumes_none_of_the_default_runs_values(tree, run_cli, words):
-    """With another config, model_engine (and every key the command leaves unset) is not known to be dp: the
-    Megatron engine's code stays in the run rather than being left out on the default config's word."""
+    """With a config that does not compose ppo_trainer, model_engine (and every key the command leaves unset) is not
+    known to be dp: the Megatron engine's code stays in the run rather than being left out on the default config's
+    word. A relative --config-path is read from the entry module's directory, as Hydra reads it."""
+    for where in ("verl/trainer/config/mine.yaml", "verl/trainer/my_configs/ppo_trainer.yaml"):
+        (tree / where).parent.mkdir(parents=True, exist_ok=True)
+        (tree / where).write_text("trainer:\n  total_epochs: 1\nalgorithm:\n  adv_estimator: gae\n")
     script = tree / "run.sh"
     script.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo " + words + " \\\n    algorithm.adv_estimator=grpo\n")
     _, doc = _json(run_cli, "scan", "--run", "run.sh", cwd=tree)

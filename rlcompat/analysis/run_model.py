@@ -22,19 +22,20 @@ from __future__ import annotations
 
 import ast
 import os
-import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 from rlcompat.knowledge import identity, verl_config
-from rlcompat.analysis import run_scope
+from rlcompat.analysis import run_config, run_scope
 from rlcompat.findings import Finding
 from rlcompat.pipeline.source import SourceError, decode, read_bytes
 
 OPTION, NOT_IMPORTED, OVERRIDDEN, NOT_EXECUTED = "option", "not-imported", "overridden", "not-executed"
+FALLBACK = "fallback"
 REASONS = {
     OPTION: "in code only another run option reaches",
     NOT_IMPORTED: "in files the run never imports",
+    FALLBACK: "in fallbacks that run only when an earlier call raises",
     OVERRIDDEN: "on config keys the command overrides",
     NOT_EXECUTED: "on lines the traced run never executed",
 }
@@ -61,13 +62,27 @@ class Run:
     modules: frozenset[str] = frozenset()  # real paths of the package files the run imports
     left_out: tuple[verl_config.RunOption, ...] = ()  # options this run does not select
     selected: tuple[str, ...] = ()  # names of the options and modules it selects, for the report
-    config_name: str = ""  # the config the command composes where it names another (`--config-name`)
+    composed: run_config.Composed = field(default_factory=lambda: run_config.Composed(""))  # the config it composes
+    command: str = ""  # the command line, where `--run` was given one instead of a script (`script` labels it)
+
+    @property
+    def config_name(self) -> str:
+        return self.composed.name
+
+    @property
+    def label(self) -> str:
+        """The script's path, or the command line in backquotes."""
+        return f"`{' '.join(self.command.split())}`" if self.command else self.script
 
     def describe(self) -> str:
         picked = f"; selects {', '.join(self.selected)}" if self.selected else ""
-        other = (f" (composes {self.config_name}: what it leaves unset is not taken from "
-                 f"{os.path.basename(self.knowledge.run_config)})") if self.config_name else ""
-        return f"{self.script}: {self.entry} of verl {self.knowledge.version} at {self.package}{other}{picked}"
+        default = os.path.basename(self.knowledge.run_config)
+        other = ""
+        if self.config_name:
+            unread = f", which rlcompat could not follow ({self.composed.unread})" if self.composed.unread else ""
+            other = (f" (composes {self.config_name}, which composes {default})" if self.composed.known else
+                     f" (composes {self.config_name}{unread}: what it leaves unset is not taken from {default})")
+        return f"{self.label}: {self.entry} of verl {self.knowledge.version} at {self.package}{other}{picked}"
 
     def classify(self, finding: Finding) -> NotReached | None:
         """None when the run reaches `finding`, else why not."""
@@ -80,20 +95,26 @@ class Run:
                                               for code in option.functions + option.code):
                 return NotReached(OPTION, option.name)
         if full.endswith(".py"):
-            return None if full in self.modules else NotReached(NOT_IMPORTED, relative)
+            if full not in self.modules:
+                return NotReached(NOT_IMPORTED, relative)
+            guard = fallback_of(full, finding.location.line)
+            return NotReached(FALLBACK, f"{relative}:{guard}") if guard else None
         if full.endswith((".yaml", ".yml")):
             key = _overridden_key(self, relative, finding)
             return NotReached(OVERRIDDEN, key) if key else None
         return NotReached(NOT_IMPORTED, relative)  # a file of the package no entry point runs (a script, a doc)
 
 
-def resolve(script: str, tree_identity, text: str | None = None) -> Run:
+def resolve(script: str, tree_identity, text: str | None = None, command: bool = False) -> Run:
     """The run of `script`'s first verl command. `tree_identity`: the script's tree's identity (Checker.tree_identity);
-    `text`: the script's text where it is not what is on disk (`fix --diff`: the fixed text, never written)."""
+    `text`: the script's text where it is not what is on disk (`fix --diff`: the fixed text, never written).
+    `command`: `script` labels a command line given as `text` (`--run "python3 -m ... k=v"`), read as a one-line
+    script of the directory `script` is in."""
     from rlcompat.lang import shell
     from rlcompat.analysis.launch_path import fork_values, package_run
     from rlcompat.pipeline.scanned_file import ScannedFile
 
+    what = "command line" if command else "launch script (bash)"
     text = _read(script, "shell") if text is None else text
     if text is None:
         raise RunError(f"{script}: cannot be read; --run takes a launch script (bash) that runs verl's main_ppo")
@@ -105,59 +126,75 @@ def resolve(script: str, tree_identity, text: str | None = None) -> Run:
     package_identity = identity.verl_package(package, tree_identity.root)
     knowledge = verl_config.knowledge_of(package_identity)
     try:
-        commands = shell.entry_commands(shell.parse(text), scanned)
+        parsed = shell.parse(text)
+        commands = shell.entry_commands(parsed, scanned)
+        arguments = shell.entry_arguments(parsed, scanned)
     except shell.ShellSyntaxError as exc:
-        raise RunError(f"{script}: not a shell script rlcompat can read ({exc}); fix its syntax first")
-    for entry, anchor, settings in commands:
-        if run_scope.runs_entry(knowledge, entry):
-            overrides = {s.key: s.value for s in settings if s.prefix != "~"}
-            defaults = None if package_identity.exact else fork_values(package, knowledge)
-            return _build(script, package, knowledge, entry, overrides, defaults,
-                          _other_config(text[anchor.end:], knowledge))
+        raise RunError(f"{script}: not a {what} rlcompat can read ({exc}); fix its syntax first")
     entries = ", ".join(knowledge.run_entry) or "an entry point"
+    for (entry, _, settings), words in zip(commands, arguments):
+        if not run_scope.runs_entry(knowledge, entry):
+            if command:
+                raise RunError(f"{script}: {entry} is not an entry point whose run rlcompat knows for verl "
+                               f"{knowledge.version} (it knows {entries}); give the command that starts training")
+            continue
+        written = [(w.text, w.dynamic) for w in words]
+        bad = run_config.malformed(written)
+        if bad is not None:
+            raise RunError(f"{script}: `{bad}` after {entry} is not a Hydra override (key=value, +key=value, "
+                           "++key=value or ~key); fix it, as Hydra would refuse it")
+        overrides = {s.key: s.value for s in settings if s.prefix != "~"}
+        defaults = None if package_identity.exact else fork_values(package, knowledge)
+        try:
+            composed = run_config.compose(
+                run_config.flags(written), package, _entry_file(package, entry, knowledge),
+                os.path.join(package, knowledge.run_config), [t for t, dynamic in written if not dynamic],
+                os.path.dirname(os.path.abspath(script)), script)
+        except run_config.ConfigError as exc:
+            raise RunError(str(exc))
+        absent = None if not package_identity.exact else run_config.refused(
+            composed, [s.key for s in settings if not s.prefix], [t for t, dynamic in written if not dynamic],
+            (os.path.dirname(os.path.abspath(script)), os.path.dirname(os.path.realpath(package))))
+        if absent is not None:
+            config = os.path.join(*composed.source) + ".yaml"
+            raise RunError(f"{script}: `{absent}` is no key of the config {entry} composes ({config}, verl "
+                           f"{knowledge.version}): Hydra refuses the command (Could not override); use "
+                           "the key this verl has")
+        return _build(script, package, knowledge, entry, overrides, defaults, composed, text if command else "")
+    if command:
+        first = knowledge.run_entry[0] if knowledge.run_entry else "verl.trainer.main_ppo"
+        raise RunError(f"{script}: runs no python entry point of verl; give the command that starts training "
+                       f"(python3 -m {first} key=value ...)")
     raise RunError(f"{script}: runs no {entries} command; --run takes the launch script of a verl training run")
 
 
-def _other_config(rest: str, knowledge) -> str:
-    """The config a command composes where it names another than `[default_run]`'s (`--config-name X`, `-cn X`,
-    `--config-path DIR`), else "". `rest`: the script's text after the entry word; only its command counts."""
-    command = _joined(rest)
-    default = os.path.splitext(os.path.basename(knowledge.run_config))[0]
-    name = re.search(r"(?:--config-name|-cn)(?:=|\s+)['\"]?([\w./-]+)", command)
-    path = re.search(r"(?:--config-path|-cp)(?:=|\s+)['\"]?([^\s'\"]+)", command)
-    if name and os.path.splitext(os.path.basename(name.group(1)))[0] != default:
-        return name.group(1)
-    return f"the config in {path.group(1)}" if path else ""
+def _entry_file(package: str, entry: str, knowledge) -> str:
+    """The file of the module a command runs (`-m verl.trainer.main_ppo`, or a script's path): Hydra reads a
+    relative --config-path from its directory."""
+    module = next((m for m in knowledge.run_entry if runs_module(entry, m)), entry)
+    parts = module.split(".")
+    return os.path.join(os.path.dirname(os.path.realpath(package)), *parts[:-1], parts[-1] + ".py")
 
 
-def _joined(rest: str) -> str:
-    """The lines of one command joined where a line ends with a backslash."""
-    out = []
-    for line in rest.splitlines():
-        out.append(line.rstrip())
-        if not line.rstrip().endswith("\\"):
-            break
-    return " ".join(out)
-
-
-def _build(script, package, knowledge, entry, overrides, defaults, config_name: str = "") -> Run:
+def _build(script, package, knowledge, entry, overrides, defaults, composed: run_config.Composed,
+           command: str = "") -> Run:
     selected, left_out = [], []
-    known = not config_name
+    values = {**(defaults or {}), **composed.values} if composed.known else dict(composed.values)
     for option in knowledge.run_options:
-        if run_scope.selects(option.when, knowledge, overrides, defaults, known_defaults=known) is False:
+        if run_scope.selects(option.when, knowledge, overrides, values, known_defaults=composed.known) is False:
             left_out.append(option)
         else:
             selected.append(option.name)
     roots = [m for m in knowledge.run_entry if runs_module(entry, m)] or list(knowledge.run_entry)
     for row in knowledge.run_modules:
-        if run_scope.selects(row.when, knowledge, overrides, defaults, unconditional=True,
-                             known_defaults=known) is not False:
+        if run_scope.selects(row.when, knowledge, overrides, values, unconditional=True,
+                             known_defaults=composed.known) is not False:
             roots += row.modules
             selected.append(row.name)
     excluded = [os.path.join(package, f) for o in left_out for f in o.files]
     modules = import_closure(package, tuple(roots), tuple(excluded))
     return Run(script, package, knowledge, entry, overrides, defaults, modules, tuple(left_out), tuple(selected),
-               config_name)
+               composed, command)
 
 
 def runs_module(entry: str, module: str) -> bool:
@@ -259,6 +296,68 @@ def region_lines(path: str, qualname: str, branch: str = "") -> tuple[int, int] 
     return None
 
 
+def fallback_of(path: str, line: int) -> int | None:
+    """The line of the `try` whose failure alone leads to `line` of a Python file, or None: `line` is in an
+    `except` body, or after a `try` whose body always returns or raises (so the statements after it run only
+    through a handler). A `try` that guards an import (an import in its body, or a handler for ImportError or
+    ModuleNotFoundError) is no fallback: a missing optional package is an ordinary state of an old GPU's machine."""
+    return next((guard for first, last, guard in _fallback_regions(os.path.realpath(path)) if first <= line <= last),
+                None)
+
+
+IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError"}
+
+
+@lru_cache(maxsize=1024)
+def _fallback_regions(path: str) -> tuple[tuple[int, int, int], ...]:
+    """(first, last, try line) of every fallback region of a Python file (`fallback_of`)."""
+    tree = _parse(path)
+    out: list[tuple[int, int, int]] = []
+    for node in ast.walk(tree) if tree is not None else ():
+        for block in _blocks(node):
+            for i, stmt in enumerate(block):
+                if not isinstance(stmt, ast.Try) or _guards_import(stmt):
+                    continue
+                for handler in stmt.handlers:
+                    out.append((handler.body[0].lineno, _end(handler.body), stmt.lineno))
+                if stmt.handlers and _exits(stmt.body) and i + 1 < len(block):
+                    out.append((block[i + 1].lineno, _end(block[i + 1:]), stmt.lineno))
+    return tuple(out)
+
+
+def _blocks(node: ast.AST) -> list[list[ast.stmt]]:
+    out = [getattr(node, f) for f in ("body", "orelse", "finalbody") if isinstance(getattr(node, f, None), list)]
+    return [b for b in out if b and isinstance(b[0], ast.stmt)]
+
+
+def _guards_import(node: ast.Try) -> bool:
+    def imports(stmt: ast.AST) -> bool:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            return True
+        return not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and any(
+            imports(c) for c in ast.iter_child_nodes(stmt))
+
+    def caught(handler: ast.ExceptHandler) -> set[str]:
+        kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        return {k.id if isinstance(k, ast.Name) else getattr(k, "attr", "") for k in kinds if k is not None}
+
+    return any(imports(s) for s in node.body) or any(caught(h) & IMPORT_ERRORS for h in node.handlers)
+
+
+def _exits(body: list[ast.stmt]) -> bool:
+    """Whether every way through `body` ends in a return or a raise."""
+    last = body[-1]
+    if isinstance(last, (ast.Return, ast.Raise)):
+        return True
+    if isinstance(last, ast.If):
+        return bool(last.orelse) and _exits(last.body) and _exits(last.orelse)
+    return False
+
+
+def _end(block: list[ast.stmt]) -> int:
+    return max(s.end_lineno or s.lineno for s in block)
+
+
 def _overridden_key(run: Run, relative: str, finding: Finding) -> str:
     """The full key of a config finding that the command overrides, or ""."""
     config = relative.split("/config/", 1)[-1] if "/config/" in relative else relative
@@ -317,7 +416,7 @@ def split(run: Run, findings, executed=None) -> Split:
     out = Split()
     for f in findings:
         why = run.classify(f)
-        if why is None and executed is not None and executed(f) is False:
+        if (why is None or why.reason == FALLBACK) and executed is not None and executed(f) is False:
             why = NotReached(NOT_EXECUTED, "")
         if why is None:
             out.reached.append(f)

@@ -79,7 +79,7 @@ def selection(option: RunOption, knowledge: verl_config.Knowledge, overrides: di
         for key, accepted in table:
             given = key in overrides
             value = overrides[key] if given else (defaults or {}).get(key, knowledge.run_values.get(key))
-            if value is None or value.strip().strip("'\"").lower() not in {a.lower() for a in accepted}:
+            if value is None or not accepts(value, accepted):
                 break
             said.append(f"{key}={value}" + ("" if given else " (default)"))
         else:
@@ -92,24 +92,23 @@ def selects(when, knowledge: verl_config.Knowledge, overrides: dict[str, str | N
             known_defaults: bool = True) -> bool | None:
     """Whether a launch with `overrides` selects a row whose `when` is `when` (as `selection` reads it): True, False,
     or None where a key it reads has a value nobody can know here (a shell variable, a key without a known
-    default). An accepted value "!V" accepts anything but V. A key the launch sets below (`K.sub=...`) is a
-    mapping, not null. An empty `when`: `unconditional` (a `[[run_module]]` every run imports), else no launch
-    selects it (a `[[run_option]]` whose selecting key is not known). `known_defaults` False: the launch composes
-    another config than `[default_run]`'s (`--config-name`), so a key it leaves unset has no value known here."""
+    default). An accepted value "!V" accepts anything but V; "has:V" accepts a list that holds V. A key the launch
+    sets below (`K.sub=...`) is a mapping, not null. An empty `when`: `unconditional` (a `[[run_module]]` every run
+    imports), else no launch selects it (a `[[run_option]]` whose selecting key is not known). `defaults`: the
+    values the run gets where the launch sets nothing (a fork's config, the config the command composes);
+    `known_defaults` False: that config does not compose `[default_run]`'s, so a key neither sets has no value known
+    here."""
     if not when:
         return unconditional
     answer: bool | None = False
     for table in when:
         matched: bool | None = True
         for key, accepted in table:
-            value = _value(key, knowledge, overrides, defaults if known_defaults else {}, known_defaults)
+            value = _value(key, knowledge, overrides, defaults, known_defaults)
             if value is None:
                 matched = None
                 continue
-            value = value.strip().strip("'\"").lower()
-            yes = {a.lower() for a in accepted if not a.startswith("!")}
-            no = {a[1:].lower() for a in accepted if a.startswith("!")}
-            if not ((value in yes) or (no and value not in no)):
+            if not accepts(value, accepted):
                 matched = False
                 break
         if matched:
@@ -124,4 +123,34 @@ def _value(key: str, knowledge, overrides, defaults, known_defaults: bool = True
         return overrides[key]
     if any(o.startswith(key + ".") for o in overrides):
         return "{}"
-    return (defaults or {}).get(key, knowledge.run_values.get(key)) if known_defaults else None
+    if key in (defaults or {}):
+        return defaults[key]
+    return knowledge.run_values.get(key) if known_defaults else None
+
+
+MEMBER = "has:"  # `when` value for a list key: the list holds what follows ("has:hf_model")
+
+
+def accepts(value: str, accepted) -> bool:
+    """Whether a key's value (as written: `fp32`, `null`, `'[model,hf_model]'`) is one `accepted` selects: a value
+    listed, anything but a "!V", or a list holding a "has:V"."""
+    value = _unquoted(value).lower()
+    yes = {a.lower() for a in accepted if not a.startswith(("!", MEMBER))}
+    no = {a[1:].lower() for a in accepted if a.startswith("!")}
+    held = {a[len(MEMBER):].lower() for a in accepted if a.startswith(MEMBER)}
+    return value in yes or bool(no and value not in no) or bool(held & set(list_items(value)))
+
+
+def list_items(value: str) -> list[str]:
+    """The items of a list value as Hydra and YAML write it (`[model, 'hf_model']`); a scalar is a list of itself,
+    null an empty one."""
+    value = _unquoted(value)
+    if value.lower() in ("null", "none", "~", ""):
+        return []
+    if value.startswith("[") and value.endswith("]"):
+        return [_unquoted(v).lower() for v in value[1:-1].split(",") if _unquoted(v)]
+    return [value.lower()]
+
+
+def _unquoted(value: str) -> str:
+    return value.strip().strip("'\"").strip()

@@ -64,7 +64,7 @@ NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Neither read nor w
 ConfigOpt = Annotated[Optional[str], typer.Option("--config", help="A pyproject.toml to read [tool.rlcompat] from.")]
 FailOnOpt = Annotated[Optional[FailOn], typer.Option("--fail-on", help="Exit 1 for remaining findings of this severity or above: warning (default: any finding) or error (only what breaks a run; warnings are reported but pass).", show_default=False)]
 AllowEmptyOpt = Annotated[bool, typer.Option("--allow-empty", help="Exit as for a clean tree when no file to check is found (default: exit 2, so a wrong path fails CI).")]
-RunOpt = Annotated[Optional[str], typer.Option("--run", help="A launch script (LAUNCH.sh): check it and the verl package it runs, and report only the findings that run reaches (the rest are counted by why); the exit code counts reached findings only.")]
+RunOpt = Annotated[Optional[str], typer.Option("--run", help="A launch script (LAUNCH.sh) or a command line in quotes (\"python3 -m verl.trainer.main_ppo [--config-path DIR --config-name NAME] key=value ...\"): check it, the config it composes and the verl package it runs, and report only the findings that run reaches (the rest are counted by why); the exit code counts reached findings only.")]
 PathsArg = Annotated[Optional[List[str]], typer.Argument(help="Files or directories (default: .).", show_default=False)]
 
 
@@ -100,12 +100,12 @@ def scan(
     from rlcompat.report.knowledge_summary import identity_json, identity_lines, knowledge_applied
     from rlcompat.report import Summary, render_pieces
 
-    run = None
+    run, scripts = None, None
     if run_script:
-        from rlcompat.cli.run import run_of, run_paths
+        from rlcompat.cli.run import run_of, run_paths, run_scripts
 
         run = run_of(run_script)
-        paths = run_paths(paths, run)
+        paths, scripts = run_paths(paths, run), run_scripts(run)
     paths = paths or ["."]
     settings = _settings(paths, config, select, ignore, extend_exclude, force_exclude, fail_on=fail_on)
     tgt = _target(target, settings)
@@ -113,9 +113,10 @@ def scan(
     bar, advance = _progress(_discovered_count(paths, settings)) if show_bar else (None, None)
     if bar:
         with bar:
-            report = scan_paths(paths, tgt, settings, jobs=jobs, progress=advance, use_cache=not no_cache)
+            report = scan_paths(paths, tgt, settings, jobs=jobs, progress=advance, use_cache=not no_cache,
+                                scripts=scripts)
     else:
-        report = scan_paths(paths, tgt, settings, jobs=jobs, use_cache=not no_cache)
+        report = scan_paths(paths, tgt, settings, jobs=jobs, use_cache=not no_cache, scripts=scripts)
     if report.missing:
         from rlcompat.pipeline.discovery import why_not_checked
 

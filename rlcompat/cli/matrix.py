@@ -30,7 +30,7 @@ def matrix_command(
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help="Worker processes (default: all cores).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write .rlcompat_cache/.")] = False,
     config: Annotated[Optional[str], typer.Option("--config", help="A pyproject.toml to read \\[tool.rlcompat] from.")] = None,
-    run_name: Annotated[str, typer.Option("--run", help="The run judged: default (the framework's default entry config: verl's ppo_trainer with the FSDP engine), all (every finding), an option's run (megatron, fused-kernels, ...), or a launch script (LAUNCH.sh): its run, with the verl package it runs checked too.")] = "default",
+    run_name: Annotated[str, typer.Option("--run", help="The run judged: default (the framework's default entry config: verl's ppo_trainer with the FSDP engine), all (every finding), an option's run (megatron, fused-kernels, ...), or a launch script (LAUNCH.sh) or a command line in quotes (\"python3 -m verl.trainer.main_ppo key=value ...\"): its run, with the verl package it runs checked too.")] = "default",
 ) -> None:
     """Which GPUs the tree runs on: every target from one pass, as a table of targets x rule families with a
     verdict per target for one run (--run; findings only another run reaches are counted apart). Exit 0 when every target runs as it is, 1 when one needs a fix or is blocked (or a file
@@ -45,16 +45,16 @@ def matrix_command(
 
     from rlcompat.analysis import run_scope
 
-    launch = None
-    if run_name not in run_scope.run_names() and os.path.isfile(run_name):
-        from rlcompat.cli.run import run_of, run_paths
+    launch, scripts = None, None
+    if run_name not in run_scope.run_names() and (os.path.isfile(run_name) or len(run_name.split()) > 1):
+        from rlcompat.cli.run import run_of, run_paths, run_scripts
 
         launch = run_of(run_name)
-        paths = run_paths(paths, launch)
+        paths, scripts = run_paths(paths, launch), run_scripts(launch)
     paths = paths or ["."]
     if launch is None and run_name not in run_scope.run_names():
-        raise _fail(f"--run {run_name!r} names no run and no launch script: use one of "
-                    f"{', '.join(run_scope.run_names())}, or the path of a launch script")
+        raise _fail(f"--run {run_name!r} names no run, no launch script and no command line: use one of "
+                    f"{', '.join(run_scope.run_names())}, the path of a launch script, or a command line in quotes")
     settings = _settings(paths, config, select, ignore, extend_exclude, force_exclude)
     resolved = []
     for spec in (s.strip() for s in targets.split(",")):
@@ -70,7 +70,7 @@ def matrix_command(
             resolved.append(target)
     if not resolved:
         raise _fail("--targets names no GPU; pass e.g. --targets sm61,sm75,sm86")
-    run = run_matrix(paths, resolved, settings, jobs=jobs, use_cache=not no_cache)
+    run = run_matrix(paths, resolved, settings, jobs=jobs, use_cache=not no_cache, scripts=scripts)
     if run.missing:
         from rlcompat.pipeline.discovery import why_not_checked
 

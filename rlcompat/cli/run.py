@@ -1,5 +1,6 @@
-"""`--run LAUNCH.sh` of scan, fix and matrix: the run a launch script starts (rlcompat/analysis/run_model.py), the
-paths it brings (the script and the verl package it runs), and `fix --run [--minimal]` (`fix_run`)."""
+"""`--run LAUNCH.sh` or `--run "COMMAND"` of scan, fix and matrix: the run a launch script or a command line starts
+(rlcompat/analysis/run_model.py), the paths it brings (the script, the config it composes, the verl package it runs),
+and `fix --run [--minimal]` (`fix_run`)."""
 
 from __future__ import annotations
 
@@ -11,26 +12,40 @@ import typer
 from rlcompat.cli.common import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, OutputFormat, emit, emit_pieces, fail, failing
 
 
-def run_of(script: str, text: str | None = None):
-    """The Run of `script` (exit 2 with one line where it has none)."""
+COMMAND_LABEL = "<command>"  # how findings in a command line given to --run are located: `<command>:1:40`
+
+
+def run_of(spec: str, text: str | None = None):
+    """The Run of `spec`: a launch script (a file), or a command line (words with spaces, as one argument); exit 2
+    with one line where it has none."""
     from rlcompat.analysis.run_model import RunError, resolve
     from rlcompat.knowledge.identity import Identities
 
-    if not os.path.isfile(script):
-        raise fail(f"{script}: --run takes a launch script (a file), and there is none there")
+    command = not os.path.isfile(spec) and len(spec.split()) > 1
+    if not command and not os.path.isfile(spec):
+        raise fail(f"{spec}: --run takes a launch script (a file) or a command line in quotes "
+                   "(\"python3 -m verl.trainer.main_ppo key=value ...\"), and this is neither")
+    script = os.path.join(os.curdir, COMMAND_LABEL) if command else spec  # of the tree the command runs in
     try:
-        return resolve(script, Identities.of_paths([script]).for_path(script), text)
+        return resolve(script, Identities.of_paths([script]).for_path(script), spec if command else text,
+                       command=command)
     except RunError as exc:
         raise fail(str(exc))
 
 
 def run_paths(paths, run) -> list[str]:
-    """What `--run` checks: the paths given, the script and the package it runs, each once."""
+    """What `--run` checks: the paths given, the script, the user's configs it composes and the package it runs,
+    each once (a command line is not a path: `run_scripts` gives it)."""
     out: list[str] = []
-    for p in [*(paths or ()), run.script, run.package]:
+    for p in [*(paths or ()), *([] if run.command else [run.script]), *run.composed.files, run.package]:
         if os.path.realpath(p) not in {os.path.realpath(o) for o in out}:
             out.append(p)
     return out
+
+
+def run_scripts(run) -> dict[str, str]:
+    """The command line of a run given as one, by its label: checked as a launch script is."""
+    return {run.script: run.command} if run.command else {}
 
 
 def trace_reader(path: str | None):
@@ -63,9 +78,14 @@ def _same(path: str, line: int, location: str) -> bool:
 
 
 def skip_map(split) -> dict[str, frozenset]:
-    """(line, column, code) of the findings a run does not reach, per file: what `fix --minimal` leaves alone."""
+    """(line, column, code) of the findings a run does not reach, per file: what `fix --minimal` leaves alone. A
+    fallback's are fixed all the same: it runs whenever the call before it raises, and its fix is as safe."""
+    from rlcompat.analysis.run_model import FALLBACK
+
     out: dict[str, set] = {}
-    for f, _ in split.not_reached:
+    for f, why in split.not_reached:
+        if why.reason == FALLBACK:
+            continue
         out.setdefault(os.path.realpath(f.path), set()).add((f.location.line, f.location.column, f.code))
     return {k: frozenset(v) for k, v in out.items()}
 
@@ -85,9 +105,13 @@ def fix_run(run, paths, tgt, settings, *, diff: bool, output_format: OutputForma
     executed = trace_reader(trace)
     script = run.script
     everything = run_paths(paths, run)
-    first = fix_paths([script], tgt, settings, write=not diff, jobs=jobs, use_cache=use_cache)
+    if run.command:  # a command line is fixed as text: the fixed command is printed, nothing is written for it
+        first = fix_paths([], tgt, settings, write=False, jobs=jobs, use_cache=use_cache, scripts=run_scripts(run))
+    else:
+        first = fix_paths([script], tgt, settings, write=not diff, jobs=jobs, use_cache=use_cache)
     fixed_text = next((x.fixed for x in first.fixes if x.changed), None)
-    run = run_of(script, fixed_text) if fixed_text is not None else run
+    if fixed_text is not None:
+        run = run_of(fixed_text) if run.command else run_of(script, fixed_text)
     rest = [p for p in run_paths(paths, run) if os.path.realpath(p) != os.path.realpath(script)]
     skip = {}
     if minimal:
@@ -132,6 +156,10 @@ def fix_run(run, paths, tgt, settings, *, diff: bool, output_format: OutputForma
                       identity_json=identity_json(everything, report.identities), load_checks=report.load_checks,
                       run=run.describe() + (" (--minimal)" if minimal else ""), not_reached=remaining.not_reached)
     emit_pieces(render_pieces(output_format.value, summary))
+    if fixed_text is not None and run.command:
+        one_line = " ".join(fixed_text.replace("\\\n", " ").split())  # fix's appended overrides continue lines
+        typer.echo(f"The command, fixed (run it so; nothing was written for it): {one_line}",
+                   err=output_format is not OutputFormat.text)
     if kept:
         typer.echo(kept, err=output_format is not OutputFormat.text)
     if report.broken:

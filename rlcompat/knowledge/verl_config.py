@@ -219,12 +219,17 @@ def _load(version: str, detected: str | None) -> Knowledge:
                           for r in data.get("run_module", ())),
         run_entry=tuple(data.get("default_run", {}).get("entry", ())),
         run_config=data.get("default_run", {}).get("config", ""),
-        run_values={k: str(v) for k, v in data.get("default_run", {}).get("values", {}).items()},
+        run_values={k: _value_text(v) for k, v in data.get("default_run", {}).get("values", {}).items()},
         handles=tuple(ConfigHandle(h["option"], h["code"], tuple(h["codes"]), tuple(h["tables"]), h["what"],
                                    h["remedy"], h["proof"], tuple(h.get("words", ())), h.get("unless", ""),
                                    h.get("mapped", ""))
                       for h in data.get("handle", ())),
     )
+
+
+def _value_text(value) -> str:
+    """A `[default_run]` value as a command line writes it: a list as `[a,b]` (a `when` "has:V" reads its items)."""
+    return "[" + ",".join(str(v) for v in value) + "]" if isinstance(value, list) else str(value)
 
 
 def _when(tables) -> tuple:

@@ -769,9 +769,20 @@ def entry_point_overrides(script: ShellScript, scanned: ScannedView) -> list[Set
 def entry_commands(script: ShellScript, scanned: ScannedView) -> list[tuple[str, Span, list[Setting]]]:
     """Every command of the script that runs a training entry point: (the module or script it runs, where that word
     is written, its Hydra overrides in order as `entry_point_overrides` reads them)."""
-    out: list[tuple[str, Span, list[Setting]]] = []
-    variables = Variables()
     index = LineIndex(script.text)  # where a value read from a variable was set, for messages
+    return [(entry_text, Span(entry_word.start, entry_word.end),
+             [s for s in (_override(w, variables, index) for w in words) if s is not None])
+            for entry_text, entry_word, words, variables in _entry_command_words(script, scanned)]
+
+
+def entry_arguments(script: ShellScript, scanned: ScannedView) -> list[list[Word]]:
+    """The words after the entry point of each command `entry_commands` lists (flags, overrides, anything else)."""
+    return [words for _, _, words, _ in _entry_command_words(script, scanned)]
+
+
+def _entry_command_words(script: ShellScript, scanned: ScannedView):
+    """(entry text, entry word, the words after it, the variables set before) of each command running an entry."""
+    variables = Variables()
     for command in _commands(script):
         if not command.words:
             for a in command.assignments:
@@ -786,10 +797,7 @@ def entry_commands(script: ShellScript, scanned: ScannedView) -> list[tuple[str,
         if entry is None:
             continue
         entry_text, entry_word = expanded[entry]
-        words = command.words[command.words.index(entry_word) + 1:]
-        out.append((entry_text, Span(entry_word.start, entry_word.end),
-                    [s for s in (_override(w, variables, index) for w in words) if s is not None]))
-    return out
+        yield entry_text, entry_word, command.words[command.words.index(entry_word) + 1:], variables
 
 
 def check_targets(script: ShellScript, text: str, path: str, groups: Sequence[tuple[Sequence, object]], *,

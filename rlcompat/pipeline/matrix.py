@@ -10,11 +10,12 @@ cache entries `scan --target` uses.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from rlcompat.config import Options
 from rlcompat.pipeline.discovery import discover, why_not_checked
 from rlcompat.pipeline.runner import Checker, check_all
+from rlcompat.pipeline.source import SourceFile
 from rlcompat.findings import FileError, FileResult, Finding
 from rlcompat.knowledge.identity import Identities
 from rlcompat.knowledge.targets import Target
@@ -44,14 +45,18 @@ class MatrixRun:
 
 
 def run_matrix(paths: list[str], targets: Sequence[Target], settings: Options | None = None, jobs: int | None = None,
-               use_cache: bool = False) -> MatrixRun:
+               use_cache: bool = False, scripts: Mapping[str, str] | None = None) -> MatrixRun:
     """Check `paths` for every target in one pass. With `use_cache`, a file every target's cache knows is not read
-    again, and what is checked is stored for each target (so a later `scan --target` is answered from it too)."""
+    again, and what is checked is stored for each target (so a later `scan --target` is answered from it too).
+    `scripts`: launch commands given as text, as `api.scan_paths` takes them."""
     settings = settings or Options()
     files, missing = discover(paths, settings)
     identities = Identities.of_paths(paths)  # each scanned tree's framework identity, resolved once
     checker = Checker(targets, settings, use_cache=use_cache, identities=identities)
     by_file = check_all(checker, files, jobs)
+    for path, text in (scripts or {}).items():
+        by_file.append(checker.check(SourceFile(path, text, "utf-8", False, text.encode("utf-8", "surrogatepass")),
+                                     "shell"))
     per_target = [[results[t] for results in by_file] for t in range(len(checker.targets))]
     # What launch scripts' runs reach in their framework, as scan reports it: each framework file parsed once for
     # every target.
@@ -63,8 +68,10 @@ def run_matrix(paths: list[str], targets: Sequence[Target], settings: Options | 
         return reached[path, language][t]
 
     for t, results in enumerate(per_target):
-        add_reached(_OneTarget(checker, t), results, check=lambda path, language, t=t: check_once(path, language, t))
-    return MatrixRun(list(checker.targets), [p for p, _ in files], per_target, missing, identities)
+        add_reached(_OneTarget(checker, t), results, dict(scripts) if scripts else None,
+                    check=lambda path, language, t=t: check_once(path, language, t))
+    return MatrixRun(list(checker.targets), [p for p, _ in files] + list(scripts or ()), per_target, missing,
+                     identities)
 
 
 class _OneTarget:

@@ -123,7 +123,7 @@ def build(run, unsafe_fixes: bool = False, run_name: str = run_scope.DEFAULT, la
                               deciding, other_runs, _rollout(package, target),
                               _launch_scope(deciding, outside, launch) if launch is not None
                               else _scope_text(deciding, other_runs, run_name, package), outside))
-    return Matrix(rows, len(run.files), run.errors, launch.script if launch is not None else run_name)
+    return Matrix(rows, len(run.files), run.errors, launch.label if launch is not None else run_name)
 
 
 def _launch_scope(deciding: list[Finding], outside: list, launch) -> str:
@@ -131,7 +131,7 @@ def _launch_scope(deciding: list[Finding], outside: list, launch) -> str:
 
     decided = f"decided by {', '.join(rule_codes(deciding))}" if deciding else "no finding it reaches"
     rest = not_reached_line(Split(deciding, outside)).removeprefix("Not reached by this run: ").rstrip(".")
-    return f"run of {launch.script} ({launch.entry}), {decided}" + (f"; not reached: {rest}" if rest else "")
+    return f"run of {launch.label} ({launch.entry}), {decided}" + (f"; not reached: {rest}" if rest else "")
 
 
 def _rollout(package, target) -> str:

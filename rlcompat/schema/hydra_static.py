@@ -40,20 +40,31 @@ def compose(config_dir: str, config_name: str, overrides: Iterable[str] = (), sh
 def compose_values(config_dir: str, config_name: str, overrides: Iterable[str] = (),
                    bases: tuple[str, ...] = ()) -> dict[str, str | None]:
     """What the composed config sets: each leaf key -> its value as text (`True`, `0.5`, `vllm`; "null" for YAML
-    null, None for a list), later files replacing earlier ones as Hydra merges them. Interpolations are left as
-    written (`${actor_rollout_ref.actor.ppo_mini_batch_size}`). Raises `SchemaUnread` as `compose`."""
+    null, `[model,optimizer]` for a list of scalars, None for any other list), later files replacing earlier ones as
+    Hydra merges them. Interpolations are left as written (`${actor_rollout_ref.actor.ppo_mini_batch_size}`).
+    Raises `SchemaUnread` as `compose`."""
+    return compose_read(config_dir, config_name, overrides, bases)[0]
+
+
+def compose_read(config_dir: str, config_name: str, overrides: Iterable[str] = (), bases: tuple[str, ...] = (),
+                 dirs: tuple[str, ...] = ()) -> tuple[dict[str, str | None], list[str]]:
+    """`compose_values`, and the files read for it in order. `dirs`: more folders on the search path after the
+    primary's (Hydra's `--config-dir`)."""
     choices = dict(_group_choices(overrides))
     composer = _Composer(os.path.abspath(config_dir), choices, config_dir, tuple(os.path.abspath(b) for b in bases))
+    composer.dirs += [os.path.abspath(d) for d in dirs if os.path.abspath(d) not in composer.dirs]
     name = config_name.removesuffix(".yaml")
     composer.visit(name, posixpath.dirname(name), "", explicit=None, depth=0)
-    return dict(composer.values)
+    return dict(composer.values), composer.files
 
 
 def _text(value) -> str | None:
     if value is None:
         return "null"
-    if isinstance(value, (list, tuple)):
-        return None  # a sequence: no one value a selection could compare
+    if isinstance(value, (list, tuple)):  # a list of scalars as a command line writes it; else no one value
+        if all(isinstance(v, (str, int, float, bool)) for v in value):
+            return "[" + ",".join(str(v) for v in value) + "]"
+        return None
     return str(value)
 
 
@@ -100,6 +111,7 @@ class _Composer:
         self.open_maps: set[str] = set()
         self.maps: set[str] = set()  # keys whose value is a mapping
         self.values: dict[str, str | None] = {}  # leaf key -> its value as text (compose_values)
+        self.files: list[str] = []  # the files read, in order (compose_read)
 
     def _load(self, name: str) -> tuple[dict, str | None]:
         import yaml
@@ -107,8 +119,10 @@ class _Composer:
         where = f"{self.shown}/{name}.yaml"
         for folder in self.dirs:
             try:
-                with open(os.path.join(folder, *name.split("/")) + ".yaml", encoding="utf-8-sig") as fh:
+                path = os.path.join(folder, *name.split("/")) + ".yaml"
+                with open(path, encoding="utf-8-sig") as fh:
                     text = fh.read()
+                self.files.append(path)
                 break
             except OSError:
                 continue
