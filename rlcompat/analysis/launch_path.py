@@ -194,9 +194,9 @@ def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Chec
         if package is None:
             return
     knowledge = verl_config.knowledge_of(verl)
-    if not knowledge.handles or not knowledge.run_config:
-        return
-    if os.path.abspath(os.path.join(package, knowledge.run_config)) != os.path.abspath(path):
+    here = [h for h in knowledge.handles if (h.config or knowledge.run_config)
+            and os.path.abspath(os.path.join(package, h.config or knowledge.run_config)) == os.path.abspath(path)]
+    if not here:
         return
     values = checked.once(("values", package), lambda: fork_values(package, knowledge))
     lines = _yaml_tables_by_key(path)
@@ -204,10 +204,11 @@ def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Chec
     index = LineIndex(text)
     options = {o.name: o for o in knowledge.run_options}
     added: list[Finding] = []
-    for handle in knowledge.handles:
-        option = options.get(handle.option)
-        if option is None or run_scope.selection(option, knowledge, {}, values) is None:
-            continue
+    for handle in here:
+        if handle.option:  # else the entry config this file is selects the code (the SFT trainer's, Megatron's)
+            option = options.get(handle.option)
+            if option is None or run_scope.selection(option, knowledge, {}, values) is None:
+                continue
         if handle.mapped and not checked.once(("mapped", package, handle.mapped),
                                               lambda h=handle: _entry_uses(package, knowledge, h.mapped, values)):
             continue  # the entry point does not build that role for this config's values
