@@ -7,7 +7,9 @@ key: PRIME's main_ppo.py:192-205 maps the reward model to `PRIMERewardModelWorke
 'prime'` (and to `RewardModelWorker` for 'normal'). `chosen_worker` reads those assignments with their enclosing
 `if`/`elif` tests (read with `ast`, never imported) and says which class the run's values select, where that is another
 class than the row's. Tests it reads: `config.a.b == 'v'`, `!=`, numeric comparisons with a literal, a bare
-`config.a.b` (truthy), `not`, `and`/`or`; any other test is unknown and the choice is left unclaimed.
+`config.a.b` (truthy), `not`, `and`/`or`; any other test is unknown and the choice is left unclaimed. `role_built`
+reads the same tests to say whether an entry point builds a role at all for the run's values (verl 0.4.0 maps the
+reference policy only with `use_kl_in_reward or use_kl_loss`).
 """
 
 from __future__ import annotations
