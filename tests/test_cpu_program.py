@@ -70,3 +70,20 @@ def test_a_program_handing_its_arguments_to_other_code_is_not_a_cpu_program():
 
 def test_a_module_that_is_no_program_is_not_a_cpu_program():
     assert not runs_on_cpu_only(MERGE.split('if __name__ == "__main__":')[0])
+
+
+def test_a_flag_no_knowledge_names_is_not_matched_by_name_in_a_cpu_program(tmp_path):
+    """OpenRLHF 0.9.9's merge (a dev corpus) spells the flag `--param_dtype`, which no knowledge row names: the
+    name-only net (RLC003) leaves it alone in a CPU program too, and still reports it once the model goes to a GPU."""
+    text = MERGE.replace("--ds.param_dtype", "--param_dtype").replace('getattr(args, "ds.param_dtype")',
+                                                                       "args.param_dtype")
+    cli = tmp_path / "merge"
+    cli.mkdir()
+
+    def codes(source):
+        (cli / "lora_combiner.py").write_text(source)
+        identity.clear_caches()
+        return [(f.location.line, f.code) for f in scan_paths([str(cli / "lora_combiner.py")], SM75).findings]
+
+    assert codes(text) == []
+    assert codes(text.replace("low_cpu_mem_usage=True)", "low_cpu_mem_usage=True).cuda()")) == [(22, "RLC003")]

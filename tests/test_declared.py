@@ -177,3 +177,21 @@ def test_no_deps_or_a_constraints_file_brings_no_torch_of_a_requirement(tmp_path
     assert codes("torchvision\n") == [1]
     assert codes("-c constraints.txt\ntorchvision\n") == []
     assert codes("--no-deps\ntorchvision\n") == []
+
+
+def test_a_torch_pinned_through_a_variable_in_the_same_install_holds_torch(tmp_path):
+    """`uv pip install torch==${PYTORCH_VERSION} torchvision` (axolotl 0.20.0 docker/Dockerfile-uv-base:44, a dev
+    corpus): torch is pinned to one release in the same install, so torchvision's newest release does not bring its
+    own torch (RLC601 stays silent); without the pin it is reported."""
+    from rlcompat.api import scan_paths
+    from rlcompat.config import Options
+    from rlcompat.knowledge.targets import resolve_target
+
+    def lines(command):
+        (tmp_path / "install.sh").write_text(f"#!/bin/bash\nPYTORCH_VERSION=$1\n{command}\n")
+        report = scan_paths([str(tmp_path / "install.sh")], resolve_target("sm61"), Options(select=("RLC601",)))
+        return [f.location.line for f in report.findings]
+
+    assert lines("uv pip install torch==${PYTORCH_VERSION} torchvision") == []
+    assert lines("pip install torch==$PYTORCH_VERSION torchvision") == []
+    assert lines("pip install torchvision") == [3]

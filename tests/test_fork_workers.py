@@ -43,3 +43,20 @@ def test_an_enclosing_test_that_fails_or_is_unknown_claims_nothing():
 
 def test_a_role_the_releases_class_is_not_mapped_to_is_not_read():
     assert chosen_worker(ENTRY, "CriticWorker", RUN) is None
+
+
+REF_ENTRY = '''
+def main_task(config):
+    if config.algorithm.use_kl_in_reward or config.actor_rollout_ref.actor.use_kl_loss:
+        role_worker_mapping[Role.RefPolicy] = ray.remote(ActorRolloutRefWorker)
+'''
+
+
+def test_a_role_mapped_under_a_failing_test_is_not_built():
+    from rlcompat.analysis.fork_workers import role_built
+
+    off = {"algorithm.use_kl_in_reward": "False", "actor_rollout_ref.actor.use_kl_loss": "False"}
+    assert not role_built(REF_ENTRY, "RefPolicy", off)
+    assert role_built(REF_ENTRY, "RefPolicy", {**off, "actor_rollout_ref.actor.use_kl_loss": "True"})
+    assert role_built(REF_ENTRY, "RefPolicy", {"algorithm.use_kl_in_reward": "False"})  # unknown: no claim
+    assert not role_built("# role_worker_mapping[Role.RefPolicy] = ray.remote(W)\n", "RefPolicy", off)

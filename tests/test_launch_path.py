@@ -246,12 +246,36 @@ def test_the_reference_policys_table_counts_only_where_the_entry_point_builds_on
     assert lines == ({7, 10} if ref else {7})
 
 
-def test_a_releases_config_gets_no_fork_table_findings(run_cli, tmp_path, fresh_verl_detection):
+def test_a_releases_own_config_carries_what_its_own_code_writes(run_cli, tmp_path, fresh_verl_detection):
+    """A release whose knowledge has `[[handle]]` rows (verl 0.4.1): its own ppo_trainer.yaml stands for the models
+    its own workers load, as a fork's does, so the hard-coded FlashAttention-2 and bf16 param dtype are reported on
+    those tables, saying whose code decides (verl-0.4.0, a dev corpus, showed the construct; before, only forks got
+    it)."""
     config = FORK_PPO_TRAINER.replace("ESTIMATOR", "gae").replace("REF_TABLE", "      param_offload: False")
     package = verl_package(tmp_path, "0.4.1", {"trainer/config/ppo_trainer.yaml": config,
                                                "workers/fsdp_workers.py": "import torch\n" + FORK_MIXED})
     _, findings = _scan(run_cli, package / "trainer" / "config" / "ppo_trainer.yaml")
+    told = {(f["code"], f["line"]) for f in findings if "verl 0.4.1's code decides it" in f["message"]}
+    assert told == {("RLC201", 4), ("RLC101", 7), ("RLC101", 10), ("RLC201", 16)}, findings
     assert not [f for f in findings if "the fork's code decides it" in f["message"]]
+
+
+@pytest.mark.parametrize("kl_loss,ref", [("False", False), ("True", True)])
+def test_a_reference_policy_built_only_under_a_test_the_config_fails_has_no_table(run_cli, tmp_path,
+                                                                                  fresh_verl_detection, kl_loss, ref):
+    """verl 0.4.0 main_ppo.py:130-131 maps Role.RefPolicy only with use_kl_in_reward or use_kl_loss: with both False
+    in the config, the reference policy's fsdp_config stands for no model of this run."""
+    entry = ("def main_task(config):\n"
+             "    if config.algorithm.use_kl_in_reward or config.actor_rollout_ref.actor.use_kl_loss:\n"
+             "        role_worker_mapping[Role.RefPolicy] = ray.remote(Worker)\n")
+    config = FORK_PPO_TRAINER.replace("ESTIMATOR", "grpo").replace("REF_TABLE", "      param_offload: False")
+    config = config.replace("algorithm:\n", "algorithm:\n  use_kl_in_reward: False\n").replace(
+        "    fsdp_config:\n      param_offload: False\n  ref:", f"    use_kl_loss: {kl_loss}\n    fsdp_config:\n      param_offload: False\n  ref:")
+    package = verl_package(tmp_path, "0.1", {"trainer/config/ppo_trainer.yaml": config, "trainer/main_ppo.py": entry,
+                                             "workers/fsdp_workers.py": "import torch\n" + FORK_MIXED})
+    _, findings = _scan(run_cli, package / "trainer" / "config" / "ppo_trainer.yaml")
+    lines = {f["line"] for f in findings if f["code"] == "RLC101" and "the fork's code decides it" in f["message"]}
+    assert lines == ({8, 11} if ref else {8})  # use_kl_loss adds a line above both tables
 
 
 def test_fork_values_come_from_the_schema_composition(tmp_path, fresh_verl_detection):

@@ -7,7 +7,9 @@ key: PRIME's main_ppo.py:192-205 maps the reward model to `PRIMERewardModelWorke
 'prime'` (and to `RewardModelWorker` for 'normal'). `chosen_worker` reads those assignments with their enclosing
 `if`/`elif` tests (read with `ast`, never imported) and says which class the run's values select, where that is another
 class than the row's. Tests it reads: `config.a.b == 'v'`, `!=`, numeric comparisons with a literal, a bare
-`config.a.b` (truthy), `not`, `and`/`or`; any other test is unknown and the choice is left unclaimed.
+`config.a.b` (truthy), `not`, `and`/`or`; any other test is unknown and the choice is left unclaimed. `role_built`
+reads the same tests to say whether an entry point builds a role at all for the run's values (verl 0.4.0 maps the
+reference policy only with `use_kl_in_reward or use_kl_loss`).
 """
 
 from __future__ import annotations
@@ -50,6 +52,45 @@ def chosen_worker(text: str, row_class: str, values: Mapping[str, str | None]) -
                 key, value = decided
                 return WorkerChoice(cls, _imported_from(node, parents, cls), node.lineno, key, value)
     return None
+
+
+def role_built(text: str, role: str, values: Mapping[str, str | None]) -> bool:
+    """Whether the entry module `text` maps `role` ("RefPolicy") to a worker for the run's `values`: False only where
+    every `x[Role.<role>] = ...` sits under an `if` test known to skip it (verl 0.4.0 main_ppo.py:130-131 builds
+    the reference policy only with `config.algorithm.use_kl_in_reward or config.actor_rollout_ref.actor.use_kl_loss`),
+    or the module names the role nowhere in its code. An unreadable module, or a test it cannot decide, is True (no
+    claim that the role is missing)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return True
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    assignments = [node for node in ast.walk(tree) if _role_target(node) == role]
+    if not assignments:
+        return any(isinstance(n, ast.Attribute) and n.attr == role and isinstance(n.value, ast.Name)
+                   and n.value.id == "Role" for n in ast.walk(tree))
+    return any(not _skipped(node, parents, values) for node in assignments)
+
+
+def _role_target(node: ast.AST) -> str | None:
+    """R of an assignment `x[Role.R] = anything`."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript):
+        key = node.targets[0].slice
+        if isinstance(key, ast.Attribute) and isinstance(key.value, ast.Name) and key.value.id == "Role":
+            return key.attr
+    return None
+
+
+def _skipped(node: ast.AST, parents: dict, values: Mapping[str, str | None]) -> bool:
+    """Whether an enclosing `if` test is known to take the other branch than the one `node` is in."""
+    child, parent = node, parents.get(node)
+    while parent is not None and not isinstance(parent, ast.Module):
+        if isinstance(parent, ast.If) and (child in parent.body or child in parent.orelse):
+            result = _evaluate(parent.test, values)
+            if result is not None and result != (child in parent.body):
+                return True
+        child, parent = parent, parents.get(parent)
+    return False
 
 
 def _mapping(node: ast.AST) -> tuple[str, str] | None:

@@ -177,23 +177,26 @@ def _choice_message(f: Finding, option, choice, file: str, how: str, checker) ->
 
 
 def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Checked") -> None:
-    """A fork's own primary config, scanned: each hazard a function of the fork writes itself for what a table of
-    this config stands for (`[[handle]]`), reported on that table (the model's `override_config`, an `fsdp_config`
-    without `mixed_precision`), citing the fork's own file:line. A release's config is left to its knowledge."""
+    """A verl package's own primary config, scanned (a fork's, or a release's whose knowledge has `[[handle]]` rows):
+    each hazard a function of the package writes itself for what a table of this config stands for (`[[handle]]`),
+    reported on that table (the model's `override_config`, an `fsdp_config` without `mixed_precision`), citing the
+    package's own file:line. A release's code is the one its knowledge describes (verl 0.4.1's workers write
+    FlashAttention-2 and the bf16 param dtype as a fork of it does), so its config carries the same findings."""
     path = result.path
     tree = checker.tree_identity(path)
     verl = identity.verl_of_file(path, tree.get(identity.VERL))
-    if verl.how != "fork" or not verl.package:
+    if verl.how not in ("fork", "release") or not verl.package:
         return
+    whose = "the fork's code" if verl.how == "fork" else f"verl {verl.version}'s code"
     package = os.path.normpath(os.path.join(tree.root, verl.package)) if not os.path.isabs(verl.package) else verl.package
     if not os.path.isdir(package):
         package = _package_of(path)
         if package is None:
             return
     knowledge = verl_config.knowledge_of(verl)
-    if not knowledge.handles or not knowledge.run_config:
-        return
-    if os.path.abspath(os.path.join(package, knowledge.run_config)) != os.path.abspath(path):
+    here = [h for h in knowledge.handles if (h.config or knowledge.run_config)
+            and os.path.abspath(os.path.join(package, h.config or knowledge.run_config)) == os.path.abspath(path)]
+    if not here:
         return
     values = checked.once(("values", package), lambda: fork_values(package, knowledge))
     lines = _yaml_tables_by_key(path)
@@ -201,13 +204,14 @@ def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Chec
     index = LineIndex(text)
     options = {o.name: o for o in knowledge.run_options}
     added: list[Finding] = []
-    for handle in knowledge.handles:
-        option = options.get(handle.option)
-        if option is None or run_scope.selection(option, knowledge, {}, values) is None:
-            continue
+    for handle in here:
+        if handle.option:  # else the entry config this file is selects the code (the SFT trainer's, Megatron's)
+            option = options.get(handle.option)
+            if option is None or run_scope.selection(option, knowledge, {}, values) is None:
+                continue
         if handle.mapped and not checked.once(("mapped", package, handle.mapped),
-                                              lambda h=handle: _entry_uses(package, knowledge, h.mapped)):
-            continue  # the fork's entry point does not build that role
+                                              lambda h=handle: _entry_uses(package, knowledge, h.mapped, values)):
+            continue  # the entry point does not build that role for this config's values
         region = _region(package, handle.code)
         if region is None or os.path.abspath(region[0]) in scanned:
             continue  # the fork has no such function, or the scan reports its code where it is
@@ -226,7 +230,7 @@ def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Chec
             if line is None or (handle.unless and f"{table}.{handle.unless}" in lines):
                 continue
             where = f"{shown(file)}:{finding.location.line} ({function})"
-            message = (f"{handle.what}: the fork's code decides it, not `{table}`: {where}: {finding.message}. "
+            message = (f"{handle.what}: {whose} decides it, not `{table}`: {where}: {finding.message}. "
                        f"{handle.remedy[:1].upper()}{handle.remedy[1:]}; {_remedy(finding, file, checker)}")
             if checker.settings.is_selected(finding.code, path):
                 checked.tabled.add((os.path.abspath(file), finding.location.line))
@@ -240,21 +244,18 @@ def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Chec
         result.findings = sorted(list(result.findings) + kept, key=Finding.sort_key)
 
 
-def _entry_uses(package: str, knowledge, dotted: str) -> bool:
-    """Whether the package's entry module uses `dotted` ("Role.RefPolicy") in its code (comments do not count); True
+def _entry_uses(package: str, knowledge, dotted: str, values: dict[str, str | None]) -> bool:
+    """Whether the package's entry module builds `dotted` ("Role.RefPolicy") for the config's `values`: named in its
+    code (comments do not count) and not only under `if` tests those values skip (fork_workers.role_built); True
     where the module cannot be read (no claim that the role is missing)."""
+    from rlcompat.analysis import fork_workers
+
     for module in knowledge.run_entry:
         parts = module.split(".")[1:]  # relative to the package
         text = _read(os.path.join(package, *parts) + ".py", "python")
         if text is None:
             continue
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError):
-            return True
-        owner, _, attr = dotted.rpartition(".")
-        return any(isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.value, ast.Name)
-                   and n.value.id == owner for n in ast.walk(tree))
+        return fork_workers.role_built(text, dotted.rpartition(".")[2], values)
     return True
 
 

@@ -80,7 +80,7 @@ class ConfigHandle:
     """Tables of the run's config that stand for what a run option's code loads, where the code writes a hazard
     itself (`[[handle]]`): a fork's scanned primary config is told there (rlcompat/analysis/launch_path.py)."""
 
-    option: str  # the `[[run_option]]` whose selection this needs
+    option: str  # the `[[run_option]]` whose selection this needs; "" where the entry config itself selects the code
     code: str  # "workers/fsdp_workers.py:CriticWorker._build_critic_model_optimizer"
     codes: tuple[str, ...]  # the rule codes of the hazards it writes
     tables: tuple[str, ...]  # full Hydra keys of the tables the findings are reported on
@@ -90,6 +90,9 @@ class ConfigHandle:
     words: tuple[str, ...] = ()  # a code finding counts only when its line holds one of these ("param_dtype")
     unless: str = ""  # a key under the table that makes the code read the table's value instead
     mapped: str = ""  # a name the package's entry module must use in its code ("Role.RefPolicy"): the role is built
+    # the entry config the tables are in, relative to the package, where it is not `[default_run]`'s
+    # ("trainer/config/sft_trainer.yaml": the SFT trainer's own config)
+    config: str = ""
 
 
 @dataclass(frozen=True)
@@ -222,7 +225,7 @@ def _load(version: str, detected: str | None) -> Knowledge:
         run_values={k: _value_text(v) for k, v in data.get("default_run", {}).get("values", {}).items()},
         handles=tuple(ConfigHandle(h["option"], h["code"], tuple(h["codes"]), tuple(h["tables"]), h["what"],
                                    h["remedy"], h["proof"], tuple(h.get("words", ())), h.get("unless", ""),
-                                   h.get("mapped", ""))
+                                   h.get("mapped", ""), h.get("config", ""))
                       for h in data.get("handle", ())),
     )
 

@@ -111,6 +111,9 @@ class Declared:
     # `pip install --no-deps` (or `-c constraints`): what the requirements ask for themselves is not installed (or is
     # held by a file not read here), so no requirement brings a torch of its own
     deps_held: bool = False
+    # packages pinned exactly to a version held in a variable (`torch==${PYTORCH_VERSION}` where the variable is not
+    # resolved): the install holds that package at one release, which one is not known
+    pinned_by_variable: set[str] = field(default_factory=set)
 
     def requirement(self, name: str) -> Requirement | None:
         return next((r for r in self.requirements if r.name == name and not r.conda), None)
@@ -197,6 +200,10 @@ def pip_arguments(words: Sequence[tuple[str, Span]], group: Declared) -> None:
         req = requirement_at(text, span.start)
         if req is not None:
             group.requirements.append(req)
+        else:
+            pinned = _VARIABLE_PIN.fullmatch(text)
+            if pinned is not None:
+                group.pinned_by_variable.add(normalise(pinned.group(1)))
         i += 1
 
 
@@ -226,6 +233,7 @@ def requirement_at(text: str, offset: int) -> Requirement | None:
                        Span(spec_start, spec_start + len(spec)) if spec.strip() else None, extras=extras)
 
 
+_VARIABLE_PIN = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
 _PIP_INSTALL = re.compile(r"^(?:.*/)?(?:pip3?(?:\.\d+)?|uv)$")
 
 

@@ -240,6 +240,8 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             if pin is None or not pin.torch:
                 continue
             own = [t for t in group.requirements if t.name == "torch" and t.extra in ("", req.extra)]
+            if "torch" in group.pinned_by_variable:
+                continue  # `torch==${V}` in the same install: torch is held at one release (pip backtracks the other)
             if pin.torch_is_bound:
                 # a lower bound: pip replaces an older torch with the newest, unless this install caps torch (then it
                 # backtracks to an older release of the package, whose requirement the table does not know)

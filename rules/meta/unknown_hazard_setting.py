@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import re
 
+from rlcompat.analysis import cpu_program
 from rlcompat.analysis.confighelpers import remove_flag, where
 from rlcompat.contract import Bad, ConfigRule, FixSafety, Good
 from rlcompat.knowledge.spellings import bf16_replacements, flash_attention, flash_attention_backends, fp8_names
@@ -92,9 +93,12 @@ class UnknownHazardSetting(ConfigRule):
         in_verl = view.is_verl or "verl/trainer/config/" in ctx.path.replace(os.sep, "/")
         if in_verl and OTHER_ENGINES & name_tokens(os.path.basename(ctx.path)):
             return  # engine/megatron.yaml, _generated_ppo_torchtitan_trainer.yaml: see OTHER_ENGINES
+        cpu_only = view.kind == "python" and cpu_program.runs_on_cpu_only(ctx.source_text)
         for s in view.settings:
             if s.value is None:
                 continue
+            if cpu_only and s.origin == "argparse-default":
+                continue  # a flag of a program whose models stay on the CPU, as for known keys (analysis/cpu_program.py)
             if known(view, ctx, s):
                 continue
             if not s.flag and verl_keys & set(view.paths_of(s)):
