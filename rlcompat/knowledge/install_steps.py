@@ -96,10 +96,10 @@ def steps_of(path: str, start_dir: str, dockerfile: bool = False) -> tuple[Step,
     return tuple(out)
 
 
-def _moved(cwd: str | None, target: str) -> str | None:
-    if cwd is None or "$" in target or target.startswith("~") or target == "-":
+def _moved(cwd: str | None, dest: str) -> str | None:
+    if cwd is None or "$" in dest or dest.startswith("~") or dest == "-":
         return None  # somewhere rlcompat cannot follow: later relative paths are nobody's
-    return os.path.normpath(os.path.join(cwd, target))
+    return os.path.normpath(os.path.join(cwd, dest))
 
 
 def _pip_install(words: list[tuple[str, int]], cwd: str | None, path: str, text: str) -> list[Step]:

@@ -33,13 +33,17 @@ class Bf16ChosenByHelper(PythonRule):
         "`including_emulation=False` (RLC110, safe); otherwise pass the precision explicitly (fp16 mixed on "
         "sm70/sm75, fp32 below)."
     )
-    triggers = ("precision", "dtype")
+    # A helper's result lands in a name that says what it is (`precision = ...`) or comes from a function named for
+    # it (`pick_dtype()`): not every statement that says `dtype` (a model file has thousands; keeping them all made
+    # transformers' modeling_utils.py big enough to be parsed in parts, for nothing this rule can report).
+    triggers = ("precision", "dtype(")
     requires = (("import",),)
     sources = ("S1", "S3", "S60", "S163")
 
     bad = (
         Bad(_LITGPT + "precision = precision or get_default_supported_precision(training=True)\n", target="sm75"),
         Bad("import litgpt.utils as lu\nfabric_precision = lu.get_default_supported_precision(False)\n"),
+        Bad("from litgpt.utils import get_default_supported_precision as pick_dtype\nd = pick_dtype(True)\n"),
     )
     good = (
         Good(_LITGPT + "precision = precision or get_default_supported_precision(training=True)\n", target="sm80"),
