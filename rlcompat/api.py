@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from rlcompat.config import Options
 from rlcompat.pipeline.discovery import discover, why_not_checked
 from rlcompat.pipeline.runner import Checker, FileResult, check_files, run_parallel
-from rlcompat.pipeline.fixer import FileFix, FixBroke, fix_one, fix_source
 from rlcompat.findings import FileError, Finding
 from rlcompat.pipeline.source import SourceFile
 from rlcompat.knowledge.identity import Identities, pinned
 from rlcompat.analysis.launch_path import add_reached
 from rlcompat.knowledge.targets import Target
+
+if TYPE_CHECKING:  # the fixer (and difflib) is imported by the fix functions: a scan never needs it
+    from rlcompat.pipeline.fixer import FileFix
 
 
 @dataclass
@@ -115,6 +117,8 @@ def check_text(text: str, target: Target, path: str, language: str, settings: Op
 def fix_text(text: str, target: Target, path: str, language: str, settings: Options | None = None,
              unsafe: bool | None = None) -> FileFix:
     """What `fix` would make of decoded text, without writing anything; `error` says why nothing could be fixed."""
+    from rlcompat.pipeline.fixer import FileFix, FixBroke, fix_source
+
     settings = settings or Options()
     unsafe = settings.unsafe_fixes if unsafe is None else unsafe
     try:
@@ -133,6 +137,8 @@ def fix_paths(paths: list[str], target: Target, settings: Options | None = None,
     """Apply fixes (safe ones, plus unsafe ones if asked) file by file, in parallel; `write=False` only computes them.
     `skip`: per file (real path), (line, column, code) of findings whose fixes are left out (`fix --run --minimal`).
     `scripts`: launch commands given as text, as `scan_paths` takes them: fixed as text, never written."""
+    from rlcompat.pipeline.fixer import fix_one, fix_source
+
     settings = settings or Options()
     unsafe = settings.unsafe_fixes if unsafe is None else unsafe
     not_read: list[tuple[str, str]] = []

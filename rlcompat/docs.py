@@ -62,5 +62,8 @@ def generate(out_dir) -> list[str]:
 if __name__ == "__main__":
     import sys
 
+    from rlcompat.pipeline import catalog
+
     for p in generate(sys.argv[1] if len(sys.argv) > 1 else "docs/rules"):
         print(p)
+    print(catalog.write())  # rules/index.py: what each rule declares, generated like these pages

@@ -20,6 +20,11 @@ def all_rules() -> tuple[type, ...]:
     return tuple(sorted(file_rules() + environment_rules(), key=lambda r: r.code))
 
 
+def file_codes() -> tuple[str, ...]:
+    """The codes of the rules that check files, in code order, importing none of them."""
+    return tuple(code for code, location in CODES.items() if location.partition(".")[0] != ENVIRONMENT_FAMILY)
+
+
 @lru_cache(maxsize=1)
 def file_rules() -> tuple[type, ...]:
     """The rules that check files (what scan and fix run), ordered by code: every family but `environment`,
@@ -34,23 +39,25 @@ def environment_rules() -> tuple[type, ...]:
 
 
 def _load(wanted_family) -> tuple[type, ...]:
+    found = [rule_class(code) for code, location in CODES.items() if wanted_family(location.partition(".")[0])]
+    return tuple(sorted(found, key=lambda r: r.code))
+
+
+@lru_cache(maxsize=None)
+def rule_class(code: str) -> type:
+    """The rule class of `code`, its module imported now (and only it: a run that needs a few rules loads those)."""
     from rlcompat.lang.pyspeed.lazy import lazy_import
     from rlcompat.rule import Rule
 
     lazy_import("libcst")  # rule modules import it at top level; defer the cost to the first parse
-    found = []
-    for code, location in CODES.items():
-        family = location.partition(".")[0]
-        if not wanted_family(family):
-            continue
-        module = importlib.import_module(f"{__name__}.{location}")
-        rules = [
-            obj
-            for obj in vars(module).values()
-            if isinstance(obj, type) and issubclass(obj, Rule) and obj.__module__ == module.__name__
-            and getattr(obj, "code", None)
-        ]
-        if [r.code for r in rules] != [code]:
-            raise ImportError(f"rules/codes.py maps {code} to {location}, which defines {[r.code for r in rules]}")
-        found.extend(rules)
-    return tuple(sorted(found, key=lambda r: r.code))
+    location = CODES[code]
+    module = importlib.import_module(f"{__name__}.{location}")
+    rules = [
+        obj
+        for obj in vars(module).values()
+        if isinstance(obj, type) and issubclass(obj, Rule) and obj.__module__ == module.__name__
+        and getattr(obj, "code", None)
+    ]
+    if [r.code for r in rules] != [code]:
+        raise ImportError(f"rules/codes.py maps {code} to {location}, which defines {[r.code for r in rules]}")
+    return rules[0]

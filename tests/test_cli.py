@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 import textwrap
 from importlib import resources
 
@@ -363,3 +365,27 @@ def test_targets_and_rules_commands():
     code, out, _ = invoke("rule", "RLC201")
     assert code == 0 and "## Why is this bad?" in out and "## Fix safety" in out
     assert invoke("rule", "RLC999")[0] == 2
+
+
+@pytest.mark.parametrize("args", [
+    ["scan", "--help"], ["fix", "--help"], ["scan", "--bogus"], ["scan", "fixtures/python", "--target", "sm61", "--no-cache"],
+    ["fix", "fixtures/python", "--target", "sm61", "--diff", "--no-cache"], ["--help", "scan"], ["scan"],
+])
+def test_the_entry_point_runs_scan_and_fix_as_the_whole_app_does(args, monkeypatch, capsys):
+    # main() runs `scan` and `fix` through an app holding only that command (cli/app.py, _app_for).
+    from rlcompat.cli import app as cli_app
+
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.setattr(sys, "argv", ["rlcompat", *args])
+
+    def run() -> tuple:
+        with pytest.raises(SystemExit) as exited:
+            cli_app.main()
+        return (exited.value.code or 0, *capsys.readouterr())
+
+    alone = run()
+    monkeypatch.setattr(cli_app, "_app_for", lambda _: cli_app.app)
+    assert alone == run()
+    assert alone[0] in (0, 1, 2) and (alone[1] or alone[2])

@@ -47,6 +47,16 @@ def test_every_knowledge_file_loads_and_folders_list_their_files():
     assert "0.9.1" in files.names("verl") and "trl" in files.folders("frameworks")
 
 
+def test_every_knowledge_file_parses_the_same_with_the_standard_parser():
+    # Knowledge files are read with compiled tomli (rlcompat/_toml.py), whose newer TOML (1.1) accepts more than
+    # tomllib: a file must keep to what both read alike, since tomllib reads it where tomli is missing.
+    from rlcompat._toml import load_knowledge_text, load_toml_text
+
+    for name, entry in files.all_files():
+        text = entry.read_text("utf-8")
+        assert load_knowledge_text(text) == load_toml_text(text), name
+
+
 @pytest.mark.parametrize("text, parsed", [
     ("2.8.0+cu128", (2, 8, 0)), ("0.9.1.dev0", (0, 9, 1)), ("v0.20.0rc1", (0, 20, 0)), (" 2025.10.1", (2025, 10, 1)),
     ("12.8", (12, 8)), ("", ()), ("unknown", ()), (None, ()),

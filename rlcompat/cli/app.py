@@ -17,13 +17,17 @@ from rlcompat.knowledge.files import KnowledgeFileError
 from rlcompat.cli.common import run_settings as _settings
 from rlcompat.lang.pyspeed.collector import collector_off
 
-app = typer.Typer(
-    name="rlcompat",
-    help="Find and fix what stops LLM RL post-training (verl, OpenRLHF, TRL) on older NVIDIA GPUs.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+def _typer() -> typer.Typer:
+    return typer.Typer(
+        name="rlcompat",
+        help="Find and fix what stops LLM RL post-training (verl, OpenRLHF, TRL) on older NVIDIA GPUs.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+
+
+app = _typer()
 
 
 def _target(spec: Optional[str], settings):
@@ -352,10 +356,24 @@ app.command("restore")(restore_command)
 # --- end extra commands ---
 
 
+def _app_for(args: List[str]) -> typer.Typer:
+    """The app to run `args` with: for `scan` and `fix` (a pre-commit hook's every start), one that holds only that
+    command, since typer reads the signature and type hints of every command it holds before it runs one (about 10%
+    of a warm scan); what it prints and does is the same (tests/test_cli.py holds them to the whole app)."""
+    name = args[0] if args else ""  # a root option before it (`--help scan`) asks the whole app
+    command = {"scan": scan, "fix": fix}.get(name)
+    if command is None:
+        return app
+    one = _typer()
+    one.callback()(_root)
+    one.command(name)(command)
+    return one
+
+
 def main() -> None:
     with collector_off():  # lang/pyspeed/collector.py: LibCST's objects are not walked again and again
         try:
-            app()
+            _app_for(sys.argv[1:])()
         except KeyboardInterrupt:  # outside a command body (fix handles its own)
             typer.echo("rlcompat: interrupted", err=True)
             sys.exit(EXIT_INTERRUPTED)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-from rlcompat._toml import TOMLDecodeError, load_toml_text
+from rlcompat._toml import KNOWLEDGE_ERRORS, load_knowledge_text
 
 DATA = "data"
 LOCATION = "rlcompat/knowledge/data"  # how messages name the folder (the source tree's path, and the wheel's)
@@ -33,8 +33,8 @@ def load(*parts: str) -> dict:
     except (OSError, UnicodeDecodeError) as exc:
         raise KnowledgeFileError(f"{where}: cannot be read ({exc}); reinstall rlcompat") from exc
     try:
-        return load_toml_text(text)
-    except TOMLDecodeError as exc:
+        return load_knowledge_text(text)
+    except KNOWLEDGE_ERRORS as exc:
         raise KnowledgeFileError(f"{where}: not valid TOML ({exc}); fix the file or reinstall rlcompat") from exc
 
 

@@ -188,7 +188,7 @@ def choose_version(detected: str | None) -> str:
 
 @lru_cache(maxsize=None)
 def _load(version: str, detected: str | None) -> Knowledge:
-    data = files.load("verl", f"{version}.toml")
+    data = _table(version)
     return Knowledge(
         version=data["version"],
         detected=detected,
@@ -286,22 +286,17 @@ def knowledge_of(identity) -> Knowledge:
     return replace(base, detected=identity.version, identity=identity)
 
 
-@lru_cache(maxsize=None)
-def _own_file_names(table: str) -> frozenset[str]:
-    """Base names of the files a per-file table (`unread`, `unselected`) lists in any rule set: a cheap first test."""
-    return frozenset(os.path.basename(f) for v in available_versions() for f in getattr(load_version(v), table))
-
-
 def own_file_row(path: str, table: str) -> tuple[Knowledge, object] | None:
     """For a file of a verl package whose version is found in the tree itself: that version's knowledge and the
     file's row of `table` (a dict by path relative to the package: `unread`, `unselected`), else None. The
-    installed verl says nothing about a copied tree, and an unknown version supports no claim about its files."""
-    if os.path.basename(path) not in _own_file_names(table):
-        return None
+    installed verl says nothing about a copied tree, and an unknown version supports no claim about its files.
+    Only that version's knowledge file is read, and none for a file outside a verl package."""
     full = os.path.abspath(path)
     root = package_root(os.path.dirname(full))
-    release = package_release(root) if root is not None else None
-    if release is None or not release[1]:
+    if root is None:
+        return None
+    release = package_release(root)
+    if release[0] is None or not release[1]:
         return None  # a fork's files are its own: no release's table describes them
     knowledge = _load(release[0], release[0])
     row = getattr(knowledge, table).get(os.path.relpath(full, root).replace(os.sep, "/"))
@@ -320,7 +315,13 @@ def package_root(directory: str) -> str | None:
 @lru_cache(maxsize=None)
 def detect_table(version: str) -> dict | None:
     """The rule set's `[detect]`: files present in, and absent from, that release's package."""
-    return files.load("verl", f"{version}.toml").get("detect")
+    return _table(version).get("detect")
+
+
+@lru_cache(maxsize=None)
+def _table(version: str) -> dict:
+    """A release's knowledge file as parsed, read once (its `[detect]` and the rule set both come from it)."""
+    return files.load("verl", f"{version}.toml")
 
 
 def version_from_files(package: str) -> str | None:

@@ -139,7 +139,15 @@ def language(name: str) -> Language:
 
 
 def _name_matches(patterns: tuple[str, ...], name: str, parent_and_name: str) -> bool:
-    return any(fnmatch.fnmatchcase(parent_and_name if "/" in p else name, p) for p in patterns)
+    return any(_glob_matches(parent_and_name if "/" in p else name, p) for p in patterns)
+
+
+def _glob_matches(name: str, pattern: str) -> bool:
+    """`fnmatch.fnmatchcase`, which compiles a regular expression for each pattern on its first use (most of them
+    are plain names, and a pre-commit run would compile them all for its one file): a plain name is compared."""
+    if "*" in pattern or "?" in pattern or "[" in pattern:
+        return fnmatch.fnmatchcase(name, pattern)
+    return name == pattern
 
 
 def by_file_name(path: str, *, explicit: bool = False) -> Language | None:
@@ -193,7 +201,7 @@ def skip_reason(path: str, name: str) -> str:
     if lang is None:
         return ""
     base = os.path.basename(path).lower()
-    if lang.skip_names and any(fnmatch.fnmatchcase(base, p) for p in lang.skip_names):
+    if lang.skip_names and any(_glob_matches(base, p) for p in lang.skip_names):
         return lang.skip_reason
     if lang.max_bytes:
         try:

@@ -13,10 +13,10 @@ from __future__ import annotations
 import contextlib
 import os
 from dataclasses import replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Iterable, Iterator, Sequence
 
-from rlcompat.pipeline import suppressions
+from rlcompat.pipeline import catalog, suppressions
 from rlcompat.config import Options
 from rlcompat.pipeline.discovery import language_from_content
 from rlcompat.pipeline.scanned_file import ScannedFile
@@ -73,19 +73,29 @@ def parse_errors_of(fe) -> Iterator[None]:
 
 class RuleGroup:
     """One (rule set, target) of a run: every selected rule that applies to the target, instantiated once and grouped
-    by the languages it declares (and those they embed in), and the rules over the suppressions."""
+    by the languages it declares (and those they embed in), and the rules over the suppressions. A file asks for the
+    rules its words can wake (`rules_for`): only their modules are imported (rlcompat/pipeline/catalog.py)."""
 
     def __init__(self, target: Target, settings: Options) -> None:
         self.target = target
         self.settings = settings
+        self._rules: dict[str, object | None] = {}
 
-    # The rules are loaded on first use: a run answered wholly from the cache never imports them (nor LibCST).
+    def rule(self, code: str):
+        """The instance of rule `code` for this group, None if it is not selected or does not apply to the target."""
+        if code not in self._rules:
+            from rlcompat.rules import rule_class
+
+            cls = rule_class(code) if self.settings.is_selected(code) else None
+            self._rules[code] = cls(self.target) if cls is not None and cls.applies_to(self.target) else None
+        return self._rules[code]
+
+    # Every rule is loaded only for what needs the whole set: a file's suppressions (RLC001 reads which codes ran).
     @cached_property
     def _instances(self) -> list:
-        from rlcompat.rules import file_rules
+        from rlcompat.rules import file_codes
 
-        return [cls(self.target) for cls in file_rules()
-                if cls.applies_to(self.target) and self.settings.is_selected(cls.code)]
+        return [r for r in map(self.rule, file_codes()) if r is not None]
 
     @cached_property
     def rules_by_language(self) -> dict[str, list]:
@@ -94,14 +104,34 @@ class RuleGroup:
             if not isinstance(rule, SuppressionRule):
                 for language in rule.languages:
                     by_language.setdefault(language, []).append(rule)
-        own_rules = {lang: list(rules) for lang, rules in by_language.items()}
-        for outer, inner in EMBEDS.items():
-            merged = list(own_rules.get(outer, []))
-            for lang in inner:
-                merged += [r for r in own_rules.get(lang, ()) if r not in merged]
-            if merged:
-                by_language[outer] = merged
-        return by_language
+        return _with_embedded(by_language)
+
+    def rules_for(self, language: str, present: set[str]) -> list:
+        """The rules of `rules_by_language[language]` (in its order) whose triggers meet `present`, the trigger words
+        of the file (any superset of theirs that it holds), and those whose triggers only an instance knows."""
+        out = []
+        for code in _codes_by_language().get(language, ()):
+            words = _triggers_of(code, language)
+            if words is not None and present.isdisjoint(words):
+                continue
+            rule = self.rule(code)
+            if rule is not None and not isinstance(rule, SuppressionRule):
+                out.append(rule)
+        return out
+
+    def trigger_words(self, language: str) -> set[str]:
+        """Every word that can wake a rule of this group in a file of `language` (a superset: the index's words of
+        every selected rule of the language, and the instance's own where only it knows them)."""
+        words: set[str] = set()
+        for code in _codes_by_language().get(language, ()):
+            if not self.settings.is_selected(code):
+                continue
+            found = _triggers_of(code, language)
+            if found is None:
+                rule = self.rule(code)
+                found = triggers_in(rule, language) if rule is not None else ()
+            words.update(found)
+        return words
 
     @cached_property
     def suppression_rules(self) -> list[SuppressionRule]:
@@ -110,6 +140,36 @@ class RuleGroup:
     @cached_property
     def active_codes(self) -> set[str]:
         return {r.code for rules in self.rules_by_language.values() for r in rules}
+
+
+def _with_embedded(own: dict[str, list]) -> dict[str, list]:
+    """Each language's rules followed by those of the languages its files embed (not repeated), in that order."""
+    by_language = dict(own)
+    for outer, inner in EMBEDS.items():
+        merged = list(own.get(outer, []))
+        for lang in inner:
+            merged += [r for r in own.get(lang, ()) if r not in merged]
+        if merged:
+            by_language[outer] = merged
+    return by_language
+
+
+@lru_cache(maxsize=1)
+def _codes_by_language() -> dict[str, list[str]]:
+    """`RuleGroup.rules_by_language` as codes, for every rule of the catalog: from the index, importing no rule."""
+    from rlcompat.rules import file_codes, rule_class
+
+    own: dict[str, list[str]] = {}
+    for code in file_codes():
+        entry = catalog.index().get(code)
+        for language in (entry[0] if entry is not None else rule_class(code).languages):  # not indexed: loaded
+            own.setdefault(language, []).append(code)
+    return _with_embedded(own)
+
+
+def _triggers_of(code: str, language: str) -> tuple[str, ...] | None:
+    entry = catalog.index().get(code)
+    return catalog.triggers_of(entry, language) if entry is not None else None
 
 
 class Checker:
@@ -172,8 +232,8 @@ class Checker:
         """The search for the triggers of every group's rules of `language`, built once for the run, on first use."""
         scan = self._trigger_scans.get(language)
         if scan is None:
-            words = {t for g in self.groups for r in g.rules_by_language.get(language, ()) for t in triggers_in(r, language)}
-            scan = self._trigger_scans[language] = WordScan(tuple(words))
+            words = {t for g in self.groups for t in g.trigger_words(language)}
+            scan = self._trigger_scans[language] = WordScan(tuple(sorted(words)))
         return scan
 
     def runnable(self, rules: Sequence, language: str, text: str, present: set[str] | None = None) -> list:
@@ -195,9 +255,9 @@ class Checker:
         path, text = source.path, source.text
         language = language_from_content(language, text)
         file = ScannedFile(path, self.tree_identity(path), text, language)
-        selected = [[r for r in g.rules_by_language.get(language, ()) if self.settings.is_selected(r.code, path)]
+        present = self.trigger_scan(language).present(text) if language in FRONTENDS else set()
+        selected = [[r for r in g.rules_for(language, present) if self.settings.is_selected(r.code, path)]
                     for g in self.groups]
-        present = self.trigger_scan(language).present(text) if any(selected) and language in FRONTENDS else set()
         runnable = [self.runnable(rules, language, text, present) for rules in selected]
         try:
             found = self._run_rules(file, runnable)
@@ -213,7 +273,7 @@ class Checker:
         for group, findings in zip(self.groups, found):
             mine = [_fresh(s) for s in sups]  # each group uses every suppression afresh
             findings, suppressed = suppressions.apply(findings, mine)
-            for rule in group.suppression_rules:
+            for rule in (group.suppression_rules if mine else ()):  # a file without suppressions loads no more rules
                 if language in rule.languages and self.settings.is_selected(rule.code, path):
                     findings.extend(rule.check_suppressions(mine, group.active_codes, path))
             results.append(FileResult(path, language, sorted(findings, key=Finding.sort_key), suppressed=suppressed,
