@@ -140,15 +140,20 @@ def mixed_cases(generator, reps: int) -> list[dict]:
             generator.serve(take)
 
         tokens = sum(r.max_tokens for r in reqs)
+        before = generator.steps_decoded
         _, batched = timed(batch_by_batch, reps)
+        batched_steps = (generator.steps_decoded - before) // (reps + 1)
+        before = generator.steps_decoded
         _, cont = timed(continuous, reps)
+        cont_steps = (generator.steps_decoded - before) // (reps + 1)
         row = {"case": name, "requests": len(reqs), "rows": rows, "tokens": tokens,
                "batch_by_batch_s": batched, "continuous_s": cont,
+               "batch_by_batch_decode_steps": batched_steps, "continuous_decode_steps": cont_steps,
                "batch_by_batch_tokens_per_s": tokens / batched, "continuous_tokens_per_s": tokens / cont,
                "speedup": batched / cont}
         out.append(row)
         print(f"{name}: batch by batch {batched:.2f} s, continuous {cont:.2f} s ({row['speedup']:.2f}x), "
-              f"{tokens} tokens", flush=True)
+              f"{tokens} tokens, decode steps {batched_steps} / {cont_steps}", flush=True)
     generator.max_rows = 256
     return out
 

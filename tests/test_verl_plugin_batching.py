@@ -67,6 +67,7 @@ def test_staggered_arrivals_and_mixed_lengths_give_each_request_generate_alone_t
                                       attn_implementation="eager" if device == "cpu" else "sdpa")
     if device == "cuda":  # the decode step replayed from a CUDA graph while rows are filled around it
         model = gen.model
+    gen.max_rows = 4  # verl's max_num_seqs: at most 4 rows, so later arrivals must wait for rows to free
     lengths = [20, 3, 12, 7, 9, 5]
     requests = [Request(p, max_tokens=n, temperature=0.0) for p, n in zip(prompts, lengths)]
     # three at once, then one at step 2 (a free row: the decoder has 4), then two more while all rows are busy
@@ -92,6 +93,7 @@ def test_staggered_arrivals_and_mixed_lengths_give_each_request_generate_alone_t
 def test_a_row_freed_by_a_stop_id_is_refilled_and_the_stop_ends_that_request_only(tiny):
     folder, _tok, prompts, model = tiny
     gen = HFGenerator.from_pretrained(str(folder), device="cpu", dtype=torch.float32, attn_implementation="eager")
+    gen.max_rows = 2
     free_run = _alone(model, prompts[1], 30)
     stop = free_run[4]  # a token this prompt produces fifth: its request stops there
     requests = [Request(prompts[1], max_tokens=30, temperature=0.0, stop_ids=frozenset({stop})),
@@ -108,16 +110,19 @@ def test_a_row_freed_by_a_stop_id_is_refilled_and_the_stop_ends_that_request_onl
     assert arrivals.finished_at[id(requests[2])] < arrivals.finished_at[id(requests[1])]
 
 
-def test_a_request_too_long_for_the_running_decoder_waits_for_a_new_one(tiny):
+def test_more_arrivals_than_free_rows_or_slots_move_the_busy_rows_to_a_larger_decoder(tiny):
     folder, _tok, prompts, model = tiny
     gen = HFGenerator.from_pretrained(str(folder), device="cpu", dtype=torch.float32, attn_implementation="eager")
-    short = Request(prompts[0], max_tokens=4, temperature=0.0)
-    long = Request(prompts[1], max_tokens=100, temperature=0.0)  # more slots than the first decoder has
-    arrivals = Arrivals([(0, short), (1, long)])
+    first = Request(prompts[0], max_tokens=24, temperature=0.0)  # alone at first: a decoder of one row
+    late = [Request(p, max_tokens=n, temperature=0.0) for p, n in zip(prompts[1:4], (5, 8, 6))]
+    longer = Request(prompts[4], max_tokens=90, temperature=0.0)  # more slots than the decoder has
+    arrivals = Arrivals([(0, first)] + [(3, r) for r in late] + [(6, longer)])
     gen.serve(arrivals.take, on_group=arrivals.groups.append)
-    assert arrivals.results[id(long)].token_ids == _alone(model, prompts[1], 100)
-    assert arrivals.results[id(short)].token_ids == _alone(model, prompts[0], 4)
-    assert len(gen._decoders) == 2
+    for request in [first, *late, longer]:
+        assert arrivals.results[id(request)].token_ids == _alone(model, request.prompt_ids, request.max_tokens)
+    assert arrivals.groups == [1, 3, 1]  # the late ones started together at step 3, beside the first
+    assert all(arrivals.finished_at[id(r)] < arrivals.finished_at[id(first)] for r in late)
+    assert {key[:2] for key in gen._decoders} == {(4, 64), (8, 192)}  # 1 row, then 4, then 8 x 192 slots
 
 
 def test_a_failure_reaches_every_job_in_flight(tiny):

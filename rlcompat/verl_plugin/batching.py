@@ -46,8 +46,9 @@ def rows_for(waiting: int, max_rows: int) -> int:
 def serve(generator, take: Callable[[int], list], on_group: Optional[Callable[[int], None]] = None) -> None:
     """Decode every job `take` hands out until it has no more and every row finished.
 
-    `take(n)` is called once per decode step with the number of rows that can take a job (0 included) and returns
-    at most that many waiting jobs, without blocking. `on_group(k)` is called for each prefill of k jobs."""
+    `take(n)` is called once per decode step with how many more jobs the decoder could hold (0 included; up to the
+    generator's `max_rows`) and returns at most that many waiting jobs, without blocking. `on_group(k)` is called
+    for each prefill of k jobs."""
     waiting: list[Job] = list(take(generator.max_rows))
     try:
         while waiting:
@@ -60,8 +61,15 @@ def serve(generator, take: Callable[[int], list], on_group: Optional[Callable[[i
         raise
 
 
+def _length_for(jobs) -> int:
+    need = max(len(j.request.prompt_ids) + j.request.max_tokens for j in jobs)
+    return -(-need // LENGTH_STEP) * LENGTH_STEP
+
+
 class _Session:
-    """One decoder's rows, filled and refilled until none is busy and no waiting job fits."""
+    """One decoder's rows, filled and refilled until none is busy and none is waiting. When more jobs wait than
+    rows are free, or a job needs more slots than the rows have, it moves to a larger decoder (`_grow`): the busy
+    rows' cache and state are copied over and they decode on where they were."""
 
     def __init__(self, generator, waiting: list, take, on_group):
         from rlcompat.verl_plugin.engine import Completion
@@ -69,12 +77,9 @@ class _Session:
         self.Completion = Completion
         self.gen, self.waiting, self.take, self.on_group = generator, waiting, take, on_group
         device = generator.device
-        self.batch = rows_for(len(waiting), generator.max_rows)
-        need = max(len(j.request.prompt_ids) + j.request.max_tokens for j in waiting[: self.batch])
-        length = -(-need // LENGTH_STEP) * LENGTH_STEP
-        self.decode = generator._decoder(self.batch, length)
-        self.length = length
-        b = self.batch
+        self.batch = b = rows_for(len(waiting), generator.max_rows)
+        self.length = length = _length_for(waiting)
+        self.decode = generator._decoder(b, length)
         self.jobs: list[Optional[Job]] = [None] * b
         self.generators: dict[int, torch.Generator] = {}
         self.left = [0] * b  # steps until the row surely finished (its max tokens)
@@ -87,30 +92,38 @@ class _Session:
         self.logits: Optional[torch.Tensor] = None
 
     def run(self) -> None:
-        grain, decode = self.gen._grain, self.decode
+        grain = self.gen._grain
         try:
             since_check = 0
             while True:
-                free = [i for i, j in enumerate(self.jobs) if j is None]
-                self.waiting += self.take(max(0, len(free) - len(self.waiting)))
-                if free and self.waiting:
-                    self._fill(free)
+                busy = sum(j is not None for j in self.jobs)
+                self.waiting += self.take(max(0, self.gen.max_rows - busy - len(self.waiting)))
+                if self.waiting:
+                    free = self.batch - busy
+                    rows = rows_for(busy + len(self.waiting), self.gen.max_rows)
+                    length = max(self.length, _length_for(self.waiting))
+                    if (len(self.waiting) > free and rows > self.batch) or length > self.length:
+                        self._grow(max(rows, self.batch), length)
+                    free_rows = [i for i, j in enumerate(self.jobs) if j is None]
+                    if free_rows:
+                        self._fill(free_rows)
                 if all(j is None for j in self.jobs):
-                    return  # nothing decoding, and nothing waiting fits this decoder
+                    return  # nothing decoding and nothing waiting
                 next_ids = self._sample(grain)
                 since_check += 1
-                busy = [i for i, j in enumerate(self.jobs) if j is not None]
-                for i in busy:
+                busy_rows = [i for i, j in enumerate(self.jobs) if j is not None]
+                for i in busy_rows:
                     self.left[i] -= 1
-                if since_check >= CHECK_EVERY or any(self.left[i] <= 0 for i in busy):
+                if since_check >= CHECK_EVERY or any(self.left[i] <= 0 for i in busy_rows):
                     since_check = 0
                     self._hand_back()
                     if all(j is None for j in self.jobs):
                         continue  # the next pass fills the rows or ends the session
+                self.gen.steps_decoded += 1
                 with grain.part("decode") as part:
                     # Watched, the step is captured again: the graph may have been captured unwatched (or on
                     # another thread). Its warm-up and capture run the forward where the watch sees every operator.
-                    self.logits = decode.step(next_ids, ~self.done, recapture=part.watched)
+                    self.logits = self.decode.step(next_ids, ~self.done, recapture=part.watched)
                     part.check(self.logits)
         except BaseException as exc:
             for job in self.jobs:
@@ -118,6 +131,33 @@ class _Session:
                     job.fail(exc)
             self.jobs = [None] * self.batch
             raise
+
+    def _grow(self, rows: int, length: int) -> None:
+        """Move to a decoder of `rows` x `length`, the busy rows first and unchanged (their cache, slots, tokens)."""
+        old, b, old_length = self.decode, self.batch, self.length
+        new = self.gen._decoder(rows, length)
+        new.take_rows_of(old)
+        device = self.gen.device
+
+        def wider(t, fill):
+            out = torch.full((rows, length + 1), fill, dtype=t.dtype, device=device)
+            out[:b, : old_length + 1] = t
+            return out
+
+        def longer(t, fill):
+            return torch.cat([t, torch.full((rows - b,), fill, dtype=t.dtype, device=device)])
+
+        self.tokens, self.logprobs = wider(self.tokens, 0), wider(self.logprobs, 0)
+        self.lengths, self.stopped = longer(self.lengths, 0), longer(self.stopped, False)
+        self.done = longer(self.done, True)
+        if self.logits is not None:
+            logits = self.logits.new_zeros((rows, self.logits.shape[-1]))
+            logits[:b] = self.logits
+            self.logits = logits
+        self.jobs += [None] * (rows - b)
+        self.left += [0] * (rows - b)
+        self.decode, self.batch, self.length = new, rows, length
+        self.rows = Rows([j.request if j is not None else None for j in self.jobs], self.generators, device)
 
     def _fill(self, free: list[int]) -> None:
         """Prefill waiting jobs into free rows, as one left-padded group whose width leaves each its max tokens."""

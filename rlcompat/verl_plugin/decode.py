@@ -49,14 +49,19 @@ class _RowLayer:
         self.values: torch.Tensor | None = None
         self.is_initialized = False
 
+    def allocate(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        """The layer's tensors, zeroed, shaped after the first keys and values it is given (once)."""
+        if self.keys is not None:
+            return
+        owner = self.owner
+        shape = (owner.batch, key_states.shape[1], owner.length)
+        self.keys = torch.zeros(shape + key_states.shape[3:], dtype=key_states.dtype, device=key_states.device)
+        self.values = torch.zeros(shape + value_states.shape[3:], dtype=value_states.dtype, device=value_states.device)
+        self.is_initialized = True
+
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
         owner = self.owner
-        if self.keys is None:
-            shape = (owner.batch, key_states.shape[1], owner.length)
-            self.keys = torch.zeros(shape + key_states.shape[3:], dtype=key_states.dtype, device=key_states.device)
-            self.values = torch.zeros(shape + value_states.shape[3:], dtype=value_states.dtype,
-                                      device=value_states.device)
-            self.is_initialized = True
+        self.allocate(key_states, value_states)
         rows = owner.prefill_rows
         if rows is not None:  # a group's prompts, left-padded to one width, into slots 0..width-1 of their rows
             width = key_states.shape[2]
@@ -118,6 +123,18 @@ class RowDecode:
         self.graph: torch.cuda.CUDAGraph | None = None
         self.graph_logits: torch.Tensor | None = None
         self._keep_logits = "logits_to_keep" in inspect.signature(model.forward).parameters
+
+    def take_rows_of(self, other: "RowDecode") -> None:
+        """Copy another (smaller) decoder's rows into this one's first rows: their cache and slots, as they are."""
+        b, length = other.batch, other.length
+        for mine, theirs in zip(self.cache.layers, other.cache.layers):
+            if theirs.keys is None:
+                continue
+            mine.allocate(theirs.keys, theirs.values)
+            mine.keys[:b, :, :length].copy_(theirs.keys)
+            mine.values[:b, :, :length].copy_(theirs.values)
+        self.cur[:b].copy_(other.cur)
+        self.start[:b].copy_(other.start)
 
     def cache_tensors(self) -> list[torch.Tensor]:
         """The KV cache's tensors (for the guard's check of what a prefill wrote)."""

@@ -55,6 +55,7 @@ class HFGenerator:
         self.asleep = False
         self._host: Optional[list[torch.Tensor]] = None  # pinned host copies of the weights while asleep
         self.tokens_generated = 0
+        self.steps_decoded = 0  # decode steps run (each for every row of its decoder)
         self.max_rows = 256  # rows a decoder may have (the server sets verl's max_num_seqs)
         self.model.to(self.device)
         # Decoders (cache, buffers, captured graph) by (rows, length, graphed), most recent last; see `_decoder`.
