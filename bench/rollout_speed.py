@@ -15,7 +15,9 @@ is also kept (`rollout_guard_first_call_ms_per_step`).
 
 Runs on the device (see the top of bench/verify_trainer_on_device.sh for the machine; it needs only torch and
 transformers there, and rlcompat installed with `pip install --no-deps --target`):
-    python3 bench/rollout_speed.py --out $OUT/rollout_speed.json [--quick]
+    python3 bench/rollout_speed.py --out $OUT/rollout_speed.json [--quick] [--mixed | --only-mixed]
+`--mixed` adds what continuous batching changes (`mixed_cases`: mixed-length and staggered requests batch by batch
+against continuously; wall time and decode steps).
 Writes the table to stdout and the figures as JSON (bench/results/rollout_speed.json is a copy of a device run).
 """
 

@@ -149,9 +149,6 @@ class HFRolloutServer:
                 break
         return taken
 
-    def _count_group(self, size: int):
-        self.stats["batches"] += 1  # prefill groups: requests that started decoding together
-
     async def _serve_loop(self):
         while True:
             await self._wakeup.wait()
@@ -161,15 +158,23 @@ class HFRolloutServer:
             await self._gather_arrivals()
             start = time.perf_counter()
             self._decoding = True
+            loop = asyncio.get_running_loop()
+
+            def count_group(size: int):  # on the decoding thread; the stats are the event loop's
+                loop.call_soon_threadsafe(self._count_group)
+
             try:
                 # Requests arriving while this runs are taken by the decoding thread as rows free up.
-                await asyncio.to_thread(self.engine.serve, self._take, self._count_group)
+                await asyncio.to_thread(self.engine.serve, self._take, count_group)
             except BaseException:  # noqa: BLE001 - each job in flight got the exception (batching.serve)
                 logger.exception("hf rollout: decoding failed")
             finally:
                 self._decoding = False
             self.stats["generate_seconds"] += time.perf_counter() - start
             self._record_memory()
+
+    def _count_group(self):
+        self.stats["batches"] += 1  # prefill groups: requests that started decoding together
 
     async def _gather_arrivals(self):
         """Wait while requests keep arriving: the agent loop sends a step's samples one Ray call each, a few
