@@ -22,7 +22,9 @@ echo; echo "== 2. fix it (safe fixes)"
 $RL fix "$WORK/verl" --target "$TARGET" | tail -n 3
 echo; echo "== 3. scan again: what is left has no safe fix"
 $RL scan "$WORK/verl" --target "$TARGET" --statistics | tail -n 15
-if $RL --help | grep -q " verify "; then
+# grep reads the whole help (no -q): a grep that stops at the first match closes the pipe while rlcompat is still
+# writing, and under pipefail the broken pipe failed the test, skipping step 4.
+if $RL --help | grep " verify " >/dev/null; then
   echo; echo "== 4. verify: one tiny PPO step through verl's own engine, under a $TARGET guard, on CPU"
   $RL verify "$WORK/verl" --target "$TARGET" --device cpu
 fi
