@@ -40,3 +40,13 @@ def fresh_verl_detection():
     clear()
     yield
     clear()
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """A tiny seeded causal LM's folder and its tokenizer (the hf rollout's tests), built once per test module."""
+    transformers = pytest.importorskip("transformers")
+    from rlcompat.verify.tiny_model import build_tiny_model
+
+    folder = build_tiny_model(tmp_path_factory.mktemp("tiny") / "m", seed=0)
+    return folder, transformers.AutoTokenizer.from_pretrained(folder)

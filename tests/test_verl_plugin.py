@@ -17,13 +17,6 @@ from rlcompat.verl_plugin.engine import HFGenerator, Request  # noqa: E402
 PROMPTS = ["What is 2 + 3?", "Betty has 5 apples and buys 7 more. How many?", "Natalia sold clips"]
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    folder = build_tiny_model(tmp_path_factory.mktemp("tiny") / "m", seed=0)
-    tok = transformers.AutoTokenizer.from_pretrained(folder)
-    return folder, tok
-
-
 def _prompt_ids(tok):
     return [tok.apply_chat_template([{"role": "user", "content": p}], add_generation_prompt=True, tokenize=True,
                                     return_dict=False) for p in PROMPTS]

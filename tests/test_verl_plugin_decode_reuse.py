@@ -9,19 +9,11 @@ transformers = pytest.importorskip("transformers")
 
 from rlcompat.knowledge.targets import resolve_target  # noqa: E402
 from rlcompat.verify.guard import TargetGuard, TargetViolation  # noqa: E402
-from rlcompat.verify.tiny_model import build_tiny_model  # noqa: E402
 from rlcompat.verl_plugin.engine import HFGenerator, Request  # noqa: E402
 from rlcompat.verl_plugin.watch_grain import WatchGrain  # noqa: E402
 
 PROMPTS = ["What is 2 + 3?", "Betty has 5 apples and buys 7 more. How many?", "Natalia sold clips"]
 OTHER = ["Weng earns $12 an hour for babysitting.", "James writes a 3-page letter", "How many pages a year?"]
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    folder = build_tiny_model(tmp_path_factory.mktemp("tiny") / "m", seed=0)
-    tok = transformers.AutoTokenizer.from_pretrained(folder)
-    return folder, tok
 
 
 def _ids(tok, texts):
