@@ -327,7 +327,7 @@ def fork_values(package: str, knowledge) -> dict[str, str | None]:
     of the fork: composed by rlcompat/schema (its defaults list followed, as Hydra merges it), YAML null as "null",
     and `${other.key}` as that key's value in the composed config. Empty where the config cannot be read."""
     from rlcompat.schema import SchemaUnread
-    from rlcompat.schema.hydra_static import compose_values
+    from rlcompat.schema.hydra_static import compose_values, resolved
 
     if not knowledge.run_config:
         return {}
@@ -336,12 +336,7 @@ def fork_values(package: str, knowledge) -> dict[str, str | None]:
         found = compose_values(os.path.dirname(config), os.path.basename(config), bases=(os.path.dirname(package),))
     except SchemaUnread:
         return {}
-    out: dict[str, str | None] = {}
-    for key, value in found.items():
-        if value is not None and value.startswith("${") and value.endswith("}"):
-            value = found.get(value[2:-1])
-        out[key] = "null" if value == "" else value
-    return out
+    return resolved(found)
 
 
 def _remedy(f: Finding, file: str, checker) -> str:

@@ -87,7 +87,7 @@ def compose(given: Flags, package: str, entry_file: str, default_config: str, gr
     `group_words`: the command's overrides (`model_engine=megatron` chooses a group); `cwd`: where the command runs
     (a relative --config-dir or `file://` search path); `where`: the script or command, for messages."""
     from rlcompat.schema import SchemaUnread
-    from rlcompat.schema.hydra_static import compose_read
+    from rlcompat.schema.hydra_static import compose_read, resolved
 
     if given.unknown:  # a flag's value is a shell variable: which config is composed is not known here
         return Composed(given.name or "a config named by a shell variable", known=False)
@@ -113,7 +113,7 @@ def compose(given: Flags, package: str, entry_file: str, default_config: str, gr
     except SchemaUnread as exc:  # a construct the static composition cannot follow: no value is claimed
         return Composed(given.name or name, known=False, unread=str(exc))
     inside = os.path.realpath(package) + os.sep
-    return Composed(given.name or name, _resolved(values),
+    return Composed(given.name or name, resolved(values),
                     known=any(os.path.realpath(f) == os.path.realpath(default_config) for f in files),
                     files=[f for f in files if not os.path.realpath(f).startswith(inside)], source=(primary, name))
 
@@ -137,17 +137,6 @@ def refused(composed: Composed, keys: list[str], group_words: list[str], bases: 
     if not schema.complete:
         return None
     return next((k for k in keys if "." in k and "@" not in k and not schema.has(k)), None)
-
-
-def _resolved(values: dict[str, str | None]) -> dict[str, str | None]:
-    """`${other.key}` as that key's value in the composed config; an empty value as null (as fork_values reads a
-    fork's config: rlcompat/analysis/launch_path.py)."""
-    out: dict[str, str | None] = {}
-    for key, value in values.items():
-        if value is not None and value.startswith("${") and value.endswith("}"):
-            value = values.get(value[2:-1])
-        out[key] = "null" if value == "" else value
-    return out
 
 
 HYDRA_WORD = re.compile(r"^(?:(?:\+\+|\+)?[A-Za-z_][\w\-]*(?:[./@][\w\-]+)*=.*|~[A-Za-z_][\w\-]*(?:[./@][\w\-]+)*"

@@ -46,6 +46,17 @@ def compose_values(config_dir: str, config_name: str, overrides: Iterable[str] =
     return compose_read(config_dir, config_name, overrides, bases)[0]
 
 
+def resolved(values: dict[str, str | None]) -> dict[str, str | None]:
+    """Composed values as a run reads them: `${other.key}` as that key's value in the same config, an empty value as
+    YAML null ("null")."""
+    out: dict[str, str | None] = {}
+    for key, value in values.items():
+        if value is not None and value.startswith("${") and value.endswith("}"):
+            value = values.get(value[2:-1])
+        out[key] = "null" if value == "" else value
+    return out
+
+
 def compose_read(config_dir: str, config_name: str, overrides: Iterable[str] = (), bases: tuple[str, ...] = (),
                  dirs: tuple[str, ...] = ()) -> tuple[dict[str, str | None], list[str]]:
     """`compose_values`, and the files read for it in order. `dirs`: more folders on the search path after the
