@@ -19,7 +19,7 @@ from rlcompat.knowledge.targets import resolve_target
 from rlcompat.schema import KeySchema
 from rlcompat.schema.gate import spell
 from rlcompat.schema.hydra_static import compose
-from rlcompat.schema.structured import dataclass_fields, dataclass_keys
+from rlcompat.schema.structured import dataclass_fields, dataclass_keys, field_defaults
 from rlcompat.pipeline.source import decode
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -414,3 +414,4 @@ def test_class_variables_are_neither_fields_nor_defaults(tmp_path):
     cfg = str(tmp_path / "cfg.py")
     assert dataclass_fields(str(tmp_path), cfg, "Args") == {"bf16": "True"}
     assert dataclass_keys(str(tmp_path), cfg, "Args").keys == frozenset({"bf16"})
+    assert [f.name for f in field_defaults(str(tmp_path), cfg, "Args")] == ["bf16"]

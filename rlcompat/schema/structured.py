@@ -126,6 +126,13 @@ def _name(node: ast.AST | None) -> str:
 
 
 
+def _fields_of(node: ast.ClassDef):
+    """The class body's annotated names that dataclasses and OmegaConf read as fields (a `ClassVar` is not one)."""
+    for stmt in node.body:
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and not _is_class_var(stmt.annotation):
+            yield stmt
+
+
 def _is_class_var(annotation: ast.AST) -> bool:
     """`ClassVar` or `ClassVar[int]`: a class attribute, not a field the dataclass (or OmegaConf) reads."""
     if isinstance(annotation, ast.Subscript):
@@ -192,11 +199,7 @@ class _Reader:
             base_name = _name(base)
             if base_name and base_name not in ("object", "BaseConfig", "Generic") and self.find(where, base_name):
                 self.fields(where, base_name, prefix, keys, open_maps, depth + 1)
-        for stmt in node.body:
-            if not isinstance(stmt, ast.AnnAssign) or not isinstance(stmt.target, ast.Name):
-                continue
-            if _is_class_var(stmt.annotation):
-                continue
+        for stmt in _fields_of(node):
             key = f"{prefix}.{stmt.target.id}" if prefix else stmt.target.id
             keys.add(key)
             nested = self._nested_class(where, stmt)
@@ -213,11 +216,8 @@ class _Reader:
                 self.defaults(where, base_name, out, depth + 1)
             elif base_name and base_name not in ("object", "Generic"):
                 raise SchemaUnread(f"{class_name} subclasses {base_name}, which the tree does not define")
-        for stmt in node.body:
-            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-                if _is_class_var(stmt.annotation):
-                    continue
-                out[stmt.target.id] = _default_text(stmt.value)
+        for stmt in _fields_of(node):
+            out[stmt.target.id] = _default_text(stmt.value)
 
     def lines(self, module_file: str, class_name: str, out: dict, depth: int) -> None:
         where, node = self._class_at(module_file, class_name, depth)
@@ -225,10 +225,9 @@ class _Reader:
             base_name = _name(base)
             if base_name and base_name not in ("object", "Generic") and self.find(where, base_name):
                 self.lines(where, base_name, out, depth + 1)
-        for stmt in node.body:
-            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and _name(stmt.annotation) != "ClassVar":
-                out[stmt.target.id] = FieldDefault(stmt.target.id, _default_text(stmt.value), ast.unparse(stmt.annotation),
-                                                   node.name, where, stmt.lineno)
+        for stmt in _fields_of(node):
+            out[stmt.target.id] = FieldDefault(stmt.target.id, _default_text(stmt.value), ast.unparse(stmt.annotation),
+                                               node.name, where, stmt.lineno)
 
     def _nested_class(self, where: str, stmt: ast.AnnAssign) -> str | None:
         candidates = []
