@@ -50,3 +50,19 @@ def tiny(tmp_path_factory):
 
     folder = build_tiny_model(tmp_path_factory.mktemp("tiny") / "m", seed=0)
     return folder, transformers.AutoTokenizer.from_pretrained(folder)
+
+
+@pytest.fixture
+def installed_verl_091() -> str:
+    """The folder of the verl package this Python imports, where it is release 0.9.1; the test skips otherwise."""
+    import importlib.util
+
+    from rlcompat.knowledge import verl_config
+
+    spec = importlib.util.find_spec("verl")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("verl is not installed")
+    package = spec.submodule_search_locations[0]
+    if verl_config.package_release(package)[0] != "0.9.1":
+        pytest.skip("the installed verl is not 0.9.1")
+    return package

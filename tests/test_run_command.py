@@ -236,18 +236,12 @@ def test_a_fallbacks_findings_are_their_own_reason_and_fix_minimal_still_fixes_t
     assert "bfloat16" not in (tree / "verl/utils/loader.py").read_text()
 
 
-def test_the_0_9_1_fallback_of_the_value_head_loader_is_found_in_the_installed_verl():
+def test_the_0_9_1_fallback_of_the_value_head_loader_is_found_in_the_installed_verl(installed_verl_091):
     """The two findings after load_valuehead_model's first load (verl/utils/model.py:674,680 of 0.9.1) are in its
     fallback; the first load (:649) is not."""
-    import importlib.util
     import os
 
-    spec = importlib.util.find_spec("verl")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("verl is not installed")
-    package = spec.submodule_search_locations[0]
-    if verl_config.package_release(package)[0] != "0.9.1":
-        pytest.skip("the installed verl is not 0.9.1")
+    package = installed_verl_091
     model = os.path.join(package, "utils", "model.py")
     assert run_model.fallback_of(model, 649) is None
     assert run_model.fallback_of(model, 674) == run_model.fallback_of(model, 680) == 644

@@ -217,19 +217,13 @@ def test_sarif_results_carry_reached_and_unreached_ones_are_notes(tree, run_cli)
     assert {r["properties"]["notReached"]["reason"] for r in others} == {"option", "not-imported"}
 
 
-def test_every_function_and_module_the_0_9_1_rows_name_is_in_verl_0_9_1():
+def test_every_function_and_module_the_0_9_1_rows_name_is_in_verl_0_9_1(installed_verl_091):
     """The rows are proofs of the release: each `functions` region and `[[run_module]]` module is there."""
-    import importlib.util
     import os
 
     from rlcompat.analysis import run_model
 
-    spec = importlib.util.find_spec("verl")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("verl is not installed")
-    package = spec.submodule_search_locations[0]
-    if verl_config.package_release(package)[0] != "0.9.1":
-        pytest.skip("the installed verl is not 0.9.1")
+    package = installed_verl_091
     knowledge = verl_config.load_version("0.9.1")
     for option in knowledge.run_options:
         for code in option.functions:
