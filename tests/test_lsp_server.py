@@ -273,6 +273,25 @@ def test_saving_pyproject_rechecks_open_documents_and_closing_clears_them(projec
     assert before and after == [] and closed == []
 
 
+def test_saving_a_pin_rechecks_open_documents_with_the_new_identity(project):
+    # The server is a long-lived process: the identity of the tree (which verl it runs) must be read again when
+    # a file that declares it is saved, not kept from the first check.
+    (project / "requirements.txt").write_text("verl==0.9.1\n")
+    script = "python3 -m verl.trainer.main_ppo actor_rollout_ref.actor.fsdp_config.dtype=float32\n"
+
+    async def body(editor: Editor):
+        before = await editor.open("run.sh", script, language_id="shellscript")
+        (project / "requirements.txt").write_text("verl==0.4.0\n")
+        editor.client.text_document_did_save(types.DidSaveTextDocumentParams(
+            types.TextDocumentIdentifier(editor.uri("requirements.txt"))))
+        return before, await editor.diagnostics(editor.uri("run.sh"))
+
+    before, after = _session(project, body)
+    # verl 0.9.1 defaults the rollout to bf16 (RLC104 at the command); for 0.4.0 rlcompat has no defaults to judge.
+    assert "RLC104" in [d.code for d in before]
+    assert "RLC104" not in [d.code for d in after]
+
+
 def test_an_unknown_target_is_shown_once_and_nothing_is_published(project):
     async def body(editor: Editor):
         first = await editor.open("a.py", HAZARD)

@@ -76,6 +76,12 @@ def declaration_files(root: str) -> list[str]:
     return [p for _, _, p in sorted(found)]
 
 
+def declares_environment(path: str) -> bool:
+    """Whether the file at `path` is one that `tree_pins` reads: a requirements file, pyproject.toml, setup.py,
+    setup.cfg, a conda file, a Dockerfile or an install script."""
+    return _kind(path) in ORDER
+
+
 def _kind(path: str) -> str | None:
     from rlcompat.knowledge.install_steps import is_install_script
     from rlcompat.pipeline.discovery import declared_language

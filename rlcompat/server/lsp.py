@@ -14,6 +14,8 @@ from pygls.uris import to_fs_path
 
 from rlcompat import __version__
 from rlcompat.findings import Edit, Finding
+from rlcompat.knowledge import identity
+from rlcompat.knowledge.declared_pins import declares_environment
 from rlcompat.server.analysis import Analysis, EditorSettings, analyse, language_for
 from rlcompat.server.positions import UTF16, PositionMap
 
@@ -159,9 +161,14 @@ def build() -> RlcompatServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(params: types.DidSaveTextDocumentParams) -> None:
-        # A saved pyproject.toml may change [tool.rlcompat] for every open document; any other save, its own.
         saved = params.text_document.uri
-        for uri in list(server.analyses) if saved.endswith("/pyproject.toml") else [saved]:
+        # What a tree runs (its framework versions, entry points) is read from its files once and kept; any saved
+        # file may be one of them (a pin, an install script, a version file), so the next check reads them again.
+        identity.clear_caches()
+        # A saved pyproject.toml ([tool.rlcompat], pins) or other declaration of the environment may change every
+        # open document's findings; any other save, its own.
+        everyone = saved.endswith("/pyproject.toml") or declares_environment(to_fs_path(saved) or saved)
+        for uri in list(server.analyses) if everyone else [saved]:
             server.check(uri, again=True)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
