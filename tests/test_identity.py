@@ -15,7 +15,7 @@ import pytest
 from rlcompat.knowledge import identity
 from rlcompat.api import fix_paths, scan_paths, scan_source
 from rlcompat.knowledge.declared_pins import pin_of
-from rlcompat.report.knowledge_summary import identity_lines, knowledge_applied
+from rlcompat.report.knowledge_summary import identity_json, identity_lines, knowledge_applied
 from rlcompat.report import Summary, render
 from rlcompat.knowledge.targets import resolve_target
 
@@ -228,6 +228,27 @@ def test_the_report_says_the_identity_in_text_and_json(tmp_path, installed):
     (trl,) = [f for f in tree["frameworks"] if f["framework"] == "trl"]
     assert trl["how"] == "pinned" and trl["version"] == "0.18.0" and trl["exact"] is False
     assert trl["closest_release"] == "0.25.1" and trl["evidence"] == "requirements.txt:3"
+
+
+def test_an_empty_report_is_not_all_clear_for_a_release_rlcompat_has_no_knowledge_of(tmp_path, installed):
+    # verl 0.9.1 leaves the rollout in bf16 by default (RLC104 at the command). For 0.4.0 rlcompat withholds
+    # defaults, so a script that sets nothing is not judged: the summary must not promise "All clear".
+    script = "python3 -m verl.trainer.main_ppo trainer.total_epochs=1\n"
+
+    def summary_line(version: str) -> tuple[str, list[str]]:
+        root = _write(tmp_path / version, {"requirements.txt": f"verl=={version}\n", "run.sh": script})
+        report = scan_paths([str(root / "run.sh")], SM61)
+        paths = [str(root / "run.sh")]
+        summary = Summary("scan", SM61, report.findings, report.errors, report.files_checked,
+                          identity=identity_lines(paths, report.identities),
+                          identity_json=identity_json(paths, report.identities))
+        return render("text", summary).splitlines()[-1], [f.code for f in report.findings]
+
+    line, codes = summary_line("0.4.0")
+    assert codes == [] and not line.startswith("All clear")
+    assert line.startswith("No findings (verl 0.4.0's defaults not judged)")
+    line, codes = summary_line("0.9.1")
+    assert "RLC104" in codes and line.startswith("Found ")
 
 
 def test_a_fork_is_not_told_which_rollout_engines_it_registers(tmp_path, installed):

@@ -101,6 +101,19 @@ def _statistics(summary: Summary) -> Iterator[Line]:
     yield []
 
 
+def _unknown_releases(summary: Summary) -> list[str]:
+    """"verl 0.4.0's defaults" for each framework release a scanned tree runs that rlcompat has no knowledge
+    of (FrameworkIdentity.exact): its defaults and dead keys are withheld, so an empty report promises nothing."""
+    out = []
+    for tree in summary.identity_json:
+        for f in tree["frameworks"]:
+            if not f["exact"] and f["how"] in ("release", "pinned") and f["version"]:
+                phrase = f"{f['framework']} {f['version']}'s defaults"
+                if phrase not in out:
+                    out.append(phrase)
+    return out
+
+
 def _summary_line(summary: Summary) -> str:
     """One line of counts in which no finding is counted twice: what was fixed, then what is left, split into what
     `fix` can still do (and with which flag) so the parts add up to at most the whole."""
@@ -108,6 +121,8 @@ def _summary_line(summary: Summary) -> str:
     where = f"{summary.files} file{'s' if summary.files != 1 else ''} for {t.name} ({t.capability_text}, {t.architecture})"
     n = len(summary.findings)
     parts = []
+    # Not "all clear" nor "nothing remaining" where a release's defaults were withheld (the identity line says so).
+    unjudged = _unknown_releases(summary)
     if summary.command == "fix":
         parts.append(f"Fixed {len(summary.fixed)} finding{'s' if len(summary.fixed) != 1 else ''}")
         left = f"{n} remaining" if n else "nothing remaining"
@@ -115,6 +130,8 @@ def _summary_line(summary: Summary) -> str:
         left = f"Found {n} finding{'s' if n != 1 else ''}" + (" this run reaches" if summary.run else "")
     elif summary.errors:
         left = "No findings"  # not "all clear": some files could not be checked
+    elif unjudged:
+        left = "No findings"
     elif summary.run:
         left = "All clear for this run: no finding it reaches"
     else:
@@ -128,6 +145,8 @@ def _summary_line(summary: Summary) -> str:
     if summary.fail_on == "error" and n:
         errors = sum(1 for f in summary.findings if at_least(f.severity, "error"))
         fixable.append(f"{errors} of severity error" if errors else "none of severity error")
+    if unjudged and not n:
+        fixable.append(f"{' and '.join(unjudged)} not judged")
     parts.append(f"{left} ({', '.join(fixable)})" if fixable else left)
     if summary.suppressed:
         parts.append(f"{summary.suppressed} suppressed")
