@@ -50,9 +50,11 @@ def test_each_extra_is_judged_as_its_own_install_and_extras_select_no_package():
 
 
 def test_a_package_in_an_extra_whose_torch_requirement_is_not_known_keeps_its_own_minimum():
-    # SGLang's newest release under `>=0.4` is not known here, nor the torch it pins: its own minimum is reported
-    text = '[project]\nname = "x"\n\n[project.optional-dependencies]\nserve = ["sglang>=0.4"]\n'
+    # SGLang's newest release under `>=0.4,<0.5` is not known here, nor the torch it pins: its own minimum is reported
+    text = '[project]\nname = "x"\n\n[project.optional-dependencies]\nserve = ["sglang>=0.4,<0.5"]\n'
     assert _found(text) == [("RLC603", 5)]
+    # with no upper bound pip takes the newest release (0.5.23), whose torch pin (2.14.1, cu130) is known: RLC601's
+    assert _found(text.replace(",<0.5", "")) == [("RLC601", 5)]
     # every flash-attn release rlcompat/knowledge/data/torch_wheels.toml knows asks for any torch: an extra of it
     # (2.7.4 too) keeps the machine's torch and selects nothing
     assert not _found('[project]\nname = "x"\n\n[project.optional-dependencies]\nfast = ["flash-attn==2.7.4"]\n')
@@ -63,7 +65,9 @@ def test_a_package_in_an_extra_whose_torch_requirement_is_not_known_keeps_its_ow
 
 def test_a_release_that_pins_torch_installs_it_unless_the_same_install_pins_another():
     assert torch_required_by("vllm", "==0.11.0").torch == "2.8.0"
-    assert torch_required_by("vllm", ">=0.4.3,<=0.11.0") is None  # a range is not resolved
+    assert torch_required_by("vllm", ">=0.4.3,<=0.11.0").torch == "2.8.0"  # pip installs the inclusive cap
+    assert torch_required_by("vllm", ">=0.4.3,<0.11.0") is None  # the newest release below a bound is not known here
+    assert torch_required_by("vllm", ">=0.12,<=0.11.0") is None  # a cap the lower bound excludes
     extra = '[project]\nname = "x"\n\n[project.optional-dependencies]\nvllm = ["vllm==0.11.0"{more}]\n'
     assert _found(extra.format(more="")) == [("RLC601", 5)]
     assert not _found(extra.format(more=', "torch==2.6.0"'))  # pip refuses the pair: not this rule's to say

@@ -48,9 +48,11 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
     bad = (
         Bad("torch==2.6.0\nflash-attn==2.7.4.post1\n", path="requirements.txt"),
         Bad("pip install flash_attn --no-build-isolation\n", path="install.sh", target="sm75"),
-        Bad('[project]\nname = "x"\ndependencies = ["vllm>=0.8"]\n', path="pyproject.toml"),
-        Bad('[project]\nname = "x"\ndependencies = ["vllm>=0.8"]\n', path="pyproject.toml", target="sm70"),
-        Bad("FROM python:3.11\nRUN pip install sglang[all]\n", path="Dockerfile", target="sm70"),
+        # a range whose newest allowed release's torch is not known: the package's own minimum
+        Bad('[project]\nname = "x"\ndependencies = ["vllm>=0.8,<0.30"]\n', path="pyproject.toml"),
+        Bad('[project]\nname = "x"\ndependencies = ["vllm>=0.20,<0.30"]\n', path="pyproject.toml", target="sm70"),
+        # a release range whose torch is not known (the newest sglang's torch is: RLC601 judges that install)
+        Bad("FROM python:3.11\nRUN pip install 'sglang[all]<0.5'\n", path="Dockerfile", target="sm70"),
         Bad("name: rl\ndependencies:\n  - python=3.10\n  - pip:\n    - flash-attn==2.8.3\n", path="environment.yml"),
         # a wheel file installed by name (PEP 427: distribution-version-...whl), as LLaMA-Factory 0.9.5's
         # docker/docker-cuda/Dockerfile.base:46-47 does
@@ -64,6 +66,9 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
     good = (
         Good("flash-attn==2.7.4.post1\n", path="requirements.txt", target="sm80"),
         Good("vllm>=0.8\n", path="requirements.txt", target="sm75"),
+        # vLLM's newest release (0.33.0) pins torch 2.14.0: the engine is reported where a config selects it, the torch
+        # by RLC601
+        Good('[project]\nname = "x"\ndependencies = ["vllm>=0.8"]\n', path="pyproject.toml"),
         Good("vllm==0.10.2\nfastapi\n", path="requirements.txt", target="sm70"),
         Good("# flash-attn  (Ampere only)\ntransformers\n", path="requirements.txt"),
         Good("ARG BASE_IMAGE=hiyouga/pytorch:th2.6.0-cu124-flashattn2.7.4-cxx11abi0-devel\nFROM ${BASE_IMAGE}\n",
@@ -77,6 +82,10 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         # vLLM 0.6.3 pins torch 2.4.0, whose PyPI build (cu121) has sm_60 kernels; vLLM runs only where a config
         # selects it (verl's rollout.name), reported there (rlcompat/knowledge/data/torch_wheels.toml [S130])
         Good("transformers\nvllm<=0.6.3\n", path="requirements.txt"),
+        # an optional extra of vLLM 0.9.2, which pins torch 2.7.0 (PyPI cu126: sm_60 kernels); the engine is
+        # reported where a config selects it, the torch by RLC601 (skyrl-train 0.1.0 pyproject.toml:84)
+        Good('[project]\nname = "x"\n\n[project.optional-dependencies]\nvllm = ["vllm==0.9.2", "torch==2.7.0"]\n',
+             path="pyproject.toml"),
         # a branch the build's own ARG default skips (LLaMA-Factory 0.9.5 docker/docker-cuda/Dockerfile:7, :39-43)
         Good("FROM python:3.11\nARG INSTALL_FLASHATTN=false\nRUN if [ \"${INSTALL_FLASHATTN}\" == \"true\" ]; then \\\n"
              "        pip install flash-attn --no-build-isolation; \\\n    fi\n", path="Dockerfile"),

@@ -79,6 +79,9 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         Bad('[project]\nname = "x"\n\n[project.optional-dependencies]\ngpu = ["torch==2.8.0"]\n', path="pyproject.toml"),
         # an optional extra is its own install; vllm 0.11.0 pins torch 2.8.0 (rlcompat/knowledge/data/torch_wheels.toml [[requires_torch]])
         Bad('[project]\nname = "x"\n\n[project.optional-dependencies]\nvllm = ["vllm==0.11.0"]\n', path="pyproject.toml"),
+        # `>=A,<=B`: pip installs B, and vllm 0.31.0 pins torch 2.13.0, PyPI's cu130 build (TRL 1.16.0's vllm extra)
+        Bad('[project]\nname = "x"\n\n[project.optional-dependencies]\nvllm = ["vllm>=0.22.0,<=0.31.0"]\n',
+            path="pyproject.toml", target="sm70"),
         # no upper bound: pip takes torchvision's newest release, which asks for the newest torch (a cu130 build)
         Bad("torchvision\ntransformers\n", path="requirements.txt"),
     )
@@ -97,6 +100,10 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         Good(UV_ROUTED.format(tag="cu128"), path="pyproject.toml", target="sm75"),
         # torch held at 2.7.1 (PyPI's cu126 build): pip picks an older torchvision that accepts it
         Good("torch==2.7.1\ntorchvision\n", path="requirements.txt"),
+        # an extra installs with the core dependencies, whose cap holds its unbounded torch at 2.10 (PyPI cu128: sm_70;
+        # AReaL 1.0.4's sglang/cuda extras)
+        Good('[project]\nname = "x"\ndependencies = ["torch>=2.9.1,<2.11"]\n\n[project.optional-dependencies]\n'
+             'cuda = ["torch"]\n', path="pyproject.toml", target="sm70"),
         # --no-deps: torchvision comes without the torch it asks for
         Good("pip install --no-deps torchvision vllm==0.11.0\n", path="setup.sh"),
     )
@@ -180,7 +187,11 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         cc = self.target.capability
         torches = [r for r in group.requirements if r.name == "torch" and not r.conda
                    and not declared_install.backend_extra(r.extra)]  # the `cpu`/`npu` extra is no NVIDIA install
+        core_caps = any(caps_torch(t.spec) for t in torches if not t.extra)
         for torch in torches:
+            if torch.extra and core_caps and not caps_torch(torch.spec):
+                # an extra installs with the core dependencies: their cap holds its unbounded torch (judged there)
+                continue
             version = chosen_torch(torch.spec.split("+", 1)[0] if "+" in torch.spec else torch.spec)
             variant = torch_wheels.variant(version, versions.local_tag(torch.spec)) if version else None
             if variant is None or variant.runs_on(cc):

@@ -71,8 +71,11 @@ def torch_required_by(name: str, spec: str, extras: tuple[str, ...] = ()) -> tor
     other range is not resolved (the newest release it allows is not known here). A row for one of the package's extras applies only when the requirement
     names that extra."""
     m = CLAUSE.match(spec) if "," not in spec else None
+    cap = _inclusive_cap(spec)
     if m is not None and m.group(1) in ("==", "===", "<="):
         rows = [r for r in torch_wheels.torch_requirements() if r.package == name and r.release == m.group(2)]
+    elif cap is not None:
+        rows = [r for r in torch_wheels.torch_requirements() if r.package == name and r.release == cap]
     elif _lower_bounds_only(spec):
         # no upper bound: pip installs the newest release, if the table knows it and the bounds allow it
         rows = [r for r in torch_wheels.torch_requirements() if r.package == name and r.newest
@@ -80,6 +83,24 @@ def torch_required_by(name: str, spec: str, extras: tuple[str, ...] = ()) -> tor
     else:
         return None
     return next((r for r in rows if r.extra and r.extra in extras), None) or next((r for r in rows if not r.extra), None)
+
+
+def _inclusive_cap(spec: str) -> str | None:
+    """`>=0.22.0,<=0.31.0`: pip installs the cap itself where the other clauses are lower bounds it meets (releases
+    are immutable; `!=` of another release does not matter). None for any other specifier."""
+    clauses = _clauses(spec)
+    caps = [v for op, v in clauses if op == "<="]
+    if len(clauses) < 2 or len(caps) != 1:
+        return None
+    cap = caps[0]
+    for op, v in clauses:
+        if op == "!=" and v == cap:
+            return None
+        if op not in (">=", ">", "!=", "<="):
+            return None
+        if op in (">=", ">") and not (release(cap) > release(v) or (op == ">=" and release(cap) == release(v))):
+            return None
+    return cap
 
 
 def _clauses(spec: str) -> list[tuple[str, str]]:
