@@ -6,7 +6,6 @@ from rlcompat.analysis import pyhelpers as h
 from rlcompat.contract import Bad, FixSafety, Good, PendingFix, PythonRule
 from rlcompat.rules.attention.helpers import is_flash_attn_guard
 from rlcompat.knowledge.spellings import flash_attention
-from rlcompat.analysis.param_defaults import default_never_used
 
 
 def _names_attention(name: str) -> bool:
@@ -150,8 +149,6 @@ class FlashAttentionImplementation(PythonRule):
             return
         if h.guarded_by(ctx.ancestors, is_flash_attn_guard):
             return
-        if role.kind == "param-default" and default_never_used(ctx):
-            return  # every caller passes the argument: the value it passes is judged where it is written
         if h.test_mentions(ctx.ancestors, ("flash",)) and not on_import:
             return  # a switch set elsewhere (`if use_flash_attn:`), reported there; a package check is no switch
         ctx.report(

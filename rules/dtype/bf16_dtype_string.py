@@ -7,7 +7,6 @@ from rlcompat.analysis import pyhelpers as h
 from rlcompat.analysis.deadfields import dead_field, enclosing_class
 from rlcompat.contract import Bad, FixSafety, Good, PendingFix, PythonRule, VERL_091
 from rlcompat.knowledge.spellings import bf16_replacements
-from rlcompat.analysis.param_defaults import default_never_used
 
 # accelerate's `mixed_precision` takes "no" | "fp16" | "bf16" | "fp8": fp32 is spelled "no".
 _MIXED_PRECISION = {"float32": "no", "float16": "fp16"}
@@ -92,8 +91,6 @@ class Bf16DtypeString(PythonRule):
             return
         if role.kind == "assign" and dead_field(ctx.verl, ctx.path, enclosing_class(ctx.ancestors), role.name):
             return  # a default the scanned verl version never reads: RLC356 says so instead of "fixing" it
-        if role.kind == "param-default" and default_never_used(ctx):
-            return  # every caller passes the argument: the value it passes is judged where it is written
         name = role.name if role.name not in ("", "default") else h.enclosing_assign_name(ctx.ancestors)
         name = f"{name} {h.enclosing_class_name(ctx.ancestors)}"  # `dtype` of a `RolloutConfig` is a rollout dtype
         wanted = precision.dtype_for(self.target, precision.role_of_binding(role.call_name, name))

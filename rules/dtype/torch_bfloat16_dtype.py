@@ -5,7 +5,6 @@ import libcst as cst
 from rlcompat.knowledge import precision
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.contract import Bad, FixSafety, Good, PendingFix, PythonRule
-from rlcompat.analysis.param_defaults import default_never_used
 
 _SELECTING_ROLES = {"keyword", "positional", "default", "assign", "param-default"}
 
@@ -125,8 +124,6 @@ class TorchBfloat16Dtype(PythonRule):
         role = h.role_of(node, ctx.ancestors)
         if role.kind not in _SELECTING_ROLES:
             return
-        if role.kind == "param-default" and default_never_used(ctx):
-            return  # every caller passes the argument: the value it passes is judged where it is written
         if h.guarded_by(ctx.ancestors, h.is_capability_guard) or h.guarded_by(ctx.ancestors, h.is_bf16_probe) or h.test_mentions(ctx.ancestors, ("bf16", "bfloat16")):
             return
         if any(w in h.enclosing_assign_name(ctx.ancestors).lower() for w in ("bf16", "bfloat16")):
