@@ -140,3 +140,63 @@ def test_a_failure_reaches_every_job_in_flight(tiny):
     with pytest.raises(IndexError):
         gen.serve(take)
     assert len(failed) == 3 and all(isinstance(e, IndexError) for e in failed)
+
+
+def _finishes(server, coroutine_fn, timeout: float):
+    """Run `asyncio.run(coroutine_fn())` on a thread: (whether it returned within `timeout` s, its result). Where it
+    did not, the server's loop task is cancelled once more so that the thread ends and no test hangs."""
+    import asyncio
+    import threading
+
+    out = []
+    runner = threading.Thread(target=lambda: out.append(asyncio.run(coroutine_fn())), daemon=True)
+    runner.start()
+    runner.join(timeout=timeout)
+    returned = not runner.is_alive()
+    if not returned and server._loop_task is not None:
+        server._loop_task.get_loop().call_soon_threadsafe(server._loop_task.cancel)
+        runner.join(timeout=10)
+    return returned, (out[0] if out else None)
+
+
+def test_the_server_loop_ends_when_cancelled_while_its_decoding_thread_is_still_returning(tiny):
+    """The decoding thread hands each result to the event loop as its row finishes, so the callers can be done
+    while the thread is still on its way out of `serve` (on a GPU: a few lines after its last host sync, or longer
+    with another thread holding the GIL). Cancelling the server's loop then (asyncio.run does it at its end, Ray at
+    shutdown) must end it, not leave it waiting for a wake-up that never comes (it hung on an H200 this way); and a
+    later event loop gets a loop task of its own."""
+    pytest.importorskip("verl")
+    import asyncio
+    import time
+    from types import SimpleNamespace
+
+    from rlcompat.verl_plugin.server import HFRolloutServer
+
+    folder, _tok, prompts, _model = tiny
+    config = SimpleNamespace(dtype="float32", max_num_seqs=8, response_length=4, prompt_length=64,
+                             max_model_len=None, ignore_eos=True)
+    model_config = SimpleNamespace(path=str(folder), local_path=str(folder), trust_remote_code=False,
+                                   override_config={"attn_implementation": "eager"})
+    server = HFRolloutServer(config, model_config, device="cpu")
+    serve = server.engine.serve
+
+    def slow_to_return(take, on_group=None):  # every result is handed back inside `serve`; the thread lingers
+        serve(take, on_group)
+        time.sleep(0.5)
+
+    server.engine.serve = slow_to_return
+
+    async def agent_loop():
+        return await asyncio.gather(*[server.generate(p, {"temperature": 0.0}, f"r{i}")
+                                      for i, p in enumerate(prompts[:3])])
+
+    returned, outputs = _finishes(server, agent_loop, timeout=20)
+    assert returned, "asyncio.run did not return: the server's loop swallowed its cancellation"
+    assert [len(o.token_ids) for o in outputs] == [4, 4, 4]
+    first_task = server._loop_task
+    assert first_task.cancelled()
+    server.engine.serve = serve
+    returned, again = _finishes(server, agent_loop, timeout=20)
+    assert returned, "a second event loop's requests were never served"
+    assert [o.token_ids for o in again] == [o.token_ids for o in outputs]
+    assert server._loop_task is not first_task

@@ -111,7 +111,8 @@ class HFRolloutServer:
         from rlcompat.verl_plugin.batching import Job
 
         loop = asyncio.get_running_loop()
-        if self._wakeup is None:
+        task = self._loop_task
+        if task is None or task.done() or task.get_loop() is not loop:  # first call, or a new loop after the last
             self._wakeup = asyncio.Event()
             self._loop_task = loop.create_task(self._serve_loop())
         future = loop.create_future()
@@ -166,7 +167,10 @@ class HFRolloutServer:
             try:
                 # Requests arriving while this runs are taken by the decoding thread as rows free up.
                 await asyncio.to_thread(self.engine.serve, self._take, count_group)
-            except BaseException:  # noqa: BLE001 - each job in flight got the exception (batching.serve)
+            except Exception:  # each job in flight got the exception (batching.serve)
+                # Not BaseException: the thread hands results back as rows finish, so the callers may be done and
+                # the loop cancelled (asyncio.run's end, Ray's shutdown) while the thread is still returning. A
+                # swallowed CancelledError left this task waiting for a wake-up forever and asyncio.run with it.
                 logger.exception("hf rollout: decoding failed")
             finally:
                 self._decoding = False
