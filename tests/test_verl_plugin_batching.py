@@ -154,7 +154,10 @@ def _finishes(server, coroutine_fn, timeout: float):
     runner.join(timeout=timeout)
     returned = not runner.is_alive()
     if not returned and server._loop_task is not None:
-        server._loop_task.get_loop().call_soon_threadsafe(server._loop_task.cancel)
+        try:
+            server._loop_task.get_loop().call_soon_threadsafe(server._loop_task.cancel)
+        except RuntimeError:  # that task's loop is closed: the hung run has none of its own to cancel
+            pass
         runner.join(timeout=10)
     return returned, (out[0] if out else None)
 

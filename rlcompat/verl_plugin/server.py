@@ -169,8 +169,8 @@ class HFRolloutServer:
                 await asyncio.to_thread(self.engine.serve, self._take, count_group)
             except Exception:  # each job in flight got the exception (batching.serve)
                 # Not BaseException: the thread hands results back as rows finish, so the callers may be done and
-                # the loop cancelled (asyncio.run's end, Ray's shutdown) while the thread is still returning. A
-                # swallowed CancelledError left this task waiting for a wake-up forever and asyncio.run with it.
+                # the loop cancelled (asyncio.run's end, Ray's shutdown) while the thread is still returning; a
+                # CancelledError caught here would leave this task waiting for a wake-up forever, and the loop too.
                 logger.exception("hf rollout: decoding failed")
             finally:
                 self._decoding = False
