@@ -15,7 +15,9 @@ is also kept (`rollout_guard_first_call_ms_per_step`).
 
 Runs on the device (see the top of bench/verify_trainer_on_device.sh for the machine; it needs only torch and
 transformers there, and rlcompat installed with `pip install --no-deps --target`):
-    python3 bench/rollout_speed.py --out $OUT/rollout_speed.json [--quick]
+    python3 bench/rollout_speed.py --out $OUT/rollout_speed.json [--quick] [--mixed | --only-mixed]
+`--mixed` adds what continuous batching changes (`mixed_cases`: mixed-length and staggered requests batch by batch
+against continuously; wall time and decode steps).
 Writes the table to stdout and the figures as JSON (bench/results/rollout_speed.json is a copy of a device run).
 """
 
@@ -92,6 +94,72 @@ def hf_static_call(model, prompts, response):
     return call
 
 
+def mixed_cases(generator, reps: int) -> list[dict]:
+    """What continuous batching changes: the same requests decoded batch by batch (each batch to its longest
+    response, a request arriving meanwhile waiting for the next; what the rollout did before) and continuously
+    (rows refilled as they finish, arrivals joining free rows). Responses of mixed lengths stand in for answers
+    that end at EOS; the random model never emits EOS, so each row decodes exactly its max tokens."""
+    from rlcompat.verl_plugin.batching import Job
+    from rlcompat.verl_plugin.engine import Request
+
+    rng = torch.Generator().manual_seed(7)
+
+    def requests(count, prompt, low, high):
+        lengths = torch.randint(low, high + 1, (count,), generator=rng).tolist()
+        return [Request(torch.randint(0, 150000, (prompt,), generator=rng).tolist(), max_tokens=n, temperature=1.0)
+                for n in lengths]
+
+    cases = [
+        # verl's single-turn traffic: every request of the step arrives within ~10 ms, before the first step
+        ("all at once, 8 requests, 32-512 tokens", requests(8, 96, 32, 512), [0] * 8, 8),
+        # a straggler group (seen in 2 of 20 H100 steps): 6 requests, then 2 more arriving at decode step 4
+        ("6 + 2 arriving at step 4, 32-512 tokens", requests(8, 96, 32, 512), [0] * 6 + [4] * 2, 8),
+        # more requests than rows (batch x n above max_num_seqs, or many agent-loop workers): 32 on 8 rows
+        ("32 requests on 8 rows, 32-512 tokens", requests(32, 96, 32, 512), [0] * 32, 8),
+    ]
+    out = []
+    for name, reqs, arrive, rows in cases:
+        generator.max_rows = rows
+
+        def batch_by_batch():
+            # a batch starts with whatever waits when the previous one ended, at most `rows` of them
+            pending = list(zip(arrive, reqs))
+            while pending:
+                now = [r for a, r in pending if a == 0][:rows] or [pending[0][1]]
+                generator.generate(now)
+                pending = [(0, r) for a, r in pending if r not in now]
+
+        def continuous():
+            schedule = sorted(zip(arrive, range(len(reqs))))
+            step = [-1]
+
+            def take(n):
+                step[0] += 1
+                taken = []
+                while schedule and schedule[0][0] <= step[0] and len(taken) < n:
+                    taken.append(Job(reqs[schedule.pop(0)[1]], lambda c: None))
+                return taken
+            generator.serve(take)
+
+        tokens = sum(r.max_tokens for r in reqs)
+        before = generator.steps_decoded
+        _, batched = timed(batch_by_batch, reps)
+        batched_steps = (generator.steps_decoded - before) // (reps + 1)
+        before = generator.steps_decoded
+        _, cont = timed(continuous, reps)
+        cont_steps = (generator.steps_decoded - before) // (reps + 1)
+        row = {"case": name, "requests": len(reqs), "rows": rows, "tokens": tokens,
+               "batch_by_batch_s": batched, "continuous_s": cont,
+               "batch_by_batch_decode_steps": batched_steps, "continuous_decode_steps": cont_steps,
+               "batch_by_batch_tokens_per_s": tokens / batched, "continuous_tokens_per_s": tokens / cont,
+               "speedup": batched / cont}
+        out.append(row)
+        print(f"{name}: batch by batch {batched:.2f} s, continuous {cont:.2f} s ({row['speedup']:.2f}x), "
+              f"{tokens} tokens, decode steps {batched_steps} / {cont_steps}", flush=True)
+    generator.max_rows = 256
+    return out
+
+
 def guarded():
     from rlcompat.knowledge.targets import resolve_target
     from rlcompat.verify.guard import TargetGuard
@@ -105,6 +173,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="batch 8, prompt 96, response 64 only")
     parser.add_argument("--sizes", help="only these, as BATCHxPROMPTxRESPONSE[,...] (e.g. 32x96x64)")
     parser.add_argument("--reps", type=int, default=1, help="timed calls per figure after one warm-up (best kept)")
+    parser.add_argument("--mixed", action="store_true",
+                        help="also time mixed-length / staggered requests batch by batch and continuously")
+    parser.add_argument("--only-mixed", action="store_true", help="the mixed cases only")
     parser.add_argument("--short-reps", type=int, default=3,
                         help="the same for 64-token responses, whose calls are short enough to repeat")
     args = parser.parse_args()
@@ -119,6 +190,8 @@ def main() -> None:
     sizes = [tuple(int(n) for n in size.split("x")) for size in args.sizes.split(",")] if args.sizes else \
         [(8, 96, 64)] if args.quick else [
         (b, p, r) for r in (64, 512) for b in (1, 8, 32) for p in (96, 512)]  # short responses first
+    if args.only_mixed:
+        sizes = []
     rows = []
     for batch, prompt, response in sizes:
         prompts = torch.randint(0, 150000, (batch, prompt), generator=torch.Generator().manual_seed(batch)).tolist()
@@ -158,6 +231,9 @@ def main() -> None:
               f"{100 * row['guard_overhead']:+.0f}%, {row['rollout_tokens_per_s']:.0f} tokens/s, "
               f"{len(violations)} guard violations", flush=True)
     result = summary(rows, weight_bytes, bandwidth)
+    if args.mixed or args.only_mixed:
+        with torch.no_grad():
+            result["mixed"] = mixed_cases(generator, 1)
     write(args.out, result)
     print(f"roofline: {result['roofline_ms_per_step']['device']:.2f} ms/step on this device, "
           f"{result['roofline_ms_per_step']['tesla_p40']:.2f} on a Tesla P40")

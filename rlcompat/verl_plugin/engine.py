@@ -1,22 +1,24 @@
-"""A batched token-in/token-out generator on plain transformers: what the `hf` rollout serves verl with.
+"""A token-in/token-out generator on plain transformers: what the `hf` rollout serves verl with.
 
-No verl and no Ray here, so it can be tested on its own. One decode loop with a static KV cache
-(rlcompat/verl_plugin/decode.py: a CUDA graph per batch shape on a GPU, kept for the next batches of that shape)
-serves a batch of requests whose sampling settings may differ row by row (temperature, top-p, top-k, max tokens,
-stop ids).
-Prompts are left-padded and positions follow the attention mask, as `transformers.generate` does, so greedy
-decoding gives the same tokens as `generate` (tests/test_verl_plugin.py, tests/test_verl_plugin_decode_reuse.py).
+No verl and no Ray here, so it can be tested on its own. Requests are decoded with continuous batching
+(rlcompat/verl_plugin/batching.py): rows of a fixed-shape decoder (decode.py: a KV cache slot per row, and on a GPU
+the decode step as a CUDA graph, kept for the next batches of that shape) are filled by requests as rows free up;
+rows may differ in their sampling settings (temperature, top-p, top-k, max tokens, stop ids, seed).
+Each group of prompts prefilled together is left-padded and positions follow the attention mask, as
+`transformers.generate` does, so greedy decoding gives each request the tokens `generate` gives it
+(tests/test_verl_plugin.py, tests/test_verl_plugin_decode_reuse.py, tests/test_verl_plugin_batching.py).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 import torch
 
-from rlcompat.verl_plugin.decode import StaticDecode
+from rlcompat.verl_plugin.batching import Job, serve
+from rlcompat.verl_plugin.decode import RowDecode
 from rlcompat.verl_plugin.watch_grain import WatchGrain
 
 
@@ -53,9 +55,11 @@ class HFGenerator:
         self.asleep = False
         self._host: Optional[list[torch.Tensor]] = None  # pinned host copies of the weights while asleep
         self.tokens_generated = 0
+        self.steps_decoded = 0  # decode steps run (each for every row of its decoder)
+        self.max_rows = 256  # rows a decoder may have (the server sets verl's max_num_seqs)
         self.model.to(self.device)
-        # Decoders (cache, buffers, captured graph) by (batch, length, graphed), most recent last; see `_decoder`.
-        self._decoders: "OrderedDict[tuple[int, int, bool], StaticDecode]" = OrderedDict()
+        # Decoders (cache, buffers, captured graph) by (rows, length, graphed), most recent last; see `_decoder`.
+        self._decoders: "OrderedDict[tuple[int, int, bool], RowDecode]" = OrderedDict()
         self._grain = WatchGrain(self.device, next(self.model.parameters()).dtype)
 
     @classmethod
@@ -148,152 +152,43 @@ class HFGenerator:
     # ---- generation --------------------------------------------------------------------------------------
     @torch.no_grad()
     def generate(self, requests: list[Request]) -> list[Completion]:
+        """Completions for requests that are all waiting now, in their order (batching.py decodes them)."""
         if not requests:
             return []
+        results: list[Optional[Completion]] = [None] * len(requests)
+        pending = [Job(r, (lambda c, i=i: results.__setitem__(i, c))) for i, r in enumerate(requests)]
+
+        def take(n: int) -> list[Job]:
+            taken, pending[:] = pending[:n], pending[n:]
+            return taken
+
+        self.serve(take)
+        return results
+
+    @torch.no_grad()
+    def serve(self, take: Callable[[int], list[Job]], on_group: Optional[Callable[[int], None]] = None) -> None:
+        """Continuous batching over the jobs `take` hands out (batching.serve), until it has none left."""
         if self.asleep:
             raise RuntimeError("the hf rollout is asleep (its weights are off the device); wake_up() first")
-        device = self.device
-        batch = len(requests)
-        width = max(len(r.prompt_ids) for r in requests)
-        input_ids = torch.full((batch, width), self.pad_token_id, dtype=torch.long)
-        mask = torch.zeros((batch, width), dtype=torch.long)
-        for row, r in enumerate(requests):
-            n = len(r.prompt_ids)
-            input_ids[row, width - n:] = torch.tensor(r.prompt_ids, dtype=torch.long)
-            mask[row, width - n:] = 1
-        input_ids, mask = input_ids.to(device), mask.to(device)
-        rows = _Rows(requests, device)
-        longest = int(max(r.max_tokens for r in requests))
-        decode = self._decoder(batch, width + longest)
-        decode.begin(mask)
-        grain = self._grain
+        serve(self, take, on_group)
 
-        # Every row's tokens, log-probs and state stay on the device: the host learns them once at the end, and
-        # whether all rows finished every few steps, so the decode loop never waits for the GPU token by token.
-        tokens = torch.zeros((batch, longest), dtype=torch.long, device=device)
-        logprobs = torch.zeros((batch, longest), dtype=torch.float32, device=device)
-        lengths = torch.zeros(batch, dtype=torch.long, device=device)
-        stopped = torch.zeros(batch, dtype=torch.bool, device=device)
-        done = torch.zeros(batch, dtype=torch.bool, device=device)
-        with grain.part("prefill") as part:
-            logits = decode.prefill(input_ids, mask)
-            part.check(logits, *decode.cache_tensors())
-        for step in range(longest):
-            with grain.part("sample") as part:
-                scaled = logits.float() / rows.divisor
-                logp = torch.log_softmax(scaled, dim=-1) if rows.needs_log_softmax else None
-                next_ids = _pick(scaled, rows, logp)
-                tokens[:, step] = next_ids
-                if rows.want_logprobs:
-                    logprobs[:, step] = logp.gather(-1, next_ids.unsqueeze(-1)).squeeze(-1)
-                live = ~done
-                lengths += live.long()
-                hit = live & (next_ids.unsqueeze(-1) == rows.stop_ids).any(-1)
-                stopped |= hit
-                done |= hit | (lengths >= rows.max_tokens)
-                part.check(scaled, logp, next_ids, done)
-            if step + 1 == longest or ((step + 1) % _CHECK_EVERY == 0 and bool(done.all())):
-                break
-            with grain.part("decode") as part:
-                # Watched, the step is captured again: the graph may have been captured unwatched (or on another
-                # thread). Its warm-up and capture run the forward where the watch sees every operator.
-                logits = decode.step(next_ids, recapture=part.watched)
-                part.check(logits)
-        counts, stops = lengths.tolist(), stopped.tolist()
-        token_rows, logprob_rows = tokens.tolist(), logprobs.tolist()
-        self.tokens_generated += sum(counts)
-        return [
-            Completion(token_rows[i][: counts[i]], logprob_rows[i][: counts[i]] if r.want_logprobs else None,
-                       "stop" if stops[i] else "length")
-            for i, r in enumerate(requests)
-        ]
+    def _decoder(self, batch: int, length: int) -> RowDecode:
+        """A decoder for `batch` rows of `length` slots, kept for the next batches of that shape.
 
-    def _decoder(self, batch: int, needed: int) -> StaticDecode:
-        """A decoder for `batch` rows and at least `needed` positions, kept for the next batches of that shape.
-
-        Lengths are rounded up to a multiple of `_LENGTH_STEP`, so prompts of nearby widths share one decoder and
-        its captured graph (the extra slots are masked). At most `_DECODERS_KEPT` are kept, the least recently used
-        dropped first, so memory stays bounded; all are dropped on `sleep`, which moves the weights the graphs
-        read."""
-        length = -(-needed // _LENGTH_STEP) * _LENGTH_STEP
+        At most `_DECODERS_KEPT` are kept, the least recently used dropped first, so memory stays bounded; all are
+        dropped on `sleep`, which moves the weights the graphs read."""
         stream = self._graph_stream()
         key = (batch, length, stream is not None)
         decode = self._decoders.pop(key, None)
         if decode is None:
             while len(self._decoders) >= _DECODERS_KEPT:
                 self._decoders.popitem(last=False)
-            decode = StaticDecode(self.model, batch, length, self.device, stream)
+            decode = RowDecode(self.model, batch, length, self.device, stream)
         self._decoders[key] = decode
         return decode
 
 
-_CHECK_EVERY = 16  # decode steps between the host's looks at whether every row finished
-_LENGTH_STEP = 64  # decoder lengths are multiples of this
 _DECODERS_KEPT = 2  # decoders (KV cache + graph) kept between batches
-
-
-class _Rows:
-    """The batch's sampling settings as device tensors, and which rows sample (a host fact, known up front)."""
-
-    def __init__(self, requests: list[Request], device: torch.device):
-        temperature = [r.temperature for r in requests]
-        greedy = [t <= 0 for t in temperature]
-        self.divisor = torch.tensor([1.0 if g else t for g, t in zip(greedy, temperature)],
-                                    dtype=torch.float32, device=device).unsqueeze(-1)
-        self.top_p = torch.tensor([r.top_p for r in requests], dtype=torch.float32, device=device)
-        self.top_k = torch.tensor([r.top_k if r.top_k and r.top_k > 0 else 0 for r in requests], device=device)
-        self.max_tokens = torch.tensor([r.max_tokens for r in requests], device=device)
-        widest = max([len(r.stop_ids) for r in requests] + [1])
-        self.stop_ids = torch.tensor([sorted(r.stop_ids) + [-1] * (widest - len(r.stop_ids)) for r in requests],
-                                     dtype=torch.long, device=device)
-        sampled = [i for i, g in enumerate(greedy) if not g]
-        self.any_sampled = bool(sampled)
-        # verl's default sampling (top_k -1, top_p 1) filters nothing: the vocabulary-wide sort is then skipped.
-        self.filters = any((requests[i].top_k or 0) > 0 or requests[i].top_p < 1.0 for i in sampled)
-        self.want_logprobs = any(r.want_logprobs for r in requests)
-        self.needs_log_softmax = self.want_logprobs or (self.any_sampled and not self.filters)
-        # Seeded rows draw from their own generator, one call each; the others draw together in one call.
-        self.seeded = [(i, _generator(requests[i].seed, device)) for i in sampled if requests[i].seed is not None]
-        unseeded = [i for i in sampled if requests[i].seed is None]
-        self.unseeded = torch.tensor(unseeded, dtype=torch.long, device=device) if unseeded else None
-
-
-def _generator(seed: int, device: torch.device) -> torch.Generator:
-    g = torch.Generator(device=device)
-    g.manual_seed(int(seed))
-    return g
-
-
-def _pick(scaled: torch.Tensor, rows: _Rows, logp: Optional[torch.Tensor]) -> torch.Tensor:
-    """Greedy rows take the argmax; sampled rows draw from the top-k / top-p filtered distribution (`logp`, the
-    rows' log-softmax, where nothing is filtered)."""
-    chosen = scaled.argmax(dim=-1)
-    if not rows.any_sampled:
-        return chosen
-    if rows.filters:
-        probs = _filtered_probs(scaled, rows)
-    else:
-        probs = logp.exp()
-    if rows.unseeded is not None:
-        chosen[rows.unseeded] = torch.multinomial(probs[rows.unseeded], 1).squeeze(-1)
-    for row, generator in rows.seeded:
-        chosen[row] = torch.multinomial(probs[row], 1, generator=generator).squeeze(-1)
-    return chosen
-
-
-def _filtered_probs(scaled: torch.Tensor, rows: _Rows) -> torch.Tensor:
-    """The top-k / top-p filtered distribution of each row (a row with neither keeps every token)."""
-    vocab = scaled.shape[-1]
-    k = torch.where(rows.top_k > 0, rows.top_k.clamp(max=vocab), torch.full_like(rows.top_k, vocab))
-    sorted_logits, order = scaled.sort(dim=-1, descending=True)
-    ranks = torch.arange(vocab, device=scaled.device).unsqueeze(0)
-    drop = ranks >= k.unsqueeze(-1)
-    probs = torch.softmax(sorted_logits.masked_fill(drop, float("-inf")), dim=-1)
-    before = probs.cumsum(-1) - probs  # mass of the tokens ranked above each token
-    drop |= before >= rows.top_p.unsqueeze(-1)
-    drop[:, 0] = False  # the most likely token always stays
-    sorted_logits = sorted_logits.masked_fill(drop, float("-inf"))
-    return torch.softmax(torch.full_like(scaled, float("-inf")).scatter(-1, order, sorted_logits), dim=-1)
 
 
 def _empty_cache(device: torch.device) -> None:

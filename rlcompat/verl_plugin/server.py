@@ -1,14 +1,16 @@
 """The `hf` rollout server: a Ray actor that batches concurrent token-in/token-out requests onto `HFGenerator`.
 
 verl's agent loop calls `generate(prompt_ids, sampling_params, request_id, ...)` once per sample, concurrently; the
-server gathers whatever requests are waiting (up to `max_num_seqs`) into one batch and decodes them together in a
-worker thread, so the event loop keeps accepting requests meanwhile. The other methods are the control calls that
+server hands the requests to `HFGenerator.serve` in a worker thread, which decodes them with continuous batching
+(batching.py: up to `max_num_seqs` rows, a request taking a row as soon as one is free, also while others decode),
+so the event loop keeps accepting requests meanwhile. The other methods are the control calls that
 verl's `RolloutReplica` and `CheckpointEngineManager` make on every server (sleep, wake_up, clear_kv_cache, ...).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import os
 import time
@@ -47,12 +49,15 @@ class HFRolloutServer:
             eos = getattr(self.engine.model.config, "eos_token_id", None)
         self.eos_ids = frozenset([eos] if isinstance(eos, int) else (eos or []))
         self.max_batch = max(1, int(getattr(config, "max_num_seqs", 256) or 256))
-        self._queue: list[tuple[Any, asyncio.Future]] = []
+        self.engine.max_rows = self.max_batch
+        self._queue: collections.deque = collections.deque()  # batching.Job, taken by the decoding thread
+        self._decoding = False
         self._wakeup: Optional[asyncio.Event] = None
         self._loop_task: Optional[asyncio.Task] = None
         self._gate_open = True
         self.stats = {"requests": 0, "batches": 0, "tokens": 0, "generate_seconds": 0.0, "weight_loads": 0, "weight_path": None,
-                      "peak_memory_bytes": 0, "wake_seconds": 0.0, "sleep_seconds": 0.0}
+                      "peak_memory_bytes": 0, "wake_seconds": 0.0, "sleep_seconds": 0.0, "arrivals": [],
+                      "response_tokens": []}
         # Wall-clock marks of one step (time.time(), comparable across processes): where verl's "gen" time goes
         # between the last weight bucket, the first request, the last result and the sleep.
         self._marks: dict[str, float] = {}
@@ -103,45 +108,83 @@ class HFRolloutServer:
         ]
 
     async def _submit(self, request):
+        from rlcompat.verl_plugin.batching import Job
+
         loop = asyncio.get_running_loop()
-        if self._wakeup is None:
+        task = self._loop_task
+        if task is None or task.done() or task.get_loop() is not loop:  # first call, or a new loop after the last
             self._wakeup = asyncio.Event()
-            self._loop_task = loop.create_task(self._batch_loop())
+            self._loop_task = loop.create_task(self._serve_loop())
         future = loop.create_future()
-        self._marks.setdefault("first_request", time.time())
-        self._queue.append((request, future))
+        now = time.time()
+        first = self._marks.setdefault("first_request", now)
+        # When each request of a step arrived (ms after the step's first) and its prompt length: the traffic the
+        # batching is designed for (docs/verify.md, *Continuous batching*).
+        self.stats["arrivals"].append([round(1000 * (now - first), 2), len(request.prompt_ids)])
+
+        def finish(completion):  # called on the decoding thread
+            loop.call_soon_threadsafe(self._finished, future, completion)
+
+        def fail(exc):
+            loop.call_soon_threadsafe(lambda: future.done() or future.set_exception(exc))
+
+        self._queue.append(Job(request, finish, fail))
         self._wakeup.set()
         return await future
 
-    async def _batch_loop(self):
+    def _finished(self, future, completion):
+        self.stats["requests"] += 1
+        self.stats["tokens"] += len(completion.token_ids)
+        self.stats["response_tokens"].append(len(completion.token_ids))
+        if not future.done():
+            future.set_result(completion)
+        self._marks["last_result"] = time.time()
+
+    def _take(self, n: int) -> list:
+        """Up to `n` waiting jobs for the decoding thread (deque pops are atomic); none while aborted."""
+        taken = []
+        while len(taken) < n and self._gate_open:
+            try:
+                taken.append(self._queue.popleft())
+            except IndexError:
+                break
+        return taken
+
+    async def _serve_loop(self):
         while True:
             await self._wakeup.wait()
             self._wakeup.clear()
+            if not self._queue or not self._gate_open:
+                continue
             await self._gather_arrivals()
-            while self._queue and self._gate_open:
-                taken, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch:]
-                requests = [r for r, _ in taken]
-                start = time.perf_counter()
-                try:
-                    results = await asyncio.to_thread(self.engine.generate, requests)
-                except BaseException as exc:  # hand the failure to every caller in the batch
-                    for _, fut in taken:
-                        if not fut.done():
-                            fut.set_exception(exc)
-                    continue
-                self.stats["generate_seconds"] += time.perf_counter() - start
-                self.stats["batches"] += 1
-                self.stats["requests"] += len(requests)
-                self.stats["tokens"] += sum(len(c.token_ids) for c in results)
-                self._record_memory()
-                for (_, fut), completion in zip(taken, results):
-                    if not fut.done():
-                        fut.set_result(completion)
-                self._marks["last_result"] = time.time()
+            start = time.perf_counter()
+            self._decoding = True
+            loop = asyncio.get_running_loop()
+
+            def count_group(size: int):  # on the decoding thread; the stats are the event loop's
+                loop.call_soon_threadsafe(self._count_group)
+
+            try:
+                # Requests arriving while this runs are taken by the decoding thread as rows free up.
+                await asyncio.to_thread(self.engine.serve, self._take, count_group)
+            except Exception:  # each job in flight got the exception (batching.serve)
+                # Not BaseException: the thread hands results back as rows finish, so the callers may be done and
+                # the loop cancelled (asyncio.run's end, Ray's shutdown) while the thread is still returning; a
+                # CancelledError caught here would leave this task waiting for a wake-up forever, and the loop too.
+                logger.exception("hf rollout: decoding failed")
+            finally:
+                self._decoding = False
+            self.stats["generate_seconds"] += time.perf_counter() - start
+            self._record_memory()
+
+    def _count_group(self):
+        self.stats["batches"] += 1  # prefill groups: requests that started decoding together
 
     async def _gather_arrivals(self):
         """Wait while requests keep arriving: the agent loop sends a step's samples one Ray call each, a few
-        milliseconds apart, and a batch started on the first would decode the rest in a second full batch."""
+        milliseconds apart. Later arrivals join the running decode in free rows, but the decoder's rows are sized
+        from the requests waiting when it starts (batching.rows_for), and one prefill of them all is cheaper than
+        one per arrival."""
         waited = 0.0
         while waited < _GATHER_MAX_SECONDS and len(self._queue) < self.max_batch:
             before = len(self._queue)
@@ -184,6 +227,7 @@ class HFRolloutServer:
             f.write(json.dumps(line) + "\n")
         for key in ("requests", "batches", "tokens", "generate_seconds", "peak_memory_bytes", "wake_seconds"):
             self.stats[key] = 0
+        self.stats["arrivals"], self.stats["response_tokens"] = [], []
         if self.engine.device.type == "cuda":
             import torch
 
@@ -231,7 +275,7 @@ class HFRolloutServer:
         self.global_steps = global_steps
 
     async def clear_kv_cache(self):
-        pass  # each batch starts from a zeroed cache (decode.py: StaticDecode.begin)
+        pass  # a row's cache is zeroed when a request fills it (decode.py: _RowLayer.update)
 
     async def release_kv_cache(self):
         self.engine.release_decoders()
@@ -240,7 +284,7 @@ class HFRolloutServer:
         pass
 
     async def wait_for_requests_to_drain(self):
-        while self._queue:
+        while self._queue or self._decoding:
             await asyncio.sleep(0.01)
 
     async def abort_all_requests(self, reject_request: bool = False):

@@ -71,7 +71,7 @@ class RolloutEngineUnsupported(ConfigRule):
         "Unsafe fix, only where no engine verl registers runs on the target and rlcompat's `hf` rollout is installed "
         "(rlcompat's `verl` extra, found through verl's `verl.plugins` entry point) or asked for "
         "(RLCOMPAT_HF_ROLLOUT=1): `rollout.name=hf` generates with plain transformers. Same algorithm, same "
-        "samples for the same weights, but much slower than vLLM (no paged KV cache, no continuous batching). "
+        "samples for the same weights, but slower than vLLM (no paged KV cache). "
         "Elsewhere no autofix: switching engines changes the whole rollout."
     )
     triggers = ("rollout",)
