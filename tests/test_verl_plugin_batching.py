@@ -203,3 +203,45 @@ def test_the_server_loop_ends_when_cancelled_while_its_decoding_thread_is_still_
     assert returned, "a second event loop's requests were never served"
     assert [o.token_ids for o in again] == [o.token_ids for o in outputs]
     assert server._loop_task is not first_task
+
+
+def test_requests_parked_by_an_abort_do_not_hold_the_drain_and_run_after_resume(tiny):
+    """verl's weight sync aborts, drains and later resumes (as at its vLLM server): a request that arrives behind
+    the closed gate is parked, the drain returns while it waits, and resume serves it. With `reject_request` (a
+    replica leaving service) waiting and new requests fail at once instead of waiting for a resume."""
+    pytest.importorskip("verl")
+    import asyncio
+    from types import SimpleNamespace
+
+    from rlcompat.verl_plugin.server import OUT_OF_SERVICE, HFRolloutServer
+
+    folder, _tok, prompts, _model = tiny
+    config = SimpleNamespace(dtype="float32", max_num_seqs=8, response_length=4, prompt_length=64,
+                             max_model_len=None, ignore_eos=True)
+    model_config = SimpleNamespace(path=str(folder), local_path=str(folder), trust_remote_code=False,
+                                   override_config={"attn_implementation": "eager"})
+    server = HFRolloutServer(config, model_config, device="cpu")
+
+    async def weight_sync():
+        await server.abort_all_requests()
+        parked = asyncio.ensure_future(server.generate(prompts[0], {"temperature": 0.0}, "parked"))
+        await asyncio.sleep(0.05)
+        await asyncio.wait_for(server.wait_for_requests_to_drain(), 5)
+        waited = not parked.done()
+        await server.resume_generation()
+        served = await asyncio.wait_for(parked, 20)
+        await server.abort_all_requests(reject_request=True)
+        try:
+            await server.generate(prompts[1], {"temperature": 0.0}, "rejected")
+            rejected = None
+        except RuntimeError as exc:
+            rejected = str(exc)
+        await server.resume_generation()
+        again = await asyncio.wait_for(server.generate(prompts[1], {"temperature": 0.0}, "after"), 20)
+        return waited, served, rejected, again
+
+    returned, result = _finishes(server, weight_sync, timeout=60)
+    assert returned, "the drain or the resumed request never ended"
+    waited, served, rejected, again = result
+    assert waited and len(served.token_ids) == 4
+    assert rejected == OUT_OF_SERVICE and len(again.token_ids) == 4

@@ -20,6 +20,8 @@ logger = logging.getLogger(__name__)
 
 _GATHER_QUIET_SECONDS = 0.005  # a batch starts once no request arrived for this long
 _GATHER_MAX_SECONDS = 0.05  # or after this long, however many keep coming
+OUT_OF_SERVICE = ("hf rollout: this replica was taken out of service (abort_all_requests with reject_request); "
+                  "send the request to another replica")
 
 
 class HFRolloutServer:
@@ -55,6 +57,7 @@ class HFRolloutServer:
         self._wakeup: Optional[asyncio.Event] = None
         self._loop_task: Optional[asyncio.Task] = None
         self._gate_open = True
+        self._reject = False  # abort_all_requests(reject_request=True): fail arrivals while the gate is closed
         self.stats = {"requests": 0, "batches": 0, "tokens": 0, "generate_seconds": 0.0, "weight_loads": 0, "weight_path": None,
                       "peak_memory_bytes": 0, "wake_seconds": 0.0, "sleep_seconds": 0.0, "arrivals": [],
                       "response_tokens": []}
@@ -128,6 +131,8 @@ class HFRolloutServer:
         def fail(exc):
             loop.call_soon_threadsafe(lambda: future.done() or future.set_exception(exc))
 
+        if not self._gate_open and self._reject:
+            raise RuntimeError(OUT_OF_SERVICE)
         self._queue.append(Job(request, finish, fail))
         self._wakeup.set()
         return await future
@@ -284,15 +289,27 @@ class HFRolloutServer:
         pass
 
     async def wait_for_requests_to_drain(self):
-        while self._queue or self._decoding:
+        # Until nothing is decoding and nothing waits that will be taken: requests parked behind a closed gate
+        # (abort_all_requests) wait for resume_generation, as at verl's vLLM server, so they do not hold the drain.
+        while self._decoding or (self._queue and self._gate_open):
             await asyncio.sleep(0.01)
 
     async def abort_all_requests(self, reject_request: bool = False):
+        """Close the gate: rows already decoding finish, requests not yet taken are parked until resume_generation
+        (with `reject_request`, verl's flag for a replica leaving service, they fail instead, as do new ones)."""
         self._gate_open = False
-        return {"aborted_count": 0, "request_ids": []}
+        self._reject = reject_request
+        failed = []
+        if reject_request:
+            while self._queue:
+                job = self._queue.popleft()
+                job.fail(RuntimeError(OUT_OF_SERVICE))
+                failed.append(job)
+        return {"aborted_count": len(failed), "request_ids": []}
 
     async def resume_generation(self):
         self._gate_open = True
+        self._reject = False
         if self._wakeup is not None:
             self._wakeup.set()
 
