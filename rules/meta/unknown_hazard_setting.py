@@ -55,7 +55,7 @@ class UnknownHazardSetting(ConfigRule):
     triggers = ("bf16", "bfloat16", "BF16", "BFLOAT16", "flash", "FLASH", "fa2", "fa3", "compile", "COMPILE", "fp8",
                 "FP8")
     sources = ("S1", "S10", "S17", "S20")
-    # narrower than its triggers (`flash`, `compile` are in most statements of a model file)
+    # narrower than its triggers: the statements these words mark are read for every config rule (ConfigRule)
     python_triggers = ("bf16", "bfloat16", "flash_attention", "FLASH_ATTN", "fp8")
     precedence = 2
 
