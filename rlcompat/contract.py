@@ -25,10 +25,10 @@ from rlcompat.lang.declared import Declared, DeclaredRule
 from rlcompat.lang.python import Context as PythonContext, PendingFix, PythonRule
 from rlcompat.lang.settings import ConfigContext, ConfigRule, ConfigView, Setting, Span
 from rlcompat.pipeline.suppressions import Suppression, SuppressionRule
-from rlcompat.rule import VERL_091, Bad, Good, Rule
+from rlcompat.rule import ANY_MODULE, VERL_091, Bad, Good, Rule
 
 __all__ = [
-    "Bad", "ConfigContext", "ConfigRule", "ConfigView", "Declared", "DeclaredRule", "Edit", "EnvironmentRule",
+    "ANY_MODULE", "Bad", "ConfigContext", "ConfigRule", "ConfigView", "Declared", "DeclaredRule", "Edit", "EnvironmentRule",
     "Finding", "Fix", "FixSafety", "Good", "Location", "PackageRequirementRule", "PendingFix", "PythonContext",
     "PythonRule", "Rule", "Setting", "Span", "Suppression", "SuppressionRule", "VERL_091",
 ]

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar, Mapping
 
+from rlcompat.lang.pyspeed import gate
+from rlcompat.lang.pyspeed.gate import ANY_MODULE
+
 if TYPE_CHECKING:
     from rlcompat.knowledge.targets import Target
 
@@ -55,15 +58,23 @@ class Rule:
     # Substrings one of which a file must contain for the rule to be able to match: files without any
     # are never parsed for this rule.
     triggers: ClassVar[tuple[str, ...]] = ()
-    # Words a file the rule can match holds besides a trigger: one word of each group. Only whole files are gated
-    # by them (a statement is kept for its triggers alone); with `RLCOMPAT_PLAIN_LIBCST=1` they gate nothing, and
-    # tests/test_trigger_gates.py and tests/test_plain_libcst.py hold them to what the rule finds without them
-    # (RLC304 reports names it resolves through an import of torch: a file it can match says `torch`).
+    # What the rule needs to see, besides a trigger: the Python front end derives from it which files can hold a
+    # finding (rlcompat/lang/pyspeed/gate.py); only whole files are gated by it (a statement is kept for its triggers
+    # alone), with `RLCOMPAT_PLAIN_LIBCST=1` it gates nothing, and tests/test_trigger_gates.py and
+    # tests/test_plain_libcst.py hold it to what the rule finds without it.
+    # The top-level modules every name it reports resolves through an import of (`ctx.qualname`, a Triton kernel's
+    # decorator): RLC101 reports `torch.bfloat16` however torch was imported. `ANY_MODULE`: an import of any module.
+    resolves_from: ClassVar[tuple[str, ...]] = ()
+    # The call keywords one of which every call it reports passes (RLC209: `attn_implementation=`).
+    keywords: ClassVar[tuple[str, ...]] = ()
+    # The called names, as the call spells them, one of which every call it reports has (RLC109: `from_pretrained`).
+    calls: ClassVar[tuple[str, ...]] = ()
+    # The shape of every construct it reports, as the text spells it, where words say too little (RLC109:
+    # `dtype="auto"`, with any spacing or comment the grammar allows, or an escape that could spell it).
+    spelled: ClassVar[re.Pattern | None] = None
+    # Groups of words a file it can match holds, one word of each group, where none of the above says it: a rule
+    # that keeps one says why.
     requires: ClassVar[tuple[tuple[str, ...], ...]] = ()
-    # A pattern a file the rule can match holds (searched only where a trigger and the `requires` words are), held
-    # like `requires`: the shape of what it reports, where words say too little (RLC109: `dtype="auto"`, with any
-    # spacing or comment the grammar allows, or an escape that could spell it).
-    requires_pattern: ClassVar[re.Pattern | None] = None
     # Python rules see a node, its ancestors and the imports before it, so statements without a trigger are
     # left out before parsing (rlcompat/lang/pyspeed/narrow.py). A rule that reads other statements says so here.
     whole_module: ClassVar[bool] = False
@@ -110,14 +121,12 @@ def triggers_in(rule, language: str) -> tuple[str, ...]:
 
 def can_match(rule, language: str, present: set[str] | frozenset[str], text: str, plain: bool = False) -> bool:
     """Whether `rule` can match `text`, a file of `language` that holds the trigger words `present` (any superset
-    of the rule's own triggers that `text` holds): one of its triggers is there and, unless `plain`, a word of each
-    group it `requires` (looked for only then: most are common words, found at once) and its `requires_pattern`."""
+    of the rule's own triggers that `text` holds): one of its triggers is there and, unless `plain`, what it needs
+    to see (`resolves_from`, `keywords`, `calls`, `spelled`, `requires`; looked for only then: most are common
+    words, found at once)."""
     if present.isdisjoint(triggers_in(rule, language)):
         return False
-    if plain:
-        return True
-    return (all(any(w in text for w in group) for group in rule.requires)
-            and (rule.requires_pattern is None or rule.requires_pattern.search(text) is not None))
+    return plain or gate.holds(rule, text)
 
 
 def can_match_text(rule, language: str, text: str, plain: bool = False) -> bool:

@@ -27,8 +27,11 @@ ROOT = Path(__file__).resolve().parents[1]
 CODE_ROW = re.compile(r'^    "(RLC\d{3})": "([a-z_]+)\.([a-z0-9_]+)",$', re.MULTILINE)
 
 KINDS = {
-    "python": ("PythonRule", '    triggers = ()  # words a file must contain for this rule to run on it (speed only)\n'),
-    "config": ("ConfigRule", ""),
+    "python": ("PythonRule", '    triggers = ()  # words one of which a file must contain for this rule to run on it\n'
+                             '    # what its findings rest on, if it can say (rlcompat/rule.py): resolves_from = ("torch",),\n'
+                             '    # keywords = ("attn_implementation",), calls = ("from_pretrained",), spelled = re.compile(...)\n'),
+    "config": ("ConfigRule", '    triggers = ()  # words one of which a file must contain for this rule to run on it\n'
+                             '    # languages = ConfigRule.languages | {"python"}  # if Python writes its settings too\n'),
     "declared": ("DeclaredRule", ""),
 }
 

@@ -1,10 +1,10 @@
 """What decides whether a file and a statement reach the rules, held to what the rules find without it.
 
 - The trigger search (rlcompat/pipeline/wordscan.py) answers exactly which words a text holds.
-- A rule's `requires` (words a file it can match holds besides a trigger) and `requires_pattern` never drop a
-  finding: every fixture and every Python file of the installed verl 0.9.1 package give the rules that declare them
-  the same findings with them looked for and ignored; the check fails on a rule that requires a word its findings
-  lack.
+- What a rule declares it needs to see besides a trigger (`resolves_from`, `keywords`, `calls`, `spelled`,
+  `requires`), and so the words and pattern derived from it (rlcompat/lang/pyspeed/gate.py), never drops a finding:
+  every fixture and every Python file of the installed verl 0.9.1 package give the rules that declare it the same
+  findings with it looked for and ignored; the check fails on a rule that declares a module its findings lack.
 - Narrowing keeps the statements that use a name an import binds to something holding a trigger, with or without
   `as`, and the whole module for a Triton kernel behind a local wrapper of `triton.jit`.
 """
@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from rlcompat.config import Options
 from rlcompat.pipeline.discovery import discover
 from rlcompat.pipeline.runner import Checker
 from rlcompat.lang import python as py
+from rlcompat.lang.pyspeed import gate
 from rlcompat.rules import all_rules
 from rlcompat.pipeline.source import SourceError, decode, read_bytes
 from rlcompat.knowledge.targets import resolve_target
@@ -28,7 +30,7 @@ from rlcompat.pipeline.wordscan import WordScan
 from tests.test_narrowing_safety import narrowing_differences
 
 REPO = Path(__file__).resolve().parent.parent
-REQUIRING = [r for r in all_rules() if r.requires or r.requires_pattern is not None]
+REQUIRING = [r for r in all_rules() if gate.word_groups(r) or r.spelled is not None]
 BY_CODE = {r.code: r for r in all_rules()}
 
 
@@ -105,12 +107,32 @@ def test_required_words_drop_no_finding_on_the_fixtures_and_verl(target, monkeyp
     assert not differences, f"a rule's `requires` drops findings: {differences[:3]}"
 
 
-def test_the_check_fails_on_a_rule_that_requires_a_word_its_findings_lack(monkeypatch):
+def test_the_check_fails_on_a_rule_that_declares_a_module_its_findings_lack(monkeypatch):
     rule = BY_CODE["RLC304"]  # reports `torch.compile(...)`
-    monkeypatch.setattr(rule, "requires", (("a_word_no_file_holds",),))
+    monkeypatch.setattr(rule, "resolves_from", ("a_module_no_file_imports",))
     examples = [(f"bad{i}.py", b.code) for i, b in enumerate(rule.bad) if b.target == "sm61"]
     differences = requires_differences(["RLC304"], examples, "sm61", monkeypatch)
     assert differences and all(not gated and ungated for _, gated, ungated in differences)
+
+
+def test_what_a_rule_declares_it_needs_to_see_is_what_a_file_must_spell():
+    from rlcompat.contract import ANY_MODULE
+
+    class Declares:
+        resolves_from = ("torch", ANY_MODULE)  # an import of torch or of anything: `torch` or `import`
+        keywords = ("torch_dtype", "dtype")  # `torch_dtype` holds `dtype`: one word is enough
+        calls = ()
+        spelled = None
+        requires = (("True",),)
+
+    assert gate.holds(Declares, "import os\nm = load(dtype=True)\n")
+    assert gate.holds(Declares, "torch.x(torch_dtype=True)\n")
+    assert not gate.holds(Declares, "m = load(dtype=True)\n")  # neither torch nor an import
+    assert not gate.holds(Declares, "import torch\nm = load(precision=True)\n")  # no keyword
+    assert not gate.holds(Declares, "import torch\nm = load(dtype=False)\n")  # no required word
+    Declares.spelled = re.compile(r"dtype=True")
+    assert not gate.holds(Declares, "import torch\nm = load(dtype = True)\n")
+    assert gate.holds(Declares, "import torch\nm = load(dtype=True)\n")
 
 
 def test_a_rule_that_visits_only_imports_keeps_nothing_else():
@@ -307,7 +329,7 @@ def test_the_python_key_check_fails_when_the_words_miss_a_key(monkeypatch):
     assert gated != ungated
 
 
-# `dtype="auto"` as the grammar lets it be written: each must reach RLC109 (its `requires_pattern`)
+# `dtype="auto"` as the grammar lets it be written: each must reach RLC109 (its `spelled`)
 AUTO_SPELLINGS = [
     "m = AutoModel.from_pretrained(p, torch_dtype='auto')\n",
     'm = AutoModel.from_pretrained(p, dtype = "auto")\n',
@@ -322,7 +344,7 @@ AUTO_SPELLINGS = [
 
 
 # Every way a name can resolve to what RLC304 reports (`torch.compile`, `torch._dynamo.optimize`, flex_attention),
-# spelled as the grammar allows: each must reach the rule (its `requires_pattern`)
+# spelled as the grammar allows: each must reach the rule (its `spelled`)
 COMPILER_SPELLINGS = [
     "import torch\n\ndef build(f):\n    return torch.compile(f)\n",
     "import torch\n\n@torch.compile\ndef f(x):\n    return x\n",
@@ -345,15 +367,15 @@ COMPILER_SPELLINGS = [
 
 @pytest.mark.parametrize("code, text", [("RLC109", text) for text in AUTO_SPELLINGS]
                          + [("RLC304", text) for text in COMPILER_SPELLINGS])
-def test_every_spelling_reaches_the_rule_whose_requires_pattern_it_must_match(code, text, monkeypatch):
-    assert BY_CODE[code].requires_pattern.search(text)
+def test_every_spelling_reaches_the_rule_whose_spelled_pattern_it_must_match(code, text, monkeypatch):
+    assert BY_CODE[code].spelled.search(text)
     checker = Checker(resolve_target("sm61"), Options(select=(code,)))
     assert checker.check_text("t.py", text, "python").findings, f"{code} reports nothing here: the text proves nothing"
     assert not requires_differences([code], [("t.py", text)], "sm61", monkeypatch)
 
 
 def test_re_compile_and_the_word_compile_do_not_reach_the_compiler_rule():
-    pattern = BY_CODE["RLC304"].requires_pattern
+    pattern = BY_CODE["RLC304"].spelled
     for text in ("import re\nimport torch\nP = re.compile('x')\n", "import torch\n# we compile the graph\n",
                  "import torch\ntorch._dynamo.reset()\n", "import torch\nfrom torch import nn\nx = compile_fx(m)\n"):
         assert not pattern.search(text), text

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Mapping
 
+from rlcompat.knowledge.paths import nearest
+
 VERL = "verl"
 # Files or folders that make a directory the root of a project tree (what a scan of a file inside it belongs to).
 TREE_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "environment.yml")
@@ -192,14 +194,7 @@ def tree_root(path: str) -> str:
     `trainer/`, or a verl package itself); the path's own directory where none does."""
     full = os.path.abspath(path)
     start = full if os.path.isdir(full) else os.path.dirname(full)
-    directory = start
-    while True:
-        if _is_root(directory):
-            return directory
-        parent = os.path.dirname(directory)
-        if parent == directory:
-            return start
-        directory = parent
+    return nearest(start, _is_root) or start
 
 
 @lru_cache(maxsize=256)

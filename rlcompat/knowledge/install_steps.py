@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from rlcompat.knowledge.paths import nearest
 from rlcompat.knowledge.versions import release
 from rlcompat.lang.declared import requirement_at
 
@@ -51,14 +52,7 @@ def enclosing_checkout(root: str) -> str | None:
     """The repository a tree without its own `.git` sits in (the nearest parent holding `.git`), else None."""
     if os.path.exists(os.path.join(root, ".git")):
         return None
-    directory = os.path.dirname(root)
-    while True:
-        if os.path.exists(os.path.join(directory, ".git")):
-            return directory
-        parent = os.path.dirname(directory)
-        if parent == directory:
-            return None
-        directory = parent
+    return nearest(os.path.dirname(root), lambda directory: os.path.exists(os.path.join(directory, ".git")))
 
 
 @lru_cache(maxsize=256)

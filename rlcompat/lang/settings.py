@@ -223,12 +223,16 @@ class Refused:
 class ConfigRule(Rule):
     """Base for rules over configuration settings (YAML files and launch scripts)."""
 
-    # The languages whose front ends give configuration views (`settings` in rlcompat/lang/languages.py); python is added
-    # for a rule that names python_triggers
+    # The languages whose front ends give configuration views (`settings` in rlcompat/lang/languages.py). Not Python
+    # by default: most config rules ask for verl's full Hydra keys, which Python code does not write, and reading
+    # settings costs an `ast` parse of every file holding a trigger. A rule whose settings Python writes too
+    # (argparse defaults, config fields, call keywords: lang/pysettings.py) adds "python"; its triggers then mark the
+    # statements whose settings are read.
     languages = names_with("settings")
-    # Python files: the substrings that make this rule read a file's Python settings (lang/pysettings.py). Empty by
-    # default: most config rules ask for verl's full Hydra keys, which Python code does not write, and reading
-    # settings costs an `ast` parse of every file holding a trigger.
+    # Python files: the words that mark those statements, where they are fewer or narrower than the rule's triggers
+    # (the statements are read once for every config rule, so a common word such as `dtype` would have every
+    # statement of a model file read). Derived from `triggers` for a rule that only adds "python" to its languages;
+    # a rule that names them reads Python.
     python_triggers: ClassVar[tuple[str, ...]] = ()
     # Rules that look at commands the shell parser could not read (views of kind "unread"); the others never see them.
     reads_unread: ClassVar[bool] = False
@@ -237,6 +241,8 @@ class ConfigRule(Rule):
         super().__init_subclass__(**kwargs)
         if cls.python_triggers and "python" not in cls.languages:
             cls.languages = cls.languages | {"python"}  # reads Python settings (lang/pysettings.py)
+        elif "python" in cls.languages and not cls.python_triggers:
+            cls.python_triggers = cls.triggers
 
     def reads_python(self, text: str) -> bool:
         """Whether this rule can report a setting of the Python `text` (which holds one of its `python_triggers`):

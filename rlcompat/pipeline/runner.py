@@ -237,7 +237,8 @@ class Checker:
         return scan
 
     def runnable(self, rules: Sequence, language: str, text: str, present: set[str] | None = None) -> list:
-        """The rules that can match `text`: a trigger of theirs is in it, and what they require (`Rule.requires`).
+        """The rules that can match `text`: a trigger of theirs is in it, and what they need to see
+        (`rule.can_match`).
         `present`: the triggers `text` holds, if already known (any superset of this checker's that it holds)."""
         if not rules or language not in FRONTENDS:
             return []

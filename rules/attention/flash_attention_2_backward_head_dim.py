@@ -41,7 +41,7 @@ class FlashAttention2BackwardHeadDim(PythonRule):
         "safe. Without dropout there is no fix: a flash-attn release from the message runs it."
     )
     triggers = ("flash_attention_2",)
-    requires = (("attn_implementation",),)  # the keyword that selects it (analysis/pymodel.py)
+    keywords = ("attn_implementation",)  # the keyword that selects it (analysis/pymodel.py)
     sources = ("S70", "S71")
     prevents = ("X12",)
 

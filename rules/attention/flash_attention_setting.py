@@ -42,7 +42,7 @@ class FlashAttentionSetting(ConfigRule):
     # + the mapping verl's own model configs leave attn_implementation out of (`override_config: {}`)
     triggers = ("flash_attention_", "flash_attn", "flash-attn", "attention_backend") + h.ENTRY_TRIGGERS + (
         omitted_mapping_names("attn-implementation"))
-    python_triggers = ("flash_attention_", "flash_attn", "flash-attn")
+    python_triggers = ("flash_attention_", "flash_attn", "flash-attn")  # its triggers less verl's YAML and entry words
     sources = ("S9", "S10", "S16", "S51")
 
     bad = (

@@ -40,7 +40,9 @@ class FrameworkAttentionSetting(ConfigRule):
     )
     triggers = ("attn", "attention", "ATTENTION", "flash", "packing", "openrlhf")
     sources = ("S9", "S10")
-    python_triggers = ("flash_attn", "flash_attention", "packing", "ring_attn", "FLASH_ATTN")  # argparse defaults, config fields, call keywords (lang/pysettings.py)
+    # Not the knowledge's key words (`reads_python` asks for those): these mark the statements whose settings
+    # every config rule reads, and the key words would mark others
+    python_triggers = ("flash_attn", "flash_attention", "packing", "ring_attn", "FLASH_ATTN")
     kinds = KINDS
     precedence = 1
 

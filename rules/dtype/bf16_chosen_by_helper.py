@@ -5,7 +5,7 @@ import os
 import libcst as cst
 
 from rlcompat.analysis import tree_helpers
-from rlcompat.contract import Bad, Good, PythonRule
+from rlcompat.contract import ANY_MODULE, Bad, Good, PythonRule
 from rlcompat.knowledge import bf16_helpers
 
 _LITGPT = "from litgpt.utils import get_default_supported_precision\n"
@@ -37,7 +37,7 @@ class Bf16ChosenByHelper(PythonRule):
     # it (`pick_dtype()`): not every statement that says `dtype` (a model file has thousands; keeping them all made
     # transformers' modeling_utils.py big enough to be parsed in parts, for nothing this rule can report).
     triggers = ("precision", "dtype(")
-    requires = (("import",),)
+    resolves_from = (ANY_MODULE,)  # a helper the file imports (`ctx.qualname`)
     sources = ("S1", "S3", "S60", "S163")
 
     bad = (

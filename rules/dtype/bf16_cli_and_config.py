@@ -44,7 +44,7 @@ class Bf16CliAndConfig(ConfigRule):
         "`fp16` on sm70/sm75 (unsafe, autocast under a loss scaler)."
     )
     triggers = ("bf16", "bfloat16")
-    python_triggers = ("bf16", "bfloat16")
+    languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
     sources = ("S1", "S3", "S6", "S66")
 
     bad = (

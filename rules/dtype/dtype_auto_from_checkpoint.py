@@ -33,11 +33,11 @@ class DtypeAutoFromCheckpoint(PythonRule):
         "types vLLM refuses in fp16 (Gemma 2/3, GLM-4: safe) [S65]."
     )
     triggers = ('"auto"', "'auto'")
-    # the keyword (`torch_dtype=`, `dtype=`) and the called name as written (`AsyncEngineArgs` holds `EngineArgs`)
-    requires = (("dtype",), ("from_pretrained", "from_config", "LLM", "EngineArgs"))
+    keywords = ("torch_dtype", "dtype")
+    calls = tuple(sorted(_LOADERS | _ENGINES))  # the called name as written (`h.call_name`)
     # the argument itself: the keyword, `=` and a string literal whose text is auto (blanks, line breaks, comments
     # and backslash continuations may stand between them), or an escape that could spell either
-    requires_pattern = re.compile(
+    spelled = re.compile(
         r"(?<!\w)(?:torch_)?dtype(?:\s|\\\r?\n|#[^\r\n]*)*=(?:\s|\\\r?\n|#[^\r\n]*)*[rRuU]?(?:'{3}|\"{3}|'|\")auto"
         r"|\\(?:[xuUN0-7]|\r?\n)")
     sources = ("S1", "S61", "S65", "S66")
@@ -64,7 +64,7 @@ class DtypeAutoFromCheckpoint(PythonRule):
         return not target.bf16_native
 
     def visit_Arg(self, node: cst.Arg, ctx) -> None:
-        if node.keyword is None or node.keyword.value not in ("torch_dtype", "dtype"):
+        if node.keyword is None or node.keyword.value not in self.keywords:
             return
         if h.string_value(node.value) != "auto":
             return

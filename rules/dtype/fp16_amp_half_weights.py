@@ -41,6 +41,7 @@ class Fp16AmpHalfWeights(PythonRule):
     # `"bf16"` among them), so the narrowed module keeps them all: no need to parse files whole.
     triggers = ("fp16", "GradScaler", "float16", "bfloat16", "half", "bf16")
     # nothing is reported without an AMP switch: a grad scaler, `fp16=True`, `mixed_precision="fp16"`, `autocast(dtype=...)`
+    # (words of several constructs, which no single declaration names)
     requires = (("GradScaler", "fp16", "autocast"),)
     sources = ("S1", "S60", "S66")
 

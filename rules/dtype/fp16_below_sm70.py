@@ -26,7 +26,8 @@ class Fp16BelowSm70(PythonRule):
     )
     fix_safety = "`fp16=False`, `mixed_precision=\"no\"`, `\"enabled\": False`: fp32 training, safe."
     triggers = ("fp16",)
-    requires = (("True", "mixed_precision"),)  # `fp16=True`, `"enabled": True`, `mixed_precision="fp16"`
+    # `fp16=True`, `"enabled": True`, `mixed_precision="fp16"`: a value or a keyword, which no declaration names
+    requires = (("True", "mixed_precision"),)
     sources = ("S8", "S16", "S62")
 
     bad = (

@@ -42,7 +42,9 @@ class FrameworkDtypeSetting(ConfigRule):
     triggers = ("dtype", "bf16", "bfloat16", "precision", "PRECISION", "tf32", "fp8", "fp16", "openrlhf", "trl ", "[job]",
                 "fsdp_config:")
     sources = ("S1", "S6", "S8", "S15", "S20", "S62")
-    python_triggers = ("bf16", "bfloat16", "tf32", "fp8")  # argparse defaults, config fields, call keywords (lang/pysettings.py)
+    # Not the knowledge's key words (`reads_python` asks for those): these mark the statements whose settings
+    # every config rule reads, and the key words would mark others
+    python_triggers = ("bf16", "bfloat16", "tf32", "fp8")
     kinds = KINDS
     precedence = 1
 

@@ -33,6 +33,8 @@ class FromPretrainedCheckpointDtype(PythonRule):
     )
     fix_safety = "Adds `dtype=\"float32\"`, the weights 4.x loaded and the precision policy's training weights: safe."
     triggers = tuple(f"{suffix}.from_pretrained" for suffix in _MODEL_SUFFIXES)
+    # Words, not a declaration: the receiver is matched by its name as written, and a file loading a model either
+    # imports from transformers or names its Auto/CausalLM classes (held by tests/test_trigger_gates.py)
     requires = (("transformers", "ForCausalLM", "AutoModel"),)
     sources = ("S1", "S104")
 

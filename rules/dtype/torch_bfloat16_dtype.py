@@ -36,7 +36,7 @@ class TorchBfloat16Dtype(PythonRule):
         "65504 where bf16 did not, and bf16-pretrained models can turn NaN [S66]; `torch.float32` on sm5x/sm6x (safe)."
     )
     triggers = ("bfloat16",)
-    requires = (("torch",),)  # `torch.bfloat16` resolved through an import of torch
+    resolves_from = ("torch",)  # `torch.bfloat16`, however imported
     sources = ("S1", "S5", "S6", "S8", "S16", "S37", "S60", "S66")
 
     bad = (

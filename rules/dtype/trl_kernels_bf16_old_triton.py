@@ -44,7 +44,7 @@ class TrlKernelsBf16OldTriton(PythonRule):
         "fp16 or fp32 logits compile with every Triton measured), or Triton is upgraded to 3.3.1+ (torch 2.7+)."
     )
     triggers = _trainers()
-    requires = (("trl",),)
+    resolves_from = ("trl",)  # a trainer class resolved through an import of trl
     sources = ("S18", "S43", "S54", "S145", "S147")
 
     bad = (

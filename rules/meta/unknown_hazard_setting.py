@@ -55,7 +55,8 @@ class UnknownHazardSetting(ConfigRule):
     triggers = ("bf16", "bfloat16", "BF16", "BFLOAT16", "flash", "FLASH", "fa2", "fa3", "compile", "COMPILE", "fp8",
                 "FP8")
     sources = ("S1", "S10", "S17", "S20")
-    python_triggers = ("bf16", "bfloat16", "flash_attention", "FLASH_ATTN", "fp8")  # argparse defaults, config fields, call keywords (lang/pysettings.py)
+    # narrower than its triggers: the statements these words mark are read for every config rule (ConfigRule)
+    python_triggers = ("bf16", "bfloat16", "flash_attention", "FLASH_ATTN", "fp8")
     precedence = 2
 
     bad = (

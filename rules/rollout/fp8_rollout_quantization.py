@@ -23,7 +23,7 @@ class Fp8RolloutQuantization(ConfigRule):
         "not fit; unsafe."
     )
     triggers = ("fp8",)
-    python_triggers = ("fp8",)
+    languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
     sources = ("S6", "S20", "S51")
 
     bad = (

@@ -31,7 +31,9 @@ class FrameworkRolloutSetting(ConfigRule):
     )
     triggers = ("vllm", "VLLM", "sglang", "quantization", "kv_cache", "kv-cache", "eager", "infer_backend")
     sources = ("S6", "S7", "S17", "S20", "S35", "S52", "S162")
-    python_triggers = ("vllm", "VLLM", "sglang", "kv_cache", "quantization", "enforce_eager")  # argparse defaults, config fields, call keywords (lang/pysettings.py)
+    # Not the knowledge's key words (`reads_python` asks for those): these mark the statements whose settings
+    # every config rule reads, and the key words would mark others
+    python_triggers = ("vllm", "VLLM", "sglang", "kv_cache", "quantization", "enforce_eager")
     kinds = KINDS
     precedence = 1
 

@@ -34,7 +34,7 @@ class QuantizedCheckpointName(ConfigRule):
     )
     severity = "warning"
     triggers = ("awq", "AWQ", "Awq", "nvfp4", "NVFP4", "NvFp4")
-    python_triggers = ("AWQ", "awq", "NVFP4", "nvfp4")  # call keywords and config fields (lang/pysettings.py)
+    python_triggers = ("AWQ", "awq", "NVFP4", "nvfp4")  # fewer than its triggers: call keywords and config fields
     sources = ("S56", "S90", "S91", "S92")
 
     bad = (

@@ -44,7 +44,7 @@ class TrlAsyncGrpoFlashAttention3(PythonRule):
         "`GRPOTrainer` (its attention follows `model_init_kwargs`, generation with `use_vllm=False`) or with TRL < 1.7.0."
     )
     triggers = (_NAME,)
-    requires = (("trl",),)
+    resolves_from = ("trl",)  # the trainer resolved through an import of trl
     sources = ("S7", "S9", "S13", "S146")
 
     bad = (

@@ -32,6 +32,8 @@ class VllmEngineCheckpointBf16(PythonRule):
         "may overflow in fp16; the message names known ones), `\"float32\"` for model types vLLM refuses in fp16."
     )
     triggers = ("LLM(", "EngineArgs(")
+    # Words, not `resolves_from`: the engine is matched by its name as written (`h.call_name`); a file building
+    # vLLM's engine names vllm (held by tests/test_trigger_gates.py)
     requires = (("vllm",),)
     sources = ("S6", "S105")
 

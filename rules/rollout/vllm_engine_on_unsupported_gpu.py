@@ -84,7 +84,8 @@ class VllmEngineOnUnsupportedGpu(PythonRule):
     # The calls (imports are always kept), and argv words: a module of vLLM's server, or `vllm` and `serve` (each a
     # trigger, so that narrowing inside a big list keeps both elements).
     triggers = ("LLM(", "LLMEngine", "AsyncLLM", "vllm.entrypoints", "'vllm'", '"vllm"', "'serve'", '"serve"')
-    requires = (("vllm",),)  # engines resolve through imports of vllm; an argv command names it
+    # engines resolve through imports of vllm; an argv command (`["vllm", "serve", ...]`) spells the word too
+    resolves_from = ("vllm",)
     sources = ("S7", "S17", "S52")
     prevents = ("E1",)
 

@@ -35,7 +35,7 @@ class VllmUseV1BelowSm80(ConfigRule):
                   "Only where the tree's vLLM is known to be one of them: vLLM removed V0 later, so an unknown "
                   "release gets the warning without a fix.")
     triggers = ("VLLM_USE_V1",)
-    python_triggers = ("VLLM_USE_V1",)
+    languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
     sources = ("S103",)
 
     bad = (

@@ -61,7 +61,7 @@ class FlexAttentionSharedMemory(PythonRule):
         "or `attn_implementation=\"sdpa\"`."
     )
     triggers = ("flex_attention",)
-    requires = (("attn_implementation",),)  # the keyword that selects it (analysis/pymodel.py)
+    keywords = ("attn_implementation",)  # the keyword that selects it (analysis/pymodel.py)
     sources = ("S72", "S73")
     severity = "warning"
     prevents = ("X13",)

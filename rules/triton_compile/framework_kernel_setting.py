@@ -24,7 +24,9 @@ class FrameworkKernelSetting(ConfigRule):
     fix_safety = "Turning the switch off runs the same computation eagerly or with the model's own layers: safe."
     triggers = ("compile", "liger", "flex_attention")
     sources = ("S17", "S37")
-    python_triggers = ("compile", "liger")  # argparse defaults, config fields, call keywords (lang/pysettings.py)
+    # Not the knowledge's key words (`reads_python` asks for those): these mark the statements whose settings
+    # every config rule reads, and the key words would mark others
+    python_triggers = ("compile", "liger")
     kinds = KINDS
     precedence = 1
 

@@ -20,7 +20,7 @@ class LigerKernel(ConfigRule):
     )
     fix_safety = "Turning it off uses the model's own PyTorch layers: the same math with more memory, safe."
     triggers = ("liger",)
-    python_triggers = ("liger",)
+    languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
     sources = ("S17", "S37", "S51")
 
     bad = (

@@ -69,8 +69,8 @@ class TorchCompileBelowSm70(PythonRule):
         "(use SDPA; use torch.compile)."
     )
     triggers = ("compile", "flex_attention", "_dynamo")
-    requires = (("torch",),)  # every name it reports is resolved through an import of torch
-    requires_pattern = _SPELLS_A_COMPILER
+    resolves_from = ("torch",)  # every name it reports is resolved through an import of torch
+    spelled = _SPELLS_A_COMPILER
     sources = ("S17", "S40", "S42")
 
     bad = (

@@ -67,7 +67,7 @@ class TritonAtomicBelowSm70(PythonRule):
         "Triton path on `torch.cuda.get_device_capability() >= (7, 0)` and keep a PyTorch fallback."
     )
     triggers = ("atomic_",)
-    requires = (("triton",),)  # only inside a Triton kernel (a decorator or parameter resolved into triton)
+    resolves_from = ("triton",)  # only inside a Triton kernel (a decorator or parameter resolved into triton)
     sources = ("S45", "S54")
 
     bad = (

@@ -43,7 +43,7 @@ class TritonBf16InKernel(PythonRule):
         "the kernel, and use `tl.float32` for the kernel's own casts."
     )
     triggers = ("bfloat16",)
-    requires = (("triton",),)  # `triton.language.bfloat16` in a Triton kernel, both resolved through imports of triton
+    resolves_from = ("triton",)  # `triton.language.bfloat16` in a Triton kernel, both resolved through imports of triton
     severity = "warning"
     sources = ("S1", "S37", "S38", "S54")
 

@@ -1,0 +1,44 @@
+"""Which files a rule can match, beyond its triggers: derived from what the rule declares it needs to see.
+
+A rule says what it reads (`Rule.resolves_from`, `keywords`, `calls`, `spelled`, and words it `requires` where none of
+those says it: rlcompat/rule.py); this module turns that into words and a pattern a file must hold, so that a file
+which cannot hold a finding is never parsed for the rule. Only whole files are gated (narrowing keeps a statement for
+its triggers alone); `RLCOMPAT_PLAIN_LIBCST=1` gates nothing (`rule.can_match`), and tests/test_trigger_gates.py holds
+the gate to what the rules find without it.
+
+| declaration | what a file it can match spells |
+|---|---|
+| `resolves_from = ("torch",)` | `torch`: an import binding a name to torch names the module (`import torch as th`, `from torch import compile`) |
+| `resolves_from = (ANY_MODULE,)` | `import`: a name resolved through any import |
+| `keywords = ("attn_implementation",)` | the keyword: a call passing it spells it |
+| `calls = ("from_pretrained", "LLM")` | one of the names: a call spells the name it calls |
+| `spelled = re.compile(...)` | a match of the pattern (searched last, where the words are) |
+| `requires = (("True",),)` | one word of each group |
+
+Within a group a word that holds another is dropped (`AsyncEngineArgs` beside `EngineArgs`): the other is found
+wherever it is.
+"""
+
+from __future__ import annotations
+
+ANY_MODULE = "*"
+_IMPORT = "import"  # what every import statement spells
+
+
+def holds(rule, text: str) -> bool:
+    """Whether `text` holds what `rule` needs to see besides a trigger."""
+    pattern = rule.spelled
+    return (all(any(w in text for w in group) for group in word_groups(rule))
+            and (pattern is None or pattern.search(text) is not None))
+
+
+def word_groups(rule) -> tuple[tuple[str, ...], ...]:
+    """The groups of words, one of each of which a file `rule` can match spells, from its declarations."""
+    modules = tuple(_IMPORT if m == ANY_MODULE else m for m in rule.resolves_from)
+    derived = [_shortest(group) for group in (modules, rule.keywords, rule.calls) if group]
+    return (*derived, *rule.requires)
+
+
+def _shortest(words: tuple[str, ...]) -> tuple[str, ...]:
+    """`words` without one that holds another of them (found wherever that one is), in their order."""
+    return tuple(w for w in dict.fromkeys(words) if not any(o != w and o in w for o in words))
