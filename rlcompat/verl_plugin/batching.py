@@ -14,7 +14,7 @@ stopped on a stop id in between decodes on, ignored, until then.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import torch
@@ -23,6 +23,26 @@ from rlcompat.verl_plugin.sampling import Rows, pick, seeded_generator
 
 CHECK_EVERY = 8  # decode steps between the host's looks at which rows finished
 LENGTH_STEP = 64  # decoder lengths are multiples of this
+
+
+@dataclass
+class Request:
+    prompt_ids: list[int]
+    max_tokens: int
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = -1  # -1 or 0: no top-k cut, as verl's rollout config says it
+    stop_ids: frozenset = frozenset()
+    want_logprobs: bool = False
+    seed: Optional[int] = None
+
+
+@dataclass
+class Completion:
+    token_ids: list[int]
+    log_probs: Optional[list[float]]
+    finish_reason: str  # "stop" (a stop id was produced) or "length"
+    extra: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -72,9 +92,6 @@ class _Session:
     rows' cache and state are copied over and they decode on where they were."""
 
     def __init__(self, generator, waiting: list, take, on_group):
-        from rlcompat.verl_plugin.engine import Completion
-
-        self.Completion = Completion
         self.gen, self.waiting, self.take, self.on_group = generator, waiting, take, on_group
         device = generator.device
         self.batch = b = rows_for(len(waiting), generator.max_rows)
@@ -236,6 +253,6 @@ class _Session:
             job, count = self.jobs[i], lengths[i]
             self.jobs[i] = None
             self.gen.tokens_generated += count
-            job.finish(self.Completion(token_rows[k][:count],
+            job.finish(Completion(token_rows[k][:count],
                                        logprob_rows[k][:count] if job.request.want_logprobs else None,
                                        "stop" if stopped[i] else "length"))

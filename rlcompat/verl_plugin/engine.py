@@ -12,34 +12,13 @@ Each group of prompts prefilled together is left-padded and positions follow the
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
 import torch
 
-from rlcompat.verl_plugin.batching import Job, serve
+from rlcompat.verl_plugin.batching import Completion, Job, Request, serve  # noqa: F401  (Request: the engine's API)
 from rlcompat.verl_plugin.decode import RowDecode
 from rlcompat.verl_plugin.watch_grain import WatchGrain
-
-
-@dataclass
-class Request:
-    prompt_ids: list[int]
-    max_tokens: int
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = -1  # -1 or 0: no top-k cut, as verl's rollout config says it
-    stop_ids: frozenset = frozenset()
-    want_logprobs: bool = False
-    seed: Optional[int] = None
-
-
-@dataclass
-class Completion:
-    token_ids: list[int]
-    log_probs: Optional[list[float]]
-    finish_reason: str  # "stop" (a stop id was produced) or "length"
-    extra: dict = field(default_factory=dict)
 
 
 class HFGenerator:
