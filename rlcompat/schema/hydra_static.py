@@ -58,15 +58,15 @@ def resolved(values: dict[str, str | None]) -> dict[str, str | None]:
 
 
 def compose_read(config_dir: str, config_name: str, overrides: Iterable[str] = (), bases: tuple[str, ...] = (),
-                 dirs: tuple[str, ...] = ()) -> tuple[dict[str, str | None], list[str]]:
-    """`compose_values`, and the files read for it in order. `dirs`: more folders on the search path after the
-    primary's (Hydra's `--config-dir`)."""
+                 dirs: tuple[str, ...] = ()) -> tuple[dict[str, str | None], list[str], dict[str, str]]:
+    """`compose_values`, the files read for it in order, and the file whose content set each leaf key last (its
+    value in force). `dirs`: more folders on the search path after the primary's (Hydra's `--config-dir`)."""
     choices = dict(_group_choices(overrides))
     composer = _Composer(os.path.abspath(config_dir), choices, config_dir, tuple(os.path.abspath(b) for b in bases))
     composer.dirs += [os.path.abspath(d) for d in dirs if os.path.abspath(d) not in composer.dirs]
     name = config_name.removesuffix(".yaml")
     composer.visit(name, posixpath.dirname(name), "", explicit=None, depth=0)
-    return dict(composer.values), composer.files
+    return dict(composer.values), composer.files, dict(composer.origins)
 
 
 def _text(value) -> str | None:
@@ -123,6 +123,7 @@ class _Composer:
         self.maps: set[str] = set()  # keys whose value is a mapping
         self.values: dict[str, str | None] = {}  # leaf key -> its value as text (compose_values)
         self.files: list[str] = []  # the files read, in order (compose_read)
+        self.origins: dict[str, str] = {}  # leaf key -> the file whose content set it last (compose_read)
 
     def _load(self, name: str) -> tuple[dict, str | None]:
         import yaml
@@ -163,6 +164,7 @@ class _Composer:
         if depth > _MAX_DEPTH:
             raise SchemaUnread(f"{self.shown}/{name}.yaml: defaults nest deeper than {_MAX_DEPTH} (a cycle?)")
         data, header = self._load(name)
+        file = self.files[-1]
         if explicit is not None:
             package = explicit
         elif header is not None:
@@ -191,7 +193,7 @@ class _Composer:
             defaults = defaults + ["_self_"]  # Hydra 1.1+: a config's own content goes last unless placed
         for entry in defaults:
             if entry == "_self_":
-                self._content(data, package)  # merged in defaults order: a later value replaces an earlier one
+                self._content(data, package, file)  # merged in defaults order: a later value replaces an earlier one
                 continue
             if entry in overrides:
                 continue
@@ -258,7 +260,7 @@ class _Composer:
         for i in range(1, len(parts) + 1):
             self.keys.add(".".join(parts[:i]))
 
-    def _content(self, data: dict, prefix: str) -> None:
+    def _content(self, data: dict, prefix: str, file: str) -> None:
         for key, value in data.items():
             full = f"{prefix}.{key}" if prefix else str(key)
             self.keys.add(full)
@@ -268,14 +270,17 @@ class _Composer:
                 self.open_maps = {k for k in self.open_maps if k != full and not k.startswith(below)}
                 self.maps = {k for k in self.maps if k != full and not k.startswith(below)}
                 self.values = {k: v for k, v in self.values.items() if not k.startswith(below)}
+                self.origins = {k: v for k, v in self.origins.items() if not k.startswith(below)}
             if not isinstance(value, dict):
                 self.values[full] = _text(value)
+                self.origins[full] = file
             if isinstance(value, dict):
                 self.values.pop(full, None)  # a mapping replaces a value
+                self.origins.pop(full, None)
                 self.maps.add(full)
                 if not value:
                     self.open_maps.add(full)
-                self._content(value, full)
+                self._content(value, full, file)
 
 
 def _absolute(group: str, written: str) -> str:
