@@ -100,3 +100,20 @@ def test_a_pinned_release_not_on_disk_is_judged_by_its_knowledge_alone(monkeypat
     assert finding.location.line == 1 and "critic.model.fsdp_config.param_offload" in finding.message
     assert "_generated_ppo_trainer.yaml:675-733" in finding.message  # the knowledge row's proof
     assert "this release spells it `critic.fsdp.param_offload`" in finding.message
+
+
+def test_a_relative_config_path_is_read_from_the_entry_module_as_hydra_reads_it(installed_verl_091, run_cli,
+                                                                                 tmp_path):
+    """`--config-path=config` (verl's Megatron examples, e.g. examples/ppo_trainer/run_deepseek_full_hh_rlhf.sh at
+    volcengine/verl b178a3cd) is verl/trainer/config: Hydra reads a relative path from the file declaring
+    @hydra.main. verify's load check (hydra-core itself) and RLC004 both find the key ppo_megatron_trainer lacks;
+    the load check used to look for config/ beside the script and check nothing."""
+    (tmp_path / "run.sh").write_text(f"#!/bin/bash\n{ENTRY} --config-path=config \\\n"
+                                     "    --config-name='ppo_megatron_trainer' \\\n    reward_model.use_reward_loop=True\n")
+    code, out, err = run_cli("verify", installed_verl_091, "--load-check", "--script", str(tmp_path / "run.sh"),
+                             "--output-format", "json", cwd=tmp_path)
+    [command] = json.loads(out)["commands"]
+    assert code == 1 and "Could not override 'reward_model.use_reward_loop'" in command["error"], (out, err)
+    assert command["config"].endswith("verl/trainer/config/ppo_megatron_trainer.yaml")
+    _, found = _rlc004(run_cli, tmp_path / "run.sh", tmp_path)
+    assert [(f["line"], f["message"].split("`")[1]) for f in found] == [(4, "reward_model.use_reward_loop")]
