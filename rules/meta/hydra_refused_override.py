@@ -24,7 +24,8 @@ class HydraRefusedOverride(ConfigRule):
         "The run never starts on any GPU, so a script that sets such a key is not clean. `+key=` (adds), "
         "`++key=` and `~key` are Hydra's own ways to add or delete and are not reported; nor is a key without a "
         "dot (it may choose a config group), one written through a shell expansion, or anything of a fork or a "
-        "config rlcompat cannot compose."
+        "config rlcompat cannot compose. (Hydra also refuses `+key=` for a key the config already has, `Could not "
+        "append to config`; this rule does not report that.)"
     )
     fix_safety = (
         "Where knowledge proves how this release spells the same setting (the same setting id and role in another "
