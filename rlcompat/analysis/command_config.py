@@ -104,7 +104,7 @@ def script_commands(path: str, text: str, tree_identity, scanned, package: str |
         return _known_absent(text, verl, scanned) if verl.exact else []
     knowledge = verl_config.knowledge_of(package_identity)
     try:
-        parsed = shell.parse(text)
+        parsed = scanned.derived(shell.SCRIPT_KIND, text, lambda: shell.parse(text))
         commands = shell.entry_commands(parsed, scanned)
         arguments = shell.entry_arguments(parsed, scanned)
     except shell.ShellSyntaxError:
@@ -140,7 +140,7 @@ def _known_absent(text: str, verl, scanned) -> list[CommandConfig]:
     if not knowledge.absent:
         return []
     try:
-        parsed = shell.parse(text)
+        parsed = scanned.derived(shell.SCRIPT_KIND, text, lambda: shell.parse(text))
         commands = shell.entry_commands(parsed, scanned)
         arguments = shell.entry_arguments(parsed, scanned)
     except shell.ShellSyntaxError:

@@ -126,39 +126,22 @@ class _Composer:
         self.origins: dict[str, str] = {}  # leaf key -> the file whose content set it last (compose_read)
 
     def _load(self, name: str) -> tuple[dict, str | None]:
-        import yaml
-
         where = f"{self.shown}/{name}.yaml"
         for folder in self.dirs:
+            path = os.path.join(folder, *name.split("/")) + ".yaml"
             try:
-                path = os.path.join(folder, *name.split("/")) + ".yaml"
-                with open(path, encoding="utf-8-sig") as fh:
-                    text = fh.read()
-                self.files.append(path)
-                break
+                stat = os.stat(path)
             except OSError:
                 continue
-        else:
-            raise SchemaUnread(f"{where}: no such file (named by a defaults list)")
-        header = None
-        for line in text.splitlines():
-            if not line.strip():
+            try:
+                data, header = _parsed(path, stat.st_mtime_ns, stat.st_size)
+            except OSError:
                 continue
-            if not line.lstrip().startswith("#"):
-                break
-            m = _HEADER.match(line)
-            if m:
-                header = m.group(1)
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise SchemaUnread(f"{where}: not readable YAML ({first})") from None
-        if data is None:
-            data = {}
-        if not isinstance(data, dict):
-            raise SchemaUnread(f"{where}: not a mapping")
-        return data, header
+            except _Unreadable as exc:
+                raise SchemaUnread(f"{where}: {exc}") from None
+            self.files.append(path)
+            return dict(data), header  # a copy: `visit` takes its `defaults` out
+        raise SchemaUnread(f"{where}: no such file (named by a defaults list)")
 
     def visit(self, name: str, group: str, default_package: str, explicit: str | None, depth: int) -> None:
         if depth > _MAX_DEPTH:
@@ -315,3 +298,37 @@ def _header_package(header: str, group: str, default: str) -> str:
     if header == "_here_":
         return default
     return header
+
+
+class _Unreadable(Exception):
+    """A config file that is not a YAML mapping: why, for SchemaUnread."""
+
+
+@lru_cache(maxsize=512)
+def _parsed(path: str, mtime_ns: int, size: int) -> tuple[dict, str | None]:
+    """A config file's mapping and its `# @package` header, parsed once per version of the file (its mtime and size
+    are the key): a scan composes verl's config for every launch script, and PyYAML is most of that time. Callers
+    copy the top level before changing it; nothing below it is changed."""
+    import yaml
+
+    with open(path, encoding="utf-8-sig") as fh:
+        text = fh.read()
+    header = None
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if not line.lstrip().startswith("#"):
+            break
+        m = _HEADER.match(line)
+        if m:
+            header = m.group(1)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise _Unreadable(f"not readable YAML ({first})") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise _Unreadable("not a mapping")
+    return data, header
