@@ -16,6 +16,7 @@ CODES: dict[str, str] = {
     "RLC001": "meta.unused_suppression",
     "RLC002": "meta.unread_shell_command",
     "RLC003": "meta.unknown_hazard_setting",
+    "RLC004": "meta.hydra_refused_override",
     "RLC101": "dtype.torch_bfloat16_dtype",
     "RLC102": "dtype.bf16_dtype_string",
     "RLC103": "dtype.bf16_flag",

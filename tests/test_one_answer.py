@@ -1,9 +1,12 @@
-"""One answer (issue 27 item 5): doctor, scan and matrix, each run as the real CLI on the same trees (the installed
-verl 0.9.1 and a small launch-script tree), say the same thing: every key doctor recommends is live in the
+"""One answer (issue 27 item 5): doctor, scan, matrix and verify, each run as the real CLI on the same trees (the
+installed verl 0.9.1 and small launch-script trees), say the same thing: every key doctor recommends is live in the
 knowledge scan applies to that verl and draws no finding from scan; doctor's rollout advice is RLC401's fix;
-matrix's verdict is blocked exactly where scan leaves a finding without a fix in the run matrix judges; and for a
+matrix's verdict is blocked exactly where scan leaves a finding without a fix in the run matrix judges; for a
 launch script's own run (`--run`), matrix's verdict is decided by exactly the findings `scan --run` reports as
-reached, the same whether the run is given as the script or as its command line."""
+reached, the same whether the run is given as the script or as its command line; and whether the script's config
+loads at all is one answer: `verify --load-check` (hydra-core composing it) FAILs exactly where a plain scan
+reports RLC004 and `scan --run`/`matrix --run` refuse the script, naming the same key. (verify's training step,
+without --load-check, runs the package with its own tiny config, not a script's: it answers another question.)"""
 
 from __future__ import annotations
 
@@ -36,6 +39,10 @@ python3 -m verl.trainer.main_ppo \\
 """
 
 COMMAND = " ".join(SCRIPT.split("\n", 2)[2].replace("\\\n", " ").split())  # the script's command, on one line
+# The same run with an override written for verl 0.7 (examples/ppo_trainer/run_deepseek7b_llm.sh, volcengine/verl
+# b178a3cd): verl 0.9.1 has the key at critic.fsdp, so Hydra refuses the command before anything runs.
+REFUSED = SCRIPT.replace("    trainer.n_gpus_per_node=1", "    critic.model.fsdp_config.param_offload=True \\\n"
+                         "    trainer.n_gpus_per_node=1")
 
 
 def _verl_dir() -> Path:
@@ -48,10 +55,12 @@ def _verl_dir() -> Path:
 def answers(tmp_path_factory):
     """doctor, scan and matrix for sm61 over the installed verl and a launch script, as their JSON."""
 
-    def run(*args, cwd):
+    def run(*args, cwd, code=False):
         env = {**os.environ, "NO_COLOR": "1", **ENV}
         proc = subprocess.run([sys.executable, "-m", "rlcompat", *args], capture_output=True, text=True, cwd=cwd,
                               env=env, timeout=600)
+        if code:  # the exit code and both streams, for a command whose answer may be exit 2 (a refused run)
+            return proc.returncode, proc.stdout, proc.stderr
         assert proc.returncode in (0, 1), proc.stderr
         return json.loads(proc.stdout)
 
@@ -71,6 +80,19 @@ def answers(tmp_path_factory):
                           cwd=tree)
     for name, spec in (("matrix_run", "run_grpo.sh"), ("matrix_command", COMMAND)):
         out[name] = run("matrix", "--run", spec, "--targets", "sm61", "--output-format", "json", "--no-cache", cwd=tree)
+    refused = tmp_path_factory.mktemp("refused")
+    (refused / "run_grpo.sh").write_text(REFUSED)
+    out["loads"] = {}
+    for name, folder in (("clean", tree), ("refused", refused)):
+        script = str(folder / "run_grpo.sh")
+        out["loads"][name] = {
+            "verify": run("verify", verl, "--load-check", "--script", script, "--output-format", "json", cwd=folder,
+                          code=True),
+            "scan": run("scan", script, "--target", "sm61", "--output-format", "json", "--no-cache", cwd=folder),
+            "scan_run": run("scan", "--run", script, "--target", "sm61", "--output-format", "json", "--no-cache",
+                            cwd=folder, code=True),
+            "matrix_run": run("matrix", "--run", script, "--targets", "sm61", "--output-format", "json",
+                              "--no-cache", cwd=folder, code=True)}
     return out
 
 
@@ -177,6 +199,30 @@ def test_a_finding_that_says_it_needs_another_engine_lies_in_that_runs_files(ans
     for f in conditional:
         relative = os.path.relpath(os.path.abspath(f["path"]), verl).replace(os.sep, "/")
         assert options["megatron"].covers(relative), relative
+
+
+def test_whether_a_scripts_config_loads_is_one_answer(answers):
+    """verify's static part (hydra-core composing the script's config: `--load-check`), a plain scan (RLC004), and
+    `scan --run`/`matrix --run` (exit 2: no run to judge) agree on each script, and name the same key. The clean
+    script loads and draws none of them; the one with a verl 0.7 key fails all of them."""
+    verdicts = {}
+    for name, said in answers["loads"].items():
+        code, out, err = said["verify"]
+        assert code in (0, 1), (name, out, err)  # verify answered (2: it could not check)
+        verify = json.loads(out)
+        hydra = [c["error"].split("'")[1] for c in verify["commands"] if c["error"]]
+        assert len(verify["commands"]) == 1 and all("Could not override" in c["error"]
+                                                      for c in verify["commands"] if c["error"])
+        scan = [f["message"].split("`")[1] for f in said["scan"]["findings"] if f["code"] == "RLC004"]
+        run_refused = {}
+        for command in ("scan_run", "matrix_run"):
+            code, _, err = said[command]
+            assert code in (0, 1, 2), err
+            run_refused[command] = err.split("`")[1] if code == 2 and "is no key of the config" in err else None
+        verdicts[name] = (hydra[:1], scan[:1], [run_refused["scan_run"]] if run_refused["scan_run"] else [],
+                          [run_refused["matrix_run"]] if run_refused["matrix_run"] else [])
+        assert verdicts[name][0] == verdicts[name][1] == verdicts[name][2] == verdicts[name][3], (name, verdicts[name])
+    assert verdicts["clean"][0] == [] and verdicts["refused"][0] == ["critic.model.fsdp_config.param_offload"]
 
 
 def test_the_plugin_and_its_description_agree():

@@ -97,6 +97,7 @@ def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Ca
     value came from. A new config rule over a verl key is these three callables (docs/architecture.md, "Write a
     rule"; rules/triton_compile/fsdp_torch_compile.py is a complete one).
     """
+    from rlcompat.analysis.launch_path import set_in_users_config
     from rlcompat.analysis.interpolation import followed_key, select_default
     from rlcompat.analysis.verlengines import critic_trained, runs_sft_trainer, takes_ppo_keys
 
@@ -135,6 +136,8 @@ def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Ca
         elif view.kind == "command" and view.is_verl and view.can_add and is_bad(known.default) and takes_ppo_keys(view):
             if any(view.get(alias) is not None for alias in ctx.verl.dead_aliases_of(known.key)):
                 continue  # the dead-key rule renames the user's key to this one: adding it too would duplicate it
+            if set_in_users_config(view, ctx, known.key):
+                continue  # the config of the user's own that the command names sets it: judged at that line
             value, safety = new_value(known.default)
             value = value if isinstance(value, str) else str(value)  # Hydra spells booleans True/False
             origin = f" (not set here, so {ctx.verl.label} uses its default, {known.proof.split(' (')[0]})"

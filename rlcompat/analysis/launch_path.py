@@ -52,6 +52,7 @@ def add_reached(checker, results: list[FileResult], texts: dict[str, str] | None
         if text is None or "verl" not in text:
             continue
         extra = reached_findings(checker, result.path, text, scanned, checked, result.findings)
+        extra += users_config_findings(checker, result.path, text, scanned, checked)
         if not extra:
             continue
         found = suppressions.find(text, result.language)
@@ -138,6 +139,59 @@ def reached_findings(checker, path: str, text: str, scanned: set[str], checked: 
             if checker.settings.is_selected(finding.code, path):
                 out.append(Finding(finding.code, finding.name, message, path, loc, checker.target.name,
                                    finding.severity, None, index.line_text(loc.line)))
+    return out
+
+
+def of_view(view, ctx):
+    """The command_config.CommandConfig of a command view (a rule's `view` and `ctx`), worked out once per file
+    (`ctx.memo`); None for any other view."""
+    if view.kind != "command" or not view.is_verl or view.anchor is None or ctx.scanned is None:
+        return None
+    if "command_config" not in ctx.memo:
+        ctx.memo["command_config"] = _commands(ctx.path, ctx.source_text, ctx.scanned.tree, ctx.scanned)
+    return next((c for c in ctx.memo["command_config"]
+                 if (c.anchor.start, c.anchor.end) == (view.anchor.start, view.anchor.end)), None)
+
+
+def set_in_users_config(view, ctx, key: str) -> str | None:
+    """The config of the user's own (`--config-path`/`--config-name`) that sets `key` for this command, or None."""
+    found = of_view(view, ctx)
+    return found.composed.set_by.get(key) if found is not None and found.composed is not None else None
+
+
+def _commands(path: str, text: str, tree, scanned) -> list:
+    from rlcompat.analysis.command_config import script_commands
+
+    return script_commands(path, text, tree, scanned, package_run(scanned.framework(identity.VERL), tree.root))
+
+
+def users_config_findings(checker, path: str, text: str, scanned: set[str], checked: "_Checked") -> list[Finding]:
+    """The findings of the configs of the user's own that `path`'s verl commands compose (`--config-path`/
+    `--config-name`) where this scan does not check those files itself (`rlcompat scan run.sh`), reported at the
+    command on the keys it does not override: the rules leave a key such a config sets to that file's line
+    (set_in_users_config), so it is reported once, there or here."""
+    if "config-name" not in text and "-cn" not in text:
+        return []
+    tree = checker.tree_identity(path)
+    index = LineIndex(text)
+    out: list[Finding] = []
+    for command in _commands(path, text, tree, ScannedFile(path, tree, text)):
+        if command.composed is None:
+            continue
+        overridden = set(command.overrides)
+        at = _location(index, command.anchor.start, command.anchor.end)
+        for file in command.composed.files:
+            if os.path.abspath(file) in scanned:
+                continue  # reported at its own lines
+            result = checked.get(file, "yaml")
+            keys = _yaml_keys_by_line(file)
+            for f in result.findings if result is not None else ():
+                key = keys.get(f.location.line, "")
+                if key in overridden or command.composed.set_by.get(key, file) != file:
+                    continue
+                if checker.settings.is_selected(f.code, path):
+                    out.append(Finding(f.code, f.name, _config_message(f, file, key), path, at, checker.target.name,
+                                       f.severity, None, index.line_text(at.line)))
     return out
 
 

@@ -16,6 +16,10 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rlcompat.schema import KeySchema
 
 FLAGS = {"--config-path": "path", "-cp": "path", "--config-name": "name", "-cn": "name", "--config-dir": "dir",
          "-cd": "dir"}
@@ -48,6 +52,7 @@ class Composed:
     files: list[str] = field(default_factory=list)  # the config files read outside the package (the user's own)
     unread: str = ""  # why the composition could not be followed, where it could not
     source: tuple[str, str] = ("", "")  # (directory, name) of the config composed; ("", "") where not known
+    set_by: dict[str, str] = field(default_factory=dict)  # leaf key -> the user's file that sets it (not the package's)
 
 
 def _words(words: list[tuple[str, bool]]) -> list[tuple[str, bool]]:
@@ -80,6 +85,19 @@ def flags(words: list[tuple[str, bool]]) -> Flags:
     return Flags(path, name, tuple(found["dir"]))
 
 
+def runs_module(entry: str, module: str) -> bool:
+    """Whether a command's entry (`verl.trainer.main_ppo`, or a script's path) runs `module`."""
+    return entry == module or entry.endswith(module.replace(".", "/") + ".py")
+
+
+def entry_file(package: str, entry: str, knowledge) -> str:
+    """The file of the module a command runs (`-m verl.trainer.main_ppo`, or a script's path): Hydra reads a
+    relative --config-path from its directory."""
+    module = next((m for m in knowledge.run_entry if runs_module(entry, m)), entry)
+    parts = module.split(".")
+    return os.path.join(os.path.dirname(os.path.realpath(package)), *parts[:-1], parts[-1] + ".py")
+
+
 def compose(given: Flags, package: str, entry_file: str, default_config: str, group_words: list[str], cwd: str,
             where: str) -> Composed:
     """The config the command composes. `entry_file`: the entry module's file (a relative --config-path is
@@ -108,35 +126,39 @@ def compose(given: Flags, package: str, entry_file: str, default_config: str, gr
         raise ConfigError(f"{where}: --config-name {given.name}: no {name}.yaml in {', '.join((primary, *dirs))}; "
                           "pass --config-path with the directory that holds it")
     try:
-        values, files = compose_read(primary, name, group_words, (cwd, os.path.dirname(os.path.realpath(package))),
-                                     dirs)
+        values, files, origins = compose_read(primary, name, group_words,
+                                              (cwd, os.path.dirname(os.path.realpath(package))), dirs)
     except SchemaUnread as exc:  # a construct the static composition cannot follow: no value is claimed
         return Composed(given.name or name, known=False, unread=str(exc))
     inside = os.path.realpath(package) + os.sep
+    own = {f for f in files if not os.path.realpath(f).startswith(inside)}
     return Composed(given.name or name, resolved(values),
                     known=any(os.path.realpath(f) == os.path.realpath(default_config) for f in files),
-                    files=[f for f in files if not os.path.realpath(f).startswith(inside)], source=(primary, name))
+                    files=[f for f in files if f in own], source=(primary, name),
+                    set_by={k: f for k, f in origins.items() if f in own})
 
 
-def refused(composed: Composed, keys: list[str], group_words: list[str], bases: tuple[str, ...]) -> str | None:
-    """The first of `keys` (overrides written without `+`/`++`) that the composed config does not have, or None:
-    Hydra refuses such an override before anything runs (`Could not override 'K'. To append to your config use
-    +K=...`, https://hydra.cc/docs/advanced/override_grammar/basic/), a mapping written `{}` included. A key without
-    a dot may choose a config group, which the key set does not list: not judged; nor is anything where the
-    composition is not known."""
+def absent(composed: Composed, keys: list[str], group_words: list[str],
+           bases: tuple[str, ...]) -> list[tuple[str, KeySchema]]:
+    """Each of `keys` (overrides written without `+`/`++`) that the composed config does not have, with the schema
+    that says so: Hydra refuses such an override before anything runs (`Could not override 'K'. To append to your
+    config use +K=...`, https://hydra.cc/docs/advanced/override_grammar/basic/), under a mapping written `{}` too
+    (Hydra's struct mode covers the whole config). A key without a dot may choose a config group, which the key set
+    does not list, and a key with `@` names a package: not judged; nor is anything where the composition is not
+    known or not complete."""
     from rlcompat.schema import SchemaUnread
     from rlcompat.schema.hydra_static import compose as compose_keys
 
     directory, name = composed.source
     if not directory or composed.unread:
-        return None
+        return []
     try:
         schema = compose_keys(directory, name, group_words, bases=bases)
     except SchemaUnread:
-        return None
+        return []
     if not schema.complete:
-        return None
-    return next((k for k in keys if "." in k and "@" not in k and not schema.has(k)), None)
+        return []
+    return [(k, schema) for k in dict.fromkeys(keys) if "." in k and "@" not in k and not schema.has(k)]
 
 
 HYDRA_WORD = re.compile(r"^(?:(?:\+\+|\+)?[A-Za-z_][\w\-]*(?:[./@][\w\-]+)*=.*|~[A-Za-z_][\w\-]*(?:[./@][\w\-]+)*"

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from rlcompat.knowledge import identity, verl_config
-from rlcompat.analysis import run_config, run_scope
+from rlcompat.analysis import command_config, run_config, run_scope
 from rlcompat.findings import Finding
 from rlcompat.pipeline.source import SourceError, decode, read_bytes
 
@@ -147,33 +147,21 @@ def resolve(script: str, tree_identity, text: str | None = None, command: bool =
         defaults = None if package_identity.exact else fork_values(package, knowledge)
         try:
             composed = run_config.compose(
-                run_config.flags(written), package, _entry_file(package, entry, knowledge),
+                run_config.flags(written), package, run_config.entry_file(package, entry, knowledge),
                 os.path.join(package, knowledge.run_config), [t for t, dynamic in written if not dynamic],
                 os.path.dirname(os.path.abspath(script)), script)
         except run_config.ConfigError as exc:
             raise RunError(str(exc))
-        absent = None if not package_identity.exact else run_config.refused(
-            composed, [s.key for s in settings if not s.prefix], [t for t, dynamic in written if not dynamic],
-            (os.path.dirname(os.path.abspath(script)), os.path.dirname(os.path.realpath(package))))
-        if absent is not None:
-            config = os.path.join(*composed.source) + ".yaml"
-            raise RunError(f"{script}: `{absent}` is no key of the config {entry} composes ({config}, verl "
-                           f"{knowledge.version}): Hydra refuses the command (Could not override); use "
-                           "the key this verl has")
+        refusals = [] if not package_identity.exact else command_config.command_refusals(
+            script, package, knowledge, entry, written, settings, composed)
+        if refusals:  # the same answer as a plain scan's RLC004 at that override: Hydra stops the run first
+            raise RunError(f"{script}: {refusals[0].message()}")
         return _build(script, package, knowledge, entry, overrides, defaults, composed, text if command else "")
     if command:
         first = knowledge.run_entry[0] if knowledge.run_entry else "verl.trainer.main_ppo"
         raise RunError(f"{script}: runs no python entry point of verl; give the command that starts training "
                        f"(python3 -m {first} key=value ...)")
     raise RunError(f"{script}: runs no {entries} command; --run takes the launch script of a verl training run")
-
-
-def _entry_file(package: str, entry: str, knowledge) -> str:
-    """The file of the module a command runs (`-m verl.trainer.main_ppo`, or a script's path): Hydra reads a
-    relative --config-path from its directory."""
-    module = next((m for m in knowledge.run_entry if runs_module(entry, m)), entry)
-    parts = module.split(".")
-    return os.path.join(os.path.dirname(os.path.realpath(package)), *parts[:-1], parts[-1] + ".py")
 
 
 def _build(script, package, knowledge, entry, overrides, defaults, composed: run_config.Composed,
@@ -185,7 +173,7 @@ def _build(script, package, knowledge, entry, overrides, defaults, composed: run
             left_out.append(option)
         else:
             selected.append(option.name)
-    roots = [m for m in knowledge.run_entry if runs_module(entry, m)] or list(knowledge.run_entry)
+    roots = [m for m in knowledge.run_entry if run_config.runs_module(entry, m)] or list(knowledge.run_entry)
     for row in knowledge.run_modules:
         if run_scope.selects(row.when, knowledge, overrides, values, unconditional=True,
                              known_defaults=composed.known) is not False:
@@ -195,10 +183,6 @@ def _build(script, package, knowledge, entry, overrides, defaults, composed: run
     modules = import_closure(package, tuple(roots), tuple(excluded))
     return Run(script, package, knowledge, entry, overrides, defaults, modules, tuple(left_out), tuple(selected),
                composed, command)
-
-
-def runs_module(entry: str, module: str) -> bool:
-    return entry == module or entry.endswith(module.replace(".", "/") + ".py")
 
 
 @lru_cache(maxsize=8)
@@ -359,14 +343,16 @@ def _end(block: list[ast.stmt]) -> int:
 
 
 def _overridden_key(run: Run, relative: str, finding: Finding) -> str:
-    """The full key of a config finding that the command overrides, or ""."""
+    """The full key of a config finding that the command overrides, or that a config of the user's own the command
+    composes sets (its line is judged there), or ""."""
     config = relative.split("/config/", 1)[-1] if "/config/" in relative else relative
     prefixes = run.knowledge.mounts.get(config, ())
     local = _yaml_key_at(os.path.join(run.package, relative), finding.location.line)
     if not local:
         return ""
     keys = [f"{p}.{local}" for p in prefixes] or [local]
-    return next((k for k in keys if any(o == k or o.startswith(k + ".") for o in run.overrides)), "")
+    written = [*run.overrides, *run.composed.set_by]
+    return next((k for k in keys if any(o == k or o.startswith(k + ".") for o in written)), "")
 
 
 def _yaml_key_at(path: str, line: int) -> str:

@@ -136,6 +136,9 @@ class Knowledge:
     run_values: Mapping[str, str] = field(default_factory=dict)  # what a run gets for the keys `when` reads
     handles: tuple[ConfigHandle, ...] = ()
     run_modules: tuple[RunModule, ...] = ()
+    # Keys (a table stands for every key under it) other releases' configs have and this release's `run_config`
+    # composes without (`[[absent]]`): key -> proof. What RLC004 says of a pinned release with no package on disk.
+    absent: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def version_known(self) -> bool:
@@ -227,6 +230,7 @@ def _load(version: str, detected: str | None) -> Knowledge:
                                    h["remedy"], h["proof"], tuple(h.get("words", ())), h.get("unless", ""),
                                    h.get("mapped", ""), h.get("config", ""))
                       for h in data.get("handle", ())),
+        absent={a["key"]: a["proof"] for a in data.get("absent", ())},
     )
 
 
@@ -255,6 +259,32 @@ def other_verdicts(key: str) -> list[tuple[str, str]]:
         elif any(s.key == key for s in known.settings):
             out.append((version, "live"))
     return out
+
+
+def respelled(key: str, knowledge: Knowledge) -> list[tuple[str, str]]:
+    """(key, how it is known) for each way `knowledge`'s release may spell `key`, a key another release's knowledge
+    has: the same setting (its `id` and `role`) there, or the same config-group file mounted for the same top-level
+    key at another point (verl 0.7.0 mounts engine/fsdp.yaml at `critic.model.fsdp_config`, 0.9.1 at `critic.fsdp`).
+    The caller keeps the ones the release's composed config has."""
+    out: dict[str, str] = {}  # the first reason found for each key
+    for version in available_versions():
+        if version == knowledge.version:
+            continue
+        other = load_version(version)
+        for old in (s for s in other.settings if s.key == key):
+            new = knowledge.setting(old.id, old.role)
+            if new is not None and new.key != key:
+                out.setdefault(new.key, f"the same setting, `{old.id}` of the {old.role}: verl {version} "
+                                        f"{old.proof}; verl {knowledge.version} {new.proof}")
+        for file, points in other.mounts.items():
+            for point in (p for p in points if key.startswith(p + ".")):
+                rest = key[len(point) + 1:]
+                top = point.split(".")[0]
+                for new_point in knowledge.mounts.get(file, ()):
+                    if new_point != point and new_point.split(".")[0] == top and new_point not in points:
+                        out.setdefault(f"{new_point}.{rest}", f"verl {knowledge.version} mounts {file} at "
+                                                              f"`{new_point}`, verl {version} at `{point}`")
+    return list(out.items())
 
 
 @lru_cache(maxsize=1)

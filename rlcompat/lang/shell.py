@@ -800,6 +800,11 @@ def _entry_command_words(script: ShellScript, scanned: ScannedView):
         yield entry_text, entry_word, command.words[command.words.index(entry_word) + 1:], variables
 
 
+# What `check` keeps of a script on its file (`scanned.derived(SCRIPT_KIND, text, ...)`): its parse, which a rule
+# that reads the script's commands again (analysis/command_config.py) takes instead of parsing the text twice.
+SCRIPT_KIND = "shell-script"
+
+
 def check_targets(script: ShellScript, text: str, path: str, groups: Sequence[tuple[Sequence, object]], *,
                   scanned: ScannedView) -> list[list[Finding]]:
     """`check` for several (rules, target) groups (`rlcompat matrix`): one parse, the commands read per group."""
@@ -810,6 +815,7 @@ def check(script: ShellScript, text: str, path: str, rules: Sequence, target, _d
           scanned: ScannedView) -> list[Finding]:
     config_rules = [r for r in rules if isinstance(r, ConfigRule)]
     python_rules = [r for r in rules if not isinstance(r, ConfigRule)]  # for Python inside the script
+    scanned.derived(SCRIPT_KIND, text, lambda: script)  # the parse, for rules that read the script's commands
     index = LineIndex(text)
     variables = Variables(text)
     for name, start, items_start, items_end in script.arrays:

@@ -58,15 +58,15 @@ def resolved(values: dict[str, str | None]) -> dict[str, str | None]:
 
 
 def compose_read(config_dir: str, config_name: str, overrides: Iterable[str] = (), bases: tuple[str, ...] = (),
-                 dirs: tuple[str, ...] = ()) -> tuple[dict[str, str | None], list[str]]:
-    """`compose_values`, and the files read for it in order. `dirs`: more folders on the search path after the
-    primary's (Hydra's `--config-dir`)."""
+                 dirs: tuple[str, ...] = ()) -> tuple[dict[str, str | None], list[str], dict[str, str]]:
+    """`compose_values`, the files read for it in order, and the file whose content set each leaf key last (its
+    value in force). `dirs`: more folders on the search path after the primary's (Hydra's `--config-dir`)."""
     choices = dict(_group_choices(overrides))
     composer = _Composer(os.path.abspath(config_dir), choices, config_dir, tuple(os.path.abspath(b) for b in bases))
     composer.dirs += [os.path.abspath(d) for d in dirs if os.path.abspath(d) not in composer.dirs]
     name = config_name.removesuffix(".yaml")
     composer.visit(name, posixpath.dirname(name), "", explicit=None, depth=0)
-    return dict(composer.values), composer.files
+    return dict(composer.values), composer.files, dict(composer.origins)
 
 
 def _text(value) -> str | None:
@@ -123,46 +123,31 @@ class _Composer:
         self.maps: set[str] = set()  # keys whose value is a mapping
         self.values: dict[str, str | None] = {}  # leaf key -> its value as text (compose_values)
         self.files: list[str] = []  # the files read, in order (compose_read)
+        self.origins: dict[str, str] = {}  # leaf key -> the file whose content set it last (compose_read)
 
     def _load(self, name: str) -> tuple[dict, str | None]:
-        import yaml
-
         where = f"{self.shown}/{name}.yaml"
         for folder in self.dirs:
+            path = os.path.join(folder, *name.split("/")) + ".yaml"
             try:
-                path = os.path.join(folder, *name.split("/")) + ".yaml"
-                with open(path, encoding="utf-8-sig") as fh:
-                    text = fh.read()
-                self.files.append(path)
-                break
+                stat = os.stat(path)
             except OSError:
                 continue
-        else:
-            raise SchemaUnread(f"{where}: no such file (named by a defaults list)")
-        header = None
-        for line in text.splitlines():
-            if not line.strip():
+            try:
+                data, header = _parsed(path, stat.st_mtime_ns, stat.st_size)
+            except OSError:
                 continue
-            if not line.lstrip().startswith("#"):
-                break
-            m = _HEADER.match(line)
-            if m:
-                header = m.group(1)
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise SchemaUnread(f"{where}: not readable YAML ({first})") from None
-        if data is None:
-            data = {}
-        if not isinstance(data, dict):
-            raise SchemaUnread(f"{where}: not a mapping")
-        return data, header
+            except _Unreadable as exc:
+                raise SchemaUnread(f"{where}: {exc}") from None
+            self.files.append(path)
+            return dict(data), header  # a copy: `visit` takes its `defaults` out
+        raise SchemaUnread(f"{where}: no such file (named by a defaults list)")
 
     def visit(self, name: str, group: str, default_package: str, explicit: str | None, depth: int) -> None:
         if depth > _MAX_DEPTH:
             raise SchemaUnread(f"{self.shown}/{name}.yaml: defaults nest deeper than {_MAX_DEPTH} (a cycle?)")
         data, header = self._load(name)
+        file = self.files[-1]
         if explicit is not None:
             package = explicit
         elif header is not None:
@@ -191,7 +176,7 @@ class _Composer:
             defaults = defaults + ["_self_"]  # Hydra 1.1+: a config's own content goes last unless placed
         for entry in defaults:
             if entry == "_self_":
-                self._content(data, package)  # merged in defaults order: a later value replaces an earlier one
+                self._content(data, package, file)  # merged in defaults order: a later value replaces an earlier one
                 continue
             if entry in overrides:
                 continue
@@ -258,7 +243,7 @@ class _Composer:
         for i in range(1, len(parts) + 1):
             self.keys.add(".".join(parts[:i]))
 
-    def _content(self, data: dict, prefix: str) -> None:
+    def _content(self, data: dict, prefix: str, file: str) -> None:
         for key, value in data.items():
             full = f"{prefix}.{key}" if prefix else str(key)
             self.keys.add(full)
@@ -268,14 +253,17 @@ class _Composer:
                 self.open_maps = {k for k in self.open_maps if k != full and not k.startswith(below)}
                 self.maps = {k for k in self.maps if k != full and not k.startswith(below)}
                 self.values = {k: v for k, v in self.values.items() if not k.startswith(below)}
+                self.origins = {k: v for k, v in self.origins.items() if not k.startswith(below)}
             if not isinstance(value, dict):
                 self.values[full] = _text(value)
+                self.origins[full] = file
             if isinstance(value, dict):
                 self.values.pop(full, None)  # a mapping replaces a value
+                self.origins.pop(full, None)
                 self.maps.add(full)
                 if not value:
                     self.open_maps.add(full)
-                self._content(value, full)
+                self._content(value, full, file)
 
 
 def _absolute(group: str, written: str) -> str:
@@ -310,3 +298,37 @@ def _header_package(header: str, group: str, default: str) -> str:
     if header == "_here_":
         return default
     return header
+
+
+class _Unreadable(Exception):
+    """A config file that is not a YAML mapping: why, for SchemaUnread."""
+
+
+@lru_cache(maxsize=512)
+def _parsed(path: str, mtime_ns: int, size: int) -> tuple[dict, str | None]:
+    """A config file's mapping and its `# @package` header, parsed once per version of the file (its mtime and size
+    are the key): a scan composes verl's config for every launch script, and PyYAML is most of that time. Callers
+    copy the top level before changing it; nothing below it is changed."""
+    import yaml
+
+    with open(path, encoding="utf-8-sig") as fh:
+        text = fh.read()
+    header = None
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if not line.lstrip().startswith("#"):
+            break
+        m = _HEADER.match(line)
+        if m:
+            header = m.group(1)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise _Unreadable(f"not readable YAML ({first})") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise _Unreadable("not a mapping")
+    return data, header

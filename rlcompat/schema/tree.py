@@ -235,7 +235,11 @@ def _hydra_config(launch: Launch, facts: EntryFacts, base: str, root: str, scrip
         written = launch.config_path
         if "$" in written or not written:
             raise SchemaUnread(f"--config-path {written!r} is not a path rlcompat can follow")
-        candidates = [written] if os.path.isabs(written) else [os.path.join(root, written), os.path.join(script_dir, written)]
+        # Hydra reads a relative --config-path from the directory of the file that declares @hydra.main (`base`:
+        # verl/trainer/ for main_ppo, https://hydra.cc/docs/advanced/hydra-command-line-flags/), as run_config does;
+        # the tree's root and the script's folder are read after it.
+        candidates = [written] if os.path.isabs(written) else [os.path.join(base, written), os.path.join(root, written),
+                                                               os.path.join(script_dir, written)]
         config_dir = next((c for c in candidates if os.path.isdir(c)), None)
         if config_dir is None:
             raise SchemaUnread(f"--config-path {written}: no such directory in the tree")

@@ -1,0 +1,119 @@
+"""RLC004 (issue 27): a launch script that overrides a key the config its command composes lacks is never "All
+clear": Hydra stops such a run before it starts. A plain scan reports each such override at its line, and `scan
+--run` refuses the same script naming the same key (one function answers both: analysis/command_config.py)."""
+
+from __future__ import annotations
+
+import json
+
+from rlcompat.config import Options
+from rlcompat.knowledge.identity import pinned
+from rlcompat.knowledge.targets import resolve_target
+from rlcompat.pipeline.runner import Checker
+from rlcompat.pipeline.source import decode
+from tests.test_run_command import _verl_configs
+from tests.test_run_model import tree  # noqa: F401 (the fixture: a verl-shaped 0.9.1 package)
+
+ENTRY = "python3 -m verl.trainer.main_ppo"
+SCRIPT = """#!/bin/bash
+set -x
+python3 -m verl.trainer.main_ppo \\
+    algorithm.adv_estimator=gae \\
+    critic.model.fsdp_config.param_offload=True \\
+    trainer.use_legacy_worker_impl=auto \\
+    actor_rollout_ref.model.override_config.foo=1 \\
+    +critic.model.fsdp_config.optimizer_offload=True \\
+    ~trainer.balance_batch \\
+    critic.fsdp.optimizer_offload=True \\
+    trainer.n_gpus_per_node=1
+"""
+
+
+def _rlc004(run_cli, path, cwd) -> tuple[int, list[dict]]:
+    code, out, err = run_cli("scan", str(path), "--target", "sm61", "--select", "RLC004", "--output-format", "json",
+                             "--no-cache", cwd=cwd)
+    assert code in (0, 1), err
+    return code, [f for f in json.loads(out)["findings"] if f["code"] == "RLC004"]
+
+
+def test_each_key_the_installed_verls_config_lacks_is_reported_at_its_line(installed_verl_091, run_cli, tmp_path):
+    (tmp_path / "run.sh").write_text(SCRIPT)
+    code, found = _rlc004(run_cli, tmp_path / "run.sh", tmp_path)
+    assert code == 1 and [f["line"] for f in found] == [5, 6, 7]
+    offload, legacy, free = (f["message"] for f in found)
+    assert offload.startswith("`critic.model.fsdp_config.param_offload` is no key of the config "
+                              "verl.trainer.main_ppo composes (")
+    assert "Hydra stops the run before it starts" in offload
+    assert "this release spells it `critic.fsdp.param_offload`" in offload  # engine/fsdp.yaml, mounted elsewhere
+    assert found[0]["fix"]["edits"][0]["content"] == "critic.fsdp.param_offload"
+    assert "remove it" in legacy and "+trainer.use_legacy_worker_impl=" in legacy and found[1]["fix"] is None
+    assert "`actor_rollout_ref.model.override_config` is a mapping verl reads whole" in free  # `{}`: `+` adds
+    # --run judges the same script the same way: Hydra refuses it, so there is no run to judge (exit 2)
+    code, _, err = run_cli("scan", "--run", "run.sh", "--target", "sm61", "--no-cache", cwd=tmp_path)
+    assert code == 2 and err.strip().endswith(offload), err
+
+
+def test_a_script_whose_keys_the_config_has_draws_none(installed_verl_091, run_cli, tmp_path):
+    lines = SCRIPT.splitlines()
+    (tmp_path / "run.sh").write_text("\n".join(lines[:4] + lines[7:]) + "\n")
+    code, found = _rlc004(run_cli, tmp_path / "run.sh", tmp_path)
+    assert found == [] and code == 0
+    code, _, err = run_cli("scan", "--run", "run.sh", "--target", "sm61", "--no-cache", cwd=tmp_path)
+    assert code in (0, 1), err
+
+
+def test_a_trees_own_package_and_the_users_config_decide_the_keys(tree, run_cli):
+    """The tree's verl 0.9.1 package (its configs as written), and a config of the user's own that composes it:
+    a key of either is accepted, any other refused; an edit of the user's config changes the answer (the result
+    depends on that file, so it is not answered from the cache)."""
+    _verl_configs(tree)
+    (tree / "conf").mkdir()
+    (tree / "conf" / "my_ppo.yaml").write_text("defaults:\n  - ppo_trainer\n  - _self_\nhydra:\n  searchpath:\n"
+                                              "    - pkg://verl.trainer.config\ncustom:\n  a: 1\n")
+    (tree / "run.sh").write_text(f"#!/bin/bash\n{ENTRY} \\\n    actor_rollout_ref.rollout.name=hf \\\n"
+                                 "    actor_rollout_ref.rollout.nope=1 \\\n    +actor_rollout_ref.rollout.added=1\n"
+                                 f"{ENTRY} --config-path={tree / 'conf'} --config-name=my_ppo \\\n    custom.a=2 \\\n"
+                                 "    custom.b=2 \\\n    model_engine=megatron\n")
+    code, out, err = run_cli("scan", "run.sh", "--target", "sm61", "--select", "RLC004", "--output-format", "json",
+                             cwd=tree)
+    assert code == 1, err
+    assert [(f["line"], f["message"].split("`")[1]) for f in json.loads(out)["findings"]] == \
+        [(4, "actor_rollout_ref.rollout.nope"), (8, "custom.b")]
+    (tree / "conf" / "my_ppo.yaml").write_text((tree / "conf" / "my_ppo.yaml").read_text() + "  b: 1\n")
+    code, out, _ = run_cli("scan", "run.sh", "--target", "sm61", "--select", "RLC004", "--output-format", "json",
+                           cwd=tree)
+    assert [f["line"] for f in json.loads(out)["findings"]] == [4]
+
+
+def test_a_pinned_release_not_on_disk_is_judged_by_its_knowledge_alone(monkeypatch):
+    """No verl package here (a CI machine scanning a repository that pins verl==0.9.1): only the keys the
+    release's knowledge proves absent (`[[absent]]`) are reported, and only on a command that composes the entry
+    point's own config."""
+    from rlcompat.analysis import launch_path
+
+    monkeypatch.setattr(launch_path, "installed_package", lambda: None)
+    text = (f"{ENTRY} critic.model.fsdp_config.param_offload=True reward_model.use_reward_loop=True\n"
+            f"{ENTRY} --config-name my_ppo critic.model.fsdp_config.param_offload=True\n")
+    checker = Checker(resolve_target("sm61"), Options(select=("RLC004",)), identity=pinned({"verl": "0.9.1"}))
+    result = checker.check_source(decode("run.sh", text.encode(), "shell"), "shell")
+    [finding] = result.findings
+    assert finding.location.line == 1 and "critic.model.fsdp_config.param_offload" in finding.message
+    assert "_generated_ppo_trainer.yaml:675-733" in finding.message  # the knowledge row's proof
+    assert "this release spells it `critic.fsdp.param_offload`" in finding.message
+
+
+def test_a_relative_config_path_is_read_from_the_entry_module_as_hydra_reads_it(installed_verl_091, run_cli,
+                                                                                 tmp_path):
+    """`--config-path=config` (verl's Megatron examples, e.g. examples/ppo_trainer/run_deepseek_full_hh_rlhf.sh at
+    volcengine/verl b178a3cd) is verl/trainer/config: Hydra reads a relative path from the file declaring
+    @hydra.main. verify's load check (hydra-core itself) and RLC004 both find the key ppo_megatron_trainer lacks;
+    the load check used to look for config/ beside the script and check nothing."""
+    (tmp_path / "run.sh").write_text(f"#!/bin/bash\n{ENTRY} --config-path=config \\\n"
+                                     "    --config-name='ppo_megatron_trainer' \\\n    reward_model.use_reward_loop=True\n")
+    code, out, err = run_cli("verify", installed_verl_091, "--load-check", "--script", str(tmp_path / "run.sh"),
+                             "--output-format", "json", cwd=tmp_path)
+    [command] = json.loads(out)["commands"]
+    assert code == 1 and "Could not override 'reward_model.use_reward_loop'" in command["error"], (out, err)
+    assert command["config"].endswith("verl/trainer/config/ppo_megatron_trainer.yaml")
+    _, found = _rlc004(run_cli, tmp_path / "run.sh", tmp_path)
+    assert [(f["line"], f["message"].split("`")[1]) for f in found] == [(4, "reward_model.use_reward_loop")]
