@@ -348,8 +348,10 @@ def installed_version(distribution: str) -> str | None:
 def uses(text: str, name: str) -> bool:
     """Whether a file's text imports the framework or runs one of its commands: the installed distribution applies to
     such files only."""
-    module = re.escape(_distribution(name).replace("-", "_"))
-    if re.search(rf"(?:^|[\s;(]|-m\s+)(?:from|import)\s+{module}\b|\b{module}\.|-m\s+{module}\b", text, re.MULTILINE):
+    word = _distribution(name).replace("-", "_")
+    # every spelling below holds the module's name: a plain search rules most files out at once
+    module = re.escape(word)
+    if word in text and re.search(rf"(?:^|[\s;(]|-m\s+)(?:from|import)\s+{module}\b|\b{module}\.|-m\s+{module}\b", text, re.MULTILINE):
         return True
     if name == VERL:
         return False
@@ -387,10 +389,11 @@ class Identities:
 
 def clear_caches() -> None:
     """Forget every tree resolved so far (a test that rebuilds a tree at the same path)."""
-    from rlcompat.knowledge.declared_pins import installed_last, tree_pins
+    from rlcompat.knowledge.declared_pins import _declaration_files, install_sequences, installed_last, tree_pins
     from rlcompat.knowledge.install_steps import steps_of
     from rlcompat.knowledge.verl_config import package_release
     from rlcompat.schema.tree import entry_facts
 
-    for cached in (resolve, verl_package, _is_root, tree_pins, installed_last, steps_of, package_release, entry_facts):
+    for cached in (resolve, verl_package, _is_root, tree_pins, installed_last, install_sequences, _declaration_files,
+                   steps_of, package_release, entry_facts):
         cached.cache_clear()
