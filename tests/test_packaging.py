@@ -83,6 +83,22 @@ def test_libcst_is_loaded_only_when_a_file_needs_parsing(tmp_path):
     assert _modules_after_scan(["hazard.py"], tmp_path) == []
 
 
+def test_a_parallel_scan_of_a_tree_loads_libcst_once_before_its_workers_fork(tmp_path):
+    """Forked workers share the parent's LibCST instead of each loading it; a parallel run of a commit's few files
+    (under `PRELOAD_MIN_FILES`) still loads nothing when none needs parsing."""
+    from rlcompat.pipeline.runner import PRELOAD_MIN_FILES
+
+    (tmp_path / "pyproject.toml").write_text('[tool.rlcompat]\ntarget = "sm61"\n')
+    few = tmp_path / "few"
+    few.mkdir()
+    for i in range(PRELOAD_MIN_FILES - 1):
+        (few / f"m{i}.py").write_text("import os\nprint(os.getcwd())\n")
+    assert _modules_after_scan(["few", "--no-cache", "-j", "2"], tmp_path) == []
+    (few / "hazard.py").write_text("import torch\nx = t.to(torch.bfloat16)\n")
+    # the workers parsed hazard.py; the parent, which parses nothing, loaded LibCST for them
+    assert "libcst._nodes.module" in _modules_after_scan(["few", "--no-cache", "-j", "2"], tmp_path)
+
+
 def test_a_scan_loads_neither_rich_nor_the_machine_rules_when_output_is_not_a_terminal(tmp_path):
     """What a pre-commit hook or CI job starts: plain text output needs no rich, files need no RLC5xx rule."""
     (tmp_path / "pyproject.toml").write_text('[tool.rlcompat]\ntarget = "sm61"\n')

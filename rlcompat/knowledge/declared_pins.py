@@ -59,8 +59,13 @@ class Pin:
 
 def declaration_files(root: str) -> list[str]:
     """The files under `root` that declare its environment, in the order of `ORDER`, shallower first."""
-    from rlcompat.pipeline.discovery import declared_language
+    return list(_declaration_files(root))
 
+
+# Each tree's identity asks for every framework's pin (`pin_of`): its folders are listed once a run, not once a
+# framework (a tree without markers, such as torch's package, is a tree per folder: 340 of them).
+@lru_cache(maxsize=1024)
+def _declaration_files(root: str) -> tuple[str, ...]:
     found: list[tuple[int, int, str]] = []
     folders = [root] + [os.path.join(root, f) for f in DECLARATION_FOLDERS]
     for depth, folder in enumerate(folders):
@@ -73,7 +78,7 @@ def declaration_files(root: str) -> list[str]:
             kind = _kind(path)
             if kind in ORDER and os.path.isfile(path):
                 found.append((ORDER.index(kind), min(depth, 1), path))
-    return [p for _, _, p in sorted(found)]
+    return tuple(p for _, _, p in sorted(found))
 
 
 def declares_environment(path: str) -> bool:
@@ -92,7 +97,8 @@ def _kind(path: str) -> str | None:
     return "script" if is_install_script(name) else declared_language(path)
 
 
-def install_sequences(root: str) -> list[tuple[str, str, bool]]:
+@lru_cache(maxsize=1024)
+def install_sequences(root: str) -> tuple[tuple[str, str, bool], ...]:
     """(file, the directory it runs from, whether a Dockerfile) of every install script and Dockerfile that may
     install the tree at `root`: the tree's own, then those of the repository enclosing it."""
     from rlcompat.knowledge.install_steps import enclosing_checkout
@@ -105,7 +111,7 @@ def install_sequences(root: str) -> list[tuple[str, str, bool]]:
             kind = _kind(path)
             if kind in ("script", "dockerfile"):
                 out.append((path, base, kind == "dockerfile"))
-    return out
+    return tuple(out)
 
 
 @lru_cache(maxsize=64)

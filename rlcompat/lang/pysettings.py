@@ -219,7 +219,7 @@ def _declared_dests(text: str, whole: ast.Module | None, seen: chunks.Pass | Non
 
 
 def _add_dests(tree: ast.AST, dests: set[str]) -> None:
-    for node in ast.walk(tree):
+    for node in chunks.nodes(tree):
         if isinstance(node, ast.Call) and _name(node.func).rsplit(".", 1)[-1] == "add_argument":
             dest = next((k.value.value for k in node.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)
                          and isinstance(k.value.value, str)), None)
@@ -243,7 +243,7 @@ def _as_flag(setting: Setting, dests: set[str]) -> Setting:
 
 
 def _names(expr: ast.AST) -> frozenset[str]:
-    return frozenset(n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(expr)
+    return frozenset(n.id if isinstance(n, ast.Name) else n.attr for n in chunks.nodes(expr)
                      if isinstance(n, (ast.Name, ast.Attribute)))
 
 
@@ -251,8 +251,8 @@ def _leaves(expr: ast.AST | None) -> frozenset[str]:
     """The last part of every name a test reads (`args.packing_samples` -> `packing_samples`)."""
     if expr is None:
         return frozenset()
-    inner = {id(n.value) for n in ast.walk(expr) if isinstance(n, ast.Attribute)}
-    return frozenset(n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(expr)
+    inner = {id(n.value) for n in chunks.nodes(expr) if isinstance(n, ast.Attribute)}
+    return frozenset(n.id if isinstance(n, ast.Name) else n.attr for n in chunks.nodes(expr)
                      if isinstance(n, (ast.Name, ast.Attribute)) and id(n) not in inner)
 
 
@@ -449,7 +449,7 @@ class _Reader:
 
     def expression(self, root: ast.AST) -> None:
         nested_dicts: set[int] = set()
-        for node in ast.walk(root):
+        for node in chunks.nodes(root):
             if isinstance(node, ast.Call):
                 self.call(node)
             elif isinstance(node, ast.Dict) and id(node) not in nested_dicts:

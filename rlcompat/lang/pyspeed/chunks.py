@@ -162,6 +162,23 @@ def _let_go(chunk: Chunk) -> Iterator[Chunk]:
     chunk.tree = None
 
 
+def nodes(root: ast.AST) -> list[ast.AST]:
+    """`root` and every node under it, in the order `ast.walk` yields them (breadth first), about twice as fast: one
+    loop over a list that grows as it is read, where `ast.walk` stacks three generators for each node."""
+    out = [root]
+    append, tree_node = out.append, ast.AST
+    for node in out:
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, tree_node):
+                        append(item)
+            elif isinstance(value, tree_node):
+                append(value)
+    return out
+
+
 def statement_spans(tree: ast.Module, shift: int = 0) -> list[tuple[int, int]]:
     """(first line, last line) of each top-level statement, its decorators included, `shift` lines down."""
     return [(min([s.lineno, *(d.lineno for d in getattr(s, "decorator_list", ()))]) + shift,

@@ -50,3 +50,13 @@ def lazy_import(name: str) -> types.ModuleType:
     stand_in.__file__ = spec.origin
     sys.modules[name] = stand_in
     return stand_in
+
+
+def load(name: str) -> None:
+    """Load the module now, the real one behind its stand-in if there is one (a process about to fork workers that
+    will all need it: they share what it loaded instead of each loading it again)."""
+    module = sys.modules.get(name)
+    if module is None:
+        importlib.import_module(name)
+    elif isinstance(module, _StandIn):
+        _load(module)
