@@ -66,6 +66,12 @@ def test_a_run_over_two_gpus_is_estimated_per_rank_as_doctor_does(run_cli):
     est = {r["what"]: r["estimated_gib"] for r in trainer_memory.compare(steps, [], two)}
     est_one = {r["what"]: r["estimated_gib"] for r in trainer_memory.compare(steps, [], one)}
     assert est["trainer worker, critic update"] < 0.6 * est_one["trainer worker, critic update"]
+    # but each GPU's rollout replica holds the whole model: 2.03 GiB measured on both record runs (fp32, 0.5B)
+    server = [{"device": "cuda:0", "peak_memory_bytes": 2.03 * GIB}]
+    rollout = {r["what"]: r for r in trainer_memory.compare(steps, server, two)}["hf rollout server (weights + KV cache)"]
+    alone = {r["what"]: r for r in trainer_memory.compare(steps, server, one)}["hf rollout server (weights + KV cache)"]
+    assert rollout["estimated_gib"] >= 494_032_768 * 4 / GIB and rollout["ratio"] < 1.1
+    assert alone["estimated_gib"] == pytest.approx(rollout["estimated_gib"], abs=0.01)
     _, out, _ = run_cli(*shlex.split(trainer_memory.doctor_command(two))[1:], "--output-format", "json")
     doctor = json.loads(out)["memory"]
     assert est["trainer worker, critic update"] == pytest.approx(

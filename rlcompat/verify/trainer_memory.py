@@ -60,7 +60,9 @@ def compare(steps: list[dict], servers: list[dict], s: dict) -> list[dict]:
             rows.append(_row(f"trainer worker, {phase}", max(seen) * GIB, est.phases[phase] - memory.CUDA_CONTEXT))
     peaks = [x.get("peak_memory_bytes", 0) for x in servers if str(x.get("device", "")).startswith("cuda")]
     if peaks and rows and s["rollout_dtype"]:  # a dtype no spelling names ("auto"): no estimate of the copy
-        weights = est.parts["actor weights (fp32)"] * memory.DTYPE_BYTES[s["rollout_dtype"]] // 4
+        # Each replica holds the whole model (tensor parallel size 1, one replica per GPU), not the FSDP rank's
+        # shard that "actor weights" is: with 2 GPUs the shard is half of it (bench/results/verify_trainer_two_*).
+        weights = s["params"] * memory.DTYPE_BYTES[s["rollout_dtype"]]
         kv = est.parts["rollout KV cache (HF generate)"]
         logits = s["micro_batch"] * est.shape.vocab * 4
         rows.append(_row("hf rollout server (weights + KV cache)", max(peaks), weights + kv + logits))
