@@ -85,3 +85,13 @@ def test_every_package_known_to_pin_torch_is_a_trigger_of_the_torch_wheel_rule()
     (rule,) = [r for r in file_rules() if r.code == "RLC601"]
     for row in torch_wheels.torch_requirements():
         assert row.proof and (not row.torch or row.package in rule.triggers), row
+
+
+def test_an_engine_extra_whose_release_pins_a_torch_with_the_card_s_kernels_is_not_reported():
+    # skyrl-train 0.3.0's mcore extra: vllm 0.10.1.1 pins torch==2.7.1 (its wheel's METADATA), PyPI's 2.7.1 is cu126
+    # with sm_60; the engine fails only where a config selects it
+    assert torch_required_by("vllm", "==0.10.1.1").torch == "2.7.1"
+    text = '[project]\nname = "x"\n\n[project.optional-dependencies]\nmcore = ["vllm==0.10.1.1", "torch==2.7.1"]\n'
+    assert not _found(text) and not _found(text, "sm75")
+    # a torch that lacks sm_60 in the same release line still is
+    assert _found(text.replace("0.10.1.1", "0.11.0").replace("2.7.1", "2.8.0")) == [("RLC601", 5), ("RLC601", 5)]
