@@ -57,6 +57,12 @@ class Pin:
         return f"{self.where}, {self.after}" if self.after else self.where
 
 
+def clear_caches() -> None:
+    """Forget the declarations read so far (identity.clear_caches: a tree rebuilt or edited at the same path)."""
+    for cached in (_declaration_files, install_sequences, tree_pins, installed_last):
+        cached.cache_clear()
+
+
 def declaration_files(root: str) -> list[str]:
     """The files under `root` that declare its environment, in the order of `ORDER`, shallower first."""
     return list(_declaration_files(root))

@@ -407,11 +407,11 @@ class Identities:
 
 def clear_caches() -> None:
     """Forget every tree resolved so far (a test that rebuilds a tree at the same path)."""
-    from rlcompat.knowledge.declared_pins import _declaration_files, install_sequences, installed_last, tree_pins
+    from rlcompat.knowledge import declared_pins
     from rlcompat.knowledge.install_steps import steps_of
     from rlcompat.knowledge.verl_config import package_release
     from rlcompat.schema.tree import entry_facts
 
-    for cached in (resolve, verl_package, _is_root, tree_pins, installed_last, install_sequences, _declaration_files,
-                   steps_of, package_release, entry_facts):
+    declared_pins.clear_caches()
+    for cached in (resolve, verl_package, _is_root, steps_of, package_release, entry_facts):
         cached.cache_clear()
