@@ -169,6 +169,14 @@ def keywords_read(source: str, module=None, label: str = "") -> tuple[set[str], 
             return set()
         if isinstance(expr, ast.Name) and module is not None and hasattr(module, expr.id):
             return {str(v) for v in getattr(module, expr.id)}
+        if (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id in ("self", "cls")
+                and module is not None):
+            # a rule's declared attribute (`keywords = ("torch_dtype", "dtype")`, which also gates the file): the
+            # values of every class of the module that declares it
+            declared = [vars(c)[expr.attr] for c in vars(module).values()
+                        if isinstance(c, type) and c.__module__ == module.__name__ and expr.attr in vars(c)]
+            if declared:
+                return {str(v) for values in declared for v in values}
         if (label, getattr(expr, "id", None)) not in _DYNAMIC:
             unresolved.add(ast.unparse(expr))
         return set()
