@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from rlcompat.config import Options
 from rlcompat.knowledge.identity import pinned
 from rlcompat.knowledge.targets import resolve_target
@@ -162,3 +164,41 @@ def test_a_plus_for_a_key_a_pinned_release_sets_is_judged_by_its_knowledge(monke
     [finding] = checker.check_source(decode("run.sh", text.encode(), "shell"), "shell").findings
     assert "`+actor_rollout_ref.rollout.dtype=`" in finding.message and "rollout.yaml:43" in finding.message
     assert finding.fix is not None and text[finding.fix.edits[0].start] == "+"
+
+
+REFUSED = f"{ENTRY} critic.model.fsdp_config.param_offload=True +trainer.total_epochs=2"
+NOTEBOOK = json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                                  "source": [f"!{REFUSED}\n"]}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+@pytest.mark.parametrize("name, text, line", [
+    ("Dockerfile", f"FROM python:3.11\nRUN pip install -U pip && \\\n    {REFUSED}\n", 3),
+    ("README.md", f"# Train\n\n```bash\n{REFUSED}\n```\n", 4),
+    ("Makefile", f"train:\n\t{REFUSED}\n", 2),
+    ("train.slurm", f"#!/bin/bash\n#SBATCH -N 1\nsrun {REFUSED}\n", 3),
+    ("train.sbatch", f"#!/bin/bash\n#SBATCH -N 1\n{REFUSED}\n", 3),
+    ("train_job", f"#!/bin/bash\n#SBATCH -N 1\n{REFUSED}\n", 3),
+    ("train.ipynb", NOTEBOOK, 1),
+])
+def test_a_launch_command_is_judged_wherever_the_shell_front_end_reads_commands(installed_verl_091, run_cli,
+                                                                                tmp_path, name, text, line):
+    """A Dockerfile's RUN, a Markdown shell block, a Makefile recipe, a job file (by extension or by its #SBATCH
+    directives) and a notebook's `!` line hold launch commands as a script does: the same two refusals are
+    reported there (a Dockerfile and Markdown drew nothing: the rule read the shell language only), and `fix`
+    edits the file itself."""
+    (tmp_path / name).write_text(text)
+    code, found = _rlc004(run_cli, tmp_path / name, tmp_path)
+    assert code == 1 and [(f["line"], f["message"].split("`")[1]) for f in found] == \
+        [(line, "critic.model.fsdp_config.param_offload"), (line, "+trainer.total_epochs=")], found
+    code, _, err = run_cli("fix", name, "--target", "sm61", "--select", "RLC004", "--no-cache", cwd=tmp_path)
+    assert code == 0, err
+    fixed = (tmp_path / name).read_text()
+    assert "critic.fsdp.param_offload=True trainer.total_epochs=2" in fixed, fixed
+    assert _rlc004(run_cli, tmp_path / name, tmp_path) == (0, [])
+
+
+def test_a_dockerfile_that_installs_another_release_is_judged_by_that_release(installed_verl_091, run_cli, tmp_path):
+    """The image's verl is the one the Dockerfile pins (0.7.0 has critic.model.fsdp_config), not the one installed
+    here: nothing is judged against 0.9.1's config."""
+    (tmp_path / "Dockerfile").write_text(f"FROM python:3.11\nRUN pip install verl==0.7.0\nRUN {REFUSED}\n")
+    assert _rlc004(run_cli, tmp_path / "Dockerfile", tmp_path) == (0, [])

@@ -39,7 +39,7 @@ class HydraRefusedOverride(ConfigRule):
         "is renamed to it: safe, the value then takes effect as it was meant to. Otherwise no fix: remove the "
         "override, or write `+key=` if code of your own reads it."
     )
-    languages = frozenset({"shell"})
+    languages = frozenset({"shell", "dockerfile", "markdown"})  # wherever the shell front end reads commands
     triggers = ENTRY_TRIGGERS
     sources = ("S164", "S165")
 
