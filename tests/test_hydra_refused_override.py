@@ -154,12 +154,12 @@ def test_a_plus_for_a_key_the_config_holds_is_reported_where_hydra_refuses_it(in
 
 def test_a_plus_for_a_key_a_pinned_release_sets_is_judged_by_its_knowledge(monkeypatch):
     """No package on disk: a `[[setting]]` row whose default the YAML writes (rollout.yaml:43, bfloat16) proves
-    the key is held; a null or `???` default proves nothing against `+`."""
+    the key is held; a null or `???` default proves nothing against `+`, nor a key of another trainer's config."""
     from rlcompat.analysis import launch_path
 
     monkeypatch.setattr(launch_path, "installed_package", lambda: None)
     text = (f"{ENTRY} +actor_rollout_ref.rollout.dtype=float16 +actor_rollout_ref.rollout.name=hf "
-            "+actor_rollout_ref.rollout.quantization=fp8\n")
+            "+actor_rollout_ref.rollout.quantization=fp8 +model.use_liger=True\n")  # the last: the SFT trainer's key
     checker = Checker(resolve_target("sm61"), Options(select=("RLC004",)), identity=pinned({"verl": "0.9.1"}))
     [finding] = checker.check_source(decode("run.sh", text.encode(), "shell"), "shell").findings
     assert "`+actor_rollout_ref.rollout.dtype=`" in finding.message and "rollout.yaml:43" in finding.message

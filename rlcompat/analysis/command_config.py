@@ -20,6 +20,7 @@ script (and asked by `--run` for the same commands, so both give one answer):
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 from rlcompat.analysis import run_config, run_scope
@@ -161,6 +162,11 @@ def script_commands(path: str, text: str, tree_identity, scanned, package: str |
     return out
 
 
+def _in_run_config(proof: str, knowledge) -> bool:
+    first = re.search(r"verl/trainer/config/(\S+?\.yaml):", proof)
+    return first is not None and (first.group(1) == os.path.basename(knowledge.run_config) or "/" in first.group(1))
+
+
 def _known_refusals(text: str, verl, scanned) -> list[CommandConfig]:
     """Where the run's verl is a release pinned but not on disk: the overrides of its commands that compose the
     entry point's own config (no config flag) that its knowledge proves Hydra refuses: a key `[[absent]]` proves
@@ -169,9 +175,12 @@ def _known_refusals(text: str, verl, scanned) -> list[CommandConfig]:
     from rlcompat.lang.settings import Span
 
     knowledge = verl_config.knowledge_of(verl)
+    # a key the entry point's own config writes to a value `+` cannot add over: its proof's first YAML is the run
+    # config or a config group it mounts (not another trainer's top config such as sft_trainer_engine.yaml), and no
+    # other engine's config, which this composition may not mount
     set_in_yaml = {s.key: s.proof for s in knowledge.settings
-                   if not s.add_prefix and not s.config and s.default not in ("null", "???", "")
-                   and "${" not in s.default}
+                   if not s.add_prefix and not s.config and not s.engine and _in_run_config(s.proof, knowledge)
+                   and s.default not in ("null", "???", "") and "${" not in s.default}
     if not knowledge.absent and not set_in_yaml:
         return []
     try:
