@@ -25,7 +25,8 @@ def test_integer_arithmetic_has_bashs_value(expression, value):
 
 @pytest.mark.parametrize("expression, why", [
     ("c + 1", "`c` is not assigned"), ("$(nproc) * 2", "not plain integer arithmetic"), ("a > 1", "not plain"),
-    ("1 / 0", "division by zero"), ("(1 + 2", "unbalanced"), ("2 ** 63", "outside 64-bit"), ("2 ** 99", "exponent outside"), ("09", "octal"),
+    ("1 / 0", "division by zero"), ("(1 + 2", "unbalanced"), ("2 ** 63", "outside 64-bit"),
+    ("2 ** 99", "exponent outside"), ("09", "octal"),
     ("$1 + 1", "not plain"),
 ])
 def test_other_arithmetic_has_no_value_and_says_why(expression, why):
@@ -35,7 +36,8 @@ def test_other_arithmetic_has_no_value_and_says_why(expression, why):
 
 def test_the_reader_follows_literal_assignments_only():
     text = ("a=$((1024 * 2))\nexport b=\"3\"\nn=${NNODES:-1}\nfor i in 1 2; do :; done\nc=1\nif x; then c=2; fi\n"
-            f"{ENTRY} k.a=$((a + b)) k.n=$((n * 8))\n{ENTRY} k.i=$((i))\n{ENTRY} k.c=$((c))\n{ENTRY} k.b=$(( (b) ))\nd=1\nd=2\n{ENTRY} k.d=$((d))\n")
+            f"{ENTRY} k.a=$((a + b)) k.n=$((n * 8))\n{ENTRY} k.i=$((i))\n{ENTRY} k.c=$((c))\n{ENTRY} k.b=$(( (b) ))\n"
+            f"d=1\nd=2\n{ENTRY} k.d=$((d))\n")
     found = [c for c in commands(text) if "verl.trainer.main_ppo" in c.words]
     assert [c.words[3:] for c in found] == [("k.a=2051", "k.n=X"), ("k.i=X",), ("k.c=X",), ("k.b=3",), ("k.d=X",)]
     assert "`n` is set to `${NNODES:-1}`, not an integer literal" in found[0].unread

@@ -6,8 +6,8 @@ script (and asked by `--run` for the same commands, so both give one answer):
   https://hydra.cc/docs/advanced/override_grammar/basic/), and `+key=value` for a key it already holds a value at
   (`Could not append to config. An item is already at 'K'`, hydra-core 1.3.8 config_loader_impl.py:370-385: not
   where the value there is null or `???`, nor where the value added is a list or mapping, which Hydra merges; a
-  `+key=` after the command's own `~key` or setting of it is not judged). A plain script scan reports each at the override
-  (RLC004); `--run` refuses to judge such a run (rlcompat/analysis/run_model.py). Both ask `command_refusals`.
+  `+key=` after the command's own `~key` or setting of it is not judged). A plain script scan reports each at the
+  override (RLC004); `--run` refuses to judge such a run (rlcompat/analysis/run_model.py). Both ask `command_refusals`.
   A key is judged only where the run's verl is a package on disk that is exactly a release rlcompat knows (the
   tree's own, or the installed one the script uses: launch_path.package_run), and its config composes completely
   (rlcompat/schema/hydra_static.py): then the key set is that config's, and a key not in it is refused. Anything
@@ -49,8 +49,8 @@ class Refusal:
         if self.held:
             where = f"; it is set at {self.proof}" if self.proof else ""
             return (f"`+{self.key}=` adds a key the config {self.entry} composes already has ({self.config}, verl "
-                    f"{self.version}{where}): Hydra stops the run before it starts (Could not append to config. An item is "
-                    f"already at '{self.key}'); drop the `+` to set it (`{self.key}=...`), or write `++{self.key}=...`")
+                    f"{self.version}{where}): Hydra stops the run before it starts (Could not append to config. "
+                    f"An item is already at '{self.key}'); drop the `+` to set it (`{self.key}=...`), or write `++{self.key}=...`")
         proof = f"; {self.proof}" if self.proof else ""
         head = (f"`{self.key}` is no key of the config {self.entry} composes ({self.config}, verl {self.version}{proof}): "
                 f"Hydra stops the run before it starts (Could not override '{self.key}': the key is not in struct)")

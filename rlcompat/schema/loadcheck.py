@@ -10,9 +10,9 @@ importing the tree's dataclasses would run its code.
 Shell variables (`$MODEL_PATH`, `${N}`, `$(...)`) become a placeholder word: a load check needs the keys, not their
 values, and the same placeholder stands on both sides. Arithmetic (`$((a + b))`) is worked out where it uses only
 integer literals and variables the script assigned such values earlier (rlcompat/lang/shellarith.py; nothing is
-run); any other is a placeholder too, and the command says why (`Command.unread`): verify's load check leaves such
-a command unjudged, where a placeholder in the middle of `$((...))` once made a word Hydra's parser refused. A command that did not load before the fix cannot show what
-the fix did: it is reported as such, never as broken by the fix.
+run); any other is a placeholder too, and the command says why (`Command.unread`): verify's load check leaves such a
+command unjudged: a placeholder inside `$((...))` would make a word Hydra's parser refuses. A command
+that did not load before the fix cannot show what the fix did: it is reported as such, never as broken by the fix.
 """
 
 from __future__ import annotations
@@ -120,7 +120,8 @@ def commands(text: str) -> list[Command]:
 
 _ASSIGNED = re.compile(r"^\s*(?:(?:export|declare|local|readonly)\s+(?:-\w+\s+)*)?([A-Za-z_]\w*)=(.*?)\s*$")
 # Other ways a line sets a name: a loop variable, `read`, `+=`, `((n++))`, `let`.
-_SET_OTHERWISE = re.compile(r"\bfor\s+([A-Za-z_]\w*)\s+in\b|([A-Za-z_]\w*)\+=|\(\(\s*([A-Za-z_]\w*)\s*(?:\+\+|--|[-+*/%]?=[^=])"
+_SET_OTHERWISE = re.compile(r"\bfor\s+([A-Za-z_]\w*)\s+in\b|([A-Za-z_]\w*)\+="
+                            r"|\(\(\s*([A-Za-z_]\w*)\s*(?:\+\+|--|[-+*/%]?=[^=])"
                             r"|\blet\s+([A-Za-z_]\w*)")
 
 

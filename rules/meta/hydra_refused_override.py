@@ -55,7 +55,8 @@ class HydraRefusedOverride(ConfigRule):
         Good(CMD.format(extra="+critic.model.fsdp_config.param_offload=True"), path="run.sh", frameworks=VERL_091),
         Good(CMD.format(extra="~trainer.use_legacy_worker_impl"), path="run.sh", frameworks=VERL_091),
         Good(CMD.format(extra="++actor_rollout_ref.rollout.dtype=float16"), path="run.sh", frameworks=VERL_091),
-        Good(CMD.format(extra="+actor_rollout_ref.model.custom_chat_template=chatml"), path="run.sh", frameworks=VERL_091),
+        Good(CMD.format(extra="+actor_rollout_ref.model.custom_chat_template=chatml"), path="run.sh",
+             frameworks=VERL_091),
         Good(CMD.format(extra="--config-name=my_ppo critic.model.fsdp_config.param_offload=True"), path="run.sh",
              frameworks=VERL_091),
     )
