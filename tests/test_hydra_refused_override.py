@@ -202,3 +202,15 @@ def test_a_dockerfile_that_installs_another_release_is_judged_by_that_release(in
     here: nothing is judged against 0.9.1's config."""
     (tmp_path / "Dockerfile").write_text(f"FROM python:3.11\nRUN pip install verl==0.7.0\nRUN {REFUSED}\n")
     assert _rlc004(run_cli, tmp_path / "Dockerfile", tmp_path) == (0, [])
+
+
+def test_a_plus_over_a_mapping_is_reported_without_a_fix(installed_verl_091, run_cli, tmp_path):
+    """`+actor_rollout_ref.rollout=1`: Hydra refuses it (the load check says so), and dropping the `+` would replace
+    the rollout's whole mapping with a number, so no fix is offered."""
+    (tmp_path / "run.sh").write_text(f"{ENTRY} +actor_rollout_ref.rollout=1\n")
+    code, out, _ = run_cli("verify", installed_verl_091, "--load-check", "--script", str(tmp_path / "run.sh"),
+                           "--output-format", "json", cwd=tmp_path)
+    [command] = json.loads(out)["commands"]
+    assert code == 1 and "Could not append to config" in command["error"], out
+    code, [found] = _rlc004(run_cli, tmp_path / "run.sh", tmp_path)
+    assert code == 1 and "has a mapping" in found["message"] and found["fix"] is None

@@ -40,12 +40,17 @@ class Refusal:
     free: str = ""  # the `{}` mapping the key would sit in (Hydra takes it with `+`), where there is one
     proof: str = ""  # where no package is on disk: the knowledge row (`[[absent]]`) that proves the key absent
     held: bool = False  # `+key=` for a key the config already holds (Hydra: Could not append to config)
+    mapping: bool = False  # what it holds there is a mapping: `key=value` would replace it whole, so no fix
 
     @property
     def key(self) -> str:
         return self.setting.key
 
     def message(self) -> str:
+        if self.held and self.mapping:
+            return (f"`+{self.key}=` adds a key where the config {self.entry} composes has a mapping ({self.config}, "
+                    f"verl {self.version}): Hydra stops the run before it starts (Could not append to config. An item "
+                    f"is already at '{self.key}'); remove it, or set the keys inside `{self.key}` one by one")
         if self.held:
             where = f"; it is set at {self.proof}" if self.proof else ""
             return (f"`+{self.key}=` adds a key the config {self.entry} composes already has ({self.config}, verl "
@@ -76,7 +81,7 @@ def command_refusals(script: str, package: str, knowledge, entry: str, written: 
     plain = [s for s in settings if not s.prefix and not s.flag]
     found = dict(run_config.absent(composed, [s.key for s in plain], words, bases))
     adds = _first_adds(settings, [w[1:].partition("=")[0] for w in words if w.startswith("~")])
-    held = dict(run_config.held(composed, [(s.key, s.value) for s in adds], words, bases))
+    held = run_config.held(composed, [(s.key, s.value) for s in adds], words, bases)
     adding = {id(s) for s in adds}
     if not found and not held:
         return []
@@ -84,7 +89,7 @@ def command_refusals(script: str, package: str, knowledge, entry: str, written: 
     out = []
     for setting in settings:
         if id(setting) in adding and setting.key in held:
-            out.append(Refusal(setting, entry, config, knowledge.version, held=True))
+            out.append(Refusal(setting, entry, config, knowledge.version, held=True, mapping=held[setting.key]))
             continue
         schema = found.get(setting.key) if not setting.prefix and not setting.flag else None
         if schema is None:

@@ -32,8 +32,9 @@ class HydraRefusedOverride(ConfigRule):
         "a fork or a config rlcompat cannot compose."
     )
     fix_safety = (
-        "A `+key=` for a key the config has: the `+` is dropped (safe: `key=value` sets the key, which is what the "
-        "override meant and what Hydra's own message proposes). A key the config lacks: where knowledge proves how "
+        "A `+key=` for a key the config holds a value at: the `+` is dropped (safe: `key=value` sets the key, which is "
+        "what the override meant and what Hydra's own message proposes); where it holds a mapping, no fix (`key=value` "
+        "would replace the whole mapping). A key the config lacks: where knowledge proves how "
         "this release spells the same setting (the same setting id and role in another release's knowledge, or the "
         "same config-group file mounted for the same role elsewhere) and the composed config has that key, the key "
         "is renamed to it: safe, the value then takes effect as it was meant to. Otherwise no fix: remove the "
@@ -70,7 +71,7 @@ class HydraRefusedOverride(ConfigRule):
         for refusal in found.refusals if found is not None else ():
             setting = refusal.setting
             plus = setting.key_span.start - 1
-            if refusal.held and plus >= 0 and ctx.source_text[plus] == "+":
+            if refusal.held and not refusal.mapping and plus >= 0 and ctx.source_text[plus] == "+":
                 # `key=value` sets the key the config has: what the `+` meant, and what Hydra's message proposes
                 ctx.report(setting.key_span, refusal.message(), [Edit(plus, plus + 1, "")], FixSafety.SAFE,
                            "drop the `+`")
