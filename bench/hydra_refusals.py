@@ -5,7 +5,9 @@ in a child process: the truth). Prints the counts and every script where they di
 
     python bench/hydra_refusals.py DIR [--target sm61]
 
-DIR: e.g. verl's examples/ (`git archive <commit> examples | tar -x -C DIR`); corpora stay out of git.
+DIR: e.g. verl's examples/ (`git archive <commit> examples | tar -x -C DIR`, the repository's snapshot from the
+`fetch` tool under /work/.mirror); corpora stay out of git. Only `*.sh` files are counted: a job file, Makefile,
+notebook or Markdown block is judged by the same function (tests/test_hydra_refused_override.py).
 """
 
 from __future__ import annotations
@@ -41,23 +43,26 @@ def main() -> int:
                  "--no-cache", cwd=root)
     flagged: dict[str, list[str]] = {}
     for f in json.loads(plain.stdout)["findings"]:
-        flagged.setdefault(os.path.abspath(os.path.join(root, f["path"])), []).append(f["message"].split("`")[1])
+        key = f["message"].split("`")[1].lstrip("+").rstrip("=")  # `+K=` for a key the config holds: K
+        flagged.setdefault(os.path.abspath(os.path.join(root, f["path"])), []).append(key)
     rows = []
     for script in scripts:
         run = _cli("scan", "--run", str(script), "--target", args.target, "--select", "RLC004", "--no-cache",
                    cwd=str(script.parent))
-        refused = run.returncode == 2 and "is no key of the config" in run.stderr
-        run_key = run.stderr.split("`")[1] if refused else ""
+        refused = run.returncode == 2 and ("is no key of the config" in run.stderr or "already has" in run.stderr)
+        run_key = run.stderr.split("`")[1].lstrip("+").rstrip("=") if refused else ""
         load = run_load_check(Path(package), str(script))
         errors = [c["error"] for c in load["commands"] if c["error"]]
-        hydra = [e.split("'")[1] for e in errors if "Could not override" in e]
+        # the keys Hydra refuses: `Could not override 'K'` (no such key) and `Could not append to config. An item is
+        # already at 'K'` (`+K=` for a key it holds), the refusals RLC004 reports
+        hydra = [e.split("'")[1] for e in errors if "Could not override" in e or "Could not append" in e]
         keys = flagged.get(str(script), [])
         rows.append((script, keys, run_key, hydra, errors, load["exit_code"], load["not_checked"] or [load["note"]]))
     n = len(rows)
     print(f"{n} scripts run main_ppo")
     print(f"plain scan flags (RLC004): {sum(1 for r in rows if r[1])} scripts, {sum(len(r[1]) for r in rows)} overrides")
-    print(f"scan --run refuses (exit 2, no key): {sum(1 for r in rows if r[2])}")
-    print(f"verify --load-check: {sum(1 for r in rows if r[3])} fail with Could not override; "
+    print(f"scan --run refuses (exit 2, a refused key): {sum(1 for r in rows if r[2])}")
+    print(f"verify --load-check: {sum(1 for r in rows if r[3])} fail with Could not override/append; "
           f"{sum(1 for r in rows if r[4] and not r[3])} fail otherwise; {sum(1 for r in rows if r[5] == 2)} not run")
     disagree = 0
     for script, keys, run_key, hydra, errors, code, why in rows:

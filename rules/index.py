@@ -6,7 +6,7 @@ INDEX = {
     'RLC001': (('conda', 'dockerfile', 'json', 'makefile', 'markdown', 'notebook', 'pyproject', 'python', 'requirements', 'setupcfg', 'shell', 'toml', 'yaml'), (), None),
     'RLC002': (('markdown', 'shell'), None, ()),
     'RLC003': (('json', 'markdown', 'python', 'shell', 'toml', 'yaml'), ('BF16', 'BFLOAT16', 'COMPILE', 'FLASH', 'FP8', 'bf16', 'bfloat16', 'compile', 'fa2', 'fa3', 'flash', 'fp8'), ('FLASH_ATTN', 'bf16', 'bfloat16', 'flash_attention', 'fp8')),
-    'RLC004': (('shell',), ('main_ppo', 'recipe.', 'verl.trainer.main_', 'verl.trainer.sft_'), ()),
+    'RLC004': (('dockerfile', 'markdown', 'shell'), ('main_ppo', 'recipe.', 'verl.trainer.main_', 'verl.trainer.sft_'), ()),
     'RLC101': (('python',), ('bfloat16',), None),
     'RLC102': (('python',), ('bf16', 'bfloat16'), None),
     'RLC103': (('python',), ('bf16',), None),

@@ -161,6 +161,40 @@ def absent(composed: Composed, keys: list[str], group_words: list[str],
     return [(k, schema) for k in dict.fromkeys(keys) if "." in k and "@" not in k and not schema.has(k)]
 
 
+def held(composed: Composed, adds: list[tuple[str, str]], group_words: list[str],
+         bases: tuple[str, ...]) -> dict[str, bool]:
+    """Each `+key=value` of `adds` (key, value as written) that Hydra refuses because the composed config already
+    holds something at the key: hydra-core 1.3.8 `config_loader_impl.py:370-385` adds only where the key's value is
+    None (absent, null, `???`) or the value added is a list or mapping (merged), else raises `Could not append to
+    config. An item is already at 'K'`. A key whose value is an interpolation this reading cannot follow, one with
+    `@` or without a dot, and anything where the composition is not complete are not judged. Each key refused ->
+    whether what the config holds there is a mapping (False: a value)."""
+    from rlcompat.schema import SchemaUnread
+    from rlcompat.schema.hydra_static import compose as compose_keys, compose_read, resolved
+
+    directory, name = composed.source
+    adds = [(k, v) for k, v in adds if "." in k and "@" not in k and not v.lstrip().startswith(("[", "{"))]
+    if not directory or composed.unread or not adds:
+        return {}
+    try:
+        schema = compose_keys(directory, name, group_words, bases=bases)
+        values = resolved(compose_read(directory, name, group_words, bases)[0]) if schema.complete else {}
+    except SchemaUnread:
+        return {}
+    if not schema.complete:
+        return {}
+    out: dict[str, bool] = {}
+    for key, _ in adds:
+        if not schema.has(key):
+            continue
+        if key in values:
+            value = values[key]
+            if value is None or value in ("null", "???") or "${" in value:
+                continue  # None to Hydra (so `+` adds), or a value only the run resolves
+        out[key] = key not in values  # a value that is set, or a mapping
+    return out
+
+
 HYDRA_WORD = re.compile(r"^(?:(?:\+\+|\+)?[A-Za-z_][\w\-]*(?:[./@][\w\-]+)*=.*|~[A-Za-z_][\w\-]*(?:[./@][\w\-]+)*"
                         r"(?:=.*)?)$", re.DOTALL)
 

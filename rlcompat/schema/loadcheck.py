@@ -8,8 +8,11 @@ config into a structured dataclass, the merge's check is the static one of the f
 importing the tree's dataclasses would run its code.
 
 Shell variables (`$MODEL_PATH`, `${N}`, `$(...)`) become a placeholder word: a load check needs the keys, not their
-values, and the same placeholder stands on both sides. A command that did not load before the fix cannot show what
-the fix did: it is reported as such, never as broken by the fix.
+values, and the same placeholder stands on both sides. Arithmetic (`$((a + b))`) is worked out where it uses only
+integer literals and variables the script assigned such values earlier (rlcompat/lang/shellarith.py; nothing is
+run); any other is a placeholder too, and the command says why (`Command.unread`): verify's load check leaves such a
+command unjudged: a placeholder inside `$((...))` would make a word Hydra's parser refuses. A command
+that did not load before the fix cannot show what the fix did: it is reported as such, never as broken by the fix.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ class Command:
     start: int  # offsets of the command in the script's text
     end: int
     words: tuple[str, ...]
+    unread: str = ""  # why a `$((...))` of it has no known value (it stands as the placeholder), or ""
 
 
 @dataclass(frozen=True)
@@ -80,9 +84,19 @@ class Verdict:
 
 def commands(text: str) -> list[Command]:
     """The commands of a shell script, one per logical line (continuations and multi-line quotes joined, comment
-    lines dropped), as words with variables replaced by a placeholder; words end at a pipe or command separator."""
+    lines dropped), as words with variables replaced by a placeholder and arithmetic by its value where known;
+    words end at a pipe or command separator."""
     out: list[Command] = []
+    integers: dict[str, int | str] = {}  # name -> the integer assigned to it, or why it has none
     current, start, pos = "", None, 0
+
+    def emit(begin: int, finish: int) -> None:
+        line, unread = _arithmetic(current, integers)
+        _assign(current, integers)
+        words = _words(line)
+        if words:
+            out.append(Command(begin, finish, words, unread))
+
     for raw in text.splitlines(keepends=True):
         line_start, pos = pos, pos + len(raw)
         body = raw.rstrip("\r\n")
@@ -97,15 +111,81 @@ def commands(text: str) -> list[Command]:
             current += body + " "
             continue
         current += body
-        words = _words(current)
-        if words:
-            out.append(Command(start, line_start + len(body), words))
+        emit(start, line_start + len(body))
         current, start = "", None
     if current and start is not None:
-        words = _words(current)
-        if words:
-            out.append(Command(start, len(text), words))
+        emit(start, len(text))
     return out
+
+
+_ASSIGNED = re.compile(r"^\s*(?:(?:export|declare|local|readonly)\s+(?:-\w+\s+)*)?([A-Za-z_]\w*)=(.*?)\s*$")
+# Other ways a line sets a name: a loop variable, `read`, `+=`, `((n++))`, `let`.
+_SET_OTHERWISE = re.compile(r"\bfor\s+([A-Za-z_]\w*)\s+in\b|([A-Za-z_]\w*)\+="
+                            r"|\(\(\s*([A-Za-z_]\w*)\s*(?:\+\+|--|[-+*/%]?=[^=])"
+                            r"|\blet\s+([A-Za-z_]\w*)")
+
+
+def _assign(line: str, integers: dict[str, int | str]) -> None:
+    """Record what the logical `line` assigns: an integer literal or a known arithmetic value, else why not."""
+    from rlcompat.lang.shellarith import Unknown, evaluate
+
+    for m in _SET_OTHERWISE.finditer(line):
+        name = next(g for g in m.groups() if g)
+        integers[name] = f"`{name}` is set by `{m.group(0).strip()}`, which the load check does not follow"
+    if line.lstrip().startswith("read ") or " read " in line:
+        for name in re.findall(r"\b([A-Za-z_]\w*)\b", line.split("read", 1)[1]):
+            integers[name] = f"`{name}` may be set by `read`"
+    m = _ASSIGNED.match(line)
+    if not m:
+        for name in re.findall(r"(?:^|[\s;&|(])([A-Za-z_]\w*)=", line):  # `if ...; then n=2; fi`, `n=2 cmd`
+            integers[name] = f"`{name}` is set inside a compound line, which the load check does not follow"
+        return
+    name, value = m.group(1), m.group(2)
+    if len(value) > 1 and value[0] == value[-1] and value[0] in "'\"":
+        value = value[1:-1]
+    expansion = re.fullmatch(r"\$\(\((.*)\)\)", value)
+    try:
+        if re.fullmatch(r"\d+", value):
+            found: int | str = int(value)
+        elif expansion:
+            found = evaluate(expansion.group(1), integers)
+        else:
+            found = f"`{name}` is set to `{value[:40]}`, not an integer literal"
+    except Unknown as exc:
+        found = f"`{name}` is set by arithmetic with no known value ({exc})"
+    before = integers.get(name)
+    if isinstance(before, int) and isinstance(found, int) and before != found:
+        # a line reader cannot tell which of two assignments a branch made
+        found = f"`{name}` is assigned {before} and {found} in the script"
+    integers[name] = found
+
+
+def _arithmetic(line: str, integers: dict[str, int | str]) -> tuple[str, str]:
+    """`line` with each `$((...))` replaced by its value, or by the placeholder where it has none, and why not."""
+    from rlcompat.lang.shellarith import Unknown, evaluate
+
+    out, unread, i = [], "", 0
+    while True:
+        at = line.find("$((", i)
+        if at < 0:
+            out.append(line[i:])
+            return "".join(out), unread
+        depth, j = 0, at + 1
+        while j < len(line):
+            depth += {"(": 1, ")": -1}.get(line[j], 0)
+            if depth == 0:
+                break
+            j += 1
+        out.append(line[i:at])
+        inner = line[at + 3:j - 1] if depth == 0 and line[j - 1] == ")" else None
+        try:
+            if inner is None:
+                raise Unknown("it is not closed on its line")
+            out.append(str(evaluate(inner, integers)))
+        except Unknown as exc:
+            out.append(PLACEHOLDER)
+            unread = unread or f"`{line[at:j + 1].strip()[:60]}` has no known value here: {exc}"
+        i = j + 1
 
 
 def _words(line: str) -> tuple[str, ...]:

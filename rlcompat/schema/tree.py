@@ -66,7 +66,7 @@ def read_command(words: tuple[str, ...]) -> Launch | None:
             found[option] = value
         elif word.startswith("-"):
             flags.append(name)
-        elif eq:
+        elif eq or word.startswith("~"):  # `~key` deletes a key: an override without `=`
             overrides.append(word)
         i += 1
 

@@ -50,9 +50,13 @@ def run_load_check(package: Path, script: str | None = None) -> dict:
                 continue
             if config is None:
                 continue
+            line = text.count("\n", 0, command.start) + 1
+            if command.unread:  # a value Hydra would parse is not known here: no verdict on this command
+                unread.append(f"{path}:{line}: {command.unread}; not load-checked")
+                continue
             config_dir, name, overrides = config
             jobs.append((config_dir, name, list(overrides)))
-            places.append((os.path.relpath(path, root), text.count("\n", 0, command.start) + 1,
+            places.append((os.path.relpath(path, root), line,
                            "./" + os.path.relpath(os.path.join(config_dir, name), root) + ".yaml"))
     result = {"mode": "load-check", "package": str(package), "commands": [], "not_checked": unread}
     if not jobs:
