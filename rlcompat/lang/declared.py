@@ -140,7 +140,7 @@ class DeclaredRule(ConfigRule):
     # read no Python settings.
     python_triggers = ("install_requires", "extras_require")
 
-    def reads_python(self, text: str) -> bool:
+    def reads_python(self, text: str, scanned: ScannedView | None) -> bool:
         return False
 
     def check_declared(self, group: Declared, ctx: ConfigContext) -> None:

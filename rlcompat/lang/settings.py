@@ -40,6 +40,8 @@ a key that the script leaves at a hazardous code default. A config rule reads Py
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import ClassVar, Sequence
@@ -236,6 +238,9 @@ class ConfigRule(Rule):
     python_triggers: ClassVar[tuple[str, ...]] = ()
     # Rules that look at commands the shell parser could not read (views of kind "unread"); the others never see them.
     reads_unread: ClassVar[bool] = False
+    # The kinds of framework keys it judges (`kind` of a key in rlcompat/knowledge/data/frameworks/): a Python file
+    # is read for it only where it spells one of their keys (`reads_python`).
+    kinds: ClassVar[frozenset[str]] = frozenset()
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -244,13 +249,34 @@ class ConfigRule(Rule):
         elif "python" in cls.languages and not cls.python_triggers:
             cls.python_triggers = cls.triggers
 
-    def reads_python(self, text: str) -> bool:
+    def reads_python(self, text: str, scanned: ScannedView | None) -> bool:
         """Whether this rule can report a setting of the Python `text` (which holds one of its `python_triggers`):
-        a rule that can tell from the text that it cannot (no key it judges is spelled) saves reading the settings."""
-        return True
+        a rule of framework keys (`kinds`) only where the text spells one of them (the words `scanned`, the file
+        being checked, hands over; without it, always)."""
+        if not self.kinds or scanned is None:
+            return True
+        return spells_one_of(text, scanned.python_key_words(self.kinds))
 
     def check_config(self, view: ConfigView, ctx: "ConfigContext") -> None:
         raise NotImplementedError
+
+
+# A key built by an escape (`"use_\\x76llm"`) or a backslash-newline inside a string is not spelled in the text: such a
+# file is read whatever it spells.
+_UNSPELLED = re.compile(r"\\(?:[xuUN0-7]|\r?\n|\r)")
+
+
+def spells_one_of(text: str, words: frozenset[str] | None) -> bool:
+    """Whether the Python `text` can hold a setting whose key's last name part is one of `words` (lower case, `-` as
+    `_`; None: any text can): it spells one (any case, `-` or `_`; identifiers compared as CPython reads them, NFKC),
+    or builds a string from escapes. Like a trigger, the key is a word the file spells: one split over adjacent
+    string literals (`"use_" "vllm"`) counts only where the file spells one of the words elsewhere."""
+    if words is None or _UNSPELLED.search(text):
+        return True
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+    text = text.lower().replace("-", "_")
+    return any(w in text for w in words)
 
 
 @dataclass
