@@ -127,3 +127,11 @@ def test_a_script_s_own_commands_are_read_only_by_rules_that_declare_its_languag
     scanned = ScannedFile("run.sh", environment_only(), text, "shell")
     shell.check(shell.parse(text), text, "run.sh", [python_only, both], target, scanned=scanned)
     assert python_only.seen == [] and both.seen == ["command"]
+
+
+def test_a_config_rule_naming_python_words_without_declaring_python_is_refused():
+    with pytest.raises(TypeError, match="does not declare python"):
+        class _Undeclared(ConfigRule):  # noqa: F841 - made to be refused
+            code = "RLC998"
+            languages = frozenset({"yaml"})
+            python_triggers = ("bf16",)

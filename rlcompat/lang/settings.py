@@ -34,8 +34,8 @@ A `ConfigView` is the set of settings that configure one run: a YAML document, o
 environment variables in force for it), a script's exports (`kind == "env"`), a JSON file, a Python file's
 settings. Rules (`ConfigRule.check_config`) ask a view for keys: `get(key)` and `by_name(*names)` for keys (never
 flags or env vars), `flags(*names)`, `env(*names)`; a shell view of a verl command can also *add* an override for
-a key that the script leaves at a hazardous code default. A config rule reads Python files only if it names
-`python_triggers`.
+a key that the script leaves at a hazardous code default. A config rule reads Python files only if it declares
+python in its `languages` (its `python_triggers` mark the statements read).
 """
 
 from __future__ import annotations
@@ -234,7 +234,7 @@ class ConfigRule(Rule):
     # Python files: the words that mark those statements, where they are fewer or narrower than the rule's triggers
     # (the statements are read once for every config rule, so a common word such as `dtype` would have every
     # statement of a model file read). Derived from `triggers` for a rule that only adds "python" to its languages;
-    # a rule that names them reads Python.
+    # a rule that names them declares python too (one that does not is refused when its class is made).
     python_triggers: ClassVar[tuple[str, ...]] = ()
     # Rules that look at commands the shell parser could not read (views of kind "unread"); the others never see them.
     reads_unread: ClassVar[bool] = False
@@ -245,8 +245,9 @@ class ConfigRule(Rule):
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
         if cls.python_triggers and "python" not in cls.languages:
-            cls.languages = cls.languages | {"python"}  # reads Python settings (lang/pysettings.py)
-        elif "python" in cls.languages and not cls.python_triggers:
+            # `languages` alone says where a rule runs (tests/test_rule_languages.py holds the front ends to it)
+            raise TypeError(f"{cls.__name__} names python_triggers but does not declare python in its languages")
+        if "python" in cls.languages and not cls.python_triggers:
             cls.python_triggers = cls.triggers
 
     def reads_python(self, text: str, scanned: ScannedView | None) -> bool:

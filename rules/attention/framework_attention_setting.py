@@ -38,6 +38,7 @@ class FrameworkAttentionSetting(ConfigRule):
         "safe. Switches are turned off or dropped (packing off: more padding, same result). Ring attention has no fix "
         "(it changes the parallel layout)."
     )
+    languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
     triggers = ("attn", "attention", "ATTENTION", "flash", "packing", "openrlhf")
     sources = ("S9", "S10")
     # Not the key words of its `kinds` (a file is read only where it spells one): these mark the statements whose

@@ -39,6 +39,7 @@ class FrameworkDtypeSetting(ConfigRule):
     # "[job]": the table of a torchtitan train config, "fsdp_config:" the mapping of a skyrl-train config, which
     # report a dtype default the file leaves out (a key's `omitted` tables; tests/test_framework_knowledge.py holds
     # each such key to a trigger of its rule)
+    languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
     triggers = ("dtype", "bf16", "bfloat16", "precision", "PRECISION", "tf32", "fp8", "fp16", "openrlhf", "trl ", "[job]",
                 "fsdp_config:")
     sources = ("S1", "S6", "S8", "S15", "S20", "S62")

@@ -22,6 +22,7 @@ class FrameworkKernelSetting(ConfigRule):
         "capability 7.0 [S17]; Liger's kernels are Triton [S37]."
     )
     fix_safety = "Turning the switch off runs the same computation eagerly or with the model's own layers: safe."
+    languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
     triggers = ("compile", "liger", "flex_attention")
     sources = ("S17", "S37")
     # Not the key words of its `kinds` (a file is read only where it spells one): these mark the statements whose
