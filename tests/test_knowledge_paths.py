@@ -43,3 +43,28 @@ def test_a_tree_without_its_own_git_sits_in_the_nearest_checkout_above_it(tmp_pa
     assert enclosing_checkout(str(tree)) == str(repo)
     (tree / ".git").mkdir()
     assert enclosing_checkout(str(tree)) is None  # its own checkout
+
+
+def test_a_directory_inside_a_verl_package_belongs_to_the_nearest_verl_folder_holding_trainer(tmp_path):
+    from rlcompat.knowledge.verl_config import package_root
+
+    package = tmp_path / "verl"
+    (package / "trainer" / "config").mkdir(parents=True)
+    (tmp_path / "x" / "verl" / "utils").mkdir(parents=True)  # a `verl` folder without trainer/ is not the package
+    assert package_root(str(package / "trainer" / "config")) == str(package)
+    assert package_root(str(package)) == str(package)
+    assert package_root(str(tmp_path / "x" / "verl" / "utils")) is None
+
+
+def test_a_model_path_is_looked_for_from_the_scanned_file_s_folder_and_four_above_it_only(tmp_path):
+    from rlcompat.analysis.model_config import find_config
+
+    deep = tmp_path / "a" / "b" / "c" / "d" / "e"
+    (deep / "f").mkdir(parents=True)
+    for base in (tmp_path / "a", tmp_path):
+        (base / "models" / "m").mkdir(parents=True)
+        (base / "models" / "m" / "config.json").write_text("{}")
+    reads: list[str] = []
+    found = find_config("models/m", str(deep / "run.sh"), reads)
+    assert found == str(tmp_path / "a" / "models" / "m" / "config.json") and reads == ["models/m"]
+    assert find_config("models/m", str(deep / "f" / "run.sh")) is None  # a is five above f, tmp_path six

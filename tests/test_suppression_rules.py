@@ -37,3 +37,21 @@ def test_a_suppression_rule_runs_only_in_the_languages_it_declares(monkeypatch):
     monkeypatch.setattr(UnusedSuppression, "languages", frozenset({"python"}))
     assert _codes("python") == ["RLC001"]
     assert _codes("yaml") == [] and _codes("dockerfile") == []
+
+
+def test_rlc001_says_whether_its_finding_holds_once_its_suppression_silences_more():
+    # A launch command's findings for what its run reaches are suppressed after the file's check (launch_path.py).
+    from rlcompat.pipeline.suppressions import Suppression
+
+    rule = UnusedSuppression(SM61)
+    two = Suppression(1, 8, ("RLC101", "RLC2"))
+    (finding,) = rule.check_suppressions([two], {"RLC101", "RLC201"}, "a.sh")
+    assert "RLC101, RLC2" in finding.message
+    two.used.add("RLC201")
+    assert rule.still_holds(finding, two)  # RLC101 still silences nothing
+    two.used.add("RLC101")
+    assert not rule.still_holds(finding, two)
+    every = Suppression(1, 8, ())
+    (finding,) = rule.check_suppressions([every], {"RLC101"}, "a.sh")
+    every.used.add("RLC201")
+    assert not rule.still_holds(finding, every)

@@ -271,7 +271,8 @@ def test_every_module_a_rule_asks_a_local_name_for_is_kept_for_fixes():
 
 
 # Knowledge rules (RLC118, RLC207, RLC355, RLC404) read a Python file's settings only where it spells a key of
-# their kinds (`ConfigRule.reads_python`, `knowledgecheck.spells_a_key`): the words come from the knowledge.
+# their kinds (`ConfigRule.reads_python`, `ConfigRule.kinds`): the words come from the knowledge, handed over by the
+# scanned file (`python_key_words`).
 KNOWLEDGE_RULES = [r for r in all_rules() if getattr(r, "kinds", None) and r.python_triggers]
 
 
@@ -279,9 +280,7 @@ def _config_outcomes(texts: list[tuple[str, str]], target: str, gated: bool, mon
     from rlcompat.lang.settings import ConfigRule
 
     if not gated:
-        monkeypatch.setattr(ConfigRule, "reads_python", lambda self, text: True)
-        for rule in KNOWLEDGE_RULES:
-            monkeypatch.setattr(rule, "reads_python", lambda self, text: True)
+        monkeypatch.setattr(ConfigRule, "reads_python", lambda self, text, scanned: True)
     checker = Checker(resolve_target(target), Options(select=tuple(r.code for r in KNOWLEDGE_RULES)))
     out = [(path, [(f.code, f.location, f.message, f.fix) for f in checker.check_text(path, text, "python").findings])
            for path, text in texts]
@@ -301,31 +300,34 @@ def test_knowledge_rules_read_the_same_python_with_and_without_the_key_words(tar
 
 
 def test_the_key_words_come_from_the_knowledge_and_an_escape_reads_the_file_anyway():
-    from rlcompat.analysis import knowledgecheck
+    from rlcompat.knowledge.identity import environment_only
+    from rlcompat.pipeline.scanned_file import ScannedFile
 
     rollout = BY_CODE["RLC404"](resolve_target("sm61"))
-    words = knowledgecheck.python_key_words(rollout.kinds)
+    scanned = ScannedFile("t.py", environment_only())
+    words = scanned.python_key_words(rollout.kinds)
     assert {"use_vllm", "vllm_num_engines", "kv_cache_dtype", "enforce_eager"} <= words  # `kv-cache-dtype` as `_`
-    assert not rollout.reads_python("import vllm\nengine = vllm.AsyncLLMEngine\n")
-    assert rollout.reads_python("args = GRPOConfig(USE_VLLM=True)\n")  # any case
-    assert rollout.reads_python("p.add_argument('--vllm-num-engines', default=2)\n")  # argparse's dest
-    assert rollout.reads_python("cfg = {'use_\\x76llm': True}  # vllm\n")  # a key built by an escape
-    assert rollout.reads_python("ｕse_vllm = True  # vllm\n")  # NFKC: CPython reads the name as use_vllm
+    assert not rollout.reads_python("import vllm\nengine = vllm.AsyncLLMEngine\n", scanned)
+    assert rollout.reads_python("args = GRPOConfig(USE_VLLM=True)\n", scanned)  # any case
+    assert rollout.reads_python("p.add_argument('--vllm-num-engines', default=2)\n", scanned)  # argparse's dest
+    assert rollout.reads_python("cfg = {'use_\\x76llm': True}  # vllm\n", scanned)  # a key built by an escape
+    assert rollout.reads_python("ｕse_vllm = True  # vllm\n", scanned)  # NFKC: CPython reads the name as use_vllm
+    assert rollout.reads_python("import vllm\n", None)  # no file handed over: read
 
 
 def test_the_python_key_check_fails_when_the_words_miss_a_key(monkeypatch):
-    from rlcompat.analysis import knowledgecheck
+    from rlcompat.knowledge import frameworks
 
     text = ("from trl import GRPOConfig\nargs = GRPOConfig(output_dir='o', use_vllm=True, bf16=False)\n")
     ungated = _config_outcomes([("t.py", text)], "sm61", False, monkeypatch)
     assert ungated[0][1], "RLC404 reports nothing here: the example proves nothing"
-    real = knowledgecheck._key_words
-    monkeypatch.setattr(knowledgecheck, "_key_words", lambda fw, kinds: (real(fw, kinds) or frozenset()) - {"use_vllm"})
-    knowledgecheck._KEY_WORDS.clear()
+    real = frameworks._key_words
+    monkeypatch.setattr(frameworks, "_key_words", lambda fw, kinds: (real(fw, kinds) or frozenset()) - {"use_vllm"})
+    frameworks._KEY_WORDS.clear()
     try:
         gated = _config_outcomes([("t.py", text)], "sm61", True, monkeypatch)
     finally:
-        knowledgecheck._KEY_WORDS.clear()
+        frameworks._KEY_WORDS.clear()
     assert gated != ungated
 
 

@@ -8,8 +8,6 @@ defaults of flags the command does not pass are reported at the command, with th
 
 from __future__ import annotations
 
-import re
-import unicodedata
 
 from rlcompat.analysis import command_framework, cpu_program
 from rlcompat.knowledge import frameworks as fk
@@ -172,53 +170,6 @@ def resolved_key(view: ConfigView, ctx: ConfigContext, setting: Setting, kinds: 
         return None
     return next((k for k in fk.candidates(setting.key) if k.kind in kinds and k.resolves and fk.name_matches(k, setting.key)
                  and form_fits(k, setting) and _same_expression(k.resolves, unset)), None)
-
-
-# A key built by an escape (`"use_\\x76llm"`) or a backslash-newline inside a string is not spelled in the text: such a
-# file is read whatever it spells.
-_UNSPELLED = re.compile(r"\\(?:[xuUN0-7]|\r?\n|\r)")
-
-
-def python_key_words(kinds: frozenset[str]) -> frozenset[str] | None:
-    """What a Python file spells where a setting of it can be a key of these kinds: the keys' last name parts
-    (`candidates` finds a setting's keys by its own), lower case, `-` as `_` (argparse's dest); None where a key
-    of these kinds judges Python that leaves it out (`omitted`), so no word is needed. Computed from the knowledge
-    once per run (per knowledge: a test may swap it)."""
-    frameworks = fk.frameworks()
-    cached = _KEY_WORDS.get(kinds)
-    if cached is None or cached[0] is not frameworks:
-        cached = _KEY_WORDS[kinds] = (frameworks, _key_words(frameworks, kinds))
-    return cached[1]
-
-
-_KEY_WORDS: dict[frozenset[str], tuple] = {}
-
-
-def _key_words(frameworks, kinds: frozenset[str]) -> frozenset[str] | None:
-    words = set()
-    for fw in frameworks:
-        for key in fw.keys:
-            if key.kind not in kinds:
-                continue
-            if key.omitted is not None and key.omitted.format == "python":
-                return None
-            words.update(n.rsplit(".", 1)[-1].lower().replace("-", "_") for n in key.names)
-    return frozenset(words)
-
-
-def spells_a_key(text: str, kinds: frozenset[str]) -> bool:
-    """Whether the Python `text` can hold a setting `check` reports for these kinds: it spells one of their keys'
-    last name parts (any case, `-` or `_`; identifiers compared as CPython reads them, NFKC), or builds a string
-    from escapes. A file that does not is not read for these kinds: no setting of it matches a key of theirs. Like
-    a trigger, the key is a word the file spells: one split over adjacent string literals (`"use_" "vllm"`) counts
-    only where the file spells a key of these kinds elsewhere."""
-    words = python_key_words(kinds)
-    if words is None or _UNSPELLED.search(text):
-        return True
-    if not text.isascii():
-        text = unicodedata.normalize("NFKC", text)
-    text = text.lower().replace("-", "_")
-    return any(w in text for w in words)
 
 
 def check(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:

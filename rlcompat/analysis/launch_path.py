@@ -58,22 +58,20 @@ def add_reached(checker, results: list[FileResult], texts: dict[str, str] | None
         found = suppressions.find(text, result.language)
         kept, suppressed = suppressions.apply(extra, found)
         result.suppressed += suppressed
-        own = [f for f in result.findings if not _now_used(f, found)]
+        own = [f for f in result.findings if not _settled(checker, f, found)] if suppressed else result.findings
         result.findings = sorted(own + kept, key=Finding.sort_key)
     if checker.cache is not None and checked.results:
         checker.cache.save()  # the framework files checked here, for the next run
 
 
-def _now_used(finding: Finding, found: list) -> bool:
-    """Whether `finding` is an RLC001 (a suppression that silences nothing) whose suppression now silences what this
-    module reported at the command: every code it named is one that suppression silenced here."""
-    if finding.code != "RLC001":
+def _settled(checker, finding: Finding, found: list) -> bool:
+    """Whether `finding` is one a rule over the suppressions (RLC001) reported about a suppression that has since
+    silenced what this module reported at the command, and that no longer holds (the rule says: `still_holds`)."""
+    rule = next((r for r in checker.suppression_rules if r.code == finding.code), None)
+    if rule is None:
         return False
-    named = finding.message.removeprefix("suppression of ").split(" silences nothing")[0].split(", ")
-    for s in found:
-        if (s.line, s.column) == (finding.location.line, finding.location.column) and s.used:
-            return all(n == "(all)" or any(u.startswith(n) for u in s.used) for n in named)
-    return False
+    at = (finding.location.line, finding.location.column)
+    return any((s.line, s.column) == at and s.used and not rule.still_holds(finding, s) for s in found)
 
 
 def reached_findings(checker, path: str, text: str, scanned: set[str], checked: "_Checked",

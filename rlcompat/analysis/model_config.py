@@ -11,6 +11,9 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from itertools import islice
+
+from rlcompat.knowledge.paths import upwards
 
 _MAX_CONFIG_BYTES = 1 << 20
 _LEVELS_UP = 4  # a launch script in examples/x/ may name ./models/m relative to the repository root
@@ -41,14 +44,7 @@ def find_config(model_path: str, scanned_file: str, reads: list[str] | None = No
     if os.path.isabs(model_path):
         bases = [""]
     else:
-        here = os.path.dirname(os.path.abspath(scanned_file))
-        bases = []
-        for _ in range(_LEVELS_UP + 1):
-            bases.append(here)
-            parent = os.path.dirname(here)
-            if parent == here:
-                break
-            here = parent
+        bases = list(islice(upwards(os.path.dirname(os.path.abspath(scanned_file))), _LEVELS_UP + 1))
     for base in bases:
         candidate = os.path.join(base, model_path, "config.json")
         if os.path.isfile(candidate):

@@ -165,6 +165,33 @@ def frameworks() -> tuple[Framework, ...]:
     return tuple(sorted(found, key=lambda f: (f.name, tuple(-p for p in release(f.version)))))
 
 
+def python_key_words(kinds: frozenset[str]) -> frozenset[str] | None:
+    """What a Python file spells where a setting of it can be a key of these kinds: the keys' last name parts
+    (`candidates` finds a setting's keys by its own), lower case, `-` as `_` (argparse's dest); None where a key
+    of these kinds judges Python that leaves it out (`omitted`), so no word is needed. Computed from the knowledge
+    once per run (per knowledge: a test may swap it)."""
+    known = frameworks()
+    cached = _KEY_WORDS.get(kinds)
+    if cached is None or cached[0] is not known:
+        cached = _KEY_WORDS[kinds] = (known, _key_words(known, kinds))
+    return cached[1]
+
+
+_KEY_WORDS: dict[frozenset[str], tuple] = {}
+
+
+def _key_words(known: tuple[Framework, ...], kinds: frozenset[str]) -> frozenset[str] | None:
+    words = set()
+    for fw in known:
+        for key in fw.keys:
+            if key.kind not in kinds:
+                continue
+            if key.omitted is not None and key.omitted.format == "python":
+                return None
+            words.update(n.rsplit(".", 1)[-1].lower().replace("-", "_") for n in key.names)
+    return frozenset(words)
+
+
 def _framework(data: dict, filename: str) -> Framework:
     for required in ("framework", "label", "version"):
         if required not in data:

@@ -1,5 +1,7 @@
 """Walking up from a directory: the one loop that finds the nearest enclosing directory with some property (a
-project's root marker: `identity.tree_root`; a checkout's `.git`: `install_steps.enclosing_checkout`).
+project's root marker: `identity.tree_root`; a checkout's `.git`: `install_steps.enclosing_checkout`; a verl package:
+`verl_config.package_root`), or the few directories above a file (a model path relative to one of them:
+`analysis/model_config.find_config`).
 
 It imports nothing of rlcompat, so that any module may use it without an import cycle (tests/test_import_graph.py).
 """

@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Mapping
 
 from rlcompat.knowledge import files
+from rlcompat.knowledge.paths import nearest
 from rlcompat.knowledge.versions import release
 
 
@@ -336,10 +337,7 @@ def own_file_row(path: str, table: str) -> tuple[Knowledge, object] | None:
 @lru_cache(maxsize=256)
 def package_root(directory: str) -> str | None:
     """The verl package directory (`.../verl`, holding `trainer/`) that contains `directory`, if any."""
-    if os.path.basename(directory) == "verl" and os.path.isdir(os.path.join(directory, "trainer")):
-        return directory
-    parent = os.path.dirname(directory)
-    return None if parent == directory else package_root(parent)
+    return nearest(directory, lambda d: os.path.basename(d) == "verl" and os.path.isdir(os.path.join(d, "trainer")))
 
 
 @lru_cache(maxsize=None)

@@ -135,12 +135,12 @@ class DeclaredRule(ConfigRule):
     """A rule over declared environments: requirement files, pyproject dependencies, conda environment files,
     Dockerfiles, and `pip install` commands in launch scripts (through the shell front end)."""
 
-    languages = names_with("declares")  # rlcompat/lang/languages.py
-    # setup.py: the Python front end hands a file named so to these rules as one group (lang/setup_deps.py); they
-    # read no Python settings.
+    # rlcompat/lang/languages.py; and Python: the Python front end hands a setup.py to these rules as one group
+    # (lang/setup_deps.py), marked by these words; they read no Python settings.
+    languages = names_with("declares") | {"python"}
     python_triggers = ("install_requires", "extras_require")
 
-    def reads_python(self, text: str) -> bool:
+    def reads_python(self, text: str, scanned: ScannedView | None) -> bool:
         return False
 
     def check_declared(self, group: Declared, ctx: ConfigContext) -> None:

@@ -149,6 +149,7 @@ def _blank_outside(text: str, keep: list[tuple[int, int]]) -> str:
 def check(dockerfile: Dockerfile, text: str, path: str, rules: Sequence, target, *,
           scanned: ScannedView) -> list[Finding]:
     findings = run([dockerfile.group], text, path, rules, target, scanned)
-    from_runs = shell.check(dockerfile.script, dockerfile.shell_view, path, rules, target, scanned=scanned)
+    from_runs = shell.check(dockerfile.script, dockerfile.shell_view, path, rules, target, scanned=scanned,
+                            language="dockerfile")
     index = LineIndex(text)  # reports quote the Dockerfile line as written
     return findings + [replace(f, source_line=index.line_text(f.location.line)) for f in from_runs]

@@ -93,7 +93,7 @@ def check_python(block: Embedded, path: str, rules: Sequence, target, index: Lin
         return []  # a lone surrogate (`\ud800` in a notebook's JSON): no Python parser reads it
     from rlcompat.rule import triggers_in
 
-    triggered = [r for r in rules if any(t in code for t in triggers_in(r, "python"))]
+    triggered = [r for r in rules if "python" in r.languages and any(t in code for t in triggers_in(r, "python"))]
     if not triggered:
         return []
     from rlcompat.lang import python as py

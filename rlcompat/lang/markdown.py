@@ -47,7 +47,7 @@ def parse(text: str) -> MarkdownBlocks:
 
 def check(blocks: MarkdownBlocks, text: str, path: str, rules: Sequence, target, *,
           scanned: ScannedView) -> list[Finding]:
-    findings = shell.check(blocks.script, blocks.shell_view, path, rules, target, scanned=scanned)
+    findings = shell.check(blocks.script, blocks.shell_view, path, rules, target, scanned=scanned, language="markdown")
     # Reports quote the Markdown line as written.
     from dataclasses import replace
 

@@ -3,8 +3,8 @@
 Read with CPython's `ast` (no LibCST parse is needed for them; the tree the narrowing step already built is reused,
 and a big text's settings are read from the narrowing's chunks as it parses them: `SettingsReading`), only inside
 statements whose lines hold a `python_triggers` word of a runnable config rule (a config rule opts into Python by
-adding python to its languages, its triggers then being those words, or by naming them). A setting under an `if` whose test reads the same name (`elif bf16: args["bf16"] = True`)
-repeats a choice made elsewhere and is left out; any other setting under an `if` carries the names its tests read
+adding python to its languages, its triggers then being those words unless it names narrower ones). A setting
+under an `if` whose test reads the same name (`elif bf16: args["bf16"] = True`) repeats a choice made elsewhere and is left out; any other setting under an `if` carries the names its tests read
 (`guards`), for rules that judge a value by the switch it follows (`elif self.bf16: self.mixed_precision = "bf16"`).
 
 | construct | origin | key |

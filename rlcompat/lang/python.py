@@ -186,7 +186,7 @@ def narrow(text: str, rules: Sequence, file: ScannedView | None = None) -> Narro
     if chunks.in_chunks(text):
         # A big text's CPython tree is built a chunk at a time and let go: the settings are read from the same chunks.
         config = [r for r in rules if isinstance(r, ConfigRule)]
-        if any(r.reads_python(text) for r in config):
+        if any(r.reads_python(text, file) for r in config):
             from rlcompat.lang.pysettings import SettingsReading
 
             readers.append(SettingsReading(text, _triggers(config)))
@@ -270,7 +270,7 @@ def check_targets(module: cst.Module | Parts | None, text: str, path: str, group
         config = [r for r in rules if isinstance(r, ConfigRule)]
         # (Python rules, config rules, those that read this file's Python (asked once: `reads_python`), target)
         split.append(([r for r in rules if not isinstance(r, ConfigRule)], config,
-                      [r for r in config if r.reads_python(text)], target))
+                      [r for r in config if r.reads_python(text, scanned)], target))
     try:
         # The settings are read first, from the tree the narrowing step built (or, for a big text, as it read each
         # chunk), so that what it left (a tree costs 70 to 150 bytes a byte of source) need not live on beside

@@ -51,6 +51,11 @@ class ScannedView(Protocol):
     def for_rules(self) -> object:
         """What config rules read as `ConfigContext.verl`; front ends pass it on unread."""
 
+    def python_key_words(self, kinds: frozenset[str]) -> frozenset[str] | None:
+        """The words a Python file spells where a setting of it can be a framework key of these kinds (the keys'
+        last name parts, lower case, `-` as `_`), or None where a key of them judges Python that leaves it out: what
+        `ConfigRule.reads_python` looks for."""
+
     def spell_added_key(self, command_words: Sequence[str], key: str) -> tuple[str | None, str]:
         """How a fix may write the override `key` (with its `+`/`++`) into a command of this file: the key as the
         config the command reads takes it, or (None, why) where that config has no such key."""

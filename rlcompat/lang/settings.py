@@ -34,12 +34,14 @@ A `ConfigView` is the set of settings that configure one run: a YAML document, o
 environment variables in force for it), a script's exports (`kind == "env"`), a JSON file, a Python file's
 settings. Rules (`ConfigRule.check_config`) ask a view for keys: `get(key)` and `by_name(*names)` for keys (never
 flags or env vars), `flags(*names)`, `env(*names)`; a shell view of a verl command can also *add* an override for
-a key that the script leaves at a hazardous code default. A config rule reads Python files only if it names
-`python_triggers`.
+a key that the script leaves at a hazardous code default. A config rule reads Python files only if it declares
+python in its `languages` (its `python_triggers` mark the statements read).
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import ClassVar, Sequence
@@ -232,25 +234,50 @@ class ConfigRule(Rule):
     # Python files: the words that mark those statements, where they are fewer or narrower than the rule's triggers
     # (the statements are read once for every config rule, so a common word such as `dtype` would have every
     # statement of a model file read). Derived from `triggers` for a rule that only adds "python" to its languages;
-    # a rule that names them reads Python.
+    # a rule that names them declares python too (one that does not is refused when its class is made).
     python_triggers: ClassVar[tuple[str, ...]] = ()
     # Rules that look at commands the shell parser could not read (views of kind "unread"); the others never see them.
     reads_unread: ClassVar[bool] = False
+    # The kinds of framework keys it judges (`kind` of a key in rlcompat/knowledge/data/frameworks/): a Python file
+    # is read for it only where it spells one of their keys (`reads_python`).
+    kinds: ClassVar[frozenset[str]] = frozenset()
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
         if cls.python_triggers and "python" not in cls.languages:
-            cls.languages = cls.languages | {"python"}  # reads Python settings (lang/pysettings.py)
-        elif "python" in cls.languages and not cls.python_triggers:
+            # `languages` alone says where a rule runs (tests/test_rule_languages.py holds the front ends to it)
+            raise TypeError(f"{cls.__name__} names python_triggers but does not declare python in its languages")
+        if "python" in cls.languages and not cls.python_triggers:
             cls.python_triggers = cls.triggers
 
-    def reads_python(self, text: str) -> bool:
+    def reads_python(self, text: str, scanned: ScannedView | None) -> bool:
         """Whether this rule can report a setting of the Python `text` (which holds one of its `python_triggers`):
-        a rule that can tell from the text that it cannot (no key it judges is spelled) saves reading the settings."""
-        return True
+        a rule of framework keys (`kinds`) only where the text spells one of them (the words `scanned`, the file
+        being checked, hands over; without it, always)."""
+        if not self.kinds or scanned is None:
+            return True
+        return spells_one_of(text, scanned.python_key_words(self.kinds))
 
     def check_config(self, view: ConfigView, ctx: "ConfigContext") -> None:
         raise NotImplementedError
+
+
+# A key built by an escape (`"use_\\x76llm"`) or a backslash-newline inside a string is not spelled in the text: such a
+# file is read whatever it spells.
+_UNSPELLED = re.compile(r"\\(?:[xuUN0-7]|\r?\n|\r)")
+
+
+def spells_one_of(text: str, words: frozenset[str] | None) -> bool:
+    """Whether the Python `text` can hold a setting whose key's last name part is one of `words` (lower case, `-` as
+    `_`; None: any text can): it spells one (any case, `-` or `_`; identifiers compared as CPython reads them, NFKC),
+    or builds a string from escapes. Like a trigger, the key is a word the file spells: one split over adjacent
+    string literals (`"use_" "vllm"`) counts only where the file spells one of the words elsewhere."""
+    if words is None or _UNSPELLED.search(text):
+        return True
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+    text = text.lower().replace("-", "_")
+    return any(w in text for w in words)
 
 
 @dataclass

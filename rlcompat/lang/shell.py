@@ -812,9 +812,12 @@ def check_targets(script: ShellScript, text: str, path: str, groups: Sequence[tu
 
 
 def check(script: ShellScript, text: str, path: str, rules: Sequence, target, _depth: int = 0, *,
-          scanned: ScannedView) -> list[Finding]:
-    config_rules = [r for r in rules if isinstance(r, ConfigRule)]
-    python_rules = [r for r in rules if not isinstance(r, ConfigRule)]  # for Python inside the script
+          scanned: ScannedView, language: str = "shell") -> list[Finding]:
+    """Findings of `rules` in the script: its own commands for the config rules that declare `language` (the file's:
+    a Dockerfile's RUN lines are read as a script too), the Python it runs for the rules that declare Python (a
+    script's rules include them, since its files embed Python: rlcompat/lang/languages.py)."""
+    config_rules = [r for r in rules if isinstance(r, ConfigRule) and language in r.languages]
+    python_rules = [r for r in rules if not isinstance(r, ConfigRule)]  # Python inside the script is read for these
     scanned.derived(SCRIPT_KIND, text, lambda: script)  # the parse, for rules that read the script's commands
     index = LineIndex(text)
     variables = Variables(text)

@@ -81,5 +81,10 @@ class _OneTarget:
 
     def __init__(self, checker: Checker, index: int) -> None:
         self.target = checker.targets[index]
+        self._group = checker.groups[index]
         self.settings = checker.settings
         self.tree_identity = checker.tree_identity
+
+    @property
+    def suppression_rules(self) -> list:
+        return self._group.suppression_rules

@@ -205,6 +205,12 @@ class Checker:
         assert len(self.targets) == 1, "a checker of several targets has no one target"
         return self.targets[0]
 
+    @property
+    def suppression_rules(self) -> list[SuppressionRule]:
+        """The rules over suppressions of a checker of one target (scan, fix)."""
+        assert len(self.groups) == 1, "a checker of several targets has no one set of rules"
+        return self.groups[0].suppression_rules
+
     # Each group's cache is read on first use: in the parent, which answers what the caches know; never in a worker
     # of a scan (a fix's worker reads its own, to leave a clean file unread).
     @cached_property

@@ -107,6 +107,9 @@ class ScannedFile:
     def override_clis(self) -> frozenset[str]:
         return frameworks.vocabulary().override_clis
 
+    def python_key_words(self, kinds: frozenset[str]) -> frozenset[str] | None:
+        return frameworks.python_key_words(kinds)
+
     def spell_added_key(self, command_words: Sequence[str], key: str) -> tuple[str | None, str]:
         from rlcompat.schema.gate import spell_for_tree
 

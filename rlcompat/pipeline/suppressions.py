@@ -108,3 +108,9 @@ class SuppressionRule(Rule):
         """Findings about `suppressions` (each with the codes it silenced, `used`) in the file at `path`;
         `active_codes`: the codes of the rules that ran for the target (selected, applying to it)."""
         raise NotImplementedError
+
+    def still_holds(self, finding: Finding, suppression: Suppression) -> bool:
+        """Whether `finding`, which this rule reported about `suppression`, still holds now that the suppression has
+        silenced more (`suppression.used`: the codes of findings reported after the file's check, at a launch
+        command for what its run reaches: rlcompat/analysis/launch_path.py)."""
+        return True

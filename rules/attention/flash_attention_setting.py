@@ -40,6 +40,7 @@ class FlashAttentionSetting(ConfigRule):
         "materialises the attention matrix and needs more memory, so the fix is unsafe."
     )
     # + the mapping verl's own model configs leave attn_implementation out of (`override_config: {}`)
+    languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
     triggers = ("flash_attention_", "flash_attn", "flash-attn", "attention_backend") + h.ENTRY_TRIGGERS + (
         omitted_mapping_names("attn-implementation"))
     python_triggers = ("flash_attention_", "flash_attn", "flash-attn")  # its triggers less verl's YAML and entry words

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from rlcompat.analysis.knowledgecheck import DataExamples, check, spells_a_key
+from rlcompat.analysis.knowledgecheck import DataExamples, check
 from rlcompat.contract import Bad, ConfigRule, Good
 
 KINDS = frozenset({"attention", "flash-switch", "attention-backend", "flash-only-switch", "ring-attention"})
@@ -38,10 +38,11 @@ class FrameworkAttentionSetting(ConfigRule):
         "safe. Switches are turned off or dropped (packing off: more padding, same result). Ring attention has no fix "
         "(it changes the parallel layout)."
     )
+    languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
     triggers = ("attn", "attention", "ATTENTION", "flash", "packing", "openrlhf")
     sources = ("S9", "S10")
-    # Not the knowledge's key words (`reads_python` asks for those): these mark the statements whose settings
-    # every config rule reads, and the key words would mark others
+    # Not the key words of its `kinds` (a file is read only where it spells one): these mark the statements whose
+    # settings every config rule reads, and the key words would mark others
     python_triggers = ("flash_attn", "flash_attention", "packing", "ring_attn", "FLASH_ATTN")
     kinds = KINDS
     precedence = 1
@@ -72,9 +73,6 @@ class FrameworkAttentionSetting(ConfigRule):
     @classmethod
     def applies_to(cls, target) -> bool:
         return not target.flash_attn_3
-
-    def reads_python(self, text: str) -> bool:
-        return spells_a_key(text, KINDS)
 
     def check_config(self, view, ctx) -> None:
         check(view, ctx, KINDS)

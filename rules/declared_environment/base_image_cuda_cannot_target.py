@@ -32,7 +32,7 @@ class BaseImageCudaCannotTarget(DeclaredRule):
     triggers = ("FROM", "from")
     sources = ("S27", "S28", "S29", "S48", "S55")
     prevents = ("X2", "E1")
-    languages = frozenset({"dockerfile"})
+    languages = frozenset({"dockerfile", "python"})  # python: a setup.py (DeclaredRule)
 
     bad = (
         Bad("FROM nvidia/cuda:13.0.1-cudnn-devel-ubuntu24.04\nRUN nvcc --version\n", path="Dockerfile", unsafe=True,

@@ -51,7 +51,7 @@ class TorchCudaArchList(DeclaredRule):
     triggers = ("TORCH_CUDA_ARCH_LIST",)
     sources = ("S1", "S27", "S34", "S48", "S57")
     prevents = ("X2", "E1")
-    languages = frozenset({"dockerfile", "shell", "markdown"})
+    languages = frozenset({"dockerfile", "shell", "markdown", "python"})  # python: a setup.py (DeclaredRule)
 
     bad = (
         Bad('FROM nvidia/cuda:12.6.3-devel-ubuntu22.04\nENV TORCH_CUDA_ARCH_LIST="8.0;8.6;9.0"\n', path="Dockerfile",

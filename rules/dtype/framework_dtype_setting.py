@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from rlcompat.analysis.knowledgecheck import DataExamples, check, spells_a_key
+from rlcompat.analysis.knowledgecheck import DataExamples, check
 from rlcompat.contract import Bad, ConfigRule, Good
 
 KINDS = frozenset({"dtype", "bf16-switch", "tf32-switch", "fp8-switch", "fp16-switch"})
@@ -39,11 +39,12 @@ class FrameworkDtypeSetting(ConfigRule):
     # "[job]": the table of a torchtitan train config, "fsdp_config:" the mapping of a skyrl-train config, which
     # report a dtype default the file leaves out (a key's `omitted` tables; tests/test_framework_knowledge.py holds
     # each such key to a trigger of its rule)
+    languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
     triggers = ("dtype", "bf16", "bfloat16", "precision", "PRECISION", "tf32", "fp8", "fp16", "openrlhf", "trl ", "[job]",
                 "fsdp_config:")
     sources = ("S1", "S6", "S8", "S15", "S20", "S62")
-    # Not the knowledge's key words (`reads_python` asks for those): these mark the statements whose settings
-    # every config rule reads, and the key words would mark others
+    # Not the key words of its `kinds` (a file is read only where it spells one): these mark the statements whose
+    # settings every config rule reads, and the key words would mark others
     python_triggers = ("bf16", "bfloat16", "tf32", "fp8")
     kinds = KINDS
     precedence = 1
@@ -65,9 +66,6 @@ class FrameworkDtypeSetting(ConfigRule):
     @classmethod
     def applies_to(cls, target) -> bool:
         return not target.fp8
-
-    def reads_python(self, text: str) -> bool:
-        return spells_a_key(text, KINDS)
 
     def check_config(self, view, ctx) -> None:
         check(view, ctx, KINDS)

@@ -3,6 +3,8 @@ from __future__ import annotations
 from rlcompat.contract import Bad, Finding, Good, Location, Suppression, SuppressionRule
 from rlcompat.lang.frontends import FRONTENDS
 
+PREFIX, SILENCES_NOTHING = "suppression of ", " silences nothing"  # the message, which `still_holds` reads back
+
 
 class UnusedSuppression(SuppressionRule):
     code = "RLC001"
@@ -45,10 +47,15 @@ class UnusedSuppression(SuppressionRule):
                 out.append(Finding(
                     code=self.code,
                     name=self.name,
-                    message=f"suppression of {', '.join(stale)} silences nothing here for {self.target.name}; remove it",
+                    message=f"{PREFIX}{', '.join(stale)}{SILENCES_NOTHING} here for {self.target.name}; remove it",
                     path=path,
                     location=Location(s.line, s.column, s.line, s.column),
                     target=self.target.name,
                     severity=self.severity,
                 ))
         return out
+
+    def still_holds(self, finding: Finding, suppression: Suppression) -> bool:
+        # Every code the finding named (its message says which) is one the suppression has silenced since.
+        named = finding.message.removeprefix(PREFIX).split(SILENCES_NOTHING)[0].split(", ")
+        return not all(n == "(all)" or any(u.startswith(n) for u in suppression.used) for n in named)

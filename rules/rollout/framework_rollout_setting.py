@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from rlcompat.analysis.knowledgecheck import DataExamples, check, spells_a_key
+from rlcompat.analysis.knowledgecheck import DataExamples, check
 from rlcompat.knowledge.capabilities import min_capability
 from rlcompat.contract import Bad, ConfigRule, Good
 
@@ -29,10 +29,11 @@ class FrameworkRolloutSetting(ConfigRule):
         "An fp8 KV cache becomes `auto` and eager mode is switched on (safe). Engines and quantization have no fix: "
         "switching either changes the run (and on sm6x/sm70 there is no vLLM to switch to)."
     )
+    languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
     triggers = ("vllm", "VLLM", "sglang", "quantization", "kv_cache", "kv-cache", "eager", "infer_backend")
     sources = ("S6", "S7", "S17", "S20", "S35", "S52", "S162")
-    # Not the knowledge's key words (`reads_python` asks for those): these mark the statements whose settings
-    # every config rule reads, and the key words would mark others
+    # Not the key words of its `kinds` (a file is read only where it spells one): these mark the statements whose
+    # settings every config rule reads, and the key words would mark others
     python_triggers = ("vllm", "VLLM", "sglang", "kv_cache", "quantization", "enforce_eager")
     kinds = KINDS
     precedence = 1
@@ -68,9 +69,6 @@ class FrameworkRolloutSetting(ConfigRule):
     @classmethod
     def applies_to(cls, target) -> bool:
         return not target.fp8
-
-    def reads_python(self, text: str) -> bool:
-        return spells_a_key(text, KINDS)
 
     def check_config(self, view, ctx) -> None:
         check(view, ctx, KINDS)

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from rlcompat.analysis.knowledgecheck import DataExamples, check, spells_a_key
+from rlcompat.analysis.knowledgecheck import DataExamples, check
 from rlcompat.contract import Bad, ConfigRule, Good
 
 KINDS = frozenset({"compile-switch", "liger-switch"})
@@ -22,10 +22,11 @@ class FrameworkKernelSetting(ConfigRule):
         "capability 7.0 [S17]; Liger's kernels are Triton [S37]."
     )
     fix_safety = "Turning the switch off runs the same computation eagerly or with the model's own layers: safe."
+    languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
     triggers = ("compile", "liger", "flex_attention")
     sources = ("S17", "S37")
-    # Not the knowledge's key words (`reads_python` asks for those): these mark the statements whose settings
-    # every config rule reads, and the key words would mark others
+    # Not the key words of its `kinds` (a file is read only where it spells one): these mark the statements whose
+    # settings every config rule reads, and the key words would mark others
     python_triggers = ("compile", "liger")
     kinds = KINDS
     precedence = 1
@@ -41,9 +42,6 @@ class FrameworkKernelSetting(ConfigRule):
     @classmethod
     def applies_to(cls, target) -> bool:
         return not target.inductor
-
-    def reads_python(self, text: str) -> bool:
-        return spells_a_key(text, KINDS)
 
     def check_config(self, view, ctx) -> None:
         check(view, ctx, KINDS)
