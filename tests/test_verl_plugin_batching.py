@@ -162,15 +162,8 @@ def _finishes(server, coroutine_fn, timeout: float):
     return returned, (out[0] if out else None)
 
 
-def test_the_server_loop_ends_when_cancelled_while_its_decoding_thread_is_still_returning(tiny):
-    """The decoding thread hands each result to the event loop as its row finishes, so the callers can be done
-    while the thread is still on its way out of `serve` (on a GPU: a few lines after its last host sync, or longer
-    with another thread holding the GIL). Cancelling the server's loop then (asyncio.run does it at its end, Ray at
-    shutdown) must end it, not leave it waiting for a wake-up that never comes (it hung on an H200 this way); and a
-    later event loop gets a loop task of its own."""
-    pytest.importorskip("verl")
-    import asyncio
-    import time
+def _cpu_server(tiny):
+    """The hf rollout server on the CPU with the tiny model (4 greedy tokens a request), and the prompts."""
     from types import SimpleNamespace
 
     from rlcompat.verl_plugin.server import HFRolloutServer
@@ -180,7 +173,20 @@ def test_the_server_loop_ends_when_cancelled_while_its_decoding_thread_is_still_
                              max_model_len=None, ignore_eos=True)
     model_config = SimpleNamespace(path=str(folder), local_path=str(folder), trust_remote_code=False,
                                    override_config={"attn_implementation": "eager"})
-    server = HFRolloutServer(config, model_config, device="cpu")
+    return HFRolloutServer(config, model_config, device="cpu"), prompts
+
+
+def test_the_server_loop_ends_when_cancelled_while_its_decoding_thread_is_still_returning(tiny):
+    """The decoding thread hands each result to the event loop as its row finishes, so the callers can be done
+    while the thread is still on its way out of `serve` (on a GPU: a few lines after its last host sync, or longer
+    with another thread holding the GIL). Cancelling the server's loop then (asyncio.run does it at its end, Ray at
+    shutdown) must end it, not leave it waiting for a wake-up that never comes (it hung on an H200 this way); and a
+    later event loop gets a loop task of its own."""
+    pytest.importorskip("verl")
+    import asyncio
+    import time
+
+    server, prompts = _cpu_server(tiny)
     serve = server.engine.serve
 
     def slow_to_return(take, on_group=None):  # every result is handed back inside `serve`; the thread lingers
@@ -211,16 +217,10 @@ def test_requests_parked_by_an_abort_do_not_hold_the_drain_and_run_after_resume(
     replica leaving service) waiting and new requests fail at once instead of waiting for a resume."""
     pytest.importorskip("verl")
     import asyncio
-    from types import SimpleNamespace
 
-    from rlcompat.verl_plugin.server import OUT_OF_SERVICE, HFRolloutServer
+    from rlcompat.verl_plugin.server import OUT_OF_SERVICE
 
-    folder, _tok, prompts, _model = tiny
-    config = SimpleNamespace(dtype="float32", max_num_seqs=8, response_length=4, prompt_length=64,
-                             max_model_len=None, ignore_eos=True)
-    model_config = SimpleNamespace(path=str(folder), local_path=str(folder), trust_remote_code=False,
-                                   override_config={"attn_implementation": "eager"})
-    server = HFRolloutServer(config, model_config, device="cpu")
+    server, prompts = _cpu_server(tiny)
 
     async def weight_sync():
         await server.abort_all_requests()
