@@ -381,3 +381,24 @@ def test_re_compile_and_the_word_compile_do_not_reach_the_compiler_rule():
     for text in ("import re\nimport torch\nP = re.compile('x')\n", "import torch\n# we compile the graph\n",
                  "import torch\ntorch._dynamo.reset()\n", "import torch\nfrom torch import nn\nx = compile_fx(m)\n"):
         assert not pattern.search(text), text
+
+
+@pytest.mark.parametrize("text, spells", [
+    ("torch.compile(f)", True),                 # at the very start: nothing before it to look behind at
+    ("x = torch . compile(f)", True),
+    ("x = mytorch.compile(f)", False),          # a word character before `torch`
+    ("x = a.torch.compile(f)", False),          # an attribute named torch
+    ("import torch as th", True),
+    ("from torch import compile", True),
+    ("xfrom torch import compile", False),
+    ("y = flex_attention(q, k, v)", True),
+    ("y = m.flex_attention(q, k, v)", True),    # flex_attention looks behind for a word character only
+    ("y = myflex_attention(q, k, v)", False),
+    ("x = re.compile('a')", False),
+])
+def test_rlc304_pattern_looks_behind_each_literal_as_before(text, spells):
+    # The pattern starts each alternative with its literal and looks behind it afterwards (speed: `re` can skip to
+    # candidate first characters); these are the edges where that must still equal a leading lookbehind.
+    from rlcompat.rules.triton_compile.torch_compile_below_sm70 import _SPELLS_A_COMPILER
+
+    assert (_SPELLS_A_COMPILER.search(text) is not None) == spells

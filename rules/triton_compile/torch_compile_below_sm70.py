@@ -23,12 +23,15 @@ _GUARD = "{torch}.cuda.is_available() and {torch}.cuda.get_device_capability() <
 _WS = r"(?:\s|\\\r?\n)"
 _WSC = r"(?:\s|\\\r?\n|#[^\r\n]*)"
 _DYNAMO = rf"(?:{_WS}*\.{_WS}*_dynamo)?"
+# Each alternative starts with its literal and looks behind it afterwards (`torch(?<![\w.]torch)`, the same test as a
+# leading `(?<![\w.])`), so `re` jumps from one candidate first character to the next instead of trying every
+# position: 2.1 -> 0.4 s over torch's 609 files that spell `compile` or `_dynamo`, the same answer on each.
 _SPELLS_A_COMPILER = re.compile(
-    rf"(?<![\w.])torch{_WSC}*\.{_WSC}*(?:compile|_dynamo{_WSC}*\.{_WSC}*optimize)(?!\w)"
-    rf"|(?<![\w.])torch{_DYNAMO}{_WS}+as(?!\w)"
-    rf"|(?<![\w.])from{_WS}+torch{_DYNAMO}{_WS}+import(?:{_WS}*\((?:[^)#]|#[^\r\n]*)*?|(?:[^\r\n\\(#]|\\\r?\n)*?)"
+    rf"torch(?<![\w.]torch){_WSC}*\.{_WSC}*(?:compile|_dynamo{_WSC}*\.{_WSC}*optimize)(?!\w)"
+    rf"|torch(?<![\w.]torch){_DYNAMO}{_WS}+as(?!\w)"
+    rf"|from(?<![\w.]from){_WS}+torch{_DYNAMO}{_WS}+import(?:{_WS}*\((?:[^)#]|#[^\r\n]*)*?|(?:[^\r\n\\(#]|\\\r?\n)*?)"
     rf"(?<![\w.])(?:compile|_dynamo|optimize)(?!\w)"
-    rf"|(?<!\w)flex_attention(?!\w)"
+    rf"|flex_attention(?<!\wflex_attention)(?!\w)"
     rf"|['\"](?:compile|_dynamo|optimize)['\"]"
     rf"|\\(?:[xuUN0-7]|\r?\n)")
 
