@@ -317,7 +317,7 @@ class DataclassParser:
 
 def dataclass_parser(root: str, words: tuple[str, ...], script_dir: str) -> DataclassParser | None:
     """The dataclass parser of the tree's entry point a command runs, or None (no such entry point or parser)."""
-    from rlcompat.schema.structured import field_defaults
+    from rlcompat.schema.structured import each_parser_class, field_defaults
     from rlcompat.schema.tree import entry_facts, module_file, read_command
 
     launch = read_command(words)
@@ -330,15 +330,8 @@ def dataclass_parser(root: str, words: tuple[str, ...], script_dir: str) -> Data
         return None
     if not facts.parser_classes or facts.has_hydra:
         return None
-    fields, complete, read = {}, True, []
-    for name in facts.parser_classes:
-        try:
-            found = field_defaults(root, path, name)
-        except SchemaUnread:
-            complete = False
-            continue
-        read.append(name)
-        fields.update((f.name, f.annotation) for f in found)
+    read, complete = each_parser_class(facts.parser_classes, lambda name: field_defaults(root, path, name))
+    fields = {f.name: f.annotation for found in read.values() for f in found}
     shown = "./" + os.path.relpath(path, root).replace(os.sep, "/")
     return DataclassParser(f"{shown} (parser over {', '.join(read) or 'no dataclass of the tree'})",
                            launch.module or launch.script, fields, complete)

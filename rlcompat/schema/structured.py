@@ -42,22 +42,26 @@ def dataclass_fields(root: str, module_file: str, class_name: str) -> dict[str, 
 def parser_schema(root: str, module_file: str, classes: tuple[str, ...]) -> KeySchema:
     """The options an HfArgumentParser/TrlParser over `classes` takes (`--field`), from those of the classes the tree
     defines; a class it imports from elsewhere (TRL's GRPOConfig) leaves the schema incomplete."""
-    keys: set[str] = set()
+    read, complete = each_parser_class(classes, lambda name: dataclass_fields(root, module_file, name))
     defaults: dict[str, str | None] = {}
-    complete = True
-    read = []
-    for name in classes:
-        try:
-            fields = dataclass_fields(root, module_file, name)
-        except SchemaUnread:
-            complete = False
-            continue
-        read.append(name)
-        keys.update(fields)
+    for fields in read.values():
         defaults.update(fields)
     shown = "./" + os.path.relpath(module_file, root).replace(os.sep, "/")
-    return KeySchema("argparse", f"{shown} ({', '.join(read) or 'no dataclass of the tree'})", frozenset(keys),
+    return KeySchema("argparse", f"{shown} ({', '.join(read) or 'no dataclass of the tree'})", frozenset(defaults),
                      complete=complete, defaults=tuple(sorted(defaults.items())))
+
+
+def each_parser_class(classes: tuple[str, ...], read) -> tuple[dict, bool]:
+    """`read(name)` for each dataclass a parser is built over, by name, for those the tree defines, and whether that
+    is all of them: one it imports from elsewhere (TRL's GRPOConfig) raises SchemaUnread, and the parser's options
+    are then known only in part."""
+    out, complete = {}, True
+    for name in classes:
+        try:
+            out[name] = read(name)
+        except SchemaUnread:
+            complete = False
+    return out, complete
 
 
 @dataclass(frozen=True)
@@ -193,39 +197,40 @@ class _Reader:
             raise SchemaUnread(f"{os.path.relpath(module_file, self.root)}: no class {class_name} in the tree")
         return found
 
-    def fields(self, module_file: str, class_name: str, prefix: str, keys: set, open_maps: set, depth: int) -> None:
+    def inherited_fields(self, module_file: str, class_name: str, depth: int, strict: bool,
+                         skip: tuple[str, ...] = ("object", "Generic")):
+        """(file, class, field statement, depth of that class) for each field of `class_name`, its bases' first as
+        `dataclasses` orders them. A base named in `skip` is passed over; one the tree does not define too, or with
+        `strict` it raises SchemaUnread (its fields are not known)."""
         where, node = self._class_at(module_file, class_name, depth)
         for base in node.bases:
             base_name = _name(base)
-            if base_name and base_name not in ("object", "BaseConfig", "Generic") and self.find(where, base_name):
-                self.fields(where, base_name, prefix, keys, open_maps, depth + 1)
+            if not base_name or base_name in skip:
+                continue
+            if self.find(where, base_name):
+                yield from self.inherited_fields(where, base_name, depth + 1, strict, skip)
+            elif strict:
+                raise SchemaUnread(f"{class_name} subclasses {base_name}, which the tree does not define")
         for stmt in _fields_of(node):
+            yield where, node, stmt, depth
+
+    def fields(self, module_file: str, class_name: str, prefix: str, keys: set, open_maps: set, depth: int) -> None:
+        for where, _node, stmt, level in self.inherited_fields(module_file, class_name, depth, strict=False,
+                                                               skip=("object", "BaseConfig", "Generic")):
             key = f"{prefix}.{stmt.target.id}" if prefix else stmt.target.id
             keys.add(key)
             nested = self._nested_class(where, stmt)
             if nested is not None:
-                self.fields(where, nested, key, keys, open_maps, depth + 1)
+                self.fields(where, nested, key, keys, open_maps, level + 1)
             elif self._free(stmt.annotation):
                 open_maps.add(key)
 
     def defaults(self, module_file: str, class_name: str, out: dict, depth: int) -> None:
-        where, node = self._class_at(module_file, class_name, depth)
-        for base in node.bases:
-            base_name = _name(base)
-            if base_name and base_name not in ("object", "Generic") and self.find(where, base_name):
-                self.defaults(where, base_name, out, depth + 1)
-            elif base_name and base_name not in ("object", "Generic"):
-                raise SchemaUnread(f"{class_name} subclasses {base_name}, which the tree does not define")
-        for stmt in _fields_of(node):
+        for _where, _node, stmt, _level in self.inherited_fields(module_file, class_name, depth, strict=True):
             out[stmt.target.id] = _default_text(stmt.value)
 
     def lines(self, module_file: str, class_name: str, out: dict, depth: int) -> None:
-        where, node = self._class_at(module_file, class_name, depth)
-        for base in node.bases:
-            base_name = _name(base)
-            if base_name and base_name not in ("object", "Generic") and self.find(where, base_name):
-                self.lines(where, base_name, out, depth + 1)
-        for stmt in _fields_of(node):
+        for where, node, stmt, _level in self.inherited_fields(module_file, class_name, depth, strict=False):
             out[stmt.target.id] = FieldDefault(stmt.target.id, _default_text(stmt.value), ast.unparse(stmt.annotation),
                                                node.name, where, stmt.lineno)
 
