@@ -35,6 +35,10 @@ class LeftDefault:
     where: str  # "src/recipe/configs.py:42", relative to the tree's root
     spelling: str  # "argparse" (HfArgumentParser/TrlParser: `--field value`) | "cli" (OmegaConf.from_cli: `field=value`)
 
+    def option(self, value: str) -> str:
+        """The command-line words that set this field to `value`, as its parser takes them."""
+        return f"--{self.field} {value}" if self.spelling == "argparse" else f"{self.field}={value}"
+
     def accepts(self, value: str) -> bool:
         """Whether the parser takes `value` for this field, as far as its annotation proves it."""
         from rlcompat.schema.structured import parses
@@ -154,5 +158,4 @@ def append_option(view: ConfigView, text: str, left: LeftDefault, value: str) ->
         return None
     if left.spelling == "structured":
         return None  # no CLI merge into the structured config: nothing on the command sets the field
-    word = f"--{left.field} {value}" if left.spelling == "argparse" else f"{left.field}={value}"
-    return Edit(end, end, f" {word}")
+    return Edit(end, end, f" {left.option(value)}")

@@ -59,7 +59,7 @@ class RecipeAttentionDefault(ConfigRule):
             else:
                 continue
             edit = append_option(view, ctx.source_text, left, "sdpa") if left.accepts("sdpa") else None
-            spelled = f"--{left.field} sdpa" if left.spelling == "argparse" else f"{left.field}=sdpa"
+            spelled = left.option("sdpa")
             message = (f"{left.owner}.{left.field} defaults to {left.value} ({left.where}), and this command does not "
                        f"set it: {needs}, {target.name} is {target.capability_text}")
             message += f"; add {spelled}" if edit else f"; no fix: {left.field}: {left.annotation} does not prove sdpa parses"

@@ -64,7 +64,7 @@ class RecipePrecisionDefault(ConfigRule):
             else:
                 continue
             edit = append_option(view, ctx.source_text, left, value) if left.accepts(value) else None
-            spelled = f"--{left.field} {value}" if left.spelling == "argparse" else f"{left.field}={value}"
+            spelled = left.option(value)
             message = (f"{what}, and this command does not set it: {ctx.target.name} (compute capability "
                        f"{ctx.target.capability_text}) has no bf16 hardware")
             if edit is None:
