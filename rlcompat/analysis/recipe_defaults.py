@@ -39,6 +39,12 @@ class LeftDefault:
         """The command-line words that set this field to `value`, as its parser takes them."""
         return f"--{self.field} {value}" if self.spelling == "argparse" else f"{self.field}={value}"
 
+    def why_no_fix(self, value: str) -> str:
+        """Why no option setting this field to `value` is offered (`append_option` gave none)."""
+        if self.spelling == "structured":
+            return "the entry point merges no command-line words into its structured config"
+        return f"{self.field}: {self.annotation} does not prove the parser takes {value}"
+
     def accepts(self, value: str) -> bool:
         """Whether the parser takes `value` for this field, as far as its annotation proves it."""
         from rlcompat.schema.structured import parses

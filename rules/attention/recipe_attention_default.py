@@ -62,5 +62,5 @@ class RecipeAttentionDefault(ConfigRule):
             spelled = left.option("sdpa")
             message = (f"{left.owner}.{left.field} defaults to {left.value} ({left.where}), and this command does not "
                        f"set it: {needs}, {target.name} is {target.capability_text}")
-            message += f"; add {spelled}" if edit else f"; no fix: {left.field}: {left.annotation} does not prove sdpa parses"
+            message += f"; add {spelled}" if edit else f"; no fix: {left.why_no_fix('sdpa')}"
             ctx.report(view.anchor, message, [edit] if edit else [], FixSafety.SAFE, f"add {spelled}")

@@ -67,10 +67,5 @@ class RecipePrecisionDefault(ConfigRule):
             spelled = left.option(value)
             message = (f"{what}, and this command does not set it: {ctx.target.name} (compute capability "
                        f"{ctx.target.capability_text}) has no bf16 hardware")
-            if edit is None:
-                message += (f"; no fix: {left.field}: {left.annotation} does not prove the parser takes {value}"
-                            if left.spelling != "structured" else
-                            "; no fix: the entry point merges no command-line words into its structured config")
-            else:
-                message += f"; add {spelled}"
+            message += f"; add {spelled}" if edit else f"; no fix: {left.why_no_fix(value)}"
             ctx.report(view.anchor, message, [edit] if edit else [], safety, f"add {spelled}")
