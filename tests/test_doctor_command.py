@@ -138,6 +138,15 @@ def test_memory_check_uses_the_gpu_and_suggests_settings(doctor):
     assert code == 0
 
 
+def test_a_model_whose_rollout_copy_exceeds_the_card_fits_on_no_number_of_gpus(doctor):
+    machine = _machine(FakeNvml([P40]), torch=TorchBuild("2.8.0+cu126", "12.6", arches=("sm_60",)),
+                       packages=[("verl", "0.9.1")])
+    _, text, _ = doctor(machine, "--model-params", "7B", "--algo", "grpo", "--ignore", "RLC513")
+    assert "fits on no number of such GPUs: the hf rollout's server holds the whole model on each GPU" in text
+    _, text, _ = doctor(machine, "--model-params", "3B", "--algo", "grpo", "--ignore", "RLC513")
+    assert "it fits on 4 such GPUs (trainer.n_gpus_per_node=4" in text
+
+
 def test_without_verl_installed_doctor_names_no_verl_key(doctor):
     code, out, _ = doctor(_machine(FakeNvml([P40]), torch=TorchBuild("2.8.0+cu126", "12.6", arches=("sm_60",))),
                           "--model-params", "0.5B", "--output-format", "json")
@@ -185,7 +194,7 @@ def test_the_hf_rollout_is_named_installed_or_installable(doctor):
 
 def test_memory_check_that_does_not_fit_exits_one(doctor):
     code, out, _ = doctor(_machine(FakeNvml([P40]), torch=TorchBuild("2.8.0+cu126", "12.6", arches=("sm_60",))),
-                          "--model-params", "7B")
+                          "--model-params", "3B")
     assert code == 1 and "does not fit" in out and "trainer.n_gpus_per_node=" in out
 
 

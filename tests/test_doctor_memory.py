@@ -102,13 +102,34 @@ def test_suggest_returns_defaults_when_they_fit_and_a_fitting_plan_otherwise():
 
 def test_suggest_gives_up_honestly_and_counts_gpus():
     kwargs = dict(dtype="float32", rollout="hf", card_bytes=24 * GIB)
-    est, _ = memory.suggest(7_000_000_000, **kwargs)
+    est, _ = memory.suggest(3_000_000_000, **kwargs)
     assert est.fits is False
-    needed = memory.gpus_needed(7_000_000_000, **kwargs)
+    needed = memory.gpus_needed(3_000_000_000, **kwargs)
     assert needed is not None and needed > 1
-    assert memory.estimate(7_000_000_000, gpus=needed, plan=Plan(micro_batch=1, ref_param_offload=True,
+    assert memory.estimate(3_000_000_000, gpus=needed, plan=Plan(micro_batch=1, ref_param_offload=True,
                            critic_param_offload=True, critic_optimizer_offload=True, actor_optimizer_offload=True,
                            actor_param_offload=True), **kwargs).fits
+
+
+def test_the_hf_rollout_server_holds_the_whole_model_in_the_rollout_phase_only():
+    """rlcompat's hf rollout runs one replica per GPU with its own copy of the whole model (not an FSDP shard),
+    moved to host memory while the trainer updates: more GPUs shrink everything but that copy."""
+    one = memory.estimate(1000, algo="grpo", dtype="float32", gpus=1, seq_len=1, rollout="hf", shape=TINY,
+                          plan=Plan(micro_batch=1), use_ref=False)
+    two = memory.estimate(1000, algo="grpo", dtype="float32", gpus=2, seq_len=1, rollout="hf", shape=TINY,
+                          plan=Plan(micro_batch=1), use_ref=False)
+    assert one.parts["rollout server weights (whole model)"] == two.parts["rollout server weights (whole model)"] == 4000
+    rollout_rest = one.parts["rollout KV cache (HF generate)"] + 1 * TINY.vocab * 4 + memory.CUDA_CONTEXT
+    assert one.phases["rollout"] == 16000 + 4000 + rollout_rest  # the actor's resident states beside the copy
+    assert two.phases["rollout"] == 8000 + 4000 + rollout_rest
+    offloaded = memory.estimate(1000, algo="grpo", dtype="float32", gpus=1, seq_len=1, rollout="hf", shape=TINY,
+                                plan=Plan(micro_batch=1, actor_param_offload=True, actor_optimizer_offload=True),
+                                use_ref=False)
+    assert offloaded.phases["rollout"] == 4000 + rollout_rest
+    # A 7B model in fp32 is a 26 GiB copy: no number of 24 GiB cards holds it, and doctor says why.
+    kwargs = dict(dtype="float32", rollout="hf", card_bytes=24 * GIB)
+    assert memory.gpus_needed(7_000_000_000, **kwargs) is None
+    assert memory.gpus_needed(7_000_000_000, **{**kwargs, "rollout": "vllm"}) is not None
 
 
 def _named(plan, algo, rollout, target="sm90", version="0.9.1"):

@@ -14,8 +14,9 @@ Per GPU, with P parameters sharded over G GPUs by FSDP (verl keeps fp32 master w
         both, when d < 4:           + b*s*V*d (the lm_head's output before the fp32 upcast)
     optimizer step: torch's foreach AdamW (what verl builds) holds sqrt(v) for every parameter at once, 4P/G, after
         the backward pass has freed the activations: an update holds max(activations + logits, 4P/G)
-    rollout: vLLM/SGLang take gpu_memory_utilization * card memory; Hugging Face generate takes a KV cache of
-        2*L*b*s*kv_dim*d plus the logits of one step
+    rollout: vLLM/SGLang take gpu_memory_utilization * card memory; rlcompat's hf rollout holds its server's own copy
+        of the whole model, P*d (one replica per GPU, not sharded), a KV cache of 2*L*b*s*kv_dim*d and the logits of
+        one step; it moves the copy to host memory while the trainer updates, so only the rollout phase holds it
 A phase holds its own model whole plus what the others keep resident (an offloaded model keeps nothing):
     rollout, actor update, critic update, reference log-probs; peak = the largest phase + CUDA context.
 """
@@ -165,6 +166,7 @@ def estimate(params: int, *, algo: str = "ppo", dtype: str = "float32", gpus: in
     if use_ref:
         parts["reference weights (fp32)"] = weights
     if rollout == "hf":
+        parts["rollout server weights (whole model)"] = P * d
         parts["rollout KV cache (HF generate)"] = 2 * L * b * s * shape.kv_dim * d
     else:
         parts[f"rollout ({rollout}, gpu_memory_utilization)"] = int(plan.rollout_memory_fraction * (card_bytes or 0))
@@ -176,12 +178,10 @@ def estimate(params: int, *, algo: str = "ppo", dtype: str = "float32", gpus: in
     critic_res = 0 if algo != "ppo" else (0 if plan.critic_param_offload else weights + grads) + (
         0 if plan.critic_optimizer_offload else moments)
     ref_res = 0 if (not use_ref or plan.ref_param_offload) else weights
-    rollout_mem = next(v for k, v in parts.items() if k.startswith("rollout"))
-    # HF rollout generates with the actor's own weights, so they are on the GPU even when offloaded.
-    rollout_actor = max(actor_res, weights) if rollout == "hf" else actor_res
+    rollout_mem = sum(v for k, v in parts.items() if k.startswith("rollout"))
     adamw_step = 4 * P // G  # sqrt of AdamW's second moment for every parameter (measured: bench/memory_check.py)
     phases = {
-        "rollout": rollout_actor + critic_res + ref_res + rollout_mem + (b * shape.vocab * 4 if rollout == "hf" else 0),
+        "rollout": actor_res + critic_res + ref_res + rollout_mem + (b * shape.vocab * 4 if rollout == "hf" else 0),
         "actor update": actor_all + max(activations + logits, adamw_step) + critic_res + ref_res,
     }
     if algo == "ppo":

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from rlcompat.knowledge import hf_rollout
 from rlcompat.release import __version__
-from rlcompat.doctor.memory import GIB, USABLE, Estimate
+from rlcompat.doctor.memory import CUDA_CONTEXT, GIB, USABLE, Estimate
 from rlcompat.doctor.snapshot import Environment
 from rlcompat.findings import Finding
 from rlcompat.knowledge.targets import Target
@@ -152,11 +152,11 @@ def _memory_text(m: MemoryCheck) -> list[str]:
     else:
         lines.append(f"  peak {_gib(e.peak)} of {card}: does not fit even after: {'; '.join(m.changes) or 'nothing to change'}")
         lines.append(f"  it fits on {m.gpus_needed} such GPUs (trainer.n_gpus_per_node={m.gpus_needed}, FSDP shards the states)"
-                     if m.gpus_needed else "  it does not fit on 64 such GPUs either: use a smaller model or LoRA")
+                     if m.gpus_needed else _fits_on_no_count(e))
     if e.rollout == "hf":
         lines.append(f"  rollout 'hf' = generation with transformers (verl 0.9.1 registers it only with rlcompat's plugin, "
-                     f"{hf_rollout.INSTALL}; the estimate counts the actor's weights, the plugin's server "
-                     "adds a copy that it moves to host memory while the trainer updates)")
+                     f"{hf_rollout.INSTALL}; its server holds its own copy of the whole model, counted in the rollout "
+                     "phase only: it moves the copy to host memory while the trainer updates)")
     if m.overrides_problem:
         lines.append(f"  verl overrides: not named: {m.overrides_problem}")
         return lines + [""]
@@ -165,6 +165,14 @@ def _memory_text(m: MemoryCheck) -> list[str]:
     if m.unnamed:
         lines.append(f"  not named (no key in that knowledge): {', '.join(m.unnamed)}")
     return lines + [""]
+
+
+def _fits_on_no_count(e: Estimate) -> str:
+    copy = e.parts.get("rollout server weights (whole model)", 0)
+    if copy + CUDA_CONTEXT > e.budget:  # FSDP shards the trainer's states, never the replica's copy
+        return (f"  it fits on no number of such GPUs: the hf rollout's server holds the whole model on each GPU "
+                f"({_gib(copy)} in {e.dtype}), more than the card leaves it; use a smaller model or a larger card")
+    return "  it does not fit on 64 such GPUs either: use a smaller model or LoRA"
 
 
 def _summary(result: DoctorResult) -> str:

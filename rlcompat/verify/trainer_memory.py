@@ -3,8 +3,8 @@ settings, so a user can see how far the estimate they plan with is from what ver
 
 Compared where both count the same thing: the trainer worker's peak allocated memory during the actor and critic
 updates (verl's `perf/max_memory_allocated_gb`, torch's allocator, so without the CUDA context the estimate adds).
-The hf rollout server holds its own copy of the weights (moved to host memory while the trainer updates), which
-doctor's model of an HF rollout does not have: its peak is shown beside the estimate of that copy plus the KV
+The hf rollout server holds its own copy of the weights (moved to host memory while the trainer updates), in a
+process of its own: its peak is shown beside the estimate of that copy (in the run's rollout dtype) plus the KV
 cache, as a separate row.
 """
 
