@@ -73,3 +73,26 @@ def test_a_megatron_mapping_that_sets_bf16_is_the_codes_input(tmp_path):
                                                "workers/megatron_workers.py": MEGATRON_WORKERS})
     report = scan_paths([str(package / "trainer" / "config")], SM75)
     assert not [f for f in report.findings if "decides it" in f.message]
+
+
+def test_a_command_running_a_forks_sft_trainer_is_judged_by_the_forks_code_not_a_releases(tmp_path):
+    """RLC123 cites what a verl release's fsdp_sft_trainer writes; a fork's trainer is its own code, which the rules
+    that read the fork's code judge (at the fork's own lines), so RLC123 says nothing about a command that runs the
+    fork's module."""
+    package = verl_package(tmp_path, "0.4.0", {"trainer/config/sft_trainer.yaml": SFT_CONFIG,
+                                               "trainer/fsdp_sft_trainer.py": SFT_TRAINER})
+    script = tmp_path / "run_sft.sh"
+    script.write_text("torchrun --nproc_per_node=2 -m verl.trainer.fsdp_sft_trainer \\\n"
+                      "    model.partial_pretrain=Qwen/Qwen2.5-0.5B-Instruct\n")
+    for target in (SM61, SM75):
+        report = scan_paths([str(tmp_path)], target)
+        assert not [f for f in report.findings if f.code == "RLC123"], report.findings
+        assert {(f.location.line, f.code) for f in report.findings
+                if f.path.endswith("verl/trainer/fsdp_sft_trainer.py")} == {(7, "RLC201"), (8, "RLC101")}
+    # The same command in a tree without the fork is judged with the release the tree pins.
+    pinned = tmp_path / "pinned"
+    pinned.mkdir()
+    (pinned / "run_sft.sh").write_text(script.read_text())
+    (pinned / "requirements.txt").write_text("verl==0.4.1\n")
+    report = scan_paths([str(pinned)], SM75)
+    assert [f.location.line for f in report.findings if f.code == "RLC123"] == [1]
