@@ -16,6 +16,7 @@ class Layout:
     strategies: dict[str, str]  # role -> the key naming its training engine ("" where it follows the actor's)
     fsdp_names: frozenset[str]  # values of `model_engine` / `strategy` that mean the FSDP engine
     engines_by_config_name: tuple[str, ...]  # `ppo_<engine>_trainer` config names
+    other_engines: frozenset[str]  # engines other than FSDP, whose keys the knowledge does not cover
     not_ppo: re.Pattern  # a command's words running an entry point without the PPO config
     sft_engine: re.Pattern  # ... running the engine-based SFT trainer
 
@@ -37,6 +38,7 @@ def layout() -> Layout:
         strategies={role: row["strategy"] for role, row in roles.items()},
         fsdp_names=frozenset(data["engine_names"]["fsdp"]),
         engines_by_config_name=tuple(data["engine_names"]["by_config_name"]),
+        other_engines=frozenset(data["engine_names"]["others"]),
         not_ppo=re.compile(data["entry_points"]["not_ppo"]),
         sft_engine=re.compile(data["entry_points"]["sft_engine"]),
     )

@@ -6,12 +6,10 @@ import re
 from rlcompat.analysis import cpu_program
 from rlcompat.analysis.confighelpers import remove_flag, where
 from rlcompat.contract import Bad, ConfigRule, FixSafety, Good
+from rlcompat.knowledge import verl_layout
 from rlcompat.knowledge.spellings import bf16_replacements, flash_attention, flash_attention_backends, fp8_names
 
 DTYPE_WORDS = {"dtype", "precision", "mp", "amp"}
-# verl's knowledge covers its FSDP engine; in verl's own configs the net leaves the other training engines' sections
-# and files alone rather than guess which engine a run uses.
-OTHER_ENGINES = {"megatron", "torchtitan", "veomni", "automodel", "turbo", "mindspeed"}
 ATTN_WORDS = {"attn", "attention"}
 
 
@@ -93,8 +91,11 @@ class UnknownHazardSetting(ConfigRule):
 
         verl_keys = {s.key for s in ctx.verl.settings} | set(ctx.verl.dead)
         in_verl = view.is_verl or "verl/trainer/config/" in ctx.path.replace(os.sep, "/")
-        if in_verl and OTHER_ENGINES & name_tokens(os.path.basename(ctx.path)):
-            return  # engine/megatron.yaml, _generated_ppo_torchtitan_trainer.yaml: see OTHER_ENGINES
+        # verl's knowledge covers its FSDP engine; in verl's own configs the net leaves the other training engines'
+        # files and sections alone rather than guess which engine a run uses (engine/megatron.yaml, turbo_config).
+        others = verl_layout.layout().other_engines
+        if in_verl and others & name_tokens(os.path.basename(ctx.path)):
+            return
         cpu_only = view.kind == "python" and cpu_program.runs_on_cpu_only(ctx.source_text)
         for s in view.settings:
             if s.value is None:
@@ -105,7 +106,7 @@ class UnknownHazardSetting(ConfigRule):
                 continue
             if not s.flag and verl_keys & set(view.paths_of(s)):
                 continue
-            if in_verl and OTHER_ENGINES & name_tokens(s.key):
+            if in_verl and others & name_tokens(s.key):
                 continue
             base = f"{ctx.verl.label} knowledge (its FSDP-engine keys)" if in_verl else "framework knowledge"
             self._check(s, ctx, name_tokens(s.key), f"`{s.label}` is not in rlcompat's {base}, so this is matched by "
