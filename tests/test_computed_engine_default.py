@@ -25,12 +25,10 @@ MODULE_NAME = ("total_num_nodes = 8\n\n"
                "    vllm_num_engines: int = total_num_nodes\n")
 
 
-@pytest.mark.xfail(strict=True, reason="computed defaults not followed yet")
 def test_a_module_level_count_selects_vllm_on_pascal(tmp_path):
     assert ("RLC404", 8) in _found(tmp_path, MODULE_NAME)
 
 
-@pytest.mark.xfail(strict=True, reason="computed defaults not followed yet")
 @pytest.mark.parametrize("body", [
     # arithmetic over an earlier module-level name
     "nodes = 2\ngpus = nodes * 8\n\n@dataclass\nclass C(BasePPOExpConfig):\n    vllm_num_engines: int = gpus // 4\n",
@@ -62,7 +60,6 @@ def test_counts_not_known_to_be_non_zero_are_not_reported(tmp_path, body):
     assert not any(code == "RLC404" for code, _ in _found(tmp_path, body))
 
 
-@pytest.mark.xfail(strict=True, reason="computed defaults not followed yet")
 def test_the_finding_says_where_the_count_comes_from_and_offers_no_fix(tmp_path):
     (tmp_path / "exp.py").write_text(HEAD + MODULE_NAME)
     report = scan_paths([str(tmp_path / "exp.py")], resolve_target("sm61"))
