@@ -42,12 +42,10 @@ def _found(tmp_path, load_args=PASSED, main="Trainer(a.model, a.attn)", package=
     return sorted((f.code, f.location.line) for f in report.findings)
 
 
-@pytest.mark.xfail(strict=True, reason="dead parameter defaults not recognised yet")
 def test_defaults_every_call_of_a_script_passes_are_not_reported(tmp_path):
     assert _found(tmp_path) == []
 
 
-@pytest.mark.xfail(strict=True, reason="dead parameter defaults not recognised yet")
 @pytest.mark.parametrize("main", [
     "Trainer(a.model, attn_implementation=a.attn)",
     "trainer_cls = Trainer if a.x else object\n    trainer_cls(a.model, attn_implementation=a.attn)",
@@ -73,5 +71,4 @@ def test_a_default_that_may_apply_is_reported(tmp_path, case):
 def test_a_call_that_leaves_out_one_argument_keeps_that_ones_finding_only(tmp_path):
     found = _found(tmp_path, load_args="attn_implementation, torch_dtype=\"float16\"")
     assert ("RLC101", 7) in found  # dtype= is left out by the one call
-    if ("RLC201", 13) in found or ("RLC102", 6) in found:  # the others are passed
-        pytest.xfail("dead parameter defaults not recognised yet")
+    assert ("RLC102", 6) not in found and ("RLC201", 6) not in found  # the others are passed
