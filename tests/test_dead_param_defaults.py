@@ -72,3 +72,29 @@ def test_a_call_that_leaves_out_one_argument_keeps_that_ones_finding_only(tmp_pa
     found = _found(tmp_path, load_args="attn_implementation, torch_dtype=\"float16\"")
     assert ("RLC101", 7) in found  # dtype= is left out by the one call
     assert ("RLC102", 6) not in found and ("RLC201", 6) not in found  # the others are passed
+
+
+METHODS = (
+    "from transformers import AutoModelForCausalLM\n\n\n"
+    "def load(name, *, attn_implementation=\"flash_attention_2\"):\n"                                   # 4
+    "    return AutoModelForCausalLM.from_pretrained(name, attn_implementation=attn_implementation)\n\n\n"
+    "class Runner:\n"
+    "    def build(self, name, attn_implementation=\"flash_attention_2\"):\n"                           # 9
+    "        return load(name, attn_implementation=attn_implementation)\n\n"
+    "    def go(self, a):\n"
+    "        return self.build({build_args})\n\n\n"
+    "if __name__ == \"__main__\":\n"
+    "    Runner().go(None)\n"
+)
+
+
+@pytest.mark.parametrize("build_args, reported", [
+    ("a.model, attn_implementation=a.attn", []),  # a keyword-only parameter passed, a method called through self
+    ("a.model, a.attn", []),  # at its position, `self` not counted
+    ("a.model", [("RLC201", 9)]),  # the method's default left in force
+])
+def test_keyword_only_parameters_and_methods(tmp_path, build_args, reported):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "run.py").write_text(METHODS.format(build_args=build_args))
+    found = scan_paths([str(tmp_path / "run.py")], resolve_target("sm75")).findings
+    assert sorted((f.code, f.location.line) for f in found if f.code == "RLC201") == reported
