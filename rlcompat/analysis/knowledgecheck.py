@@ -191,6 +191,8 @@ def check(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:
         if not selected(view, key):
             continue  # another setting of the run leaves this key unread (a strategy that is not selected)
         found = hazard_of(key, value, target)
+        if found is not None and any(hazard_of(key, v, target) is None for v in getattr(setting, "alternatives", ())):
+            found = None  # a default computed as one of several values (lang/pysettings.py): a hazard only if each is
         if found is not None and is_bf16(value) and follows_bf16_switch(setting):
             continue  # `elif self.bf16: self.mixed_precision = "bf16"` passes a switch on: reported at the switch
         if found is not None and not _feature_off_by_default(view, setting, key):

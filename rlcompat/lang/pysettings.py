@@ -28,7 +28,11 @@ origin has a value span: the code resolves a default for every caller, and the f
 
 Values: a string constant's text, `True`/`False`/`None`, a number as written; anything computed is None (no value
 span). A string's value span is inside its quotes, only for a one-line literal without escapes or prefixes
-other than `r`/`u`, so a fix never has to re-escape.
+other than `r`/`u`, so a fix never has to re-escape. One computed value is followed: a class-body field whose
+default is a number computed from names the module or the class body bound once to literals
+(`vllm_num_engines: int = total_num_nodes`, lang/pyconstants.py) is a `ComputedSetting` with that number, `via`
+naming where it comes from and no value span; where it may be one of several (`32 if not DEBUG else 8`),
+`alternatives` holds each and rules judge every one.
 
 Python rules (LibCST visitors, RLC101, RLC102, RLC201, ...) keep reporting what they report; a config rule's finding
 whose fix edits the same characters as a Python rule's fix (or, with no fix, on a line a Python rule reports) is
@@ -43,6 +47,7 @@ import itertools
 import re
 from dataclasses import dataclass, replace
 
+from rlcompat.lang.pyconstants import Bindings
 from rlcompat.lang.pyspeed import chunks
 from rlcompat.lang.settings import Setting, Span, flag_key
 
@@ -50,6 +55,15 @@ from rlcompat.lang.settings import Setting, Span, flag_key
 @dataclass
 class ResolvedSetting(Setting):
     unset: str = ""  # python-default: the expression an unset key resolves to, `self.` dropped (`not fp16`)
+
+
+@dataclass
+class ComputedSetting(Setting):
+    """A field whose default is a number computed from literals (lang/pyconstants.py): `value` is the first of the
+    values it may take, `alternatives` all of them (a rule judges the setting by every one); no value span (the
+    value is written elsewhere)."""
+
+    alternatives: tuple[str, ...] = ()
 
 
 _SIMPLE_STRING = re.compile(r"^[rRuU]?(['\"])(?P<body>[^'\"\\\r\n]*)\1$")
@@ -114,6 +128,7 @@ class SettingsReading:
         self.present = [t for t in triggers if t in text]
         self.pos = _Positions(text) if self.present else None
         self.reader = _Reader(self.pos)
+        self.reader.scope = Bindings(text)
         self.stopped = False  # nesting deeper than the interpreter's stack: the settings read so far are all
         self.marked = bytearray(len(self.pos.starts) + 1) if self.pos is not None else bytearray()
         for trigger in self.present:  # the lines where a trigger starts (a trigger holds no line end)
@@ -127,8 +142,11 @@ class SettingsReading:
         if self.pos is None or self.stopped:
             return
         self.pos.shift = first
+        scope = self.reader.scope
         try:
-            self._visit(tree.body, frozenset())
+            for stmt in tree.body:  # a class body reads the module's names bound before it (lang/pyconstants.py)
+                self._visit((stmt,), frozenset())
+                scope.bind(stmt, stmt.lineno + first)
         except RecursionError:
             self.stopped = True  # a 1,000-arm elif chain
 
@@ -169,6 +187,13 @@ class SettingsReading:
                 reader.class_defaults = reader.fields(stmt)
                 self._visit(stmt.body, guards)
                 reader.class_defaults = outer
+                continue
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                reader.functions += 1  # a class defined in a function reads its locals, which are not followed
+                try:
+                    self._visit_in(stmt.body, guards, conditions, tests)
+                finally:
+                    reader.functions -= 1
                 continue
             inner = [getattr(stmt, name) for name in ("body", "orelse", "finalbody") if isinstance(getattr(stmt, name, None), list)]
             handlers = getattr(stmt, "handlers", None) or []
@@ -371,6 +396,8 @@ class _Reader:
         self.dests: set[str] = set()  # argparse dests this file declares
         self.class_defaults: dict = {}  # the enclosing class' literal field defaults
         self.conditions: dict = {}  # name -> (if-test, other names it reads) for names the test reads as unset
+        self.scope = Bindings()  # the module's names bound so far, in statement order
+        self.functions = 0  # how many function bodies enclose the statement being read
 
     def literal(self, node: ast.AST | None) -> tuple[str | None, Span | None]:
         if not isinstance(node, ast.Constant):
@@ -397,7 +424,11 @@ class _Reader:
 
     def fields(self, cls: ast.ClassDef) -> dict:
         defaults = {}
+        scope = Bindings(outer=self.scope) if not self.functions else None
         for stmt in cls.body:
+            computed = scope is not None and self.computed(cls, stmt, scope)
+            if scope is not None:
+                scope.bind(stmt, stmt.lineno + self.pos.shift)
             target, value = None, None
             if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
                 target, value = stmt.target, stmt.value
@@ -409,10 +440,29 @@ class _Reader:
                 value = next((k.value for k in value.keywords if k.arg == "default"),
                              value.args[0] if value.args and _name(value.func).endswith("Field") else None)
             if value is not None:
-                self.add(target.id, target, value, "python-field", call=cls.name)
+                if not computed:
+                    self.add(target.id, target, value, "python-field", call=cls.name)
                 literal = self.literal(value)[0] if isinstance(value, ast.Constant) else None
                 defaults[target.id] = _literal_default(literal) if isinstance(value, ast.Constant) else _UNKNOWN
         return defaults
+
+    def computed(self, cls: ast.ClassDef, stmt: ast.stmt, scope: Bindings) -> bool:
+        """`vllm_num_engines: int = total_num_nodes`: a field whose default is a number computed from names the
+        class body or the module bound earlier, added here (True); `fields` adds every other field."""
+        if not (isinstance(stmt, (ast.AnnAssign, ast.Assign)) and stmt.value is not None):
+            return False
+        target = stmt.target if isinstance(stmt, ast.AnnAssign) else stmt.targets[0] if len(stmt.targets) == 1 else None
+        if not isinstance(target, ast.Name) or isinstance(stmt.value, (ast.Constant, ast.Call)):
+            return False
+        values = scope.evaluate(stmt.value)
+        if not values or target.id in self.guards:
+            return False
+        spelled = tuple(_spelled(v) for v in values)
+        names = ", ".join(f"{name} on line {line}" for name, line in scope.source(stmt.value))
+        via = f"{names}: {' or '.join(spelled)}" if names else " or ".join(spelled)
+        self.out.append(ComputedSetting(target.id, spelled[0], self.pos.span(target), None, via=via,
+                                        origin="python-field", call=cls.name, alternatives=spelled))
+        return True
 
     def statement(self, stmt: ast.stmt) -> None:
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:

@@ -13,6 +13,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from rlcompat import __version__
+from rlcompat.analysis import param_defaults
 from rlcompat.findings import Edit, Finding
 from rlcompat.knowledge import identity
 from rlcompat.knowledge.declared_pins import declares_environment
@@ -165,6 +166,7 @@ def build() -> RlcompatServer:
         # What a tree runs (its framework versions, entry points) is read from its files once and kept; any saved
         # file may be one of them (a pin, an install script, a version file), so the next check reads them again.
         identity.clear_caches()
+        param_defaults.clear_caches()  # the calls of a script's functions in its tree (any saved file may hold one)
         # A saved pyproject.toml ([tool.rlcompat], pins) or other declaration of the environment may change every
         # open document's findings; any other save, its own.
         everyone = saved.endswith("/pyproject.toml") or declares_environment(to_fs_path(saved) or saved)

@@ -6,6 +6,7 @@ from rlcompat.analysis import pyhelpers as h
 from rlcompat.contract import Bad, FixSafety, Good, PendingFix, PythonRule
 from rlcompat.rules.attention.helpers import is_flash_attn_guard
 from rlcompat.knowledge.spellings import flash_attention
+from rlcompat.analysis.param_defaults import default_is_dead
 
 
 def _names_attention(name: str) -> bool:
@@ -66,6 +67,11 @@ class FlashAttentionImplementation(PythonRule):
         "under `try: import flash_attn` or `if importlib.util.find_spec(\"flash_attn\")`. "
         "Comparisons, choices guarded by `is_flash_attn_2_available()` or a capability check, and choices that "
         "follow a flash-attention switch set elsewhere (`if use_flash_attn: ...`) are not findings."
+        " A parameter default no call can leave in force is not a finding: a function (or class) of a script run "
+        "as `__main__` outside any package whose every call in its tree passes the argument, by keyword or "
+        "position and never through `*args`/`**kwargs` alone (rlcompat/analysis/param_defaults.py); the value "
+        "each call passes is judged where it is written. A package's function keeps the finding: users call it "
+        "from outside the tree."
     )
     why = (
         "FlashAttention-2 needs compute capability 8.0 or newer: on older cards it fails with `FlashAttention only "
@@ -151,6 +157,8 @@ class FlashAttentionImplementation(PythonRule):
             return
         if h.test_mentions(ctx.ancestors, ("flash",)) and not on_import:
             return  # a switch set elsewhere (`if use_flash_attn:`), reported there; a package check is no switch
+        if role.kind == "param-default" and default_is_dead(ctx):
+            return  # no call leaves it in force (analysis/param_defaults.py): what each call passes is judged there
         ctx.report(
             node,
             f'"{value}" selected: {needs}, {self.target.name} is {self.target.capability_text}; use "sdpa"',

@@ -7,6 +7,7 @@ from rlcompat.analysis import pyhelpers as h
 from rlcompat.analysis.deadfields import dead_field, enclosing_class
 from rlcompat.contract import Bad, FixSafety, Good, PendingFix, PythonRule, VERL_091
 from rlcompat.knowledge.spellings import bf16_replacements
+from rlcompat.analysis.param_defaults import default_is_dead
 
 # accelerate's `mixed_precision` takes "no" | "fp16" | "bf16" | "fp8": fp32 is spelled "no".
 _MIXED_PRECISION = {"float32": "no", "float16": "fp16"}
@@ -28,6 +29,11 @@ class Bf16DtypeString(PythonRule):
         "(`PrecisionType.to_dtype(\"bf16\")`), or as the default of a dtype-named parameter, field or variable. "
         "Comparisons, name tables, log strings, docstrings and choices that follow a bf16 switch "
         "(`elif self.bf16: mixed_precision = \"bf16\"`) are not findings."
+        " A parameter default no call can leave in force is not a finding: a function (or class) of a script run "
+        "as `__main__` outside any package whose every call in its tree passes the argument, by keyword or "
+        "position and never through `*args`/`**kwargs` alone (rlcompat/analysis/param_defaults.py); the value "
+        "each call passes is judged where it is written. A package's function keeps the finding: users call it "
+        "from outside the tree."
     )
     why = (
         "The name is turned into `torch.bfloat16` later, far from the line a person would grep for; on compute "
@@ -91,6 +97,8 @@ class Bf16DtypeString(PythonRule):
             return
         if role.kind == "assign" and dead_field(ctx.verl, ctx.path, enclosing_class(ctx.ancestors), role.name):
             return  # a default the scanned verl version never reads: RLC356 says so instead of "fixing" it
+        if role.kind == "param-default" and default_is_dead(ctx):
+            return  # no call leaves it in force (analysis/param_defaults.py): what each call passes is judged there
         name = role.name if role.name not in ("", "default") else h.enclosing_assign_name(ctx.ancestors)
         name = f"{name} {h.enclosing_class_name(ctx.ancestors)}"  # `dtype` of a `RolloutConfig` is a rollout dtype
         wanted = precision.dtype_for(self.target, precision.role_of_binding(role.call_name, name))

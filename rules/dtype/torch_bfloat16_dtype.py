@@ -5,6 +5,7 @@ import libcst as cst
 from rlcompat.knowledge import precision
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.contract import Bad, FixSafety, Good, PendingFix, PythonRule
+from rlcompat.analysis.param_defaults import default_is_dead
 
 _SELECTING_ROLES = {"keyword", "positional", "default", "assign", "param-default"}
 
@@ -20,6 +21,11 @@ class TorchBfloat16Dtype(PythonRule):
         "default) or assigned. Comparisons, dtype tables, subscripts, capability-guarded choices and choices that "
         "follow a bf16 switch (`if args.bf16: dtype = torch.bfloat16`; the switch is reported where it is set) are "
         "not findings."
+        " A parameter default no call can leave in force is not a finding: a function (or class) of a script run "
+        "as `__main__` outside any package whose every call in its tree passes the argument, by keyword or "
+        "position and never through `*args`/`**kwargs` alone (rlcompat/analysis/param_defaults.py); the value "
+        "each call passes is judged where it is written. A package's function keeps the finding: users call it "
+        "from outside the tree."
     )
     why = (
         "GPUs before Ampere (compute capability < 8.0: P40, P100, V100, T4, RTX 20xx) have no bf16 hardware [S1]. "
@@ -128,6 +134,8 @@ class TorchBfloat16Dtype(PythonRule):
             return
         if any(w in h.enclosing_assign_name(ctx.ancestors).lower() for w in ("bf16", "bfloat16")):
             return  # defines the bf16 thing itself (`bfloat16 = _conversion_method(torch.bfloat16)`): not a choice
+        if role.kind == "param-default" and default_is_dead(ctx):
+            return  # no call leaves it in force (analysis/param_defaults.py): what each call passes is judged there
         dtype = self._dtype(role, ctx)
         safety = FixSafety.SAFE if dtype == "float32" else FixSafety.UNSAFE
         where = f" as `{role.name}`" if role.name else ""
