@@ -41,8 +41,9 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
     )
     fix_safety = (
         "Where the declaration names the PyTorch index, the fix swaps its tag (and a `+cuXXX` pin's) for the "
-        "lowest-CUDA variant of the same torch release that runs on the target (cu126 for Pascal and Volta): the "
-        "torch version stays, so the fix is safe. A torch taken from PyPI's default variant gets an "
+        "lowest-CUDA variant of the same torch release that runs on the target (cu126 for Pascal and Volta; for a "
+        "uv route, the lowest of the same CUDA major release that ships every torch the file pins, so packages built "
+        "for CUDA 12 beside torch keep their runtime): the torch version stays, so the fix is safe. A torch taken from PyPI's default variant gets an "
         "`--extra-index-url` line for that variant (unsafe: pip then prefers the `+cuXXX` build of the same "
         "release, which depends on resolution order), and a torch range gets an upper bound at the variant's last "
         "release (`torch>=2.6` -> `torch>=2.6,<2.15`): pip takes the newest release PyPI or the index has, and past "
@@ -79,10 +80,10 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             path="environment.yml"),
         # uv takes torch from the explicit index [tool.uv.sources] sends it to (reported there, the URL retagged);
         # pip reads no [tool.uv] table, and PyPI's 2.7.1 is the cu126 build, which runs
-        Bad(UV_ROUTED.format(tag="cu128"), path="pyproject.toml", fixed=UV_ROUTED.format(tag="cu118")),
+        Bad(UV_ROUTED.format(tag="cu128"), path="pyproject.toml", fixed=UV_ROUTED.format(tag="cu126")),
         # `uv sync --extra sglang` takes the extra's torch 2.7.1 from the routed cu128 index (reported at the pin, where
         # it applies, and at the route, which the fix repoints), though pip's PyPI build of 2.7.1 would run
-        Bad(UV_EXTRA.format(tag="cu128"), path="pyproject.toml", fixed=UV_EXTRA.format(tag="cu118")),
+        Bad(UV_EXTRA.format(tag="cu128"), path="pyproject.toml", fixed=UV_EXTRA.format(tag="cu126")),
         # pip: PyPI's 2.8.0 is the cu128 build (reported at the pin; no fix in a pyproject)
         Bad('[project]\nname = "x"\n\n[project.optional-dependencies]\ngpu = ["torch==2.8.0"]\n', path="pyproject.toml"),
         # an optional extra is its own install; vllm 0.11.0 pins torch 2.8.0 (rlcompat/knowledge/data/torch_wheels.toml [[requires_torch]])
@@ -252,7 +253,6 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         the hazard applies; the fix is the route's (reported there)."""
         routed = [i for i in indexes if i.routed_at is not None]
         cc = self.target.capability
-        fit = _common_fit(sorted({v for _, v, _ in uv_torches}, key=versions.release), cc)  # the route's fix
         for req, version, written in uv_torches:
             index = next((i for i in routed if i.routed_extras is None or (req.extra and req.extra in i.routed_extras)), None)
             variant = torch_wheels.variant(version, index.pytorch_tag) if index is not None else None
@@ -260,6 +260,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
                 continue
             line = ctx.source_text.count("\n", 0, index.routed_at.start) + 1
             install = f"uv sync --extra {req.extra}" if req.extra else "uv sync"
+            fit = _common_fit(sorted({v for _, v, _ in uv_torches}, key=versions.release), cc, variant.cuda)
             ctx.report(req.span, f"`{install}` installs torch {version} for {written} from the {variant.tag} index "
                                  f"([tool.uv.sources] sends torch there at line {line}; pip reads no [tool.uv] table): "
                                  f"{self._lacks(variant)}; the fix is at line {line}"
@@ -283,7 +284,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         releases = sorted({v for _, v, _ in uv_torches}, key=versions.release)
         index, first, variant = lacking[0]
         bad = [i for i in indexes if any(i is j for j, _, _ in lacking)]
-        fit = _common_fit(releases, cc)  # every release the project pins comes from the repointed index
+        fit = _common_fit(releases, cc, variant.cuda)  # every release the project pins comes from the repointed index
         how = "[tool.uv.sources] sends torch to it" if index.routed_at is not None else "a uv index"
         others = f" (and {len(bad) - 1} more uv index of that kind)" if len(bad) > 1 else ""
         message = (f"uv installs torch {', '.join(dict.fromkeys(v for _, v, _ in lacking))} from the "
@@ -373,10 +374,13 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
                                     f"{', '.join(variant.arches)} only: none runs on {self.target.name}", [None])
 
 
-def _common_fit(releases: list[str], cc: tuple[int, int]) -> str | None:
-    """The lowest-CUDA variant tag that ships every one of these torch releases with kernels for `cc` (one index for
-    all of a file's pins), or None."""
-    tags = [v.tag for v in sorted(torch_wheels.wheel_variants(), key=lambda v: versions.release(v.cuda))]
+def _common_fit(releases: list[str], cc: tuple[int, int], cuda: str | None = None) -> str | None:
+    """The variant tag that ships every one of these torch releases with kernels for `cc` (one index for all of a
+    file's pins), or None: the lowest CUDA of the major release `cuda` (the variant the file names: cu128 -> cu126,
+    so the packages built for CUDA 12 beside torch keep their runtime), else the lowest CUDA."""
+    major = versions.release(cuda)[:1] if cuda else ()
+    tags = [v.tag for v in sorted(torch_wheels.wheel_variants(),
+                                  key=lambda v: (versions.release(v.cuda)[:1] != major, versions.release(v.cuda)))]
     return next((t for t in dict.fromkeys(tags) if all((found := torch_wheels.variant(v, t)) is not None and found.runs_on(cc)
                                                         for v in releases)), None)
 
