@@ -142,3 +142,15 @@ def test_an_engine_extra_whose_release_pins_a_torch_with_the_card_s_kernels_is_n
     assert not _found(text) and not _found(text, "sm75")
     # a torch that lacks sm_60 in the same release line still is
     assert _found(text.replace("0.10.1.1", "0.11.0").replace("2.7.1", "2.8.0")) == [("RLC601", 5), ("RLC601", 5)]
+
+
+def test_an_engine_install_whose_release_s_torch_is_known_is_judged_by_that_torch_not_the_engine_s_minimum():
+    # verl v0.5.0's scripts/install_vllm_sglang_mcore.sh: vllm 0.8.5.post1 and sglang[all] 0.4.6.post1 pin torch 2.6.0
+    # (PyPI METADATA [S182]; `all` pulls `srt`), PyPI's cu124 build with sm_60: installing the engines fails on no card
+    script = ('pip install "sglang[all]==0.4.6.post1" --no-cache-dir\n'
+              'pip install --no-cache-dir "vllm==0.8.5.post1" "torch==2.6.0" torchdata\n')
+    assert not _found(script, "sm61", "install.sh", "shell")
+    assert torch_required_by("sglang", "==0.4.6.post1", ("all",)).torch == "2.6.0"
+    assert torch_required_by("sglang", "==0.4.6.post1", ("openai",)) is None  # without srt no torch pin is known
+    # a release nobody looked up keeps the engine's own minimum (vLLM 0.8.4: 7.0)
+    assert _found('pip install "vllm==0.8.4"\n', "sm61", "install.sh", "shell") == [("RLC603", 1)]
