@@ -26,8 +26,8 @@ def test_an_explicit_index_is_torch_s_only_where_the_sources_table_sends_torch_t
     assert _found(routed + INDEX.format(name="gpu", explicit="true")) == [("RLC601", 3), ("RLC601", 6)]
     assert not _found(deps + INDEX.format(name="gpu", explicit="true"))  # nothing sent there
     assert not _found(routed + INDEX.format(name="other", explicit="true"))
-    # a non-explicit uv index serves every package: reported at its URL
-    assert _found(deps + INDEX.format(name="gpu", explicit="false")) == [("RLC601", 7)]
+    # a non-explicit uv index serves every package: reported at its URL, and the torch uv takes from it
+    assert _found(deps + INDEX.format(name="gpu", explicit="false")) == [("RLC601", 3), ("RLC601", 7)]
 
 
 def test_the_torch_source_line_is_found_in_its_own_table_only():
@@ -154,3 +154,14 @@ def test_an_engine_install_whose_release_s_torch_is_known_is_judged_by_that_torc
     assert torch_required_by("sglang", "==0.4.6.post1", ("openai",)) is None  # without srt no torch pin is known
     # a release nobody looked up keeps the engine's own minimum (vLLM 0.8.4: 7.0)
     assert _found('pip install "vllm==0.8.4"\n', "sm61", "install.sh", "shell") == [("RLC603", 1)]
+
+
+def test_the_older_uv_index_settings_serve_torch_before_pypi():
+    # `[tool.uv] extra-index-url` (uv's settings reference: looked up before the default index [S180]); pip ignores it
+    text = ('[project]\nname = "x"\ndependencies = ["torch==2.7.1", "numpy"]\n\n[tool.uv]\n'
+            'extra-index-url = ["https://download.pytorch.org/whl/cu128"]\n')
+    assert _found(text) == [("RLC601", 3), ("RLC601", 6)]
+    assert not _found(text, "sm75")
+    assert not _found(text.replace("cu128", "cu126"))
+    indexes = pyproject_deps.parse(text.replace("extra-index-url = [", 'index-url = "https://pypi.org/simple"\nextra-index-url = [')).indexes
+    assert [(i.kind, i.pytorch_tag, i.uv_only) for i in indexes] == [("index", None, True), ("extra", "cu128", True)]

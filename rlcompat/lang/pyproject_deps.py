@@ -62,6 +62,13 @@ def parse(text: str) -> Declared:
         if at is not None:
             group.indexes.append(IndexUrl(url, "index", Span(at, at + len(url)), uv_only=True, routed_at=routed,
                                           routed_extras=extras))
+    # The older settings (`[tool.uv] index-url`, `extra-index-url`): unnamed indexes every package is looked up in,
+    # an extra index before the default one [S180]
+    legacy = [(uv.get("index-url"), "index")] + [(u, "extra") for u in _strings(uv.get("extra-index-url"))]
+    for url, kind in legacy:
+        at = _find(text, url, 0) if isinstance(url, str) else None
+        if at is not None:
+            group.indexes.append(IndexUrl(url, kind, Span(at, at + len(url)), uv_only=True))
     return group
 
 

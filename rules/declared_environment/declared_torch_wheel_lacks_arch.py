@@ -29,7 +29,8 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         "a torch (the core's, each extra's: an extra is its own install) is judged as pip installs it (from PyPI: pip "
         "reads no `[tool.uv]` table) and as `uv sync [--extra X]` does: uv takes every torch the project declares, and the "
         "torch an engine pin of the same install asks for, from the explicit index `[tool.uv.sources]` sends torch to "
-        "(its Linux row, or the row of that extra); such a line is reported where it applies, and the route once, where "
+        "(its Linux row, or the row of that extra), else from the first uv index it looks in before PyPI (a "
+        "non-explicit `[[tool.uv.index]]`, `[tool.uv] extra-index-url`/`index-url`); such a line is reported where it applies, and the route once, where "
         "the fix repoints it (an explicit index nothing sends torch to is not torch's)."
     )
     why = (
@@ -84,6 +85,10 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         # `uv sync --extra sglang` takes the extra's torch 2.7.1 from the routed cu128 index (reported at the pin, where
         # it applies, and at the route, which the fix repoints), though pip's PyPI build of 2.7.1 would run
         Bad(UV_EXTRA.format(tag="cu128"), path="pyproject.toml", fixed=UV_EXTRA.format(tag="cu126")),
+        # `[tool.uv] extra-index-url`: uv looks there before PyPI, so `uv sync` takes the cu128 build of 2.7.1
+        Bad('[project]\nname = "x"\ndependencies = ["torch==2.7.1"]\n\n[tool.uv]\nextra-index-url = ["' + CU + 'cu128"]\n',
+            path="pyproject.toml",
+            fixed='[project]\nname = "x"\ndependencies = ["torch==2.7.1"]\n\n[tool.uv]\nextra-index-url = ["' + CU + 'cu126"]\n'),
         # pip: PyPI's 2.8.0 is the cu128 build (reported at the pin; no fix in a pyproject)
         Bad('[project]\nname = "x"\n\n[project.optional-dependencies]\ngpu = ["torch==2.8.0"]\n', path="pyproject.toml"),
         # an optional extra is its own install; vllm 0.11.0 pins torch 2.8.0 (rlcompat/knowledge/data/torch_wheels.toml [[requires_torch]])
@@ -254,15 +259,17 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         routed = [i for i in indexes if i.routed_at is not None]
         cc = self.target.capability
         for req, version, written in uv_torches:
-            index = next((i for i in routed if i.routed_extras is None or (req.extra and req.extra in i.routed_extras)), None)
+            index = next((i for i in routed if i.routed_extras is None or (req.extra and req.extra in i.routed_extras)),
+                         None if routed else next(iter(indexes), None))  # no route: the first index uv looks in
             variant = torch_wheels.variant(version, index.pytorch_tag) if index is not None else None
             if variant is None or variant.runs_on(cc) or (req.span.start, req.span.end) in reported:
                 continue
-            line = ctx.source_text.count("\n", 0, index.routed_at.start) + 1
+            line = ctx.source_text.count("\n", 0, (index.routed_at or index.span).start) + 1
             install = f"uv sync --extra {req.extra}" if req.extra else "uv sync"
             fit = _common_fit(sorted({v for _, v, _ in uv_torches}, key=versions.release), cc, variant.cuda)
+            how = "[tool.uv.sources] sends torch there" if index.routed_at is not None else "a uv index, looked up before PyPI"
             ctx.report(req.span, f"`{install}` installs torch {version} for {written} from the {variant.tag} index "
-                                 f"([tool.uv.sources] sends torch there at line {line}; pip reads no [tool.uv] table): "
+                                 f"({how}, line {line}; pip reads no [tool.uv] table): "
                                  f"{self._lacks(variant)}; the fix is at line {line}"
                                  + (f" ({torch_wheels.index_url(fit)})" if fit else ""), [None])
 
