@@ -22,21 +22,68 @@ def _found(text: str, target: str = "sm61", path: str = "pyproject.toml", langua
 def test_an_explicit_index_is_torch_s_only_where_the_sources_table_sends_torch_there():
     deps = '[project]\nname = "x"\ndependencies = ["torch==2.7.1"]\n\n'
     routed = deps + '[tool.uv.sources]\n"torch" = [{ index = "gpu", marker = "sys_platform == \'linux\'" }]\n\n'
-    assert _found(routed + INDEX.format(name="gpu", explicit="true")) == [("RLC601", 6)]
+    # the route (line 6, where the fix repoints it) and the torch `uv sync` installs through it (line 3)
+    assert _found(routed + INDEX.format(name="gpu", explicit="true")) == [("RLC601", 3), ("RLC601", 6)]
     assert not _found(deps + INDEX.format(name="gpu", explicit="true"))  # nothing sent there
     assert not _found(routed + INDEX.format(name="other", explicit="true"))
-    # a non-explicit uv index serves every package: reported at its URL
-    assert _found(deps + INDEX.format(name="gpu", explicit="false")) == [("RLC601", 7)]
+    # a non-explicit uv index serves every package: reported at its URL, and the torch uv takes from it
+    assert _found(deps + INDEX.format(name="gpu", explicit="false")) == [("RLC601", 3), ("RLC601", 7)]
 
 
 def test_the_torch_source_line_is_found_in_its_own_table_only():
     text = ('[project]\nname = "x"\n[tool.other]\ntorch = 1\n[tool.uv.sources]  # where packages come from\n'
             'numpy = { index = "a" }\ntorch = { index = "gpu" }\n[tool.ruff]\ntorch = 2\n')
-    names, span = pyproject_deps._torch_source({"torch": {"index": "gpu"}, "numpy": {"index": "a"}}, text)
-    assert names == {"gpu"} and text[span.start:span.end] == 'torch = { index = "gpu" }'
+    [route] = pyproject_deps._torch_routes({"torch": {"index": "gpu"}, "numpy": {"index": "a"}}, text)
+    assert (route.index, route.extras) == ("gpu", None) and text[route.span.start:route.span.end] == 'torch = { index = "gpu" }'
     crlf = text.replace("\n", "\r\n")
-    _, span = pyproject_deps._torch_source({"torch": {"index": "gpu"}}, crlf)
-    assert crlf[span.start:span.end] == 'torch = { index = "gpu" }'
+    [route] = pyproject_deps._torch_routes({"torch": {"index": "gpu"}}, crlf)
+    assert crlf[route.span.start:route.span.end] == 'torch = { index = "gpu" }'
+
+
+def test_a_list_of_torch_sources_is_read_row_by_row_for_linux_and_for_extras():
+    # NeMo RL v0.4.0's form: the Linux row routes torch, the macOS row does not apply on the card's machine; uv's
+    # "accelerators with optional dependencies" form: each row is limited to its extra [S180]
+    text = ('[tool.uv.sources]\ntorch = [\n  { index = "cu", marker = "sys_platform != \'darwin\'" },\n'
+            '  { index = "pypi", marker = "sys_platform == \'darwin\'" },\n]\nnumpy = { index = "a" }\n')
+    sources = {"torch": [{"index": "cu", "marker": "sys_platform != 'darwin'"},
+                         {"index": "pypi", "marker": "sys_platform == 'darwin'"}]}
+    [route] = pyproject_deps._torch_routes(sources, text)
+    assert route.index == "cu" and text[route.span.start:route.span.end].startswith('{ index = "cu"')
+    rows = {"torch": [{"index": "cpu", "extra": "cpu"}, {"index": "gpu", "marker": "extra == 'gpu' and extra != 'cpu'"},
+                      {"index": "win", "marker": "sys_platform == 'win32' or platform_system == 'Windows'"}]}
+    assert [(r.index, r.extras) for r in pyproject_deps._torch_routes(rows, "")] == [("cpu", ("cpu",)), ("gpu", ("gpu",))]
+
+
+UV_EXTRAS = ('[project]\nname = "x"\n\n[project.optional-dependencies]\n'
+             'sglang = ["sglang[srt]==0.4.8.post1", "torch==2.7.1", "torchvision"]\n'
+             'mcore = ["vllm==0.10.1.1", "torch==2.7.1"]\n'
+             'engine = ["vllm==0.10.1.1"]\n'
+             'vllm = ["vllm==0.11.0", "torch==2.8.0"]\n\n'
+             '[tool.uv.sources]\ntorch = {{ index = "pytorch-cu128"{limit} }}\n\n'
+             '[[tool.uv.index]]\nname = "pytorch-cu128"\nurl = "https://download.pytorch.org/whl/cu128"\nexplicit = true\n')
+
+
+def test_uv_takes_each_extra_s_torch_from_the_index_the_sources_table_routes_torch_to():
+    # skyrl-train's form: PyPI's 2.7.1 is the cu126 build (runs on sm61), cu128's has sm_75 and up only. Each line of a
+    # `uv sync --extra X` that brings torch 2.7.1 is reported where it applies (the torch pin, and the engine whose
+    # release pins it), the route once where the fix repoints it; pip's findings on the vllm extra stay as they were.
+    text = UV_EXTRAS.format(limit="")
+    # line 5: sglang[srt]==0.4.8.post1 and torch==2.7.1; 6: vllm==0.10.1.1 and torch==2.7.1; 8: pip's vllm 0.11.0 pair
+    assert _found(text) == [("RLC601", 5), ("RLC601", 5), ("RLC601", 6), ("RLC601", 6), ("RLC601", 8), ("RLC601", 8),
+                            ("RLC601", 11)]
+    messages = {f.location.line: f.message for f in scan_source(text, resolve_target("sm61"), "pyproject.toml", "pyproject")
+                if f.code == "RLC601"}
+    assert "`uv sync --extra mcore` installs torch 2.7.1" in messages[6] and "line 11" in messages[6]
+    # `engine` declares no torch of its own: uv does not route a package the install does not declare [S180], and
+    # PyPI's 2.7.1 runs; the route's fix names an index with every release the file pins (cu126 has 2.7.1 and 2.8.0)
+    assert 7 not in messages and "cu126" in messages[11]
+    assert not [f for f in _found(text, "sm75")]  # cu128 builds carry sm_75
+
+
+def test_a_route_limited_to_one_extra_routes_that_extra_s_torch_only():
+    text = UV_EXTRAS.format(limit=', extra = "mcore"')
+    # mcore's two lines and the route; the vllm extra's pip findings (8) stay; sglang's 2.7.1 comes from PyPI (cu126)
+    assert _found(text) == [("RLC601", 6), ("RLC601", 6), ("RLC601", 8), ("RLC601", 8), ("RLC601", 11)]
 
 
 def test_each_extra_is_judged_as_its_own_install_and_extras_select_no_package():
@@ -95,3 +142,26 @@ def test_an_engine_extra_whose_release_pins_a_torch_with_the_card_s_kernels_is_n
     assert not _found(text) and not _found(text, "sm75")
     # a torch that lacks sm_60 in the same release line still is
     assert _found(text.replace("0.10.1.1", "0.11.0").replace("2.7.1", "2.8.0")) == [("RLC601", 5), ("RLC601", 5)]
+
+
+def test_an_engine_install_whose_release_s_torch_is_known_is_judged_by_that_torch_not_the_engine_s_minimum():
+    # verl v0.5.0's scripts/install_vllm_sglang_mcore.sh: vllm 0.8.5.post1 and sglang[all] 0.4.6.post1 pin torch 2.6.0
+    # (PyPI METADATA [S182]; `all` pulls `srt`), PyPI's cu124 build with sm_60: installing the engines fails on no card
+    script = ('pip install "sglang[all]==0.4.6.post1" --no-cache-dir\n'
+              'pip install --no-cache-dir "vllm==0.8.5.post1" "torch==2.6.0" torchdata\n')
+    assert not _found(script, "sm61", "install.sh", "shell")
+    assert torch_required_by("sglang", "==0.4.6.post1", ("all",)).torch == "2.6.0"
+    assert torch_required_by("sglang", "==0.4.6.post1", ("openai",)) is None  # without srt no torch pin is known
+    # a release nobody looked up keeps the engine's own minimum (vLLM 0.8.4: 7.0)
+    assert _found('pip install "vllm==0.8.4"\n', "sm61", "install.sh", "shell") == [("RLC603", 1)]
+
+
+def test_the_older_uv_index_settings_serve_torch_before_pypi():
+    # `[tool.uv] extra-index-url` (uv's settings reference: looked up before the default index [S180]); pip ignores it
+    text = ('[project]\nname = "x"\ndependencies = ["torch==2.7.1", "numpy"]\n\n[tool.uv]\n'
+            'extra-index-url = ["https://download.pytorch.org/whl/cu128"]\n')
+    assert _found(text) == [("RLC601", 3), ("RLC601", 6)]
+    assert not _found(text, "sm75")
+    assert not _found(text.replace("cu128", "cu126"))
+    indexes = pyproject_deps.parse(text.replace("extra-index-url = [", 'index-url = "https://pypi.org/simple"\nextra-index-url = [')).indexes
+    assert [(i.kind, i.pytorch_tag, i.uv_only) for i in indexes] == [("index", None, True), ("extra", "cu128", True)]

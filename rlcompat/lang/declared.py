@@ -51,6 +51,7 @@ class IndexUrl:
     editable: bool = True  # False when the URL came from a variable (`--index-url $TORCH_INDEX`)
     uv_only: bool = False  # a `[[tool.uv.index]]` of pyproject.toml: uv reads it, pip does not
     routed_at: Span | None = None  # an explicit uv index: where `[tool.uv.sources]` sends torch to it
+    routed_extras: tuple[str, ...] | None = None  # the extras that route is limited to (None: every install)
 
     @property
     def pytorch_tag(self) -> str | None:

@@ -5,7 +5,9 @@ kept), so commands keep their real offsets and a fix edits the Dockerfile itself
 `ENV`/`ARG` lines of the `KEY=value` form are kept too (without the keyword): to the shell they are assignments,
 so `RUN pip install torch --index-url ${TORCH_INDEX}` resolves to the ARG's value, where a fix edits it. Likewise a
 `FROM ${BASE_IMAGE}` whose ARG writes the whole reference: the image is read, and retagged, in the ARG's value.
-The exec form (`RUN ["pip", "install", ...]`) and heredocs are not read.
+A heredoc (`RUN <<EOF` or `RUN <<"EOF" bash -exu`, then the script's lines, then `EOF`) is read as the script it
+hands a shell: its body lines are kept. The exec form (`RUN ["pip", "install", ...]`) and a heredoc handed to another
+program (`RUN <<EOF python3`) are not read.
 """
 
 from __future__ import annotations
@@ -38,11 +40,18 @@ class Dockerfile:
     script: shell.ShellScript
 
 
+# `RUN <<EOF`, `RUN <<-"EOF" bash -exu -o pipefail`: the delimiter, then what reads the body (a shell, or nothing:
+# the build's default shell).
+HEREDOC = re.compile(r"""^\s*<<-?(?P<q>["']?)(?P<delim>[A-Za-z_]\w*)(?P=q)(?P<reader>[^\r\n]*)$""")
+SHELL_READER = re.compile(r"^\s*(?:(?:/usr)?/bin/)?(?:ba|da)?sh(?:\s+-[A-Za-z-]+(?:\s+pipefail)?)*\s*$|^\s*$")
+
+
 def parse(text: str) -> Dockerfile:
     group = Declared("dockerfile", anchor=Span(0, 0))
     keep: list[tuple[int, int]] = []
+    body_end = -1
     for start, line in logical_lines(text):
-        if line.lstrip().startswith("#"):
+        if start < body_end or line.lstrip().startswith("#"):
             continue
         m = INSTRUCTION.match(line)
         if not m:
@@ -55,10 +64,25 @@ def parse(text: str) -> Dockerfile:
             if re.fullmatch(r"\s*(?:" + PAIR.pattern + r"\s*(?:\\\s*)?)+", rest):
                 # `KEY=value ...` is also a shell assignment: RUN commands then resolve `$KEY` to it.
                 keep.append((rest_at, start + len(line)))
+        elif op == "RUN" and (heredoc := HEREDOC.match(rest)) is not None:
+            body_end = _heredoc(text, start + len(line), heredoc, keep)
         elif op == "RUN" and not rest.lstrip().startswith(("[", "<<")):
             keep.append((rest_at, start + len(line)))
     view = _blank_outside(text, keep)
     return Dockerfile(group, view, shell.parse(view))
+
+
+def _heredoc(text: str, after: int, heredoc: re.Match, keep: list[tuple[int, int]]) -> int:
+    """Keep the body of a heredoc a shell reads (the lines after `after` up to the delimiter's line); the offset where
+    the instruction ends (the delimiter line's end, or the file's)."""
+    first = text.find("\n", after)
+    if first < 0:
+        return len(text)
+    end = re.compile(r"^[ \t]*" + re.escape(heredoc.group("delim")) + r"[ \t]*\r?$", re.M).search(text, first + 1)
+    stop = end.start() if end else len(text)
+    if SHELL_READER.match(heredoc.group("reader")):
+        keep.append((first + 1, stop))
+    return end.end() if end else len(text)
 
 
 VARIABLE = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_]\w*)(?::?-(?P<default>[^}]*))?\}|(?P<bare>[A-Za-z_]\w*))")

@@ -8,6 +8,7 @@ that cannot be found is still checked, with the file's start as anchor."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Sequence
 
 from rlcompat.lang.scanned import ScannedView
@@ -46,45 +47,106 @@ def parse(text: str) -> Declared:
             req.extra = extra
             group.requirements.append(req)
     uv = (data.get("tool") or {}).get("uv") or {}
-    torch_source = _torch_source(uv.get("sources"), text)
+    routes = _torch_routes(uv.get("sources"), text)
     for index in uv.get("index") or ():
         url = index.get("url") if isinstance(index, dict) else None
         if not isinstance(url, str):
             continue
-        routed = None
+        routed, extras = None, None
         if index.get("explicit") is True:
-            if torch_source is None or index.get("name") not in torch_source[0]:
-                continue  # an explicit index serves only the packages sent to it: not torch
-            routed = torch_source[1]
+            route = next((r for r in routes if r.index == index.get("name")), None)
+            if route is None:
+                continue  # an explicit index serves only the packages sent to it (on Linux): not torch's
+            routed, extras = route.span, route.extras
         at = _find(text, url, 0)
         if at is not None:
-            group.indexes.append(IndexUrl(url, "index", Span(at, at + len(url)), uv_only=True, routed_at=routed))
+            group.indexes.append(IndexUrl(url, "index", Span(at, at + len(url)), uv_only=True, routed_at=routed,
+                                          routed_extras=extras))
+    # The older settings (`[tool.uv] index-url`, `extra-index-url`): unnamed indexes every package is looked up in,
+    # an extra index before the default one [S180]
+    legacy = [(uv.get("index-url"), "index")] + [(u, "extra") for u in _strings(uv.get("extra-index-url"))]
+    for url, kind in legacy:
+        at = _find(text, url, 0) if isinstance(url, str) else None
+        if at is not None:
+            group.indexes.append(IndexUrl(url, kind, Span(at, at + len(url)), uv_only=True))
     return group
 
 
 _SOURCES_TABLE = re.compile(r"^\[tool\.uv\.sources\][ \t]*(?:#[^\r\n]*)?\r?$", re.M)
 _NEXT_TABLE = re.compile(r"^[ \t]*\[", re.M)
 _TORCH_SOURCE = re.compile(r"^[ \t]*[\"']?torch[\"']?[ \t]*=", re.M)
+_NEXT_KEY = re.compile(r"^[ \t]*[\"']?[A-Za-z0-9_.-]+[\"']?[ \t]*=", re.M)
+# What a source row's marker says about a Linux x86-64 machine, the one rlcompat's targets are: `sys_platform` and
+# `platform_system` clauses only; a row whose marker names anything else is taken to apply.
+_PLATFORM = re.compile(r"(sys_platform|platform_system)\s*(==|!=)\s*['\"]([^'\"]+)['\"]")
+_EXTRA = re.compile(r"\bextra\s*==\s*['\"]([^'\"]+)['\"]")
 
 
-def _torch_source(sources, text: str) -> tuple[set[str], Span | None] | None:
-    """The index names `[tool.uv.sources]` gives torch (one source, or a list of them with markers), and where
-    its line is written (None when the table is not written as a `[tool.uv.sources]` header)."""
+@dataclass(frozen=True)
+class Route:
+    """One row of `[tool.uv.sources] torch` that applies on Linux: the index it names, the extras it is limited to
+    (None: every install; from the row's `extra = "X"` key or `extra == 'X'` in its marker [S180]), and its text."""
+
+    index: str
+    extras: tuple[str, ...] | None
+    span: Span | None
+
+
+def _torch_routes(sources, text: str) -> list[Route]:
+    """The rows `[tool.uv.sources]` gives torch (one source, or a list of them with markers) that apply on Linux,
+    each with where it is written (None when the table is not written as a `[tool.uv.sources]` header)."""
     source = sources.get("torch") if isinstance(sources, dict) else None
-    rows = source if isinstance(source, list) else [source]
-    names = {r["index"] for r in rows if isinstance(r, dict) and isinstance(r.get("index"), str)}
-    if not names:
-        return None
+    rows = [r for r in (source if isinstance(source, list) else [source])
+            if isinstance(r, dict) and isinstance(r.get("index"), str) and _on_linux(r.get("marker"))]
+    if not rows:
+        return []
+    entry = _torch_entry(text)
+    out = []
+    for row in rows:
+        marker = row.get("marker") if isinstance(row.get("marker"), str) else ""
+        extras = tuple(_EXTRA.findall(marker)) + ((row["extra"],) if isinstance(row.get("extra"), str) else ())
+        out.append(Route(row["index"], extras or None, _row_span(text, entry, row["index"], isinstance(source, list))))
+    return out
+
+
+def _on_linux(marker) -> bool:
+    """Whether a row's marker can hold on Linux: some `or` branch whose platform clauses all hold there."""
+    if not isinstance(marker, str):
+        return True
+    for branch in re.split(r"\s+or\s+", marker):
+        if all((value.lower() == "linux") == (op == "==") for _, op, value in _PLATFORM.findall(branch)):
+            return True
+    return False
+
+
+def _torch_entry(text: str) -> Span | None:
+    """The text of the `torch = ...` entry of a `[tool.uv.sources]` header table (to the next key or table)."""
     header = _SOURCES_TABLE.search(text)
     if header is None:
-        return names, None
+        return None
     end = _NEXT_TABLE.search(text, header.end())
-    line = _TORCH_SOURCE.search(text, header.end(), end.start() if end else len(text))
+    stop = end.start() if end else len(text)
+    line = _TORCH_SOURCE.search(text, header.end(), stop)
     if line is None:
-        return names, None
-    start = line.start() + len(line.group(0)) - len(line.group(0).lstrip())
+        return None
+    following = _NEXT_KEY.search(text, line.end(), stop)
+    return Span(line.start() + len(line.group(0)) - len(line.group(0).lstrip()), following.start() if following else stop)
+
+
+def _row_span(text: str, entry: Span | None, index: str, listed: bool) -> Span | None:
+    """The line of the entry that routes torch to `index`: the `torch = {...}` line itself, or for a list of rows the
+    row naming that index."""
+    if entry is None:
+        return None
+    start = entry.start
+    if listed:
+        m = re.compile(r"\{[^{}]*\bindex\s*=\s*[\"']" + re.escape(index) + r"[\"'][^{}]*\}").search(text, entry.start, entry.end)
+        if m is None:
+            return None
+        start = m.start()
     stop = text.find("\n", start)
-    return names, Span(start, len(text.rstrip("\r")) if stop < 0 else stop - (text[stop - 1] == "\r"))
+    stop = len(text) if stop < 0 else stop
+    return Span(start, stop - (text[stop - 1:stop] == "\r"))
 
 
 def _strings(value) -> list[str]:

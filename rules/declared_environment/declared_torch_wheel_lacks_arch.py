@@ -8,6 +8,8 @@ from rlcompat.contract import Bad, DeclaredRule, Edit, FixSafety, Good, Span
 CU = "https://download.pytorch.org/whl/"
 UV_ROUTED = ('[project]\nname = "x"\ndependencies = ["torch==2.7.1"]\n\n[tool.uv.sources]\ntorch = {{ index = "torch-gpu" }}\n\n'
              '[[tool.uv.index]]\nname = "torch-gpu"\nurl = "' + CU + '{tag}"\nexplicit = true\n')
+UV_EXTRA = ('[project]\nname = "x"\n\n[project.optional-dependencies]\nsglang = ["torch==2.7.1"]\n\n[tool.uv.sources]\n'
+            'torch = {{ index = "torch-gpu" }}\n\n[[tool.uv.index]]\nname = "torch-gpu"\nurl = "' + CU + '{tag}"\nexplicit = true\n')
 
 
 class DeclaredTorchWheelLacksArch(DeclaredRule):
@@ -23,9 +25,13 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         "variant's architecture list (rlcompat/knowledge/data/torch_wheels.toml, the table `rlcompat doctor` reads) has no code for "
         "the target. A requirement whose release pins torch exactly (`vllm==0.11.0`: torch 2.8.0, rlcompat/knowledge/data/torch_wheels.toml "
         "`[[requires_torch]]`) installs that torch; so does one without an upper bound whose newest release asks for a "
-        "newer torch (`torchvision`: 0.29.2 asks for torch>=2.14.0), unless the same install caps torch. In pyproject.toml each extra's torch pin is judged as pip installs it "
-        "(from PyPI: pip reads no `[tool.uv]` table), and the uv index torch comes from once, where `[tool.uv.sources]` "
-        "sends torch to an explicit index (an explicit index nothing sends torch to is not torch's)."
+        "newer torch (`torchvision`: 0.29.2 asks for torch>=2.14.0), unless the same install caps torch. In pyproject.toml each line that brings "
+        "a torch (the core's, each extra's: an extra is its own install) is judged as pip installs it (from PyPI: pip "
+        "reads no `[tool.uv]` table) and as `uv sync [--extra X]` does: uv takes every torch the project declares, and the "
+        "torch an engine pin of the same install asks for, from the explicit index `[tool.uv.sources]` sends torch to "
+        "(its Linux row, or the row of that extra), else from the first uv index it looks in before PyPI (a "
+        "non-explicit `[[tool.uv.index]]`, `[tool.uv] extra-index-url`/`index-url`); such a line is reported where it applies, and the route once, where "
+        "the fix repoints it (an explicit index nothing sends torch to is not torch's)."
     )
     why = (
         "torch wheels hold cubins for a fixed list of architectures [S29][S30]: cu128/cu129 dropped sm_50-sm_61 from "
@@ -36,8 +42,9 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
     )
     fix_safety = (
         "Where the declaration names the PyTorch index, the fix swaps its tag (and a `+cuXXX` pin's) for the "
-        "lowest-CUDA variant of the same torch release that runs on the target (cu126 for Pascal and Volta): the "
-        "torch version stays, so the fix is safe. A torch taken from PyPI's default variant gets an "
+        "lowest-CUDA variant of the same torch release that runs on the target (cu126 for Pascal and Volta; for a "
+        "uv route, the lowest of the same CUDA major release that ships every torch the file pins, so packages built "
+        "for CUDA 12 beside torch keep their runtime): the torch version stays, so the fix is safe. A torch taken from PyPI's default variant gets an "
         "`--extra-index-url` line for that variant (unsafe: pip then prefers the `+cuXXX` build of the same "
         "release, which depends on resolution order), and a torch range gets an upper bound at the variant's last "
         "release (`torch>=2.6` -> `torch>=2.6,<2.15`): pip takes the newest release PyPI or the index has, and past "
@@ -74,7 +81,14 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             path="environment.yml"),
         # uv takes torch from the explicit index [tool.uv.sources] sends it to (reported there, the URL retagged);
         # pip reads no [tool.uv] table, and PyPI's 2.7.1 is the cu126 build, which runs
-        Bad(UV_ROUTED.format(tag="cu128"), path="pyproject.toml", fixed=UV_ROUTED.format(tag="cu118")),
+        Bad(UV_ROUTED.format(tag="cu128"), path="pyproject.toml", fixed=UV_ROUTED.format(tag="cu126")),
+        # `uv sync --extra sglang` takes the extra's torch 2.7.1 from the routed cu128 index (reported at the pin, where
+        # it applies, and at the route, which the fix repoints), though pip's PyPI build of 2.7.1 would run
+        Bad(UV_EXTRA.format(tag="cu128"), path="pyproject.toml", fixed=UV_EXTRA.format(tag="cu126")),
+        # `[tool.uv] extra-index-url`: uv looks there before PyPI, so `uv sync` takes the cu128 build of 2.7.1
+        Bad('[project]\nname = "x"\ndependencies = ["torch==2.7.1"]\n\n[tool.uv]\nextra-index-url = ["' + CU + 'cu128"]\n',
+            path="pyproject.toml",
+            fixed='[project]\nname = "x"\ndependencies = ["torch==2.7.1"]\n\n[tool.uv]\nextra-index-url = ["' + CU + 'cu126"]\n'),
         # pip: PyPI's 2.8.0 is the cu128 build (reported at the pin; no fix in a pyproject)
         Bad('[project]\nname = "x"\n\n[project.optional-dependencies]\ngpu = ["torch==2.8.0"]\n', path="pyproject.toml"),
         # an optional extra is its own install; vllm 0.11.0 pins torch 2.8.0 (rlcompat/knowledge/data/torch_wheels.toml [[requires_torch]])
@@ -182,12 +196,15 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
 
     def _pyproject(self, group, ctx) -> None:
         """pyproject.toml is installed two ways: pip reads no `[tool.uv]` table, so each torch requirement (the core
-        one, and each extra's own pin: an extra is its own install) comes from PyPI; uv takes torch from the index
-        `[tool.uv.sources]` sends it to (or a non-explicit uv index), for whichever release the file pins."""
+        one, and each extra's own pin: an extra is its own install) comes from PyPI; uv takes every torch the project
+        declares from the index `[tool.uv.sources]` sends torch to (or a non-explicit uv index) [S180]. Each line
+        that brings a torch is judged by the wheel each installer takes for it, and the uv route once, where the fix
+        repoints it."""
         cc = self.target.capability
         torches = [r for r in group.requirements if r.name == "torch" and not r.conda
                    and not declared_install.backend_extra(r.extra)]  # the `cpu`/`npu` extra is no NVIDIA install
         core_caps = any(caps_torch(t.spec) for t in torches if not t.extra)
+        reported: set[tuple[int, int]] = set()
         for torch in torches:
             if torch.extra and core_caps and not caps_torch(torch.spec):
                 # an extra installs with the core dependencies: their cap holds its unbounded torch (judged there)
@@ -203,25 +220,78 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
                                    f"{self._lacks(variant)}" + (f"; install from {torch_wheels.index_url(fit)}" if fit else
                                                                 "; no official wheel of this release runs on it"),
                        [None])
+            reported.add((torch.span.start, torch.span.end))
         uv_indexes = [i for i in group.indexes if i.uv_only and (i.pytorch_tag or "").startswith("cu")]
+        uv_torches = self._uv_torches(group, torches, core_caps)
         if uv_indexes and not torches:
             self._index_only(uv_indexes[0], ctx)
         elif uv_indexes:
-            self._uv_indexes(group, uv_indexes, torches, ctx)
-        self._torch_brought_by_others(group, None, ctx)
+            self._uv_indexes(group, uv_indexes, uv_torches, ctx)
+        reported |= self._torch_brought_by_others(group, None, ctx)
+        self._uv_installs(uv_indexes, uv_torches, ctx, reported)
 
-    def _uv_indexes(self, group, indexes, torches, ctx) -> None:
-        """Every uv index torch is sent to (one per extra or platform marker, or the default one) whose variant lacks
-        the card's kernels is reported once and repointed together, with the rest of the project's install."""
+    def _uv_torches(self, group, torches, core_caps: bool) -> list[tuple[object, str, str]]:
+        """(requirement, torch release, what brings it) for each line of a uv install that brings a torch: a torch
+        requirement, and an engine pin whose release pins torch exactly (`vllm==0.10.1.1`: 2.7.1) where the same
+        install declares torch itself, so uv's index pin for torch covers it (a package the project never declares
+        is not routed [S180])."""
+        out = []
+        for torch in torches:
+            if torch.extra and core_caps and not caps_torch(torch.spec):
+                continue  # held by the core dependencies' cap, as pip holds it
+            version = chosen_torch(torch.spec.split("+", 1)[0])
+            if version is not None:
+                out.append((torch, version, f"torch{torch.spec}"))
+        for req in group.requirements:
+            pin = torch_required_by(req.name, req.spec, req.extras) if req.name != "torch" else None
+            if pin is None or not pin.torch or pin.torch_is_bound:
+                continue
+            own = [t for t in torches if t.extra in ("", req.extra)]
+            if not own or any(t.spec.startswith("==") and t.spec[2:].split("+", 1)[0] != pin.torch for t in own):
+                continue  # torch not declared by this install (not routed), or pinned to another release (refused)
+            out.append((req, pin.torch, f"{req.name}{req.spec} (which asks for torch=={pin.torch}: {pin.proof})"))
+        return out
+
+    def _uv_installs(self, indexes, uv_torches, ctx, reported: set[tuple[int, int]]) -> None:
+        """Each line of a `uv sync [--extra X]` that brings a torch the routed index builds without the card's
+        kernels, where pip's reading of that line found nothing (PyPI's build of the release runs): the line where
+        the hazard applies; the fix is the route's (reported there)."""
+        routed = [i for i in indexes if i.routed_at is not None]
         cc = self.target.capability
-        releases = sorted({v for v in (chosen_torch(t.spec.split("+", 1)[0]) for t in torches) if v}, key=versions.release)
-        lacking = [(index, v, found) for index in indexes for v in releases
-                   if (found := torch_wheels.variant(v, index.pytorch_tag)) is not None and not found.runs_on(cc)]
+        for req, version, written in uv_torches:
+            index = next((i for i in routed if i.routed_extras is None or (req.extra and req.extra in i.routed_extras)),
+                         None if routed else next(iter(indexes), None))  # no route: the first index uv looks in
+            variant = torch_wheels.variant(version, index.pytorch_tag) if index is not None else None
+            if variant is None or variant.runs_on(cc) or (req.span.start, req.span.end) in reported:
+                continue
+            line = ctx.source_text.count("\n", 0, (index.routed_at or index.span).start) + 1
+            install = f"uv sync --extra {req.extra}" if req.extra else "uv sync"
+            fit = _common_fit(sorted({v for _, v, _ in uv_torches}, key=versions.release), cc, variant.cuda)
+            how = "[tool.uv.sources] sends torch there" if index.routed_at is not None else "a uv index, looked up before PyPI"
+            ctx.report(req.span, f"`{install}` installs torch {version} for {written} from the {variant.tag} index "
+                                 f"({how}, line {line}; pip reads no [tool.uv] table): "
+                                 f"{self._lacks(variant)}; the fix is at line {line}"
+                                 + (f" ({torch_wheels.index_url(fit)})" if fit else ""), [None])
+
+    def _uv_indexes(self, group, indexes, uv_torches, ctx) -> None:
+        """Every uv index torch is sent to (one per extra or platform marker, or the default one) whose variant lacks
+        the card's kernels for a torch the project installs through it is reported once, at its route, and
+        repointed together, with the rest of the project's install."""
+        cc = self.target.capability
+        lacking = []
+        for index in indexes:
+            through = {v for req, v, _ in uv_torches
+                       if index.routed_extras is None or (req.extra and req.extra in index.routed_extras)}
+            for v in sorted(through, key=versions.release):
+                found = torch_wheels.variant(v, index.pytorch_tag)
+                if found is not None and not found.runs_on(cc):
+                    lacking.append((index, v, found))
         if not lacking:
             return
+        releases = sorted({v for _, v, _ in uv_torches}, key=versions.release)
         index, first, variant = lacking[0]
         bad = [i for i in indexes if any(i is j for j, _, _ in lacking)]
-        fit = _common_fit(releases, cc)  # every release the project pins comes from the repointed index
+        fit = _common_fit(releases, cc, variant.cuda)  # every release the project pins comes from the repointed index
         how = "[tool.uv.sources] sends torch to it" if index.routed_at is not None else "a uv index"
         others = f" (and {len(bad) - 1} more uv index of that kind)" if len(bad) > 1 else ""
         message = (f"uv installs torch {', '.join(dict.fromkeys(v for _, v, _ in lacking))} from the "
@@ -239,13 +309,14 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         ctx.report(index.routed_at or index.span, message, edits, FixSafety.SAFE,
                    f"install torch from the {fit} index" if fit else "")
 
-    def _torch_brought_by_others(self, group, index, ctx) -> None:
+    def _torch_brought_by_others(self, group, index, ctx) -> set[tuple[int, int]]:
         """A requirement whose release pins torch exactly (rlcompat/knowledge/data/torch_wheels.toml `[[requires_torch]]`: vllm==0.11.0
         installs torch 2.8.0) replaces the machine's torch, from the group's pip index if it names one, else PyPI.
         Left alone where the same install pins another torch (pip refuses the pair)."""
         cc = self.target.capability
+        reported: set[tuple[int, int]] = set()
         if group.deps_held:
-            return  # `--no-deps`, or a constraints file: what the requirements ask for is not what pip installs
+            return reported  # `--no-deps`, or a constraints file: what the requirements ask for is not what pip installs
         for req in group.requirements:
             pin = torch_required_by(req.name, req.spec, req.extras) if req.name != "torch" else None
             if pin is None or not pin.torch:
@@ -276,6 +347,8 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
                                  f"{self._lacks(variant)}"
                                  + (f"; install torch from {torch_wheels.index_url(fit)} first, or pin another release"
                                     if fit else ""), [None])
+            reported.add((req.span.start, req.span.end))
+        return reported
 
     def _release(self, spec: str, version: str) -> str:
         pinned = spec.startswith(("==", "==="))
@@ -308,10 +381,13 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
                                     f"{', '.join(variant.arches)} only: none runs on {self.target.name}", [None])
 
 
-def _common_fit(releases: list[str], cc: tuple[int, int]) -> str | None:
-    """The lowest-CUDA variant tag that ships every one of these torch releases with kernels for `cc` (one index for
-    all of a file's pins), or None."""
-    tags = [v.tag for v in sorted(torch_wheels.wheel_variants(), key=lambda v: versions.release(v.cuda))]
+def _common_fit(releases: list[str], cc: tuple[int, int], cuda: str | None = None) -> str | None:
+    """The variant tag that ships every one of these torch releases with kernels for `cc` (one index for all of a
+    file's pins), or None: the lowest CUDA of the major release `cuda` (the variant the file names: cu128 -> cu126,
+    so the packages built for CUDA 12 beside torch keep their runtime), else the lowest CUDA."""
+    major = versions.release(cuda)[:1] if cuda else ()
+    tags = [v.tag for v in sorted(torch_wheels.wheel_variants(),
+                                  key=lambda v: (versions.release(v.cuda)[:1] != major, versions.release(v.cuda)))]
     return next((t for t in dict.fromkeys(tags) if all((found := torch_wheels.variant(v, t)) is not None and found.runs_on(cc)
                                                         for v in releases)), None)
 
