@@ -202,6 +202,14 @@ def test_github_actions_steps_run_and_nothing_else(tmp_path):
         "--mixed_precision bf16 train.py", "--mixed_precision fp16 train.py")
 
 
+def test_github_expressions_are_values_nothing_knows(tmp_path):
+    (tmp_path / "wf.yml").write_text(
+        "on: push\njobs:\n  t:\n    steps:\n      - run: |\n"
+        "          python -m sglang.launch_server --model-path ${{ matrix.model }} --dtype ${{ matrix.dtype }}\n"
+        "          vllm serve ${{ matrix.model }} --dtype bfloat16 &\n")
+    assert _hits(tmp_path / "wf.yml") == [(7, 42, "RLC107")]
+
+
 KUBERNETES = """apiVersion: apps/v1
 kind: Deployment
 spec:

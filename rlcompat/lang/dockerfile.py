@@ -85,7 +85,8 @@ def parse(text: str) -> Dockerfile:
     launch_view = _blank_outside(text, keep + launches) if launches else view
     commands = []
     for words in (c for stage in stages for c in _exec_commands(stage)):
-        block = argv_block(words, escape=lambda _element, t: _json_text(t), new_element=lambda _after, word: ", " + json.dumps(word),
+        block = argv_block(words, escape=lambda _element, t: _json_text(t),
+                           new_element=lambda after, word, words=words: _new_element(text, words, after, word),
                            why=EXEC_WHY)
         try:
             commands.append((block, shell.parse(block.code)))
@@ -102,6 +103,19 @@ def _exec_commands(stage: list[tuple[str, list[Element]]]) -> list[list[Element]
     if entry:
         return [entry + c for c in cmds] or [entry]
     return cmds
+
+
+def _new_element(text: str, words: list[Element], after: Element, word: str) -> str:
+    """`word` as the element after `after`: on a continued line of its own, indented as `after`'s line, where the
+    array already puts elements on several lines; else on the same line."""
+    newline = "\r\n" if "\r\n" in text else "\n"
+    at = next(i for i, w in enumerate(words) if w is after)
+    between = text[words[at - 1].end:after.start] if at else ""
+    if not re.search(r"\\[ \t]*\r?\n", between):  # `after` is not on a continued line of its array
+        return ", " + json.dumps(word)
+    line_start = text.rfind("\n", 0, after.start) + 1
+    indent = re.match(r"[ \t]*", text[line_start:after.start]).group(0)
+    return f", \\{newline}{indent}{json.dumps(word)}"
 
 
 def _json_text(text: str) -> str | None:

@@ -151,7 +151,7 @@ def _specs(root, text: str, index: LineIndex, found: list) -> None:
             run, kind = _get(step, "run"), _get(step, "shell")
             if run is not None and _kind(run) == "scalar" and not (
                     kind is not None and _kind(kind) == "scalar" and kind.value.split()[0] in _NOT_SHELL):
-                found.append(("github-actions step", _shell_scalar(run, text, index)))
+                found.append(("github-actions step", _shell_scalar(run, text, index, expressions=True)))
     spec = _get(root, "spec")
     kind = _get(root, "kind")
     if spec is not None and _kind(spec) == "mapping" and (
@@ -258,8 +258,18 @@ def _new_item(where, word: str, text: str, index: LineIndex) -> str:
     return newline + (dash.group(0) if dash else "- ") + value
 
 
-def _shell_scalar(node, text: str, index: LineIndex) -> Embedded:
+_EXPRESSION = re.compile(r"\$\{\{.*?\}\}", re.DOTALL)
+
+
+def _shell_scalar(node, text: str, index: LineIndex, expressions: bool = False) -> Embedded:
+    """A string value as shell code. `expressions`: GitHub Actions replaces `${{ ... }}` before the shell runs: each
+    is read as one variable whose value is not known (`$_____`, as long as it)."""
     chars, contiguous = _scalar_chars(node, text, index)
+    if expressions:
+        code = "".join(c for c, _ in chars)
+        for m in _EXPRESSION.finditer(code):
+            for k in range(m.start(), m.end()):
+                chars[k] = ("$" if k == m.start() else "_", chars[k][1])
     start = index.offset(node.start_mark.line + 1, node.start_mark.column)
     if not contiguous:
         return Embedded("shell", [(c, start) for c, _ in chars], place=lambda edit: None, why_no_fix=SCALAR_WHY)
