@@ -270,6 +270,27 @@ def test_rayjob_entrypoint_and_compose_command(tmp_path):
     assert '"--mixed_precision", "fp16", "t.py"]' in (tmp_path / "compose.yaml").read_text()
 
 
+def test_a_job_specs_environment_is_the_commands(tmp_path):
+    """`env:`/`envs:`/`environment:` set variables for the command as `export` does in a script."""
+    (tmp_path / "deploy.yaml").write_text(
+        "kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n        - name: vllm\n"
+        "          image: vllm/vllm-openai:latest\n          env:\n            - name: VLLM_ATTENTION_BACKEND\n"
+        "              value: FLASH_ATTN\n            - name: HF_TOKEN\n              valueFrom: {secretKeyRef: {name: x, key: y}}\n"
+        "          command: [vllm, serve, m]\n")
+    (tmp_path / "compose.yaml").write_text(
+        "services:\n  a:\n    image: vllm/vllm-openai\n    environment:\n      - VLLM_ATTENTION_BACKEND=FLASH_ATTN\n"
+        "    command: vllm serve m\n")
+    (tmp_path / "task.yaml").write_text("resources: {accelerators: T4}\nenvs:\n  VLLM_USE_V1: 1\nrun: |\n  vllm serve m\n")
+    script = _same_as_script(tmp_path, "export VLLM_ATTENTION_BACKEND=FLASH_ATTN; vllm serve m")
+    assert {code for _, code, _ in script} == {"RLC207", "RLC407"}
+    assert {(line, code) for line, _, code in _hits(tmp_path / "deploy.yaml")} == {(9, "RLC207"), (13, "RLC407")}
+    assert {(line, code) for line, _, code in _hits(tmp_path / "compose.yaml")} == {(5, "RLC207"), (6, "RLC407")}
+    assert ("RLC419" in {code for _, _, code in _hits(tmp_path / "task.yaml")})
+    _fix(tmp_path, "deploy.yaml", "compose.yaml")
+    assert "              value: FLEX_ATTENTION\n" in (tmp_path / "deploy.yaml").read_text()
+    assert "      - VLLM_ATTENTION_BACKEND=FLEX_ATTENTION\n" in (tmp_path / "compose.yaml").read_text()
+
+
 @pytest.mark.parametrize("text", [
     "actor_rollout_ref:\n  rollout:\n    dtype: bfloat16\n",
     "model:\n  args:\n    - a\n  command: x\n",  # no containers, services or RayJob around them

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 from rlcompat.findings import Edit
 from rlcompat.lang.embedded import Embedded
@@ -38,14 +38,17 @@ class _Word:
 
 
 def argv_block(elements: list[Element], *, escape: Callable[[Element, str], str | None],
-               new_element: Callable[[Element, str], str], why: str) -> Embedded:
+               new_element: Callable[[Element, str], str], why: str,
+               prefix: Sequence[tuple[str, int]] = ()) -> Embedded:
     """The shell line `elements` make. `escape(element, text)`: `text` written inside `element` (None: it cannot be);
     `new_element(after, word)`: the text that adds `word` as an element after `after`; `why`: what a finding whose
-    fix cannot be placed says."""
-    chars: list[tuple[str, int]] = []
+    fix cannot be placed says; `prefix`: shell code before the line (a container's `export NAME=value` lines), each
+    character at its offset in the file, where an edit is placed as written."""
+    chars: list[tuple[str, int]] = list(prefix)
+    line_start = len(chars)
     words: list[_Word] = []
     for element in elements:
-        if chars:
+        if len(chars) > line_start:
             chars.append((" ", element.start))
         value = "".join(c for c, _ in element.chars)
         quoted = not PLAIN_WORD.fullmatch(value)
@@ -61,11 +64,17 @@ def argv_block(elements: list[Element], *, escape: Callable[[Element, str], str 
         if quoted:
             chars.append(("'", max(element.end - 1, element.start)))
     block = Embedded("shell", chars, why_no_fix=why)
-    block.place = lambda edit: _place(edit, block, words, escape, new_element)
+    block.place = lambda edit: _place(edit, block, words, escape, new_element, line_start)
     return block
 
 
-def _place(edit: Edit, block: Embedded, words: list[_Word], escape, new_element) -> Edit | None:
+def _place(edit: Edit, block: Embedded, words: list[_Word], escape, new_element, line_start: int) -> Edit | None:
+    if edit.end <= line_start:  # in the code before the line: copied as it is written, one value at a time
+        if edit.start == edit.end or not block.contiguous(edit.start, edit.end) \
+                or any(c.isspace() or c in "'\"$`\\:#" for c in edit.content):
+            return None
+        start = block.file_offset(edit.start)
+        return Edit(start, block.file_offset(edit.end - 1) + 1, edit.content)
     adds = edit.start == edit.end and edit.content[:1].isspace()
     inside = None if adds else next((w for w in words if w.code_start <= edit.start and edit.end <= w.code_end), None)
     if inside is not None:

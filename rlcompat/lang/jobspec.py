@@ -142,16 +142,19 @@ def _specs(root, text: str, index: LineIndex, found: list) -> None:
     keys = _keys(root)
     scalars = {k for k in ("run", "setup") if _get(root, k) is not None and _kind(_get(root, k)) == "scalar"}
     if scalars and (len(scalars) == 2 or (keys & _SKYPILOT_KEYS) - scalars):
+        env = _environment(_get(root, "envs"), text, index)
         for k in sorted(scalars):
-            found.append((f"skypilot {k}", _shell_scalar(_get(root, k), text, index)))
-    for steps in _workflow_steps(root):
+            found.append((f"skypilot {k}", _shell_scalar(_get(root, k), text, index, env=env)))
+    for job, steps in _workflow_steps(root):
+        outer = _environment(_get(root, "env"), text, index) + _environment(_get(job, "env"), text, index)
         for step in steps.value:
             if _kind(step) != "mapping":
                 continue
             run, kind = _get(step, "run"), _get(step, "shell")
             if run is not None and _kind(run) == "scalar" and not (
                     kind is not None and _kind(kind) == "scalar" and kind.value.split()[0] in _NOT_SHELL):
-                found.append(("github-actions step", _shell_scalar(run, text, index, expressions=True)))
+                env = outer + _environment(_get(step, "env"), text, index)
+                found.append(("github-actions step", _shell_scalar(run, text, index, expressions=True, env=env)))
     spec = _get(root, "spec")
     kind = _get(root, "kind")
     if spec is not None and _kind(spec) == "mapping" and (
@@ -163,7 +166,8 @@ def _specs(root, text: str, index: LineIndex, found: list) -> None:
     if services is not None and _kind(services) == "mapping":
         for _, service in services.value:
             if _kind(service) == "mapping" and _keys(service) & {"image", "build"}:
-                _program(service, "entrypoint", "command", "compose service", text, index, found)
+                _program(service, "entrypoint", "command", "compose service", text, index, found,
+                         _environment(_get(service, "environment"), text, index))
     _containers(root, text, index, found, 0)
 
 
@@ -173,11 +177,11 @@ def _workflow_steps(root):
         for _, job in jobs.value:
             steps = _get(job, "steps") if _kind(job) == "mapping" else None
             if steps is not None and _kind(steps) == "sequence":
-                yield steps
+                yield job, steps
     runs = _get(root, "runs")
     steps = _get(runs, "steps") if runs is not None and _kind(runs) == "mapping" else None
     if steps is not None and _kind(steps) == "sequence":
-        yield steps
+        yield runs, steps
 
 
 def _containers(node, text: str, index: LineIndex, found: list, depth: int) -> None:
@@ -188,7 +192,8 @@ def _containers(node, text: str, index: LineIndex, found: list, depth: int) -> N
             if _kind(key) == "scalar" and key.value in ("containers", "initContainers") and _kind(value) == "sequence":
                 for container in value.value:
                     if _kind(container) == "mapping" and "image" in _keys(container):
-                        _program(container, "command", "args", "kubernetes container", text, index, found)
+                        _program(container, "command", "args", "kubernetes container", text, index, found,
+                                 _environment(_get(container, "env"), text, index))
             elif _kind(value) != "scalar":
                 _containers(value, text, index, found, depth + 1)
     elif _kind(node) == "sequence":
@@ -196,9 +201,11 @@ def _containers(node, text: str, index: LineIndex, found: list, depth: int) -> N
             _containers(item, text, index, found, depth + 1)
 
 
-def _program(holder, first: str, then: str, what: str, text: str, index: LineIndex, found: list) -> None:
+def _program(holder, first: str, then: str, what: str, text: str, index: LineIndex, found: list,
+             env: list[tuple[str, int]]) -> None:
     """What a container or a compose service runs: `first` (its program: a container's command, a service's
-    entrypoint) then `then`'s words, both lists; a string value is a shell command of its own."""
+    entrypoint) then `then`'s words, both lists; a string value is a shell command of its own. `env`: its
+    environment, as the `export` lines before the command (`_environment`)."""
     lists, alone = [], []
     for key in (first, then):
         node = _get(holder, key)
@@ -219,10 +226,46 @@ def _program(holder, first: str, then: str, what: str, text: str, index: LineInd
     if elements:
         block = argv_block(elements, escape=lambda element, t: _escape_item(writers[id(element)][1], t),
                            new_element=lambda after, word: _new_item(writers[id(after)], word, text, index),
-                           why=LIST_WHY)
+                           why=LIST_WHY, prefix=env)
         found.append((what, block))
     for node in alone:
-        found.append((what, _shell_scalar(node, text, index)))
+        found.append((what, _shell_scalar(node, text, index, env=env)))
+
+
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def _environment(node, text: str, index: LineIndex) -> list[tuple[str, int]]:
+    """The variables a job spec sets for its command, as `export NAME=value` lines of shell code: each name and
+    value at their characters in the file (a fix may rewrite a value), `export ` and `=` at the name's. Read:
+    a mapping (`envs:`, `env:`, compose `environment:`), a compose list of `NAME=value` strings, a Kubernetes list
+    of `{name, value}`. A value the shell would split or expand, or written with escapes, is left out."""
+    out: list[tuple[str, int]] = []
+    if node is None:
+        return out
+    pairs = []
+    if _kind(node) == "mapping":
+        pairs = [(k, v) for k, v in node.value if _kind(k) == "scalar" and _kind(v) == "scalar"]
+    elif _kind(node) == "sequence":
+        for item in node.value:
+            if _kind(item) == "mapping":
+                name, value = _get(item, "name"), _get(item, "value")
+                if name is not None and value is not None and _kind(name) == _kind(value) == "scalar":
+                    pairs.append((name, value))
+            elif _kind(item) == "scalar" and "=" in item.value:
+                chars, exact = _scalar_chars(item, text, index)
+                name, _, value = item.value.partition("=")
+                if exact and _NAME.fullmatch(name) and PLAIN_WORD.fullmatch(value):
+                    out += [(c, chars[0][1]) for c in "export "] + chars + [("\n", chars[-1][1] + 1)]
+    for key, value in pairs:
+        key_chars, key_exact = _scalar_chars(key, text, index)
+        value_chars, value_exact = _scalar_chars(value, text, index)
+        if not (key_exact and value_exact and _NAME.fullmatch(key.value) and PLAIN_WORD.fullmatch(value.value)):
+            continue
+        at = key_chars[0][1]
+        out += [(c, at) for c in "export "] + key_chars + [("=", key_chars[-1][1] + 1)] + value_chars
+        out.append(("\n", value_chars[-1][1] + 1))
+    return out
 
 
 def _escape_item(item, t: str) -> str | None:
@@ -261,9 +304,10 @@ def _new_item(where, word: str, text: str, index: LineIndex) -> str:
 _EXPRESSION = re.compile(r"\$\{\{.*?\}\}", re.DOTALL)
 
 
-def _shell_scalar(node, text: str, index: LineIndex, expressions: bool = False) -> Embedded:
-    """A string value as shell code. `expressions`: GitHub Actions replaces `${{ ... }}` before the shell runs: each
-    is read as one variable whose value is not known (`$_____`, as long as it)."""
+def _shell_scalar(node, text: str, index: LineIndex, expressions: bool = False,
+                  env: list[tuple[str, int]] = ()) -> Embedded:
+    """A string value as shell code, after `env`'s `export` lines. `expressions`: GitHub Actions replaces
+    `${{ ... }}` before the shell runs: each is read as one variable whose value is not known (`$_____`, as long)."""
     chars, contiguous = _scalar_chars(node, text, index)
     if expressions:
         code = "".join(c for c, _ in chars)
@@ -271,16 +315,17 @@ def _shell_scalar(node, text: str, index: LineIndex, expressions: bool = False) 
             for k in range(m.start(), m.end()):
                 chars[k] = ("$" if k == m.start() else "_", chars[k][1])
     start = index.offset(node.start_mark.line + 1, node.start_mark.column)
+    env = list(env)
     if not contiguous:
-        return Embedded("shell", [(c, start) for c, _ in chars], place=lambda edit: None, why_no_fix=SCALAR_WHY)
+        return Embedded("shell", env + [(c, start) for c, _ in chars], place=lambda edit: None, why_no_fix=SCALAR_WHY)
     style = node.style or ""
     newline = "\r\n" if "\r\n" in text else "\n"
     if style == "|":
         indent = _block_indent(node, text, index)
-        return Embedded("shell", chars, escape=lambda t: t.replace("\n", newline + " " * indent),
+        return Embedded("shell", env + chars, escape=lambda t: t.replace("\n", newline + " " * indent),
                         why_no_fix=SCALAR_WHY)
     forbidden = {"'": "'\r\n", '"': '"\\\r\n', ">": "\r\n"}.get(style, "\r\n#")
-    return Embedded("shell", chars, forbidden=forbidden,
+    return Embedded("shell", env + chars, forbidden=forbidden,
                     escape=(lambda t: None if ": " in t else t) if not style else None,
                     why_no_fix="the fix would write a line break or a character the YAML scalar's quoting changes")
 
