@@ -291,6 +291,13 @@ def test_a_job_specs_environment_is_the_commands(tmp_path):
     assert "      - VLLM_ATTENTION_BACKEND=FLEX_ATTENTION\n" in (tmp_path / "compose.yaml").read_text()
 
 
+def test_shell_code_that_does_not_parse_is_the_files_error_at_its_line(tmp_path):
+    (tmp_path / "t.yaml").write_text("resources: {}\nrun: |\n  echo ok\n  vllm serve m --dtype \"bfloat16\n")
+    report = scan_paths([str(tmp_path / "t.yaml")], SM75)
+    assert [(e.line, e.column) for e in report.errors] == [(4, 24)]
+    assert "shell code of a job spec" in report.errors[0].message
+
+
 @pytest.mark.parametrize("text", [
     "actor_rollout_ref:\n  rollout:\n    dtype: bfloat16\n",
     "model:\n  args:\n    - a\n  command: x\n",  # no containers, services or RayJob around them

@@ -25,19 +25,14 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
 from typing import Sequence
 
 from rlcompat.findings import Finding
-from rlcompat.lang import embedded, yaml as yaml_lang
+from rlcompat.lang import embedded, shell, yaml as yaml_lang
 from rlcompat.lang.argv import PLAIN_WORD, Element, argv_block
 from rlcompat.lang.embedded import Embedded
 from rlcompat.lang.scanned import ScannedView
 from rlcompat.pipeline.textpos import LineIndex
-
-if TYPE_CHECKING:
-    from rlcompat.lang.shell import ShellScript
 
 # A file holds a job spec only where one of these keys starts a line (so a config is not composed twice).
 _KEYS = re.compile(r"^[ \t-]*(?:run|setup|entrypoint|command|args)[ \t]*:", re.MULTILINE)
@@ -48,8 +43,14 @@ SCALAR_WHY = "the YAML scalar's text is not its value character for character (e
 LIST_WHY = "a YAML argument list takes the fix only inside one element, as new elements or by removing whole ones"
 
 
-PARSE_ERRORS = yaml_lang.PARSE_ERRORS
-syntax_error_location = yaml_lang.syntax_error_location
+PARSE_ERRORS = yaml_lang.PARSE_ERRORS + shell.PARSE_ERRORS
+
+
+def syntax_error_location(exc) -> tuple[int, int, str]:
+    """Where the YAML, or the shell code in it (as a script's error is reported), stops being readable."""
+    if isinstance(exc, yaml_lang.PARSE_ERRORS):
+        return yaml_lang.syntax_error_location(exc)
+    return exc.line, exc.column, f"{exc} (in the shell code of a job spec)"
 
 
 def parse(text: str) -> list["JobBlock"]:
@@ -64,8 +65,6 @@ def check(jobs: list["JobBlock"], text: str, path: str, rules: Sequence, target,
 
 def check_targets(jobs: list["JobBlock"], text: str, path: str, groups, *, scanned: ScannedView) -> list[list[Finding]]:
     """Each group's findings in the file's shell code, placed at the YAML file's lines."""
-    from rlcompat.lang import shell
-
     index = LineIndex(text)
     out = []
     for rules, target in groups:
@@ -81,7 +80,7 @@ def check_targets(jobs: list["JobBlock"], text: str, path: str, groups, *, scann
 class JobBlock:
     what: str  # "skypilot run", "github-actions step", "kubernetes container", ...
     block: Embedded
-    script: ShellScript
+    script: shell.ShellScript
 
 
 def blocks(text: str) -> list[JobBlock]:
@@ -92,8 +91,6 @@ def blocks(text: str) -> list[JobBlock]:
         roots = _compose(text)
     except Exception:  # the YAML front end reports a file that does not parse; a composer that trips reads nothing
         return []
-    from rlcompat.lang import shell  # bashlex: only for a file that holds a job spec's keys
-
     index = LineIndex(text)
     found: list[tuple[str, Embedded]] = []
     for root in roots:
@@ -105,8 +102,12 @@ def blocks(text: str) -> list[JobBlock]:
             continue
         try:
             out.append(JobBlock(what, block, shell.parse(block.code)))
-        except shell.ShellSyntaxError:
-            continue  # code the shell front end cannot read: not judged (the file is YAML, its own check stands)
+        except shell.ShellSyntaxError as exc:
+            # as a script that does not parse: the file's error, where the shell stopped, at the YAML file's line
+            exc.offset = block.file_offset(exc.offset)
+            exc.line, column0 = index.position(exc.offset)
+            exc.column = column0 + 1
+            raise
     return out
 
 
