@@ -265,17 +265,21 @@ def _blank_outside(text: str, keep: list[tuple[int, int]]) -> str:
     return "".join(ch if mask[i] or ch in "\r\n" else " " for i, ch in enumerate(text))
 
 
+def shell_blocks(dockerfile: Dockerfile) -> list[tuple[embedded.Embedded, shell.ShellScript]]:
+    """The shell code the Dockerfile runs: its shell-form bodies (the file's own characters), then each exec-form
+    command, with their parses."""
+    view = dockerfile.launch_view or dockerfile.shell_view
+    same = embedded.Embedded("shell", [(c, i) for i, c in enumerate(view)])
+    return [(same, dockerfile.script), *dockerfile.exec_commands]
+
+
 def check(dockerfile: Dockerfile, text: str, path: str, rules: Sequence, target, *,
           scanned: ScannedView) -> list[Finding]:
     findings = run([dockerfile.group], text, path, [r for r in rules if "dockerfile" in r.languages], target, scanned)
     index = LineIndex(text)  # reports quote the Dockerfile line as written
-    view = dockerfile.launch_view or dockerfile.shell_view
-    # The shell code keeps the file's offsets: a block whose characters are the file's own, so its findings are
-    # placed (and counted) as shell code's.
-    same = embedded.Embedded("shell", [(c, i) for i, c in enumerate(view)])
-    findings += embedded.map_findings(same, shell.check(dockerfile.script, view, path, rules, target, scanned=scanned),
-                                      index)
-    for block, script in dockerfile.exec_commands:
+    # The shell-form code keeps the file's offsets: a block whose characters are the file's own, so its findings
+    # are placed (and counted) as shell code's, as the exec-form commands' are.
+    for block, script in shell_blocks(dockerfile):
         found = shell.check(script, block.code, path, rules, target, scanned=scanned)
         findings += embedded.map_findings(block, found, index)
     return findings

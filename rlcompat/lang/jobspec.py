@@ -58,6 +58,11 @@ def parse(text: str) -> list["JobBlock"]:
     return blocks(text)
 
 
+def shell_blocks(jobs: list["JobBlock"]) -> list[tuple[Embedded, shell.ShellScript]]:
+    """The shell code the job spec runs, with its parses (`parse` gives `jobs`)."""
+    return [(job.block, job.script) for job in jobs]
+
+
 def check(jobs: list["JobBlock"], text: str, path: str, rules: Sequence, target, *,
           scanned: ScannedView) -> list[Finding]:
     return check_targets(jobs, text, path, [(rules, target)], scanned=scanned)[0]
