@@ -3,7 +3,7 @@ do not edit by hand: tests/test_rule_index.py fails when it is stale."""
 
 # code: (languages, triggers or None: set per instance, python_triggers or None: not declared)
 INDEX = {
-    'RLC001': (('conda', 'dockerfile', 'json', 'makefile', 'markdown', 'notebook', 'pyproject', 'python', 'requirements', 'setupcfg', 'shell', 'toml', 'yaml'), (), None),
+    'RLC001': (('conda', 'dockerfile', 'jobspec', 'json', 'makefile', 'markdown', 'notebook', 'pyproject', 'python', 'requirements', 'setupcfg', 'shell', 'toml', 'yaml'), (), None),
     'RLC002': (('markdown', 'shell'), None, ()),
     'RLC003': (('json', 'markdown', 'python', 'shell', 'toml', 'yaml'), ('BF16', 'BFLOAT16', 'COMPILE', 'FLASH', 'FP8', 'bf16', 'bfloat16', 'compile', 'fa2', 'fa3', 'flash', 'fp8'), ('FLASH_ATTN', 'bf16', 'bfloat16', 'flash_attention', 'fp8')),
     'RLC004': (('dockerfile', 'markdown', 'shell'), ('main_ppo', 'recipe.', 'verl.trainer.main_', 'verl.trainer.sft_'), ()),

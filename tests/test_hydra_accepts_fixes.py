@@ -39,11 +39,22 @@ def _compose(overrides: list[str]):
         return compose("ppo_trainer", overrides=overrides)
 
 
+def _shell_codes(path: Path) -> list[str]:
+    """The shell code of a fixed fixture: a script's text, or each command a Dockerfile holds (its exec-form
+    arrays as the command lines they make)."""
+    if path.suffix == ".sh":
+        return [path.read_text()]
+    from rlcompat.lang import dockerfile
+
+    return [block.code for block, _ in dockerfile.shell_blocks(dockerfile.parse(path.read_text()))]
+
+
 @pytest.mark.parametrize("case", sorted(p.name for p in FIXTURES.iterdir() if p.is_dir()))
 def test_fixed_script_overrides_compose(case):
-    text = (FIXTURES / case / "expected.sh").read_text()
-    for overrides in _overrides(text):
-        _compose(overrides)  # raises on an unknown key, a `+` for an existing key, or a bad value
+    [expected] = (FIXTURES / case).glob("expected.*")
+    for code in _shell_codes(expected):
+        for overrides in _overrides(code):
+            _compose(overrides)  # raises on an unknown key, a `+` for an existing key, or a bad value
 
 
 def test_fixed_script_sets_what_the_findings_promised():

@@ -22,7 +22,9 @@ def test_record_is_complete(lang):
     missing = [name for name in FRONT_END_API if not hasattr(front_end, name)]
     assert not missing, f"{lang.front_end} lacks {missing}"
     assert "scanned" in inspect.signature(front_end.check).parameters, f"{lang.front_end}.check takes no scanned file"
-    assert lang.extensions or lang.names or lang.sniff, f"{lang.name}: no way to know a file is of it"
+    assert lang.extensions or lang.names or lang.sniff or lang.refined_from, f"{lang.name}: no way to know a file is of it"
+    if lang.refined_from:
+        assert BY_NAME[lang.refined_from].refine is not None, f"{lang.name}: {lang.refined_from} refines to nothing"
     assert all(e.startswith(".") and e == e.lower() for e in lang.extensions), lang.extensions
     assert all(n == n.lower() for n in lang.names), lang.names
     assert set(lang.embeds) <= set(BY_NAME) - {lang.name}, f"{lang.name} embeds {lang.embeds}"

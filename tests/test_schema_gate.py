@@ -363,6 +363,23 @@ def test_load_check_withholds_a_notebook_cell_fix_that_stops_loading(tmp_path, m
     assert "fix withheld: with it, ./verl/trainer/config does not load" in finding.message
 
 
+@pytest.mark.parametrize("name, text", [
+    ("task.yaml", "resources: {}\nrun: |\n  " + COMMAND.format(model="models/gemma-7b-dropout").replace("\n    ", "\n    ")),
+    ("Dockerfile", "FROM python:3.11\nCMD " + COMMAND.format(model="models/gemma-7b-dropout")),
+])
+def test_load_check_withholds_a_job_spec_or_dockerfile_fix_that_stops_loading(tmp_path, monkeypatch, name, text):
+    """The load check reads the shell code a YAML job spec or a Dockerfile holds, as a notebook's."""
+    from rlcompat.schema import gate
+
+    monkeypatch.setattr(gate, "spell", lambda schemas, key, wanted, code_reads=False: (key, ""))
+    tree = _tree(tmp_path, "0.1", FORK_CONFIG.format(override=""))
+    (tree / name).write_text(text)
+    report = api.fix_paths([str(tree / name)], resolve_target("sm89"), unsafe=True, jobs=1)
+    assert (tree / name).read_text() == text
+    [finding] = [f for f in report.remaining if f.code == "RLC210"]
+    assert "fix withheld: with it, ./verl/trainer/config does not load" in finding.message
+
+
 RECIPE_TRAIN = '''from dataclasses import dataclass, field
 
 from trl import GRPOConfig, ModelConfig, TrlParser

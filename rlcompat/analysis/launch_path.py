@@ -31,6 +31,9 @@ from rlcompat.pipeline.textpos import LineIndex
 
 SCRIPT_LANGUAGES = ("shell",)
 CONFIG_LANGUAGES = ("yaml",)
+# Files whose commands are shell code inside another syntax (lang/dockerfile.py, lang/jobspec.py): what their verl
+# commands' runs reach is reported as a script's is, at the file's own lines.
+HOLDING_LANGUAGES = ("dockerfile", "jobspec")
 
 
 def add_reached(checker, results: list[FileResult], texts: dict[str, str] | None = None, check=None) -> None:
@@ -44,15 +47,18 @@ def add_reached(checker, results: list[FileResult], texts: dict[str, str] | None
         if result.language in CONFIG_LANGUAGES and result.error is None:
             _add_handles(checker, result, scanned, checked)
     for result in results:
-        if result.language not in SCRIPT_LANGUAGES or result.error is not None:
+        if result.language not in SCRIPT_LANGUAGES + HOLDING_LANGUAGES or result.error is not None:
             continue
         text = (texts or {}).get(result.path)
         if text is None:
             text = _read(result.path, result.language)
         if text is None or "verl" not in text:
             continue
-        extra = reached_findings(checker, result.path, text, scanned, checked, result.findings)
-        extra += users_config_findings(checker, result.path, text, scanned, checked)
+        if result.language in SCRIPT_LANGUAGES:
+            extra = reached_findings(checker, result.path, text, scanned, checked, result.findings)
+            extra += users_config_findings(checker, result.path, text, scanned, checked)
+        else:
+            extra = _held_findings(checker, result, text, scanned, checked)
         if not extra:
             continue
         found = suppressions.find(text, result.language)
@@ -62,6 +68,29 @@ def add_reached(checker, results: list[FileResult], texts: dict[str, str] | None
         result.findings = sorted(own + kept, key=Finding.sort_key)
     if checker.cache is not None and checked.results:
         checker.cache.save()  # the framework files checked here, for the next run
+
+
+def _held_findings(checker, result: FileResult, text: str, scanned: set[str], checked: "_Checked") -> list[Finding]:
+    """`reached_findings` and `users_config_findings` for each piece of shell code a Dockerfile or a job spec holds,
+    placed at the file's lines (lang/embedded.py)."""
+    from rlcompat.lang import embedded
+    from rlcompat.lang.frontends import frontend
+
+    fe = frontend(result.language)
+    try:
+        blocks = fe.shell_blocks(fe.parse(text))
+    except fe.PARSE_ERRORS:
+        return []
+    index = LineIndex(text)
+    out: list[Finding] = []
+    for block, _ in blocks:
+        code = block.code
+        if "verl" not in code:
+            continue
+        found = reached_findings(checker, result.path, code, scanned, checked)
+        found += users_config_findings(checker, result.path, code, scanned, checked)
+        out += embedded.map_findings(block, found, index)
+    return out
 
 
 def _settled(checker, finding: Finding, found: list) -> bool:

@@ -371,9 +371,18 @@ def _app_for(args: List[str]) -> typer.Typer:
 
 
 def main() -> None:
+    from rlcompat.cli.stdout import Watched, leave_quietly
+
+    watched = sys.stdout = Watched(sys.stdout)
     with collector_off():  # lang/pyspeed/collector.py: LibCST's objects are not walked again and again
         try:
             _app_for(sys.argv[1:])()
+        except SystemExit:
+            if watched.reader_gone:  # the reader closed the pipe (`| head`): cli/stdout.py
+                leave_quietly()
+            raise
+        except BrokenPipeError:
+            leave_quietly()
         except KeyboardInterrupt:  # outside a command body (fix handles its own)
             typer.echo("rlcompat: interrupted", err=True)
             sys.exit(EXIT_INTERRUPTED)

@@ -1,7 +1,14 @@
-"""Dockerfiles: base images (`FROM`), build variables (`ENV`, `ARG`) and the `RUN` commands.
+"""Dockerfiles: base images (`FROM`), build variables (`ENV`, `ARG`), the `RUN` commands and the command the
+container runs (`CMD`, `ENTRYPOINT`).
 
-`RUN` bodies (shell form) go through the shell front end: the file is blanked to spaces outside them (newlines
-kept), so commands keep their real offsets and a fix edits the Dockerfile itself, as for Markdown code blocks.
+`RUN`, `CMD` and `ENTRYPOINT` bodies in shell form are shell code (Docker runs them with `/bin/sh -c`): the file
+is blanked to spaces outside them (newlines kept) and the shell front end reads the rest as a script, so commands
+keep their real offsets and a fix edits the Dockerfile itself, as for Markdown code blocks. The shell's rules judge
+them as they judge the same command in a script (the file's code is shell code: rlcompat/lang/languages.py).
+The exec form (`CMD ["python3", "-m", "x"]`, a JSON array) runs without a shell: its elements are the words
+(lang/argv.py). In each build stage the last exec-form `ENTRYPOINT` is the program a `CMD` array's words are
+passed to, so those two make one command; a `CMD` array alone is a command of its own (its program may be the base
+image's `ENTRYPOINT`, which the file does not say).
 `ENV`/`ARG` lines of the `KEY=value` form are kept too (without the keyword): to the shell they are assignments,
 so `RUN pip install torch --index-url ${TORCH_INDEX}` resolves to the ARG's value, where a fix edits it. Likewise a
 `FROM ${BASE_IMAGE}` whose ARG writes the whole reference: the image is read, and retagged, in the ARG's value.
@@ -12,12 +19,14 @@ program (`RUN <<EOF python3`) are not read.
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from typing import Sequence
 
 from rlcompat.lang.scanned import ScannedView
-from rlcompat.lang import shell
+from rlcompat.lang import embedded, shell
+from rlcompat.lang.argv import Element, argv_block
 from rlcompat.lang.declared import BaseImage, Declared, IndexUrl, Variable, run
 from rlcompat.lang.requirements import logical_lines
 from rlcompat.lang.settings import Span
@@ -33,11 +42,17 @@ INDEX_VARIABLES = {"PIP_INDEX_URL": "index", "PIP_EXTRA_INDEX_URL": "extra", "UV
                    "UV_EXTRA_INDEX_URL": "extra", "PIP_FIND_LINKS": "links"}
 
 
+EXEC_WHY = "an exec-form array takes the fix only inside one element, as new elements or by removing whole ones"
+
+
 @dataclass
 class Dockerfile:
     group: Declared  # FROM, ENV and ARG of the whole file
-    shell_view: str  # the file blanked outside RUN bodies
-    script: shell.ShellScript
+    shell_view: str  # the file blanked outside RUN bodies and ENV/ARG assignments (what declared_pins reads)
+    script: shell.ShellScript  # the shell code: RUN, and CMD/ENTRYPOINT in shell form (with the ENV/ARG assignments)
+    launch_view: str = ""
+    # exec-form CMD/ENTRYPOINT commands: each an argument list's shell line and its parse
+    exec_commands: list[tuple[embedded.Embedded, shell.ShellScript]] = field(default_factory=list)
 
 
 # `RUN <<EOF`, `RUN <<-"EOF" bash -exu -o pipefail`: the delimiter, then what reads the body (a shell, or nothing:
@@ -50,6 +65,8 @@ def parse(text: str) -> Dockerfile:
     group = Declared("dockerfile", anchor=Span(0, 0))
     keep: list[tuple[int, int]] = []
     body_end = -1
+    launches: list[tuple[int, int]] = []  # CMD and ENTRYPOINT bodies in shell form
+    stages: list[list[tuple[str, list[Element]]]] = [[]]  # per build stage: its exec-form CMD/ENTRYPOINT arrays
     for start, line in logical_lines(text):
         if start < body_end or line.lstrip().startswith("#"):
             continue
@@ -59,6 +76,7 @@ def parse(text: str) -> Dockerfile:
         op, rest, rest_at = m.group("op").upper(), m.group("rest"), start + m.start("rest")
         if op == "FROM":
             _base_image(rest, rest_at, group)
+            stages.append([])
         elif op in ("ENV", "ARG"):
             _variables(rest, rest_at, group)
             if re.fullmatch(r"\s*(?:" + PAIR.pattern + r"\s*(?:\\\s*)?)+", rest):
@@ -68,8 +86,109 @@ def parse(text: str) -> Dockerfile:
             body_end = _heredoc(text, start + len(line), heredoc, keep)
         elif op == "RUN" and not rest.lstrip().startswith(("[", "<<")):
             keep.append((rest_at, start + len(line)))
+        elif op in ("CMD", "ENTRYPOINT"):
+            elements = _json_array(text, rest_at, start + len(line)) if rest.lstrip().startswith("[") else None
+            if elements is not None:
+                stages[-1].append((op, elements))
+            elif not rest.lstrip().startswith("["):
+                launches.append((rest_at, start + len(line)))
     view = _blank_outside(text, keep)
-    return Dockerfile(group, view, shell.parse(view))
+    launch_view = _blank_outside(text, keep + launches) if launches else view
+    commands = []
+    for words in (c for stage in stages for c in _exec_commands(stage)):
+        block = argv_block(words, escape=lambda _element, t: _json_text(t),
+                           new_element=lambda after, word, words=words: _new_element(text, words, after, word),
+                           why=EXEC_WHY)
+        try:
+            commands.append((block, shell.parse(block.code)))
+        except shell.ShellSyntaxError:
+            continue  # words the shell front end cannot read as one command: the command is not judged
+    return Dockerfile(group, view, shell.parse(launch_view), launch_view, commands)
+
+
+def _exec_commands(stage: list[tuple[str, list[Element]]]) -> list[list[Element]]:
+    """The commands a stage's exec-form arrays make: each CMD after the stage's last ENTRYPOINT array (Docker passes
+    CMD's words to it), that ENTRYPOINT alone where no CMD array follows it, a CMD array alone where none is set."""
+    entry = next((elements for op, elements in reversed(stage) if op == "ENTRYPOINT"), None)
+    cmds = [elements for op, elements in stage if op == "CMD" and elements]
+    if entry:
+        return [entry + c for c in cmds] or [entry]
+    return cmds
+
+
+def _new_element(text: str, words: list[Element], after: Element, word: str) -> str:
+    """`word` as the element after `after`: on a continued line of its own, indented as `after`'s line, where the
+    array already puts elements on several lines; else on the same line."""
+    newline = "\r\n" if "\r\n" in text else "\n"
+    at = next(i for i, w in enumerate(words) if w is after)
+    between = text[words[at - 1].end:after.start] if at else ""
+    if not re.search(r"\\[ \t]*\r?\n", between):  # `after` is not on a continued line of its array
+        return ", " + json.dumps(word)
+    line_start = text.rfind("\n", 0, after.start) + 1
+    indent = re.match(r"[ \t]*", text[line_start:after.start]).group(0)
+    return f", \\{newline}{indent}{json.dumps(word)}"
+
+
+def _json_text(text: str) -> str | None:
+    """`text` as it is written inside a JSON string; None for a line break (one element stays on its line)."""
+    if "\n" in text or "\r" in text:
+        return None
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+JSON_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _json_array(text: str, start: int, end: int) -> list[Element] | None:
+    """The strings of the JSON array written in text[start:end] (a logical line: `\\` continuations between
+    elements), each character with its offset; None where it is not an array of strings (Docker then runs the text
+    as a shell command, which fails: not a command rlcompat judges)."""
+    i = start
+    elements: list[Element] = []
+
+    def blank(i: int) -> int:
+        while i < end and (text[i] in " \t\r\n" or (text[i] == "\\" and text[i + 1:i + 2] in ("\n", "\r"))):
+            i += 1
+        return i
+
+    i = blank(i)
+    if i >= end or text[i] != "[":
+        return None
+    i = blank(i + 1)
+    if i < end and text[i] == "]":
+        return elements
+    while i < end:
+        if text[i] != '"':
+            return None
+        opening, i, chars, exact = i, i + 1, [], True
+        while i < end and text[i] != '"':
+            if text[i] == "\\":
+                esc = text[i + 1:i + 2]
+                if esc == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", text[i + 2:i + 6]):
+                    chars.append((chr(int(text[i + 2:i + 6], 16)), i))
+                    exact = False
+                    i += 6
+                    continue
+                if esc not in JSON_ESCAPES:
+                    return None
+                chars.append((JSON_ESCAPES[esc], i))
+                exact = False
+                i += 2
+                continue
+            if text[i] in "\r\n":
+                return None
+            chars.append((text[i], i))
+            i += 1
+        if i >= end:
+            return None
+        elements.append(Element(chars, opening, i + 1, exact))
+        i = blank(i + 1)
+        if i < end and text[i] == "]":
+            return elements if not text[blank(i + 1):end].strip() else None
+        if i >= end or text[i] != ",":
+            return None
+        i = blank(i + 1)
+    return None
 
 
 def _heredoc(text: str, after: int, heredoc: re.Match, keep: list[tuple[int, int]]) -> int:
@@ -170,10 +289,21 @@ def _blank_outside(text: str, keep: list[tuple[int, int]]) -> str:
     return "".join(ch if mask[i] or ch in "\r\n" else " " for i, ch in enumerate(text))
 
 
+def shell_blocks(dockerfile: Dockerfile) -> list[tuple[embedded.Embedded, shell.ShellScript]]:
+    """The shell code the Dockerfile runs: its shell-form bodies (the file's own characters), then each exec-form
+    command, with their parses."""
+    view = dockerfile.launch_view or dockerfile.shell_view
+    same = embedded.Embedded("shell", [(c, i) for i, c in enumerate(view)])
+    return [(same, dockerfile.script), *dockerfile.exec_commands]
+
+
 def check(dockerfile: Dockerfile, text: str, path: str, rules: Sequence, target, *,
           scanned: ScannedView) -> list[Finding]:
-    findings = run([dockerfile.group], text, path, rules, target, scanned)
-    from_runs = shell.check(dockerfile.script, dockerfile.shell_view, path, rules, target, scanned=scanned,
-                            language="dockerfile")
+    findings = run([dockerfile.group], text, path, [r for r in rules if "dockerfile" in r.languages], target, scanned)
     index = LineIndex(text)  # reports quote the Dockerfile line as written
-    return findings + [replace(f, source_line=index.line_text(f.location.line)) for f in from_runs]
+    # The shell-form code keeps the file's offsets: a block whose characters are the file's own, so its findings
+    # are placed (and counted) as shell code's, as the exec-form commands' are.
+    for block, script in shell_blocks(dockerfile):
+        found = shell.check(script, block.code, path, rules, target, scanned=scanned)
+        findings += embedded.map_findings(block, found, index)
+    return findings

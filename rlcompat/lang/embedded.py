@@ -23,7 +23,13 @@ class Embedded:
     language: str  # "python" | "shell"
     chars: list[tuple[str, int]]  # the code's characters and their offsets in the file
     forbidden: str = ""  # characters a fix may not write here (they would end or change the enclosing quoting)
-    escape: Callable[[str], str] | None = None  # how a fix's text is written here (a JSON string: json escapes)
+    escape: Callable[[str], str | None] | None = None  # how a fix's text is written here (a JSON string: json escapes)
+    # How an edit of the code lands in the file where characters are not simply copied (an argument list's elements:
+    # lang/argv.py); None: it cannot. Without it, the contiguous-range rule below applies.
+    place: Callable[[Edit], Edit | None] | None = None
+    # Why a fix found in this code is not offered where it cannot be placed ("" says nothing): appended to the
+    # finding's message as `(no fix: ...)`, as a config rule's refused edit is.
+    why_no_fix: str = ""
 
     @property
     def code(self) -> str:
@@ -50,7 +56,10 @@ def map_findings(block: Embedded, findings: Sequence[Finding], index: LineIndex)
         line, col = index.position(start)
         end_line, end_col = index.position(max(start, end))
         fix = _map_fix(block, f.fix) if f.fix is not None else None
-        out.append(replace(f, location=Location(line, col + 1, end_line, end_col + 1), fix=fix,
+        message = f.message
+        if f.fix is not None and fix is None and block.why_no_fix and "(no fix:" not in message:
+            message = f"{message} (no fix: {block.why_no_fix})"
+        out.append(replace(f, location=Location(line, col + 1, end_line, end_col + 1), fix=fix, message=message,
                            source_line=index.line_text(line)))
     return out
 
@@ -60,11 +69,20 @@ def _map_fix(block: Embedded, fix: Fix) -> Fix | None:
     code = block.code
     for e in fix.edits:
         e = _trimmed(code, e)
+        if block.place is not None:
+            placed = block.place(e)
+            if placed is None:
+                return None
+            edits.append(placed)
+            continue
         if not block.contiguous(e.start, e.end) or any(ch in block.forbidden for ch in e.content):
             return None
         start = block.file_offset(e.start)
         end = start if e.end == e.start else block.file_offset(e.end - 1) + 1
-        edits.append(Edit(start, end, block.escape(e.content) if block.escape else e.content))
+        content = block.escape(e.content) if block.escape else e.content
+        if content is None:
+            return None  # text this place cannot hold
+        edits.append(Edit(start, end, content))
     return Fix(tuple(sorted(edits)), fix.safety, fix.description)
 
 

@@ -41,6 +41,7 @@ class Language:
     not_names: tuple[str, ...] = ()
     sniff: Callable[[str], bool] | None = None  # for a file without an extension: does its head say it is this?
     refine: Callable[[str], str | None] | None = None  # a file of this language whose text says it is another one
+    refined_from: str = ""  # the language whose `refine` gives this one (its files are known by their text only)
     explicit_only: bool = False  # read only when named on the command line, never on a directory walk
     python_comments: bool = False  # comments found by Python's tokenizer (a `#` in a string is not one)
     continued_command: bool = False  # a comment after a `\`-continued command covers all of its lines
@@ -77,6 +78,33 @@ def _yaml_as_conda(text: str) -> str | None:
     return None
 
 
+# The shapes of YAML job specs whose values are shell or argument lists (lang/jobspec.py reads them exactly).
+_TOP = re.compile(r"^([A-Za-z_]\w*)[ \t]*:", re.MULTILINE)
+_SKYPILOT_OTHER = {"resources", "num_nodes", "envs", "file_mounts", "workdir", "secrets"}
+_STEP_RUN = re.compile(r"^[ \t]+(?:-[ \t]+)?run[ \t]*:", re.MULTILINE)
+_CONTAINERS = re.compile(r"^[ \t]*(?:-[ \t]+)?(?:containers|initContainers)[ \t]*:", re.MULTILINE)
+_PROGRAM = re.compile(r"^[ \t]*(?:-[ \t]+)?(?:command|args|entrypoint)[ \t]*:", re.MULTILINE)
+
+
+def _yaml_refined(text: str) -> str | None:
+    """A YAML file that is a conda environment, or a job spec that runs shell (a SkyPilot task's `run:`/`setup:`, a
+    GitHub Actions workflow's steps, a KubeRay RayJob, a compose file's or a Kubernetes container's command): by its
+    top-level keys and their shapes, never by its name."""
+    conda = _yaml_as_conda(text)
+    if conda is not None:
+        return conda
+    top = set(_TOP.findall(text))
+    if (top & {"run", "setup"}) and (len(top & {"run", "setup"}) == 2 or top & _SKYPILOT_OTHER):
+        return "jobspec"
+    if ("jobs" in top or "runs" in top) and re.search(r"^[ \t]+steps[ \t]*:", text, re.MULTILINE) \
+            and _STEP_RUN.search(text):
+        return "jobspec"
+    if _PROGRAM.search(text) and ("services" in top or _CONTAINERS.search(text)
+                                  or re.search(r"^kind:[ \t]*RayJob\b", text, re.MULTILINE)):
+        return "jobspec"
+    return None
+
+
 PYTHON_SPELLING = Spelling("True", "False", "None")
 
 # Order matters where names overlap: the first record whose names match a file wins.
@@ -91,7 +119,7 @@ LANGUAGES: tuple[Language, ...] = (
     Language("dockerfile", "rlcompat.lang.dockerfile", "Dockerfiles",
              names=("dockerfile", "dockerfile.*", "dockerfile-*", "dockerfile_*", "*.dockerfile"),
              not_names=("*.jinja", "*.j2", "*.tmpl", "*.template", "*.in"), environment_file=True, declares=True,
-             continued_command=True, editor_id="dockerfile"),
+             continued_command=True, embeds=("shell", "python"), editor_id="dockerfile"),
     Language("conda", "rlcompat.lang.condaenv", "conda environment files",
              names=("environment*.yml", "environment*.yaml", "conda*.yml", "conda*.yaml"), environment_file=True,
              declares=True, fence="yaml"),
@@ -102,8 +130,11 @@ LANGUAGES: tuple[Language, ...] = (
              origins=("argparse-default", "python-keyword", "python-field", "python-dict", "python-assign",
                       "python-default", "python-forced"),
              fence="python", editor_id="python"),
-    Language("yaml", "rlcompat.lang.yaml", "YAML", extensions=(".yaml", ".yml"), refine=_yaml_as_conda, settings=True,
+    Language("yaml", "rlcompat.lang.yaml", "YAML", extensions=(".yaml", ".yml"), refine=_yaml_refined, settings=True,
              origins=("yaml",), fence="yaml", editor_id="yaml"),
+    # A YAML file is one by its keys (`_yaml_refined`), never by its name.
+    Language("jobspec", "rlcompat.lang.jobspec", "YAML job specs (SkyPilot, GitHub Actions, Kubernetes, KubeRay, compose)",
+             refined_from="yaml", continued_command=True, embeds=("shell",), fence="yaml"),
     Language("shell", "rlcompat.lang.shell", "shell scripts and Slurm/PBS job files",
              extensions=(".sh", ".bash", ".slurm", ".sbatch", ".job"),
              sniff=_is_shell, continued_command=True, embeds=("python",), settings=True, declares=True,

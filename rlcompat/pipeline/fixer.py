@@ -6,6 +6,7 @@ import bisect
 import difflib
 from dataclasses import dataclass, field
 
+from rlcompat.pipeline.discovery import language_from_content
 from rlcompat.pipeline.runner import Checker, FileResult, ParseFailure, validate
 from rlcompat.findings import Edit, Finding, FileError
 from rlcompat.pipeline.source import SourceError, SourceFile, encode, read, read_bytes, write_atomic
@@ -64,6 +65,7 @@ def fix_source(checker: Checker, source: SourceFile, language: str, unsafe: bool
     refused it). A fix is applied once: an insertion whose text already stands right where it would go (the same
     override appended by an earlier pass, which the parser did not read as set) is not made again. `skip`: (line,
     column, code) of findings left as they are (`fix --run --minimal`: those the run does not reach)."""
+    language = language_from_content(language, source.text)  # a YAML job spec is fixed (and re-parsed) as one
     result = FileFix(source.path, original=source.text, fixed=source.text)
     text = source.text
     current = checker.check_source(source, language)
@@ -168,6 +170,7 @@ def fix_file(checker: Checker, path: str, language: str, unsafe: bool, write: bo
         source = read(path, language)
     except SourceError as exc:
         return FileFix(path, error=FileError(path, str(exc)))
+    language = language_from_content(language, source.text)
     if checker.cache is not None:
         # Unchanged since a scan that found nothing to fix: no need to parse it again.
         from rlcompat.pipeline.cache import content_hash
@@ -182,7 +185,7 @@ def fix_file(checker: Checker, path: str, language: str, unsafe: bool, write: bo
         broken = _not_written(FileFix(path), checker.check_source(source, language), exc.reason)
         broken.broken = True
         return broken
-    if outcome.changed and language in ("shell", "notebook"):
+    if outcome.changed and language in ("shell", "notebook", "dockerfile", "jobspec"):
         outcome = _load_checked(checker, source, language, unsafe, outcome)
     if outcome.changed and write:
         try:

@@ -225,14 +225,35 @@ def compose_errors(jobs: list[tuple[str, str, list[str]]], python: str | None = 
     return answer["errors"]
 
 
-def _shell_text(text: str, language: str) -> tuple[str, list[int] | None]:
-    """The shell of a file as text, and for a notebook the file offset of each of its characters."""
-    if language != "notebook":
-        return text, None
-    from rlcompat.lang import notebook
+# Files that hold shell code in another syntax (a notebook's cells, a Dockerfile's commands, a YAML job spec's).
+HOLDING_LANGUAGES = ("notebook", "dockerfile", "jobspec")
 
-    chars = notebook.shell_code(text)
+
+def _shell_text(text: str, language: str) -> tuple[str, list[int] | None]:
+    """The shell of a file as text, and where it is held in another syntax the file offset of each character (a
+    Dockerfile's or a job spec's pieces of shell code one after another, a line each)."""
+    if language not in HOLDING_LANGUAGES:
+        return text, None
+    if language == "notebook":
+        from rlcompat.lang import notebook
+
+        chars = notebook.shell_code(text)
+    else:
+        from rlcompat.lang.frontends import frontend
+
+        fe = frontend(language)
+        chars = []
+        for block, _ in fe.shell_blocks(fe.parse(text)):
+            if block.chars:
+                chars += block.chars + [("\n", block.chars[-1][1])]
     return "".join(c for c, _ in chars), [o for _, o in chars]
+
+
+def _shell_errors() -> tuple:
+    """What reading a holding file's shell can raise where the file does not parse."""
+    from rlcompat.lang import dockerfile, jobspec, notebook
+
+    return notebook.PARSE_ERRORS + dockerfile.PARSE_ERRORS + jobspec.PARSE_ERRORS
 
 
 def check_fixed(path: str, before: str, after: str, root: str, package_dir: str | None,
@@ -242,11 +263,9 @@ def check_fixed(path: str, before: str, after: str, root: str, package_dir: str 
     from rlcompat.schema.tree import hydra_config_of
 
     verdict = Verdict(broken=[])
-    from rlcompat.lang.notebook import PARSE_ERRORS
-
     try:
         (before_code, offsets), (after_code, _) = _shell_text(before, language), _shell_text(after, language)
-    except PARSE_ERRORS as exc:  # a notebook that does not parse: nothing to compose, said so
+    except _shell_errors() as exc:  # a file that does not parse: nothing to compose, said so
         verdict.not_run = f"its shell could not be read ({type(exc).__name__})"
         return verdict
     old, new = commands(before_code), commands(after_code)
