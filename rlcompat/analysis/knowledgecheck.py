@@ -299,13 +299,14 @@ def _report(view, ctx, setting: Setting, key: fk.FrameworkKey, version_known: bo
     elif kind.fix == "value" and key.safe:
         edits, advice = [setting.rewrite(key.safe)], f"; use {key.safe}"
     else:
-        advice = "; no setting makes it work on this GPU"
+        advice = f"; {key.remedy or NO_REMEDY}"
     if any(e is None for e in edits):
         edits = []
     description = advice.lstrip("; ").split(" (")[0]
     ctx.report(setting.key_span, head + advice, edits, safety, description)
 
 
+NO_REMEDY = "no setting makes it work on this GPU"
 RESOLVED_ORIGINS = ("python-default", "python-forced")  # lang/pysettings.py: values the code itself sets
 
 
@@ -339,7 +340,7 @@ def _caller_fix(setting: Setting, key: fk.FrameworkKey, kind, target) -> str:
         return f"pass {name}=False where the config is built"
     if kind.fix == "value" and key.safe:
         return f"pass {name}={key.safe} where the config is built"
-    return "no setting makes it work on this GPU"
+    return key.remedy or NO_REMEDY
 
 
 def _defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:

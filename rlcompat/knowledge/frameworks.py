@@ -101,6 +101,7 @@ class FrameworkKey:
     omitted: "Omitted | None" = field(default=None, compare=False, hash=False)  # its default in a file that leaves it out
     values: tuple[str, ...] = ()  # the kind's hazard values this release accepts (lower-cased); () = all of them
     when: tuple[Condition, ...] = field(default=(), compare=False, hash=False)  # all must hold for the key to be read
+    remedy: str = ""  # what to do instead, for a kind no value fixes, where this release has a way out (its proof)
 
     @property
     def label(self) -> str:
@@ -214,7 +215,7 @@ def _framework(data: dict, filename: str) -> Framework:
             tuple(row.get("only_with", ())), examples, row.get("resolves", ""), row.get("auto_follows", ""),
             row.get("judged_by", ""), _omitted(row, fw.name, filename), _values(row, fw.name, filename),
             tuple(_condition(c, f"rlcompat/knowledge/data/frameworks/{fw.name}/{filename}: {row['names']} `when`")
-                  for c in row.get("when", ()))))
+                  for c in row.get("when", ())), row.get("remedy", "")))
     object.__setattr__(fw, "keys", tuple(keys))
     for row in data.get("engine", ()):
         if not row.get("proof") or not row.get("commands") or not row.get("engine"):
