@@ -86,7 +86,7 @@ class Rule:
     severity: ClassVar[str] = "error"
     # 0: a rule written for its hazard; 1: a rule driven by framework knowledge data; 2: the generic net. A finding
     # on the same characters as one from a rule of lower precedence is dropped (config rules), so data never
-    # repeats what a written rule already says.
+    # repeats what a written rule already says (rlcompat/pipeline/overlaps.py decides).
     precedence: ClassVar[int] = 0
     sources: ClassVar[tuple[str, ...]] = ()
     # Codes also selected when this rule's examples run (a meta rule needs the rules it watches).

@@ -323,14 +323,6 @@ class ConfigContext:
         self.pending.append(_Pending(self._rule, span, message, fix, severity))
 
 
-def _ranges(p: _Pending) -> list[tuple[int, int]]:
-    return [(p.span.start, p.span.end)] + ([(e.start, e.end) for e in p.fix.edits] if p.fix else [])
-
-
-def _overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
-    return any(s1 < e2 and s2 < e1 or s1 == s2 for s1, e1 in a for s2, e2 in b)
-
-
 def run_rules(views: Sequence[ConfigView], text: str, path: str, rules: Sequence[ConfigRule], target,
               scanned: ScannedView) -> list[Finding]:
     ctx = ConfigContext(target, path, scanned.for_rules, text, scanned.framework, scanned.model_shape,
@@ -347,13 +339,10 @@ def run_rules(views: Sequence[ConfigView], text: str, path: str, rules: Sequence
     findings, seen = [], set()
     unselected = scanned.unselected_prefixes
     lines = text.splitlines() if unselected else []
-    # A command's entry word anchors findings about different missing keys: those never replace each other.
+    # Which findings a rule of lower precedence claims already: the runner's layer decides (rlcompat/pipeline/overlaps.py).
     anchors = {(v.anchor.start, v.anchor.end) for v in views if v.anchor is not None}
-    claims = [(p.rule.precedence, _ranges(p)) for p in ctx.pending]
-    for p in ctx.pending:
-        key = (p.span.start, p.span.end)
-        if key not in anchors and any(precedence < p.rule.precedence and _overlap(ranges, _ranges(p))
-                                      for precedence, ranges in claims):
+    for p, outranked in zip(ctx.pending, scanned.outranked(ctx.pending, anchors)):
+        if outranked:
             continue  # a more specific rule reports this setting already (its key, its value or what a fix edits)
         # One YAML file can be mounted at several places (engine/fsdp.yaml: actor, ref, critic): one finding per
         # line, not one per mount. Findings about different keys at one anchor (a script's missing overrides) stay.
