@@ -1,6 +1,7 @@
 """Which rules a file can need, known before any rule module is imported: what each rule declares about the files
-it reads (`languages`) and the words one of which such a file must hold (`triggers`, and `python_triggers` for a
-config rule reading Python), recorded in rules/index.py.
+it reads (`languages`) and the words one of which such a file must hold (`triggers`, derived from what the rule
+declares its findings spell: rlcompat/rule.py; and `python_triggers` for a config rule reading Python), recorded in
+rules/index.py.
 
 A run imports the module of a rule only for a file of its languages that holds one of its triggers: a pre-commit run
 on one Python file loads the few rules that file can wake, not the catalog (each rule module brings its knowledge

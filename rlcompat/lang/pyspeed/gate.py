@@ -15,7 +15,8 @@ the gate to what the rules find without it.
 | `spelled = re.compile(...)` | a match of the pattern (searched last, where the words are) |
 | `requires = (("True",),)` | one word of each group |
 
-Within a group a word that holds another is dropped (`AsyncEngineArgs` beside `EngineArgs`): the other is found
+A group every trigger holds a word of is implied by the trigger and not searched again. Within a group a word that
+holds another is dropped (`AsyncEngineArgs` beside `EngineArgs`): the other is found
 wherever it is.
 """
 
@@ -35,8 +36,15 @@ def holds(rule, text: str) -> bool:
 def word_groups(rule) -> tuple[tuple[str, ...], ...]:
     """The groups of words, one of each of which a file `rule` can match spells, from its declarations."""
     modules = tuple(_IMPORT if m == ANY_MODULE else m for m in rule.resolves_from)
-    derived = [_shortest(group) for group in (modules, rule.keywords, rule.calls) if group]
+    derived = [_shortest(group) for group in (modules, rule.keywords, rule.calls)
+               if group and not _implied(group, rule.triggers)]
     return (*derived, *rule.requires)
+
+
+def _implied(words: tuple[str, ...], triggers: tuple[str, ...]) -> bool:
+    """Whether every trigger holds one of `words`: a file holding a trigger (asked first) holds one of them too (the
+    triggers of a rule that declares only `calls` are those calls)."""
+    return bool(triggers) and all(any(w in t for w in words) for t in triggers)
 
 
 def _shortest(words: tuple[str, ...]) -> tuple[str, ...]:
