@@ -13,12 +13,13 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar, Mapping
 
-from rlcompat.lang.pyspeed import gate
-from rlcompat.lang.pyspeed.gate import ANY_MODULE
 
 if TYPE_CHECKING:
     from rlcompat.knowledge.targets import Target
 
+
+# `resolves_from = (ANY_MODULE,)`: the names a rule reports resolve through an import of any module.
+ANY_MODULE = "*"
 
 # The release most examples of verl's rules are written for: `Bad(..., frameworks=VERL_091)`.
 VERL_091: Mapping[str, str] = MappingProxyType({"verl": "0.9.1"})
@@ -171,18 +172,3 @@ def triggers_in(rule, language: str) -> tuple[str, ...]:
     if language == "python" and hasattr(rule, "python_triggers"):
         return rule.python_triggers
     return rule.triggers
-
-
-def can_match(rule, language: str, present: set[str] | frozenset[str], text: str, plain: bool = False) -> bool:
-    """Whether `rule` can match `text`, a file of `language` that holds the trigger words `present` (any superset
-    of the rule's own triggers that `text` holds): one of its triggers is there and, unless `plain`, what it needs
-    to see (`resolves_from`, `keywords`, `calls`, `spelled`, `requires`; looked for only then: most are common
-    words, found at once)."""
-    if present.isdisjoint(triggers_in(rule, language)):
-        return False
-    return plain or gate.holds(rule, text)
-
-
-def can_match_text(rule, language: str, text: str, plain: bool = False) -> bool:
-    """`can_match` for one rule, searching `text` for its triggers."""
-    return can_match(rule, language, {t for t in triggers_in(rule, language) if t in text}, text, plain)

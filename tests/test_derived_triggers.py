@@ -11,7 +11,7 @@ from rlcompat.contract import Bad, PythonRule, SuppressionRule
 from rlcompat.knowledge.targets import resolve_target
 from rlcompat.knowledge.verl_config import entry_triggers, omitted_mapping_names
 from rlcompat.pipeline.discovery import language_from_content, language_of
-from rlcompat.rule import can_match_text
+from rlcompat.pipeline.catalog import can_match_text
 from rlcompat.rules import file_rules, rule_class
 
 # RLC001 runs over a file's suppressions once the others have run, never on its words.

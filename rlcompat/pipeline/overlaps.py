@@ -16,7 +16,7 @@ import itertools
 from typing import Sequence
 
 from rlcompat.findings import Finding
-from rlcompat.rule import can_match_text
+from rlcompat.pipeline.catalog import can_match_text
 
 
 def outranked(pending: Sequence, anchors: set[tuple[int, int]]) -> list[bool]:
