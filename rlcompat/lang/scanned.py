@@ -73,6 +73,11 @@ class ScannedView(Protocol):
     def runs_entry_script(self, path: str) -> bool:
         """Whether `python <path>` (a word ending in .py) does."""
 
+    def woken(self, rules: Sequence, language: str, code: str) -> list:
+        """The rules of `rules` (in their order) that declare `language` and whose triggers `code` (code of that
+        language a file holds: a heredoc, a notebook cell) spells: which rules run is the runner's layer's to say
+        (rlcompat/pipeline/catalog.py)."""
+
     def outranked(self, pending: Sequence, anchors: set) -> list:
         """For each pending config-rule finding, whether a rule of lower precedence reports or edits its characters
         already (then it is dropped): the runner's layer decides (rlcompat/pipeline/overlaps.py)."""

@@ -45,6 +45,12 @@ def triggers_of(entry: Entry, language: str) -> tuple[str, ...] | None:
     return python if language == "python" and python is not None else triggers
 
 
+def woken(rules, language: str, code: str) -> list:
+    """The rules of `rules` (in their order) that declare `language` and one of whose triggers there `code` holds:
+    those a front end runs over code of `language` embedded in a file of another (a heredoc, a notebook cell)."""
+    return [r for r in rules if language in r.languages and any(t in code for t in triggers_in(r, language))]
+
+
 def can_match(rule, language: str, present: set[str] | frozenset[str], text: str, plain: bool = False) -> bool:
     """Whether `rule` can match `text`, a file of `language` that holds the trigger words `present` (any superset
     of the rule's own triggers that `text` holds): one of its triggers is there and, unless `plain`, what it needs

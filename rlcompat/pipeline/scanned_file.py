@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from rlcompat.knowledge import frameworks, identity, verl_config, verl_own_files
 from rlcompat.lang import frontends
-from rlcompat.pipeline import overlaps
+from rlcompat.pipeline import catalog, overlaps
 from rlcompat.analysis import model_config
 
 if TYPE_CHECKING:
@@ -127,6 +127,9 @@ class ScannedFile:
 
     def front_end(self, language: str) -> ModuleType:
         return frontends.frontend(language)
+
+    def woken(self, rules: Sequence, language: str, code: str) -> list:
+        return catalog.woken(rules, language, code)
 
     def outranked(self, pending: Sequence, anchors: set) -> list:
         return overlaps.outranked(pending, anchors)
