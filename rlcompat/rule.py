@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar, Mapping
 
-from rlcompat.lang.pyspeed import gate
-from rlcompat.lang.pyspeed.gate import ANY_MODULE
 
 if TYPE_CHECKING:
     from rlcompat.knowledge.targets import Target
 
+
+# `resolves_from = (ANY_MODULE,)`: the names a rule reports resolve through an import of any module.
+ANY_MODULE = "*"
 
 # The release most examples of verl's rules are written for: `Bad(..., frameworks=VERL_091)`.
 VERL_091: Mapping[str, str] = MappingProxyType({"verl": "0.9.1"})
@@ -55,8 +57,26 @@ class Rule:
     why: ClassVar[str]  # why it breaks which targets, with sources [Sxx] from rlcompat/knowledge/data/sources.toml
     fix_safety: ClassVar[str]  # when the fix is safe, when not
     languages: ClassVar[frozenset[str]] = frozenset({"python"})
-    # Substrings one of which a file must contain for the rule to be able to match: files without any
-    # are never parsed for this rule.
+    # What the code of every finding spells, declared once: from it the rule's `triggers` are derived (the words one
+    # of which a file must hold for the rule to run, and for a Python rule the words that keep a statement when
+    # narrowing: `derived_triggers`), never written by hand (a class that writes them is refused).
+    # A name, attribute or key as the code writes it, a command word, or the piece of a construct that marks it
+    # (`LLM(`, `dtype: str`).
+    names: ClassVar[tuple[str, ...]] = ()
+    # The text of a string literal every finding holds (RLC109: `"auto"` or `'auto'`).
+    strings: ClassVar[tuple[str, ...]] = ()
+    # Config rules: words of verl's config keys it reads that no Python setting spells (verl's Megatron YAML
+    # `attention_backend`); they wake it in configs and commands, never mark a Python statement (`python_triggers`).
+    config_names: ClassVar[tuple[str, ...]] = ()
+    # Config rules: it reports at verl launch commands (a key they leave at a bad default, an override verl refuses):
+    # the entry words of every known verl release wake it (rlcompat/knowledge/data/verl/<version>.toml
+    # `[entry_points] triggers`).
+    verl_commands: ClassVar[bool] = False
+    # Config rules: verl setting ids whose key verl's own configs leave out of a mapping (`omitted_in`), which it
+    # reports at the mapping: such a file spells the mapping's name, not the key.
+    verl_omitted: ClassVar[tuple[str, ...]] = ()
+    # Derived from the declarations above (`derived_triggers`); where a rule declares none of them, from `calls`, else
+    # `keywords` (a call spells its name and its keywords). An instance may widen them (RLC002 watches other rules).
     triggers: ClassVar[tuple[str, ...]] = ()
     # What the rule needs to see, besides a trigger: the Python front end derives from it which files can hold a
     # finding (rlcompat/lang/pyspeed/gate.py); only whole files are gated by it (a statement is kept for its triggers
@@ -86,13 +106,20 @@ class Rule:
     severity: ClassVar[str] = "error"
     # 0: a rule written for its hazard; 1: a rule driven by framework knowledge data; 2: the generic net. A finding
     # on the same characters as one from a rule of lower precedence is dropped (config rules), so data never
-    # repeats what a written rule already says.
+    # repeats what a written rule already says (rlcompat/pipeline/overlaps.py decides).
     precedence: ClassVar[int] = 0
     sources: ClassVar[tuple[str, ...]] = ()
     # Codes also selected when this rule's examples run (a meta rule needs the rules it watches).
     examples_select: ClassVar[tuple[str, ...]] = ()
     bad: ClassVar[tuple[Bad, ...]] = ()
     good: ClassVar[tuple[Good, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if "triggers" in cls.__dict__:
+            raise TypeError(f"{cls.__name__} writes its triggers: declare what its findings spell instead (names, "
+                            "strings, calls, keywords, config_names, verl_commands, verl_omitted: rlcompat/rule.py)")
+        cls.triggers = derived_triggers(cls)
 
     def __init__(self, target: Target) -> None:
         self.target = target
@@ -112,23 +139,36 @@ class Rule:
         return [t.name for t in all_targets() if cls.applies_to(t)]
 
 
+def spelled_words(rule) -> tuple[str, ...]:
+    """The words `rule` declares the code of its findings spells: its `names` and its `strings` quoted either way."""
+    return (*rule.names, *(f"{quote}{text}{quote}" for text in rule.strings for quote in ('"', "'")))
+
+
+def derived_triggers(rule) -> tuple[str, ...]:
+    """The words one of which a file `rule` can match holds, from what it declares: what its findings spell, verl's
+    config words, verl's entry words where it reports at verl commands, the mappings verl's configs leave its keys
+    out of; where it declares none of these, the names of the calls it reports, else their keywords."""
+    found = (*spelled_words(rule), *rule.config_names, *(_verl_entry_words() if rule.verl_commands else ()),
+             *(w for setting in rule.verl_omitted for w in _verl_omitting(setting)))
+    return tuple(dict.fromkeys(found or rule.calls or rule.keywords))
+
+
+@lru_cache(maxsize=1)
+def _verl_entry_words() -> tuple[str, ...]:
+    from rlcompat.knowledge.verl_config import entry_triggers
+
+    return entry_triggers()
+
+
+@lru_cache(maxsize=None)
+def _verl_omitting(setting_id: str) -> tuple[str, ...]:
+    from rlcompat.knowledge.verl_config import omitted_mapping_names
+
+    return omitted_mapping_names(setting_id)
+
+
 def triggers_in(rule, language: str) -> tuple[str, ...]:
     """What makes `rule` run on a file of `language`: a config rule reads Python through its `python_triggers`."""
     if language == "python" and hasattr(rule, "python_triggers"):
         return rule.python_triggers
     return rule.triggers
-
-
-def can_match(rule, language: str, present: set[str] | frozenset[str], text: str, plain: bool = False) -> bool:
-    """Whether `rule` can match `text`, a file of `language` that holds the trigger words `present` (any superset
-    of the rule's own triggers that `text` holds): one of its triggers is there and, unless `plain`, what it needs
-    to see (`resolves_from`, `keywords`, `calls`, `spelled`, `requires`; looked for only then: most are common
-    words, found at once)."""
-    if present.isdisjoint(triggers_in(rule, language)):
-        return False
-    return plain or gate.holds(rule, text)
-
-
-def can_match_text(rule, language: str, text: str, plain: bool = False) -> bool:
-    """`can_match` for one rule, searching `text` for its triggers."""
-    return can_match(rule, language, {t for t in triggers_in(rule, language) if t in text}, text, plain)

@@ -2,7 +2,8 @@
 
     .venv/bin/python scripts/add_rule.py --family dtype --name bf16-in-my-trainer --code RLC199 --kind python
 
-writes `rules/dtype/bf16_in_my_trainer.py` (a rule class with empty text and no examples) and adds
+writes `rules/dtype/bf16_in_my_trainer.py` (a rule class with empty text, no examples and empty declarations of what
+its findings spell, from which its triggers are derived: a rule never writes triggers) and adds
 `"RLC199": "dtype.bf16_in_my_trainer"` to `rules/codes.py`, in code order. The new rule fails
 `tests/test_rule_examples.py::test_rule_metadata_is_complete` until its title, what, why, fix_safety and at least
 one bad and one good example are written: the catalog refuses a rule that says nothing. CONTRIBUTING.md has the
@@ -27,12 +28,19 @@ ROOT = Path(__file__).resolve().parents[1]
 CODE_ROW = re.compile(r'^    "(RLC\d{3})": "([a-z_]+)\.([a-z0-9_]+)",$', re.MULTILINE)
 
 KINDS = {
-    "python": ("PythonRule", '    triggers = ()  # words one of which a file must contain for this rule to run on it\n'
-                             '    # what its findings rest on, if it can say (rlcompat/rule.py): resolves_from = ("torch",),\n'
-                             '    # keywords = ("attn_implementation",), calls = ("from_pretrained",), spelled = re.compile(...)\n'),
-    "config": ("ConfigRule", '    triggers = ()  # words one of which a file must contain for this rule to run on it\n'
-                             '    # languages = ConfigRule.languages | {"python"}  # if Python writes its settings too\n'),
-    "declared": ("DeclaredRule", ""),
+    "python": ("PythonRule",
+               '    # What the code of every finding spells: its triggers and narrowing follow (rlcompat/rule.py); declare\n'
+               '    # one or more of names = ("bfloat16",), strings = ("auto",), calls = ("from_pretrained",),\n'
+               '    # keywords = ("attn_implementation",); and what its findings rest on, if it can say:\n'
+               '    # resolves_from = ("torch",), spelled = re.compile(...)\n'
+               '    names = ()\n'),
+    "config": ("ConfigRule",
+               '    # What the code of every finding spells: the words of the keys, flags or commands it reads (its triggers\n'
+               '    # follow: rlcompat/rule.py); verl_commands = True if it reports at verl launch commands (a key they\n'
+               '    # leave at a bad default)\n'
+               '    names = ()\n'
+               '    # languages = ConfigRule.languages | {"python"}  # if Python writes its settings too\n'),
+    "declared": ("DeclaredRule", '    names = ()  # the package names it reads: its triggers follow (rlcompat/rule.py)\n'),
 }
 
 TEMPLATE = '''from __future__ import annotations

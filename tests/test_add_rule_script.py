@@ -49,6 +49,21 @@ def test_writes_a_loadable_rule_and_its_row_in_code_order(root, kind, base):
     assert "pytest -q tests/test_rule_examples.py -k RLC198" in out
 
 
+@pytest.mark.parametrize("kind", ["python", "config", "declared"])
+def test_the_author_declares_what_findings_spell_and_the_triggers_follow(root, kind):
+    code, _, err = _run(root, "--family", "dtype", "--name", "bf16-in-my-trainer", "--code", "RLC198", "--kind", kind)
+    assert code == 0, err
+    path = root / "rules" / "dtype" / "bf16_in_my_trainer.py"
+    text = path.read_text()
+    assert "triggers =" not in text and _load(path).Bf16InMyTrainer.triggers == ()
+    path.write_text(text.replace("    names = ()", '    names = ("bf16", "bfloat16")', 1))
+    assert _load(path).Bf16InMyTrainer.triggers == ("bf16", "bfloat16")
+    # a rule that writes its triggers by hand is refused when its class is made
+    path.write_text(text.replace("    names = ()", '    triggers = ("bf16",)', 1))
+    with pytest.raises(TypeError, match="writes its triggers"):
+        _load(path)
+
+
 @pytest.mark.parametrize("args, message", [
     (("--family", "dtype", "--name", "x", "--code", "RLC101"), "already dtype.torch_bfloat16_dtype"),
     (("--family", "nope", "--name", "x", "--code", "RLC100"), "not a rule family"),

@@ -100,7 +100,7 @@ class _ReadsASibling(py.PythonRule):
     ancestor, and does not declare `whole_module`."""
 
     code, name, severity = "RLC998", "reads-a-sibling", "error"
-    triggers = ("bfloat16",)
+    names = ("bfloat16",)
 
     def visit_Attribute(self, node, ctx) -> None:
         module = ctx.ancestors[0]

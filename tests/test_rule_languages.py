@@ -104,7 +104,7 @@ class _Sees(ConfigRule):
     name = "sees"
     languages = frozenset({"python"})
     python_triggers = ("bf16",)
-    triggers = ("bf16",)
+    names = ("bf16",)
 
     def __init__(self, target) -> None:
         super().__init__(target)

@@ -124,6 +124,7 @@ def test_what_a_rule_declares_it_needs_to_see_is_what_a_file_must_spell():
         calls = ()
         spelled = None
         requires = (("True",),)
+        triggers = ()
 
     assert gate.holds(Declares, "import os\nm = load(dtype=True)\n")
     assert gate.holds(Declares, "torch.x(torch_dtype=True)\n")
@@ -133,6 +134,19 @@ def test_what_a_rule_declares_it_needs_to_see_is_what_a_file_must_spell():
     Declares.spelled = re.compile(r"dtype=True")
     assert not gate.holds(Declares, "import torch\nm = load(dtype = True)\n")
     assert gate.holds(Declares, "import torch\nm = load(dtype=True)\n")
+
+
+def test_a_group_every_trigger_holds_a_word_of_is_not_searched_again():
+    # RLC111 declares only the calls it reports (`GRPOConfig(...)`): they are its triggers, and a file holding one
+    # holds the call, so the gate asks nothing more; a group the triggers do not imply is still asked.
+    class Calls:
+        resolves_from, keywords, requires, spelled = (), ("bf16",), (), None
+        calls = ("GRPOConfig", "DPOConfig")
+        triggers = ("GRPOConfig", "DPOConfig")
+
+    assert gate.word_groups(Calls) == (("bf16",),)
+    Calls.triggers = ("GRPOConfig", "Config")  # `Config` holds no call of them
+    assert gate.word_groups(Calls) == (("bf16",), ("GRPOConfig", "DPOConfig"))
 
 
 def test_a_rule_that_visits_only_imports_keeps_nothing_else():

@@ -109,9 +109,7 @@ def check_python(block: Embedded, path: str, rules: Sequence, target, index: Lin
         code.encode("utf-8")
     except UnicodeEncodeError:
         return []  # a lone surrogate (`\ud800` in a notebook's JSON): no Python parser reads it
-    from rlcompat.rule import triggers_in
-
-    triggered = [r for r in rules if "python" in r.languages and any(t in code for t in triggers_in(r, "python"))]
+    triggered = scanned.woken(rules, "python", code)
     if not triggered:
         return []
     from rlcompat.lang import python as py

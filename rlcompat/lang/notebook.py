@@ -168,7 +168,6 @@ def _json_escape(content: str) -> str:
 
 
 def check(nb: Notebook, text: str, path: str, rules: Sequence, target, *, scanned: ScannedView) -> list[Finding]:
-    from rlcompat.rule import triggers_in
     from rlcompat.lang import shell
     from rlcompat.lang.embedded import check_python
 
@@ -187,7 +186,7 @@ def check(nb: Notebook, text: str, path: str, rules: Sequence, target, *, scanne
                 findings += check_python(block, path, python_rules, target, index, scanned)
     shell_chars = _shell_of(code_cells, text)
     code = "".join(c for c, _ in shell_chars)
-    if shell_rules and shell_chars and any(t in code for r in shell_rules for t in triggers_in(r, "shell")):
+    if shell_rules and shell_chars and scanned.woken(shell_rules, "shell", code):
         block = Embedded("shell", shell_chars, escape=_json_escape)
         try:
             script = shell.parse(code)
@@ -207,8 +206,6 @@ def _written_files(cells: list[Cell], path: str, rules: Sequence, target, index:
                    scanned: ScannedView) -> list[Finding]:
     """`%%writefile config.yaml` cells (how Colab notebooks write a trainer's config): the body through the front
     end of the file it writes, which the knowledge hands over (`front_end`)."""
-    from rlcompat.rule import triggers_in
-
     out: list[Finding] = []
     for cell in cells:
         lines = _lines(cell.chars)
@@ -218,7 +215,7 @@ def _written_files(cells: list[Cell], path: str, rules: Sequence, target, index:
             continue
         block = Embedded(language, [ch for line in lines[1:] for ch in line], escape=_json_escape)
         code = block.code
-        own = [r for r in rules if language in r.languages and any(t in code for t in triggers_in(r, language))]
+        own = scanned.woken(rules, language, code)
         if not own:
             continue
         front_end = scanned.front_end(language)

@@ -36,7 +36,7 @@ naming where it comes from and no value span; where it may be one of several (`3
 
 Python rules (LibCST visitors, RLC101, RLC102, RLC201, ...) keep reporting what they report; a config rule's finding
 whose fix edits the same characters as a Python rule's fix (or, with no fix, on a line a Python rule reports) is
-dropped (`drop_overlaps`): one hazard, one finding, the Python rule's wording.
+dropped by the runner's layer (rlcompat/pipeline/overlaps.py): one hazard, one finding, the Python rule's wording.
 """
 
 from __future__ import annotations
@@ -558,57 +558,3 @@ def _name(node: ast.AST) -> str:
         parts.append(node.id)
         return ".".join(reversed(parts))
     return ""
-
-
-def drop_overlaps(config_findings: list, python_findings: list) -> list:
-    """Config-rule findings about a hazard no Python rule of the same family reported already (one hazard, one
-    finding): dropped when its fix edits a range such a Python rule's fix edits, or, without a fix, when one reports
-    on its line."""
-    if not python_findings:
-        return config_findings
-    by_family: dict = {}
-
-    def indexed(family):
-        # One hazard is one family's (RLC1xx dtype, RLC4xx rollout, ...): RLC111's finding on `GRPOConfig(...)` (bf16
-        # left at its default) does not stand for RLC404's `use_vllm=True` inside the same call. The net (RLC0xx)
-        # reads names of every family, so it yields to all of them (family None).
-        if family not in by_family:
-            same = python_findings if family is None else [p for p in python_findings if p.code[:4] == family]
-            edited = _Intervals((e.start, e.end) for p in same if p.fix for e in p.fix.edits)
-            reported = _Intervals(((p.location.line, p.location.column), (p.location.end_line, p.location.end_column))
-                                  for p in same)
-            by_family[family] = (edited, {start for start, _ in edited.spans}, {p.location.line for p in same},
-                                 reported)
-        return by_family[family]
-
-    def covered(f) -> bool:
-        edited, edited_starts, lines, reported = indexed(None if f.code.startswith("RLC0") else f.code[:4])
-        if f.fix is None:
-            return f.location.line in lines
-        # Inside what a Python rule reported (`bf16=True`, which RLC103 renames to `fp16=True`): the same setting,
-        # whose fixes would otherwise combine (the key renamed by one, the value flipped by the other).
-        if reported.any_holding((f.location.line, f.location.column)):
-            return True
-        return any(edited.any_overlapping(e.start, e.end) or e.start in edited_starts for e in f.fix.edits)
-
-    return [f for f in config_findings if not covered(f)]
-
-
-class _Intervals:
-    """Closed intervals, asked which hold a point or overlap a range in log time: a file with as many config
-    findings as Python findings made the one-by-one comparison quadratic."""
-
-    def __init__(self, spans) -> None:
-        self.spans = sorted(spans)
-        self._starts = [start for start, _ in self.spans]
-        self._reach = list(itertools.accumulate((end for _, end in self.spans), max))  # furthest end so far
-
-    def any_holding(self, point) -> bool:
-        """Some start <= point <= end."""
-        i = bisect.bisect_right(self._starts, point)
-        return i > 0 and self._reach[i - 1] >= point
-
-    def any_overlapping(self, start, end) -> bool:
-        """Some interval with its start < end and its end > start."""
-        i = bisect.bisect_left(self._starts, end)
-        return i > 0 and self._reach[i - 1] > start

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from rlcompat.lang.scanned import ScannedView
-from rlcompat.lang.pyspeed import batches, chunks, heap, narrow as pynarrow, plain
+from rlcompat.lang.pyspeed import batches, chunks, heap, narrow as pynarrow
 from rlcompat.lang.pyspeed.batches import Parts
 from rlcompat.lang.pyspeed.lazy import lazy_import
 from rlcompat.lang.pyspeed.narrow import Narrowed
@@ -21,7 +21,7 @@ from rlcompat.lang.pyspeed.walk import statements_to, walk
 from rlcompat.lang.settings import ConfigRule, ConfigView, run_rules
 from rlcompat.lang.setup_deps import SETUP_PY_NAMES
 from rlcompat.findings import Edit, Finding, Fix, FixSafety, Location
-from rlcompat.rule import Rule, can_match_text
+from rlcompat.rule import Rule
 from rlcompat.pipeline.textpos import LineIndex
 
 
@@ -325,32 +325,14 @@ def _triggers(config: Sequence[ConfigRule]) -> tuple[str, ...]:
 
 def _config_findings(text: str, path: str, config: Sequence[ConfigRule], settings: list, target, python_rules: Sequence,
                      python_found: list[Finding], scanned: ScannedView) -> list[Finding]:
-    from rlcompat.lang.pysettings import drop_overlaps
-
+    """The config rules' findings over the file's settings, less those the runner's layer finds a Python rule reports
+    already (`scanned.settle_python_overlaps`: one hazard, one finding)."""
     found = run_rules([ConfigView("python", settings)], text, path, config, target, scanned)
-    if found:
-        # Overlaps are judged against every Python rule for the target, selected or not: `--ignore RLC201`
-        # or `# rlcompat: ignore[RLC201]` must not bring the same hazard back under a config rule's code.
-        found = drop_overlaps(found, python_found + _unselected_python_findings(text, path, target, python_rules, scanned))
-    return found
+    return scanned.settle_python_overlaps(found, python_found, text, path, target, python_rules) if found else found
 
 
-def _unselected_python_findings(text: str, path: str, target, ran: Sequence, scanned: ScannedView) -> list[Finding]:
-    """Findings of the Python rules for the target that did not run here although their triggers are in `text`
-    (deselected with --ignore/--select/per-file-ignores): usually none, and then nothing is parsed."""
-    codes = {r.code for r in ran}
-    rules = [cls(target) for cls in scanned.file_rule_classes() if "python" in cls.languages and not issubclass(cls, ConfigRule)
-             and cls.code not in codes and cls.applies_to(target) and can_match_text(cls, "python", text, plain())]
-    if not rules:
-        return []
-    try:
-        return _check_python(parse(text), text, path, rules, target, scanned=scanned)
-    except (PythonSyntaxError, RecursionError):
-        return []
-
-
-def _check_python(module: cst.Module, text: str, path: str, rules: Sequence[PythonRule], target,
-                  narrowed: Narrowed | None = None, scanned: ScannedView | None = None) -> list[Finding]:
+def check_python(module: cst.Module, text: str, path: str, rules: Sequence[PythonRule], target,
+                 narrowed: Narrowed | None = None, scanned: ScannedView | None = None) -> list[Finding]:
     """Findings in `text`. With `narrowed`, `module` was parsed from `narrowed.text` (lang/pyspeed/narrow.py): positions
     are found there and mapped back to `text` line by line (columns are the same)."""
     return _walk_targets(module, text, path, [(rules, target)], narrowed, scanned)[0]

@@ -73,8 +73,20 @@ class ScannedView(Protocol):
     def runs_entry_script(self, path: str) -> bool:
         """Whether `python <path>` (a word ending in .py) does."""
 
-    def file_rule_classes(self) -> Sequence[type]:
-        """Every scan rule class (the catalog), for a front end that judges its findings against rules not selected."""
+    def woken(self, rules: Sequence, language: str, code: str) -> list:
+        """The rules of `rules` (in their order) that declare `language` and whose triggers `code` (code of that
+        language a file holds: a heredoc, a notebook cell) spells: which rules run is the runner's layer's to say
+        (rlcompat/pipeline/catalog.py)."""
+
+    def outranked(self, pending: Sequence, anchors: set) -> list:
+        """For each pending config-rule finding, whether a rule of lower precedence reports or edits its characters
+        already (then it is dropped): the runner's layer decides (rlcompat/pipeline/overlaps.py)."""
+
+    def settle_python_overlaps(self, config_found: list, python_found: list, text: str, path: str, target,
+                               ran: Sequence) -> list:
+        """The findings of `config_found` (config rules over the Python `text`) that no Python rule for `target`
+        reports already (`python_found`, of the rules `ran`, and the rules the run left out): the runner's layer
+        decides (rlcompat/pipeline/overlaps.py), so a front end asks no catalog."""
 
     def front_end(self, language: str) -> ModuleType:
         """The front end that reads `language` (`parse`, `PARSE_ERRORS`, `check`), for code a file holds in another

@@ -49,7 +49,7 @@ from typing import ClassVar, Sequence
 from rlcompat.lang.languages import names_with, spelling_of
 from rlcompat.lang.scanned import ScannedView
 from rlcompat.findings import Edit, Finding, Fix, FixSafety, Location
-from rlcompat.rule import Rule
+from rlcompat.rule import Rule, spelled_words
 from rlcompat.pipeline.textpos import LineIndex
 from rlcompat.lang.keypath import is_under_prefixes
 
@@ -231,10 +231,11 @@ class ConfigRule(Rule):
     # (argparse defaults, config fields, call keywords: lang/pysettings.py) adds "python"; its triggers then mark the
     # statements whose settings are read.
     languages = names_with("settings")
-    # Python files: the words that mark those statements, where they are fewer or narrower than the rule's triggers
-    # (the statements are read once for every config rule, so a common word such as `dtype` would have every
-    # statement of a model file read). Derived from `triggers` for a rule that only adds "python" to its languages;
-    # a rule that names them declares python too (one that does not is refused when its class is made).
+    # Python files: the words that mark those statements. Derived for a rule that only adds "python" to its
+    # languages: what its findings spell (`names`, `strings`; not verl's config and entry words, which no Python
+    # setting spells). A rule names them only where they are fewer or narrower than that (the statements are read
+    # once for every config rule, so a common word such as `dtype` would have every statement of a model file read),
+    # saying why; it declares python too (one that does not is refused when its class is made).
     python_triggers: ClassVar[tuple[str, ...]] = ()
     # Rules that look at commands the shell parser could not read (views of kind "unread"); the others never see them.
     reads_unread: ClassVar[bool] = False
@@ -248,7 +249,7 @@ class ConfigRule(Rule):
             # `languages` alone says where a rule runs (tests/test_rule_languages.py holds the front ends to it)
             raise TypeError(f"{cls.__name__} names python_triggers but does not declare python in its languages")
         if "python" in cls.languages and not cls.python_triggers:
-            cls.python_triggers = cls.triggers
+            cls.python_triggers = spelled_words(cls)
 
     def reads_python(self, text: str, scanned: ScannedView | None) -> bool:
         """Whether this rule can report a setting of the Python `text` (which holds one of its `python_triggers`):
@@ -323,14 +324,6 @@ class ConfigContext:
         self.pending.append(_Pending(self._rule, span, message, fix, severity))
 
 
-def _ranges(p: _Pending) -> list[tuple[int, int]]:
-    return [(p.span.start, p.span.end)] + ([(e.start, e.end) for e in p.fix.edits] if p.fix else [])
-
-
-def _overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
-    return any(s1 < e2 and s2 < e1 or s1 == s2 for s1, e1 in a for s2, e2 in b)
-
-
 def run_rules(views: Sequence[ConfigView], text: str, path: str, rules: Sequence[ConfigRule], target,
               scanned: ScannedView) -> list[Finding]:
     ctx = ConfigContext(target, path, scanned.for_rules, text, scanned.framework, scanned.model_shape,
@@ -347,13 +340,10 @@ def run_rules(views: Sequence[ConfigView], text: str, path: str, rules: Sequence
     findings, seen = [], set()
     unselected = scanned.unselected_prefixes
     lines = text.splitlines() if unselected else []
-    # A command's entry word anchors findings about different missing keys: those never replace each other.
+    # Which findings a rule of lower precedence claims already: the runner's layer decides (rlcompat/pipeline/overlaps.py).
     anchors = {(v.anchor.start, v.anchor.end) for v in views if v.anchor is not None}
-    claims = [(p.rule.precedence, _ranges(p)) for p in ctx.pending]
-    for p in ctx.pending:
-        key = (p.span.start, p.span.end)
-        if key not in anchors and any(precedence < p.rule.precedence and _overlap(ranges, _ranges(p))
-                                      for precedence, ranges in claims):
+    for p, outranked in zip(ctx.pending, scanned.outranked(ctx.pending, anchors)):
+        if outranked:
             continue  # a more specific rule reports this setting already (its key, its value or what a fix edits)
         # One YAML file can be mounted at several places (engine/fsdp.yaml: actor, ref, critic): one finding per
         # line, not one per mount. Findings about different keys at one anchor (a script's missing overrides) stay.

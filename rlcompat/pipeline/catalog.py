@@ -1,10 +1,11 @@
 """Which rules a file can need, known before any rule module is imported: what each rule declares about the files
-it reads (`languages`) and the words one of which such a file must hold (`triggers`, and `python_triggers` for a
-config rule reading Python), recorded in rules/index.py.
+it reads (`languages`) and the words one of which such a file must hold (`triggers`, derived from what the rule
+declares its findings spell: rlcompat/rule.py; and `python_triggers` for a config rule reading Python), recorded in
+rules/index.py.
 
 A run imports the module of a rule only for a file of its languages that holds one of its triggers: a pre-commit run
 on one Python file loads the few rules that file can wake, not the catalog (each rule module brings its knowledge
-tables). The index says only what could run; the rule itself still decides (`rule.can_match`), so a superset here
+tables). The index says only what could run; the rule itself still decides (`can_match`), so a superset here
 changes no finding. A rule whose triggers are set per instance (RLC002 watches the other shell rules of its target)
 is recorded with None and loaded for every file of its languages, as is a rule the index does not list yet.
 
@@ -15,6 +16,9 @@ rules/index.py is generated from the rules themselves: `python -m rlcompat.pipel
 from __future__ import annotations
 
 from functools import lru_cache
+
+from rlcompat.lang.pyspeed import gate
+from rlcompat.rule import triggers_in
 
 # code -> (languages, triggers or None: set per instance, python_triggers or None: not declared)
 Entry = tuple[tuple[str, ...], "tuple[str, ...] | None", "tuple[str, ...] | None"]
@@ -39,6 +43,27 @@ def triggers_of(entry: Entry, language: str) -> tuple[str, ...] | None:
     if triggers is None:
         return None
     return python if language == "python" and python is not None else triggers
+
+
+def woken(rules, language: str, code: str) -> list:
+    """The rules of `rules` (in their order) that declare `language` and one of whose triggers there `code` holds:
+    those a front end runs over code of `language` embedded in a file of another (a heredoc, a notebook cell)."""
+    return [r for r in rules if language in r.languages and any(t in code for t in triggers_in(r, language))]
+
+
+def can_match(rule, language: str, present: set[str] | frozenset[str], text: str, plain: bool = False) -> bool:
+    """Whether `rule` can match `text`, a file of `language` that holds the trigger words `present` (any superset
+    of the rule's own triggers that `text` holds): one of its triggers is there and, unless `plain`, what it needs
+    to see (`resolves_from`, `keywords`, `calls`, `spelled`, `requires`; looked for only then: most are common
+    words, found at once)."""
+    if present.isdisjoint(triggers_in(rule, language)):
+        return False
+    return plain or gate.holds(rule, text)
+
+
+def can_match_text(rule, language: str, text: str, plain: bool = False) -> bool:
+    """`can_match` for one rule, searching `text` for its triggers."""
+    return can_match(rule, language, {t for t in triggers_in(rule, language) if t in text}, text, plain)
 
 
 @lru_cache(maxsize=1)

@@ -25,7 +25,7 @@ from rlcompat.lang.frontends import FRONTENDS, frontend
 from rlcompat.lang.languages import LANGUAGES
 from rlcompat.findings import FileError, FileResult, Finding
 from rlcompat.lang.pyspeed import plain
-from rlcompat.rule import can_match, triggers_in
+from rlcompat.rule import triggers_in
 from rlcompat.pipeline.source import SourceError, SourceFile, decode, read_bytes
 from rlcompat.pipeline.suppressions import SuppressionRule
 from rlcompat.knowledge.targets import Target, resolve_target
@@ -249,7 +249,7 @@ class Checker:
 
     def runnable(self, rules: Sequence, language: str, text: str, present: set[str] | None = None) -> list:
         """The rules that can match `text`: a trigger of theirs is in it, and what they need to see
-        (`rule.can_match`).
+        (`catalog.can_match`).
         `present`: the triggers `text` holds, if already known (any superset of this checker's that it holds)."""
         if not rules or language not in FRONTENDS:
             return []
@@ -258,7 +258,7 @@ class Checker:
         if not present:
             return []
         plain_mode = plain()
-        return [r for r in rules if can_match(r, language, present, text, plain_mode)]
+        return [r for r in rules if catalog.can_match(r, language, present, text, plain_mode)]
 
     # --- one file ----------------------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from rlcompat.knowledge import frameworks, identity, verl_config, verl_own_files
 from rlcompat.lang import frontends
+from rlcompat.pipeline import catalog, overlaps
 from rlcompat.analysis import model_config
 
 if TYPE_CHECKING:
@@ -127,7 +128,12 @@ class ScannedFile:
     def front_end(self, language: str) -> ModuleType:
         return frontends.frontend(language)
 
-    def file_rule_classes(self) -> Sequence[type]:
-        from rlcompat.rules import file_rules
+    def woken(self, rules: Sequence, language: str, code: str) -> list:
+        return catalog.woken(rules, language, code)
 
-        return file_rules()
+    def outranked(self, pending: Sequence, anchors: set) -> list:
+        return overlaps.outranked(pending, anchors)
+
+    def settle_python_overlaps(self, config_found: list, python_found: list, text: str, path: str, target,
+                               ran: Sequence) -> list:
+        return overlaps.settle(config_found, python_found, text, path, target, ran, self)

@@ -40,7 +40,7 @@ class FlashAttention2BackwardHeadDim(PythonRule):
         "head_dim and dropout on these cards and computes the same attention with the memory-efficient kernel [S71]: "
         "safe. Without dropout there is no fix: a flash-attn release from the message runs it."
     )
-    triggers = ("flash_attention_2",)
+    names = ("flash_attention_2",)
     keywords = ("attn_implementation",)  # the keyword that selects it (analysis/pymodel.py)
     sources = ("S70", "S71")
     prevents = ("X12",)

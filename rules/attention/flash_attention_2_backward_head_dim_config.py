@@ -36,7 +36,8 @@ class FlashAttention2BackwardHeadDimConfig(ConfigRule):
         "`--flash_attn` is removed); PyTorch runs this head_dim and dropout with its memory-efficient kernel [S71]: "
         "safe. Without dropout: no fix."
     )
-    triggers = ("flash_attention_2", "flash_attn", "flash-attn") + h.ENTRY_TRIGGERS
+    names = ("flash_attention_2", "flash_attn", "flash-attn")
+    verl_commands = True  # a verl launch command that leaves its key at the bad default
     sources = ("S51", "S70", "S71")
     prevents = ("X12",)
 

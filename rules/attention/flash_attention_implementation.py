@@ -84,7 +84,7 @@ class FlashAttentionImplementation(PythonRule):
         "fastest backend the card has (memory-efficient attention on sm50-sm75 [S16]). It is safe. `\"eager\"` is not "
         "used because it materialises the full attention matrix and runs out of memory on packed batches."
     )
-    triggers = ("flash_attention_", "import flash_attn", "from flash_attn ")  # the others keep `try: import flash_attn` in narrowing
+    names = ("flash_attention_", "import flash_attn", "from flash_attn ")  # the others keep `try: import flash_attn` in narrowing
     sources = ("S9", "S10", "S12", "S13", "S15", "S16")
 
     bad = (

@@ -7,7 +7,6 @@ from rlcompat.analysis.verlengines import report_engine_settings
 from rlcompat.analysis.knowledgecheck import RESOLVED_ORIGINS
 from rlcompat.contract import Bad, ConfigRule, FixSafety, Good, VERL_091
 from rlcompat.knowledge.spellings import flash_attention
-from rlcompat.knowledge.verl_config import omitted_mapping_names
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    algorithm.adv_estimator=grpo \\\n    {extra}trainer.n_gpus_per_node=1\n"
 KEY = "actor_rollout_ref.model.override_config.attn_implementation"
@@ -39,11 +38,12 @@ class FlashAttentionSetting(ConfigRule):
         "plain PyTorch attention, one of the choices engine/megatron.yaml lists): the same attention, but it "
         "materialises the attention matrix and needs more memory, so the fix is unsafe."
     )
-    # + the mapping verl's own model configs leave attn_implementation out of (`override_config: {}`)
     languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
-    triggers = ("flash_attention_", "flash_attn", "flash-attn", "attention_backend") + h.ENTRY_TRIGGERS + (
-        omitted_mapping_names("attn-implementation"))
-    python_triggers = ("flash_attention_", "flash_attn", "flash-attn")  # its triggers less verl's YAML and entry words
+    names = ("flash_attention_", "flash_attn", "flash-attn")
+    config_names = ("attention_backend",)  # verl's Megatron engine key
+    verl_commands = True  # a verl launch command that leaves attn_implementation at flash_attention_2
+    # the mapping verl's own model configs leave attn_implementation out of (`override_config: {}`)
+    verl_omitted = ("attn-implementation",)
     sources = ("S9", "S10", "S16", "S51")
 
     bad = (

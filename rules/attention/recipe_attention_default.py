@@ -31,7 +31,7 @@ class RecipeAttentionDefault(ConfigRule):
         "computes the same attention [S16], safe. The fixed command is parsed again with the schema before it is "
         "written (rlcompat/schema/loadcheck.py)."
     )
-    triggers = (".py", "-m ")
+    names = (".py", "-m ")
     sources = ("S9", "S10", "S16", "S156", "S157")
 
     bad = (

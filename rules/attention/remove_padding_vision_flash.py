@@ -45,7 +45,8 @@ class RemovePaddingVisionFlash(ConfigRule):
     )
     fix_safety = ("`use_remove_padding=False` trains on padded batches: the same result with more compute, safe. Where "
                   "Ulysses sequence parallelism is set above 1 verl asserts remove-padding, so no fix is written there.")
-    triggers = ("use_remove_padding",) + h.ENTRY_TRIGGERS
+    names = ("use_remove_padding",)
+    verl_commands = True  # a verl launch command that leaves its key at the bad default
     sources = ("S10", "S51", "S148", "S149")
 
     bad = (

@@ -35,7 +35,7 @@ class UnguardedFlashAttnImport(PythonRule):
         "No autofix: the right fallback (a pure-PyTorch function, `None` and a check at the call site) depends on "
         "how the imported names are used. Wrap the import in `try: ... except ImportError:` with a fallback."
     )
-    triggers = ("flash_attn",)
+    names = ("flash_attn",)
     sources = ("S10", "S12")
 
     bad = (

@@ -17,7 +17,7 @@ class UseFlashAttention2Flag(PythonRule):
         "Ampere GPUs or newer.`) [S10][S15]. The keyword is also deprecated in favour of `attn_implementation`."
     )
     fix_safety = "The fix writes `attn_implementation=\"sdpa\"` in its place, which is safe (see RLC201)."
-    triggers = ("use_flash_attention_2",)
+    keywords = ("use_flash_attention_2",)
     sources = ("S10", "S15")
 
     bad = (

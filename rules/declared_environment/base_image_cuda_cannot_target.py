@@ -29,7 +29,7 @@ class BaseImageCudaCannotTarget(DeclaredRule):
         "the rest (`-cudnn-devel-ubuntu24.04`). Unsafe: it changes the toolkit version, and that tag's existence is "
         "not verified (rlcompat/knowledge/data/environment.toml [docker]). pytorch/pytorch images get no fix."
     )
-    triggers = ("FROM", "from")
+    names = ("FROM", "from")
     sources = ("S27", "S28", "S29", "S48", "S55")
     prevents = ("X2", "E1")
     languages = frozenset({"dockerfile", "python"})  # python: a setup.py (DeclaredRule)

@@ -41,7 +41,7 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         "No autofix: dropping a requirement is right only where the code falls back (SDPA for attention, "
         "transformers for generation); `rlcompat scan` reports the code that does not (RLC201-RLC204, RLC401)."
     )
-    triggers = ("flash", "vllm", "sglang", "flash_attn", "flash-attn")
+    names = ("flash", "vllm", "sglang", "flash_attn", "flash-attn")
     sources = ("S7", "S10", "S12", "S13", "S14", "S35")
     prevents = ("E8", "E19")
 

@@ -61,7 +61,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         "file named `requirements-npu.txt` or `Dockerfile.rocm`; in pyproject.toml an extra named `cpu`, `npu`, "
         "`rocm`, ...) are not NVIDIA installs: not reported, never edited."
     )
-    triggers = ("torch", "pytorch", "vllm", "sglang", "torchaudio", "torchvision")  # packages rlcompat/knowledge/data/torch_wheels.toml [[requires_torch]] knows to pin one
+    names = ("torch", "pytorch", "vllm", "sglang", "torchaudio", "torchvision")  # packages rlcompat/knowledge/data/torch_wheels.toml [[requires_torch]] knows to pin one
     sources = ("S29", "S30", "S31", "S32", "S34", "S100", "S101", "S102", "S161")
     prevents = ("E1", "E2")
 

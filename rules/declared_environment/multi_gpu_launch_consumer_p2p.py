@@ -54,7 +54,7 @@ class MultiGpuLaunchConsumerP2p(ConfigRule):
         "The fix puts the missing variables before the launcher (`NCCL_P2P_DISABLE=1 NCCL_IB_DISABLE=1 torchrun "
         "...`): NCCL then goes through host memory, slower but correct. Safe."
     )
-    triggers = ("torchrun", "torch.distributed", "deepspeed")
+    names = ("torchrun", "torch.distributed", "deepspeed")
     sources = ("S58",)
     severity = "warning"
     prevents = ("X10",)

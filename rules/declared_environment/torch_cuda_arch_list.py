@@ -48,7 +48,7 @@ class TorchCudaArchList(DeclaredRule):
         "are removed only when the target is 7.5+ (safe: no card this image can serve uses them); for an older "
         "target the base image is what must change (RLC602)."
     )
-    triggers = ("TORCH_CUDA_ARCH_LIST",)
+    names = ("TORCH_CUDA_ARCH_LIST",)
     sources = ("S1", "S27", "S34", "S48", "S57")
     prevents = ("X2", "E1")
     languages = frozenset({"dockerfile", "shell", "markdown", "python"})  # python: a setup.py (DeclaredRule)

@@ -36,7 +36,7 @@ class Bf16ChosenByHelper(PythonRule):
     # A helper's result lands in a name that says what it is (`precision = ...`) or comes from a function named for
     # it (`pick_dtype()`): not every statement that says `dtype` (a model file has thousands; keeping them all made
     # transformers' modeling_utils.py big enough to be parsed in parts, for nothing this rule can report).
-    triggers = ("precision", "dtype(")
+    names = ("precision", "dtype(")
     resolves_from = (ANY_MODULE,)  # a helper the file imports (`ctx.qualname`)
     sources = ("S1", "S3", "S60", "S163")
 

@@ -43,7 +43,7 @@ class Bf16CliAndConfig(ConfigRule):
         "bf16-pretrained models can overflow [S66]), `float32` on sm5x/sm6x; `mixed_precision` becomes `no` (safe) or "
         "`fp16` on sm70/sm75 (unsafe, autocast under a loss scaler)."
     )
-    triggers = ("bf16", "bfloat16")
+    names = ("bf16", "bfloat16")
     languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
     sources = ("S1", "S3", "S6", "S66")
 

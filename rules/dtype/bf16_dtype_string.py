@@ -45,7 +45,7 @@ class Bf16DtypeString(PythonRule):
         "`LLM(dtype=)`) dtypes become `fp16`/`float16` on sm70/sm75, unsafe (fp16's smaller range [S66]). The spelling "
         "follows the original (`bf16` -> `fp32`, `bfloat16` -> `float32`); accelerate's `mixed_precision` gets `\"no\"`."
     )
-    triggers = ("bf16", "bfloat16")
+    names = ("bf16", "bfloat16")
     sources = ("S1", "S6", "S37", "S66")
 
     bad = (

@@ -27,7 +27,7 @@ class Bf16Flag(PythonRule):
         "which is unsafe because fp16 overflows above 65504 where bf16 did not (bf16-pretrained models can turn NaN "
         "[S66]). It trains only with fp32 weights: RLC108 reports fp16/bf16 weights in the same file [S60]."
     )
-    triggers = ("bf16",)
+    names = ("bf16",)
     requires = (("True",),)  # a switch set to the literal True: a value, which no declaration names
     sources = ("S1", "S3", "S15", "S60", "S62", "S66")
 

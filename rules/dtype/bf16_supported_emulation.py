@@ -24,7 +24,7 @@ class Bf16SupportedEmulation(PythonRule):
         "non-bf16 branch. The keyword needs torch >= 2.4; every torch wheel that still runs on these cards is newer "
         "(2.6+, [S29][S30])."
     )
-    triggers = ("is_bf16_supported",)
+    names = ("is_bf16_supported",)
     sources = ("S1", "S3", "S4", "S29", "S30", "S60", "S61", "S62")
 
     bad = (

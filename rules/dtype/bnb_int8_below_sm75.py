@@ -24,7 +24,7 @@ class BnbInt8BelowSm75(PythonRule):
         "and accuracy, a choice for the user."
     )
     severity = "warning"
-    triggers = ("load_in_8bit",)
+    keywords = ("load_in_8bit",)
     sources = ("S64",)
 
     bad = (

@@ -25,7 +25,7 @@ class DeadFsdpDtypeKey(ConfigRule):
         "`engine/fsdp.yaml` is reported as a warning so that nobody edits the wrong key."
     )
     severity = "warning"
-    triggers = ("dtype",)
+    names = ("dtype",)
     sources = ("S1", "S51")
 
     bad = (

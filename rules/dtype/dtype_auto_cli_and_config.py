@@ -25,7 +25,7 @@ class DtypeAutoCliAndConfig(ConfigRule):
         "By the precision policy (docs/precision.md): a trainer's `torch_dtype` becomes `float32` (safe); an engine's "
         "`--dtype` becomes `float16` on sm70/sm75 (unsafe: a smaller range than bf16) and `float32` on sm5x/sm6x."
     )
-    triggers = ("auto",)
+    names = ("auto",)
     sources = ("S1", "S61", "S65", "S66")
 
     bad = (

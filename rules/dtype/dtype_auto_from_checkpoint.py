@@ -32,7 +32,7 @@ class DtypeAutoFromCheckpoint(PythonRule):
         "made visible; the message names model types known to overflow [S66]), `\"float32\"` on sm5x/sm6x and for model "
         "types vLLM refuses in fp16 (Gemma 2/3, GLM-4: safe) [S65]."
     )
-    triggers = ('"auto"', "'auto'")
+    strings = ("auto",)
     keywords = ("torch_dtype", "dtype")
     calls = tuple(sorted(_LOADERS | _ENGINES))  # the called name as written (`h.call_name`)
     # the argument itself: the keyword, `=` and a string literal whose text is auto (blanks, line breaks, comments

@@ -39,7 +39,7 @@ class Fp16AmpHalfWeights(PythonRule):
     # Every statement the rule reads holds one of these (the AMP switch: fp16, GradScaler, float16; the weights:
     # float16, bfloat16, `.half()`, `torch.half` and the dtype strings of spellings.half_to_fp32, `"half"` and
     # `"bf16"` among them), so the narrowed module keeps them all: no need to parse files whole.
-    triggers = ("fp16", "GradScaler", "float16", "bfloat16", "half", "bf16")
+    names = ("fp16", "GradScaler", "float16", "bfloat16", "half", "bf16")
     # nothing is reported without an AMP switch: a grad scaler, `fp16=True`, `mixed_precision="fp16"`, `autocast(dtype=...)`
     # (words of several constructs, which no single declaration names)
     requires = (("GradScaler", "fp16", "autocast"),)

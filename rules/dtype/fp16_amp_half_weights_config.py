@@ -28,7 +28,7 @@ class Fp16AmpHalfWeightsConfig(ConfigRule):
         "The weights dtype becomes `float32` (`fp32` for `fp16`/`bf16` spellings): safe on every target, what fp16 "
         "AMP expects (docs/precision.md)."
     )
-    triggers = ("fp16",)
+    names = ("fp16",)
     sources = ("S60", "S66")
 
     bad = (

@@ -25,7 +25,7 @@ class Fp16BelowSm70(PythonRule):
         "GPUs have no tensor cores [S8][S16]: the precision policy trains in fp32 there (docs/precision.md)."
     )
     fix_safety = "`fp16=False`, `mixed_precision=\"no\"`, `\"enabled\": False`: fp32 training, safe."
-    triggers = ("fp16",)
+    names = ("fp16",)
     # `fp16=True`, `"enabled": True`, `mixed_precision="fp16"`: a value or a keyword, which no declaration names
     requires = (("True", "mixed_precision"),)
     sources = ("S8", "S16", "S62")

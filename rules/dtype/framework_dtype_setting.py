@@ -40,7 +40,7 @@ class FrameworkDtypeSetting(ConfigRule):
     # report a dtype default the file leaves out (a key's `omitted` tables; tests/test_framework_knowledge.py holds
     # each such key to a trigger of its rule)
     languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
-    triggers = ("dtype", "bf16", "bfloat16", "precision", "PRECISION", "tf32", "fp8", "fp16", "openrlhf", "trl ", "[job]",
+    names = ("dtype", "bf16", "bfloat16", "precision", "PRECISION", "tf32", "fp8", "fp16", "openrlhf", "trl ", "[job]",
                 "fsdp_config:")
     sources = ("S1", "S6", "S8", "S15", "S20", "S62")
     # Not the key words of its `kinds` (a file is read only where it spells one): these mark the statements whose

@@ -25,7 +25,7 @@ class FrameworkLowPrecisionTraining(ConfigRule):
         "No automatic fix: removing the converter trains the same model in the run's own dtype (the message says "
         "so); torchtitan's `emulate` switch is for tests only and is not offered."
     )
-    triggers = ("converters",)
+    names = ("converters",)
     sources = ("S6", "S20")
     kinds = KINDS
     precedence = 1

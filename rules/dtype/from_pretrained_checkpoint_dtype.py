@@ -32,7 +32,7 @@ class FromPretrainedCheckpointDtype(PythonRule):
         "weights, which compute capability < 8.0 only emulates [S1]."
     )
     fix_safety = "Adds `dtype=\"float32\"`, the weights 4.x loaded and the precision policy's training weights: safe."
-    triggers = tuple(f"{suffix}.from_pretrained" for suffix in _MODEL_SUFFIXES)
+    names = tuple(f"{suffix}.from_pretrained" for suffix in _MODEL_SUFFIXES)
     # Words, not a declaration: the receiver is matched by its name as written, and a file loading a model either
     # imports from transformers or names its Auto/CausalLM classes (held by tests/test_trigger_gates.py)
     requires = (("transformers", "ForCausalLM", "AutoModel"),)

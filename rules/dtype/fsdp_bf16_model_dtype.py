@@ -23,7 +23,8 @@ class FsdpBf16ModelDtype(ConfigRule):
         "refuses bf16 gradients."
     )
     fix_safety = "`fp32`/`float32` weights (mixed precision still decides the compute dtype): safe, more memory."
-    triggers = ("model_dtype",) + h.ENTRY_TRIGGERS
+    names = ("model_dtype",)
+    verl_commands = True  # a verl launch command that leaves its key at the bad default
     sources = ("S1", "S51")
 
     bad = (

@@ -26,7 +26,8 @@ class FsdpBf16ParamDtype(ConfigRule):
         "a bf16-pretrained model may overflow in fp16 [S66], so rlcompat does not choose it for you. "
         "In a script the override is added with `++` (add, or override a custom config's value), since `mixed_precision` is not in verl's YAML tree."
     )
-    triggers = ("param_dtype", "dtype:") + h.ENTRY_TRIGGERS  # dtype: verl 0.7's legacy worker reads fsdp_config.dtype
+    names = ("param_dtype", "dtype:")  # dtype: verl 0.7's legacy worker reads fsdp_config.dtype
+    verl_commands = True  # a verl launch command that leaves its key at the bad default
     sources = ("S1", "S5", "S51", "S66")
 
     bad = (

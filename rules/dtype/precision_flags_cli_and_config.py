@@ -25,7 +25,7 @@ class PrecisionFlagsCliAndConfig(ConfigRule):
     fix_safety = (
         "A bare flag is removed, a value becomes false, `mixed_precision` becomes `no`: fp32 math either way, safe."
     )
-    triggers = ("tf32", "fp16")
+    names = ("tf32", "fp16")
     sources = ("S8", "S16", "S61", "S62")
 
     bad = (

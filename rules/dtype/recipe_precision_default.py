@@ -36,7 +36,7 @@ class RecipePrecisionDefault(ConfigRule):
         "turned off) is safe; fp16 on sm70/sm75 is unsafe (a smaller range than bf16 [S66]). The fixed command is "
         "parsed again with the schema before it is written (rlcompat/schema/loadcheck.py)."
     )
-    triggers = (".py", "-m ")
+    names = (".py", "-m ")
     sources = ("S1", "S3", "S15", "S66", "S156", "S157")
 
     bad = (

@@ -26,7 +26,8 @@ class RolloutBf16Dtype(ConfigRule):
         "GLM-4, told by `actor_rollout_ref.model.path` [S65]) is safe; `float16` (sm70, sm75, what vLLM itself "
         "suggests) is unsafe: a smaller range than bf16, and the message names models known to overflow [S66]."
     )
-    triggers = ("dtype",) + h.ENTRY_TRIGGERS
+    names = ("dtype",)
+    verl_commands = True  # a verl launch command that leaves its key at the bad default
     sources = ("S6", "S35", "S51", "S65", "S66")
 
     bad = (

@@ -19,7 +19,7 @@ class Tf32BelowSm80(PythonRule):
         "requires Ampere or a newer GPU arch, cuda>=11 and torch>=1.7` [S61]."
     )
     fix_safety = "`tf32=False`: safe, fp32 matmuls stay fp32, which is all these GPUs do anyway."
-    triggers = ("tf32",)
+    names = ("tf32",)
     sources = ("S61",)
 
     bad = (

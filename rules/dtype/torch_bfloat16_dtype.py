@@ -41,7 +41,7 @@ class TorchBfloat16Dtype(PythonRule):
         "dtypes (vLLM's `LLM(dtype=)`) become `torch.float16` on sm70/sm75, which is unsafe: fp16 overflows above "
         "65504 where bf16 did not, and bf16-pretrained models can turn NaN [S66]; `torch.float32` on sm5x/sm6x (safe)."
     )
-    triggers = ("bfloat16",)
+    names = ("bfloat16",)
     resolves_from = ("torch",)  # `torch.bfloat16`, however imported
     sources = ("S1", "S5", "S6", "S8", "S16", "S37", "S60", "S66")
 

@@ -29,7 +29,7 @@ class TrlConfigBf16Default(PythonRule):
         "safe); `fp16=True` on sm70/sm75, unsafe: fp16 autocast under the loss scaler has a smaller range than bf16 "
         "[S66] and needs fp32 weights (RLC108)."
     )
-    triggers = tuple(sorted(TRL_CONFIGS))
+    calls = tuple(sorted(TRL_CONFIGS))  # the config class called (`GRPOConfig(...)`)
     sources = ("S1", "S61", "S63", "S66")
 
     bad = (

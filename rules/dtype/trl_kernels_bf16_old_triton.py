@@ -43,7 +43,7 @@ class TrlKernelsBf16OldTriton(PythonRule):
         "No automatic fix here: the precision is chosen in the trainer's config (RLC111 and RLC118 fix `bf16` there: "
         "fp16 or fp32 logits compile with every Triton measured), or Triton is upgraded to 3.3.1+ (torch 2.7+)."
     )
-    triggers = _trainers()
+    calls = _trainers()  # the trainer class called
     resolves_from = ("trl",)  # a trainer class resolved through an import of trl
     sources = ("S18", "S43", "S54", "S145", "S147")
 
@@ -78,7 +78,7 @@ class TrlKernelsBf16OldTriton(PythonRule):
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
         name = h.call_name(node)
-        if name not in self.triggers or not (ctx.qualname(node.func) or "").startswith("trl."):
+        if name not in self.calls or not (ctx.qualname(node.func) or "").startswith("trl."):
             return
         knowledge = ctx.scanned
         trl = ctx.release("trl")

@@ -30,7 +30,7 @@ class TrlKernelsBf16OldTritonCommand(ConfigRule):
         "No automatic fix: pass `--bf16 false` (fp32; on sm70/sm75 `--fp16 true`, whose smaller range the "
         "precision policy accepts there), or upgrade Triton to 3.3.1+ (torch 2.7+)."
     )
-    triggers = ("trl",)
+    names = ("trl",)
     languages = frozenset({"shell", "markdown"})
     sources = ("S18", "S43", "S54", "S145", "S147")
 

@@ -34,7 +34,8 @@ class VerlEngineBf16Dtype(ConfigRule):
         "writes float16 on sm70/sm75 (unsafe: a bf16-pretrained model may overflow in it [S66]; Megatron's fp16 "
         "optimizer scales the loss), and gives none on sm6x, where the message says to use the FSDP engine."
     )
-    triggers = ("dtype",) + h.ENTRY_TRIGGERS
+    names = ("dtype",)
+    verl_commands = True  # a verl launch command that leaves its key at the bad default
     sources = ("S1", "S5", "S66")
 
     bad = (

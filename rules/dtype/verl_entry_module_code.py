@@ -38,7 +38,7 @@ class VerlEntryModuleCode(ConfigRule):
         "`verl.trainer.sft_trainer` (0.8.0 and later), whose engine settings choose the dtype and attention, or "
         "patch the trainer."
     )
-    triggers = ("fsdp_sft_trainer",)
+    names = ("fsdp_sft_trainer",)
     languages = frozenset({"shell", "markdown"})
     sources = ("S1", "S10", "S12")
 

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from rlcompat.analysis.confighelpers import ENTRY_TRIGGERS
 from rlcompat.analysis.launch_path import of_view
 from rlcompat.contract import Bad, ConfigRule, Edit, FixSafety, Good, VERL_091
 
@@ -41,7 +40,7 @@ class HydraRefusedOverride(ConfigRule):
         "override, or write `+key=` if code of your own reads it."
     )
     languages = frozenset({"shell", "dockerfile", "markdown"})  # wherever the shell front end reads commands
-    triggers = ENTRY_TRIGGERS
+    verl_commands = True  # the overrides of verl launch commands
     sources = ("S164", "S165")
 
     bad = (

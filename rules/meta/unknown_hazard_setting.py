@@ -51,7 +51,7 @@ class UnknownHazardSetting(ConfigRule):
     )
     severity = "warning"
     languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
-    triggers = ("bf16", "bfloat16", "BF16", "BFLOAT16", "flash", "FLASH", "fa2", "fa3", "compile", "COMPILE", "fp8",
+    names = ("bf16", "bfloat16", "BF16", "BFLOAT16", "flash", "FLASH", "fa2", "fa3", "compile", "COMPILE", "fp8",
                 "FP8")
     sources = ("S1", "S10", "S17", "S20")
     # narrower than its triggers: the statements these words mark are read for every config rule (ConfigRule)

@@ -30,7 +30,7 @@ class Fp8MixedPrecisionFlag(ConfigRule):
         "sm86 (safe), `no` (fp32) below 7.0 (safe), `fp16` on sm70/sm75 (unsafe: fp16's smaller range can "
         "overflow a bf16-pretrained model)."
     )
-    triggers = ("fp8",)
+    names = ("fp8",)
     sources = ("S20", "S69")
     prevents = ("X11",)
     languages = frozenset({"shell", "yaml", "markdown"})

@@ -22,7 +22,7 @@ class Fp8RolloutQuantization(ConfigRule):
         "Turning quantization off (`null`, or dropping the flag) runs the rollout unquantized: more memory, which may "
         "not fit; unsafe."
     )
-    triggers = ("fp8",)
+    names = ("fp8",)
     languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
     sources = ("S6", "S20", "S51")
 

@@ -20,7 +20,7 @@ class Fp8TrainingBelowSm89(PythonRule):
         "to enabled in newer TransformerEngine releases [S69]."
     )
     fix_safety = "No autofix: the run has to use bf16/fp16/fp32 instead, a choice with its own hazards (RLC1xx)."
-    triggers = ("fp8_autocast", 'mixed_precision="fp8"', "mixed_precision='fp8'")
+    names = ("fp8_autocast", 'mixed_precision="fp8"', "mixed_precision='fp8'")
     sources = ("S20", "S69")
     prevents = ("X11",)
 

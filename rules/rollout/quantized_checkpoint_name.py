@@ -34,7 +34,7 @@ class QuantizedCheckpointName(ConfigRule):
     )
     severity = "warning"
     languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
-    triggers = ("awq", "AWQ", "Awq", "nvfp4", "NVFP4", "NvFp4")
+    names = ("awq", "AWQ", "Awq", "nvfp4", "NVFP4", "NvFp4")
     python_triggers = ("AWQ", "awq", "NVFP4", "nvfp4")  # fewer than its triggers: call keywords and config fields
     sources = ("S56", "S90", "S91", "S92")
 

@@ -21,7 +21,8 @@ class RolloutCompiledGraphs(ConfigRule):
         "generates Triton kernels and refuses compute capability < 7.0 with `GPUTooOldForTriton` [S17]."
     )
     fix_safety = "`enforce_eager: True` runs the same model without compilation or CUDA graphs: slower decoding, safe."
-    triggers = ("enforce_eager",) + h.ENTRY_TRIGGERS
+    names = ("enforce_eager",)
+    verl_commands = True  # a verl launch command that leaves its key at the bad default
     sources = ("S17", "S51", "S52")
 
     bad = (

@@ -60,7 +60,7 @@ class RolloutEngineAssert(PythonRule):
         "No fix: allowing another name only helps where the code behind the check can generate with it; the "
         "finding says where the run is closed to a non-vLLM rollout."
     )
-    triggers = ("vllm", "sglang")
+    names = ("vllm", "sglang")
     sources = ("S7", "S35")
 
     bad = (

@@ -74,7 +74,7 @@ class RolloutEngineUnsupported(ConfigRule):
         "samples for the same weights, but slower than vLLM (no paged KV cache). "
         "Elsewhere no autofix: switching engines changes the whole rollout."
     )
-    triggers = ("rollout",)
+    names = ("rollout",)
     sources = ("S7", "S35", "S51", "S53", "S95", "S96", "S97", "S98")
 
     bad = (

@@ -30,7 +30,7 @@ class SglangServedOnUnsupportedGpu(ConfigRule):
         "No autofix: the server has to run on another engine (transformers generation, or vLLM where it runs on the "
         "card) or on a card of compute capability 7.5+."
     )
-    triggers = ("sglang",)
+    names = ("sglang",)
     sources = ("S35",)
     prevents = ("E19",)
     languages = frozenset({"shell", "markdown"})

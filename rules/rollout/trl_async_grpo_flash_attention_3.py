@@ -43,7 +43,7 @@ class TrlAsyncGrpoFlashAttention3(PythonRule):
         "No fix: the TRL release has no config field that selects another attention or engine. Train with "
         "`GRPOTrainer` (its attention follows `model_init_kwargs`, generation with `use_vllm=False`) or with TRL < 1.7.0."
     )
-    triggers = (_NAME,)
+    calls = (_NAME,)  # the trainer class called
     resolves_from = ("trl",)  # the trainer resolved through an import of trl
     sources = ("S7", "S9", "S13", "S146")
 

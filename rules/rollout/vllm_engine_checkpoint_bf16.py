@@ -31,7 +31,7 @@ class VllmEngineCheckpointBf16(PythonRule):
         "Adds the precision policy's rollout dtype: `dtype=\"float16\"` on sm70/sm75, unsafe (bf16-pretrained models "
         "may overflow in fp16; the message names known ones), `\"float32\"` for model types vLLM refuses in fp16."
     )
-    triggers = ("LLM(", "EngineArgs(")
+    names = ("LLM(", "EngineArgs(")
     # Words, not `resolves_from`: the engine is matched by its name as written (`h.call_name`); a file building
     # vLLM's engine names vllm (held by tests/test_trigger_gates.py)
     requires = (("vllm",),)

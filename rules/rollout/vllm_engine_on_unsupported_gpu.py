@@ -83,7 +83,8 @@ class VllmEngineOnUnsupportedGpu(PythonRule):
                   "release named in the message), another engine (transformers' `generate`) or another card.")
     # The calls (imports are always kept), and argv words: a module of vLLM's server, or `vllm` and `serve` (each a
     # trigger, so that narrowing inside a big list keeps both elements).
-    triggers = ("LLM(", "LLMEngine", "AsyncLLM", "vllm.entrypoints", "'vllm'", '"vllm"', "'serve'", '"serve"')
+    names = ("LLM(", "LLMEngine", "AsyncLLM", "vllm.entrypoints")
+    strings = ("vllm", "serve")
     # engines resolve through imports of vllm; an argv command (`["vllm", "serve", ...]`) spells the word too
     resolves_from = ("vllm",)
     sources = ("S7", "S17", "S52")

@@ -28,7 +28,7 @@ class VllmEngineQuantizationKeyword(PythonRule):
         "fix (a checkpoint's method cannot be switched off by a keyword)."
     )
     # Only string literals are judged, so only files that write one as the keyword's value are parsed for it.
-    triggers = ('quantization="', "quantization='", 'kv_cache_dtype="', "kv_cache_dtype='")
+    names = ('quantization="', "quantization='", 'kv_cache_dtype="', "kv_cache_dtype='")
     sources = ("S56",)
     prevents = ("X8", "X9")
 

@@ -43,7 +43,7 @@ class VllmQuantizationMinimum(ConfigRule):
         "safe. An fp8 `--quantization` is removed (the model then runs unquantized and needs more memory): unsafe. "
         "Other methods are properties of the checkpoint: no fix."
     )
-    triggers = ("--quantization", "-q ", "kv-cache-dtype", "kv_cache_dtype")
+    names = ("--quantization", "-q ", "kv-cache-dtype", "kv_cache_dtype")
     sources = ("S56",)
     prevents = ("X8", "X9")
     languages = frozenset({"shell", "markdown"})

@@ -35,7 +35,7 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
         "named in the message), another engine (transformers) or another card; a backend variable is better "
         "removed by hand (vLLM then picks one the card has)."
     )
-    triggers = ("vllm",)
+    names = ("vllm",)
     sources = ("S7", "S17", "S52", "S56")
     prevents = ("E1",)
     languages = frozenset({"shell", "markdown"})

@@ -34,7 +34,7 @@ class VllmUseV1BelowSm80(ConfigRule):
     fix_safety = ("`\"0\"` keeps vLLM on its V0 engine, the one those releases run without the variable here: safe. "
                   "Only where the tree's vLLM is known to be one of them: vLLM removed V0 later, so an unknown "
                   "release gets the warning without a fix.")
-    triggers = ("VLLM_USE_V1",)
+    names = ("VLLM_USE_V1",)
     languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
     sources = ("S103",)
 

@@ -21,7 +21,7 @@ class DeadTorchCompileKey(ConfigRule):
     )
     fix_safety = "In a script the key is renamed to `...fsdp_config.use_torch_compile`, keeping the value: safe."
     severity = "warning"
-    triggers = ("use_torch_compile",)
+    names = ("use_torch_compile",)
     sources = ("S17", "S51")
 
     bad = (

@@ -28,7 +28,7 @@ class DeadVerlFieldDefault(PythonRule):
     )
     fix_safety = "No fix: the live key is a different field (named in the message)."
     severity = "warning"
-    triggers = ("use_torch_compile", "dtype: str")
+    names = ("use_torch_compile", "dtype: str")
     sources = ("S51",)
 
     bad = (

@@ -60,7 +60,7 @@ class FlexAttentionSharedMemory(PythonRule):
         "[S72]; transformers passes a model call's `kernel_options` on to it) with the largest b the estimate fits, "
         "or `attn_implementation=\"sdpa\"`."
     )
-    triggers = ("flex_attention",)
+    names = ("flex_attention",)
     keywords = ("attn_implementation",)  # the keyword that selects it (analysis/pymodel.py)
     sources = ("S72", "S73")
     severity = "warning"

@@ -23,7 +23,8 @@ class FsdpTorchCompile(ConfigRule):
         "switch, `actor.use_torch_compile`, is not read at all (RLC352)."
     )
     fix_safety = "Setting it to false runs the same computation eagerly: safe."
-    triggers = ("use_torch_compile",) + h.ENTRY_TRIGGERS
+    names = ("use_torch_compile",)
+    verl_commands = True  # a verl launch command that leaves its key at the bad default
     sources = ("S17", "S51")
 
     bad = (

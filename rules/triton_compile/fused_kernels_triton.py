@@ -19,7 +19,7 @@ class FusedKernelsTriton(ConfigRule):
         "capability 7.0 at the very least (torch refuses older cards) and supports 8.0+ officially [S17][S18]."
     )
     fix_safety = "`impl_backend: torch` computes the same fused op with PyTorch ops: safe."
-    triggers = ("impl_backend",)
+    names = ("impl_backend",)
     sources = ("S17", "S18", "S51")
 
     bad = (

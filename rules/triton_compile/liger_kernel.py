@@ -19,7 +19,7 @@ class LigerKernel(ConfigRule):
         "[S17], and ptxas errors for bf16 below 8.0 [S37]."
     )
     fix_safety = "Turning it off uses the model's own PyTorch layers: the same math with more memory, safe."
-    triggers = ("liger",)
+    names = ("liger",)
     languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
     sources = ("S17", "S37", "S51")
 

@@ -34,7 +34,7 @@ class LigerKernelBelowSm70(PythonRule):
         "patches (same math, more memory). Direct `liger_kernel` calls have no autofix: gate them on capability."
     )
     # `use_liger` (keyword, field, assignment) or a name imported from `liger_kernel`
-    triggers = ("use_liger", "liger_kernel")
+    names = ("use_liger", "liger_kernel")
     severity = "warning"
     sources = ("S17", "S18", "S37", "S43")
 

@@ -71,7 +71,7 @@ class TorchCompileBelowSm70(PythonRule):
         "which breaks forked workers (DataLoader, Ray). flex_attention and torch._dynamo.optimize have no autofix "
         "(use SDPA; use torch.compile)."
     )
-    triggers = ("compile", "flex_attention", "_dynamo")
+    names = ("compile", "flex_attention", "_dynamo")
     resolves_from = ("torch",)  # every name it reports is resolved through an import of torch
     spelled = _SPELLS_A_COMPILER
     sources = ("S17", "S40", "S42")

@@ -28,7 +28,7 @@ class TorchCompileSwitchDefault(PythonRule):
         "it explicitly off the compiler; YAML and launch-script settings are covered by RLC351."
     )
     fix_safety = "The fix writes `False`: the same computation runs eagerly. It is safe."
-    triggers = _SWITCHES
+    names = _SWITCHES
     sources = ("S17", "S40")
 
     bad = (

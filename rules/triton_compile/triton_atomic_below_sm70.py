@@ -66,7 +66,7 @@ class TritonAtomicBelowSm70(PythonRule):
         "results to a buffer and reduce them afterwards (a second kernel or `torch.sum`/`index_add_`), or gate the "
         "Triton path on `torch.cuda.get_device_capability() >= (7, 0)` and keep a PyTorch fallback."
     )
-    triggers = ("atomic_",)
+    names = ("atomic_",)
     resolves_from = ("triton",)  # only inside a Triton kernel (a decorator or parameter resolved into triton)
     sources = ("S45", "S54")
 

@@ -42,7 +42,7 @@ class TritonBf16InKernel(PythonRule):
         "makes the kernel convert. Run the model in fp16/fp32 on this target (see RLC101) so no bf16 tensor reaches "
         "the kernel, and use `tl.float32` for the kernel's own casts."
     )
-    triggers = ("bfloat16",)
+    names = ("bfloat16",)
     resolves_from = ("triton",)  # `triton.language.bfloat16` in a Triton kernel, both resolved through imports of triton
     severity = "warning"
     sources = ("S1", "S37", "S38", "S54")

@@ -67,7 +67,7 @@ class TritonSharedMemory(PythonRule):
     )
     # Only a `@triton.jit` kernel (however `jit` was imported) can be reported, so a file without "jit" is never
     # parsed for this rule: many files only mention Triton (availability checks, backend names, configs).
-    triggers = ("jit",)
+    names = ("jit",)
     resolves_from = ("triton",)  # a kernel is a function whose decorator or `tl.constexpr` parameter resolves into triton
     whole_module = True  # a kernel's launch sites and autotune configs may sit in statements without a trigger
     whole_module_for_decorators_from = ("triton",)  # a kernel is a function whose decorator resolves to triton.jit

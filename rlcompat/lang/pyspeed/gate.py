@@ -3,7 +3,7 @@
 A rule says what it reads (`Rule.resolves_from`, `keywords`, `calls`, `spelled`, and words it `requires` where none of
 those says it: rlcompat/rule.py); this module turns that into words and a pattern a file must hold, so that a file
 which cannot hold a finding is never parsed for the rule. Only whole files are gated (narrowing keeps a statement for
-its triggers alone); `RLCOMPAT_PLAIN_LIBCST=1` gates nothing (`rule.can_match`), and tests/test_trigger_gates.py holds
+its triggers alone); `RLCOMPAT_PLAIN_LIBCST=1` gates nothing (`catalog.can_match`), and tests/test_trigger_gates.py holds
 the gate to what the rules find without it.
 
 | declaration | what a file it can match spells |
@@ -15,13 +15,17 @@ the gate to what the rules find without it.
 | `spelled = re.compile(...)` | a match of the pattern (searched last, where the words are) |
 | `requires = (("True",),)` | one word of each group |
 
-Within a group a word that holds another is dropped (`AsyncEngineArgs` beside `EngineArgs`): the other is found
+A group every trigger holds a word of is implied by the trigger and not searched again. Within a group a word that
+holds another is dropped (`AsyncEngineArgs` beside `EngineArgs`): the other is found
 wherever it is.
 """
 
 from __future__ import annotations
 
-ANY_MODULE = "*"
+from functools import lru_cache
+
+from rlcompat.rule import ANY_MODULE
+
 _IMPORT = "import"  # what every import statement spells
 
 
@@ -34,9 +38,21 @@ def holds(rule, text: str) -> bool:
 
 def word_groups(rule) -> tuple[tuple[str, ...], ...]:
     """The groups of words, one of each of which a file `rule` can match spells, from its declarations."""
-    modules = tuple(_IMPORT if m == ANY_MODULE else m for m in rule.resolves_from)
-    derived = [_shortest(group) for group in (modules, rule.keywords, rule.calls) if group]
-    return (*derived, *rule.requires)
+    return _groups(rule.resolves_from, rule.keywords, rule.calls, rule.requires, rule.triggers)
+
+
+@lru_cache(maxsize=None)
+def _groups(resolves_from, keywords, calls, requires, triggers) -> tuple[tuple[str, ...], ...]:
+    # asked for every file holding a trigger of the rule: worked out once per declaration
+    modules = tuple(_IMPORT if m == ANY_MODULE else m for m in resolves_from)
+    derived = [_shortest(group) for group in (modules, keywords, calls) if group and not _implied(group, triggers)]
+    return (*derived, *requires)
+
+
+def _implied(words: tuple[str, ...], triggers: tuple[str, ...]) -> bool:
+    """Whether every trigger holds one of `words`: a file holding a trigger (asked first) holds one of them too (the
+    triggers of a rule that declares only `calls` are those calls)."""
+    return bool(triggers) and all(any(w in t for w in words) for t in triggers)
 
 
 def _shortest(words: tuple[str, ...]) -> tuple[str, ...]:
