@@ -328,13 +328,11 @@ def _python_package(root: str, name: str) -> FrameworkIdentity | None:
 @lru_cache(maxsize=32)
 def installed_version(distribution: str) -> str | None:
     """The installed distribution's version, from its metadata (never by importing it). The only place rlcompat asks
-    the scanning environment for a framework's version."""
-    from importlib import metadata
+    the scanning environment for a framework's version (as `importlib.metadata` finds it, without its import:
+    knowledge/distributions.py)."""
+    from rlcompat.knowledge.distributions import version
 
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return None
+    return version(distribution)
 
 
 # --- a file's view of its tree's identity -----------------------------------------------------------------------
