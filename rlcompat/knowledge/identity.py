@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Mapping
 
+from rlcompat.knowledge import distributions
 from rlcompat.knowledge.paths import nearest
 
 VERL = "verl"
@@ -330,9 +331,7 @@ def installed_version(distribution: str) -> str | None:
     """The installed distribution's version, from its metadata (never by importing it). The only place rlcompat asks
     the scanning environment for a framework's version (as `importlib.metadata` finds it, without its import:
     knowledge/distributions.py)."""
-    from rlcompat.knowledge.distributions import version
-
-    return version(distribution)
+    return distributions.version(distribution)
 
 
 # --- a file's view of its tree's identity -----------------------------------------------------------------------
