@@ -60,8 +60,10 @@ def test_made_up_layouts_as_importlib_metadata_reads_them(tmp_path, folder, meta
         "for n in ('flash-attn', 'flash_attn', 'FLASH.ATTN', 'flash'):\n"
         "    print(n, repr(distributions.version(n)), repr(exp(n)), sep='\\t')\n"
     )
-    # a fresh interpreter whose path holds the made-up site first (and a missing entry, as sys.path may)
-    out = subprocess.run([sys.executable, "-c", f"import sys; sys.path[:0] = [{str(site)!r}, {str(tmp_path / 'gone')!r}]\n" + probe],
+    # a fresh interpreter whose path holds the made-up site first, then a missing entry and a file that is no zip
+    # (as sys.path may: the reader hands a look-up that reaches the file to importlib.metadata)
+    entries = [str(site), str(tmp_path / "gone"), str(tmp_path / "not-a-dir.zip")]
+    out = subprocess.run([sys.executable, "-c", f"import sys; sys.path[:0] = {entries!r}\n" + probe],
                          capture_output=True, text=True, check=True).stdout
     rows = [line.split("\t") for line in out.splitlines()]
     assert len(rows) == 4
