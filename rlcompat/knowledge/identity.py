@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Mapping
 
+from rlcompat.knowledge import distributions
 from rlcompat.knowledge.paths import nearest
 
 VERL = "verl"
@@ -328,13 +329,9 @@ def _python_package(root: str, name: str) -> FrameworkIdentity | None:
 @lru_cache(maxsize=32)
 def installed_version(distribution: str) -> str | None:
     """The installed distribution's version, from its metadata (never by importing it). The only place rlcompat asks
-    the scanning environment for a framework's version."""
-    from importlib import metadata
-
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return None
+    the scanning environment for a framework's version (as `importlib.metadata` finds it, without its import:
+    knowledge/distributions.py)."""
+    return distributions.version(distribution)
 
 
 # --- a file's view of its tree's identity -----------------------------------------------------------------------

@@ -102,9 +102,21 @@ def _one_path_per_file(found: dict[str, str]) -> dict[str, str]:
     A link inside the tree to another file of the tree would otherwise be checked twice (every finding reported
     twice) and, when fixing in parallel, rewritten twice at once. The real path is kept over a link to it.
     """
+    links = {p for p in found if os.path.islink(p)}
+    real_dirs: dict[str, str] = {}  # a file that is no link is its folder's real path and its name: one
+    # realpath per folder, not per file (the folder's, resolved component by component, is what realpath starts with)
+
+    def real(path: str) -> str:
+        if path in links:
+            return os.path.realpath(path)
+        folder, name = os.path.split(os.path.abspath(path))
+        if folder not in real_dirs:
+            real_dirs[folder] = os.path.realpath(folder)
+        return os.path.join(real_dirs[folder], name)
+
     by_real: dict[str, str] = {}
-    for path in sorted(found, key=lambda p: (os.path.islink(p), p)):
-        by_real.setdefault(os.path.realpath(path), path)
+    for path in sorted(found, key=lambda p: (p in links, p)):
+        by_real.setdefault(real(path), path)
     if len(by_real) == len(found):
         return found
     kept = set(by_real.values())
