@@ -7,15 +7,25 @@ from rlcompat.lang import shell
 
 
 def config_views(module, text: str, path: str, target=None) -> list:
-    """What `module` (a front end of rlcompat.lang) passes to `run_rules` for `text`."""
+    """What `module` (a front end of rlcompat.lang) hands the runner's config rules (`scanned.run_config_rules`)
+    for `text`."""
     captured = []
-    original = module.run_rules
-    module.run_rules = lambda views, *args: captured.extend(views) or []
-    try:
-        module.check(module.parse(text), text, path, [], target, scanned=verl_091_knowledge(path))
-    finally:
-        module.run_rules = original
+    module.check(module.parse(text), text, path, [], target, scanned=CatchingViews(verl_091_knowledge(path), captured))
     return captured
+
+
+class CatchingViews:
+    """A scanned file that keeps the views handed to its config rules, and runs none."""
+
+    def __init__(self, scanned, captured: list) -> None:
+        self._scanned, self._captured = scanned, captured
+
+    def run_config_rules(self, views, *args) -> list:
+        self._captured.extend(views)
+        return []
+
+    def __getattr__(self, name: str):
+        return getattr(self._scanned, name)
 
 
 def shell_views(text: str, path: str = "run.sh") -> list:

@@ -10,7 +10,7 @@ import pytest
 from tests.verl_trees import verl_091_knowledge
 from rlcompat.knowledge import frameworks as fk
 from rlcompat.api import scan_source
-from rlcompat.lang.settings import ConfigView, Setting, Span, run_rules
+from rlcompat.lang.settings import ConfigView, Setting, Span
 from rlcompat.rules import file_rules
 from rlcompat.knowledge.targets import resolve_target
 
@@ -90,7 +90,7 @@ def _setting(text: str, key: str, value: str, flag: bool = True) -> Setting:
 
 def _run(views, text, target, codes):
     rules = [RULES[c](resolve_target(target)) for c in codes]
-    return run_rules(views, text, "run.sh", rules, resolve_target(target), verl_091_knowledge("run.sh"))
+    return verl_091_knowledge("run.sh").run_config_rules(views, text, "run.sh", rules, resolve_target(target))
 
 
 def test_openrlhf_param_dtype_has_no_fp32_spelling_so_sm61_gets_no_fix():

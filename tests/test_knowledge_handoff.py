@@ -14,18 +14,14 @@ from tests.verl_trees import verl_091_knowledge
 from rlcompat.lang import shell
 from rlcompat.lang import yaml as yaml_fe
 from rlcompat.lang.settings import ConfigView
+from tests.shell_views import CatchingViews
 from rlcompat.report import matrix as matrix_report
 from rlcompat.rules.codes import CODES, ENVIRONMENT_FAMILY, REPORT_NAMES
 
 
 def _views(module, text: str, path: str, knowledge) -> list[ConfigView]:
     captured: list[ConfigView] = []
-    original = module.run_rules
-    module.run_rules = lambda views, *args: captured.extend(views) or []
-    try:
-        module.check(module.parse(text), text, path, [], None, scanned=knowledge)
-    finally:
-        module.run_rules = original
+    module.check(module.parse(text), text, path, [], None, scanned=CatchingViews(knowledge, captured))
     return captured
 
 

@@ -15,7 +15,7 @@ SM61 = resolve_target("sm61")
 
 
 class _Spy(ConfigRule):
-    code, name, triggers = "X999", "spy", ()
+    code, name = "X999", "spy"
 
     def __init__(self, target) -> None:
         super().__init__(target)

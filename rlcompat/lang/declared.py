@@ -16,7 +16,7 @@ from typing import Sequence
 
 from rlcompat.lang.languages import names_with
 from rlcompat.lang.scanned import ScannedView
-from rlcompat.lang.settings import ConfigContext, ConfigRule, ConfigView, Span, run_rules
+from rlcompat.lang.settings import ConfigContext, ConfigRule, ConfigView, Span
 from rlcompat.findings import Finding
 
 # PEP 508 name, optional extras, then the version specifier up to a marker or comment.
@@ -160,11 +160,11 @@ class DeclaredRule(ConfigRule):
 def run(groups: Sequence[Declared], text: str, path: str, rules: Sequence[DeclaredRule], target,
         scanned: ScannedView) -> list[Finding]:
     """Run the rules over groups with the machinery (and report format) of the config rules."""
-    return run_rules([GroupView(g) for g in groups], text, path, rules, target, scanned)
+    return scanned.run_config_rules([GroupView(g) for g in groups], text, path, rules, target)
 
 
 class GroupView(ConfigView):
-    """A declared group passed through `run_rules`, which hands rules views."""
+    """A declared group passed through `scanned.run_config_rules`, which hands rules views."""
 
     def __init__(self, group: Declared) -> None:
         super().__init__("declared")

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from rlcompat.lang.scanned import ScannedView
-from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span, run_rules
+from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span
 from rlcompat.findings import Finding
 from rlcompat.pipeline.textpos import LineIndex
 
@@ -136,4 +136,4 @@ def _line_col(text: str, offset: int) -> tuple[int, int]:
 def check(doc: JsonDocument, text: str, path: str, rules: Sequence[ConfigRule], target, *,
           scanned: ScannedView) -> list[Finding]:
     view = ConfigView("json", doc.settings)
-    return run_rules([view], text, path, [r for r in rules if not r.reads_unread], target, scanned)
+    return scanned.run_config_rules([view], text, path, [r for r in rules if not r.reads_unread], target)

@@ -18,7 +18,7 @@ from rlcompat.lang.pyspeed.lazy import lazy_import
 from rlcompat.lang.pyspeed.narrow import Narrowed
 from rlcompat.lang.pyspeed.parse import parse_module
 from rlcompat.lang.pyspeed.walk import statements_to, walk
-from rlcompat.lang.settings import ConfigRule, ConfigView, run_rules
+from rlcompat.lang.settings import ConfigRule, ConfigView
 from rlcompat.lang.setup_deps import SETUP_PY_NAMES
 from rlcompat.findings import Edit, Finding, Fix, FixSafety, Location
 from rlcompat.rule import Rule
@@ -327,7 +327,7 @@ def _config_findings(text: str, path: str, config: Sequence[ConfigRule], setting
                      python_found: list[Finding], scanned: ScannedView) -> list[Finding]:
     """The config rules' findings over the file's settings, less those the runner's layer finds a Python rule reports
     already (`scanned.settle_python_overlaps`: one hazard, one finding)."""
-    found = run_rules([ConfigView("python", settings)], text, path, config, target, scanned)
+    found = scanned.run_config_rules([ConfigView("python", settings)], text, path, config, target)
     return scanned.settle_python_overlaps(found, python_found, text, path, target, python_rules) if found else found
 
 

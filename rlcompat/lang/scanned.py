@@ -78,6 +78,10 @@ class ScannedView(Protocol):
         language a file holds: a heredoc, a notebook cell) spells: which rules run is the runner's layer's to say
         (rlcompat/pipeline/catalog.py)."""
 
+    def run_config_rules(self, views: Sequence, text: str, path: str, rules: Sequence, target) -> list:
+        """The findings of config `rules` (for `target`) over a front end's views of the file: the runner's layer
+        runs them and decides which are kept (rlcompat/pipeline/config_runner.py)."""
+
     def outranked(self, pending: Sequence, anchors: set) -> list:
         """For each pending config-rule finding, whether a rule of lower precedence reports or edits its characters
         already (then it is dropped): the runner's layer decides (rlcompat/pipeline/overlaps.py)."""

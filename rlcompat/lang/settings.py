@@ -48,10 +48,8 @@ from typing import ClassVar, Sequence
 
 from rlcompat.lang.languages import names_with, spelling_of
 from rlcompat.lang.scanned import ScannedView
-from rlcompat.findings import Edit, Finding, Fix, FixSafety, Location
+from rlcompat.findings import Edit, Fix, FixSafety
 from rlcompat.rule import Rule, spelled_words
-from rlcompat.pipeline.textpos import LineIndex
-from rlcompat.lang.keypath import is_under_prefixes
 
 TRUE_WORDS = {"true", "yes", "on", "1"}
 FALSE_WORDS = {"false", "no", "off", "0"}
@@ -322,49 +320,3 @@ class ConfigContext:
         if refused:
             message = f"{message} (no fix: {'; '.join(dict.fromkeys(refused))})"
         self.pending.append(_Pending(self._rule, span, message, fix, severity))
-
-
-def run_rules(views: Sequence[ConfigView], text: str, path: str, rules: Sequence[ConfigRule], target,
-              scanned: ScannedView) -> list[Finding]:
-    ctx = ConfigContext(target, path, scanned.for_rules, text, scanned.framework, scanned.model_shape,
-                        scanned.record_reads, scanned)
-    for view in views:
-        if view.kind == "command" and view.is_verl:
-            view._gate = scanned.spell_added_key
-        for rule in rules:
-            ctx._rule = rule
-            rule.check_config(view, ctx)
-    if not ctx.pending:
-        return []
-    index = LineIndex(text)
-    findings, seen = [], set()
-    unselected = scanned.unselected_prefixes
-    lines = text.splitlines() if unselected else []
-    # Which findings a rule of lower precedence claims already: the runner's layer decides (rlcompat/pipeline/overlaps.py).
-    anchors = {(v.anchor.start, v.anchor.end) for v in views if v.anchor is not None}
-    for p, outranked in zip(ctx.pending, scanned.outranked(ctx.pending, anchors)):
-        if outranked:
-            continue  # a more specific rule reports this setting already (its key, its value or what a fix edits)
-        # One YAML file can be mounted at several places (engine/fsdp.yaml: actor, ref, critic): one finding per
-        # line, not one per mount. Findings about different keys at one anchor (a script's missing overrides) stay.
-        if (p.rule.code, p.span.start, p.message) in seen:
-            continue
-        if unselected and is_under_prefixes(unselected, lines, index.position(p.span.start)[0]):
-            continue  # verl's own setting of an option no shipped entry config selects (knowledge/verl_own_files.py)
-        seen.add((p.rule.code, p.span.start, p.message))
-        line, col = index.position(p.span.start)
-        end_line, end_col = index.position(max(p.span.start, p.span.end))
-        findings.append(
-            Finding(
-                code=p.rule.code,
-                name=p.rule.name,
-                message=p.message,
-                path=path,
-                location=Location(line, col + 1, end_line, end_col + 1),
-                target=target.name,
-                severity=p.severity or p.rule.severity,
-                fix=p.fix,
-                source_line=index.line_text(line),
-            )
-        )
-    return findings

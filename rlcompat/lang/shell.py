@@ -24,7 +24,7 @@ import bashlex.errors
 
 from rlcompat.lang.embedded import Embedded, check_python
 from rlcompat.lang.scanned import ScannedView
-from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span, flag_key, run_rules
+from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span, flag_key
 from rlcompat.lang.shellwords import (PYTHON_COMMAND, SIMPLE_PARAM, HeredocValue, body_tokens, heredoc_of,
                                       array_tokens, is_quoted_delimiter, read_target, value_tokens)
 from rlcompat.findings import Edit, Finding
@@ -863,13 +863,13 @@ def check(script: ShellScript, text: str, path: str, rules: Sequence, target, _d
         views.append(view)
     if exported:
         views.append(ConfigView("env", list(exported)))
-    findings = run_rules(views, text, path, [r for r in config_rules if not r.reads_unread], target, scanned)
+    findings = scanned.run_config_rules(views, text, path, [r for r in config_rules if not r.reads_unread], target)
     watchers = [r for r in config_rules if r.reads_unread]
     if watchers and script.skipped:
         # A command bashlex refused is not silently dropped: RLC002 says where it is, so a hazard in it is not lost.
         unread = [ConfigView("unread", anchor=_command_span(text, start, end), unread=why)
                   for start, end, why in script.skipped]
-        findings += run_rules(unread, text, path, watchers, target, scanned)
+        findings += scanned.run_config_rules(unread, text, path, watchers, target)
     for block in embedded:
         if block.language == "python":
             findings += check_python(block, path, rules, target, index, scanned)

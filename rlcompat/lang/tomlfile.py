@@ -24,7 +24,7 @@ from typing import Iterator, Sequence
 
 from rlcompat._toml import TOMLDecodeError, load_toml_text
 from rlcompat.lang.scanned import ScannedView
-from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span, run_rules
+from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span
 from rlcompat.findings import Edit, Finding
 
 
@@ -293,4 +293,4 @@ def check(doc: TomlDocument, text: str, path: str, rules: Sequence[ConfigRule], 
     view = ConfigView("toml", doc.settings, anchor=Span(0, len(text) if first_line < 0 else first_line),
                       sections={name: table.header for name, table in doc.tables.items()},
                       _adder=_adder(doc, text))
-    return run_rules([view], text, path, [r for r in rules if not r.reads_unread], target, scanned)
+    return scanned.run_config_rules([view], text, path, [r for r in rules if not r.reads_unread], target)

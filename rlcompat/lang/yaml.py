@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple, Sequence
 
 from rlcompat.lang.scanned import ScannedView
-from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span, run_rules
+from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span
 from rlcompat.findings import Edit, Finding
 from rlcompat.pipeline.textpos import LineIndex
 
@@ -344,14 +344,14 @@ def _is_null(event) -> bool:
 
 def check(docs: YamlDocuments, text: str, path: str, rules: Sequence[ConfigRule], target, *,
           scanned: ScannedView) -> list[Finding]:
-    return run_rules(_views(docs, text, path, scanned), text, path, rules, target, scanned)
+    return scanned.run_config_rules(_views(docs, text, path, scanned), text, path, rules, target)
 
 
 def check_targets(docs: YamlDocuments, text: str, path: str, groups: Sequence[tuple[Sequence[ConfigRule], object]], *,
                   scanned: ScannedView) -> list[list[Finding]]:
     """`check` for several (rules, target) groups (`rlcompat matrix`): the settings are read once for all."""
     views = _views(docs, text, path, scanned)
-    return [run_rules(views, text, path, rules, target, scanned) for rules, target in groups]
+    return [scanned.run_config_rules(views, text, path, rules, target) for rules, target in groups]
 
 
 def _views(docs: YamlDocuments, text: str, path: str, scanned: ScannedView) -> list[ConfigView]:

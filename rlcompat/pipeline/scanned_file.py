@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from rlcompat.knowledge import frameworks, identity, verl_config, verl_own_files
 from rlcompat.lang import frontends
-from rlcompat.pipeline import catalog, overlaps
+from rlcompat.pipeline import catalog, config_runner, overlaps
 from rlcompat.analysis import model_config
 
 if TYPE_CHECKING:
@@ -130,6 +130,9 @@ class ScannedFile:
 
     def woken(self, rules: Sequence, language: str, code: str) -> list:
         return catalog.woken(rules, language, code)
+
+    def run_config_rules(self, views: Sequence, text: str, path: str, rules: Sequence, target) -> list:
+        return config_runner.run_config_rules(views, text, path, rules, target, self)
 
     def outranked(self, pending: Sequence, anchors: set) -> list:
         return overlaps.outranked(pending, anchors)
