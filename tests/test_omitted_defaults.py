@@ -11,7 +11,7 @@ from rlcompat.api import scan_source
 from rlcompat.pipeline.scanned_file import ScannedFile
 from rlcompat.knowledge.identity import pinned
 from rlcompat.lang import tomlfile
-from rlcompat.lang.settings import ConfigView, Setting, Span, run_rules
+from rlcompat.lang.settings import ConfigView, Setting, Span
 from rlcompat.rules import file_rules
 from rlcompat.knowledge.targets import resolve_target
 
@@ -70,8 +70,8 @@ def test_a_torchtitan_command_gets_no_default_claim_for_a_key_its_config_file_ca
 
     view = ConfigView("command", [], anchor=Span(0, 8), command_words=tuple(text.split()))
     rules = [r(resolve_target("sm61")) for r in file_rules() if r.code == "RLC118"]
-    found = run_rules([view], text, "run.sh", rules, resolve_target("sm61"),
-                      ScannedFile("run.sh", pinned({"torchtitan": "0.2.2"}), text))
+    scanned = ScannedFile("run.sh", pinned({"torchtitan": "0.2.2"}), text)
+    found = scanned.run_config_rules([view], text, "run.sh", rules, resolve_target("sm61"))
     assert not [f for f in found if "mixed_precision_param" in f.message]
 
 
