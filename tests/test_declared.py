@@ -238,3 +238,52 @@ def test_a_torch_pinned_through_a_variable_in_the_same_install_holds_torch(tmp_p
     assert lines("uv pip install torch==${PYTORCH_VERSION} torchvision") == []
     assert lines("pip install torch==$PYTORCH_VERSION torchvision") == []
     assert lines("pip install torchvision") == [3]
+
+
+SETUP_WITH_EXTRAS = """from setuptools import setup
+
+setup(
+    name="proj",
+    install_requires=["numpy"],
+    extras_require={"vllm": ["vllm>=0.8.5,<=0.12.0"], "test": ["pytest"]},
+)
+"""
+
+
+def _install_line_findings(tree, target="sm61"):
+    return sorted((f.path.rsplit("/", 1)[-1], f.location.line, f.location.column, f.code)
+                  for f in scan_paths([str(tree)], resolve_target(target)).findings
+                  if f.code.startswith("RLC6") and not f.path.endswith(("setup.py", "pyproject.toml")))
+
+
+def test_an_install_of_the_trees_own_project_with_an_extra_installs_that_extras_requirements(tmp_path, monkeypatch):
+    """`pip install -e .[vllm]` installs the project's `vllm` extra: vLLM 0.8.5-0.12.0 has no sm61 kernels, reported at
+    the install word as the same requirement written there would be; another extra, a project the tree does not hold
+    (`cd sub` where no sub/ is) and another card give nothing."""
+    (tmp_path / "setup.py").write_text(SETUP_WITH_EXTRAS)
+    script = ("pip3 install -v -e .[vllm]\npip install -e \".[test]\"\ncd sub && pip install -e .[vllm]\n"
+              "pip install --no-deps -e .[vllm]\ncd / && pip install -e .[vllm]\n")
+    (tmp_path / "install.sh").write_text(script)
+    tasks = tmp_path / "sky"
+    tasks.mkdir()
+    (tasks / "task.yaml").write_text("resources:\n  accelerators: H100:1\nsetup: |\n  git clone https://x.org/y.git\n"
+                                     "  pip3 install -e .[vllm]\nrun: |\n  echo done\n")
+    assert _install_line_findings(tmp_path) == [("install.sh", 1, 20, "RLC603"), ("task.yaml", 5, 19, "RLC603")]
+    assert _install_line_findings(tmp_path, "sm75") == []
+    monkeypatch.chdir(tmp_path.parent)  # a tree given by a relative path reads the same
+    assert _install_line_findings(Path(tmp_path.name)) == [("install.sh", 1, 20, "RLC603"),
+                                                          ("task.yaml", 5, 19, "RLC603")]
+    fix_paths([str(tmp_path)], resolve_target("sm61"))
+    assert (tmp_path / "install.sh").read_text() == script  # the requirement's text is setup.py's, not the line's
+
+
+def test_a_pyproject_extra_is_read_and_an_extra_not_in_the_tree_gives_nothing(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "pyproject.toml").write_text(
+        '[project]\nname = "pkg"\nversion = "0.1"\n[project.optional-dependencies]\n'
+        'vllm = ["vllm>=0.8.5,<=0.12.0"]\n')
+    # (the rule wakes on a file that spells its packages: here the extra's name does)
+    (tmp_path / "setup.sh").write_text("pip install ./pkg[vllm]\npip install ./other[vllm]\n")
+    assert _install_line_findings(tmp_path) == [("setup.sh", 1, 13, "RLC603")]
+    (tmp_path / "pkg" / "pyproject.toml").unlink()
+    assert _install_line_findings(tmp_path) == []

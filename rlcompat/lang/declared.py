@@ -154,7 +154,26 @@ class DeclaredRule(ConfigRule):
         # Launch scripts: a `pip install` (or `uv pip install`, `python -m pip install`) command is a group.
         group = from_command(view, ctx.source_text)
         if group is not None:
+            if ctx.scanned is not None:
+                _add_installed_extras(group, view, ctx)
             self.check_declared(group, ctx)
+
+
+# A local project with extras, as an install command names it: `.[vllm]`, `./pkg[dev,vllm]`, `/src/app[gpu]`.
+_LOCAL_PROJECT = re.compile(r"(?:\.{1,2}|\.{0,2}/[^\s\[]*)\[(?P<extras>[^\]]+)\]")
+
+
+def _add_installed_extras(group: Declared, view: ConfigView, ctx: ConfigContext) -> None:
+    """`pip install -e .[vllm]` installs what the project's `vllm` extra requires: each of those requirements joins
+    the command's group at that word, as if written there (never edited there: the text is the project's)."""
+    for word, span in zip(view.command_words, view.word_spans):
+        m = _LOCAL_PROJECT.fullmatch(word)
+        if m is None:
+            continue
+        extras = tuple(normalise(e) for e in m.group("extras").split(",") if e.strip())
+        line = ctx.source_text.count("\n", 0, span.start) + 1
+        for req, _ in ctx.scanned.installed_extras(ctx.source_text, line, extras):
+            group.requirements.append(Requirement(req.name, req.spec, span, None, editable=False, extras=req.extras))
 
 
 def run(groups: Sequence[Declared], text: str, path: str, rules: Sequence[DeclaredRule], target,
