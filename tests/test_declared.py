@@ -163,6 +163,48 @@ def test_a_wheel_file_names_its_distribution_and_version(word, name, spec):
     assert requirement_at("./dist/not-a-wheel.tar.gz", 0) is None and requirement_at("${WHEEL}.whl", 0) is None
 
 
+@pytest.mark.parametrize("word, spec", [
+    ("flash_attn-2.8.0.post2+cu12torch2.7cxx11abi${ABI_FLAG}-cp312-cp312-linux_x86_64.whl", "==2.8.0.post2"),
+    ("/tmp/flash_attn-2.8.3-$(uname -m).whl", "==2.8.3"),
+    ("flash_attn-2.8.0${POST}-cp312-cp312-linux_x86_64.whl", None),  # the unknown part may extend the version
+    ("flash_attn-${FA_VERSION}+cu12-cp312-cp312-linux_x86_64.whl", None),
+    ("flash_attn${SUFFIX}-2.8.0-cp312-cp312-linux_x86_64.whl", None),
+])
+def test_a_wheel_file_name_with_an_unknown_part_names_only_what_it_spells(word, spec):
+    from rlcompat.lang.declared import requirement_at
+
+    req = requirement_at(word, 0)
+    assert (req.name, req.spec, req.editable) == ("flash-attn", spec, False) if spec else req is None
+
+
+DOUBLE_QUOTED_WHEEL = """FROM nvcr.io/nvidia/pytorch:25.02-py3
+RUN ABI_FLAG=$(python -c "import torch; print('TRUE' if torch._C._GLIBCXX_USE_CXX11_ABI else 'FALSE')") && \\
+    VERSION=2.8.0.post2 && \\
+    FILE="flash_attn-${VERSION}+cu12torch2.7cxx11abi${ABI_FLAG}-cp312-cp312-linux_x86_64.whl" && \\
+    wget -nv "https://github.com/Dao-AILab/flash-attention/releases/download/v${VERSION}/${FILE}" && \\
+    pip install --no-cache-dir "${FILE}"
+"""
+
+
+def test_a_double_quoted_wheel_variable_partly_unknown_is_judged_by_what_it_spells(tmp_path):
+    """`"${FILE}"` is one word; its value's `${VERSION}` is known and `${ABI_FLAG}` (a command's output) is not:
+    the wheel it names is flash-attn 2.8.0.post2 with some local label, reported where the file is installed."""
+    (tmp_path / "Dockerfile").write_text(DOUBLE_QUOTED_WHEEL)
+    findings = [f for f in scan_paths([str(tmp_path)], resolve_target("sm75")).findings if f.code == "RLC603"]
+    assert [(f.location.line, f.location.column) for f in findings] == [(6, 32)]
+    assert "flash-attn" in findings[0].message
+    assert not fix_paths([str(tmp_path)], resolve_target("sm75")).changed_files  # the value is not written there
+    # A quoted value with a blank in it is no requirement (pip refuses it), and an unknown name names nothing.
+    (tmp_path / "Dockerfile").write_text(DOUBLE_QUOTED_WHEEL.replace("flash_attn-${VERSION}", "${PKG}-${VERSION}"))
+    assert not [f for f in scan_paths([str(tmp_path)], resolve_target("sm75")).findings if f.code == "RLC603"]
+    (tmp_path / "install.sh").write_text('PKGS="vllm==0.10.0 flash-attn==2.8.0"\npip install "$PKGS"\n')
+    (tmp_path / "Dockerfile").unlink()
+    assert not [f for f in scan_paths([str(tmp_path)], resolve_target("sm75")).findings if f.code.startswith("RLC6")]
+    (tmp_path / "install.sh").write_text('FA=flash-attn==2.8.0\npip install "$FA"\n')  # known: one word, read
+    assert [(f.location.line, f.code) for f in scan_paths([str(tmp_path)], resolve_target("sm75")).findings] == \
+        [(2, "RLC603")]
+
+
 def test_no_deps_or_a_constraints_file_brings_no_torch_of_a_requirement(tmp_path):
     """torchvision's newest release asks for torch>=2.14.0 (RLC601, [[requires_torch]] newest), but `--no-deps`
     installs it without, and a constraints file may hold torch: neither is reported (a plain one is)."""
@@ -196,3 +238,52 @@ def test_a_torch_pinned_through_a_variable_in_the_same_install_holds_torch(tmp_p
     assert lines("uv pip install torch==${PYTORCH_VERSION} torchvision") == []
     assert lines("pip install torch==$PYTORCH_VERSION torchvision") == []
     assert lines("pip install torchvision") == [3]
+
+
+SETUP_WITH_EXTRAS = """from setuptools import setup
+
+setup(
+    name="proj",
+    install_requires=["numpy"],
+    extras_require={"vllm": ["vllm>=0.8.5,<=0.12.0"], "test": ["pytest"]},
+)
+"""
+
+
+def _install_line_findings(tree, target="sm61"):
+    return sorted((f.path.rsplit("/", 1)[-1], f.location.line, f.location.column, f.code)
+                  for f in scan_paths([str(tree)], resolve_target(target)).findings
+                  if f.code.startswith("RLC6") and not f.path.endswith(("setup.py", "pyproject.toml")))
+
+
+def test_an_install_of_the_trees_own_project_with_an_extra_installs_that_extras_requirements(tmp_path, monkeypatch):
+    """`pip install -e .[vllm]` installs the project's `vllm` extra: vLLM 0.8.5-0.12.0 has no sm61 kernels, reported at
+    the install word as the same requirement written there would be; another extra, a project the tree does not hold
+    (`cd sub` where no sub/ is) and another card give nothing."""
+    (tmp_path / "setup.py").write_text(SETUP_WITH_EXTRAS)
+    script = ("pip3 install -v -e .[vllm]\npip install -e \".[test]\"\ncd sub && pip install -e .[vllm]\n"
+              "pip install --no-deps -e .[vllm]\ncd / && pip install -e .[vllm]\n")
+    (tmp_path / "install.sh").write_text(script)
+    tasks = tmp_path / "sky"
+    tasks.mkdir()
+    (tasks / "task.yaml").write_text("resources:\n  accelerators: H100:1\nsetup: |\n  git clone https://x.org/y.git\n"
+                                     "  pip3 install -e .[vllm]\nrun: |\n  echo done\n")
+    assert _install_line_findings(tmp_path) == [("install.sh", 1, 20, "RLC603"), ("task.yaml", 5, 19, "RLC603")]
+    assert _install_line_findings(tmp_path, "sm75") == []
+    monkeypatch.chdir(tmp_path.parent)  # a tree given by a relative path reads the same
+    assert _install_line_findings(Path(tmp_path.name)) == [("install.sh", 1, 20, "RLC603"),
+                                                          ("task.yaml", 5, 19, "RLC603")]
+    fix_paths([str(tmp_path)], resolve_target("sm61"))
+    assert (tmp_path / "install.sh").read_text() == script  # the requirement's text is setup.py's, not the line's
+
+
+def test_a_pyproject_extra_is_read_and_an_extra_not_in_the_tree_gives_nothing(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "pyproject.toml").write_text(
+        '[project]\nname = "pkg"\nversion = "0.1"\n[project.optional-dependencies]\n'
+        'vllm = ["vllm>=0.8.5,<=0.12.0"]\n')
+    # (the rule wakes on a file that spells its packages: here the extra's name does)
+    (tmp_path / "setup.sh").write_text("pip install ./pkg[vllm]\npip install ./other[vllm]\n")
+    assert _install_line_findings(tmp_path) == [("setup.sh", 1, 13, "RLC603")]
+    (tmp_path / "pkg" / "pyproject.toml").unlink()
+    assert _install_line_findings(tmp_path) == []

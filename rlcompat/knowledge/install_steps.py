@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from rlcompat.knowledge.paths import nearest
 from rlcompat.knowledge.versions import release
-from rlcompat.lang.declared import requirement_at
+from rlcompat.lang.declared import Requirement, normalise, requirement_at
 
 INSTALL_SCRIPT = re.compile(r"(?:^|[-_.])(?:setup|install)(?:[-_.]|$)", re.IGNORECASE)
 _SEPARATORS = re.compile(r"&&|\|\||;|\|")
@@ -41,6 +41,7 @@ class Step:
     line: int
     no_deps: bool = False  # `--no-deps`: a project installed without its requirements
     upgrade: bool = False  # `-U`: an unpinned package goes to the newest release even when one is installed
+    extras: tuple[str, ...] = ()  # a project's extras it asks for (`.[vllm]`), normalised
 
 
 def is_install_script(path: str) -> bool:
@@ -70,6 +71,12 @@ def steps_of(path: str, start_dir: str, dockerfile: bool = False) -> tuple[Step,
             text = dockerfile_lang.parse(text).shell_view
         except Exception:  # noqa: BLE001 - a Dockerfile that does not parse installs nothing here; `scan` reports it
             return ()
+    return steps_in(text, path, start_dir)
+
+
+@lru_cache(maxsize=64)
+def steps_in(text: str, path: str, start_dir: str) -> tuple[Step, ...]:
+    """The install steps of shell `text` (a script, or a shell block a file holds), read as run from `start_dir`."""
     from rlcompat.lang.requirements import logical_lines
 
     out: list[Step] = []
@@ -114,7 +121,8 @@ def _pip_install(words: list[tuple[str, int]], cwd: str | None, path: str, text:
             where = _path(cwd, value)
             if where is not None:
                 kind = "requirements" if word in ("-r", "--requirement") else "project"
-                out.append(Step(kind, where, "", path, text.count("\n", 0, value_offset) + 1, no_deps, upgrade))
+                out.append(Step(kind, where, "", path, text.count("\n", 0, value_offset) + 1, no_deps, upgrade,
+                                extras_of(value) if kind == "project" else ()))
             i += 2
             continue
         if word.startswith("-"):
@@ -123,7 +131,7 @@ def _pip_install(words: list[tuple[str, int]], cwd: str | None, path: str, text:
         if _looks_like_path(word):
             where = _path(cwd, word)
             if where is not None:
-                out.append(Step("project", where, "", path, line, no_deps, upgrade))
+                out.append(Step("project", where, "", path, line, no_deps, upgrade, extras_of(word)))
         else:
             req = requirement_at(word, 0)
             if req is not None:
@@ -143,6 +151,34 @@ def _install_index(names: list[str]) -> int | None:
 def _looks_like_path(word: str) -> bool:
     return word in (".", "..") or word.startswith(("./", "../", "/")) or (
         "/" in word and "://" not in word and not word.endswith(".whl")) or word.startswith(".[")
+
+
+def extras_of(word: str) -> tuple[str, ...]:
+    """The extras a project word asks for: `.[vllm, sglang]` -> ("vllm", "sglang")."""
+    m = re.search(r"\[([^\]]*)\]$", word)
+    return tuple(normalise(e) for e in m.group(1).split(",") if e.strip()) if m else ()
+
+
+def extra_requirements(directory: str, extras: tuple[str, ...]) -> list[tuple[Requirement, str, int]]:
+    """(requirement, declaring file, its line) of each requirement the project at `directory` declares for one of
+    `extras` (setup.py `extras_require`, pyproject.toml `[project.optional-dependencies]`, setup.cfg
+    `[options.extras_require]`); nothing for a file that does not parse."""
+    from rlcompat.lang import pyproject_deps, setup_deps
+
+    readers = (("setup.py", setup_deps.parse_setup_py), ("pyproject.toml", pyproject_deps.parse),
+               ("setup.cfg", setup_deps.parse))
+    out = []
+    for name, parse in readers:
+        path = os.path.join(directory, name)
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+            group = parse(text)
+        except Exception:  # noqa: BLE001 - a declaration that does not parse declares nothing here; `scan` reports it
+            continue
+        out += [(r, path, text.count("\n", 0, r.span.start) + 1) for r in group.requirements
+                if r.extra and normalise(r.extra) in extras]
+    return out
 
 
 def _path(cwd: str | None, word: str) -> str | None:

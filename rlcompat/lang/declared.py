@@ -154,7 +154,26 @@ class DeclaredRule(ConfigRule):
         # Launch scripts: a `pip install` (or `uv pip install`, `python -m pip install`) command is a group.
         group = from_command(view, ctx.source_text)
         if group is not None:
+            if ctx.scanned is not None:
+                _add_installed_extras(group, view, ctx)
             self.check_declared(group, ctx)
+
+
+# A local project with extras, as an install command names it: `.[vllm]`, `./pkg[dev,vllm]`, `/src/app[gpu]`.
+_LOCAL_PROJECT = re.compile(r"(?:\.{1,2}|\.{0,2}/[^\s\[]*)\[(?P<extras>[^\]]+)\]")
+
+
+def _add_installed_extras(group: Declared, view: ConfigView, ctx: ConfigContext) -> None:
+    """`pip install -e .[vllm]` installs what the project's `vllm` extra requires: each of those requirements joins
+    the command's group at that word, as if written there (never edited there: the text is the project's)."""
+    for word, span in zip(view.command_words, view.word_spans):
+        m = _LOCAL_PROJECT.fullmatch(word)
+        if m is None:
+            continue
+        extras = tuple(normalise(e) for e in m.group("extras").split(",") if e.strip())
+        line = ctx.source_text.count("\n", 0, span.start) + 1
+        for req, _ in ctx.scanned.installed_extras(ctx.source_text, line, extras):
+            group.requirements.append(Requirement(req.name, req.spec, span, None, editable=False, extras=req.extras))
 
 
 def run(groups: Sequence[Declared], text: str, path: str, rules: Sequence[DeclaredRule], target,
@@ -199,6 +218,8 @@ def pip_arguments(words: Sequence[tuple[str, Span]], group: Declared) -> None:
             i += 1
             continue
         req = requirement_at(text, span.start)
+        if req is not None and len(text) != span.end - span.start:
+            req.span, req.spec_span = span, None  # a value read from a variable: reported at the word that uses it
         if req is not None:
             group.requirements.append(req)
         else:
@@ -215,9 +236,16 @@ WHEEL_FILE = re.compile(r"(?P<name>[A-Za-z0-9_.]+)-(?P<version>[A-Za-z0-9_.!+]+)
 def requirement_at(text: str, offset: int) -> Requirement | None:
     """A PEP 508 requirement written at `offset` (its text `text`), or the distribution and version a wheel file
     names (`flash_attn-2.7.4.post1+cu12torch2.6cxx11abiFALSE-cp311-cp311-linux_x86_64.whl`, a path or URL; not
-    editable: the file is what it is); None for other paths, URLs and variables."""
-    if "$" not in text and text.split("?", 1)[0].endswith(".whl"):
-        wheel = WHEEL_FILE.fullmatch(text.split("?", 1)[0].rsplit("/", 1)[-1])
+    editable: the file is what it is); None for other paths, URLs and variables. A wheel name with an expansion left
+    unknown after its public version (`...+cu12torch2.7cxx11abi${ABI_FLAG}-cp312-...whl`) names that version
+    (`==2.8.0.post2`, which any local label matches); one with an unknown name or public version names nothing."""
+    if text.split("?", 1)[0].endswith(".whl"):
+        file_name = text.split("?", 1)[0].rsplit("/", 1)[-1]
+        if "$" in file_name:
+            return _partly_known_wheel(file_name, Span(offset, offset + len(text)))
+        if "$" in text:
+            return None
+        wheel = WHEEL_FILE.fullmatch(file_name)
         if wheel is None:
             return None
         return Requirement(normalise(wheel.group("name")), "==" + wheel.group("version"),
@@ -232,6 +260,17 @@ def requirement_at(text: str, offset: int) -> Requirement | None:
     extras = tuple(e.strip().lower() for e in (m.group("extras") or "").split(",") if e.strip())
     return Requirement(normalise(m.group("name")), spec.strip(), Span(offset, offset + len(text.rstrip())),
                        Span(spec_start, spec_start + len(spec)) if spec.strip() else None, extras=extras)
+
+
+# The literal head of a wheel file name: distribution, `-`, public version, then `+` (a local label) or `-` (tags).
+WHEEL_HEAD = re.compile(r"(?P<name>[A-Za-z0-9_.]+)-(?P<version>\d[A-Za-z0-9_.!]*)[+-][^$]*\$")
+
+
+def _partly_known_wheel(file_name: str, span: Span) -> Requirement | None:
+    head = WHEEL_HEAD.match(file_name)
+    if head is None:
+        return None
+    return Requirement(normalise(head.group("name")), "==" + head.group("version"), span, None, editable=False)
 
 
 _VARIABLE_PIN = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")

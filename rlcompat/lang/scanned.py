@@ -92,6 +92,12 @@ class ScannedView(Protocol):
         reports already (`python_found`, of the rules `ran`, and the rules the run left out): the runner's layer
         decides (rlcompat/pipeline/overlaps.py), so a front end asks no catalog."""
 
+    def installed_extras(self, script: str, line: int, extras: tuple[str, ...]) -> list:
+        """(requirement, where it is declared) of each requirement of `extras` of a project in the scanned tree that
+        the install command at `line` of shell `script` (this file's, or a shell block it holds) installs, the script
+        read as run from the tree's root (`cd sub && pip install -e .[vllm]`): from the project's setup.py,
+        pyproject.toml or setup.cfg (rlcompat/knowledge/install_steps.py)."""
+
     def front_end(self, language: str) -> ModuleType:
         """The front end that reads `language` (`parse`, `PARSE_ERRORS`, `check`), for code a file holds in another
         language that the front end does not embed by itself (a notebook's `%%writefile config.yaml` cell)."""

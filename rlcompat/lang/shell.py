@@ -618,6 +618,31 @@ class Variables:
             return value, a.word.span_of(a.value_index, len(a.word.chars)), where
         return _resolve_expansion(a.word, a.value_index, self, a.word.start, depth + 1, where)
 
+    def partial_value(self, name: str, before: int) -> str | None:
+        """The value of `$name` at `before` with each plain `$VAR`/`${VAR}` in it replaced where its value is known
+        and every other expansion left as written (it keeps its `$`: unknown stays unknown); None if never set."""
+        candidates = [a for a in self.assignments.get(name, ()) if a.word.start < before]
+        if not candidates:
+            return None
+        a = candidates[-1]
+        value_start = a.word.chars[a.value_index][1] if a.value_index < len(a.word.chars) else a.word.end
+        known: dict[int, tuple[int, str]] = {}  # file start of an expansion -> (its file end, its value)
+        for body, start, end in a.word.params:
+            if start >= value_start and re.fullmatch(r"[A-Za-z_]\w*", body):
+                value, _, _ = self.value_of(body, a.word.start, 1)
+                if value is not None:
+                    known[start] = (end, value)
+        out, skip_to = [], -1
+        for ch, at in a.word.chars[a.value_index:]:
+            if at < skip_to:
+                continue
+            if at in known:
+                skip_to, value = known[at]
+                out.append(value)
+                continue
+            out.append(ch)
+        return "".join(out)
+
 
 def _resolve_expansion(word: Word, from_index: int, variables: Variables, before: int, depth: int,
                        where: str) -> tuple[str | None, Span | None, str]:
@@ -731,10 +756,24 @@ def _known_value(word: Word, variables: Variables) -> str | None:
     return value
 
 
+QUOTED_PARAM = re.compile(r'"\$(?:([A-Za-z_]\w*)|\{([A-Za-z_]\w*)\})"')
+
+
 def _expanded_words(command: Command, variables: Variables) -> list[tuple[str, Word]]:
-    """The command's words with a leading wrapper variable (`$PY` = "python3 -m") split into its words."""
+    """The command's words with a leading wrapper variable (`$PY` = "python3 -m") split into its words. A
+    double-quoted `"$VAR"` is one word (never split); where part of its value is unknown
+    (`FILE="flash_attn-2.8.0+cu12${ABI}-cp312-cp312-linux_x86_64.whl"`, `ABI=$(python -c ...)`), the known parts are
+    filled in and the unknown ones keep their `$`."""
     out: list[tuple[str, Word]] = []
     for w in command.words:
+        quoted = QUOTED_PARAM.fullmatch(w.raw)
+        if quoted:
+            value, _, _ = _resolve_expansion(w, 0, variables, w.start, 0, "")
+            if value is None:
+                value = variables.partial_value(quoted.group(1) or quoted.group(2), w.start)
+            # A value with blanks stays unread: no program or requirement is one word with a blank in it.
+            out.append((w.text if value is None or re.search(r"\s", value) else value, w))
+            continue
         if w.dynamic and re.fullmatch(r"\$\{?[A-Za-z_]\w*\}?", w.raw):
             value, _, _ = _resolve_expansion(w, 0, variables, w.start, 0, "")
             if value is not None:

@@ -15,10 +15,11 @@ It also hands over the front end of another language (rlcompat/lang/frontends.py
 
 from __future__ import annotations
 
+import os
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from rlcompat.knowledge import frameworks, identity, verl_config, verl_own_files
+from rlcompat.knowledge import frameworks, identity, install_steps, verl_config, verl_own_files
 from rlcompat.lang import frontends
 from rlcompat.pipeline import catalog, config_runner, overlaps
 from rlcompat.analysis import model_config
@@ -124,6 +125,20 @@ class ScannedFile:
         if "/verl/" not in "/" + path and not path.startswith("recipe/"):
             return False
         return any(path.endswith(m.replace(".", "/") + ".py") for m in self.verl.entry_modules) or "main_" in path
+
+    def installed_extras(self, script: str, line: int, extras: tuple[str, ...]) -> list:
+        root = self.tree.root
+        if not root or not extras:
+            return []
+        out, root = [], os.path.abspath(root)
+        for step in install_steps.steps_in(script, self.path, root):
+            if step.kind != "project" or step.line != line or step.extras != extras or step.no_deps:
+                continue
+            if os.path.commonpath([root, os.path.abspath(step.target)]) == root:  # a project of the scanned tree
+                for req, path, at in install_steps.extra_requirements(step.target, extras):
+                    out.append((req, f"{os.path.relpath(path, root).replace(os.sep, '/')}:{at}"))
+                    self.record_reads([path])
+        return out
 
     def front_end(self, language: str) -> ModuleType:
         return frontends.frontend(language)
