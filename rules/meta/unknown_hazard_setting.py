@@ -21,11 +21,13 @@ def name_tokens(key: str) -> set[str]:
 NEGATIONS = frozenset({"disable", "disabled", "no", "not", "without", "skip", "off"})
 # A true switch selects its hazard only when its own name (the last key segment) says so, or says "enabled" under a
 # parent that does (`bf16: {enabled: true}`): `torch_compile_options.shape_padding` tunes a compile something else
-# turns on. Names that describe a state, a capability, logging or a scope select nothing: transformers'
-# `_supports_flash_attn = True`, torch's `log_pt2_compile_event=True`, `compile_only=True`, `include_bfloat16=True`.
+# turns on. Names that describe a state, a capability, logging, a scope or a package's build select nothing at run
+# time: transformers' `_supports_flash_attn = True`, torch's `log_pt2_compile_event=True`, `compile_only=True`,
+# `include_bfloat16=True`, flash-attn's `FLASH_ATTENTION_FORCE_BUILD=TRUE` (compile the package from source rather
+# than download a wheel: whether it can run is the install's question, RLC603).
 ENABLING_LEAVES = frozenset({"enabled", "enable", "use", "on", "active"})
 DESCRIPTIVE = frozenset({"supports", "supported", "support", "can", "has", "have", "been", "is", "was", "patched",
-                         "log", "logging", "event", "debug", "only", "include", "exclude", "context"})
+                         "log", "logging", "event", "debug", "only", "include", "exclude", "context", "build"})
 
 class UnknownHazardSetting(ConfigRule):
     code = "RLC003"
@@ -79,6 +81,7 @@ class UnknownHazardSetting(ConfigRule):
         Good("# Megatron engine\ndtype: bfloat16\n", path="verl/trainer/config/engine/megatron.yaml"),
         Good("class MyModel(PreTrainedModel):\n    _supports_flash_attn = True\n", path="modeling_my.py"),
         Good("run(graph, log_compile_event=True, compile_only=True)\n", path="driver.py"),
+        Good("export FLASH_ATTENTION_FORCE_BUILD=TRUE\nexport MAX_JOBS=4\n", path="build_flash.sh"),
         Good("trainer:\n  compile_options:\n    shape_padding: true\n", path="mytool.yaml"),
     )
 
