@@ -136,4 +136,4 @@ def _line_col(text: str, offset: int) -> tuple[int, int]:
 def check(doc: JsonDocument, text: str, path: str, rules: Sequence[ConfigRule], target, *,
           scanned: ScannedView) -> list[Finding]:
     view = ConfigView("json", doc.settings)
-    return scanned.run_config_rules([view], text, path, [r for r in rules if not r.reads_unread], target)
+    return scanned.run_config_rules([view], text, path, rules, target)

@@ -289,7 +289,7 @@ def check_targets(module: cst.Module | Parts | None, text: str, path: str, group
         # are judged
         if isinstance(module, Parts):
             heap.give_back(text)
-    found_by_group = [found + _config_findings(text, path, [r for r in reading if not r.reads_unread], found_settings,
+    found_by_group = [found + _config_findings(text, path, reading, found_settings,
                                                target, python_rules, found, scanned)
                       if found_settings else found
                       for (python_rules, _, reading, target), found_settings, found in zip(split, settings, walked)]

@@ -902,13 +902,11 @@ def check(script: ShellScript, text: str, path: str, rules: Sequence, target, _d
         views.append(view)
     if exported:
         views.append(ConfigView("env", list(exported)))
-    findings = scanned.run_config_rules(views, text, path, [r for r in config_rules if not r.reads_unread], target)
-    watchers = [r for r in config_rules if r.reads_unread]
-    if watchers and script.skipped:
-        # A command bashlex refused is not silently dropped: RLC002 says where it is, so a hazard in it is not lost.
-        unread = [ConfigView("unread", anchor=_command_span(text, start, end), unread=why)
-                  for start, end, why in script.skipped]
-        findings += scanned.run_config_rules(unread, text, path, watchers, target)
+    # A command bashlex refused is not silently dropped: a view says where it is (RLC002 reads it), so a hazard in it
+    # is not lost.
+    views += [ConfigView("unread", anchor=_command_span(text, start, end), unread=why)
+              for start, end, why in script.skipped]
+    findings = scanned.run_config_rules(views, text, path, config_rules, target)
     for block in embedded:
         if block.language == "python":
             findings += check_python(block, path, rules, target, index, scanned)

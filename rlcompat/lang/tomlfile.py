@@ -293,4 +293,4 @@ def check(doc: TomlDocument, text: str, path: str, rules: Sequence[ConfigRule], 
     view = ConfigView("toml", doc.settings, anchor=Span(0, len(text) if first_line < 0 else first_line),
                       sections={name: table.header for name, table in doc.tables.items()},
                       _adder=_adder(doc, text))
-    return scanned.run_config_rules([view], text, path, [r for r in rules if not r.reads_unread], target)
+    return scanned.run_config_rules([view], text, path, rules, target)

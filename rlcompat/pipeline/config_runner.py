@@ -15,10 +15,23 @@ from rlcompat.pipeline.textpos import LineIndex
 
 def run_config_rules(views: Sequence[ConfigView], text: str, path: str, rules: Sequence[ConfigRule], target,
                      scanned: ScannedView) -> list[Finding]:
-    """The findings of config `rules` over a front end's `views` of the file at `path`: each rule checks each view
-    through one ConfigContext; what they report is kept unless a rule of lower precedence claims it (overlaps.py),
-    it repeats at a line another mount of the same file reported, or it sits under an option no shipped entry config
-    selects."""
+    """The findings of config `rules` over a front end's `views` of the file at `path`. Views of what the front end
+    could not read (kind "unread") go to the rules that watch for such text (`reads_unread`) and only to them, in a
+    run of their own; every other view goes to the other rules."""
+    unread = [v for v in views if v.kind == "unread"]
+    found = _run([v for v in views if v.kind != "unread"], text, path, [r for r in rules if not r.reads_unread],
+                 target, scanned)
+    watchers = [r for r in rules if r.reads_unread]
+    return found + _run(unread, text, path, watchers, target, scanned) if unread and watchers else found
+
+
+def _run(views: Sequence[ConfigView], text: str, path: str, rules: Sequence[ConfigRule], target,
+         scanned: ScannedView) -> list[Finding]:
+    """Each rule checks each view through one ConfigContext; what they report is kept unless a rule of lower
+    precedence claims it (overlaps.py), it repeats at a line another mount of the same file reported, or it sits
+    under an option no shipped entry config selects."""
+    if not views or not rules:
+        return []
     ctx = ConfigContext(target, path, scanned.for_rules, text, scanned.framework, scanned.model_shape,
                         scanned.record_reads, scanned)
     for view in views:
