@@ -134,9 +134,10 @@ def test_the_hf_rollout_server_holds_the_whole_model_in_the_rollout_phase_only()
 
 def _named(plan, algo, rollout, target="sm90", version="0.9.1"):
     from rlcompat.doctor import verl_keys
+    from rlcompat.knowledge import verl_config
     from rlcompat.knowledge.targets import resolve_target
 
-    knowledge, why = verl_keys.knowledge_for(version)
+    knowledge, why = verl_config.knowledge_for(version)
     return verl_keys.name(knowledge, why, plan.settings(algo, rollout), resolve_target(target), algo)
 
 

@@ -305,3 +305,27 @@ def test_rule_contract_check_sees_a_kind_taken_from_its_front_end(monkeypatch):
     monkeypatch.setitem(GRAPH, "rlcompat.rules.dtype.x", [("rlcompat.lang.python", "PythonRule"),
                                                         ("rlcompat.contract", "Bad")])
     assert _contract_bypasses() == ["rlcompat.rules.dtype.x takes PythonRule from rlcompat.lang.python"]
+
+
+# What a rule file may import of rlcompat besides the contract: the knowledge, the analyses rules of several families
+# share, and the catalog's own helpers.
+RULE_IMPORTS = ("rlcompat.contract", "rlcompat.knowledge", "rlcompat.analysis", "rlcompat.rules")
+
+
+def _rules_reaching_into_machinery() -> list[str]:
+    return sorted(f"{module} imports {target}" for module, edges in GRAPH.items()
+                  if module.startswith("rlcompat.rules.") for target, _ in edges
+                  if target.startswith("rlcompat.")
+                  and not any(target == k or target.startswith(k + ".") for k in RULE_IMPORTS))
+
+
+def test_rules_name_no_machinery():
+    """A rule reads the front ends, doctor and the pipeline only through the contract (the parts it needs are
+    gathered there), so that moving a piece of machinery never touches a rule file."""
+    assert _rules_reaching_into_machinery() == []
+
+
+def test_machinery_check_sees_a_rule_importing_a_front_end(monkeypatch):
+    monkeypatch.setitem(GRAPH, "rlcompat.rules.dtype.x", [("rlcompat.lang.pyspeed.chunks", "chunks"),
+                                                        ("rlcompat.knowledge.targets", "Target")])
+    assert _rules_reaching_into_machinery() == ["rlcompat.rules.dtype.x imports rlcompat.lang.pyspeed.chunks"]

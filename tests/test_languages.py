@@ -9,7 +9,8 @@ import inspect
 
 import pytest
 
-from rlcompat.pipeline.discovery import declared_language, language_of
+from rlcompat.lang.languages import declared_language
+from rlcompat.pipeline.discovery import language_of
 from rlcompat.lang.languages import BY_NAME, LANGUAGES, by_file_name, spelling_of
 from rlcompat.rules import file_rules
 

@@ -123,7 +123,7 @@ def _rollout(env, tgt):
     that verl release rolls out with a published vllm-pascal build on the card, that build (RLC401's words)."""
     from rlcompat.knowledge import hf_rollout
     from rlcompat.doctor.render import RolloutAdvice
-    from rlcompat.doctor.verl_keys import knowledge_for
+    from rlcompat.knowledge.verl_config import knowledge_for
     from rlcompat.knowledge import precision, vllm_pascal
 
     pkg = env.package("verl")
@@ -158,6 +158,7 @@ def _memory(result, model_params, algo, gpu_memory, gpus, seq_len, micro_batch, 
     from rlcompat.knowledge.capabilities import runs
     from rlcompat.doctor import memory, verl_keys
     from rlcompat.doctor.render import MemoryCheck
+    from rlcompat.knowledge import verl_config
     from rlcompat.knowledge.targets import card_memory, target_for_capability
 
     env, tgt = result.env, result.target
@@ -194,7 +195,7 @@ def _memory(result, model_params, algo, gpu_memory, gpus, seq_len, micro_batch, 
         raise fail(str(exc))
     needed = memory.gpus_needed(params, **kwargs) if est.fits is False else None
     pkg = env.package("verl")
-    knowledge, why = verl_keys.knowledge_for(pkg.version if pkg else None)
+    knowledge, why = verl_config.knowledge_for(pkg.version if pkg else None)
     named = verl_keys.name(knowledge, why, est.plan.settings(algo, engine), tgt, algo)
     result.memory = MemoryCheck(est, changes, named.overrides, needed, card_from, named.source, named.problem,
                                 named.unnamed)

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rlcompat.knowledge import verl_config
-from rlcompat.knowledge.versions import release
 from rlcompat.knowledge.verl_config import Knowledge
 
 # The compute dtypes a plan sets where the target lacks bf16: (setting id, role, precision role of the value).
@@ -22,18 +20,6 @@ class Named:
     source: str = ""  # "verl 0.9.1 knowledge (rlcompat/knowledge/data/verl/0.9.1.toml)"
     problem: str = ""  # why no key is named
     unnamed: list[str] = field(default_factory=list)  # setting ids the version's knowledge has no key for
-
-
-def knowledge_for(version: str | None) -> tuple[Knowledge | None, str]:
-    """The rule set scan would apply to a tree of this verl version, and its name; None with the reason when no
-    rule set describes the version."""
-    if version is None:
-        return None, "verl is not installed here, so its version (and which keys it reads) is unknown"
-    chosen = verl_config.choose_version(version)
-    if release(version) < release(chosen):
-        return None, f"verl {version} is older than every rule set rlcompat has ({chosen} is the oldest)"
-    label = f"verl {version}" if chosen == version else f"verl {version} (rules for {chosen})"
-    return verl_config.load_version(chosen), f"{label} knowledge (rlcompat/knowledge/data/verl/{chosen}.toml)"
 
 
 def name(knowledge: Knowledge | None, why: str, settings: list[tuple[str, str, str]], target, algo: str) -> Named:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from rlcompat.lang.declared import Declared, Requirement, normalise, pip_arguments, requirement_at
+from rlcompat.lang.languages import declared_language
 from rlcompat.lang.settings import Span
 
 # Where a tree keeps what it declares: its root, and these folders of it (one level down).
@@ -95,7 +96,6 @@ def declares_environment(path: str) -> bool:
 
 def _kind(path: str) -> str | None:
     from rlcompat.knowledge.install_steps import is_install_script
-    from rlcompat.pipeline.discovery import declared_language
 
     name = os.path.basename(path)
     if name == "setup.py":
@@ -212,7 +212,6 @@ def _file_pin(path: str, root: str, name: str) -> Pin | None:
 
 
 def _requirements(path: str, text: str) -> list[tuple[Requirement, int]]:
-    from rlcompat.pipeline.discovery import declared_language
 
     name = os.path.basename(path)
     try:

@@ -390,3 +390,15 @@ def _first_line(path: str) -> str | None:
             return fh.read().strip() or None
     except OSError:
         return None
+
+
+def knowledge_for(version: str | None) -> tuple[Knowledge | None, str]:
+    """The rule set scan would apply to a tree of this verl version, and its name; None with the reason when no
+    rule set describes the version."""
+    if version is None:
+        return None, "verl is not installed here, so its version (and which keys it reads) is unknown"
+    chosen = choose_version(version)
+    if release(version) < release(chosen):
+        return None, f"verl {version} is older than every rule set rlcompat has ({chosen} is the oldest)"
+    label = f"verl {version}" if chosen == version else f"verl {version} (rules for {chosen})"
+    return load_version(chosen), f"{label} knowledge (rlcompat/knowledge/data/verl/{chosen}.toml)"

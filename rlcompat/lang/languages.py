@@ -274,3 +274,9 @@ def readable_nouns() -> str:
 def names_with(attribute: str) -> frozenset[str]:
     """The languages whose record sets `attribute` (`settings`, `declares`, `environment_file`, ...)."""
     return frozenset(lang.name for lang in LANGUAGES if getattr(lang, attribute))
+
+
+def declared_language(path: str) -> str | None:
+    """Files that declare an environment, known by name: their extensions (.txt, .yml, none) say nothing."""
+    lang = by_file_name(path)
+    return lang.name if lang is not None and lang.environment_file else None

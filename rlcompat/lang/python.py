@@ -150,6 +150,16 @@ class Context:
                 return f"{base}.{value}" if base and isinstance(value, str) else None
         return None
 
+    def top_level_trees(self):
+        """CPython trees of the whole file's top-level statements, a few at a time (a big file's whole tree can be
+        hundreds of MB), for a rule that must read beyond what the traversal was handed (the narrowing keeps only the
+        statements a rule's words are in). Raises SyntaxError (or RecursionError) where CPython cannot parse it."""
+        try:
+            for chunk in chunks.chunks(self.source_text):
+                yield chunk.tree
+        except chunks.NotParsed as exc:
+            raise SyntaxError(str(exc)) from exc
+
     def report(self, node: cst.CSTNode, message: str, fix: PendingFix | None = None, severity: str = "") -> None:
         assert self._rule is not None
         statements = tuple(a for a in self.ancestors if isinstance(a, cst.BaseStatement))

@@ -24,12 +24,6 @@ def language_of(path: str, *, explicit: bool = False) -> str | None:
     return lang.name if lang else None
 
 
-def declared_language(path: str) -> str | None:
-    """Files that declare an environment, known by name: their extensions (.txt, .yml, none) say nothing."""
-    lang = by_file_name(path)
-    return lang.name if lang is not None and lang.environment_file else None
-
-
 def language_from_content(language: str, text: str) -> str:
     """The language a file read as `language` is, by its text (a YAML conda environment named otherwise)."""
     return refined(language, text)

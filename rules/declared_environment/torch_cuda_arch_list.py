@@ -1,11 +1,11 @@
 from __future__ import annotations
 
 import re
-from rlcompat.pipeline.discovery import declared_language
 from rlcompat.knowledge import torch_wheels, versions
 from rlcompat.knowledge.environment import environment_facts
-from rlcompat.lang.declared import GroupView, Variable, from_command
-from rlcompat.contract import Bad, Declared, DeclaredRule, Edit, FixSafety, Good, Span
+from rlcompat.contract import (
+    Bad, Declared, declared_language, DeclaredRule, Edit, FixSafety, from_command, Good, GroupView, Span, Variable,
+)
 
 # Names torch.utils.cpp_extension accepts in TORCH_CUDA_ARCH_LIST, and the capabilities they stand for [S57].
 NAMED = {"kepler": "3.5+PTX", "maxwell": "5.0;5.2+PTX", "pascal": "6.0;6.1+PTX", "volta": "7.0+PTX",

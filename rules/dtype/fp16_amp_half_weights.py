@@ -3,8 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from rlcompat.analysis import pyhelpers as h
-from rlcompat.lang.python import ImportMap
-from rlcompat.contract import Bad, FixSafety, Good, PendingFix, PythonRule
+from rlcompat.contract import Bad, FixSafety, Good, ImportMap, PendingFix, PythonRule
 from rlcompat.knowledge.spellings import half_to_fp32
 
 _HALF_ATTRS = {"float16": "float16", "half": "float16", "bfloat16": "bfloat16"}

@@ -1,8 +1,7 @@
 from __future__ import annotations
 
 from rlcompat.knowledge import versions
-from rlcompat.doctor.rule import below
-from rlcompat.contract import Bad, Good, PackageRequirementRule
+from rlcompat.contract import Bad, below, Good, PackageRequirementRule
 
 
 class FlashAttnUnsupportedGpu(PackageRequirementRule):

@@ -2,8 +2,7 @@ from __future__ import annotations
 
 from rlcompat.knowledge import versions
 from rlcompat.knowledge.environment import environment_facts
-from rlcompat.doctor.rule import below
-from rlcompat.contract import Bad, EnvironmentRule, Good
+from rlcompat.contract import Bad, below, EnvironmentRule, Good
 
 
 def _requirement(target) -> dict | None:

@@ -2,9 +2,7 @@ from __future__ import annotations
 
 from rlcompat.knowledge import versions
 from rlcompat.knowledge.environment import environment_facts
-from rlcompat.doctor.rule import below
-from rlcompat.installed.locate import fix_command
-from rlcompat.contract import Bad, EnvironmentRule, Good
+from rlcompat.contract import Bad, below, EnvironmentRule, fix_command, Good
 
 
 def _patched(env, pkg, file: str) -> bool:
@@ -82,7 +80,7 @@ class VerlKnownHazards(EnvironmentRule):
         """No engine verl registers runs here: rlcompat's hf rollout does (rlcompat/knowledge/hf_rollout.py, the advice RLC401
         gives). Installed for a verl it supports, nothing is wrong: doctor's rollout section names the override."""
         from rlcompat.knowledge import hf_rollout
-        from rlcompat.doctor.verl_keys import knowledge_for
+        from rlcompat.knowledge.verl_config import knowledge_for
 
         knowledge, _ = knowledge_for(pkg.version)
         supported = knowledge is not None and hf_rollout.supports(knowledge)

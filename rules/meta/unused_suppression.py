@@ -1,7 +1,6 @@
 from __future__ import annotations
 
-from rlcompat.contract import Bad, Finding, Good, Location, Suppression, SuppressionRule
-from rlcompat.lang.frontends import FRONTENDS
+from rlcompat.contract import ALL_LANGUAGES, Bad, Finding, Good, Location, Suppression, SuppressionRule
 
 PREFIX, SILENCES_NOTHING = "suppression of ", " silences nothing"  # the message, which `still_holds` reads back
 
@@ -19,7 +18,7 @@ class UnusedSuppression(SuppressionRule):
         "A stale suppression hides the next real hazard on that line. Keeping them honest keeps the gate honest."
     )
     fix_safety = "No autofix; delete the comment or the code."
-    languages = frozenset(FRONTENDS)  # a suppression comment is read in a file of every language
+    languages = ALL_LANGUAGES  # a suppression comment is read in a file of every language
     severity = "warning"
     examples_select = ("ALL",)
 

@@ -1,8 +1,7 @@
 from __future__ import annotations
 
 from rlcompat.analysis import confighelpers as h
-from rlcompat.lang.settings import FALSE_WORDS
-from rlcompat.contract import Bad, ConfigRule, FixSafety, Good, VERL_091
+from rlcompat.contract import Bad, ConfigRule, FALSE_WORDS, FixSafety, Good, VERL_091
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.rollout.name={name} \\\n    {extra}trainer.n_gpus_per_node=1\n"
 KEY = "actor_rollout_ref.rollout.enforce_eager"

@@ -5,7 +5,6 @@ import ast
 import libcst as cst
 
 from rlcompat.knowledge.capabilities import min_capability, runs
-from rlcompat.lang.pyspeed.chunks import NotParsed, chunks
 from rlcompat.contract import Bad, Good, PythonRule
 from rlcompat.rules.rollout.helpers import unsupported_message, vllm_argv_word
 
@@ -45,9 +44,9 @@ def _one_choice_of_several(ctx) -> bool:
             visit(child, picked)
 
     try:
-        for chunk in chunks(ctx.source_text):  # the module's top-level statements, a few at a time for a big file
-            visit(chunk.tree, False)
-    except (NotParsed, RecursionError):
+        for tree in ctx.top_level_trees():  # the whole module's, where the traversal may have been handed a part
+            visit(tree, False)
+    except (SyntaxError, RecursionError):
         return False
     return bool(uses) and all(uses)
 
