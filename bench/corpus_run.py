@@ -70,7 +70,7 @@ from rlcompat.pipeline.runner import Checker  # noqa: E402
 from rlcompat.pipeline.fixer import FixBroke, apply_edits, fix_file  # noqa: E402
 from rlcompat.pipeline.source import SourceError, SourceFile, decode, encode, read, read_bytes  # noqa: E402
 from rlcompat.knowledge.targets import resolve_target  # noqa: E402
-from rlcompat.pipeline.textpos import LineIndex  # noqa: E402
+from rlcompat.lang.textpos import LineIndex  # noqa: E402
 
 SETTINGS = Options(cache_dir=None)
 

@@ -13,7 +13,7 @@ from rlcompat.config import Options
 from rlcompat.pipeline.runner import Checker
 from rlcompat.lang import yaml as yaml_fe
 from rlcompat.knowledge.targets import resolve_target
-from rlcompat.pipeline.textpos import LineIndex
+from rlcompat.lang.textpos import LineIndex
 
 SM61 = resolve_target("sm61")
 HERE = os.path.dirname(__file__)

@@ -27,7 +27,7 @@ from rlcompat.pipeline import suppressions
 from rlcompat.pipeline.scanned_file import ScannedFile
 from rlcompat.findings import FileResult, Finding, Location
 from rlcompat.pipeline.source import SourceError, decode, read_bytes
-from rlcompat.pipeline.textpos import LineIndex
+from rlcompat.lang.textpos import LineIndex
 
 SCRIPT_LANGUAGES = ("shell",)
 CONFIG_LANGUAGES = ("yaml",)

@@ -13,7 +13,7 @@ from rlcompat.lang.scanned import ScannedView
 from rlcompat.lang.declared import Declared, Requirement, normalise, pip_arguments, requirement_at, run
 from rlcompat.lang.settings import Span
 from rlcompat.findings import Finding
-from rlcompat.pipeline.textpos import lines_at
+from rlcompat.lang.textpos import lines_at
 
 
 class CondaEnvError(Exception):

@@ -31,7 +31,7 @@ from rlcompat.lang.declared import BaseImage, Declared, IndexUrl, Variable, run
 from rlcompat.lang.requirements import logical_lines
 from rlcompat.lang.settings import Span
 from rlcompat.findings import Finding
-from rlcompat.pipeline.textpos import LineIndex
+from rlcompat.lang.textpos import LineIndex
 
 PARSE_ERRORS = shell.PARSE_ERRORS
 syntax_error_location = shell.syntax_error_location

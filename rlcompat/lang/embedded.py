@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 
 from rlcompat.lang.scanned import ScannedView
 from rlcompat.findings import Edit, Finding, Fix, Location
-from rlcompat.pipeline.textpos import LineIndex
+from rlcompat.lang.textpos import LineIndex
 
 
 @dataclass

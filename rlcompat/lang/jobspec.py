@@ -32,7 +32,7 @@ from rlcompat.lang import embedded, shell, yaml as yaml_lang
 from rlcompat.lang.argv import PLAIN_WORD, Element, argv_block
 from rlcompat.lang.embedded import Embedded
 from rlcompat.lang.scanned import ScannedView
-from rlcompat.pipeline.textpos import LineIndex
+from rlcompat.lang.textpos import LineIndex
 
 # A file holds a job spec only where one of these keys starts a line (so a config is not composed twice).
 _KEYS = re.compile(r"^[ \t-]*(?:run|setup|entrypoint|command|args)[ \t]*:", re.MULTILINE)

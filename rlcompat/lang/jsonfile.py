@@ -24,7 +24,7 @@ from typing import Sequence
 from rlcompat.lang.scanned import ScannedView
 from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span
 from rlcompat.findings import Finding
-from rlcompat.pipeline.textpos import LineIndex
+from rlcompat.lang.textpos import LineIndex
 
 
 class JsonSyntaxError(Exception):

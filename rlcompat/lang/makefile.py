@@ -23,7 +23,7 @@ from rlcompat.findings import Finding
 from rlcompat.lang import shell
 from rlcompat.lang.embedded import Embedded, map_findings
 from rlcompat.lang.scanned import ScannedView
-from rlcompat.pipeline.textpos import LineIndex
+from rlcompat.lang.textpos import LineIndex
 
 PARSE_ERRORS = shell.PARSE_ERRORS
 

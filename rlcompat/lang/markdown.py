@@ -51,7 +51,7 @@ def check(blocks: MarkdownBlocks, text: str, path: str, rules: Sequence, target,
     # Reports quote the Markdown line as written.
     from dataclasses import replace
 
-    from rlcompat.pipeline.textpos import LineIndex
+    from rlcompat.lang.textpos import LineIndex
 
     index = LineIndex(text)
     return [replace(f, source_line=index.line_text(f.location.line)) for f in findings]

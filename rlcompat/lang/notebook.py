@@ -33,7 +33,7 @@ from rlcompat.lang import jsonfile
 from rlcompat.lang.embedded import Embedded, map_findings
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.findings import Finding
-from rlcompat.pipeline.textpos import LineIndex
+from rlcompat.lang.textpos import LineIndex
 
 PARSE_ERRORS = jsonfile.PARSE_ERRORS
 syntax_error_location = jsonfile.syntax_error_location

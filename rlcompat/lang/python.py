@@ -22,7 +22,7 @@ from rlcompat.lang.settings import ConfigRule, ConfigView
 from rlcompat.lang.setup_deps import SETUP_PY_NAMES
 from rlcompat.findings import Edit, Finding, Fix, FixSafety, Location
 from rlcompat.rule import Rule
-from rlcompat.pipeline.textpos import LineIndex
+from rlcompat.lang.textpos import LineIndex
 
 
 cst = lazy_import("libcst")  # loaded on first use: cached and trigger-free runs never parse Python

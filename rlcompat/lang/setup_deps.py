@@ -23,7 +23,7 @@ from rlcompat.findings import Finding
 from rlcompat.lang.declared import Declared, Requirement, requirement_at, run
 from rlcompat.lang.scanned import ScannedView
 from rlcompat.lang.settings import Span
-from rlcompat.pipeline.textpos import LineIndex, lines_at
+from rlcompat.lang.textpos import LineIndex, lines_at
 
 SETUP_PY_NAMES = ("setup.py",)
 

@@ -28,7 +28,7 @@ from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span, flag_k
 from rlcompat.lang.shellwords import (PYTHON_COMMAND, SIMPLE_PARAM, HeredocValue, body_tokens, heredoc_of,
                                       array_tokens, is_quoted_delimiter, read_target, value_tokens)
 from rlcompat.findings import Edit, Finding
-from rlcompat.pipeline.textpos import LineIndex
+from rlcompat.lang.textpos import LineIndex
 
 OVERRIDE = re.compile(r"^(\+\+|\+|~)?([A-Za-z_][\w\-]*(?:[./@][\w\-]+)*)=(.*)$", re.DOTALL)
 BOOL_WORDS = {"true", "false", "True", "False", "TRUE", "FALSE", "1", "0", "yes", "no"}

@@ -27,7 +27,7 @@ from typing import Iterable, NamedTuple, Sequence
 from rlcompat.lang.scanned import ScannedView
 from rlcompat.lang.settings import ConfigRule, ConfigView, Setting, Span
 from rlcompat.findings import Edit, Finding
-from rlcompat.pipeline.textpos import LineIndex
+from rlcompat.lang.textpos import LineIndex
 
 # Plain scalars that YAML (1.1 and 1.2 core schema alike) reads as null; `key:` with nothing after it is one too.
 _NULL_WORDS = {"", "~", "null", "Null", "NULL"}

@@ -10,7 +10,7 @@ from rlcompat.findings import Finding, Location
 from rlcompat.lang.keypath import is_under_prefixes
 from rlcompat.lang.scanned import ScannedView
 from rlcompat.lang.settings import ConfigContext, ConfigRule, ConfigView
-from rlcompat.pipeline.textpos import LineIndex
+from rlcompat.lang.textpos import LineIndex
 
 
 def run_config_rules(views: Sequence[ConfigView], text: str, path: str, rules: Sequence[ConfigRule], target,

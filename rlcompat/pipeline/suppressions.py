@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from rlcompat.lang.languages import BY_NAME
 from rlcompat.findings import Finding
 from rlcompat.rule import Rule
-from rlcompat.pipeline.textpos import LineIndex
+from rlcompat.lang.textpos import LineIndex
 
 PATTERN = re.compile(r"#\s*rlcompat:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?", re.IGNORECASE)
 

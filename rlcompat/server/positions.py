@@ -12,7 +12,7 @@ No pygls here: the arithmetic is tested on its own.
 
 from __future__ import annotations
 
-from rlcompat.pipeline.textpos import LineIndex
+from rlcompat.lang.textpos import LineIndex
 
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
 

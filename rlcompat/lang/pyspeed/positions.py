@@ -18,7 +18,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from rlcompat.lang.pyspeed import plain
-from rlcompat.pipeline.textpos import LineIndex
+from rlcompat.lang.textpos import LineIndex
 
 
 @dataclass(frozen=True)
