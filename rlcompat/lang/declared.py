@@ -103,7 +103,8 @@ class Variable:
 class Declared:
     """What one install resolves together."""
 
-    kind: str  # "requirements" | "pyproject" | "setup.py" | "setup.cfg" | "conda" | "dockerfile" | "command"
+    kind: str  # "requirements" | "pyproject" | "script" (inline metadata) | "setup.py" | "setup.cfg" | "conda" |
+    # "dockerfile" | "command"
     requirements: list[Requirement] = field(default_factory=list)
     indexes: list[IndexUrl] = field(default_factory=list)
     images: list[BaseImage] = field(default_factory=list)
@@ -136,10 +137,11 @@ class DeclaredRule(ConfigRule):
     """A rule over declared environments: requirement files, pyproject dependencies, conda environment files,
     Dockerfiles, and `pip install` commands in launch scripts (through the shell front end)."""
 
-    # rlcompat/lang/languages.py; and Python: the Python front end hands a setup.py to these rules as one group
-    # (lang/setup_deps.py), marked by these words; they read no Python settings.
+    # rlcompat/lang/languages.py; and Python: the Python front end hands a setup.py (lang/setup_deps.py) and a
+    # script's inline metadata (lang/inline_script.py) to these rules as one group each, marked by these words;
+    # they read no Python settings.
     languages = names_with("declares") | {"python"}
-    python_triggers = ("install_requires", "extras_require")
+    python_triggers = ("install_requires", "extras_require", "/// script")  # and a script's inline metadata
 
     def reads_python(self, text: str, scanned: ScannedView | None) -> bool:
         return False

@@ -26,8 +26,13 @@ def syntax_error_location(exc: TOMLDecodeError) -> tuple[int, int, str]:
 
 
 def parse(text: str) -> Declared:
-    data = load_toml_text(text)
-    group = Declared("pyproject", anchor=Span(0, 0))
+    return declared_from(load_toml_text(text), text, "pyproject")
+
+
+def declared_from(data: dict, text: str, kind: str) -> Declared:
+    """The declared environment of pyproject-shaped `data` loaded from `text` (where each string is looked for):
+    a pyproject.toml, or a script's inline metadata shaped as one (lang/inline_script.py)."""
+    group = Declared(kind, anchor=Span(0, 0))
     project = data.get("project") or {}
     # Build requirements first: they come first in the file, and a source build installs them (vLLM pins torch there).
     strings: list[tuple[str, str]] = [(s, "") for s in _strings((data.get("build-system") or {}).get("requires"))]
@@ -72,7 +77,8 @@ def parse(text: str) -> Declared:
     return group
 
 
-_SOURCES_TABLE = re.compile(r"^\[tool\.uv\.sources\][ \t]*(?:#[^\r\n]*)?\r?$", re.M)
+# (TOML allows indentation before a table header: a script's inline metadata is read indented)
+_SOURCES_TABLE = re.compile(r"^[ \t]*\[tool\.uv\.sources\][ \t]*(?:#[^\r\n]*)?\r?$", re.M)
 _NEXT_TABLE = re.compile(r"^[ \t]*\[", re.M)
 _TORCH_SOURCE = re.compile(r"^[ \t]*[\"']?torch[\"']?[ \t]*=", re.M)
 _NEXT_KEY = re.compile(r"^[ \t]*[\"']?[A-Za-z0-9_.-]+[\"']?[ \t]*=", re.M)

@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from rlcompat.lang import inline_script
 from rlcompat.lang.scanned import ScannedView
 from rlcompat.lang.pyspeed import batches, chunks, heap, narrow as pynarrow
 from rlcompat.lang.pyspeed.batches import Parts
@@ -303,20 +304,25 @@ def check_targets(module: cst.Module | Parts | None, text: str, path: str, group
                                                target, python_rules, found, scanned)
                       if found_settings else found
                       for (python_rules, _, reading, target), found_settings, found in zip(split, settings, walked)]
-    if os.path.basename(path) in SETUP_PY_NAMES:
-        found_by_group = [found + _setup_py_findings(text, path, config, target, scanned)
+    setup_py, script = os.path.basename(path) in SETUP_PY_NAMES, inline_script.MARK in text
+    if setup_py or script:
+        found_by_group = [found + _declared_findings(text, path, config, target, scanned, setup_py, script)
                           for found, (_, config, _, target) in zip(found_by_group, split)]
     return found_by_group
 
 
-def _setup_py_findings(text: str, path: str, config: Sequence[ConfigRule], target,
-                       scanned: ScannedView) -> list[Finding]:
-    """setup.py's requirements as a declared environment, for the declared-environment rules (lang/setup_deps.py)."""
+def _declared_findings(text: str, path: str, config: Sequence[ConfigRule], target, scanned: ScannedView,
+                       setup_py: bool, script: bool) -> list[Finding]:
+    """What the file declares it installs, for the declared-environment rules: a setup.py's requirements
+    (lang/setup_deps.py), a script's inline metadata (lang/inline_script.py)."""
     from rlcompat.lang.declared import DeclaredRule
     from rlcompat.lang.setup_deps import check_setup_py
 
     declared = [r for r in config if isinstance(r, DeclaredRule)]
-    return check_setup_py(text, path, declared, target, scanned) if declared else []
+    if not declared:
+        return []
+    return ((check_setup_py(text, path, declared, target, scanned) if setup_py else [])
+            + (inline_script.check_script(text, path, declared, target, scanned) if script else []))
 
 
 def _settings(text: str, config: Sequence[ConfigRule], seen) -> list:

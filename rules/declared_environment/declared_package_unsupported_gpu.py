@@ -18,7 +18,7 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
     title = "A requirement (flash-attn, vLLM, SGLang, ...) for a package that cannot run on the target GPU"
     what = (
         "Reports a declared requirement (pip or conda; requirement files, pyproject.toml, environment files, "
-        "`pip install` in Dockerfiles and scripts) for a package whose minimum compute capability in "
+        "`pip install` in Dockerfiles and scripts, a Python script's inline metadata) for a package whose minimum compute capability in "
         "rlcompat/knowledge/data/environment.toml `[packages]` is above the target: flash-attn (8.0), flash-attn-3 and -4 (9.0), "
         "SGLang (7.5), and vLLM per release, judged for the release the specifier installs (pip's newest "
         f"allowed): {min_capability('vllm').by_release()}. A base image whose tag names a package it ships "
@@ -35,19 +35,22 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         "FlashAttention 2 refuses GPUs below Ampere (`FlashAttention only supports Ampere GPUs or newer.`) and its "
         "wheels hold sm80+ code only [S10][S12]; a source build on an older card fails or takes an hour first. "
         "FlashAttention 3/4 need Hopper [S13][S14]; vLLM and SGLang refuse older cards [S7][S35]. Installed, "
-        "flash-attn is picked up automatically by transformers and verl and the first attention call fails."
+        "flash-attn is picked up automatically by transformers and verl and the first attention call fails. A "
+        "script's `# /// script` block is installed by `uv run` before the script starts [S235]."
     )
     fix_safety = (
         "No autofix: dropping a requirement is right only where the code falls back (SDPA for attention, "
         "transformers for generation); `rlcompat scan` reports the code that does not (RLC201-RLC204, RLC401)."
     )
     names = ("flash", "vllm", "sglang", "flash_attn", "flash-attn")
-    sources = ("S7", "S10", "S12", "S13", "S14", "S35")
+    sources = ("S7", "S10", "S12", "S13", "S14", "S35", "S235")
     prevents = ("E8", "E19")
 
     bad = (
         Bad("torch==2.6.0\nflash-attn==2.7.4.post1\n", path="requirements.txt"),
         Bad("pip install flash_attn --no-build-isolation\n", path="install.sh", target="sm75"),
+        # a script's inline metadata: `uv run train.py` installs it first [S235]
+        Bad('# /// script\n# dependencies = [\n#     "flash-attn",\n# ]\n# ///\nimport flash_attn\n', path="train.py"),
         # a range whose newest allowed release's torch is not known: the package's own minimum
         Bad('[project]\nname = "x"\ndependencies = ["vllm>=0.8,<0.30"]\n', path="pyproject.toml"),
         Bad('[project]\nname = "x"\ndependencies = ["vllm>=0.20,<0.30"]\n', path="pyproject.toml", target="sm70"),
