@@ -270,6 +270,10 @@ def test_an_install_of_the_trees_own_project_with_an_extra_installs_that_extras_
                                      "  pip3 install -e .[vllm]\nrun: |\n  echo done\n")
     assert _install_line_findings(tmp_path) == [("install.sh", 1, 20, "RLC603"), ("task.yaml", 5, 19, "RLC603")]
     assert _install_line_findings(tmp_path, "sm75") == []
+    # the finding says which extra, and where in the project, the requirement comes from
+    [message] = {f.message for f in scan_paths([str(tmp_path / "install.sh")], resolve_target("sm61")).findings
+                 if f.code == "RLC603"}
+    assert message.startswith("vllm>=0.8.5,<=0.12.0 (the `vllm` extra, setup.py:")
     monkeypatch.chdir(tmp_path.parent)  # a tree given by a relative path reads the same
     assert _install_line_findings(Path(tmp_path.name)) == [("install.sh", 1, 20, "RLC603"),
                                                           ("task.yaml", 5, 19, "RLC603")]

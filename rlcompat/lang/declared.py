@@ -41,6 +41,13 @@ class Requirement:
     editable: bool = True  # False when the text came from a variable: `span` is where it is used, not written
     extra: str = ""  # the optional extra (pyproject.toml) it belongs to: installed only when asked for
     extras: tuple[str, ...] = ()  # the package's own extras it asks for (`sglang[srt]`)
+    # Where it is written when that is not at `span` (`pip install -e .[vllm]` installs what the project's `vllm`
+    # extra lists: "the `vllm` extra, setup.py:12"), for a message to name
+    origin: str = ""
+
+    @property
+    def origin_note(self) -> str:
+        return f" ({self.origin})" if self.origin else ""
 
 
 @dataclass
@@ -174,8 +181,10 @@ def _add_installed_extras(group: Declared, view: ConfigView, ctx: ConfigContext)
             continue
         extras = tuple(normalise(e) for e in m.group("extras").split(",") if e.strip())
         line = ctx.source_text.count("\n", 0, span.start) + 1
-        for req, _ in ctx.scanned.installed_extras(ctx.source_text, line, extras):
-            group.requirements.append(Requirement(req.name, req.spec, span, None, editable=False, extras=req.extras))
+        for req, where in ctx.scanned.installed_extras(ctx.source_text, line, extras):
+            origin = f"the `{req.extra}` extra, {where}" if req.extra else where
+            group.requirements.append(Requirement(req.name, req.spec, span, None, editable=False, extras=req.extras,
+                                                  origin=origin))
 
 
 def run(groups: Sequence[Declared], text: str, path: str, rules: Sequence[DeclaredRule], target,

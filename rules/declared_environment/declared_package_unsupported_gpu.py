@@ -136,6 +136,6 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
                 older = last_release_that_runs(current.name, self.target)
                 written = f"{req.name}{req.spec.strip()}"
                 history = f"; {current.by_release()}" + (f": pin {req.name}<={older}" if older else "")
-            ctx.report(req.span, f"{written} needs compute capability {needed}+, {self.target.name} is "
+            ctx.report(req.span, f"{written}{req.origin_note} needs compute capability {needed}+, {self.target.name} is "
                                  f"{self.target.capability_text}: {p['why']}{history} "
                                  f"(`{error_text(p['error'])}`)", [None])

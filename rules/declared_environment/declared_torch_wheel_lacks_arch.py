@@ -161,7 +161,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         where = f"the {variant.tag} index" if index is not None or local else f"PyPI (its {variant.tag} build)"
         pinned = torch.spec.startswith(("==", "===")) or (torch.conda and torch.spec.startswith("="))
         release = version if pinned else f"{version} (the newest release `torch{torch.spec}` allows, per rlcompat/knowledge/data/torch_wheels.toml)"
-        message = (f"torch {release} from {where} has kernels for {', '.join(variant.arches)} only: none runs on "
+        message = (f"torch {release}{torch.origin_note} from {where} has kernels for {', '.join(variant.arches)} only: none runs on "
                    f"{self.target.name} ({self.target.capability_text}), so the first CUDA call fails with `no "
                    f"kernel image is available`")
         edits: list[Edit | None] = []
@@ -330,11 +330,12 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
                 if any(caps_torch(t.spec) for t in own):
                     continue
                 torch = chosen_torch(pin.torch)
-                written = f"{req.name}{req.spec} (pip takes the newest release, {pin.release}, which asks for torch{pin.torch})"
+                written = (f"{req.name}{req.spec}{req.origin_note} (pip takes the newest release, {pin.release}, which "
+                           f"asks for torch{pin.torch})")
             else:
                 if any(t.spec.startswith("==") and t.spec[2:].split("+", 1)[0] != pin.torch for t in own):
                     continue
-                torch, written = pin.torch, f"{req.name}{req.spec}"
+                torch, written = pin.torch, f"{req.name}{req.spec}{req.origin_note}"
             if torch is None:
                 continue
             tag = index.pytorch_tag if index is not None and not index.uv_only else None
