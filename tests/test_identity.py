@@ -155,8 +155,7 @@ def test_a_trl_recipe_pinning_0_18_is_not_judged_as_the_installed_trl_or_verl(tm
     assert (trl.how, trl.version, trl.evidence, trl.exact, trl.closest) == ("pinned", "0.18.0", "requirements.txt:3",
                                                                             False, "0.25.1")
     assert trl.describe() == ("TRL 0.18.0 pinned in requirements.txt:3; no knowledge for 0.18.0: values judged with "
-                              "the keys of the closest release, 0.25.1; its defaults, dead and live keys and file:lines "
-                              "withheld")
+                              "the keys of TRL 0.25.1; its defaults, dead and live keys and file:lines withheld")
     assert tree.get("verl").how == "installed"  # the tree declares no verl ...
     report = scan_paths([str(root)], SM61)
     applied = knowledge_applied([str(root)], report.findings, report.identities)
@@ -370,3 +369,19 @@ def test_an_install_script_pins_a_framework_the_project_does_not_declare(tmp_pat
     trl = identity.resolve(str(root)).get("trl")
     assert (trl.how, trl.version, trl.evidence) == ("pinned", "0.16.0", "scripts/install_env.sh:1")
     assert identity.resolve(str(root)).get("deepspeed").how == "declared"
+
+
+def test_a_fork_between_two_known_releases_is_described_as_its_keys_are_judged(tmp_path):
+    """An OpenRLHF fork at 0.11.0 (knowledge of 0.6.4, 0.8.11 and 0.11.2): each setting is judged by the newest
+    release whose knowledge has its key, and the identity line says so, naming the release the findings name."""
+    (tmp_path / "openrlhf").mkdir()
+    (tmp_path / "openrlhf" / "__init__.py").write_text('__version__ = "0.11.0"\n')
+    (tmp_path / "train.sh").write_text("deepspeed --module openrlhf.cli.train_ppo_ray --ds.param_dtype bf16\n")
+    tree = identity.resolve(str(tmp_path))
+    fork = tree.get("openrlhf")
+    assert (fork.how, fork.version) == ("fork", "0.11.0")
+    assert "values judged with the keys of OpenRLHF 0.11.2, 0.8.11, 0.6.4 (each key by the newest that has it)" in \
+        fork.describe()
+    report = scan_paths([str(tmp_path)], SM61)
+    assert any("judged by the value with OpenRLHF 0.11.2's key" in f.message for f in report.findings)
+    assert "closest release" not in fork.describe()  # verl's rule-set wording, not how these keys are chosen

@@ -61,18 +61,30 @@ class FrameworkIdentity:
         if self.how == "unknown":
             return f"{name}: version unknown ({self.evidence})" if self.evidence else f"{name}: version unknown"
         if self.how == "fork":
-            parts = [self.evidence, f"closest release {self.closest}" if self.closest else "",
-                     f"config read from {self.config}" if self.config else "own config"]
+            parts = [self.evidence, self._judged_with(), f"config read from {self.config}" if self.config else "own config"]
             return f"{name} fork at {self.package} ({'; '.join(p for p in parts if p)})"
         if self.how == "declared":
             return f"{name} declared without an exact version ({self.evidence}); version unknown"
         head = f"{name} {self.version}"
         where = {"release": f"at {self.package} ({self.evidence})", "pinned": f"pinned in {self.evidence}",
                  "installed": "installed here (the tree declares none; for the files that use it)"}.get(self.how, self.evidence)
-        note = "" if self.exact else (f"; no knowledge for {self.version}: values judged with the keys of the closest "
-                                      f"release, {self.closest}; its defaults, dead and live keys and file:lines "
-                                      "withheld")
+        note = "" if self.exact else (f"; no knowledge for {self.version}: {self._judged_with()}; its defaults, dead "
+                                      "and live keys and file:lines withheld")
         return f"{head} {where}{note}"
+
+    def _judged_with(self) -> str:
+        """What a release without knowledge is judged with, as the rules do it: verl's rule set of the closest release
+        (knowledge/verl_config.py); another framework's settings each by the newest release whose knowledge has the
+        key (analysis/knowledgecheck.py)."""
+        if self.framework == VERL:
+            return f"closest release {self.closest}" if self.closest else ""
+        known = releases(self.framework)
+        if not known:
+            return ""
+        if len(known) == 1:
+            return f"values judged with the keys of {self.label} {known[0]}"
+        newest_first = ", ".join(reversed(known))
+        return f"values judged with the keys of {self.label} {newest_first} (each key by the newest that has it)"
 
     def to_json(self) -> dict:
         return {"framework": self.framework, "how": self.how, "version": self.version, "evidence": self.evidence,
