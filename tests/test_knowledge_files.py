@@ -86,6 +86,7 @@ def test_verl_rule_sets_are_chosen_by_the_shared_release_order():
 REPO = Path(__file__).resolve().parent.parent
 # Modules that parse TOML written by users (pyproject.toml, trainer configs, machine snapshots), never knowledge.
 USER_TOML_READERS = {"rlcompat/config.py", "rlcompat/lang/tomlfile.py", "rlcompat/lang/pyproject_deps.py",
+                     "rlcompat/lang/inline_script.py",  # a script's `# /// script` metadata
                      "rlcompat/doctor/snapshot.py",
                      "rlcompat/analysis/declared_install.py"}  # a project's pyproject.toml and uv.lock
 # Modules that walk the installed package's files as bytes (the cache's fingerprint, the rule catalog's digest).
