@@ -3,6 +3,7 @@ over scripts and Python (RLC405, RLC406)."""
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from rlcompat.knowledge import files, versions
@@ -47,3 +48,14 @@ def auto_dtype() -> dict:
 def keeps_checkpoint_bf16(release: str) -> bool:
     """Whether vLLM `release` loads a bf16 checkpoint in bf16 when no dtype is given."""
     return versions.release(release) <= versions.release(auto_dtype()["keeps_bf16_through"])
+
+
+def image_release(image: str) -> str | None:
+    """The vLLM release an official vLLM image reference holds (`vllm/vllm-openai:v0.8.5` -> 0.8.5, `[image]`);
+    None for another image, a moving tag (`latest`, `nightly`) or a digest."""
+    row = table()["image"]
+    repository, colon, tag = image.strip().partition("@")[0].rpartition(":")
+    if not colon or "/" in tag or repository.lower() not in row["repositories"]:
+        return None
+    m = re.match(row["release_tag"], tag)
+    return m.group("release") if m else None
