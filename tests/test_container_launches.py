@@ -377,6 +377,22 @@ def test_a_dockerfile_stage_runs_in_its_base_image(tmp_path):
     assert [code for _, _, code in _hits(tmp_path / "Dockerfile") if code == "RLC407"] == []
 
 
+def test_arguments_alone_run_the_vllm_images_entrypoint(tmp_path):
+    """A container's `args` without `command` (a compose `command` without `entrypoint`, a Dockerfile CMD array
+    without ENTRYPOINT) are passed to the image's ENTRYPOINT: on vLLM's image, its OpenAI server."""
+    (tmp_path / "pod.yaml").write_text("kind: Pod\nspec:\n  containers:\n  - name: vllm\n    image: vllm/vllm-openai\n"
+                                       '    args: ["--model", "m", "--dtype", "float16"]\n')
+    (tmp_path / "compose.yaml").write_text("services:\n  vllm:\n    image: vllm/vllm-openai:latest\n"
+                                           "    command: --model m --dtype half\n")
+    (tmp_path / "Dockerfile").write_text('FROM vllm/vllm-openai:v0.9.2\nCMD ["--model", "m"]\n')
+    for name, line in (("pod.yaml", 6), ("compose.yaml", 4), ("Dockerfile", 2)):
+        assert [ln for ln, _, code in _hits(tmp_path / name, SM61) if code == "RLC407"] == [line], name
+        assert [code for _, _, code in _hits(tmp_path / name) if code == "RLC407"] == [], name  # fp16, or >= 0.9
+    (tmp_path / "pod.yaml").write_text("kind: Pod\nspec:\n  containers:\n  - name: web\n    image: my/server\n"
+                                       '    args: ["--model", "m"]\n')
+    assert [code for _, _, code in _hits(tmp_path / "pod.yaml", SM61) if code == "RLC407"] == []
+
+
 def test_shell_code_that_does_not_parse_is_the_files_error_at_its_line(tmp_path):
     (tmp_path / "t.yaml").write_text("resources: {}\nrun: |\n  echo ok\n  vllm serve m --dtype \"bfloat16\n")
     report = scan_paths([str(tmp_path / "t.yaml")], SM75)

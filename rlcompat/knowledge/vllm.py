@@ -53,9 +53,23 @@ def keeps_checkpoint_bf16(release: str) -> bool:
 def image_release(image: str) -> str | None:
     """The vLLM release an official vLLM image reference holds (`vllm/vllm-openai:v0.8.5` -> 0.8.5, `[image]`);
     None for another image, a moving tag (`latest`, `nightly`) or a digest."""
-    row = table()["image"]
-    repository, colon, tag = image.strip().partition("@")[0].rpartition(":")
-    if not colon or "/" in tag or repository.lower() not in row["repositories"]:
+    repository, tag = _reference(image)
+    if repository not in table()["image"]["repositories"] or tag is None:
         return None
-    m = re.match(row["release_tag"], tag)
+    m = re.match(table()["image"]["release_tag"], tag)
     return m.group("release") if m else None
+
+
+def image_entrypoint(image: str) -> tuple[str, ...] | None:
+    """The program an official vLLM image runs with a container's arguments (its ENTRYPOINT), any tag; else None."""
+    repository, _ = _reference(image)
+    return tuple(table()["image"]["entrypoint"]) if repository in table()["image"]["repositories"] else None
+
+
+def _reference(image: str) -> tuple[str, str | None]:
+    """(repository lowercased, tag or None) of an image reference (`repo:tag@digest`, `host:port/repo:tag`)."""
+    name = image.strip().partition("@")[0]
+    repository, colon, tag = name.rpartition(":")
+    if not colon or "/" in tag:
+        return name.lower(), None
+    return repository.lower(), tag

@@ -42,6 +42,7 @@ INDEX_VARIABLES = {"PIP_INDEX_URL": "index", "PIP_EXTRA_INDEX_URL": "extra", "UV
                    "UV_EXTRA_INDEX_URL": "extra", "PIP_FIND_LINKS": "links"}
 
 
+RUN_OPTIONS = re.compile(r"(?:[ \t]*(?:\\\r?\n)?[ \t]*--[A-Za-z][\w-]*(?:=\S*)?(?=\s))+")
 EXEC_WHY = "an exec-form array takes the fix only inside one element, as new elements or by removing whole ones"
 
 
@@ -97,7 +98,9 @@ def parse(text: str) -> Dockerfile:
         elif op == "RUN" and (heredoc := HEREDOC.match(rest)) is not None:
             body_end = _heredoc(text, start + len(line), heredoc, keep)
         elif op == "RUN" and not rest.lstrip().startswith(("[", "<<")):
-            keep.append((rest_at, start + len(line)))
+            # RUN's own options (`--mount=type=secret,id=x`, `--network=none`) are Docker's, not the shell's words
+            options = RUN_OPTIONS.match(rest)
+            keep.append((rest_at + (options.end() if options else 0), start + len(line)))
         elif op in ("CMD", "ENTRYPOINT"):
             elements = _json_array(text, rest_at, start + len(line)) if rest.lstrip().startswith("[") else None
             if elements is not None:

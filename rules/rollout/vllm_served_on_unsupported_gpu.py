@@ -28,7 +28,10 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
         "`vllm.entrypoints` command with no `--dtype` is reported where the vLLM that runs it is "
         f"{vllm.auto_dtype()['keeps_bf16_through']} or older: the release of the official image its container runs "
         "(`image: vllm/vllm-openai:v0.8.5` in a Kubernetes container or compose service), else the tree's (its pin, "
-        "package or the installed one); an unknown release is not reported."
+        "package or the installed one); an unknown release is not reported. Arguments alone given to vLLM's official "
+        "image (a container's `args` without `command`, a compose `command` without `entrypoint`, a Dockerfile `CMD` "
+        "array without `ENTRYPOINT`, the first word an option) are a command of the image's ENTRYPOINT, vLLM's OpenAI "
+        "server."
     )
     why = (
         f"{_VLLM.by_release()} [S7]; below its minimum a release's wheels have no kernels for the card "
@@ -45,7 +48,7 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
         "bf16-pretrained models may overflow in fp16 (RLC418's unsafe fix says the same for Python)."
     )
     names = ("vllm",)
-    sources = ("S7", "S17", "S52", "S56", "S105", "S216")
+    sources = ("S7", "S17", "S52", "S56", "S105", "S216", "S217")
     prevents = ("E1",)
     languages = frozenset({"shell", "markdown"})
 
@@ -61,6 +64,8 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
         Bad("kind: Pod\nspec:\n  containers:\n    - name: vllm\n      image: vllm/vllm-openai:v0.6.3\n"
             "      args: [--model, Qwen/Qwen2.5-7B-Instruct]\n      command: [python3, -m, vllm.entrypoints.openai.api_server]\n",
             path="pod.yaml", target="sm75"),
+        Bad("services:\n  vllm:\n    image: vllm/vllm-openai\n    command: [--model, m, --dtype, half]\n",
+            path="compose.yaml", target="sm61"),
     )
     good = (
         Good("vllm serve m --dtype half\n", path="serve.sh", target="sm75"),
@@ -74,6 +79,9 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
         Good("vllm serve m\n", path="serve.sh", target="sm75"),
         Good("kind: Pod\nspec:\n  containers:\n    - name: vllm\n      image: vllm/vllm-openai:v0.9.2\n"
              "      command: [vllm, serve, m]\n", path="pod.yaml", target="sm75", frameworks={"vllm": "0.8.5"}),
+        Good("services:\n  vllm:\n    image: vllm/vllm-openai\n    command: [--model, m, --dtype, half]\n",
+             path="compose.yaml", target="sm75"),
+        Good("services:\n  web:\n    image: nginx\n    command: [--model, m]\n", path="compose.yaml", target="sm61"),
     )
 
     @classmethod
@@ -84,13 +92,16 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
         if view.kind != "command" or not view.word_spans:
             return
         served = frameworks.engine_command(view.command_words, "vllm") if "vllm" in " ".join(view.command_words) else None
-        if not vllm_command(view.command_words) and served is None:
+        through_image = _image_server(view)
+        if not vllm_command(view.command_words) and served is None and not through_image:
             return
         cc = self.target.capability
         anchor = view.word_spans[0]
         if not runs("vllm", self.target):
             by = (f"{served[1]['commands'][0]} starts vLLM ({served[0].label} {served[0].version} knowledge: "
                   f"{served[1]['proof'].split(' (')[0]}); ") if served is not None and not vllm_command(view.command_words) else ""
+            if through_image:
+                by = f"the container's arguments run {view.image}'s ENTRYPOINT, vLLM's OpenAI server; "
             ctx.report(anchor, f"{by}{unsupported_message(self.target)}", [None])
             return
         self._check_dtype(view, ctx, anchor)
@@ -108,7 +119,8 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
     def _check_dtype(self, view, ctx, anchor) -> None:
         """A server given no dtype, run by a vLLM that keeps a bf16 checkpoint in bf16, below the capability it needs."""
         row = vllm.auto_dtype()
-        if ctx.target.capability >= versions.capability(row["min_capability"]) or not vllm_command(view.command_words):
+        if ctx.target.capability >= versions.capability(row["min_capability"]) or not (
+                vllm_command(view.command_words) or _image_server(view)):
             return
         if any(w == "--dtype" or w.startswith("--dtype=") for w in view.command_words):
             return
@@ -119,6 +131,14 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
                            f"{ctx.target.name} ({ctx.target.capability_text}) (`{error_text(row['error'])}`, "
                            f"{row['where'].split(';')[0]}); pass --dtype half (or float32 for a model that overflows "
                            f"in fp16)", [None])
+
+
+def _image_server(view) -> bool:
+    """Whether the command is only arguments (its first word an option: no program is named) given to an official
+    vLLM image, whose ENTRYPOINT, vLLM's OpenAI server, runs them (a container's `args` without `command`, a compose
+    `command` without `entrypoint`, a Dockerfile `CMD` array without `ENTRYPOINT`) [S217]."""
+    return bool(view.image and view.command_words and view.command_words[0].startswith("-")
+                and vllm.image_entrypoint(view.image))
 
 
 def _release(view, ctx) -> tuple[str | None, str]:
