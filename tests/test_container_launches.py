@@ -170,6 +170,10 @@ def test_env_overridden_the_way_docker_runs_it(tmp_path):
     (tmp_path / "Dockerfile").write_text(
         "FROM python:3.11\nENV VLLM_USE_V1=1\nRUN unset VLLM_USE_V1 && export VLLM_USE_V1=0 && pip install vllm\n")
     assert [(line, code) for line, _, code in _hits(tmp_path / "Dockerfile") if code == "RLC419"] == [(2, "RLC419")]
+    # a CMD that sets the variable for its own program leaves the image's environment as the ENV set it (a
+    # `docker run IMAGE other-command` or `docker exec` gets 1): still reported at the ENV line
+    (tmp_path / "Dockerfile").write_text("FROM python:3.11\nENV VLLM_USE_V1=1\nCMD VLLM_USE_V1=0 vllm serve m\n")
+    assert [(line, code) for line, _, code in _hits(tmp_path / "Dockerfile") if code == "RLC419"] == [(2, "RLC419")]
     (tmp_path / "Dockerfile").write_text(  # each build stage is an image of its own (`docker build --target`)
         "FROM python:3.11 AS serve\nENV VLLM_USE_V1=1\nFROM python:3.11\nENV VLLM_USE_V1=0\n")
     assert [(line, code) for line, _, code in _hits(tmp_path / "Dockerfile") if code == "RLC419"] == [(2, "RLC419")]
