@@ -10,7 +10,12 @@ The exec form (`CMD ["python3", "-m", "x"]`, a JSON array) runs without a shell:
 passed to, so those two make one command; a `CMD` array alone is a command of its own (its program may be the base
 image's `ENTRYPOINT`, which the file does not say).
 `ENV`/`ARG` lines of the `KEY=value` form are kept too (without the keyword): to the shell they are assignments,
-so `RUN pip install torch --index-url ${TORCH_INDEX}` resolves to the ARG's value, where a fix edits it. Likewise a
+so `RUN pip install torch --index-url ${TORCH_INDEX}` resolves to the ARG's value, where a fix edits it. An `ENV`
+(also the legacy `ENV KEY value`, read as `KEY=value` with the key moved beside the value) is the environment of the
+stage's containers: the shell reads the stage's last ENV of each name as exported (ShellScript.exported_spans), ARG
+only as a build-time variable. Each command knows the base image it runs in (ShellScript.image): a stage's FROM for
+its exec-form commands, and for the shell-form code where the file has one stage. RUN's own options (`--mount=...`)
+are not shell words. Likewise a
 `FROM ${BASE_IMAGE}` whose ARG writes the whole reference: the image is read, and retagged, in the ARG's value.
 A heredoc (`RUN <<EOF` or `RUN <<"EOF" bash -exu`, then the script's lines, then `EOF`) is read as the script it
 hands a shell: its body lines are kept. The exec form (`RUN ["pip", "install", ...]`) and a heredoc handed to another

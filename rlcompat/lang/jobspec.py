@@ -12,6 +12,7 @@ in a script would, and the file is not read as a run's config.
 - Kubernetes: each container (`containers`/`initContainers` items holding `image`, at any depth: a Pod, a Job's
   template, a RayCluster's head and workers) runs `command:` followed by `args:`.
 
+A container's or service's `image:` goes with its command (ShellScript.image): the software that runs it.
 A string value is shell code (a block scalar `|`/`>`, or a one-line scalar); a list value is an argument list, no
 shell (lang/argv.py; a compose list, a container's command and args). Each becomes an embedded block
 (lang/embedded.py) whose characters keep their offsets in the YAML file, so findings sit at the YAML file's lines and
