@@ -126,6 +126,66 @@ def test_a_cmd_that_is_not_json_is_not_read_as_an_array(tmp_path):
     assert _hits(tmp_path / "Dockerfile") == []
 
 
+# --- Dockerfile ENV: the container's environment ---------------------------------------------------------------------
+
+def test_env_is_exported_as_in_a_script_and_fixed_in_place(tmp_path):
+    """`ENV K=V` is the environment of the stage's containers: the environment rules read it as `export K=V`."""
+    text = ("FROM python:3.11\nENV VLLM_USE_V1=1 VLLM_ATTENTION_BACKEND=FLASH_ATTN  \\\n    HF_HOME=/cache\n"
+            "RUN pip install vllm\n")
+    (tmp_path / "Dockerfile").write_text(text)
+    script = _same_as_script(tmp_path, "export VLLM_USE_V1=1 VLLM_ATTENTION_BACKEND=FLASH_ATTN")
+    assert {code for _, code, _ in script} == {"RLC419", "RLC207"}
+    found = [(f.location.line, f.location.column, f.code, f.message) for f in _findings(tmp_path / "Dockerfile")
+             if f.code in ("RLC419", "RLC207")]
+    # at the key, as `export KEY=...` is reported at its key (the script's columns shifted by "ENV " vs "export ")
+    assert sorted(found) == sorted((2, column - len("export ") + len("ENV "), code, message)
+                                   for column, code, message in script)
+    _fix(tmp_path, "Dockerfile", remaining=True)  # RLC419 has no fix: it says what to set
+    fixed = text.replace("VLLM_ATTENTION_BACKEND=FLASH_ATTN", "VLLM_ATTENTION_BACKEND=FLEX_ATTENTION")
+    assert (tmp_path / "Dockerfile").read_text() == fixed
+    _fix(tmp_path, "Dockerfile", remaining=True)
+    assert (tmp_path / "Dockerfile").read_text() == fixed  # idempotent
+
+
+def test_legacy_env_form_is_read_and_fixed_in_its_own_spelling(tmp_path):
+    text = 'FROM python:3.11\nENV VLLM_ATTENTION_BACKEND   "FLASH_ATTN"\nENV VLLM_USE_V1 1\nENV NOTE two words\n'
+    (tmp_path / "Dockerfile").write_text(text)
+    assert {(line, code) for line, _, code in _hits(tmp_path / "Dockerfile")} == {(2, "RLC207"), (3, "RLC419")}
+    _fix(tmp_path, "Dockerfile", remaining=True)
+    assert (tmp_path / "Dockerfile").read_text() == text.replace('"FLASH_ATTN"', '"FLEX_ATTENTION"')
+
+
+def test_arg_is_build_time_only(tmp_path):
+    (tmp_path / "Dockerfile").write_text(
+        "FROM python:3.11\nARG VLLM_USE_V1=1\nARG VLLM_ATTENTION_BACKEND=FLASH_ATTN\nRUN pip install vllm\n")
+    assert [code for _, _, code in _hits(tmp_path / "Dockerfile") if code in ("RLC419", "RLC207")] == []
+
+
+def test_env_overridden_the_way_docker_runs_it(tmp_path):
+    """A later ENV of the name replaces the value the containers get; a RUN's `export`/`unset` ends with that RUN's
+    own `/bin/sh -c`, so the ENV is still the containers' environment."""
+    (tmp_path / "Dockerfile").write_text(
+        "FROM python:3.11\nENV VLLM_USE_V1=1\nRUN pip install vllm\nENV VLLM_USE_V1=0\n")
+    assert [code for _, _, code in _hits(tmp_path / "Dockerfile") if code == "RLC419"] == []
+    (tmp_path / "Dockerfile").write_text(
+        "FROM python:3.11\nENV VLLM_USE_V1=1\nRUN unset VLLM_USE_V1 && export VLLM_USE_V1=0 && pip install vllm\n")
+    assert [(line, code) for line, _, code in _hits(tmp_path / "Dockerfile") if code == "RLC419"] == [(2, "RLC419")]
+    # a CMD that sets the variable for its own program leaves the image's environment as the ENV set it (a
+    # `docker run IMAGE other-command` or `docker exec` gets 1): still reported at the ENV line
+    (tmp_path / "Dockerfile").write_text("FROM python:3.11\nENV VLLM_USE_V1=1\nCMD VLLM_USE_V1=0 vllm serve m\n")
+    assert [(line, code) for line, _, code in _hits(tmp_path / "Dockerfile") if code == "RLC419"] == [(2, "RLC419")]
+    (tmp_path / "Dockerfile").write_text(  # each build stage is an image of its own (`docker build --target`)
+        "FROM python:3.11 AS serve\nENV VLLM_USE_V1=1\nFROM python:3.11\nENV VLLM_USE_V1=0\n")
+    assert [(line, code) for line, _, code in _hits(tmp_path / "Dockerfile") if code == "RLC419"] == [(2, "RLC419")]
+
+
+def test_env_that_selects_nothing_the_card_lacks_is_not_reported(tmp_path):
+    (tmp_path / "Dockerfile").write_text(
+        "FROM python:3.11\nENV VLLM_USE_V1=0 VLLM_ATTENTION_BACKEND=TRITON_ATTN\nRUN pip install vllm\n"
+        "CMD vllm serve m --dtype half\n")
+    assert [code for _, _, code in _hits(tmp_path / "Dockerfile") if code in ("RLC419", "RLC207", "RLC003")] == []
+
+
 # --- YAML job specs -----------------------------------------------------------------------------------------------
 
 SKYPILOT = """resources:
@@ -290,6 +350,51 @@ def test_a_job_specs_environment_is_the_commands(tmp_path):
     _fix(tmp_path, "deploy.yaml", "compose.yaml")
     assert "              value: FLEX_ATTENTION\n" in (tmp_path / "deploy.yaml").read_text()
     assert "      - VLLM_ATTENTION_BACKEND=FLEX_ATTENTION\n" in (tmp_path / "compose.yaml").read_text()
+
+
+def test_the_vllm_a_container_runs_is_its_images_release(tmp_path):
+    """A Kubernetes container or compose service on vLLM's official image runs that image's release: a server with
+    no --dtype on a release that keeps a bf16 checkpoint in bf16 (0.8.5 or older) is refused below 8.0."""
+    pod = ("kind: Pod\nspec:\n  containers:\n    - name: vllm\n      image: vllm/vllm-openai:{tag}\n"
+           "      command: [sh, -c]\n      args:\n        - \"ray start --head; python3 -m vllm.entrypoints.openai.api_server"
+           " --model m{dtype}\"\n")
+    compose = "services:\n  vllm:\n    image: docker.io/vllm/vllm-openai:{tag}\n    command: vllm serve m{dtype}\n"
+    for name, text in (("pod.yaml", pod), ("compose.yaml", compose)):
+        (tmp_path / name).write_text(text.format(tag="v0.8.5", dtype=""))
+        found = [f for f in _findings(tmp_path / name) if f.code == "RLC407"]
+        assert [f.location.line for f in found] == [8 if name == "pod.yaml" else 4], name
+        assert "vLLM 0.8.5 (the container's image" in found[0].message and "--dtype half" in found[0].message
+        assert [f for f in _findings(tmp_path / name, SM61) if "no --dtype" in f.message] == []  # vLLM cannot run
+        for tag, dtype in (("v0.9.2", ""), ("latest", ""), ("v0.8.5", " --dtype half")):
+            (tmp_path / name).write_text(text.format(tag=tag, dtype=dtype))
+            assert [f for f in _findings(tmp_path / name) if f.code == "RLC407"] == [], (name, tag, dtype)
+
+
+def test_a_dockerfile_stage_runs_in_its_base_image(tmp_path):
+    (tmp_path / "Dockerfile").write_text(
+        'FROM vllm/vllm-openai:v0.8.5\nENTRYPOINT ["python3", "-m", "vllm.entrypoints.openai.api_server"]\n'
+        'CMD ["--model", "m"]\n')
+    assert [line for line, _, code in _hits(tmp_path / "Dockerfile") if code == "RLC407"] == [2]
+    # two stages: the shell-form code of both is one script, whose image is not one of them
+    (tmp_path / "Dockerfile").write_text(
+        "FROM vllm/vllm-openai:v0.8.5 AS a\nFROM python:3.11\nCMD vllm serve m\n")
+    assert [code for _, _, code in _hits(tmp_path / "Dockerfile") if code == "RLC407"] == []
+
+
+def test_arguments_alone_run_the_vllm_images_entrypoint(tmp_path):
+    """A container's `args` without `command` (a compose `command` without `entrypoint`, a Dockerfile CMD array
+    without ENTRYPOINT) are passed to the image's ENTRYPOINT: on vLLM's image, its OpenAI server."""
+    (tmp_path / "pod.yaml").write_text("kind: Pod\nspec:\n  containers:\n  - name: vllm\n    image: vllm/vllm-openai\n"
+                                       '    args: ["--model", "m", "--dtype", "float16"]\n')
+    (tmp_path / "compose.yaml").write_text("services:\n  vllm:\n    image: vllm/vllm-openai:latest\n"
+                                           "    command: --model m --dtype half\n")
+    (tmp_path / "Dockerfile").write_text('FROM vllm/vllm-openai:v0.9.2\nCMD ["--model", "m"]\n')
+    for name, line in (("pod.yaml", 6), ("compose.yaml", 4), ("Dockerfile", 2)):
+        assert [ln for ln, _, code in _hits(tmp_path / name, SM61) if code == "RLC407"] == [line], name
+        assert [code for _, _, code in _hits(tmp_path / name) if code == "RLC407"] == [], name  # fp16, or >= 0.9
+    (tmp_path / "pod.yaml").write_text("kind: Pod\nspec:\n  containers:\n  - name: web\n    image: my/server\n"
+                                       '    args: ["--model", "m"]\n')
+    assert [code for _, _, code in _hits(tmp_path / "pod.yaml", SM61) if code == "RLC407"] == []
 
 
 def test_shell_code_that_does_not_parse_is_the_files_error_at_its_line(tmp_path):

@@ -3,6 +3,7 @@ over scripts and Python (RLC405, RLC406)."""
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from rlcompat.knowledge import files, versions
@@ -47,3 +48,28 @@ def auto_dtype() -> dict:
 def keeps_checkpoint_bf16(release: str) -> bool:
     """Whether vLLM `release` loads a bf16 checkpoint in bf16 when no dtype is given."""
     return versions.release(release) <= versions.release(auto_dtype()["keeps_bf16_through"])
+
+
+def image_release(image: str) -> str | None:
+    """The vLLM release an official vLLM image reference holds (`vllm/vllm-openai:v0.8.5` -> 0.8.5, `[image]`);
+    None for another image, a moving tag (`latest`, `nightly`) or a digest."""
+    repository, tag = _reference(image)
+    if repository not in table()["image"]["repositories"] or tag is None:
+        return None
+    m = re.match(table()["image"]["release_tag"], tag)
+    return m.group("release") if m else None
+
+
+def image_entrypoint(image: str) -> tuple[str, ...] | None:
+    """The program an official vLLM image runs with a container's arguments (its ENTRYPOINT), any tag; else None."""
+    repository, _ = _reference(image)
+    return tuple(table()["image"]["entrypoint"]) if repository in table()["image"]["repositories"] else None
+
+
+def _reference(image: str) -> tuple[str, str | None]:
+    """(repository lowercased, tag or None) of an image reference (`repo:tag@digest`, `host:port/repo:tag`)."""
+    name = image.strip().partition("@")[0]
+    repository, colon, tag = name.rpartition(":")
+    if not colon or "/" in tag:
+        return name.lower(), None
+    return repository.lower(), tag

@@ -10,7 +10,12 @@ The exec form (`CMD ["python3", "-m", "x"]`, a JSON array) runs without a shell:
 passed to, so those two make one command; a `CMD` array alone is a command of its own (its program may be the base
 image's `ENTRYPOINT`, which the file does not say).
 `ENV`/`ARG` lines of the `KEY=value` form are kept too (without the keyword): to the shell they are assignments,
-so `RUN pip install torch --index-url ${TORCH_INDEX}` resolves to the ARG's value, where a fix edits it. Likewise a
+so `RUN pip install torch --index-url ${TORCH_INDEX}` resolves to the ARG's value, where a fix edits it. An `ENV`
+(also the legacy `ENV KEY value`, read as `KEY=value` with the key moved beside the value) is the environment of the
+stage's containers: the shell reads the stage's last ENV of each name as exported (ShellScript.exported_spans), ARG
+only as a build-time variable. Each command knows the base image it runs in (ShellScript.image): a stage's FROM for
+its exec-form commands, and for the shell-form code where the file has one stage. RUN's own options (`--mount=...`)
+are not shell words. Likewise a
 `FROM ${BASE_IMAGE}` whose ARG writes the whole reference: the image is read, and retagged, in the ARG's value.
 A heredoc (`RUN <<EOF` or `RUN <<"EOF" bash -exu`, then the script's lines, then `EOF`) is read as the script it
 hands a shell: its body lines are kept. The exec form (`RUN ["pip", "install", ...]`) and a heredoc handed to another
@@ -42,6 +47,7 @@ INDEX_VARIABLES = {"PIP_INDEX_URL": "index", "PIP_EXTRA_INDEX_URL": "extra", "UV
                    "UV_EXTRA_INDEX_URL": "extra", "PIP_FIND_LINKS": "links"}
 
 
+RUN_OPTIONS = re.compile(r"(?:[ \t]*(?:\\\r?\n)?[ \t]*--[A-Za-z][\w-]*(?:=\S*)?(?=\s))+")
 EXEC_WHY = "an exec-form array takes the fix only inside one element, as new elements or by removing whole ones"
 
 
@@ -67,6 +73,9 @@ def parse(text: str) -> Dockerfile:
     body_end = -1
     launches: list[tuple[int, int]] = []  # CMD and ENTRYPOINT bodies in shell form
     stages: list[list[tuple[str, list[Element]]]] = [[]]  # per build stage: its exec-form CMD/ENTRYPOINT arrays
+    env_spans: list[dict[str, tuple[int, int]]] = [{}]  # per build stage: where each ENV name is last set
+    moved: list[tuple[int, str]] = []  # characters the shell views write where the file has others (legacy ENV)
+    images: list[str] = [""]  # per build stage: its base image (`image:tag`), "" where not read
     for start, line in logical_lines(text):
         if start < body_end or line.lstrip().startswith("#"):
             continue
@@ -75,27 +84,38 @@ def parse(text: str) -> Dockerfile:
             continue
         op, rest, rest_at = m.group("op").upper(), m.group("rest"), start + m.start("rest")
         if op == "FROM":
+            known = len(group.images)
             _base_image(rest, rest_at, group)
             stages.append([])
+            env_spans.append({})
+            images.append(f"{group.images[-1].image}:{group.images[-1].tag}" if len(group.images) > known else "")
         elif op in ("ENV", "ARG"):
             _variables(rest, rest_at, group)
             if re.fullmatch(r"\s*(?:" + PAIR.pattern + r"\s*(?:\\\s*)?)+", rest):
                 # `KEY=value ...` is also a shell assignment: RUN commands then resolve `$KEY` to it.
                 keep.append((rest_at, start + len(line)))
+                pairs = [(p.group("key"), rest_at + p.start(), rest_at + p.end()) for p in PAIR.finditer(rest)]
+            else:
+                pairs = _legacy_assignment(rest, rest_at, keep, moved)
+            if op == "ENV":
+                # Only the stage's last ENV of a name is what its containers get.
+                env_spans[-1].update({key: (a, b) for key, a, b in pairs})
         elif op == "RUN" and (heredoc := HEREDOC.match(rest)) is not None:
             body_end = _heredoc(text, start + len(line), heredoc, keep)
         elif op == "RUN" and not rest.lstrip().startswith(("[", "<<")):
-            keep.append((rest_at, start + len(line)))
+            # RUN's own options (`--mount=type=secret,id=x`, `--network=none`) are Docker's, not the shell's words
+            options = RUN_OPTIONS.match(rest)
+            keep.append((rest_at + (options.end() if options else 0), start + len(line)))
         elif op in ("CMD", "ENTRYPOINT"):
             elements = _json_array(text, rest_at, start + len(line)) if rest.lstrip().startswith("[") else None
             if elements is not None:
                 stages[-1].append((op, elements))
             elif not rest.lstrip().startswith("["):
                 launches.append((rest_at, start + len(line)))
-    view = _blank_outside(text, keep)
-    launch_view = _blank_outside(text, keep + launches) if launches else view
+    view = _blank_outside(text, keep, moved)
+    launch_view = _blank_outside(text, keep + launches, moved) if launches else view
     commands = []
-    for words in (c for stage in stages for c in _exec_commands(stage)):
+    for image, words in ((image, c) for image, stage in zip(images, stages) for c in _exec_commands(stage)):
         block = argv_block(words, escape=lambda _element, t: _json_text(t),
                            new_element=lambda after, word, words=words: _new_element(text, words, after, word),
                            why=EXEC_WHY)
@@ -103,7 +123,33 @@ def parse(text: str) -> Dockerfile:
             commands.append((block, shell.parse(block.code)))
         except shell.ShellSyntaxError:
             continue  # words the shell front end cannot read as one command: the command is not judged
-    return Dockerfile(group, view, shell.parse(launch_view), launch_view, commands)
+        commands[-1][1].image = image  # the stage's base image runs its CMD/ENTRYPOINT
+    script = shell.parse(launch_view)
+    # The shell-form code of all stages is one script: it runs in the base image only where the file has one stage.
+    script.image = images[1] if len(images) == 2 else ""
+    # ENV is the environment of every later instruction and of the stage's containers: to the shell, an export.
+    script.exported_spans = sorted(span for stage in env_spans for span in stage.values())
+    return Dockerfile(group, view, script, launch_view, commands)
+
+
+# The value of the legacy `ENV KEY value` form when it is one shell word (quoted or not): the shell reads it as
+# `KEY=value` once the key is moved next to it.
+LEGACY = re.compile(r"""(?P<key>[A-Za-z_]\w*)[ \t]+(?P<value>(?:"[^"\n$`\\]*"|'[^'\n]*'|[^\s"'\\;&|<>()`$#])+)\s*""")
+
+
+def _legacy_assignment(rest: str, at: int, keep: list[tuple[int, int]],
+                       moved: list[tuple[int, str]]) -> list[tuple[str, int, int]]:
+    """`ENV KEY value`: kept for the shell as `KEY=value` written over the gap, the key moved right so that the
+    value keeps its offsets (a fix edits the value where the file writes it); [(key, start, end)] of the assignment
+    as the shell reads it, or [] where the value is not one plain word (`ENV A b c` sets A to "b c")."""
+    m = LEGACY.fullmatch(rest)
+    if m is None:
+        return []
+    key, value_at = m.group("key"), at + m.start("value")
+    start = value_at - 1 - len(key)
+    moved.extend((start + i, ch) for i, ch in enumerate(key + "="))
+    keep.append((start, at + m.end("value")))
+    return [(key, start, at + m.end("value"))]
 
 
 def _exec_commands(stage: list[tuple[str, list[Element]]]) -> list[list[Element]]:
@@ -282,11 +328,14 @@ def _variables(rest: str, at: int, group: Declared) -> None:
                                               Span(start + url.start(), start + url.end())))
 
 
-def _blank_outside(text: str, keep: list[tuple[int, int]]) -> str:
+def _blank_outside(text: str, keep: list[tuple[int, int]], moved: Sequence[tuple[int, str]] = ()) -> str:
     mask = bytearray(len(text))
     for a, b in keep:
         mask[a:b] = b"\x01" * (b - a)
-    return "".join(ch if mask[i] or ch in "\r\n" else " " for i, ch in enumerate(text))
+    chars = [ch if mask[i] or ch in "\r\n" else " " for i, ch in enumerate(text)]
+    for i, ch in moved:
+        chars[i] = ch
+    return "".join(chars)
 
 
 def shell_blocks(dockerfile: Dockerfile) -> list[tuple[embedded.Embedded, shell.ShellScript]]:

@@ -12,6 +12,7 @@ in a script would, and the file is not read as a run's config.
 - Kubernetes: each container (`containers`/`initContainers` items holding `image`, at any depth: a Pod, a Job's
   template, a RayCluster's head and workers) runs `command:` followed by `args:`.
 
+A container's or service's `image:` goes with its command (ShellScript.image): the software that runs it.
 A string value is shell code (a block scalar `|`/`>`, or a one-line scalar); a list value is an argument list, no
 shell (lang/argv.py; a compose list, a container's command and args). Each becomes an embedded block
 (lang/embedded.py) whose characters keep their offsets in the YAML file, so findings sit at the YAML file's lines and
@@ -97,16 +98,18 @@ def blocks(text: str) -> list[JobBlock]:
     except Exception:  # the YAML front end reports a file that does not parse; a composer that trips reads nothing
         return []
     index = LineIndex(text)
-    found: list[tuple[str, Embedded]] = []
+    found: list[tuple[str, Embedded] | tuple[str, Embedded, str]] = []
     for root in roots:
         if _kind(root) == "mapping":
             _specs(root, text, index, found)
     out = []
-    for what, block in found:
+    for what, block, *image in found:
         if not block.chars:
             continue
         try:
-            out.append(JobBlock(what, block, shell.parse(block.code)))
+            script = shell.parse(block.code)
+            script.image = image[0] if image else ""
+            out.append(JobBlock(what, block, script))
         except shell.ShellSyntaxError as exc:
             # as a script that does not parse: the file's error, where the shell stopped, at the YAML file's line
             exc.offset = block.file_offset(exc.offset)
@@ -211,7 +214,10 @@ def _program(holder, first: str, then: str, what: str, text: str, index: LineInd
              env: list[tuple[str, int]]) -> None:
     """What a container or a compose service runs: `first` (its program: a container's command, a service's
     entrypoint) then `then`'s words, both lists; a string value is a shell command of its own. `env`: its
-    environment, as the `export` lines before the command (`_environment`)."""
+    environment, as the `export` lines before the command (`_environment`). Each is found with the holder's
+    `image:` (the software that runs it), where that is a plain string."""
+    image_node = _get(holder, "image")
+    image = image_node.value.strip() if image_node is not None and _kind(image_node) == "scalar" else ""
     lists, alone = [], []
     for key in (first, then):
         node = _get(holder, key)
@@ -233,9 +239,9 @@ def _program(holder, first: str, then: str, what: str, text: str, index: LineInd
         block = argv_block(elements, escape=lambda element, t: _escape_item(writers[id(element)][1], t),
                            new_element=lambda after, word: _new_item(writers[id(after)], word, text, index),
                            why=LIST_WHY, prefix=env)
-        found.append((what, block))
+        found.append((what, block, image))
     for node in alone:
-        found.append((what, _shell_scalar(node, text, index, env=env)))
+        found.append((what, _shell_scalar(node, text, index, env=env), image))
 
 
 _NAME = re.compile(r"[A-Za-z_]\w*")

@@ -157,6 +157,8 @@ class ConfigView:
     # handed by whoever knows the scanned tree (ScannedView.spell_added_key; rlcompat/schema/gate.py)
     _gate: object = None
     unread: str = ""  # kind "unread": why the parser refused the command
+    image: str = ""  # a command: the container image it runs in, where its file names it (a Kubernetes container's
+    # `image:`, a compose service's, a Dockerfile stage's FROM): that image's software runs it, whatever the tree declares
 
     def get(self, key: str) -> Setting | None:
         """The last setting of `key` (Hydra: the last override wins), under any of the view's mount points."""

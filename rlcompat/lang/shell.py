@@ -55,6 +55,9 @@ class ShellScript:
     skipped: list[tuple[int, int, str]] = field(default_factory=list)  # (start, end, why) of commands bashlex cannot read
     heredocs: list[tuple[int, int, int, int]] = field(default_factory=list)  # (word start, word end, body start, end)
     arrays: list[tuple[str, int, int, int]] = field(default_factory=list)  # (name, start, items start, end); `NAME+`: +=
+    # Where a bare `NAME=value` is an export (a Dockerfile's `ENV`: the container's environment, lang/dockerfile.py)
+    exported_spans: list[tuple[int, int]] = field(default_factory=list)
+    image: str = ""  # the container image the script runs in, where its front end knows it (ConfigView.image)
 
 
 def parse(text: str) -> ShellScript:
@@ -871,6 +874,10 @@ def check(script: ShellScript, text: str, path: str, rules: Sequence, target, _d
         if not command.words:
             for a in command.assignments:
                 variables.record(a)
+                if script.exported_spans and _is_exported(script, a):
+                    env = _env_setting(a, variables, index)
+                    if env is not None:
+                        exported.append(env)
             continue
         head = command.words[0].text
         if head in ("export", "declare", "local", "readonly", "typeset"):
@@ -897,6 +904,7 @@ def check(script: ShellScript, text: str, path: str, rules: Sequence, target, _d
             if block is not None:
                 embedded.append(block)
         view = _view(command, variables, scanned, text, index)
+        view.image = script.image
         view.settings[:0] = exported + [e for e in map(lambda w: _env_setting(w, variables, index), command.assignments)
                                         if e is not None]
         views.append(view)
@@ -911,8 +919,13 @@ def check(script: ShellScript, text: str, path: str, rules: Sequence, target, _d
         if block.language == "python":
             findings += check_python(block, path, rules, target, index, scanned)
         elif _depth < MAX_NESTED_SHELL:
-            findings += _check_shell_block(block, path, rules, target, index, _depth + 1, scanned)
+            findings += _check_shell_block(block, path, rules, target, index, _depth + 1, scanned, script.image)
     return findings
+
+
+def _is_exported(script: ShellScript, word: Word) -> bool:
+    """Whether the bare assignment `word` is written where its front end says it is exported."""
+    return any(start <= word.start and word.end <= end for start, end in script.exported_spans)
 
 
 MAX_NESTED_SHELL = 3  # `bash -c "... bash -c '...'"`: deeper nesting is not followed
@@ -963,7 +976,7 @@ def _code_of(word: Word, skip: int) -> Embedded | None:
 
 
 def _check_shell_block(block: Embedded, path: str, rules, target, index: LineIndex, depth: int,
-                       scanned: ScannedView) -> list[Finding]:
+                       scanned: ScannedView, image: str = "") -> list[Finding]:
     from rlcompat.lang.embedded import map_findings
 
     code = block.code
@@ -971,6 +984,7 @@ def _check_shell_block(block: Embedded, path: str, rules, target, index: LineInd
         script = parse(code)
     except ShellSyntaxError:
         return []
+    script.image = image  # `sh -c CODE` runs in the same container
     return map_findings(block, check(script, code, path, rules, target, _depth=depth, scanned=scanned), index)
 
 

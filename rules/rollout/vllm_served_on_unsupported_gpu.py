@@ -5,8 +5,9 @@ import re
 from rlcompat.knowledge.capabilities import min_capability, runs
 from rlcompat.contract import Bad, ConfigRule, Good
 from rlcompat.rules.rollout.helpers import unsupported_message, vllm_command
-from rlcompat.knowledge import frameworks
+from rlcompat.knowledge import frameworks, versions
 from rlcompat.knowledge import vllm
+from rlcompat.knowledge.environment import error_text
 
 
 _VLLM = min_capability("vllm")  # the current release's (a script names none); doctor's RLC506 reads the installed one's
@@ -15,28 +16,39 @@ _VLLM = min_capability("vllm")  # the current release's (a script names none); d
 class VllmServedOnUnsupportedGpu(ConfigRule):
     code = "RLC407"
     name = "vllm-served-on-unsupported-gpu"
-    title = "vLLM launched directly on a GPU it does not run on, or with an attention backend the GPU lacks"
+    title = ("vLLM launched directly on a GPU it does not run on, with an attention backend the GPU lacks, or with "
+             "no dtype on a release that keeps a bf16 checkpoint in bf16")
     what = (
         "Finds `vllm serve` and `python -m vllm.entrypoints...` commands in scripts, and framework commands the "
         "framework knowledge says start vLLM (`trl vllm-serve`: an `[[engine]]` row). Below the current vLLM "
         "release's minimum capability (rlcompat/knowledge/data/capabilities.toml `vllm`, the row RLC401/RLC413 read too) the command "
         "is reported, naming the last release that runs on the card where there is one; on any card, a "
         "`VLLM_ATTENTION_BACKEND=...` set on the command or earlier in the script naming a backend the card lacks "
-        "(rlcompat/knowledge/data/vllm.toml `[attention_backend]`) is reported."
+        "(rlcompat/knowledge/data/vllm.toml `[attention_backend]`) is reported. Below 8.0, a `vllm serve` or "
+        "`vllm.entrypoints` command with no `--dtype` is reported where the vLLM that runs it is "
+        f"{vllm.auto_dtype()['keeps_bf16_through']} or older: the release of the official image its container runs "
+        "(`image: vllm/vllm-openai:v0.8.5` in a Kubernetes container or compose service), else the tree's (its pin, "
+        "package or the installed one); an unknown release is not reported. Arguments alone given to vLLM's official "
+        "image (a container's `args` without `command`, a compose `command` without `entrypoint`, a Dockerfile `CMD` "
+        "array without `ENTRYPOINT`, the first word an option) are a command of the image's ENTRYPOINT, vLLM's OpenAI "
+        "server."
     )
     why = (
         f"{_VLLM.by_release()} [S7]; below its minimum a release's wheels have no kernels for the card "
         "(`no kernel image is available`), and below 7.0 V1 also compiles the model with Inductor, which refuses "
         "the card [S17][S52]. FLASH_ATTN and FLASHINFER accept capability 8.0+ only in vLLM 0.33.0; TRITON_ATTN "
-        "runs anywhere [S56]."
+        "runs anywhere [S56]. Without a dtype vLLM takes the checkpoint's (bf16 for most current models); up to "
+        f"{vllm.auto_dtype()['keeps_bf16_through']} it keeps bf16 and its worker raises below 8.0: "
+        f"`{error_text(vllm.auto_dtype()['error'])}` [S105]; an image tagged with a release holds that release [S216]."
     )
     fix_safety = (
         "No autofix: generation has to move to an older vLLM that still runs on the card (a V100: the release "
         "named in the message), another engine (transformers) or another card; a backend variable is better "
-        "removed by hand (vLLM then picks one the card has)."
+        "removed by hand (vLLM then picks one the card has). `--dtype half` is not added for the missing dtype: "
+        "bf16-pretrained models may overflow in fp16 (RLC418's unsafe fix says the same for Python)."
     )
     names = ("vllm",)
-    sources = ("S7", "S17", "S52", "S56")
+    sources = ("S7", "S17", "S52", "S56", "S105", "S216", "S217")
     prevents = ("E1",)
     languages = frozenset({"shell", "markdown"})
 
@@ -47,6 +59,13 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
         Bad("export VLLM_ATTENTION_BACKEND=FLASHINFER\npython -m vllm.entrypoints.openai.api_server --model m\n",
             path="serve.sh", target="sm70"),
         Bad("trl vllm-serve --model Qwen/Qwen2.5-7B --tensor_parallel_size 1\n", path="serve.sh"),
+        Bad("vllm serve Qwen/Qwen2.5-7B-Instruct --port 8000\n", path="serve.sh", target="sm75",
+            frameworks={"vllm": "0.8.5"}),
+        Bad("kind: Pod\nspec:\n  containers:\n    - name: vllm\n      image: vllm/vllm-openai:v0.6.3\n"
+            "      args: [--model, Qwen/Qwen2.5-7B-Instruct]\n      command: [python3, -m, vllm.entrypoints.openai.api_server]\n",
+            path="pod.yaml", target="sm75"),
+        Bad("services:\n  vllm:\n    image: vllm/vllm-openai\n    command: [--model, m, --dtype, half]\n",
+            path="compose.yaml", target="sm61"),
     )
     good = (
         Good("vllm serve m --dtype half\n", path="serve.sh", target="sm75"),
@@ -55,6 +74,14 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
         Good("pip install vllm\n", path="setup.sh", target="sm75"),
         Good("trl vllm-serve --model Qwen/Qwen2.5-7B\n", path="serve.sh", target="sm75"),
         Good("trl sft --model_name_or_path Qwen/Qwen2.5-0.5B --use_vllm false\n", path="train.sh"),
+        Good("vllm serve m --dtype half\n", path="serve.sh", target="sm75", frameworks={"vllm": "0.8.5"}),
+        Good("vllm serve m\n", path="serve.sh", target="sm75", frameworks={"vllm": "0.9.2"}),
+        Good("vllm serve m\n", path="serve.sh", target="sm75"),
+        Good("kind: Pod\nspec:\n  containers:\n    - name: vllm\n      image: vllm/vllm-openai:v0.9.2\n"
+             "      command: [vllm, serve, m]\n", path="pod.yaml", target="sm75", frameworks={"vllm": "0.8.5"}),
+        Good("services:\n  vllm:\n    image: vllm/vllm-openai\n    command: [--model, m, --dtype, half]\n",
+             path="compose.yaml", target="sm75"),
+        Good("services:\n  web:\n    image: nginx\n    command: [--model, m]\n", path="compose.yaml", target="sm61"),
     )
 
     @classmethod
@@ -65,15 +92,19 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
         if view.kind != "command" or not view.word_spans:
             return
         served = frameworks.engine_command(view.command_words, "vllm") if "vllm" in " ".join(view.command_words) else None
-        if not vllm_command(view.command_words) and served is None:
+        through_image = _image_server(view)
+        if not vllm_command(view.command_words) and served is None and not through_image:
             return
         cc = self.target.capability
         anchor = view.word_spans[0]
         if not runs("vllm", self.target):
             by = (f"{served[1]['commands'][0]} starts vLLM ({served[0].label} {served[0].version} knowledge: "
                   f"{served[1]['proof'].split(' (')[0]}); ") if served is not None and not vllm_command(view.command_words) else ""
+            if through_image:
+                by = f"the container's arguments run {view.image}'s ENTRYPOINT, vLLM's OpenAI server; "
             ctx.report(anchor, f"{by}{unsupported_message(self.target)}", [None])
             return
+        self._check_dtype(view, ctx, anchor)
         before = ctx.source_text[:anchor.start]
         chosen = re.findall(r"\bVLLM_ATTENTION_BACKEND=[\"']?([A-Z_0-9]+)", before)
         if not chosen:
@@ -84,3 +115,40 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
                                f"{entry['min_capability']}+ in vLLM {vllm.table()['version']} "
                                f"({entry['where']}); {self.target.name} is {self.target.capability_text}: use "
                                f"TRITON_ATTN or leave it unset", [None])
+
+    def _check_dtype(self, view, ctx, anchor) -> None:
+        """A server given no dtype, run by a vLLM that keeps a bf16 checkpoint in bf16, below the capability it needs."""
+        row = vllm.auto_dtype()
+        if ctx.target.capability >= versions.capability(row["min_capability"]) or not (
+                vllm_command(view.command_words) or _image_server(view)):
+            return
+        if any(w == "--dtype" or w.startswith("--dtype=") for w in view.command_words):
+            return
+        release, how = _release(view, ctx)
+        if release is None or not vllm.keeps_checkpoint_bf16(release):
+            return
+        ctx.report(anchor, f"vLLM serves with no --dtype: {how} keeps a bf16 checkpoint in bf16 and refuses it on "
+                           f"{ctx.target.name} ({ctx.target.capability_text}) (`{error_text(row['error'])}`, "
+                           f"{row['where'].split(';')[0]}); pass --dtype half (or float32 for a model that overflows "
+                           f"in fp16)", [None])
+
+
+def _image_server(view) -> bool:
+    """Whether the command is only arguments (its first word an option: no program is named) given to an official
+    vLLM image, whose ENTRYPOINT, vLLM's OpenAI server, runs them (a container's `args` without `command`, a compose
+    `command` without `entrypoint`, a Dockerfile `CMD` array without `ENTRYPOINT`) [S217]."""
+    return bool(view.image and view.command_words and view.command_words[0].startswith("-")
+                and vllm.image_entrypoint(view.image))
+
+
+def _release(view, ctx) -> tuple[str | None, str]:
+    """The vLLM release that runs the command and how that is known: its container's official image, else the tree's
+    vLLM (its pin, package or installed release)."""
+    from_image = vllm.image_release(view.image) if view.image else None
+    if from_image is not None:
+        return from_image, f"vLLM {from_image} (the container's image {view.image})"
+    identity = ctx.framework("vllm") if ctx.framework is not None else None
+    if identity is None or identity.release is None:
+        return None, ""
+    where = f" ({identity.evidence})" if identity.evidence else ""
+    return identity.version, f"vLLM {identity.version}{where}"
