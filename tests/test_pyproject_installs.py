@@ -152,8 +152,18 @@ def test_an_engine_install_whose_release_s_torch_is_known_is_judged_by_that_torc
     assert not _found(script, "sm61", "install.sh", "shell")
     assert torch_required_by("sglang", "==0.4.6.post1", ("all",)).torch == "2.6.0"
     assert torch_required_by("sglang", "==0.4.6.post1", ("openai",)) is None  # without srt no torch pin is known
-    # a release nobody looked up keeps the engine's own minimum (vLLM 0.8.4: 7.0)
-    assert _found('pip install "vllm==0.8.4"\n', "sm61", "install.sh", "shell") == [("RLC603", 1)]
+    # a release nobody looked up keeps the engine's own minimum (vLLM 0.8.1: 7.0)
+    assert _found('pip install "vllm==0.8.1"\n', "sm61", "install.sh", "shell") == [("RLC603", 1)]
+
+
+def test_an_engine_in_the_core_dependencies_whose_release_pins_a_torch_with_the_card_s_kernels_is_not_reported():
+    # sail-sg/oat's pyproject.toml: `vllm==0.8.4` beside flash-attn in the core dependencies; vllm 0.8.4 pins
+    # torch==2.6.0 (its wheel's METADATA [S225]), PyPI's cu124 build with sm_60: the install fails on no card, the
+    # engine fails where a run builds it
+    assert torch_required_by("vllm", "==0.8.4").torch == "2.6.0"
+    text = '[project]\nname = "x"\ndependencies = [\n  "deepspeed==0.16.8",\n  "vllm==0.8.4",\n]\n'
+    assert not _found(text) and not _found(text, "sm75")
+    assert not _found('pip install "vllm==0.8.4"\n', "sm61", "install.sh", "shell")
 
 
 def test_the_older_uv_index_settings_serve_torch_before_pypi():

@@ -194,3 +194,77 @@ def test_a_fix_the_parser_would_refuse_is_withheld(tmp_path, monkeypatch):
     assert "--dtype" not in (root / "run.sh").read_text()
     withheld = [f for f in report.remaining if "fix withheld" in f.message]
     assert withheld and "invalid value: 'float32'" in withheld[0].message
+
+
+# DeepSpeed-Chat's shape (microsoft/DeepSpeedExamples applications/DeepSpeed-Chat, step 3): plain argparse in main.py,
+# launch scripts two folders below it, run from main.py's folder (`bash training_scripts/opt/run.sh`).
+DS_MAIN = '''import argparse
+
+
+def parse_args():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--offload", action="store_true")
+    parser.add_argument("--attn-impl", dest="attn_implementation", default="flash_attention_2",
+                        choices=["flash_attention_2", "sdpa"])
+    parser.add_argument('--dtype',
+                        type=str,
+                        default='fp16',
+                        choices=['fp16', 'bf16'])
+    return parser.parse_args()
+'''
+
+
+def _ds_tree(tmp_path: Path, command: str, main: str = DS_MAIN) -> Path:
+    files = {".git/HEAD": "", "app/step3/main.py": main, "app/step3/training_scripts/opt/run.sh": command}
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    return tmp_path / "app/step3/training_scripts/opt/run.sh"
+
+
+def test_plain_argparse_defaults_left_by_the_command_are_reported_at_it(tmp_path):
+    script = _ds_tree(tmp_path, "deepspeed --num_gpus 1 main.py \\\n   --offload --deepspeed\n")
+    found = {f.code: f for f in _found(script)}
+    assert set(found) == {"RLC122", "RLC211"}
+    # fp16 below 7.0, citing the default's line; its choices hold no fp32, so no option is offered
+    assert "--dtype defaults to fp16 (app/step3/main.py:11)" in found["RLC122"].message
+    assert found["RLC122"].fix is None and "--dtype takes only 'fp16', 'bf16'" in found["RLC122"].message
+    # an option spelled with a dash and a `dest=`: the fix writes the option as declared
+    assert "--attn-impl defaults to flash_attention_2 (app/step3/main.py:7)" in found["RLC211"].message
+    assert [e.content for e in found["RLC211"].fix.edits] == [" --attn-impl sdpa"]
+    # sm75: fp16 is the card's mixed precision, FlashAttention-2 still is not
+    assert [f.code for f in _found(script, SM75)] == ["RLC211"]
+    assert not _found(script, SM80)
+
+
+def test_a_plain_argparse_option_the_command_passes_is_not_reported(tmp_path):
+    script = _ds_tree(tmp_path, "deepspeed main.py --dtype bf16 --attn_implementation sdpa\n")
+    assert _found(script) == []  # --dtype bf16 is a bf16 selection: the flag rules judge it where it is written
+    script.write_text("deepspeed main.py --dtype=bf16 --attn-impl sdpa\n")
+    identity.clear_caches()
+    assert _found(script) == []
+
+
+def test_plain_argparse_switches_and_subcommands_leave_nothing(tmp_path):
+    # a store_true switch's default False is what leaving it off means; a `bf16` switch declared that way selects
+    # nothing when left off
+    main = 'import argparse\np = argparse.ArgumentParser()\np.add_argument("--bf16", action="store_true")\n'
+    script = _ds_tree(tmp_path, "python main.py --lr 1\n", main)
+    assert _found(script) == []
+    # subcommands: an option's default belongs to the subcommand that declares it, which the command may not run
+    main = DS_MAIN.replace("parser = argparse.ArgumentParser()",
+                           "parser = argparse.ArgumentParser()\n    sub = parser.add_subparsers()")
+    script = _ds_tree(tmp_path, "deepspeed main.py\n", main)
+    identity.clear_caches()
+    assert _found(script) == []
+
+
+def test_an_entry_script_is_not_looked_up_outside_the_tree_or_in_a_sibling_folder(tmp_path):
+    script = _ds_tree(tmp_path, "deepspeed main.py\n")
+    (tmp_path / "app/step2").mkdir()
+    (tmp_path / "app/step3/main.py").rename(tmp_path / "app/step2/main.py")  # a sibling's main.py is another program
+    identity.clear_caches()
+    assert _found(script) == []
+    (tmp_path / "app/step2/main.py").rename(tmp_path / "main.py")  # the tree's root is looked in, as before
+    identity.clear_caches()
+    assert [f.code for f in _found(script)] == ["RLC122", "RLC211"]

@@ -1,10 +1,13 @@
 """Defaults of a recipe's own dataclasses that a launch command leaves in force.
 
-A recipe repository's entry point (`python train.py ...`, `accelerate launch train.py ...`) often parses its options
-with HfArgumentParser/TrlParser over dataclasses the tree defines, or merges `OmegaConf.from_cli()` into an
-`OmegaConf.structured(...)` dataclass. A field default such as `bf16: bool = True` or
-`attn_implementation: str = "flash_attention_2"` then selects a hazard for every command that does not set it; the
-command is where the user chooses, so that is where RLC122/RLC211 report it, citing the field's file:line.
+A recipe repository's entry point (`python train.py ...`, `accelerate launch train.py ...`, `deepspeed main.py ...`)
+often parses its options with HfArgumentParser/TrlParser over dataclasses the tree defines, merges
+`OmegaConf.from_cli()` into an `OmegaConf.structured(...)` dataclass, or declares them with plain argparse
+(`parser.add_argument("--dtype", default="fp16", choices=["fp16", "bf16"])`). A default such as `bf16: bool = True`,
+`attn_implementation: str = "flash_attention_2"` or that `--dtype` then selects a hazard for every command that does
+not set it; the command is where the user chooses, so that is where RLC122/RLC211 report it, citing the default's
+file:line. A plain argparse option is fixed with `--flag value` only where its literal `choices` list the value
+(argparse checks a given value against them); without choices nothing proves the program handles the word.
 
 A fix is offered only where the schema proves the option exists and how the parser spells the value:
 HfArgumentParser makes each field `--field` (and `--field-name` for `field_name`), a `bool` field's value goes through
@@ -33,16 +36,29 @@ class LeftDefault:
     annotation: str
     owner: str  # the dataclass that declares it
     where: str  # "src/recipe/configs.py:42", relative to the tree's root
-    spelling: str  # "argparse" (HfArgumentParser/TrlParser: `--field value`) | "cli" (OmegaConf.from_cli: `field=value`)
+    spelling: str  # "argparse" (HfArgumentParser/TrlParser/argparse: `--field value`) | "cli" (`field=value`)
+    flag: str = ""  # a plain argparse option's string as declared (`--actor-lr`); "" for a dataclass field
+
+    @property
+    def label(self) -> str:
+        """How a message names it: the option (`--dtype`), or the dataclass field (`ScriptArguments.bf16`)."""
+        return self.flag or f"{self.owner}.{self.field}"
 
     def option(self, value: str) -> str:
         """The command-line words that set this field to `value`, as its parser takes them."""
+        if self.flag:
+            return f"{self.flag} {value}"
         return f"--{self.field} {value}" if self.spelling == "argparse" else f"{self.field}={value}"
 
     def why_no_fix(self, value: str) -> str:
         """Why no option setting this field to `value` is offered (`append_option` gave none)."""
         if self.spelling == "structured":
             return "the entry point merges no command-line words into its structured config"
+        if self.flag:
+            choices = self.annotation[len("Literal["):-1] if self.annotation.startswith("Literal[") else ""
+            if choices:
+                return f"{self.flag} takes only {choices} (its choices)"
+            return f"{self.flag} lists no choices, so nothing proves the program takes {value}"
         return f"{self.field}: {self.annotation} does not prove the parser takes {value}"
 
     def accepts(self, value: str) -> bool:
@@ -79,7 +95,7 @@ def _left(view: ConfigView, ctx) -> tuple[LeftDefault, ...]:
         return ()
     root = tree_root(ctx.path)
     script_dir = os.path.dirname(os.path.abspath(ctx.path))
-    entry = module_file(root, None, launch, script_dir)
+    entry = module_file(root, None, launch, script_dir, search_up=True)
     if entry is None:
         return ()
     try:
@@ -90,6 +106,8 @@ def _left(view: ConfigView, ctx) -> tuple[LeftDefault, ...]:
         classes, spelling = facts.parser_classes, "argparse"
     elif facts.structured and not facts.has_hydra:
         classes, spelling = (facts.structured,), "cli" if facts.from_cli else "structured"
+    elif facts.option_defaults and not facts.has_hydra:
+        return _left_options(view, ctx, launch, facts, entry, root, script_dir)
     else:
         return ()
     ctx.record_reads([entry])
@@ -110,6 +128,20 @@ def _left(view: ConfigView, ctx) -> tuple[LeftDefault, ...]:
             where = f"{os.path.relpath(f.file, root).replace(os.sep, '/')}:{f.line}"
             out.append(LeftDefault(f.name, value, f.annotation, f.owner, where, spelling))
     return tuple(out)
+
+
+def _left_options(view: ConfigView, ctx, launch, facts, entry: str, root: str,
+                  script_dir: str) -> tuple[LeftDefault, ...]:
+    """The plain argparse defaults of the entry point that the command leaves in force."""
+    ctx.record_reads([entry])
+    set_here = _set_by_command(view, launch, "argparse", script_dir, root)
+    if set_here is None:
+        return ()
+    where = os.path.relpath(entry, root).replace(os.sep, "/")
+    owner = os.path.basename(entry)
+    return tuple(LeftDefault(o.dest, o.value, o.annotation, owner, f"{where}:{o.line}", "argparse", o.flag)
+                 for o in facts.option_defaults
+                 if o.dest not in set_here and o.flag.lstrip("-").replace("-", "_") not in set_here)
 
 
 def _set_by_command(view: ConfigView, launch, spelling: str, script_dir: str, root: str) -> set[str] | None:

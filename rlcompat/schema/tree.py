@@ -78,6 +78,17 @@ def read_command(words: tuple[str, ...]) -> Launch | None:
 
 
 @dataclass(frozen=True)
+class OptionDefault:
+    """A plain argparse option's literal default: `parser.add_argument("--dtype", default="fp16", choices=[...])`."""
+
+    flag: str  # the first long option string as declared (`--dtype`)
+    dest: str  # where argparse stores it (`dest=`, else the flag without dashes, `-` as `_`)
+    value: str  # the default, as a string ("fp16", "True")
+    annotation: str  # the values its literal `choices` allow, in the dataclass spelling (`Literal['fp16', 'bf16']`); ""
+    line: int  # the line of the default's literal
+
+
+@dataclass(frozen=True)
 class EntryFacts:
     hydra_path: str | None = None  # @hydra.main config_path (None: no decorator)
     hydra_name: str | None = None
@@ -86,6 +97,9 @@ class EntryFacts:
     from_cli: bool = False
     options: frozenset[str] = frozenset()  # argparse option strings
     parser_classes: tuple[str, ...] = ()  # the dataclasses an HfArgumentParser/TrlParser turns into options
+    # plain argparse options with a literal default; () where the file has subcommands (whose options are not the
+    # command's without its subcommand word)
+    option_defaults: tuple[OptionDefault, ...] = ()
 
 
 @lru_cache(maxsize=64)
@@ -99,6 +113,8 @@ def entry_facts(path: str) -> EntryFacts:
     has_hydra = from_cli = False
     options: set[str] = set()
     parser_classes: list[str] = []
+    option_defaults: list[OptionDefault] = []
+    subcommands = False
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
@@ -124,8 +140,35 @@ def entry_facts(path: str) -> EntryFacts:
         elif name == "add_argument":
             options.update(a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
                            and a.value.startswith("-"))
+            default = _option_default(node)
+            if default is not None:
+                option_defaults.append(default)
+        elif name == "add_subparsers":
+            subcommands = True
     return EntryFacts(hydra_path, hydra_name, has_hydra, structured, from_cli, frozenset(options),
-                      tuple(dict.fromkeys(parser_classes)))
+                      tuple(dict.fromkeys(parser_classes)), () if subcommands else tuple(option_defaults))
+
+
+def _option_default(call: ast.Call) -> OptionDefault | None:
+    """The literal default of a value-taking long option (`action` absent or "store"); None for anything else: a
+    switch's default (`store_true`) is what leaving it off means, not a value the command leaves in force."""
+    flags = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    long = next((f for f in flags if f.startswith("--")), None)
+    keywords = {kw.arg: kw.value for kw in call.keywords if kw.arg}
+    default = keywords.get("default")
+    if long is None or not isinstance(default, ast.Constant) or isinstance(default.value, (type(None), bytes)):
+        return None
+    action = keywords.get("action")
+    if action is not None and _literal(action) != "store":
+        return None
+    dest = _literal(keywords.get("dest")) or long[2:].replace("-", "_")
+    # Only literal `choices` prove which words the program handles: without them argparse passes any word on, and
+    # the code that maps it (`if dtype == "fp16": ... elif dtype == "bf16": ...`) may know no other.
+    annotation = ""
+    choices = keywords.get("choices")
+    if isinstance(choices, (ast.List, ast.Tuple)) and all(isinstance(e, ast.Constant) for e in choices.elts):
+        annotation = f"Literal[{', '.join(repr(e.value) for e in choices.elts)}]"
+    return OptionDefault(long, dest, str(default.value), annotation, default.lineno)
 
 
 # transformers' HfArgumentParser and TRL's TrlParser (a subclass): each dataclass field becomes `--field`
@@ -145,8 +188,12 @@ def _literal(node) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
-def module_file(root: str, package_dir: str | None, launch: Launch, script_dir: str) -> str | None:
-    """The file the command runs, when it is in the tree."""
+def module_file(root: str, package_dir: str | None, launch: Launch, script_dir: str,
+                search_up: bool = False) -> str | None:
+    """The file the command runs, when it is in the tree. A relative script path is looked up beside the command's
+    file, then at the tree's root; with `search_up`, in the folders between them too, nearest first: a launch script
+    kept in a subfolder (`training_scripts/opt/run.sh` running `main.py`) is run from the folder that holds the entry
+    point (`bash training_scripts/opt/run.sh` there), which is neither."""
     bases = [root] + ([os.path.dirname(package_dir)] if package_dir else [])
     if launch.module:
         parts = launch.module.split(".")
@@ -155,11 +202,25 @@ def module_file(root: str, package_dir: str | None, launch: Launch, script_dir: 
                 if os.path.isfile(candidate):
                     return candidate
         return None
-    for base in (script_dir, root):
+    for base in (script_dir, *(_folders_up(script_dir, root) if search_up else ()), root):
         candidate = os.path.normpath(os.path.join(base, launch.script))
         if os.path.isfile(candidate):
             return candidate
     return None
+
+
+def _folders_up(folder: str, root: str) -> list[str]:
+    """The folders above `folder`, nearest first, below `root`; [] where `folder` is not inside `root`."""
+    folder, root = os.path.abspath(folder), os.path.abspath(root)
+    if os.path.commonpath([folder, root]) != root:
+        return []
+    out = []
+    while True:
+        parent = os.path.dirname(folder)
+        if parent == folder or parent == root or len(parent) < len(root):
+            return out
+        out.append(parent)
+        folder = parent
 
 
 def schemas_for(root: str, package_dir: str | None, words: tuple[str, ...], script_dir: str) -> tuple[KeySchema, ...] | None:

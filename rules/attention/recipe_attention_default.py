@@ -60,7 +60,7 @@ class RecipeAttentionDefault(ConfigRule):
                 continue
             edit = append_option(view, ctx.source_text, left, "sdpa") if left.accepts("sdpa") else None
             spelled = left.option("sdpa")
-            message = (f"{left.owner}.{left.field} defaults to {left.value} ({left.where}), and this command does not "
+            message = (f"{left.label} defaults to {left.value} ({left.where}), and this command does not "
                        f"set it: {needs}, {target.name} is {target.capability_text}")
             message += f"; add {spelled}" if edit else f"; no fix: {left.why_no_fix('sdpa')}"
             ctx.report(view.anchor, message, [edit] if edit else [], FixSafety.SAFE, f"add {spelled}")
