@@ -46,10 +46,10 @@ def _load(wanted_family) -> tuple[type, ...]:
 @lru_cache(maxsize=None)
 def rule_class(code: str) -> type:
     """The rule class of `code`, its module imported now (and only it: a run that needs a few rules loads those)."""
-    from rlcompat.lang.pyspeed.lazy import lazy_import
+    from rlcompat.lang.pyspeed.hooks import defer_libcst
     from rlcompat.rule import Rule
 
-    lazy_import("libcst")  # rule modules import it at top level; defer the cost to the first parse
+    defer_libcst()  # rule modules import it at top level; defer the cost to the first parse
     location = CODES[code]
     module = importlib.import_module(f"{__name__}.{location}")
     rules = [

@@ -330,3 +330,24 @@ def test_machinery_check_sees_a_rule_importing_a_front_end(monkeypatch):
     monkeypatch.setitem(GRAPH, "rlcompat.rules.dtype.x", [("rlcompat.lang.pyspeed.chunks", "chunks"),
                                                         ("rlcompat.knowledge.targets", "Target")])
     assert _rules_reaching_into_machinery() == ["rlcompat.rules.dtype.x imports rlcompat.lang.pyspeed.chunks"]
+
+
+# The Python front end's speed machinery, as seen from outside rlcompat/lang/: its switch and its hooks, nothing else.
+PYSPEED_DOORS = ("rlcompat.lang.pyspeed", "rlcompat.lang.pyspeed.hooks")
+
+
+def _speed_machinery_reached() -> list[str]:
+    return sorted(f"{module} imports {target}" for module, edges in GRAPH.items()
+                  if not module.startswith("rlcompat.lang.") for target, _ in edges
+                  if target.startswith("rlcompat.lang.pyspeed") and target not in PYSPEED_DOORS)
+
+
+def test_the_speed_machinery_is_the_python_front_ends_private_detail():
+    """The pipeline, the CLI and the rule catalog reach lang/pyspeed only through its `plain` switch and `hooks`."""
+    assert _speed_machinery_reached() == []
+
+
+def test_speed_machinery_check_sees_the_pipeline_importing_a_module_of_it(monkeypatch):
+    monkeypatch.setitem(GRAPH, "rlcompat.pipeline.catalog", GRAPH["rlcompat.pipeline.catalog"]
+                        + [("rlcompat.lang.pyspeed.gate", "holds")])
+    assert _speed_machinery_reached() == ["rlcompat.pipeline.catalog imports rlcompat.lang.pyspeed.gate"]

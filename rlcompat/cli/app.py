@@ -15,7 +15,7 @@ from rlcompat.cli.common import emit as _emit, emit_pieces
 from rlcompat.cli.common import fail as _fail
 from rlcompat.knowledge.files import KnowledgeFileError
 from rlcompat.cli.common import run_settings as _settings
-from rlcompat.lang.pyspeed.collector import collector_off
+from rlcompat.lang.pyspeed.hooks import collector_off
 
 def _typer() -> typer.Typer:
     return typer.Typer(

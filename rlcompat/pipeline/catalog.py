@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from rlcompat.lang.pyspeed import gate
+from rlcompat.lang.pyspeed import hooks
 from rlcompat.rule import triggers_in
 
 # code -> (languages, triggers or None: set per instance, python_triggers or None: not declared)
@@ -58,7 +58,7 @@ def can_match(rule, language: str, present: set[str] | frozenset[str], text: str
     words, found at once)."""
     if present.isdisjoint(triggers_in(rule, language)):
         return False
-    return plain or gate.holds(rule, text)
+    return plain or hooks.needs_to_see(rule, text)
 
 
 def can_match_text(rule, language: str, text: str, plain: bool = False) -> bool:

@@ -121,7 +121,7 @@ def _repeats(text: str, edit: Edit) -> bool:
 def _compile_error(text: str) -> str | None:
     """CPython's complaint about `text` as a module (syntax the grammar allows but the compiler does not), or None;
     a big text is compiled a few top-level statements at a time (a whole 3 MB file's compile takes 400 MB)."""
-    from rlcompat.lang.pyspeed.chunks import compile_error
+    from rlcompat.lang.pyspeed.hooks import compile_error
 
     return compile_error(text)
 

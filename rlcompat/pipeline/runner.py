@@ -409,9 +409,9 @@ def run_parallel(checker: Checker, func, items: Sequence, jobs: int | None = Non
     if ctx is not None and sum(item[1] in _READS_PYTHON for item in items) >= PRELOAD_MIN_FILES:
         # Forked workers share what this process loaded: LibCST is loaded once here, not once in every worker
         # (0.2-0.3 s of CPU each, before its first file can be parsed).
-        from rlcompat.lang.pyspeed.lazy import load
+        from rlcompat.lang.pyspeed.hooks import load_libcst
 
-        load("libcst")
+        load_libcst()
     batches = task_batches(items, jobs)
     out_by_batch = []
     initargs = ([t.name for t in checker.targets], checker.settings, checker.use_cache, checker.identities, checker.identity)

@@ -16,6 +16,10 @@ memory. What this package does about it (why and how much, measured: docs/perfor
 | `collector` | the cyclic garbage collector is off for a CLI run, what is alive frozen at its end | the collector as Python leaves it |
 | `walk` | one pre-order walk over the dataclass fields (the same in both modes) | the same |
 
+Outside the Python front end (rlcompat/lang/) nothing imports these modules but `hooks`, what the pipeline, the CLI
+and the rule catalog ask of the machinery, and this package's `plain` switch (tests/test_import_graph.py), so that
+the machinery stays the front end's private detail and can change without them.
+
 The plain mode is the reference the fast one is held to: `tests/test_plain_libcst.py` scans and fixes every fixture
 and a sample of verl both ways and requires byte-identical findings and fixed text. Set the variable to compare or
 to rule the machinery out when a result looks wrong; it costs several times the time and memory.
@@ -31,3 +35,4 @@ PLAIN_ENV = "RLCOMPAT_PLAIN_LIBCST"
 def plain() -> bool:
     """Whether to run plain LibCST (read on every call, so a test or a caller may switch it)."""
     return os.environ.get(PLAIN_ENV, "") not in ("", "0")
+
