@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import lru_cache
 from typing import Sequence
 
 from rlcompat.analysis.roles import kind_of
@@ -33,18 +34,18 @@ _CALL_VISITS = frozenset({"visit_Call"})
 
 
 class _Reading:
-    """One rule's triggers (those its file holds) and the conditions a part must meet for them to keep it."""
+    """One rule's triggers (those its file holds) and the conditions a part must meet for them to keep it (the
+    table above)."""
 
     def __init__(self, rule, triggers: tuple[str, ...]) -> None:
         self.triggers = triggers
-        visits = frozenset(n for n in dir(type(rule)) if n.startswith("visit_"))
-        self.roles: frozenset[str] = frozenset(getattr(rule, "reports_roles", ()))
+        visits = _visits(type(rule))
+        self.roles = frozenset(getattr(rule, "reports_roles", ()))
         self.strings = bool(visits) and visits <= _STRING_VISITS
-        calls = getattr(rule, "reads_calls", ()) if visits and visits <= _CALL_VISITS else ()
-        keywords = getattr(rule, "reads_keywords", ()) if calls else ()
-        self.calls, self.keywords = frozenset(calls), frozenset(keywords)
+        self.calls = frozenset(getattr(rule, "reads_calls", ()) if visits and visits <= _CALL_VISITS else ())
+        self.keywords = frozenset(getattr(rule, "reads_keywords", ()) if self.calls else ())
         # a call it reads spells one of these names or keywords, as a word of its own
-        self.call_pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted({*calls, *keywords}))) + r")\b")
+        self.call_pattern = _words_pattern(tuple(sorted({*self.calls, *self.keywords}))) if self.calls else None
         resolves = getattr(rule, "resolves_from", ())
         self.modules = () if ANY_MODULE in resolves else tuple(resolves)
 
@@ -52,13 +53,32 @@ class _Reading:
         return bool(self.roles or self.strings or self.calls or self.modules)
 
 
+@lru_cache(maxsize=None)
+def _visits(cls: type) -> frozenset[str]:
+    return frozenset(n for n in dir(cls) if n.startswith("visit_"))
+
+
+@lru_cache(maxsize=None)
+def _words_pattern(words: tuple[str, ...]) -> re.Pattern:
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\b")
+
+
 class PartReading:
     """For the rules narrowing a text: whether a part of a big statement holds what one of them can report."""
 
     def __init__(self, rules: Sequence, text: str) -> None:
+        # worked out when a first big statement is narrowed inside (`enter`): most files have none
+        self.rules, self.text = rules, text
+        self.readings: list[_Reading] | None = None
+        self._modules_spelled: dict[int, bool] = {}  # per reading, for the statement being narrowed (`enter`)
+        self._deepest: dict[tuple[int, int], tuple] = {}  # position -> `_deepest` there, in that statement
+        self.bound: dict[str, set[str]] = {}  # names bound by absolute imports, per top-level module (`learn`)
+
+    def _read_rules(self) -> None:
         plain: set[str] = set()
-        self.readings: list[_Reading] = []
-        for rule in rules:
+        self.readings = []
+        text = self.text
+        for rule in self.rules:
             present = tuple(t for t in rule.triggers if t in text)
             if not present:
                 continue
@@ -68,18 +88,12 @@ class PartReading:
             else:
                 plain.update(present)
         self.plain = tuple(plain)  # triggers that keep any part that spells them
-        # names bound by absolute imports, per top-level module of a `resolves_from` (`python.ImportMap` binds no
-        # relative or star import); learnt in source order, as the rules' import map is
-        self.modules = {m for r in self.readings for m in r.modules}
-        self.bound: dict[str, set[str]] = {m: {m} for m in self.modules}
         self._bound_pattern: dict[str, re.Pattern] = {}
-        self._modules_spelled: dict[int, bool] = {}  # per reading, for the statement being narrowed (`enter`)
-        self._deepest: dict[tuple[int, int], tuple] = {}  # position -> `_deepest` there, in that statement
+
 
     def learn(self, node: ast.Import | ast.ImportFrom) -> None:
-        """The names `node` binds to a module some rule resolves its names through."""
-        if not self.modules:
-            return
+        """The names `node` binds to a top-level module (what `python.ImportMap` binds: no relative or star import),
+        in source order as the rules' import map learns them."""
         for alias in node.names:
             if isinstance(node, ast.Import):
                 top = alias.name.split(".")[0]
@@ -88,9 +102,7 @@ class PartReading:
                 top, bound = node.module.split(".")[0], alias.asname or alias.name
             else:
                 continue
-            if top in self.bound and bound not in self.bound[top]:
-                self.bound[top].add(bound)
-                self._bound_pattern.pop(top, None)
+            self.bound.setdefault(top, set()).add(bound)
 
     def keeps(self, nodes: Sequence[ast.AST], segment: str, at: tuple[int, int], parents: list[ast.AST],
               lines: Sequence[str]) -> bool:
@@ -125,8 +137,11 @@ class PartReading:
         what it reports through a module, whether the statement spells the module's name or a name an import of it
         bound (what it reports is spelled there, and it may read other parts of the statement: RLC413 reads every
         word of a command's argument list)."""
+        if self.readings is None:
+            self._read_rules()
         self._modules_spelled = {}
         self._deepest = {}
+        self._bound_pattern = {}  # imports learnt since the last statement may have bound more names
         for reading in self.readings:
             if reading.modules:
                 self._modules_spelled[id(reading)] = any(
@@ -135,8 +150,8 @@ class PartReading:
     def _pattern(self, module: str) -> re.Pattern:
         pattern = self._bound_pattern.get(module)
         if pattern is None:
-            names = sorted(self.bound[module])
-            pattern = self._bound_pattern[module] = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b")
+            names = sorted({module, *self.bound.get(module, ())})
+            pattern = self._bound_pattern[module] = _words_pattern(tuple(names))
         return pattern
 
 
