@@ -233,24 +233,21 @@ class _Words:
         self.aliases: set[str] = set()
         self._alias_pattern: re.Pattern | None = None
 
-    def found_in(self, segment: str) -> bool:
-        """Whether `segment` holds a trigger or a name bound to one."""
-        if any(t in segment for t in self.in_text):
+    def keep(self, nodes: Sequence[ast.AST], parents: list[ast.AST], lines: list[str]) -> bool:
+        """Whether a part of a big statement (`nodes`, under `parents`; `lines`: the chunk's) holds a trigger where a
+        rule can report it (parts.py), or a name bound to one. The part is searched where it is in the text."""
+        first, last = nodes[0], nodes[-1]
+        a = self.starts[first.lineno - 1 + self.shift] + _char_column(lines[first.lineno - 1], first.col_offset)
+        b = self.starts[last.end_lineno - 1 + self.shift] + _char_column(lines[last.end_lineno - 1],
+                                                                         last.end_col_offset)
+        if (self._alias_pattern is not None and any(self.text.find(n, a, b) >= 0 for n in self.aliases)
+                and self._alias_pattern.search(self.text, a, b) is not None):
             return True
-        return self._alias_pattern is not None and self._alias_pattern.search(segment) is not None
-
-    def keep(self, nodes: Sequence[ast.AST], segment: str, parents: list[ast.AST], lines: list[str]) -> bool:
-        """Whether a part of a big statement (`nodes`, under `parents`, whose text is `segment`) holds a trigger
-        where a rule can report it (parts.py), or a name bound to one."""
-        if (self._alias_pattern is not None and any(a in segment for a in self.aliases)
-                and self._alias_pattern.search(segment) is not None):
-            return True
-        first = nodes[0]
-        at = (first.lineno - 1, _char_column(lines[first.lineno - 1], first.col_offset))
-        return self.parts.keeps(nodes, segment, at, parents, lines)
+        return self.parts.keeps(nodes, a, b, parents, lines)
 
     def found_in_lines(self, span: range) -> bool:
-        """`found_in` for the lines `span` of the text (a statement's own, as the file has them)."""
+        """Whether the lines `span` of the text (a statement's own, as the file has them) hold a trigger or a name
+        bound to one."""
         text, a, b = self.text, self.starts[span.start + self.shift], self.starts[span.stop + self.shift]
         for t in self.in_text:
             if text.find(t, a, b) >= 0:
@@ -259,7 +256,7 @@ class _Words:
 
     def enter(self, span: range) -> None:
         """The big statement on the lines `span` is narrowed inside next (parts.py reads it first)."""
-        self.parts.enter(self.text, self.starts[span.start + self.shift], self.starts[span.stop + self.shift])
+        self.parts.enter(self.text, self.starts, self.shift, span)
 
     def spells(self, word: str, span: range) -> bool:
         return self.text.find(word, self.starts[span.start + self.shift], self.starts[span.stop + self.shift]) >= 0
@@ -489,7 +486,7 @@ def _inside(stmt: ast.stmt, lines: list[str], words: _Words, blanks: dict[int, l
         under = [*parents, node]
         if isinstance(node, ast.Call):
             out = [k for k in node.keywords if k.arg is not None and k.arg not in _READ_KEYWORDS
-                   and not words.keep([k], _text(k, lines), under, lines)]
+                   and not words.keep([k], under, lines)]
             if out:
                 cut.extend(out)
                 removed.append((node.keywords, out))
@@ -499,7 +496,7 @@ def _inside(stmt: ast.stmt, lines: list[str], words: _Words, blanks: dict[int, l
             dropped.update(_comment_lines_between([*node.args, *node.keywords], lines))
         elif isinstance(node, ast.Dict):
             entries = [_Entry(k, v) for k, v in zip(node.keys, node.values) if k is not None]  # never a `**spread`
-            out = [e for e in entries if not words.keep([e.key, e.value], _text(e, lines), under, lines)]
+            out = [e for e in entries if not words.keep([e.key, e.value], under, lines)]
             if out and len(out) == len(entries):
                 out = out[1:]  # a dict without a trigger keeps its first entry, as displays do
             if out:
@@ -513,7 +510,7 @@ def _inside(stmt: ast.stmt, lines: list[str], words: _Words, blanks: dict[int, l
                         and not (isinstance(v, ast.Dict) and isinstance(k, ast.Constant) and isinstance(k.value, str)))
             dropped.update(_comment_lines_between([*(e.key for e in entries), *node.values], lines))
         elif isinstance(node, _DISPLAYS):
-            out = [e for e in node.elts if not words.keep([e], _text(e, lines), under, lines)]
+            out = [e for e in node.elts if not words.keep([e], under, lines)]
             if out and len(out) == len(node.elts):
                 out = out[1:]  # the first element stays: an empty display would not be the same kind of node
             if out and isinstance(node, ast.Tuple) and len(out) == len(node.elts) - 1 and not _comma_after(
@@ -600,15 +597,6 @@ def _comment_lines_between(children: list, lines: list[str]) -> list[int]:
     for a, b in zip(ordered, ordered[1:]):
         out.extend(i for i in range(a.end_lineno, b.lineno - 1) if _BLANK_OR_COMMENT.fullmatch(lines[i]))
     return out
-
-
-def _text(node: ast.expr, lines: list[str]) -> str:
-    """The node's own text (a byte column of a non-ASCII line is converted to characters)."""
-    first, last = node.lineno - 1, node.end_lineno - 1
-    start, end = _char_column(lines[first], node.col_offset), _char_column(lines[last], node.end_col_offset)
-    if first == last:
-        return lines[first][start:end]
-    return lines[first][start:] + "".join(lines[first + 1 : last]) + lines[last][:end]
 
 
 def _comma_after(node: ast.expr, lines: list[str]) -> bool:

@@ -22,7 +22,7 @@ never left out (narrow.py). A name an import bound to a trigger (`_Words.aliases
 from __future__ import annotations
 
 import ast
-import re
+import bisect
 from functools import lru_cache
 from typing import Sequence
 
@@ -44,8 +44,7 @@ class _Reading:
         self.strings = bool(visits) and visits <= _STRING_VISITS
         self.calls = frozenset(getattr(rule, "reads_calls", ()) if visits and visits <= _CALL_VISITS else ())
         self.keywords = frozenset(getattr(rule, "reads_keywords", ()) if self.calls else ())
-        # a call it reads spells one of these names or keywords, as a word of its own
-        self.call_pattern = _words_pattern(tuple(sorted({*self.calls, *self.keywords}))) if self.calls else None
+        self.call_words = tuple(sorted({*self.calls, *self.keywords}))  # what a call it reads spells, as a word
         resolves = getattr(rule, "resolves_from", ())
         self.modules = () if ANY_MODULE in resolves else tuple(resolves)
 
@@ -58,11 +57,6 @@ def _visits(cls: type) -> frozenset[str]:
     return frozenset(n for n in dir(cls) if n.startswith("visit_"))
 
 
-@lru_cache(maxsize=None)
-def _words_pattern(words: tuple[str, ...]) -> re.Pattern:
-    return re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\b")
-
-
 class PartReading:
     """For the rules narrowing a text: whether a part of a big statement holds what one of them can report."""
 
@@ -70,8 +64,13 @@ class PartReading:
         # worked out when a first big statement is narrowed inside (`enter`): most files have none
         self.rules, self.text = rules, text
         self.readings: list[_Reading] | None = None
-        self._modules_spelled: dict[int, bool] = {}  # per reading, for the statement being narrowed (`enter`)
-        self._deepest: dict[tuple[int, int], tuple] = {}  # position -> `_deepest` there, in that statement
+        # the statement last `enter`ed: its text's line starts, the chunk's first line, whether it has a `\r`,
+        # where the triggers of rules without conditions are, where each reading's triggers and words are, and the
+        # innermost node found at each position
+        self._starts, self._shift, self._crlf = (), 0, False
+        self._plain_at: list[int] = []
+        self._at: list[tuple[_Reading, list[int], list[int]]] = []
+        self._deepest: dict[tuple[int, int], tuple] = {}
         self.bound: dict[str, set[str]] = {}  # names bound by absolute imports, per top-level module (`learn`)
 
     def _read_rules(self) -> None:
@@ -88,7 +87,6 @@ class PartReading:
             else:
                 plain.update(present)
         self.plain = tuple(plain)  # triggers that keep any part that spells them
-        self._bound_pattern: dict[str, re.Pattern] = {}
 
 
     def learn(self, node: ast.Import | ast.ImportFrom) -> None:
@@ -104,73 +102,94 @@ class PartReading:
                 continue
             self.bound.setdefault(top, set()).add(bound)
 
-    def keeps(self, nodes: Sequence[ast.AST], segment: str, at: tuple[int, int], parents: list[ast.AST],
-              lines: Sequence[str]) -> bool:
+    def keeps(self, nodes: Sequence[ast.AST], a: int, b: int, parents: list[ast.AST], lines: Sequence[str]) -> bool:
         """Whether the part made of `nodes` (a keyword argument, an element, a dict entry's key and value) under
-        `parents` (the statement's nodes above it, nearest last), whose text `segment` starts at `at` (0-based line,
-        character column of `lines`), holds a trigger where one of the rules can report it."""
-        if any(t in segment for t in self.plain):
+        `parents` (the statement's nodes above it, nearest last), at `text[a:b]` of the statement last `enter`ed,
+        holds a trigger where one of the rules can report it; `lines`: the lines its tree numbers."""
+        if _any_in(self._plain_at, a, b):
             return True
-        for reading in self.readings:
-            present = tuple(t for t in reading.triggers if t in segment)
-            if not present:
+        for reading, triggers_at, words_at in self._at:
+            if not _any_in(triggers_at, a, b):
                 continue
-            if "\r" in segment:
+            if self._crlf:
                 return True  # positions are counted in `\n` lines: keep it rather than count them otherwise
-            if reading.modules and not self._modules_spelled.get(id(reading), True):
-                continue
             if not (reading.roles or reading.strings or reading.calls):
                 return True
-            starts = (m.start() for m in reading.call_pattern.finditer(segment)) if reading.calls else \
-                (i for word in present for i in _finds(word, segment))
-            for found in _positions(starts, segment, at, lines):
+            found = words_at if reading.calls else triggers_at
+            for offset in found[bisect.bisect_left(found, a):bisect.bisect_left(found, b)]:
+                position = self._position(offset, lines)
                 # the innermost node at a position is the same from whichever part of the statement it is looked for
-                if found not in self._deepest:
-                    self._deepest[found] = _deepest(nodes, parents, found)
-                node, above = self._deepest[found]
+                if position not in self._deepest:
+                    self._deepest[position] = _deepest(nodes, parents, position)
+                node, above = self._deepest[position]
                 if node is None or _counts(reading, node, above, lines):
                     return True
         return False
 
-    def enter(self, text: str, start: int, end: int) -> None:
-        """Read the big statement at `text[start:end]` before its parts are asked about: for each rule that resolves
-        what it reports through a module, whether the statement spells the module's name or a name an import of it
-        bound (what it reports is spelled there, and it may read other parts of the statement: RLC413 reads every
-        word of a command's argument list)."""
+    def enter(self, text: str, starts: Sequence[int], shift: int, span: range) -> None:
+        """Read the big statement on the lines `span` of the chunk whose first line is line `shift` of `text`
+        (`starts`: where each line of `text` starts) before its parts are asked about: where the rules' words are
+        in it (once, not again in each part), and for each rule that resolves what it reports through a module,
+        whether the statement spells the module's name or a name an import of it bound (what it reports is spelled
+        there, and it may read other parts of the statement: RLC413 reads every word of a command's argument
+        list): a rule whose module it does not spell keeps no part of it."""
         if self.readings is None:
             self._read_rules()
-        self._modules_spelled = {}
+        start, end = starts[span.start + shift], starts[span.stop + shift]
+        self._starts, self._shift = starts, shift
+        self._crlf = text.find("\r", start, end) >= 0
         self._deepest = {}
-        self._bound_pattern = {}  # imports learnt since the last statement may have bound more names
+        self._plain_at = _offsets(self.plain, text, start, end)
+        self._at = []
         for reading in self.readings:
-            if reading.modules:
-                self._modules_spelled[id(reading)] = any(
-                    self._pattern(m).search(text, start, end) is not None for m in reading.modules)
+            if reading.modules and not any(_spells_word(text, start, end, name) for m in reading.modules
+                                           for name in {m, *self.bound.get(m, ())}):
+                continue
+            words_at = _offsets(reading.call_words, text, start, end, whole=True) if reading.calls else []
+            self._at.append((reading, _offsets(reading.triggers, text, start, end), words_at))
 
-    def _pattern(self, module: str) -> re.Pattern:
-        pattern = self._bound_pattern.get(module)
-        if pattern is None:
-            names = sorted({module, *self.bound.get(module, ())})
-            pattern = self._bound_pattern[module] = _words_pattern(tuple(names))
-        return pattern
+    def _position(self, offset: int, lines: Sequence[str]) -> tuple[int, int]:
+        """An offset into the text as CPython's tree of the chunk gives positions: (1-based line of the chunk, UTF-8
+        column)."""
+        line = bisect.bisect_right(self._starts, offset) - 1
+        column = offset - self._starts[line]
+        own = lines[line - self._shift]
+        return line - self._shift + 1, column if own.isascii() else len(own[:column].encode("utf-8"))
 
 
-def _finds(word: str, segment: str):
-    i = segment.find(word)
+def _any_in(offsets: list[int], a: int, b: int) -> bool:
+    i = bisect.bisect_left(offsets, a)
+    return i < len(offsets) and offsets[i] < b
+
+
+def _offsets(words: Sequence[str], text: str, start: int, end: int, whole: bool = False) -> list[int]:
+    """Where each of `words` starts in `text[start:end]`, sorted; `whole`: only where it is a word of its own."""
+    out = []
+    for word in words:
+        i = text.find(word, start, end)
+        while i >= 0:
+            if not whole or _is_word_at(text, i, len(word)):
+                out.append(i)
+            i = text.find(word, i + 1, end)
+    out.sort()
+    return out
+
+
+def _is_word_at(text: str, i: int, length: int) -> bool:
+    return not (i and _is_name_char(text[i - 1])) and not (i + length < len(text) and _is_name_char(text[i + length]))
+
+
+def _is_name_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _spells_word(text: str, start: int, end: int, word: str) -> bool:
+    i = text.find(word, start, end)
     while i >= 0:
-        yield i
-        i = segment.find(word, i + 1)
-
-
-def _positions(offsets, segment: str, at: tuple[int, int], lines: Sequence[str]):
-    """Each offset into `segment` (which starts at `at` in `lines`) as CPython's tree gives positions: (1-based line,
-    UTF-8 column)."""
-    for i in offsets:
-        line = at[0] + segment.count("\n", 0, i)
-        start = segment.rfind("\n", 0, i)
-        column = i - start - 1 if start >= 0 else at[1] + i
-        text = lines[line]
-        yield line + 1, column if text.isascii() else len(text[:column].encode("utf-8"))
+        if _is_word_at(text, i, len(word)):
+            return True
+        i = text.find(word, i + 1, end)
+    return False
 
 
 # The innermost node at a position that no node spells (a comment, a comma): no rule reports it.
