@@ -463,7 +463,8 @@ _DISPLAYS = (ast.List, ast.Tuple, ast.Set)
 
 def _inside(stmt: ast.stmt, lines: list[str], words: _Words, blanks: dict[int, list[tuple[int, int]]]) -> set[int]:
     """Lines to leave out of `stmt`: the elements of list, tuple and set displays, the entries of dicts and the
-    keyword arguments of calls that hold no trigger, and comment lines between them. A part is blanked with spaces
+    keyword arguments of calls that hold no trigger where a rule could report it (parts.py: `dtypes=floating_types_and(
+    torch.bfloat16)` holds RLC101's word in a table of dtypes, where it reports none), and comment lines between them. A part is blanked with spaces
     (with its comma) in `lines`, so columns stay; a line left with nothing but blanks or a comment is left out.
 
     Only what is reached from the statement's value through displays, dicts and call arguments is narrowed, never
