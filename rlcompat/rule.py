@@ -89,6 +89,15 @@ class Rule:
     keywords: ClassVar[tuple[str, ...]] = ()
     # The called names, as the call spells them, one of which every call it reports has (RLC109: `from_pretrained`).
     calls: ClassVar[tuple[str, ...]] = ()
+    # The kinds of role (rlcompat/analysis/pyhelpers.py `role_of`: keyword, positional, assign, ...) every node it
+    # reports sits in; empty: any. Inside a big statement its triggers keep a part only where they sit in one
+    # (rlcompat/lang/pyspeed/parts.py): RLC101 reports a dtype selected, never one listed in a table of dtypes.
+    reports_roles: ClassVar[frozenset[str]] = frozenset()
+    # A rule that visits only calls: the called names (as `calls` spells them) and the keywords, one of which every
+    # call it reads has (those it reports and those it only reads, RLC108's AMP switches); empty: any call. Inside a
+    # big statement its triggers keep a part only where it holds such a call (lang/pyspeed/parts.py).
+    reads_calls: ClassVar[tuple[str, ...]] = ()
+    reads_keywords: ClassVar[tuple[str, ...]] = ()
     # The shape of every construct it reports, as the text spells it, where words say too little (RLC109:
     # `dtype="auto"`, with any spacing or comment the grammar allows, or an escape that could spell it).
     spelled: ClassVar[re.Pattern | None] = None

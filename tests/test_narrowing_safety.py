@@ -271,3 +271,121 @@ def test_a_first_member_left_out_takes_its_decorators_with_it():
     narrowed = narrowing.narrow(text, [Bf16()])
     assert narrowed.text == "import torch\nclass C:\n    x = torch.bfloat16\ndef f():\n    return torch.bfloat16\n"
     ast.parse(narrowed.text)
+
+
+# --- what a rule's triggers keep inside a big statement (lang/pyspeed/parts.py) ----------------------------------
+
+# A table of test cases as torch's `op_db` writes them: dtypes listed (no finding), and inside the same statement a
+# dtype selected (RLC101: a keyword, `.to(...)`), a dtype string chosen (RLC102) and half weights under fp16 AMP
+# (RLC108: the loader call and the switch sit in parts of their own).
+_OP_TABLE = '''import torch
+from transformers import AutoModelForCausalLM, TrainingArguments
+from torch.testing._internal.common_dtype import floating_types_and
+op_db = [
+    OpInfo('add',
+           dtypes=floating_types_and(torch.bfloat16, torch.half),
+           skips=(DecorateInfo(unittest.skip, 'TestX', dtypes=(torch.bfloat16,)),),
+           tols={torch.bfloat16: 1e-2, torch.float16: 1e-3},
+           checked=lambda dtype: dtype == torch.bfloat16,
+           note="bfloat16 and float16 rows"),
+    OpInfo('mul',
+           sample=partial(make, dtype=torch.bfloat16),
+           cast=lambda t: t.to(torch.bfloat16),
+           options=dict(precision="bf16", mixed_precision="bf16")),
+    Case(loaded=AutoModelForCausalLM.from_pretrained('p', torch_dtype=torch.float16),
+         args=TrainingArguments(output_dir='o', fp16=True),
+         dtypes=floating_types_and(torch.float16)),
+]
+'''
+
+
+def _narrowed_inside(rule_classes: list, text: str, target_name: str):
+    target = resolve_target(target_name)
+    original = narrowing.INSIDE_MIN_LINES
+    narrowing.INSIDE_MIN_LINES = 1
+    try:
+        return py.narrow(text, [cls(target) for cls in rule_classes if cls.applies_to(target)])
+    finally:
+        narrowing.INSIDE_MIN_LINES = original
+
+
+@pytest.mark.parametrize("target", ["sm61", "sm75"])
+def test_a_table_of_dtypes_is_left_out_and_every_finding_beside_it_stays(target):
+    rules = [r for r in PYTHON_RULES if r.code in ("RLC101", "RLC102", "RLC108", "RLC136", "RLC303")]
+    assert narrowing_differences(rules, _OP_TABLE, target) is None
+    whole = _findings([r(resolve_target(target)) for r in rules if r.applies_to(resolve_target(target))], _OP_TABLE,
+                      resolve_target(target), narrow=False)
+    assert {f[0] for f in whole} >= {"RLC101", "RLC102", "RLC108"}  # the table holds findings of each to keep
+    narrowed = _narrowed_inside(rules, _OP_TABLE, target).text
+    assert "floating_types_and(torch.bfloat16" not in narrowed and "DecorateInfo" not in narrowed
+    assert "tols=" not in narrowed and "checked=" not in narrowed
+    assert "note=" in narrowed  # a string spelling a trigger: RLC102 reads strings wherever they are
+    assert "floating_types_and(torch.float16)" not in narrowed
+    for kept in ("dtype=torch.bfloat16", "t.to(torch.bfloat16)", '"bf16"', "torch_dtype=torch.float16", "fp16=True"):
+        assert kept in narrowed, kept
+
+
+class _ReportsOutsideItsRoles(_ReadsASibling):
+    """Declares that it reports a dtype only where it is assigned, and reports it wherever it is."""
+
+    code = "RLC996"
+    resolves_from = ("torch",)
+    reports_roles = frozenset({"assign"})
+
+    def visit_Attribute(self, node, ctx) -> None:
+        if node.attr.value == "bfloat16":
+            ctx.report(node, "bf16 anywhere")
+
+
+class _ReadsAnUndeclaredCall(py.PythonRule):
+    """Visits only calls and declares it reads `.to(...)`, but a `.to(...)` is reported only after an `enable(...)`."""
+
+    code, name, severity = "RLC995", "reads-an-undeclared-call", "error"
+    names = ("bfloat16",)
+    reads_calls = ("to",)
+
+    @classmethod
+    def applies_to(cls, target) -> bool:
+        return True
+
+    def visit_Call(self, node, ctx) -> None:
+        name = getattr(node.func, "attr", getattr(node.func, "value", None))
+        name = getattr(name, "value", name)
+        if name == "enable":
+            ctx.__dict__["_enabled"] = True
+        elif name == "to" and ctx.__dict__.get("_enabled"):
+            ctx.report(node, "bf16 after enable")
+
+
+def test_the_check_catches_a_rule_that_reports_outside_its_declared_roles():
+    text = "import torch\nx = f(\n    torch.float32,\n    flavour=g(torch.bfloat16),\n)\n"
+    differences = narrowing_differences([_ReportsOutsideItsRoles], text, "sm61")
+    assert differences is not None and differences[0] == [] and len(differences[1]) == 1
+    _ReportsOutsideItsRoles.reports_roles = frozenset({"assign", "positional"})
+    try:
+        assert narrowing_differences([_ReportsOutsideItsRoles], text, "sm61") is None
+    finally:
+        _ReportsOutsideItsRoles.reports_roles = frozenset({"assign"})
+
+
+def test_the_check_catches_a_call_read_that_reads_calls_does_not_name():
+    text = "import torch\nx = f(\n    a=enable(torch.bfloat16),\n    b=m.to(torch.bfloat16),\n)\n"
+    differences = narrowing_differences([_ReadsAnUndeclaredCall], text, "sm61")
+    assert differences is not None and differences[0] == [] and len(differences[1]) == 1
+    _ReadsAnUndeclaredCall.reads_calls = ("to", "enable")
+    try:
+        assert narrowing_differences([_ReadsAnUndeclaredCall], text, "sm61") is None
+    finally:
+        _ReadsAnUndeclaredCall.reads_calls = ("to",)
+
+
+def test_a_call_trigger_is_bound_by_an_import_of_a_name_that_ends_with_it():
+    # `dtype(` (RLC136: a helper named for the dtype it picks) is what an imported name ends with: `pick_dtype`
+    # imported as `pd` makes `pd()` a statement to keep; a helper of a module named `common_dtype` is no `dtype(`.
+    class Helper:
+        triggers = ("dtype(",)
+
+    text = ("from m.common_dtype import floating_types_and\nfrom m import pick_dtype as pd\n"
+            "a = floating_types_and(x)\nb = pd()\n")
+    narrowed = narrowing.narrow(text, [Helper()])
+    assert "b = pd()" in narrowed.text and "floating_types_and(x)" not in narrowed.text

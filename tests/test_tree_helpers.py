@@ -53,3 +53,14 @@ def test_a_helper_that_tests_the_hardware_is_not_reported(tmp_path):
 def test_a_helper_without_a_bf16_branch_is_not_reported(tmp_path):
     helper = HELPER.replace('"bf16-mixed" if training else "bf16-true"', '"32-true"')
     assert _findings(tmp_path, helper) == []
+
+
+def test_a_helper_spelling_the_probe_as_cpython_reads_it_is_found_and_one_without_it_is_not_parsed(tmp_path):
+    # A file that cannot call is_bf16_supported is not parsed (torch's common_utils.py, 968 KB); a spelling CPython
+    # reads as the same name (NFKC: a fullwidth letter) still can.
+    from rlcompat.analysis import tree_helpers
+
+    (found,) = _findings(tmp_path, HELPER.replace("cuda.is_bf16_supported", "cuda.\uff49s_bf16_supported"))
+    assert found[:2] == (4, "RLC136")
+    assert tree_helpers._may_probe("def f():\n    return 1\n") is False
+    assert tree_helpers._may_probe("x = torch.cuda.is_bf16_supported()\n") is True

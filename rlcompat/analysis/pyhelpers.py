@@ -6,14 +6,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-# Calls whose positional arguments are read, printed or compared, never selected.
-_NON_SELECTING_CALLS = frozenset(
-    {"print", "isinstance", "issubclass", "str", "repr", "format", "id", "hash", "type", "finfo", "iinfo",
-     "debug", "info", "warning", "warn", "error", "exception", "critical", "log", "append_log", "assertEqual",
-     "assertIs", "assertIn", "assert_close", "index", "count", "remove", "startswith", "endswith"}
-)
-# Methods whose positional argument at the given index is a default value.
-_DEFAULT_ARG_INDEX = {"get": 1, "pop": 1, "setdefault": 1, "getattr": 2, "get_or": 1}
+from rlcompat.analysis.roles import DEFAULT_ARG_INDEX, DTYPE_NAMES, NON_SELECTING_CALLS
 
 
 @dataclass(frozen=True)
@@ -84,16 +77,13 @@ def requote(node: cst.SimpleString, new_value: str) -> str:
     return f"{node.prefix}{node.quote}{new_value}{node.quote}"
 
 
-_DTYPE_NAMES = frozenset({"bfloat16", "float16", "half", "float32", "float", "float64", "double", "int8", "uint8",
-                          "int16", "int32", "int64", "bool", "complex64", "complex128"})
-
-
 def _is_dtype_attribute(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Attribute) and expr.attr.value in _DTYPE_NAMES
+    return isinstance(expr, cst.Attribute) and expr.attr.value in DTYPE_NAMES
 
 
 def role_of(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Role:
-    """Where `node` (whose ancestors are given, nearest last) sits, seen through if-else and or/and."""
+    """Where `node` (whose ancestors are given, nearest last) sits, seen through if-else and or/and (`roles.kind_of`
+    gives the same kind from CPython's tree, for the narrowing)."""
     child = node
     i = len(ancestors) - 1
     while i >= 0:
@@ -116,10 +106,10 @@ def role_of(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Role:
         if call is None or parent.star:
             return Role("other")
         position = next((n for n, a in enumerate(call.args) if a is parent), -1)
-        if _DEFAULT_ARG_INDEX.get(name) == position:
+        if DEFAULT_ARG_INDEX.get(name) == position:
             key = string_value(call.args[position - 1].value) if position >= 1 else None
             return Role("default", key or "", call, name)
-        if name in _NON_SELECTING_CALLS:
+        if name in NON_SELECTING_CALLS:
             return Role("other", "", call, name)
         if "types" in name.lower() or sum(_is_dtype_attribute(a.value) for a in call.args if a.keyword is None) >= 2:
             # A list of dtypes built by a call (`floating_types_and(torch.half, torch.bfloat16)`, `@dtypes(...)`

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import ast
 import os
+import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
 _BF16_WORDS = ("bf16", "bfloat16")
+_PROBE = "is_bf16_supported"
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,10 @@ def _bf16_picks(path: str, stamp: int) -> dict[str, Bf16Pick]:
     del stamp  # part of the cache key only
     try:
         with open(path, encoding="utf-8") as f:
-            tree = ast.parse(f.read())
+            text = f.read()
+        if not _may_probe(text):
+            return {}  # no function of it can pick that way: not parsed (torch's common_utils.py is 968 KB)
+        tree = ast.parse(text)
     except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
         return {}
     picks = {}
@@ -67,6 +72,12 @@ def _bf16_picks(path: str, stamp: int) -> dict[str, Bf16Pick]:
             else:
                 picks[node.name] = pick
     return picks
+
+
+def _may_probe(text: str) -> bool:
+    """Whether `text` can call `is_bf16_supported` (`_probe`): it spells the name, or another spelling of it that
+    CPython reads as the same name (NFKC)."""
+    return _PROBE in text or (not text.isascii() and _PROBE in unicodedata.normalize("NFKC", text))
 
 
 def _function_pick(path: str, node: ast.AST) -> Bf16Pick | None:
@@ -91,7 +102,7 @@ def _probe(test: ast.AST) -> ast.Call | None:
     for n in ast.walk(test):
         if isinstance(n, ast.Call):
             name = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
-            if name == "is_bf16_supported" and not any(k.arg == "including_emulation" for k in n.keywords):
+            if name == _PROBE and not any(k.arg == "including_emulation" for k in n.keywords):
                 return n
     return None
 

@@ -10,6 +10,7 @@ _HALF_ATTRS = {"float16": "float16", "half": "float16", "bfloat16": "bfloat16"}
 _WEIGHT_KEYWORDS = ("torch_dtype", "dtype")
 _LOADERS = ("from_pretrained", "from_config", "_from_config")
 _CASTS = {"half": "float16", "bfloat16": "bfloat16"}
+_SCALERS = ("GradScaler", "ShardedGradScaler")
 
 FP16 = "import torch\nm = AutoModelForCausalLM.from_pretrained(p, torch_dtype=torch.{dtype})\nargs = TrainingArguments(output_dir='o', fp16=True)\n"
 
@@ -42,6 +43,9 @@ class Fp16AmpHalfWeights(PythonRule):
     # nothing is reported without an AMP switch: a grad scaler, `fp16=True`, `mixed_precision="fp16"`, `autocast(dtype=...)`
     # (words of several constructs, which no single declaration names)
     requires = (("GradScaler", "fp16", "autocast"),)
+    # the calls it reads: weights loaded or cast (`_half_weights`) and the AMP switches (`_amp_switches`)
+    reads_calls = (*_LOADERS, *_CASTS, "to", *_SCALERS, "autocast")
+    reads_keywords = ("fp16", "mixed_precision")
     sources = ("S1", "S60", "S66")
 
     bad = (
@@ -121,7 +125,7 @@ def _half_attr(expr: cst.BaseExpression, imports: ImportMap) -> str | None:
 def _amp_switches(call: cst.Call, imports: ImportMap) -> list[str]:
     name = h.call_name(call)
     found = []
-    if name == "GradScaler" or name == "ShardedGradScaler":
+    if name in _SCALERS:
         found.append(f"`{name}(...)`")
     for arg in call.args:
         if arg.keyword is None:

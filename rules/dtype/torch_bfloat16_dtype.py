@@ -7,8 +7,6 @@ from rlcompat.analysis import pyhelpers as h
 from rlcompat.contract import Bad, FixSafety, Good, PendingFix, PythonRule
 from rlcompat.analysis.param_defaults import default_is_dead
 
-_SELECTING_ROLES = {"keyword", "positional", "default", "assign", "param-default"}
-
 
 class TorchBfloat16Dtype(PythonRule):
     code = "RLC101"
@@ -43,6 +41,7 @@ class TorchBfloat16Dtype(PythonRule):
     )
     names = ("bfloat16",)
     resolves_from = ("torch",)  # `torch.bfloat16`, however imported
+    reports_roles = frozenset({"keyword", "positional", "default", "assign", "param-default"})  # where it is chosen
     sources = ("S1", "S5", "S6", "S8", "S16", "S37", "S60", "S66")
 
     bad = (
@@ -128,7 +127,7 @@ class TorchBfloat16Dtype(PythonRule):
 
     def _check(self, node, ctx, fix_node, fix_text) -> None:
         role = h.role_of(node, ctx.ancestors)
-        if role.kind not in _SELECTING_ROLES:
+        if role.kind not in self.reports_roles:
             return
         if h.guarded_by(ctx.ancestors, h.is_capability_guard) or h.guarded_by(ctx.ancestors, h.is_bf16_probe) or h.test_mentions(ctx.ancestors, ("bf16", "bfloat16")):
             return

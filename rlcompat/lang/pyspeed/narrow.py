@@ -27,6 +27,7 @@ from typing import Callable, Sequence
 
 from rlcompat.lang.pyspeed import plain
 from rlcompat.lang.pyspeed.chunks import Chunk, NotParsed, Pass, chunks, split_lines, statement_spans
+from rlcompat.lang.pyspeed.parts import PartReading
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -76,7 +77,7 @@ def narrow(text: str, rules: Sequence, readers: Sequence = (),
     drop: set[int] = set()  # 0-based line numbers
     keep: set[int] = set()
     blanks: dict[int, list[tuple[int, int]]] = {}  # 0-based line -> columns blanked in it
-    words = _Words(tuple({t for r in rules for t in r.triggers}), text, lines)
+    words = _Words(tuple({t for r in rules for t in r.triggers}), text, lines, PartReading(rules, text))
     seen = Pass(text, [], [])  # what this pass learns, kept for the rest of the file's check
     spans = seen.spans
     try:
@@ -211,8 +212,11 @@ class _Words:
     an import bound to a trigger (`from torch import bfloat16 as bf` makes `bf` one), learnt in source order as the
     walk sees imports, as the rules' import map does."""
 
-    def __init__(self, triggers: tuple[str, ...], text: str = "", lines: Sequence[str] = ()) -> None:
+    def __init__(self, triggers: tuple[str, ...], text: str = "", lines: Sequence[str] = (),
+                 parts: PartReading | None = None) -> None:
         self.triggers = triggers
+        # which parts of a big statement the triggers keep, rule by rule (parts.py)
+        self.parts = parts if parts is not None else PartReading((), "")
         # a part of the text holds only the triggers the text holds: each statement is searched for those
         self.in_text = tuple(t for t in triggers if t in text) if text else triggers
         # statements are searched where they are in the text, between line starts (no copy of their lines)
@@ -221,25 +225,38 @@ class _Words:
         self.shift = 0  # the text's line where the chunk being narrowed starts: its statements number lines from it
         # (import on lines of its own, its lines, the lines of each statement of its block or None at module level)
         self.kept_imports: list[tuple[ast.stmt, range, tuple[range, ...] | None]] = []
-        # What an import can bind of each trigger: its longest name (`LLM` of `LLM(`, `auto` of `"auto"`), so that
-        # `from vllm import LLM as Engine` makes `Engine(...)` a statement to keep.
-        self.importable = tuple({max(_NAME.findall(t), key=len) for t in triggers if _NAME.search(t)})
+        # What an import can bind of each trigger: its longest name (`auto` of `"auto"`), so that `import torch.bfloat16
+        # as bf` makes `bf` one; a call (`LLM(`, `dtype(`) is a name that ends where the call starts, so it is what an
+        # imported dotted name ends with (`from vllm import LLM as Engine` makes `Engine(...)` a statement to keep;
+        # `floating_types_and` of a module `common_dtype` is no `dtype(`).
+        self.importable = tuple({_importable(t) for t in triggers if _NAME.search(t)})
         self.aliases: set[str] = set()
         self._alias_pattern: re.Pattern | None = None
 
-    def found_in(self, segment: str) -> bool:
-        """Whether `segment` holds a trigger or a name bound to one."""
-        if any(t in segment for t in self.in_text):
+    def keep(self, nodes: Sequence[ast.AST], parents: list[ast.AST], lines: list[str]) -> bool:
+        """Whether a part of a big statement (`nodes`, under `parents`; `lines`: the chunk's) holds a trigger where a
+        rule can report it (parts.py), or a name bound to one. The part is searched where it is in the text."""
+        first, last = nodes[0], nodes[-1]
+        a = self.starts[first.lineno - 1 + self.shift] + _char_column(lines[first.lineno - 1], first.col_offset)
+        b = self.starts[last.end_lineno - 1 + self.shift] + _char_column(lines[last.end_lineno - 1],
+                                                                         last.end_col_offset)
+        if (self._alias_pattern is not None and any(self.text.find(n, a, b) >= 0 for n in self.aliases)
+                and self._alias_pattern.search(self.text, a, b) is not None):
             return True
-        return self._alias_pattern is not None and self._alias_pattern.search(segment) is not None
+        return self.parts.keeps(nodes, a, b, parents, lines)
 
     def found_in_lines(self, span: range) -> bool:
-        """`found_in` for the lines `span` of the text (a statement's own, as the file has them)."""
+        """Whether the lines `span` of the text (a statement's own, as the file has them) hold a trigger or a name
+        bound to one."""
         text, a, b = self.text, self.starts[span.start + self.shift], self.starts[span.stop + self.shift]
         for t in self.in_text:
             if text.find(t, a, b) >= 0:
                 return True
         return self._alias_pattern is not None and self._alias_pattern.search(text, a, b) is not None
+
+    def enter(self, span: range) -> None:
+        """The big statement on the lines `span` is narrowed inside next (parts.py reads it first)."""
+        self.parts.enter(self.text, self.starts, self.shift, span)
 
     def spells(self, word: str, span: range) -> bool:
         return self.text.find(word, self.starts[span.start + self.shift], self.starts[span.stop + self.shift]) >= 0
@@ -254,14 +271,24 @@ class _Words:
         known = len(self.aliases)
         for imp in _statements(node):  # imports are statements: no expression need be walked
             if isinstance(imp, (ast.Import, ast.ImportFrom)):
+                self.parts.learn(imp)
                 module = getattr(imp, "module", None) or ""
                 for alias in imp.names:
                     bound = alias.asname or (alias.name if isinstance(imp, ast.ImportFrom) else None)
-                    if (bound and bound != "*" and any(t in f"{module}.{alias.name}" for t in self.importable)
+                    if (bound and bound != "*" and any(t in f"{module}.{alias.name}(" for t in self.importable)
                             and not any(t in bound for t in self.triggers)):
                         self.aliases.add(bound)
         if len(self.aliases) > known:
             self._alias_pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(self.aliases))) + r")\b")
+
+
+_CALLED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\($")
+
+
+def _importable(trigger: str) -> str:
+    """What of `trigger` a dotted name an import binds must spell, with a `(` after it (see `_Words.importable`)."""
+    called = _CALLED.search(trigger)
+    return called.group() if called else max(_NAME.findall(trigger), key=len)
 
 
 def _holds_import(node: ast.stmt, words: _Words, span: range) -> bool:
@@ -437,7 +464,8 @@ _DISPLAYS = (ast.List, ast.Tuple, ast.Set)
 
 def _inside(stmt: ast.stmt, lines: list[str], words: _Words, blanks: dict[int, list[tuple[int, int]]]) -> set[int]:
     """Lines to leave out of `stmt`: the elements of list, tuple and set displays, the entries of dicts and the
-    keyword arguments of calls that hold no trigger, and comment lines between them. A part is blanked with spaces
+    keyword arguments of calls that hold no trigger where a rule could report it (parts.py: `dtypes=floating_types_and(
+    torch.bfloat16)` holds RLC101's word in a table of dtypes, where it reports none), and comment lines between them. A part is blanked with spaces
     (with its comma) in `lines`, so columns stay; a line left with nothing but blanks or a comment is left out.
 
     Only what is reached from the statement's value through displays, dicts and call arguments is narrowed, never
@@ -450,25 +478,27 @@ def _inside(stmt: ast.stmt, lines: list[str], words: _Words, blanks: dict[int, l
     parts, or the statement is kept whole."""
     if not isinstance(stmt, _SIMPLE) or getattr(stmt, "value", None) is None:
         return set()
+    words.enter(_span(stmt))
     dropped: set[int] = set()  # comment lines between children
     cut: list = []  # the elements, entries and keyword arguments left out
     removed: list[tuple[list, list]] = []  # (a display's elts, the elements left out of it)
-    todo: list[ast.expr] = [stmt.value]
+    todo: list[tuple[ast.expr, list[ast.AST]]] = [(stmt.value, [stmt])]  # (node, its parents in the statement)
     while todo:
-        node = todo.pop()
+        node, parents = todo.pop()
+        under = [*parents, node]
         if isinstance(node, ast.Call):
             out = [k for k in node.keywords if k.arg is not None and k.arg not in _READ_KEYWORDS
-                   and not words.found_in(_text(k, lines))]
+                   and not words.keep([k], under, lines)]
             if out:
                 cut.extend(out)
                 removed.append((node.keywords, out))
             left_out = {id(k) for k in out}
-            todo.extend(node.args)
-            todo.extend(k.value for k in node.keywords if id(k) not in left_out)
+            todo.extend((a, under) for a in node.args)
+            todo.extend((k.value, [*under, k]) for k in node.keywords if id(k) not in left_out)
             dropped.update(_comment_lines_between([*node.args, *node.keywords], lines))
         elif isinstance(node, ast.Dict):
             entries = [_Entry(k, v) for k, v in zip(node.keys, node.values) if k is not None]  # never a `**spread`
-            out = [e for e in entries if not words.found_in(_text(e, lines))]
+            out = [e for e in entries if not words.keep([e.key, e.value], under, lines)]
             if out and len(out) == len(entries):
                 out = out[1:]  # a dict without a trigger keeps its first entry, as displays do
             if out:
@@ -478,11 +508,11 @@ def _inside(stmt: ast.stmt, lines: list[str], words: _Words, blanks: dict[int, l
             left_out = {id(e.key) for e in out}
             # RLC113 reads the entries of a dict that is the value of a string key (DeepSpeed's
             # `"fp16": {"enabled": ...}`): such a dict is never narrowed.
-            todo.extend(v for k, v in zip(node.keys, node.values) if k is not None and id(k) not in left_out
+            todo.extend((v, under) for k, v in zip(node.keys, node.values) if k is not None and id(k) not in left_out
                         and not (isinstance(v, ast.Dict) and isinstance(k, ast.Constant) and isinstance(k.value, str)))
             dropped.update(_comment_lines_between([*(e.key for e in entries), *node.values], lines))
         elif isinstance(node, _DISPLAYS):
-            out = [e for e in node.elts if not words.found_in(_text(e, lines))]
+            out = [e for e in node.elts if not words.keep([e], under, lines)]
             if out and len(out) == len(node.elts):
                 out = out[1:]  # the first element stays: an empty display would not be the same kind of node
             if out and isinstance(node, ast.Tuple) and len(out) == len(node.elts) - 1 and not _comma_after(
@@ -491,11 +521,11 @@ def _inside(stmt: ast.stmt, lines: list[str], words: _Words, blanks: dict[int, l
             left_out = {id(e) for e in out}
             kept = [e for e in node.elts if id(e) not in left_out]
             if not out:
-                todo.extend(node.elts)
+                todo.extend((e, under) for e in node.elts)
                 continue
             cut.extend(out)
             removed.append((node.elts, out))
-            todo.extend(kept)
+            todo.extend((e, under) for e in kept)
             dropped.update(_comment_lines_between(node.elts, lines))
     if not dropped and not cut:
         return set()
@@ -569,15 +599,6 @@ def _comment_lines_between(children: list, lines: list[str]) -> list[int]:
     for a, b in zip(ordered, ordered[1:]):
         out.extend(i for i in range(a.end_lineno, b.lineno - 1) if _BLANK_OR_COMMENT.fullmatch(lines[i]))
     return out
-
-
-def _text(node: ast.expr, lines: list[str]) -> str:
-    """The node's own text (a byte column of a non-ASCII line is converted to characters)."""
-    first, last = node.lineno - 1, node.end_lineno - 1
-    start, end = _char_column(lines[first], node.col_offset), _char_column(lines[last], node.end_col_offset)
-    if first == last:
-        return lines[first][start:end]
-    return lines[first][start:] + "".join(lines[first + 1 : last]) + lines[last][:end]
 
 
 def _comma_after(node: ast.expr, lines: list[str]) -> bool:
