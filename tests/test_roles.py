@@ -1,4 +1,4 @@
-"""`roles.kind_of` (CPython's tree, for the narrowing) says what `pyhelpers.role_of` (LibCST's, for the rules) says.
+"""`pyroles.kind_of` (CPython's tree, for the narrowing) says what `pyhelpers.role_of` (LibCST's, for the rules) says.
 
 The narrowing leaves out a part of a big statement where a trigger sits only in roles its rules do not report
 (lang/pyspeed/parts.py); a kind it got wrong would lose a finding. Every name, attribute, string and call of the
@@ -15,7 +15,8 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
-from rlcompat.analysis import pyhelpers, roles
+from rlcompat.analysis import pyhelpers
+from rlcompat.lang import pyroles
 from rlcompat.rules import all_rules
 
 REPO = Path(__file__).resolve().parent.parent
@@ -55,7 +56,7 @@ def _cpython_kinds(text: str) -> dict:
         if isinstance(node, (ast.Name, ast.Attribute, ast.Constant, ast.Call)) and hasattr(node, "end_lineno"):
             key = (type(node), node.lineno, char(node.lineno, node.col_offset), node.end_lineno,
                    char(node.end_lineno, node.end_col_offset))
-            out[key] = roles.kind_of(node, parents, text_at)
+            out[key] = pyroles.kind_of(node, parents, text_at)
         todo.extend((child, [*parents, node]) for child in ast.iter_child_nodes(node))
     return out
 
@@ -111,7 +112,7 @@ def test_kind_of_a_dtype(code, kind):
     while todo:
         node, parents = todo.pop()
         if isinstance(node, ast.Attribute) and node.attr == "bfloat16":
-            assert roles.kind_of(node, parents) == kind
+            assert pyroles.kind_of(node, parents) == kind
             return
         todo.extend((child, [*parents, node]) for child in ast.iter_child_nodes(node))
     raise AssertionError("no torch.bfloat16 in the code")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from rlcompat.analysis.roles import DEFAULT_ARG_INDEX, DTYPE_NAMES, NON_SELECTING_CALLS
+from rlcompat.lang.pyroles import DEFAULT_ARG_INDEX, DTYPE_NAMES, NON_SELECTING_CALLS
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ can hold:
 
 | what the rule declares or is | a trigger of it keeps a part that |
 |---|---|
-| `reports_roles` (rule.py) | spells it in a node whose role (`roles.kind_of`, as `pyhelpers.role_of`) is one of them |
+| `reports_roles` (rule.py) | spells it in a node whose role (`pyroles.kind_of`, as `pyhelpers.role_of`) is one of them |
 | visits only string literals (`visit_SimpleString`) | spells it in a string literal |
 | `reads_calls`, `reads_keywords` (a rule that visits only calls) | holds a call of one of those names or keywords |
 | `resolves_from` modules (not `ANY_MODULE`) | lies in a statement that spells a module's name or a name an import of it bound |
@@ -26,7 +26,7 @@ import bisect
 from functools import lru_cache
 from typing import Sequence
 
-from rlcompat.analysis.roles import kind_of
+from rlcompat.lang.pyroles import kind_of
 from rlcompat.rule import ANY_MODULE
 
 _STRING_VISITS = frozenset({"visit_SimpleString"})
