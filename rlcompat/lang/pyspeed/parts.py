@@ -88,7 +88,6 @@ class PartReading:
                 plain.update(present)
         self.plain = tuple(plain)  # triggers that keep any part that spells them
 
-
     def learn(self, node: ast.Import | ast.ImportFrom) -> None:
         """The names `node` binds to a top-level module (what `python.ImportMap` binds: no relative or star import),
         in source order as the rules' import map learns them."""
