@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import re
-
 from rlcompat.knowledge.capabilities import min_capability, runs
 from rlcompat.contract import Bad, ConfigRule, Good
 from rlcompat.rules.rollout.helpers import unsupported_message, vllm_command
@@ -70,6 +68,11 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
     good = (
         Good("vllm serve m --dtype half\n", path="serve.sh", target="sm75"),
         Good("VLLM_ATTENTION_BACKEND=TRITON_ATTN vllm serve m --dtype half\n", path="serve.sh", target="sm75"),
+        # named only in a comment, or as a Dockerfile ARG (a build-time variable, not the container's environment)
+        Good("# VLLM_ATTENTION_BACKEND=FLASH_ATTN was slower\nvllm serve m --dtype half\n", path="serve.sh",
+             target="sm75"),
+        Good("FROM vllm/vllm-openai:v0.9.2\nARG VLLM_ATTENTION_BACKEND=FLASH_ATTN\nCMD vllm serve m --dtype half\n",
+             path="Dockerfile", target="sm75"),
         Good("VLLM_ATTENTION_BACKEND=FLASH_ATTN vllm serve m\n", path="serve.sh", target="sm86"),
         Good("pip install vllm\n", path="setup.sh", target="sm75"),
         Good("trl vllm-serve --model Qwen/Qwen2.5-7B\n", path="serve.sh", target="sm75"),
@@ -105,8 +108,9 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
             ctx.report(anchor, f"{by}{unsupported_message(self.target)}", [None])
             return
         self._check_dtype(view, ctx, anchor)
-        before = ctx.source_text[:anchor.start]
-        chosen = re.findall(r"\bVLLM_ATTENTION_BACKEND=[\"']?([A-Z_0-9]+)", before)
+        # the environment in force for the command (exported before it, a Dockerfile's ENV, set inline): not an ARG
+        # or a comment
+        chosen = [s.value.strip().strip("\"'") for s in view.env("VLLM_ATTENTION_BACKEND") if s.value]
         if not chosen:
             return
         entry = vllm.refused("attention_backend", chosen[-1], cc)
