@@ -36,7 +36,7 @@ from rlcompat.lang.declared import BaseImage, Declared, IndexUrl, Variable, run
 from rlcompat.lang.requirements import logical_lines
 from rlcompat.lang.settings import Span
 from rlcompat.findings import Finding
-from rlcompat.lang.textpos import LineIndex
+from rlcompat.lang.textpos import LineIndex, blank_outside
 
 PARSE_ERRORS = shell.PARSE_ERRORS
 syntax_error_location = shell.syntax_error_location
@@ -112,8 +112,8 @@ def parse(text: str) -> Dockerfile:
                 stages[-1].append((op, elements))
             elif not rest.lstrip().startswith("["):
                 launches.append((rest_at, start + len(line)))
-    view = _blank_outside(text, keep, moved)
-    launch_view = _blank_outside(text, keep + launches, moved) if launches else view
+    view = blank_outside(text, keep, moved)
+    launch_view = blank_outside(text, keep + launches, moved) if launches else view
     commands = []
     for image, words in ((image, c) for image, stage in zip(images, stages) for c in _exec_commands(stage)):
         block = argv_block(words, escape=lambda _element, t: _json_text(t),
@@ -326,16 +326,6 @@ def _variables(rest: str, at: int, group: Declared) -> None:
             for url in re.finditer(r"\S+", value):
                 group.indexes.append(IndexUrl(url.group(0), INDEX_VARIABLES[key],
                                               Span(start + url.start(), start + url.end())))
-
-
-def _blank_outside(text: str, keep: list[tuple[int, int]], moved: Sequence[tuple[int, str]] = ()) -> str:
-    mask = bytearray(len(text))
-    for a, b in keep:
-        mask[a:b] = b"\x01" * (b - a)
-    chars = [ch if mask[i] or ch in "\r\n" else " " for i, ch in enumerate(text)]
-    for i, ch in moved:
-        chars[i] = ch
-    return "".join(chars)
 
 
 def shell_blocks(dockerfile: Dockerfile) -> list[tuple[embedded.Embedded, shell.ShellScript]]:

@@ -16,12 +16,13 @@ from typing import Sequence
 from rlcompat.findings import Finding
 from rlcompat.lang.declared import Declared, run
 from rlcompat.lang.scanned import ScannedView
+from rlcompat.lang.textpos import blank_outside
 
 MARK = "# /// script"  # every block holds it: what tells the Python front end to look
 # A block per the specification's reference expression, allowing `\r\n` line ends: an opening `# /// TYPE` line,
 # content lines that are `#` alone or `# ` and text, and the closing `# ///` line [S235].
 _BLOCK = re.compile(r"^# /// (?P<type>[a-zA-Z0-9-]+)\r?$\n(?P<content>(?:^#(?:| [^\r\n]*)\r?$\n)+)^# ///\r?$", re.MULTILINE)
-_NOT_NEWLINE = re.compile(r"[^\r\n]")
+_CONTENT_LINE = re.compile(r"^#", re.MULTILINE)
 
 
 def script_block(text: str) -> tuple[int, int] | None:
@@ -35,11 +36,10 @@ def script_block(text: str) -> tuple[int, int] | None:
 def toml_text(text: str, start: int, end: int) -> str:
     """`text` with everything outside [start, end) blanked and each content line's comment mark made spaces: TOML at
     the offsets of the script (TOML allows indentation before keys and table headers)."""
-    lines = []
-    for line in text[start:end].split("\n"):  # the block's lines end in `\n` (`\r\n` keeps its `\r` in the line)
-        mark = 2 if line.startswith("# ") else 1 if line else 0
-        lines.append(" " * mark + line[mark:])
-    return _NOT_NEWLINE.sub(" ", text[:start]) + "\n".join(lines) + _NOT_NEWLINE.sub(" ", text[end:])
+    marks = []  # each content line's `#` or `# `
+    for line in _CONTENT_LINE.finditer(text, start, end):
+        marks += [(line.start(), " ")] + ([(line.start() + 1, " ")] if text.startswith("# ", line.start()) else [])
+    return blank_outside(text, [(start, end)], marks)
 
 
 def parse(text: str) -> Declared | None:

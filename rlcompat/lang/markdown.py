@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from rlcompat.lang.scanned import ScannedView
+from rlcompat.lang.textpos import blank_outside
 from rlcompat.lang import shell
 from rlcompat.findings import Finding
 
@@ -28,14 +29,12 @@ class MarkdownBlocks:
 
 
 def shell_only(text: str) -> str:
-    keep = bytearray(len(text))  # 1 where a character belongs to a shell block's body
+    keep = []  # each shell block's body
     for m in SHELL_FENCE.finditer(text):
         closing = re.compile(rf"^[ \t]*{re.escape(m.group('fence')[0])}{{{len(m.group('fence'))},}}[ \t]*$", re.MULTILINE)
         end = closing.search(text, m.end())
-        stop = end.start() if end else len(text)
-        keep[m.end():stop] = b"\x01" * (stop - m.end())
-    out = [ch if keep[i] or ch in "\r\n" else " " for i, ch in enumerate(text)]
-    masked = "".join(out)
+        keep.append((m.end(), end.start() if end else len(text)))
+    masked = blank_outside(text, keep)
     # `$ ` prompts in console blocks are not part of the command.
     return PROMPT.sub(lambda p: p.group(1) + "  ", masked)
 

@@ -1,9 +1,11 @@
-"""Line/column <-> offset arithmetic over decoded text, with \\r\\n, \\r and \\n all ending a line (as Python's tokenizer does)."""
+"""Line/column <-> offset arithmetic over decoded text, with \\r\\n, \\r and \\n all ending a line (as Python's tokenizer does);
+and a view of a text that keeps every offset, for a front end that reads part of a file as another language."""
 
 from __future__ import annotations
 
 import bisect
 import re
+from typing import Iterable
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 
@@ -41,3 +43,16 @@ def lines_at(text: str):
     for raw in text.splitlines(keepends=True):
         yield pos, raw.rstrip("\r\n")
         pos += len(raw)
+
+
+def blank_outside(text: str, keep: Iterable[tuple[int, int]], overwrite: Iterable[tuple[int, str]] = ()) -> str:
+    """`text` with every character outside the `keep` spans made a space, line ends kept, and each `(offset, char)` of
+    `overwrite` written over what is there: a view in which every offset, line and column is the file's (a Dockerfile's
+    shell code, Markdown's shell blocks, a script's inline TOML)."""
+    mask = bytearray(len(text))
+    for a, b in keep:
+        mask[a:b] = b"\x01" * (b - a)
+    chars = [ch if mask[i] or ch in "\r\n" else " " for i, ch in enumerate(text)]
+    for i, ch in overwrite:
+        chars[i] = ch
+    return "".join(chars)
