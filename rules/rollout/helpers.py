@@ -49,3 +49,13 @@ def vllm_argv_word(words: list[str | None]) -> int | None:
         if w.rsplit("/", 1)[-1] == "vllm" and i + 1 < len(words) and words[i + 1] in VLLM_SUBCOMMANDS:
             return i
     return None
+
+
+def tree_vllm_release(ctx) -> tuple[str | None, str]:
+    """The release of the scanned tree's vLLM (its pin, package or the installed one) where one is known, and how a
+    message names it ("vLLM 0.8.5 (requirements.txt:3)"); (None, "") otherwise."""
+    identity = ctx.framework("vllm") if ctx.framework is not None else None
+    if identity is None or identity.release is None:
+        return None, ""
+    where = f" ({identity.evidence})" if identity.evidence else ""
+    return identity.version, f"vLLM {identity.version}{where}"

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rlcompat.knowledge.capabilities import min_capability, runs
 from rlcompat.contract import Bad, ConfigRule, Good
-from rlcompat.rules.rollout.helpers import unsupported_message, vllm_command
+from rlcompat.rules.rollout.helpers import tree_vllm_release, unsupported_message, vllm_command
 from rlcompat.knowledge import frameworks, versions
 from rlcompat.knowledge import vllm
 from rlcompat.knowledge.environment import error_text
@@ -151,8 +151,4 @@ def _release(view, ctx) -> tuple[str | None, str]:
     from_image = vllm.image_release(view.image) if view.image else None
     if from_image is not None:
         return from_image, f"vLLM {from_image} (the container's image {view.image})"
-    identity = ctx.framework("vllm") if ctx.framework is not None else None
-    if identity is None or identity.release is None:
-        return None, ""
-    where = f" ({identity.evidence})" if identity.evidence else ""
-    return identity.version, f"vLLM {identity.version}{where}"
+    return tree_vllm_release(ctx)

@@ -3,16 +3,9 @@ from __future__ import annotations
 from rlcompat.contract import Bad, ConfigRule, FixSafety, Good
 from rlcompat.knowledge import versions, vllm
 from rlcompat.knowledge.environment import error_text
+from rlcompat.rules.rollout.helpers import tree_vllm_release
 
 _TRUE = {"1", "true", "yes", "on"}
-
-
-def _version_note(identity) -> tuple[str | None, str]:
-    """(the tree's vLLM release if rlcompat knows it, how it was found)."""
-    if identity is None or identity.release is None:
-        return None, ""
-    where = f" ({identity.evidence})" if identity.evidence else ""
-    return identity.version, f"vLLM {identity.version}{where}"
 
 
 class VllmUseV1BelowSm80(ConfigRule):
@@ -61,8 +54,7 @@ class VllmUseV1BelowSm80(ConfigRule):
         found = [s for s in view.settings if s.key.rsplit(".", 1)[-1] == "VLLM_USE_V1" and not s.flag]
         if not found:
             return
-        identity = ctx.framework("vllm") if ctx.framework is not None else None
-        release, how = _version_note(identity)
+        release, how = tree_vllm_release(ctx)
         row = vllm.use_v1()
         span = f"{row['first']} to {row['last']}"
         for s in found:
