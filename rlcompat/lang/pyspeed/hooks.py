@@ -1,15 +1,24 @@
 """What the pipeline, the CLI and the rule catalog ask of the Python front end's speed machinery: the one door to it
 from outside rlcompat/lang/ (besides the package's `plain` switch). Each hook loads its module on first call, so that
-importing this one costs nothing; the gate, asked for every rule of every file, is bound once."""
+importing this one costs nothing; the gate, asked for every rule of every file, is bound once, on first use."""
 
 from __future__ import annotations
 
-from rlcompat.lang.pyspeed import gate
+from functools import lru_cache
 
 
 def needs_to_see(rule, text: str) -> bool:
     """Whether `text` holds what `rule` needs to see besides a trigger (`gate`: derived from its declarations)."""
-    return gate.holds(rule, text)
+    return _gate().holds(rule, text)
+
+
+@lru_cache(maxsize=1)
+def _gate():
+    # bound on first use, not on import: the CLI imports this module for the collector, and `doctor` or `--help`
+    # never ask the gate (it brings the rule contract with it)
+    from rlcompat.lang.pyspeed import gate
+
+    return gate
 
 
 def defer_libcst() -> None:
