@@ -909,7 +909,7 @@ def check(script: ShellScript, text: str, path: str, rules: Sequence, target, _d
                                         if e is not None]
         views.append(view)
     if exported:
-        views.append(ConfigView("env", list(exported)))
+        views.append(ConfigView("env", list(exported), image=script.image))  # the container's software reads them
     # A command bashlex refused is not silently dropped: a view says where it is (RLC002 reads it), so a hazard in it
     # is not lost.
     views += [ConfigView("unread", anchor=_command_span(text, start, end), unread=why)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rlcompat.knowledge import vllm
 from rlcompat.knowledge.capabilities import last_release_that_runs, min_capability
 
 
@@ -59,3 +60,13 @@ def tree_vllm_release(ctx) -> tuple[str | None, str]:
         return None, ""
     where = f" ({identity.evidence})" if identity.evidence else ""
     return identity.version, f"vLLM {identity.version}{where}"
+
+
+def command_vllm_release(view, ctx) -> tuple[str | None, str]:
+    """The vLLM release that runs a command or reads its environment, and how that is known: the official vLLM image
+    its container runs (a Kubernetes container's or compose service's `image:`, a Dockerfile stage's `FROM`) [S216],
+    else the tree's vLLM (tree_vllm_release)."""
+    from_image = vllm.image_release(view.image) if view.image else None
+    if from_image is not None:
+        return from_image, f"vLLM {from_image} (the container's image {view.image})"
+    return tree_vllm_release(ctx)

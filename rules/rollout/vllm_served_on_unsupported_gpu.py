@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rlcompat.knowledge.capabilities import min_capability, runs
 from rlcompat.contract import Bad, ConfigRule, Good
-from rlcompat.rules.rollout.helpers import tree_vllm_release, unsupported_message, vllm_command
+from rlcompat.rules.rollout.helpers import command_vllm_release, unsupported_message, vllm_command
 from rlcompat.knowledge import frameworks, versions
 from rlcompat.knowledge import vllm
 from rlcompat.knowledge.environment import error_text
@@ -128,7 +128,7 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
             return
         if any(w == "--dtype" or w.startswith("--dtype=") for w in view.command_words):
             return
-        release, how = _release(view, ctx)
+        release, how = command_vllm_release(view, ctx)
         if release is None or not vllm.keeps_checkpoint_bf16(release):
             return
         ctx.report(anchor, f"vLLM serves with no --dtype: {how} keeps a bf16 checkpoint in bf16 and refuses it on "
@@ -144,11 +144,3 @@ def _image_server(view) -> bool:
     return bool(view.image and view.command_words and view.command_words[0].startswith("-")
                 and vllm.image_entrypoint(view.image))
 
-
-def _release(view, ctx) -> tuple[str | None, str]:
-    """The vLLM release that runs the command and how that is known: its container's official image, else the tree's
-    vLLM (its pin, package or installed release)."""
-    from_image = vllm.image_release(view.image) if view.image else None
-    if from_image is not None:
-        return from_image, f"vLLM {from_image} (the container's image {view.image})"
-    return tree_vllm_release(ctx)

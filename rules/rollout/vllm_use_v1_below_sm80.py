@@ -3,7 +3,7 @@ from __future__ import annotations
 from rlcompat.contract import Bad, ConfigRule, FixSafety, Good
 from rlcompat.knowledge import versions, vllm
 from rlcompat.knowledge.environment import error_text
-from rlcompat.rules.rollout.helpers import tree_vllm_release
+from rlcompat.rules.rollout.helpers import command_vllm_release
 
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -15,9 +15,11 @@ class VllmUseV1BelowSm80(ConfigRule):
     what = (
         "Finds VLLM_USE_V1 set true: `os.environ[\"VLLM_USE_V1\"] = \"1\"` (and `setdefault`) in Python, `export "
         "VLLM_USE_V1=1` or `VLLM_USE_V1=1 python ...` in scripts, and a config key of that name (Ray's "
-        "`runtime_env.env_vars`). Reported where the tree's vLLM (its pin, package or installed release) is one that "
-        f"refuses it ({vllm.use_v1()['first']} to {vllm.use_v1()['last']}); where no vLLM version is known it is a "
-        "warning that names those releases; a newer or older known release is left alone."
+        "`runtime_env.env_vars`), a Dockerfile `ENV` and a container's `env:`. Reported where the vLLM that reads it "
+        f"is one that refuses it ({vllm.use_v1()['first']} to {vllm.use_v1()['last']}): the release of the official "
+        "vLLM image its container runs (`vllm/vllm-openai:v0.9.2`), else the tree's (its pin, package or installed "
+        "release); where no vLLM version is known it is a warning that names those releases; a newer or older known "
+        "release is left alone."
     )
     why = (
         "Those releases need 8.0 for the V1 engine (its attention needed FlashAttention) and, with the variable set "
@@ -25,11 +27,11 @@ class VllmUseV1BelowSm80(ConfigRule):
         f"`{error_text(vllm.use_v1()['error'])}` [S103]. Setting it in code hides it from the launch command."
     )
     fix_safety = ("`\"0\"` keeps vLLM on its V0 engine, the one those releases run without the variable here: safe. "
-                  "Only where the tree's vLLM is known to be one of them: vLLM removed V0 later, so an unknown "
+                  "Only where the vLLM that reads it is known to be one of them: vLLM removed V0 later, so an unknown "
                   "release gets the warning without a fix.")
     names = ("VLLM_USE_V1",)
     languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
-    sources = ("S103",)
+    sources = ("S103", "S216")
 
     bad = (
         Bad('import os\nos.environ["VLLM_USE_V1"] = "1"\n', path="train.py", target="sm75",
@@ -38,12 +40,20 @@ class VllmUseV1BelowSm80(ConfigRule):
             fixed="export VLLM_USE_V1=0\npython -m verl.trainer.main_ppo\n", frameworks={"vllm": "0.9.2"}),
         # no vLLM version known: a warning naming the releases, and no fix (a later vLLM has no V0 engine)
         Bad('import os\nos.environ.setdefault("VLLM_USE_V1", "1")\n', path="train.py", target="sm75"),
+        # a Dockerfile's ENV read by the vLLM of its base image: that release is known, so the fix is safe
+        Bad('FROM vllm/vllm-openai:v0.9.2\nENV VLLM_USE_V1=1\nCMD ["--model", "m", "--dtype", "half"]\n',
+            path="Dockerfile", target="sm75",
+            fixed='FROM vllm/vllm-openai:v0.9.2\nENV VLLM_USE_V1=0\nCMD ["--model", "m", "--dtype", "half"]\n'),
     )
     good = (
         Good('import os\nos.environ["VLLM_USE_V1"] = "1"\n', path="train.py", target="sm80", frameworks={"vllm": "0.9.2"}),
         Good('import os\nos.environ["VLLM_USE_V1"] = "1"\n', path="train.py", target="sm75",
              frameworks={"vllm": "0.11.0"}),
         Good('import os\nos.environ["VLLM_USE_V1"] = "0"\n', path="train.py", target="sm75"),
+        # the container's official image holds a vLLM that runs V1 on the card, whatever the tree pins
+        Good("kind: Pod\nspec:\n  containers:\n    - name: vllm\n      image: vllm/vllm-openai:v0.11.0\n"
+             "      env:\n        - name: VLLM_USE_V1\n          value: \"1\"\n      args: [--model, m, --dtype, half]\n",
+             path="pod.yaml", target="sm75", frameworks={"vllm": "0.9.2"}),
     )
 
     @classmethod
@@ -54,7 +64,7 @@ class VllmUseV1BelowSm80(ConfigRule):
         found = [s for s in view.settings if s.key.rsplit(".", 1)[-1] == "VLLM_USE_V1" and not s.flag]
         if not found:
             return
-        release, how = tree_vllm_release(ctx)
+        release, how = command_vllm_release(view, ctx)
         row = vllm.use_v1()
         span = f"{row['first']} to {row['last']}"
         for s in found:
