@@ -9,7 +9,7 @@ import pytest
 
 from tests.verl_trees import verl_091_knowledge
 from rlcompat.knowledge import frameworks as fk
-from rlcompat.api import scan_source
+from rlcompat.api import fix_paths, scan_paths, scan_source
 from rlcompat.lang.settings import ConfigView, Setting, Span
 from rlcompat.rules import file_rules
 from rlcompat.knowledge.targets import resolve_target
@@ -71,6 +71,26 @@ def test_a_bad_framework_file_names_the_file_and_the_row():
     with pytest.raises(ValueError, match="has no proof"):
         fk._framework({"framework": "x", "label": "X", "version": "1.0", "key": [{"names": ["a"], "kind": "dtype"}]},
                       "1.0.toml")
+    # an off flag only where the switch is a flag that is on by default: elsewhere removing the flag turns it off
+    with pytest.raises(ValueError, match=r"\['a'\] has a `negation` but is not a switch flag that defaults to true"):
+        fk._framework({"framework": "x", "label": "X", "version": "1.0",
+                       "key": [{"names": ["a"], "form": "flag", "kind": "bf16-switch", "default": "false",
+                                "negation": "no-a", "proof": "x.py:1"}]}, "1.0.toml")
+
+
+def test_a_switch_on_by_default_is_fixed_with_its_off_flag_in_any_script_form(tmp_path):
+    """oat 0.2.3 parses with tyro, whose `bf16: bool = True` stays on without `--bf16`: the fix writes `--no-bf16`
+    (written inline, with `=`-less flags around it), and the fixed script has nothing left to report."""
+    script = tmp_path / "run.sh"
+    script.write_text("python -m oat.experiment.run_math_rl --flash-attn --bf16 --beta 0\n"
+                      "python -m trl.scripts.sft --bf16\n")
+    sm61 = resolve_target("sm61")
+    by_code = {(f.code, f.location.line) for f in scan_paths([str(script)], sm61).findings}
+    assert by_code == {("RLC207", 1), ("RLC118", 1), ("RLC107", 2)}
+    fix_paths([str(script)], sm61)
+    assert script.read_text() == ("python -m oat.experiment.run_math_rl --no-flash-attn --no-bf16 --beta 0\n"
+                                  "python -m trl.scripts.sft\n")
+    assert scan_paths([str(script)], sm61).findings == []
 
 
 # Settings as the front ends being generalised on issue 13 will yield them: a dotted flag without dashes, an

@@ -13,7 +13,7 @@ from rlcompat.analysis import command_framework, cpu_program
 from rlcompat.knowledge import frameworks as fk
 from rlcompat.analysis.confighelpers import follows_bf16_switch, is_bf16, remove_flag, where
 from rlcompat.lang.settings import ConfigContext, ConfigView, Setting
-from rlcompat.findings import FixSafety
+from rlcompat.findings import Edit, FixSafety
 from rlcompat.knowledge.versions import release
 from rlcompat.knowledge.precision import dtype_for, knowledge_choice
 
@@ -288,7 +288,11 @@ def _report(view, ctx, setting: Setting, key: fk.FrameworkKey, version_known: bo
         else:
             edits, advice = [setting.rewrite(spelled)], f"; use {spelled}{note}"
     elif kind.fix == "off":
-        if setting.flag and setting.value == "" and setting.word_span is not None:
+        if setting.flag and setting.value == "" and setting.word_span is not None and key.negation:
+            # on by default: without the flag it stays on, so the off flag takes its place
+            edits = [Edit(setting.word_span.start, setting.word_span.end, "--" + key.negation)]
+            advice = f"; pass --{key.negation} instead (it is on by default)"
+        elif setting.flag and setting.value == "" and setting.word_span is not None:
             edits, advice = [remove_flag(ctx.source_text, setting.word_span)], "; drop the flag"
         else:
             edits, advice = [setting.rewrite(False)], "; set it to false"
@@ -446,7 +450,24 @@ def _suggest(key: fk.FrameworkKey, kind, target) -> str:
         return f"; pass --{key.names[0]} {spelled}{note}"
     if kind.fix == "value" and key.safe:
         return f"; pass --{key.names[0]} {key.safe}"
+    if kind.fix == "off" and key.negation:
+        return f"; pass --{key.negation}"
     return ""
+
+
+def negated_switch(view: ConfigView, ctx: ConfigContext, setting: Setting) -> fk.FrameworkKey | None:
+    """The knowledge of a bare switch flag that the command's framework turns on by default and off with a flag of
+    its own (tyro's `--no-bf16`), where one applies: then removing the flag leaves the switch on, and the
+    knowledge's finding (its off flag as the fix) is the one to make."""
+    if view.kind != "command" or not setting.flag or setting.value != "":
+        return None
+    for fw in fk.frameworks():
+        if not attributed(view, ctx, fw):
+            continue
+        key = next((k for k in fw.keys if k.negation and fk.name_matches(k, setting.key)), None)
+        if key is not None:
+            return key
+    return None
 
 
 class DataExamples:

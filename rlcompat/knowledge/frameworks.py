@@ -102,6 +102,9 @@ class FrameworkKey:
     values: tuple[str, ...] = ()  # the kind's hazard values this release accepts (lower-cased); () = all of them
     when: tuple[Condition, ...] = field(default=(), compare=False, hash=False)  # all must hold for the key to be read
     remedy: str = ""  # what to do instead, for a kind no value fixes, where this release has a way out (its proof)
+    # A switch on by default whose parser gives it an off flag (tyro's `--no-bf16`): passing the bare flag or leaving
+    # it out both leave it on, so the fix writes this flag (without dashes) instead of removing the bare one
+    negation: str = ""
 
     @property
     def label(self) -> str:
@@ -215,7 +218,7 @@ def _framework(data: dict, filename: str) -> Framework:
             tuple(row.get("only_with", ())), examples, row.get("resolves", ""), row.get("auto_follows", ""),
             row.get("judged_by", ""), _omitted(row, fw.name, filename), _values(row, fw.name, filename),
             tuple(_condition(c, f"rlcompat/knowledge/data/frameworks/{fw.name}/{filename}: {row['names']} `when`")
-                  for c in row.get("when", ())), row.get("remedy", "")))
+                  for c in row.get("when", ())), row.get("remedy", ""), _negation(row, fw.name, filename)))
     object.__setattr__(fw, "keys", tuple(keys))
     for row in data.get("engine", ()):
         if not row.get("proof") or not row.get("commands") or not row.get("engine"):
@@ -233,6 +236,17 @@ def engine_command(words: tuple[str, ...], engine: str) -> tuple[Framework, dict
             if row["engine"] == engine and any(c in line for c in row["commands"]):
                 return fw, row
     return None
+
+
+def _negation(row: dict, framework: str, filename: str) -> str:
+    """`negation`: the off flag of a default-on switch flag; only where turning it off is the fix."""
+    negation = row.get("negation", "")
+    kind = kinds().get(row.get("kind", "none"))
+    if negation and (row.get("form") != "flag" or str(row.get("default", "")).lower() != "true"
+                     or kind is None or kind.fix != "off"):
+        raise ValueError(f"rlcompat/knowledge/data/frameworks/{framework}/{filename}: {row['names']} has a `negation` "
+                         "but is not a switch flag that defaults to true and is fixed by turning it off")
+    return negation
 
 
 def _values(row: dict, framework: str, filename: str) -> tuple[str, ...]:

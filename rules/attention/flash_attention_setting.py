@@ -4,7 +4,7 @@ from rlcompat.analysis import confighelpers as h
 from rlcompat.analysis.confighelpers import remove_flag
 from rlcompat.analysis.interpolation import select_default
 from rlcompat.analysis.verlengines import report_engine_settings
-from rlcompat.analysis.knowledgecheck import RESOLVED_ORIGINS
+from rlcompat.analysis.knowledgecheck import RESOLVED_ORIGINS, negated_switch
 from rlcompat.contract import Bad, ConfigRule, FixSafety, Good, VERL_091
 from rlcompat.knowledge.spellings import flash_attention
 
@@ -137,6 +137,8 @@ class FlashAttentionSetting(ConfigRule):
             for s in view.flags("--flash_attn", "--flash-attn"):
                 if s.value and s.as_bool() is False or s.origin in RESOLVED_ORIGINS:
                     continue  # off, or forced by the framework's own code (RLC207 reports that, with its condition)
+                if negated_switch(view, ctx, s) is not None:
+                    continue  # on by default in its framework (oat's tyro flags): RLC207 writes the off flag
                 edit = remove_flag(ctx.source_text, s.word_span) if s.word_span else None
                 ctx.report(s.key_span, f"{s.label} turns on FlashAttention-2, which needs compute capability 8.0+; "
                                        f"{target.name} is {target.capability_text}: drop the flag", [edit],

@@ -4,6 +4,7 @@ from rlcompat.analysis import confighelpers as h
 from rlcompat.knowledge.precision import dtype_for
 from rlcompat.contract import Bad, ConfigRule, FixSafety, Good
 from rlcompat.analysis.confighelpers import turn_off
+from rlcompat.analysis.knowledgecheck import negated_switch
 
 # Generic (non-verl) keys: transformers/TRL `bf16`, `torch_dtype`, accelerate's `mixed_precision`.
 DTYPE_NAMES = ("torch_dtype", "model_dtype")
@@ -37,7 +38,9 @@ class Bf16CliAndConfig(ConfigRule):
         "refuses it [S6] and transformers no longer stops it early since torch reports emulated support [S3]."
     )
     fix_safety = (
-        "`--bf16` is removed and `bf16: true` becomes false (fp32 training): safe. A dtype value follows the precision "
+        "`--bf16` is removed and `bf16: true` becomes false (fp32 training): safe. Where the command's framework "
+        "turns bf16 on by default and off with a flag of its own (oat's tyro `--no-bf16`), removing `--bf16` would "
+        "leave it on: RLC118 reports that flag and writes the off flag instead. A dtype value follows the precision "
         "policy (docs/precision.md): a model's training dtype (`--torch_dtype`, `torch_dtype:`) becomes `float32`, safe; "
         "an inference engine's (`vllm serve --dtype`, sglang) becomes `float16` on sm70/sm75, unsafe (a smaller range: "
         "bf16-pretrained models can overflow [S66]), `float32` on sm5x/sm6x; `mixed_precision` becomes `no` (safe) or "
@@ -82,7 +85,10 @@ class Bf16CliAndConfig(ConfigRule):
     def check_config(self, view, ctx) -> None:
         target = ctx.target
         fp16 = dtype_for(target, "autocast") == "float16"
-        turn_off(view.flags("--bf16") + ([] if view.is_verl and view.kind == "yaml" else view.by_name("bf16")), ctx,
+        # a bare `--bf16` of a framework that turns bf16 on by default (oat's tyro flags) is RLC118's: its fix is the
+        # framework's off flag, since removing this one leaves bf16 on
+        flags = [s for s in view.flags("--bf16") if negated_switch(view, ctx, s) is None]
+        turn_off(flags + ([] if view.is_verl and view.kind == "yaml" else view.by_name("bf16")), ctx,
                  lambda s: f"--bf16 trains in bf16, which {target.name} ({target.architecture}) lacks; drop the flag"
                            + (" (or use --fp16)" if fp16 else ""),
                  lambda s: f"{s.label} is {s.value}{h.where(s)}: bf16 training on {target.name} "
