@@ -291,3 +291,31 @@ def test_a_pyproject_extra_is_read_and_an_extra_not_in_the_tree_gives_nothing(tm
     assert _install_line_findings(tmp_path) == [("setup.sh", 1, 13, "RLC603")]
     (tmp_path / "pkg" / "pyproject.toml").unlink()
     assert _install_line_findings(tmp_path) == []
+
+
+def test_an_extra_of_a_known_repository_cloned_at_run_time_installs_what_every_release_declares(tmp_path):
+    """verl's SkyPilot tasks (v0.7.0 examples/skypilot): `git clone .../verl.git`, `cd verl`, `pip3 install -v -e
+    .[vllm]`. The clone is not in the tree; rlcompat/knowledge/data/environment.toml `[[clone]]` says every verl
+    release's `vllm` extra installs vLLM, which no release runs below 7.0: reported at the install word on sm61, with
+    the minimum every release shares (no one release's torch pin: the version cloned is not known)."""
+    (tmp_path / "task.yaml").write_text(
+        "resources:\n  accelerators: H100:1\nsetup: |\n  rm -rf verl\n  git clone https://github.com/volcengine/verl.git\n"
+        "  cd verl\n  pip3 install -v -e .[vllm]\nrun: |\n  echo done\n")
+    (tmp_path / "setup.sh").write_text(
+        "git clone --depth 1 -b v0.5.0 git@github.com:volcengine/verl.git src/v && cd src/v && pip install -e '.[vllm]'\n"
+        "cd /tmp && git clone https://github.com/OpenRLHF/OpenRLHF && cd OpenRLHF && pip install -e .[vllm]\n"
+        "cd /tmp && git clone https://example.org/other/verl.git && cd verl && pip install -e .[vllm]\n"
+        "cd /tmp && git clone https://github.com/volcengine/verl.git && cd verl && pip install -e .[test]\n")
+    assert _install_line_findings(tmp_path) == [("setup.sh", 1, 102, "RLC603"), ("setup.sh", 2, 92, "RLC603"),
+                                                ("task.yaml", 7, 22, "RLC603")]
+    assert _install_line_findings(tmp_path, "sm75") == []
+    [message] = {f.message for f in scan_paths([str(tmp_path / "task.yaml")], resolve_target("sm61")).findings
+                 if f.code == "RLC603"}
+    assert message.startswith("vllm (the `vllm` extra, verl cloned from github.com/volcengine/verl (every release")
+    assert "needs compute capability 7.0+" in message
+    # a clone the tree holds is read from its own files instead
+    (tmp_path / "src" / "v").mkdir(parents=True)
+    (tmp_path / "src" / "v" / "setup.py").write_text(SETUP_WITH_EXTRAS.replace('"vllm>=0.8.5,<=0.12.0"', '"vllm==0.8.5"'))
+    [own] = {f.message for f in scan_paths([str(tmp_path / "setup.sh")], resolve_target("sm61")).findings
+             if f.code == "RLC603" and f.location.line == 1}
+    assert own.startswith("vllm==0.8.5 (the `vllm` extra, src/v/setup.py:")

@@ -44,6 +44,9 @@ class Requirement:
     # Where it is written when that is not at `span` (`pip install -e .[vllm]` installs what the project's `vllm`
     # extra lists: "the `vllm` extra, setup.py:12"), for a message to name
     origin: str = ""
+    # False where the release is one the scan cannot know (an extra of a repository cloned at run time): rules judge
+    # what every release shares (a minimum capability), not what one release pins (the torch a vLLM release requires)
+    version_known: bool = True
 
     @property
     def origin_note(self) -> str:
@@ -231,7 +234,7 @@ def _add_installed_extras(group: Declared, view: ConfigView, ctx: ConfigContext)
         for req, where in ctx.scanned.installed_extras(ctx.source_text, line, extras):
             origin = f"the `{req.extra}` extra, {where}" if req.extra else where
             group.requirements.append(Requirement(req.name, req.spec, span, None, editable=False, extras=req.extras,
-                                                  origin=origin))
+                                                  origin=origin, version_known=req.version_known))
 
 
 def run(groups: Sequence[Declared], text: str, path: str, rules: Sequence[DeclaredRule], target,

@@ -134,10 +134,14 @@ class ScannedFile:
         for step in install_steps.steps_in(script, self.path, root):
             if step.kind != "project" or step.line != line or step.extras != extras or step.no_deps:
                 continue
+            found = []
             if os.path.commonpath([root, os.path.abspath(step.target)]) == root:  # a project of the scanned tree
-                for req, path, at in install_steps.extra_requirements(step.target, extras):
+                found = install_steps.extra_requirements(step.target, extras)
+                for req, path, at in found:
                     out.append((req, f"{os.path.relpath(path, root).replace(os.sep, '/')}:{at}"))
                     self.record_reads([path])
+            if not found and step.clone:  # a fresh clone the tree does not hold: what its extras install
+                out += install_steps.cloned_extras(step.clone, extras)
         return out
 
     def front_end(self, language: str) -> ModuleType:
