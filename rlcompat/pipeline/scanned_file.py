@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 from rlcompat.knowledge import frameworks, identity, install_steps, verl_config, verl_own_files
 from rlcompat.lang import frontends
 from rlcompat.pipeline import catalog, config_runner, overlaps
-from rlcompat.analysis import model_config
+from rlcompat.analysis import class_overrides, model_config
 
 if TYPE_CHECKING:
     from rlcompat.lang.pyspeed.chunks import Pass
@@ -143,6 +143,12 @@ class ScannedFile:
             if not found and step.clone:  # a fresh clone the tree does not hold: what its extras install
                 out += install_steps.cloned_extras(step.clone, extras)
         return out
+
+    def overridden_default(self, cls: str, field: str) -> bool:
+        files = class_overrides.overridden_everywhere(self.tree.root, cls, field)
+        if files:
+            self.record_reads(files)  # the subclasses' files decide: a change there changes this file's result
+        return bool(files)
 
     def front_end(self, language: str) -> ModuleType:
         return frontends.frontend(language)
