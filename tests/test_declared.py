@@ -319,3 +319,16 @@ def test_an_extra_of_a_known_repository_cloned_at_run_time_installs_what_every_r
     [own] = {f.message for f in scan_paths([str(tmp_path / "setup.sh")], resolve_target("sm61")).findings
              if f.code == "RLC603" and f.location.line == 1}
     assert own.startswith("vllm==0.8.5 (the `vllm` extra, src/v/setup.py:")
+
+
+def test_install_steps_know_what_a_clone_holds_and_skip_uv_option_values():
+    from rlcompat.knowledge.install_steps import repository, steps_in
+
+    steps = steps_in("git clone --depth 1 https://github.com/volcengine/verl.git && cd verl && pip install -e .[vllm]\n"
+                     "cd /w && git clone git@github.com:OpenRLHF/OpenRLHF.git rl && pip install -e rl[vllm]\n"
+                     "uv pip install --torch-backend cu126 torch==2.7.1\n", "/w/s.sh", "/w")
+    assert [(s.kind, s.target, s.extras, s.clone) for s in steps] == [
+        ("project", "/w/verl", ("vllm",), "github.com/volcengine/verl"),
+        ("project", "/w/rl", ("vllm",), "github.com/openrlhf/openrlhf"),
+        ("package", "torch", (), "")]  # `cu126` is the option's value, not a package
+    assert repository("ssh://git@github.com/volcengine/verl") == repository("https://github.com/volcengine/verl/")

@@ -27,7 +27,7 @@ _WORD = re.compile(r"""(?:"[^"]*"|'[^']*'|[^\s"'])+""")
 # pip options whose value is the next word (the requirement-file and editable options are read, not skipped)
 _VALUED = {"-i", "--index-url", "--extra-index-url", "-f", "--find-links", "-c", "--constraint", "--target", "-t",
            "--prefix", "--root", "--python", "--cache-dir", "--trusted-host", "--upgrade-strategy", "--platform",
-           "--python-version", "--only-binary", "--no-binary", "--config-settings", "-C"}
+           "--python-version", "--only-binary", "--no-binary", "--config-settings", "-C", "--torch-backend"}
 
 
 @dataclass(frozen=True)
