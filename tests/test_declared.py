@@ -332,3 +332,22 @@ def test_install_steps_know_what_a_clone_holds_and_skip_uv_option_values():
         ("project", "/w/rl", ("vllm",), "github.com/openrlhf/openrlhf"),
         ("package", "torch", (), "")]  # `cu126` is the option's value, not a package
     assert repository("ssh://git@github.com/volcengine/verl") == repository("https://github.com/volcengine/verl/")
+
+
+def test_a_known_distribution_installed_by_name_with_an_extra_installs_what_the_extra_does(tmp_path):
+    """`pip install "verl[vllm]==0.7.0"`, `openrlhf[vllm]` in a requirements file, `verl[sglang]` in pyproject
+    dependencies: environment.toml `[[clone]]` rows say what the extra installs in every release (a vLLM or SGLang
+    that does not run on a P40); not with --no-deps, not for an extra the row does not list, not on a T4."""
+    (tmp_path / "run.sh").write_text('pip install "verl[vllm]==0.7.0"\npip install openrlhf[vllm_latest]\n'
+                                     'pip install --no-deps "verl[vllm]"\npip install "verl[test]"\n')
+    (tmp_path / "requirements.txt").write_text("openrlhf[vllm]==0.9.9\n")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "0"\ndependencies = ["verl[sglang]"]\n')
+    found = sorted((f.path.rsplit("/", 1)[-1], f.location.line, f.code) for f in
+                   scan_paths([str(tmp_path)], resolve_target("sm61")).findings if f.code.startswith("RLC6"))
+    assert found == [("pyproject.toml", 4, "RLC603"), ("requirements.txt", 1, "RLC603"), ("run.sh", 1, "RLC603"),
+                     ("run.sh", 2, "RLC603")]
+    assert not [f for f in scan_paths([str(tmp_path)], resolve_target("sm75")).findings if f.code.startswith("RLC6")]
+    messages = {f.message for f in scan_paths([str(tmp_path / "run.sh")], resolve_target("sm61")).findings}
+    assert any(m.startswith("vllm (the `vllm_latest` extra of OpenRLHF (every release") for m in messages)
+    fix_paths([str(tmp_path)], resolve_target("sm61"))
+    assert (tmp_path / "requirements.txt").read_text() == "openrlhf[vllm]==0.9.9\n"  # the text is the extra's, not edited

@@ -137,18 +137,32 @@ def cloned_extras(repo: str, extras: tuple[str, ...]) -> list[tuple[Requirement,
     """(requirement, where it is known from) for each package the `extras` of a cloned repository install that the
     declared-environment rules judge (rlcompat/knowledge/data/environment.toml `[[clone]]`), without a version: a
     clone takes the default branch at run time (or the ref it names), and the rows hold what every release says."""
+    return [(req, f"{row['distribution']} cloned from {repo} ({row['proof_short']})")
+            for row in _clone_rows() if row["repository"] == repo for req in _extra_requirements(row, extras)]
+
+
+def distribution_extras(name: str, extras: tuple[str, ...]) -> list[tuple[Requirement, str]]:
+    """The same for a distribution installed by name with extras (`pip install "verl[vllm]"`, `openrlhf[vllm]` in a
+    requirements file): what those extras install in every release the row read, its release not used."""
+    return [(req, f"{row['distribution']} ({row['proof_short']})")
+            for row in _clone_rows() if normalise(row["distribution"]) == name for req in _extra_requirements(row, extras)]
+
+
+def _clone_rows() -> tuple:
     from rlcompat.knowledge.environment import environment_facts
 
+    return tuple(environment_facts().get("clone", ()))
+
+
+def _extra_requirements(row: dict, extras: tuple[str, ...]) -> list[Requirement]:
+    by_extra = {normalise(k): v for k, v in row["extras"].items()}
     out = []
-    for row in environment_facts().get("clone", ()):
-        if row["repository"] != repo:
-            continue
-        for extra in extras:
-            for name in row["extras"].get(extra, ()):
-                req = Requirement(normalise(name), "", requirement_at(name, 0).span, None, editable=False,
-                                  version_known=False)
-                req.extra = extra
-                out.append((req, f"{row['distribution']} cloned from {repo} ({row['proof_short']})"))
+    for extra in extras:
+        for name in by_extra.get(normalise(extra), ()):
+            req = Requirement(normalise(name), "", requirement_at(name, 0).span, None, editable=False,
+                              version_known=False)
+            req.extra = extra
+            out.append(req)
     return out
 
 

@@ -142,6 +142,9 @@ class Declared:
     # packages pinned exactly to a version held in a variable (`torch==${PYTORCH_VERSION}` where the variable is not
     # resolved): the install holds that package at one release, which one is not known
     pinned_by_variable: set[str] = field(default_factory=set)
+    # the requirements that named extras of known distributions install have been added (`_add_named_extras`): a
+    # group a front end hands every rule is completed once
+    named_extras_read: bool = field(default=False, repr=False)
 
     def requirement(self, name: str) -> Requirement | None:
         return next((r for r in self.requirements if r.name == name and not r.conda), None)
@@ -177,6 +180,8 @@ class DeclaredRule(ConfigRule):
 
     def check_config(self, view: ConfigView, ctx: ConfigContext) -> None:
         if isinstance(view, GroupView):
+            if ctx.scanned is not None:
+                _add_named_extras(view.group, ctx.scanned)
             self.check_declared(view.group, ctx)
             return
         # Launch scripts: a `pip install` (or `uv pip install`, `python -m pip install`) command is a group.
@@ -184,7 +189,26 @@ class DeclaredRule(ConfigRule):
         if group is not None and not replaced_by_later_sync(view, ctx.source_text):
             if ctx.scanned is not None:
                 _add_installed_extras(group, view, ctx)
+                _add_named_extras(group, ctx.scanned)
             self.check_declared(group, ctx)
+
+
+def _add_named_extras(group: Declared, scanned: ScannedView) -> None:
+    """`pip install "verl[vllm]"` (or `openrlhf[vllm]` in a requirements file) installs what that extra requires:
+    each package the knowledge knows the extra to install joins the group at the requirement's text, with no release
+    (rlcompat/knowledge/install_steps.py `distribution_extras`); never edited there. Not with `--no-deps`."""
+    if group.named_extras_read:
+        return
+    group.named_extras_read = True
+    if group.deps_held:
+        return
+    for req in list(group.requirements):
+        if not req.extras or req.conda:
+            continue
+        for dep, where in scanned.distribution_extras(req.name, req.extras):
+            group.requirements.append(Requirement(dep.name, dep.spec, req.span, None, editable=False,
+                                                  extra=req.extra, origin=f"the `{dep.extra}` extra of {where}",
+                                                  version_known=dep.version_known))
 
 
 # A later `uv sync` of the file (in a script, a Dockerfile RUN line or heredoc), with what follows it on its line

@@ -144,6 +144,9 @@ class ScannedFile:
                 out += install_steps.cloned_extras(step.clone, extras)
         return out
 
+    def distribution_extras(self, name: str, extras: tuple[str, ...]) -> list:
+        return install_steps.distribution_extras(name, extras)
+
     def overridden_default(self, cls: str, field: str) -> bool:
         files = class_overrides.overridden_everywhere(self.tree.root, cls, field)
         if files:
