@@ -295,7 +295,7 @@ def test_a_pyproject_extra_is_read_and_an_extra_not_in_the_tree_gives_nothing(tm
 
 def test_an_extra_of_a_known_repository_cloned_at_run_time_installs_what_every_release_declares(tmp_path):
     """verl's SkyPilot tasks (v0.7.0 examples/skypilot): `git clone .../verl.git`, `cd verl`, `pip3 install -v -e
-    .[vllm]`. The clone is not in the tree; rlcompat/knowledge/data/environment.toml `[[clone]]` says every verl
+    .[vllm]`. The clone is not in the tree; rlcompat/knowledge/data/environment.toml `[[package_extras]]` says every verl
     release's `vllm` extra installs vLLM, which no release runs below 7.0: reported at the install word on sm61, with
     the minimum every release shares (no one release's torch pin: the version cloned is not known)."""
     (tmp_path / "task.yaml").write_text(
@@ -336,7 +336,7 @@ def test_install_steps_know_what_a_clone_holds_and_skip_uv_option_values():
 
 def test_a_known_distribution_installed_by_name_with_an_extra_installs_what_the_extra_does(tmp_path):
     """`pip install "verl[vllm]==0.7.0"`, `openrlhf[vllm]` in a requirements file, `verl[sglang]` in pyproject
-    dependencies: environment.toml `[[clone]]` rows say what the extra installs in every release (a vLLM or SGLang
+    dependencies: environment.toml `[[package_extras]]` rows say what the extra installs in every release (a vLLM or SGLang
     that does not run on a P40); not with --no-deps, not for an extra the row does not list, not on a T4."""
     (tmp_path / "run.sh").write_text('pip install "verl[vllm]==0.7.0"\npip install openrlhf[vllm_latest]\n'
                                      'pip install --no-deps "verl[vllm]"\npip install "verl[test]"\n')

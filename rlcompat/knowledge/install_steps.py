@@ -135,23 +135,24 @@ def repository(url: str) -> str:
 
 def cloned_extras(repo: str, extras: tuple[str, ...]) -> list[tuple[Requirement, str]]:
     """(requirement, where it is known from) for each package the `extras` of a cloned repository install that the
-    declared-environment rules judge (rlcompat/knowledge/data/environment.toml `[[clone]]`), without a version: a
-    clone takes the default branch at run time (or the ref it names), and the rows hold what every release says."""
+    declared-environment rules judge (rlcompat/knowledge/data/environment.toml `[[package_extras]]`), without a
+    version: a clone takes the default branch at run time (or the ref it names), and the rows hold what every release
+    says."""
     return [(req, f"{row['distribution']} cloned from {repo} ({row['proof_short']})")
-            for row in _clone_rows() if row["repository"] == repo for req in _extra_requirements(row, extras)]
+            for row in _extras_rows() if row["repository"] == repo for req in _extra_requirements(row, extras)]
 
 
 def distribution_extras(name: str, extras: tuple[str, ...]) -> list[tuple[Requirement, str]]:
     """The same for a distribution installed by name with extras (`pip install "verl[vllm]"`, `openrlhf[vllm]` in a
     requirements file): what those extras install in every release the row read, its release not used."""
     return [(req, f"{row['distribution']} ({row['proof_short']})")
-            for row in _clone_rows() if normalise(row["distribution"]) == name for req in _extra_requirements(row, extras)]
+            for row in _extras_rows() if normalise(row["distribution"]) == name for req in _extra_requirements(row, extras)]
 
 
-def _clone_rows() -> tuple:
+def _extras_rows() -> tuple:
     from rlcompat.knowledge.environment import environment_facts
 
-    return tuple(environment_facts().get("clone", ()))
+    return tuple(environment_facts().get("package_extras", ()))
 
 
 def _extra_requirements(row: dict, extras: tuple[str, ...]) -> list[Requirement]:
