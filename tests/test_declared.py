@@ -291,3 +291,63 @@ def test_a_pyproject_extra_is_read_and_an_extra_not_in_the_tree_gives_nothing(tm
     assert _install_line_findings(tmp_path) == [("setup.sh", 1, 13, "RLC603")]
     (tmp_path / "pkg" / "pyproject.toml").unlink()
     assert _install_line_findings(tmp_path) == []
+
+
+def test_an_extra_of_a_known_repository_cloned_at_run_time_installs_what_every_release_declares(tmp_path):
+    """verl's SkyPilot tasks (v0.7.0 examples/skypilot): `git clone .../verl.git`, `cd verl`, `pip3 install -v -e
+    .[vllm]`. The clone is not in the tree; rlcompat/knowledge/data/environment.toml `[[package_extras]]` says every verl
+    release's `vllm` extra installs vLLM, which no release runs below 7.0: reported at the install word on sm61, with
+    the minimum every release shares (no one release's torch pin: the version cloned is not known)."""
+    (tmp_path / "task.yaml").write_text(
+        "resources:\n  accelerators: H100:1\nsetup: |\n  rm -rf verl\n  git clone https://github.com/volcengine/verl.git\n"
+        "  cd verl\n  pip3 install -v -e .[vllm]\nrun: |\n  echo done\n")
+    (tmp_path / "setup.sh").write_text(
+        "git clone --depth 1 -b v0.5.0 git@github.com:volcengine/verl.git src/v && cd src/v && pip install -e '.[vllm]'\n"
+        "cd /tmp && git clone https://github.com/OpenRLHF/OpenRLHF && cd OpenRLHF && pip install -e .[vllm]\n"
+        "cd /tmp && git clone https://example.org/other/verl.git && cd verl && pip install -e .[vllm]\n"
+        "cd /tmp && git clone https://github.com/volcengine/verl.git && cd verl && pip install -e .[test]\n")
+    assert _install_line_findings(tmp_path) == [("setup.sh", 1, 102, "RLC603"), ("setup.sh", 2, 92, "RLC603"),
+                                                ("task.yaml", 7, 22, "RLC603")]
+    assert _install_line_findings(tmp_path, "sm75") == []
+    [message] = {f.message for f in scan_paths([str(tmp_path / "task.yaml")], resolve_target("sm61")).findings
+                 if f.code == "RLC603"}
+    assert message.startswith("vllm (the `vllm` extra, verl cloned from github.com/volcengine/verl (every release")
+    assert "needs compute capability 7.0+" in message
+    # a clone the tree holds is read from its own files instead
+    (tmp_path / "src" / "v").mkdir(parents=True)
+    (tmp_path / "src" / "v" / "setup.py").write_text(SETUP_WITH_EXTRAS.replace('"vllm>=0.8.5,<=0.12.0"', '"vllm==0.8.5"'))
+    [own] = {f.message for f in scan_paths([str(tmp_path / "setup.sh")], resolve_target("sm61")).findings
+             if f.code == "RLC603" and f.location.line == 1}
+    assert own.startswith("vllm==0.8.5 (the `vllm` extra, src/v/setup.py:")
+
+
+def test_install_steps_know_what_a_clone_holds_and_skip_uv_option_values():
+    from rlcompat.knowledge.install_steps import repository, steps_in
+
+    steps = steps_in("git clone --depth 1 https://github.com/volcengine/verl.git && cd verl && pip install -e .[vllm]\n"
+                     "cd /w && git clone git@github.com:OpenRLHF/OpenRLHF.git rl && pip install -e rl[vllm]\n"
+                     "uv pip install --torch-backend cu126 torch==2.7.1\n", "/w/s.sh", "/w")
+    assert [(s.kind, s.target, s.extras, s.clone) for s in steps] == [
+        ("project", "/w/verl", ("vllm",), "github.com/volcengine/verl"),
+        ("project", "/w/rl", ("vllm",), "github.com/openrlhf/openrlhf"),
+        ("package", "torch", (), "")]  # `cu126` is the option's value, not a package
+    assert repository("ssh://git@github.com/volcengine/verl") == repository("https://github.com/volcengine/verl/")
+
+
+def test_a_known_distribution_installed_by_name_with_an_extra_installs_what_the_extra_does(tmp_path):
+    """`pip install "verl[vllm]==0.7.0"`, `openrlhf[vllm]` in a requirements file, `verl[sglang]` in pyproject
+    dependencies: environment.toml `[[package_extras]]` rows say what the extra installs in every release (a vLLM or SGLang
+    that does not run on a P40); not with --no-deps, not for an extra the row does not list, not on a T4."""
+    (tmp_path / "run.sh").write_text('pip install "verl[vllm]==0.7.0"\npip install openrlhf[vllm_latest]\n'
+                                     'pip install --no-deps "verl[vllm]"\npip install "verl[test]"\n')
+    (tmp_path / "requirements.txt").write_text("openrlhf[vllm]==0.9.9\n")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "0"\ndependencies = ["verl[sglang]"]\n')
+    found = sorted((f.path.rsplit("/", 1)[-1], f.location.line, f.code) for f in
+                   scan_paths([str(tmp_path)], resolve_target("sm61")).findings if f.code.startswith("RLC6"))
+    assert found == [("pyproject.toml", 4, "RLC603"), ("requirements.txt", 1, "RLC603"), ("run.sh", 1, "RLC603"),
+                     ("run.sh", 2, "RLC603")]
+    assert not [f for f in scan_paths([str(tmp_path)], resolve_target("sm75")).findings if f.code.startswith("RLC6")]
+    messages = {f.message for f in scan_paths([str(tmp_path / "run.sh")], resolve_target("sm61")).findings}
+    assert any(m.startswith("vllm (the `vllm_latest` extra of OpenRLHF (every release") for m in messages)
+    fix_paths([str(tmp_path)], resolve_target("sm61"))
+    assert (tmp_path / "requirements.txt").read_text() == "openrlhf[vllm]==0.9.9\n"  # the text is the extra's, not edited

@@ -213,3 +213,43 @@ def test_a_conda_environment_pip_section_moves_its_pins_with_its_index(tmp_path)
     root = _project(tmp_path, {"environment.yml": text})
     _fix(root)
     assert (root / "environment.yml").read_text() == text.replace("cu128", "cu126")
+
+
+def test_uv_s_torch_backend_is_the_pytorch_index_it_names(tmp_path):
+    # uv pip install --torch-backend=cu128 / UV_TORCH_BACKEND=cu130 take torch from that PyTorch index [S180]; axolotl
+    # 0.21.0's docker/Dockerfile-uv-base sets the variable from an ARG, reported (not edited) where the ARG writes it
+    text = ('ARG PYTORCH_VERSION="2.14.1"\nARG TORCH_BACKEND="cu130"\n'
+            'RUN UV_TORCH_BACKEND=$TORCH_BACKEND uv pip install torch==${PYTORCH_VERSION} torchvision\n'
+            'RUN uv pip install torch==2.8.0 --torch-backend=cu128\n'
+            'RUN uv pip install torch==2.8.0 --torch-backend cu126\n'
+            # `auto` names no index (the driver decides): PyPI's torch 2.7.1 (cu126) as without the option
+            'RUN uv pip install torch==2.7.1 --torch-backend=auto\n')
+    root = _project(tmp_path, {"Dockerfile": text})
+    assert [(f.location.line, f.fix is not None) for f in _rlc601(root)] == [(2, False), (4, True)]
+    _fix(root)
+    assert (root / "Dockerfile").read_text().splitlines()[3] == "RUN uv pip install torch==2.8.0 --torch-backend=cu126"
+
+
+def test_an_install_a_later_exact_uv_sync_undoes_decides_nothing(tmp_path):
+    # NeMo RL v0.4.0's docker/Dockerfile warms uv's cache in the project environment, then `uv sync` (exact unless
+    # --inexact) leaves that environment as the lock says [S237]: the warm-up's torch and flash-attn do not stay
+    warm = ('ENV UV_PROJECT_ENVIRONMENT=/opt/venv\n'
+            'RUN VIRTUAL_ENV=$UV_PROJECT_ENVIRONMENT uv pip install torch==2.7.0 --torch-backend=cu128\n'
+            'RUN VIRTUAL_ENV=$UV_PROJECT_ENVIRONMENT uv pip install flash-attn==2.7.4.post1 --no-build-isolation\n')
+
+    def found(text: str):
+        root = _project(tmp_path / str(len(list(tmp_path.iterdir()))), {"Dockerfile": text})
+        return sorted((f.code, f.location.line) for f in scan_paths([str(root)], P40).findings
+                      if f.code in ("RLC601", "RLC603"))
+
+    both = [("RLC601", 2), ("RLC603", 3)]
+    assert found(warm + "RUN uv sync --locked --no-install-project\n") == []
+    assert found(warm) == both  # nothing undoes them
+    # a sync before them, an inexact one, one that keeps build dependencies, one into the active environment, or a
+    # comment does not undo them
+    assert found(warm.replace("RUN", "RUN uv sync --locked\nRUN", 1)) == [("RLC601", 3), ("RLC603", 4)]
+    for later in ("uv sync --inexact", "uv sync --no-build-isolation", "uv sync --active", "# uv sync"):
+        assert found(warm + f"RUN {later}\n") == both, later
+    # an install into another environment than the project's is not the sync's
+    other = warm.replace("VIRTUAL_ENV=$UV_PROJECT_ENVIRONMENT", "VIRTUAL_ENV=/opt/other")
+    assert found(other + "RUN uv sync --locked\n") == both

@@ -34,3 +34,37 @@ def test_an_image_tag_names_what_it_ships_only_for_the_listed_image():
     assert shipped_by_image("docker.io/hiyouga/pytorch", "th2.6.0-cu124-flashattn2.8.3-devel")[0][1] == "2.8.3"
     assert shipped_by_image("hiyouga/pytorch", "th2.6.0-cu124-cxx11abi0-devel") == []
     assert shipped_by_image("someone/pytorch", IMAGE.split(":")[1]) == []
+
+
+def _rlc602(text: str, target: str = "sm61"):
+    from rlcompat.api import scan_source
+    from rlcompat.knowledge.targets import resolve_target
+    return [(f.location.line, f.fix is not None) for f in scan_source(text, resolve_target(target), "Dockerfile",
+                                                                      "dockerfile") if f.code == "RLC602"]
+
+
+def test_a_tag_part_one_arg_writes_out_is_placed_at_that_arg():
+    # axolotl 0.21.0's docker/Dockerfile-uv-base: the release is ARG CUDA_VERSION's value; the other ARGs of the tag
+    # do not move it
+    text = ('ARG CUDA_VERSION="13.0.3"\nARG CUDNN_VERSION=""\nARG UBUNTU_VERSION="24.04"\n\n'
+            'FROM nvidia/cuda:$CUDA_VERSION-cudnn$CUDNN_VERSION-devel-ubuntu$UBUNTU_VERSION AS base-builder\n')
+    (image,) = dockerfile.parse(text).group.images
+    assert image.tag == "13.0.3-cudnn-devel-ubuntu24.04" and not image.literal
+    at = image.written_at(0, len("13.0.3"))
+    assert text[at.start:at.end] == "13.0.3" and text.count("\n", 0, at.start) == 0
+    ubuntu = image.written_at(len("13.0.3-cudnn-devel-ubuntu"), len(image.tag))
+    assert text[ubuntu.start:ubuntu.end] == "24.04"
+    assert image.written_at(0, len("13.0.3-cudnn")) is None  # spans an ARG and the FROM line's own text
+    assert _rlc602(text) == [(1, True)] and _rlc602(text, "sm75") == []
+    # the release made of two ARGs is not written in one place: reported on the FROM reference, not retagged
+    split = 'ARG MAJOR=13\nARG MINOR=0.1\nFROM nvidia/cuda:${MAJOR}.${MINOR}-devel-ubuntu24.04\n'
+    assert _rlc602(split) == [(3, False)]
+
+
+def test_an_image_whose_documented_tag_names_its_cuda_is_judged_by_it():
+    # axolotl's docs/docker.qmd: `...-py{python}-cu{cuda}-{torch}`; the tag from ARG BASE_TAG is reported there
+    text = "ARG BASE_TAG=main-py3.12-cu130-2.14.1\nFROM axolotlai/axolotl-cloud-uv:$BASE_TAG\n"
+    assert _rlc602(text) == [(1, False)] and _rlc602(text, "sm75") == []
+    assert _rlc602("FROM axolotlai/axolotl:0.18.0-py3.11-cu126-2.7.1\n") == []
+    assert _rlc602("FROM axolotlai/axolotl-base:main-base-py3.12-cu130-2.13.0\n") == [(1, False)]
+    assert _rlc602("FROM someone/axolotl:main-py3.12-cu130-2.14.1\n") == []  # not a documented image

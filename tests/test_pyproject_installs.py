@@ -175,3 +175,26 @@ def test_the_older_uv_index_settings_serve_torch_before_pypi():
     assert not _found(text.replace("cu128", "cu126"))
     indexes = pyproject_deps.parse(text.replace("extra-index-url = [", 'index-url = "https://pypi.org/simple"\nextra-index-url = [')).indexes
     assert [(i.kind, i.pytorch_tag, i.uv_only) for i in indexes] == [("index", None, True), ("extra", "cu128", True)]
+
+
+def test_a_uv_source_that_sends_a_declared_package_to_a_wheel_installs_that_wheel():
+    # skyrl-train 0.2.0's form: the core flash-attn comes from a release wheel [S236]; the URL is reported too, since
+    # it is what uv installs, and never edited (the file is what it is)
+    wheel = ("https://github.com/Dao-AILab/flash-attention/releases/download/v2.8.0.post2/"
+             "flash_attn-2.8.0.post2+cu12torch2.7cxx11abiFALSE-cp312-cp312-linux_x86_64.whl")
+    head = '[project]\nname = "x"\ndependencies = ["flash-attn"]\n\n[tool.uv.sources]\n'
+    assert _found(head + f'flash-attn = {{ url = "{wheel}" }}\n', "sm75") == [("RLC603", 3), ("RLC603", 6)]
+    # percent-encoded file names are read as uv reads them; a row for another platform does not apply
+    quoted = wheel.replace("+", "%2B")
+    assert _found(head + f'flash-attn = [{{ url = "{quoted}", marker = "sys_platform == \'linux\'" }}]\n', "sm75") \
+        == [("RLC603", 3), ("RLC603", 6)]
+    assert _found(head + f'flash-attn = [{{ url = "{wheel}", marker = "sys_platform == \'darwin\'" }}]\n', "sm75") \
+        == [("RLC603", 3)]
+    # a package the project does not declare is not routed [S180]; a wheel of another distribution names nothing
+    assert _found('[project]\nname = "x"\n\n[tool.uv.sources]\n' + f'flash-attn = {{ url = "{wheel}" }}\n', "sm75") == []
+    assert _found(head + f'flash-attn = {{ url = "{wheel.replace("flash_attn-", "other-")}" }}\n', "sm75") == [("RLC603", 3)]
+    # the wheel is installed where the package is asked for: only with the extra that asks for it
+    group = pyproject_deps.parse('[project]\nname = "x"\n[project.optional-dependencies]\ngpu = ["flash-attn"]\n'
+                                 f'[tool.uv.sources]\nflash-attn = {{ url = "{wheel}" }}\n')
+    assert [(r.name, r.spec, r.extra, r.editable) for r in group.requirements] == [
+        ("flash-attn", "", "gpu", True), ("flash-attn", "==2.8.0.post2+cu12torch2.7cxx11abiFALSE", "gpu", False)]

@@ -51,3 +51,15 @@ def shipped_by_image(image: str, tag: str) -> list[tuple[str, str, str]]:
         if m:
             found.append((row["package"], m.group("version"), row["proof"]))
     return found
+
+
+def cuda_in_tag(image: str, tag: str) -> tuple[str, int, int] | None:
+    """(CUDA release, start, end in `tag`) where an image's documented tag format names the CUDA it is built on
+    (`[[docker.cuda_tag]]`): axolotlai/axolotl-cloud-uv:main-py3.12-cu130-2.14.1 is CUDA 13.0, at `130`."""
+    for row in environment_facts()["docker"].get("cuda_tag", ()):
+        if not any(image == name or image.endswith("/" + name) for name in row["images"]):
+            continue
+        m = re.search(row["tag"], tag)
+        if m:
+            return f"{int(m.group('major'))}.{int(m.group('minor'))}", m.start("major"), m.end("minor")
+    return None

@@ -27,7 +27,7 @@ _WORD = re.compile(r"""(?:"[^"]*"|'[^']*'|[^\s"'])+""")
 # pip options whose value is the next word (the requirement-file and editable options are read, not skipped)
 _VALUED = {"-i", "--index-url", "--extra-index-url", "-f", "--find-links", "-c", "--constraint", "--target", "-t",
            "--prefix", "--root", "--python", "--cache-dir", "--trusted-host", "--upgrade-strategy", "--platform",
-           "--python-version", "--only-binary", "--no-binary", "--config-settings", "-C"}
+           "--python-version", "--only-binary", "--no-binary", "--config-settings", "-C", "--torch-backend"}
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,7 @@ class Step:
     no_deps: bool = False  # `--no-deps`: a project installed without its requirements
     upgrade: bool = False  # `-U`: an unpinned package goes to the newest release even when one is installed
     extras: tuple[str, ...] = ()  # a project's extras it asks for (`.[vllm]`), normalised
+    clone: str = ""  # the repository a project directory is a fresh clone of (`git clone URL DIR` before), normalised
 
 
 def is_install_script(path: str) -> bool:
@@ -81,6 +82,7 @@ def steps_in(text: str, path: str, start_dir: str) -> tuple[Step, ...]:
 
     out: list[Step] = []
     cwd: str | None = start_dir
+    clones: dict[str, str] = {}  # directory -> the repository a `git clone` of the script made there
     for start, line in logical_lines(text):
         body = re.sub(r"(^|\s)#.*$", "", line)
         pos = 0
@@ -93,8 +95,76 @@ def steps_in(text: str, path: str, start_dir: str) -> tuple[Step, ...]:
             if words[0][0] == "cd":
                 cwd = _moved(cwd, words[1][0] if len(words) > 1 else "~")
                 continue
-            out.extend(_pip_install(words, cwd, path, text))
+            if [w for w, _ in words[:2]] == ["git", "clone"]:
+                _cloned([w for w, _ in words[2:]], cwd, clones)
+                continue
+            out.extend(_pip_install(words, cwd, path, text, clones))
     return tuple(out)
+
+
+# `git clone` options whose value is the next word (git-clone(1))
+_CLONE_VALUED = {"-b", "--branch", "-o", "--origin", "-c", "--config", "--depth", "--reference", "-j", "--jobs",
+                 "--filter", "--separate-git-dir", "-u", "--upload-pack", "--template", "--shallow-since",
+                 "--shallow-exclude", "--bundle-uri", "--server-option"}
+
+
+def _cloned(args: list[str], cwd: str | None, clones: dict[str, str]) -> None:
+    """Record the directory `git clone URL [DIR]` makes (DIR, else the URL's last part without `.git`)."""
+    positional, i = [], 0
+    while i < len(args):
+        word = args[i]
+        if word.startswith("-"):
+            i += 2 if word in _CLONE_VALUED else 1
+            continue
+        positional.append(word)
+        i += 1
+    if not positional or cwd is None:
+        return
+    url = positional[0]
+    dest = positional[1] if len(positional) > 1 else re.sub(r"\.git$", "", url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1])
+    if dest and "$" not in dest and "$" not in url:
+        clones[os.path.normpath(os.path.join(cwd, dest))] = repository(url)
+
+
+def repository(url: str) -> str:
+    """`https://github.com/volcengine/verl.git`, `git@github.com:volcengine/verl` -> `github.com/volcengine/verl`."""
+    url = re.sub(r"^(?:git\+)?(?:https?|ssh|git)://(?:[^@/]+@)?", "", url.strip())
+    url = re.sub(r"^[^@/]+@([^:/]+):", r"\1/", url)
+    return re.sub(r"\.git$", "", url.rstrip("/")).lower()
+
+
+def cloned_extras(repo: str, extras: tuple[str, ...]) -> list[tuple[Requirement, str]]:
+    """(requirement, where it is known from) for each package the `extras` of a cloned repository install that the
+    declared-environment rules judge (rlcompat/knowledge/data/environment.toml `[[package_extras]]`), without a
+    version: a clone takes the default branch at run time (or the ref it names), and the rows hold what every release
+    says."""
+    return [(req, f"{row['distribution']} cloned from {repo} ({row['proof_short']})")
+            for row in _extras_rows() if row["repository"] == repo for req in _extra_requirements(row, extras)]
+
+
+def distribution_extras(name: str, extras: tuple[str, ...]) -> list[tuple[Requirement, str]]:
+    """The same for a distribution installed by name with extras (`pip install "verl[vllm]"`, `openrlhf[vllm]` in a
+    requirements file): what those extras install in every release the row read, its release not used."""
+    return [(req, f"{row['distribution']} ({row['proof_short']})")
+            for row in _extras_rows() if normalise(row["distribution"]) == name for req in _extra_requirements(row, extras)]
+
+
+def _extras_rows() -> tuple:
+    from rlcompat.knowledge.environment import environment_facts
+
+    return tuple(environment_facts().get("package_extras", ()))
+
+
+def _extra_requirements(row: dict, extras: tuple[str, ...]) -> list[Requirement]:
+    by_extra = {normalise(k): v for k, v in row["extras"].items()}
+    out = []
+    for extra in extras:
+        for name in by_extra.get(normalise(extra), ()):
+            req = Requirement(normalise(name), "", requirement_at(name, 0).span, None, editable=False,
+                              version_known=False)
+            req.extra = extra
+            out.append(req)
+    return out
 
 
 def _moved(cwd: str | None, dest: str) -> str | None:
@@ -103,7 +173,8 @@ def _moved(cwd: str | None, dest: str) -> str | None:
     return os.path.normpath(os.path.join(cwd, dest))
 
 
-def _pip_install(words: list[tuple[str, int]], cwd: str | None, path: str, text: str) -> list[Step]:
+def _pip_install(words: list[tuple[str, int]], cwd: str | None, path: str, text: str,
+                 clones: dict[str, str]) -> list[Step]:
     names = [w for w, _ in words]
     at = _install_index(names)
     if at is None:
@@ -122,7 +193,8 @@ def _pip_install(words: list[tuple[str, int]], cwd: str | None, path: str, text:
             if where is not None:
                 kind = "requirements" if word in ("-r", "--requirement") else "project"
                 out.append(Step(kind, where, "", path, text.count("\n", 0, value_offset) + 1, no_deps, upgrade,
-                                extras_of(value) if kind == "project" else ()))
+                                extras_of(value) if kind == "project" else (),
+                                clones.get(where, "") if kind == "project" else ""))
             i += 2
             continue
         if word.startswith("-"):
@@ -131,7 +203,8 @@ def _pip_install(words: list[tuple[str, int]], cwd: str | None, path: str, text:
         if _looks_like_path(word):
             where = _path(cwd, word)
             if where is not None:
-                out.append(Step("project", where, "", path, line, no_deps, upgrade, extras_of(word)))
+                out.append(Step("project", where, "", path, line, no_deps, upgrade, extras_of(word),
+                                clones.get(where, "")))
         else:
             req = requirement_at(word, 0)
             if req is not None:

@@ -44,6 +44,9 @@ class Requirement:
     # Where it is written when that is not at `span` (`pip install -e .[vllm]` installs what the project's `vllm`
     # extra lists: "the `vllm` extra, setup.py:12"), for a message to name
     origin: str = ""
+    # False where the release is one the scan cannot know (an extra of a repository cloned at run time): rules judge
+    # what every release shares (a minimum capability), not what one release pins (the torch a vLLM release requires)
+    version_known: bool = True
 
     @property
     def origin_note(self) -> str:
@@ -59,6 +62,7 @@ class IndexUrl:
     uv_only: bool = False  # a `[[tool.uv.index]]` of pyproject.toml: uv reads it, pip does not
     routed_at: Span | None = None  # an explicit uv index: where `[tool.uv.sources]` sends torch to it
     routed_extras: tuple[str, ...] | None = None  # the extras that route is limited to (None: every install)
+    backend: bool = False  # uv's `--torch-backend=cu128`: `span` is the tag alone (`cu128`), the URL is implied
 
     @property
     def pytorch_tag(self) -> str | None:
@@ -67,6 +71,8 @@ class IndexUrl:
         return m.group("tag") if m else None
 
     def tag_span(self) -> Span | None:
+        if self.backend:
+            return self.span if self.editable else None
         m = PYTORCH_INDEX.search(self.url) if self.editable else None
         return Span(self.span.start + m.start("tag"), self.span.start + m.end("tag")) if m else None
 
@@ -77,6 +83,19 @@ class BaseImage:
     tag: str
     tag_span: Span
     literal: bool = True  # the tag is written out (not built from ARG variables), so a fix can rewrite it
+    # Where the parts of a tag built from variables are written: (start, end) in `tag` and the span of the ARG value
+    # it came from (`FROM nvidia/cuda:$CUDA_VERSION-devel`: the release is ARG CUDA_VERSION's value)
+    pieces: tuple[tuple[int, int, Span], ...] = ()
+
+    def written_at(self, start: int, end: int) -> Span | None:
+        """Where the characters `tag[start:end]` are written: inside the tag itself when it is literal, inside one
+        ARG value that supplies them all, else None."""
+        if self.literal:
+            return Span(self.tag_span.start + start, self.tag_span.start + end)
+        for first, last, span in self.pieces:
+            if first <= start and end <= last:
+                return Span(span.start + start - first, span.start + end - first)
+        return None
 
     @property
     def cuda(self) -> str | None:
@@ -123,6 +142,9 @@ class Declared:
     # packages pinned exactly to a version held in a variable (`torch==${PYTORCH_VERSION}` where the variable is not
     # resolved): the install holds that package at one release, which one is not known
     pinned_by_variable: set[str] = field(default_factory=set)
+    # the requirements that named extras of known distributions install have been added (`_add_named_extras`): a
+    # group a front end hands every rule is completed once
+    named_extras_read: bool = field(default=False, repr=False)
 
     def requirement(self, name: str) -> Requirement | None:
         return next((r for r in self.requirements if r.name == name and not r.conda), None)
@@ -158,14 +180,66 @@ class DeclaredRule(ConfigRule):
 
     def check_config(self, view: ConfigView, ctx: ConfigContext) -> None:
         if isinstance(view, GroupView):
+            if ctx.scanned is not None:
+                _add_named_extras(view.group, ctx.scanned)
             self.check_declared(view.group, ctx)
             return
         # Launch scripts: a `pip install` (or `uv pip install`, `python -m pip install`) command is a group.
         group = from_command(view, ctx.source_text)
-        if group is not None:
+        if group is not None and not replaced_by_later_sync(view, ctx.source_text):
             if ctx.scanned is not None:
                 _add_installed_extras(group, view, ctx)
+                _add_named_extras(group, ctx.scanned)
             self.check_declared(group, ctx)
+
+
+def _add_named_extras(group: Declared, scanned: ScannedView) -> None:
+    """`pip install "verl[vllm]"` (or `openrlhf[vllm]` in a requirements file) installs what that extra requires:
+    each package the knowledge knows the extra to install joins the group at the requirement's text, with no release
+    (rlcompat/knowledge/install_steps.py `distribution_extras`); never edited there. Not with `--no-deps`."""
+    if group.named_extras_read:
+        return
+    group.named_extras_read = True
+    if group.deps_held:
+        return
+    for req in list(group.requirements):
+        if not req.extras or req.conda:
+            continue
+        for dep, where in scanned.distribution_extras(req.name, req.extras):
+            group.requirements.append(Requirement(dep.name, dep.spec, req.span, None, editable=False,
+                                                  extra=req.extra, origin=f"the `{dep.extra}` extra of {where}",
+                                                  version_known=dep.version_known))
+
+
+# A later `uv sync` of the file (in a script, a Dockerfile RUN line or heredoc), with what follows it on its line
+_UV_SYNC = re.compile(r"(?<![\w-])uv[ \t]+sync\b(?P<rest>[^\n]*)")
+
+
+def replaced_by_later_sync(view: ConfigView, text: str) -> bool:
+    """Whether `uv pip install` into the project's environment (`VIRTUAL_ENV` is `UV_PROJECT_ENVIRONMENT`) is undone
+    by a `uv sync` later in the file: a sync is exact unless `--inexact`, so it leaves that environment as the lock
+    says, each package the install put there replaced by the locked one or removed [S237] (NeMo RL v0.4.0's
+    docker/Dockerfile warms uv's cache that way). What the install asks for then decides nothing that stays; the
+    project's own declarations are judged where they are written. A sync into another environment (`--active`,
+    its own `UV_PROJECT_ENVIRONMENT=`), an inexact one, or one with `--no-build-isolation` (which keeps extraneous
+    packages) does not count."""
+    words = list(view.command_words)
+    if "install" not in words or words[:words.index("install")][-2:] != ["uv", "pip"]:
+        return False
+    venv = [s.value for s in view.env("VIRTUAL_ENV")]
+    project = [s.value for s in view.env("UV_PROJECT_ENVIRONMENT")]
+    if not venv or not project or not venv[-1] or venv[-1].rstrip("/") != (project[-1] or "").rstrip("/"):
+        return False
+    end = max((s.end for s in view.word_spans), default=0)
+    for m in _UV_SYNC.finditer(text, end):
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        if text[line_start:m.start()].lstrip().startswith("#"):
+            continue  # a comment
+        rest = m.group("rest")
+        if not re.search(r"--inexact\b|--active\b|--no-build-isolation\b|UV_PROJECT_ENVIRONMENT=",
+                         text[line_start:m.start()] + rest):
+            return True
+    return False
 
 
 # A local project with extras, as an install command names it: `.[vllm]`, `./pkg[dev,vllm]`, `/src/app[gpu]`.
@@ -184,7 +258,7 @@ def _add_installed_extras(group: Declared, view: ConfigView, ctx: ConfigContext)
         for req, where in ctx.scanned.installed_extras(ctx.source_text, line, extras):
             origin = f"the `{req.extra}` extra, {where}" if req.extra else where
             group.requirements.append(Requirement(req.name, req.spec, span, None, editable=False, extras=req.extras,
-                                                  origin=origin))
+                                                  origin=origin, version_known=req.version_known))
 
 
 def run(groups: Sequence[Declared], text: str, path: str, rules: Sequence[DeclaredRule], target,
@@ -224,7 +298,7 @@ def pip_arguments(words: Sequence[tuple[str, Span]], group: Declared) -> None:
                 group.deps_held = True
             if text in ("-r", "-c", "--requirement", "--constraint", "-e", "--editable", "--target", "-t",
                         "--prefix", "--root", "--python", "--cache-dir", "--trusted-host", "--upgrade-strategy",
-                        "--platform", "--python-version", "--only-binary", "--no-binary"):
+                        "--platform", "--python-version", "--only-binary", "--no-binary", TORCH_BACKEND_OPTION):
                 i += 1  # skip the option's value
             i += 1
             continue
@@ -301,6 +375,10 @@ def from_command(view: ConfigView, text: str) -> Declared | None:
         return None
     group = Declared("command", anchor=spans[0])
     pip_arguments(list(zip(words[at + 1:], spans[at + 1:])), group)
+    if head[-2:] == ["uv", "pip"]:
+        backend = _torch_backend(list(zip(words[at + 1:], spans[at + 1:])), view)
+        if backend is not None:
+            group.indexes.append(backend)
     # A word whose text is not what the file holds there (a variable the shell front end resolved) is reported
     # where it is used but never edited there.
     written = {(s.start, s.end) for w, s in zip(words, spans) if text[s.start:s.end] == w}
@@ -308,6 +386,31 @@ def from_command(view: ConfigView, text: str) -> Declared | None:
         if not any(a <= item.span.start and item.span.end <= b for a, b in written):
             item.editable = False
     return group
+
+
+TORCH_BACKEND_OPTION = "--torch-backend"
+_BACKEND = re.compile(r"cu\d+|cpu|rocm[\d.]+|xpu")
+
+
+def _torch_backend(words: Sequence[tuple[str, Span]], view: ConfigView) -> IndexUrl | None:
+    """The PyTorch index `uv pip install --torch-backend=cu130` (or `UV_TORCH_BACKEND=cu130` in its environment)
+    takes torch and its family from [S180]: https://download.pytorch.org/whl/cu130, at the value's text (a fix
+    rewrites the tag there where it is written in the command). `auto` (the driver's CUDA decides) names none."""
+    found = None
+    for i, (text, span) in enumerate(words):
+        name, eq, inline = text.partition("=")
+        if name == TORCH_BACKEND_OPTION:
+            if eq:
+                found = (inline, Span(span.end - len(inline), span.end))
+            elif i + 1 < len(words):
+                found = words[i + 1]
+    if found is None:
+        env = view.env("UV_TORCH_BACKEND")
+        last = env[-1] if env else None
+        found = (last.value, last.value_span or last.key_span) if last is not None and last.value is not None else None
+    if found is None or not _BACKEND.fullmatch(found[0]):
+        return None
+    return IndexUrl(f"https://download.pytorch.org/whl/{found[0]}", "index", found[1], backend=True)
 
 
 def _inside_quotes(text: str, word: str, span: Span) -> Span:

@@ -285,18 +285,39 @@ def _base_image(rest: str, at: int, group: Declared) -> None:
     if known is not None and "$" not in known.value:
         # FROM ${BASE_IMAGE}: the reference is the ARG's value, read (and rewritten) where the ARG writes it
         ref, start, literal = known.value, known.span.start, True
-    elif not literal:
-        # FROM nvidia/cuda:${CUDA_VERSION}-cudnn-devel-ubuntu${UBUNTU}: what is known is enough to read the CUDA.
-        ref = _expand(ref, group, partial=True)
-        if ref is None:
-            return
+    pieces: list[tuple[int, int, Span]] = []
+    if not literal:
+        # FROM nvidia/cuda:${CUDA_VERSION}-cudnn-devel-ubuntu${UBUNTU}: what is known is enough to read the CUDA, and
+        # each part an ARG writes out is placed at that ARG's value.
+        ref, pieces = _expand_placed(ref, group)
     ref = ref.split("@", 1)[0]
     image, colon, tag = ref.rpartition(":")
     if not colon or "/" in tag:
         return  # no tag (or a registry port): nothing to read
-    # A tag built from variables is reported on the FROM reference, and not rewritten there.
+    # A tag built from variables is reported on the FROM reference (or the ARG that writes the part a rule reads:
+    # BaseImage.written_at), and not rewritten there.
     span = Span(start + len(image) + 1, start + len(image) + 1 + len(tag)) if literal else Span(start, start + len(words[0][0]))
-    group.images.append(BaseImage(image.lower(), tag, span, literal))
+    shift = len(image) + 1
+    placed = tuple((a - shift, b - shift, s) for a, b, s in pieces if a >= shift)
+    group.images.append(BaseImage(image.lower(), tag, span, literal, placed))
+
+
+def _expand_placed(ref: str, group: Declared) -> tuple[str, list[tuple[int, int, Span]]]:
+    """`ref` with its variables expanded (unknown ones left empty), and for each variable whose ARG/ENV value is
+    written out (no `$` in it) where its text sits in the result and where the value is written."""
+    out, pieces, at = [], [], 0
+    for m in VARIABLE.finditer(ref):
+        out.append(ref[at:m.start()])
+        known = group.variable(m.group("braced") or m.group("bare"))
+        if known is not None and "$" not in known.value:
+            begin = sum(map(len, out))
+            pieces.append((begin, begin + len(known.value), known.span))
+            out.append(known.value)
+        else:
+            out.append(_expand(m.group(0), group, partial=True) or "")
+        at = m.end()
+    out.append(ref[at:])
+    return "".join(out), pieces
 
 
 def _variables(rest: str, at: int, group: Declared) -> None:

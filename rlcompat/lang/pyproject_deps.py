@@ -10,10 +10,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Sequence
+from urllib.parse import unquote
 
 from rlcompat.lang.scanned import ScannedView
 from rlcompat._toml import TOMLDecodeError, load_toml_text
-from rlcompat.lang.declared import Declared, IndexUrl, requirement_at, run
+from rlcompat.lang.declared import Declared, IndexUrl, Requirement, normalise, requirement_at, run
 from rlcompat.lang.settings import Span
 from rlcompat.findings import Finding
 
@@ -52,6 +53,7 @@ def declared_from(data: dict, text: str, kind: str) -> Declared:
             req.extra = extra
             group.requirements.append(req)
     uv = (data.get("tool") or {}).get("uv") or {}
+    group.requirements += _url_wheels(uv.get("sources"), text, group.requirements)
     routes = _torch_routes(uv.get("sources"), text)
     for index in uv.get("index") or ():
         url = index.get("url") if isinstance(index, dict) else None
@@ -112,6 +114,38 @@ def _torch_routes(sources, text: str) -> list[Route]:
         marker = row.get("marker") if isinstance(row.get("marker"), str) else ""
         extras = tuple(_EXTRA.findall(marker)) + ((row["extra"],) if isinstance(row.get("extra"), str) else ())
         out.append(Route(row["index"], extras or None, _row_span(text, entry, row["index"], isinstance(source, list))))
+    return out
+
+
+def _url_wheels(sources, text: str, declared: list[Requirement]) -> list[Requirement]:
+    """The wheels `[tool.uv.sources]` sends declared packages to (`flash-attn = { url = ".../flash_attn-2.8.0.post2+
+    cu12torch2.7-cp312-cp312-linux_x86_64.whl" }`): uv installs the package from that file, at the version its name
+    implies, wherever the project requires the package [S236]; a package the project does not declare is not routed
+    [S180]. Each is a requirement at the URL (never edited: the file is what it is), in the extras the project asks for
+    the package in (every install where a dependency of its own names it), narrowed by the row's marker or `extra`."""
+    if not isinstance(sources, dict):
+        return []
+    header = _SOURCES_TABLE.search(text)
+    if header is None:
+        return []
+    out: list[Requirement] = []
+    for name, source in sources.items():
+        asked = [r.extra for r in declared if r.name == normalise(str(name)) and r.editable]
+        if not asked:
+            continue
+        for row in source if isinstance(source, list) else [source]:
+            url = row.get("url") if isinstance(row, dict) else None
+            if not isinstance(url, str) or not _on_linux(row.get("marker")):
+                continue
+            at = _find(text, url, header.end())
+            req = requirement_at(unquote(url), at) if at is not None else None
+            if req is None or req.name != normalise(str(name)):
+                continue
+            req.span = Span(at, at + len(url))
+            marker = row.get("marker") if isinstance(row.get("marker"), str) else ""
+            narrowed = tuple(_EXTRA.findall(marker)) + ((row["extra"],) if isinstance(row.get("extra"), str) else ())
+            for extra in ("",) if "" in asked and not narrowed else (narrowed or tuple(dict.fromkeys(asked))):
+                out.append(Requirement(req.name, req.spec, req.span, None, editable=False, extra=extra))
     return out
 
 

@@ -98,6 +98,14 @@ class ScannedView(Protocol):
         read as run from the tree's root (`cd sub && pip install -e .[vllm]`): from the project's setup.py,
         pyproject.toml or setup.cfg (rlcompat/knowledge/install_steps.py)."""
 
+    def distribution_extras(self, name: str, extras: tuple[str, ...]) -> list:
+        """(requirement, where it is known from) of each package `extras` of the distribution `name` install, from
+        the knowledge (rlcompat/knowledge/install_steps.py `distribution_extras`): `verl[vllm]` installs vLLM."""
+
+    def overridden_default(self, cls: str, field: str) -> bool:
+        """Whether every class of the scanned tree derived from `cls` sets `field` itself and the tree never builds
+        `cls`: its default then reaches no run (rlcompat/analysis/class_overrides.py)."""
+
     def front_end(self, language: str) -> ModuleType:
         """The front end that reads `language` (`parse`, `PARSE_ERRORS`, `check`), for code a file holds in another
         language that the front end does not embed by itself (a notebook's `%%writefile config.yaml` cell)."""

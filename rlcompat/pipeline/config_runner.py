@@ -44,6 +44,7 @@ def _run(views: Sequence[ConfigView], text: str, path: str, rules: Sequence[Conf
         return []
     index = LineIndex(text)
     findings, seen = [], set()
+    unused = _unused_defaults(views, ctx.pending, scanned)
     unselected = scanned.unselected_prefixes
     lines = text.splitlines() if unselected else []
     # Which findings a rule of lower precedence claims already: the runner's layer decides (rlcompat/pipeline/overlaps.py).
@@ -57,6 +58,8 @@ def _run(views: Sequence[ConfigView], text: str, path: str, rules: Sequence[Conf
             continue
         if unselected and is_under_prefixes(unselected, lines, index.position(p.span.start)[0]):
             continue  # verl's own setting of an option no shipped entry config selects (knowledge/verl_own_files.py)
+        if any(start <= p.span.start < end for start, end in unused):
+            continue  # a class default every subclass of the tree sets itself: no run gets it
         seen.add((p.rule.code, p.span.start, p.message))
         line, col = index.position(p.span.start)
         end_line, end_col = index.position(max(p.span.start, p.span.end))
@@ -74,3 +77,18 @@ def _run(views: Sequence[ConfigView], text: str, path: str, rules: Sequence[Conf
             )
         )
     return findings
+
+
+def _unused_defaults(views: Sequence[ConfigView], pending, scanned: ScannedView) -> list[tuple[int, int]]:
+    """The text ranges of class-body field defaults (`python-field` settings) that a pending finding falls in and
+    that no run of the tree gets: every subclass sets the field itself (rlcompat/analysis/class_overrides.py)."""
+    fields = [s for v in views if v.kind == "python" for s in v.settings if s.origin == "python-field" and s.call]
+    if not fields:
+        return []
+    out = []
+    for s in fields:
+        end = max(s.key_span.end, s.value_span.end if s.value_span else 0)
+        if any(s.key_span.start <= p.span.start < end for p in pending) and \
+                scanned.overridden_default(s.call.rsplit(".", 1)[-1], s.key):
+            out.append((s.key_span.start, end))
+    return out

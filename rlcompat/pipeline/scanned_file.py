@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 from rlcompat.knowledge import frameworks, identity, install_steps, verl_config, verl_own_files
 from rlcompat.lang import frontends
 from rlcompat.pipeline import catalog, config_runner, overlaps
-from rlcompat.analysis import model_config
+from rlcompat.analysis import class_overrides, model_config
 
 if TYPE_CHECKING:
     from rlcompat.lang.pyspeed.chunks import Pass
@@ -134,11 +134,24 @@ class ScannedFile:
         for step in install_steps.steps_in(script, self.path, root):
             if step.kind != "project" or step.line != line or step.extras != extras or step.no_deps:
                 continue
+            found = []
             if os.path.commonpath([root, os.path.abspath(step.target)]) == root:  # a project of the scanned tree
-                for req, path, at in install_steps.extra_requirements(step.target, extras):
+                found = install_steps.extra_requirements(step.target, extras)
+                for req, path, at in found:
                     out.append((req, f"{os.path.relpath(path, root).replace(os.sep, '/')}:{at}"))
                     self.record_reads([path])
+            if not found and step.clone:  # a fresh clone the tree does not hold: what its extras install
+                out += install_steps.cloned_extras(step.clone, extras)
         return out
+
+    def distribution_extras(self, name: str, extras: tuple[str, ...]) -> list:
+        return install_steps.distribution_extras(name, extras)
+
+    def overridden_default(self, cls: str, field: str) -> bool:
+        files = class_overrides.overridden_everywhere(self.tree.root, cls, field)
+        if files:
+            self.record_reads(files)  # the subclasses' files decide: a change there changes this file's result
+        return bool(files)
 
     def front_end(self, language: str) -> ModuleType:
         return frontends.frontend(language)

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import re
+
 from rlcompat.knowledge import torch_wheels, versions
-from rlcompat.knowledge.environment import environment_facts
+from rlcompat.knowledge.environment import cuda_in_tag, environment_facts
 from rlcompat.contract import Bad, DeclaredRule, Edit, FixSafety, Good
 
 
@@ -14,7 +16,10 @@ class BaseImageCudaCannotTarget(DeclaredRule):
     name = "base-image-cuda-cannot-target"
     title = "A container base image ships a CUDA (or a torch build) that cannot target the GPU"
     what = (
-        "Reads `FROM` lines of Dockerfiles: `nvidia/cuda:<CUDA>-...` and `pytorch/pytorch:<torch>-cuda<CUDA>-...`. "
+        "Reads `FROM` lines of Dockerfiles: `nvidia/cuda:<CUDA>-...`, `pytorch/pytorch:<torch>-cuda<CUDA>-...` and "
+        "images whose documented tag format names their CUDA (rlcompat/knowledge/data/environment.toml "
+        "`[[docker.cuda_tag]]`: axolotl's `...-cu130-...`); a tag built from ARGs is read with their values and "
+        "reported where the ARG writes the CUDA part. "
         "Reports CUDA 13+ for a GPU below 7.5, a CUDA older than the first that knows the GPU (Blackwell needs "
         "12.8), and a pytorch/pytorch image whose torch build (rlcompat/knowledge/data/torch_wheels.toml) has no kernels for it."
     )
@@ -41,8 +46,12 @@ class BaseImageCudaCannotTarget(DeclaredRule):
             target="sm70", unsafe=True, fixed="FROM --platform=linux/amd64 nvidia/cuda:12.9.1-devel-ubuntu22.04 AS build\n"),
         Bad("FROM pytorch/pytorch:2.8.0-cuda12.8-cudnn9-devel\n", path="Dockerfile"),
         Bad("FROM nvidia/cuda:12.4.1-devel-ubuntu22.04\n", path="Dockerfile", target="sm120"),
+        # the release from a build ARG: reported, and retagged, where the ARG writes it
         Bad('ARG CUDA_VERSION="13.0.3"\nFROM nvidia/cuda:${CUDA_VERSION}-cudnn-devel-ubuntu24.04 AS base\n',
-            path="Dockerfile", target="sm70"),
+            path="Dockerfile", target="sm70", unsafe=True,
+            fixed='ARG CUDA_VERSION="12.9.1"\nFROM nvidia/cuda:${CUDA_VERSION}-cudnn-devel-ubuntu24.04 AS base\n'),
+        # an image whose documented tag names the CUDA it is built on (axolotl's images: `cu130`), its tag from an ARG
+        Bad("ARG BASE_TAG=main-py3.12-cu130-2.14.1\nFROM axolotlai/axolotl-cloud-uv:$BASE_TAG\n", path="Dockerfile"),
         # the whole reference from a build ARG: read, and retagged, where the ARG writes it
         Bad("ARG BASE_IMAGE=nvidia/cuda:13.0.1-devel-ubuntu24.04\nFROM ${BASE_IMAGE}\n", path="Dockerfile", unsafe=True,
             fixed="ARG BASE_IMAGE=nvidia/cuda:12.9.1-devel-ubuntu24.04\nFROM ${BASE_IMAGE}\n"),
@@ -54,6 +63,9 @@ class BaseImageCudaCannotTarget(DeclaredRule):
         Good("FROM pytorch/pytorch:2.8.0-cuda12.8-cudnn9-devel\n", path="Dockerfile", target="sm70"),
         Good("FROM python:3.11-slim\n", path="Dockerfile"),
         Good("FROM nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04\n", path="Dockerfile", target="sm120"),
+        Good("ARG BASE_TAG=main-py3.12-cu130-2.14.1\nFROM axolotlai/axolotl-cloud-uv:$BASE_TAG\n", path="Dockerfile",
+             target="sm75"),
+        Good("ARG BASE_TAG=main-base\nFROM axolotlai/axolotl-base-uv:$BASE_TAG\n", path="Dockerfile"),
     )
 
     @classmethod
@@ -62,15 +74,18 @@ class BaseImageCudaCannotTarget(DeclaredRule):
 
     def check_declared(self, group, ctx) -> None:
         for image in group.images:
-            cuda = image.cuda
-            if cuda is None:
+            found = _cuda_of(image)
+            if found is None:
                 continue
+            cuda, start, end = found
+            # A tag built from ARGs: reported (and retagged) where the ARG writes the CUDA part, if one ARG does
+            written = image.written_at(start, end)
             problem = self._cuda_problem(cuda)
             if problem:
-                edits: list[Edit | None] = [self._retag(image)] if (
-                    image.image.endswith("nvidia/cuda") and image.literal) else [None]
-                ctx.report(image.tag_span, f"{image.image}:{image.tag} ships CUDA {cuda}, which {problem}", edits,
-                           FixSafety.UNSAFE, "use the last CUDA 12 image")
+                edits: list[Edit | None] = [self._retag(written)] if (
+                    image.image.endswith("nvidia/cuda") and written is not None) else [None]
+                ctx.report(written or image.tag_span, f"{image.image}:{image.tag} ships CUDA {cuda}, which {problem}",
+                           edits, FixSafety.UNSAFE, "use the last CUDA 12 image")
                 continue
             version = image.torch_version
             variant = torch_wheels.variant(version, "cu" + cuda.replace(".", "")) if version else None
@@ -93,13 +108,25 @@ class BaseImageCudaCannotTarget(DeclaredRule):
             return f"predates {self.target.name} ({self.target.capability_text}): CUDA {first}+ is needed"
         return None
 
-    def _retag(self, image) -> Edit | None:
+    def _retag(self, release) -> Edit | None:
+        """The nvidia/cuda release (where `release` spans it) replaced by the last CUDA 12 one."""
         cc = self.target.capability
         if cc >= versions.capability(_nvcc()["cannot_target_below"]["capability"]):
             return None  # a newer card: the old tag is not the way out
         last = {d["cuda"]: d["tag"] for d in environment_facts()["docker"]["nvidia_cuda_last"]}
-        release = image.tag.split("-", 1)[0]
         replacement = last.get("12")
         if replacement is None:
             return None
-        return Edit(image.tag_span.start, image.tag_span.start + len(release), replacement)
+        return Edit(release.start, release.end, replacement)
+
+
+def _cuda_of(image) -> tuple[str, int, int] | None:
+    """The CUDA release an image declares and where its tag says so: the head of an nvidia/cuda tag, `-cudaX.Y` of
+    pytorch/pytorch, `cuNNN` of an image whose documented tag format names it (environment.toml [[docker.cuda_tag]])."""
+    cuda = image.cuda
+    if cuda is None:
+        return cuda_in_tag(image.image, image.tag)
+    if image.image.endswith("nvidia/cuda"):
+        return cuda, 0, len(image.tag.split("-", 1)[0])
+    m = re.search(r"-cuda(\d+\.\d+)", image.tag)
+    return (cuda, m.start(1), m.end(1)) if m else (cuda, 0, len(image.tag))

@@ -122,11 +122,15 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
             # engine only a config or code selects (vLLM, SGLang: RLC401/RLC404 report where it is selected). What
             # such an install does to torch, where known, is RLC601's to judge.
             if (req.extra or p.get("runs_when_selected")) and (
-                    torch_required_by(req.name, req.spec, req.extras) is not None
+                    req.version_known and torch_required_by(req.name, req.spec, req.extras) is not None
                     or (req.extra and asks_any_torch(name))):
                 continue
             # A minimum that changed between releases: the one of the release this specifier installs.
             row = minimum_installed(p["min_capability_of"], req.spec) if "min_capability_of" in p else None
+            if row is not None and not req.version_known and row.earlier:
+                # a release nobody can know here (a clone's extra): only what every release needs is certain
+                row = min((min_capability(row.name, e.through) for e in row.earlier),
+                          key=lambda r: versions.capability(r.text))
             needed = row.text if row is not None else p["min_capability"]
             if self.target.capability >= versions.capability(needed):
                 continue

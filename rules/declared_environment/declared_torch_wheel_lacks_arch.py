@@ -243,7 +243,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             if version is not None:
                 out.append((torch, version, f"torch{torch.spec}"))
         for req in group.requirements:
-            pin = torch_required_by(req.name, req.spec, req.extras) if req.name != "torch" else None
+            pin = torch_required_by(req.name, req.spec, req.extras) if req.name != "torch" and req.version_known else None
             if pin is None or not pin.torch or pin.torch_is_bound:
                 continue
             own = [t for t in torches if t.extra in ("", req.extra)]
@@ -318,7 +318,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         if group.deps_held:
             return reported  # `--no-deps`, or a constraints file: what the requirements ask for is not what pip installs
         for req in group.requirements:
-            pin = torch_required_by(req.name, req.spec, req.extras) if req.name != "torch" else None
+            pin = torch_required_by(req.name, req.spec, req.extras) if req.name != "torch" and req.version_known else None
             if pin is None or not pin.torch:
                 continue
             own = [t for t in group.requirements if t.name == "torch" and t.extra in ("", req.extra)]
