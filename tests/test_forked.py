@@ -122,7 +122,7 @@ def test_a_scan_gives_the_same_findings_with_the_passes_forked(small_chunks, mon
     files = [(str(big), "python"), *(f for f in _fixture_files() if f[1] == "python")]
     here = _outcomes(files)
     monkeypatch.setattr(forked, "libcst_loaded", lambda: False)  # this test process has it loaded
-    monkeypatch.setattr(forked, "_cpus", lambda: 2)
+    monkeypatch.setattr(forked, "_idle_cpus", lambda: 2)
     started = _forks(monkeypatch)
     assert _outcomes(files) == here
     assert started and any(findings for _, _, findings in here)
@@ -130,15 +130,15 @@ def test_a_scan_gives_the_same_findings_with_the_passes_forked(small_chunks, mon
 
 def test_nothing_is_forked_where_it_cannot_help(small_chunks, monkeypatch):
     text = BIG
-    monkeypatch.setattr(forked, "_cpus", lambda: 2)
+    monkeypatch.setattr(forked, "_idle_cpus", lambda: 2)
     assert forked.libcst_loaded()  # the tests load LibCST: a tree scan's workers have it loaded too
     assert not forked.worth_forking(text)
     monkeypatch.setattr(forked, "libcst_loaded", lambda: False)
     assert forked.worth_forking(text)
     assert not forked.worth_forking(text[:3_000])  # short: not even read in chunks
-    monkeypatch.setattr(forked, "_cpus", lambda: 1)
+    monkeypatch.setattr(forked, "_idle_cpus", lambda: 1.2)  # the machine is busy: the children would wait for a CPU
     assert not forked.worth_forking(text)
-    monkeypatch.setattr(forked, "_cpus", lambda: 2)
+    monkeypatch.setattr(forked, "_idle_cpus", lambda: 2)
     monkeypatch.setenv("RLCOMPAT_PLAIN_LIBCST", "1")
     assert not forked.worth_forking(text)
     monkeypatch.delenv("RLCOMPAT_PLAIN_LIBCST")
@@ -151,3 +151,9 @@ def test_nothing_is_forked_where_it_cannot_help(small_chunks, monkeypatch):
         stop.set()
         worker.join()
     assert forked.worth_forking(text)
+
+
+def test_idle_cpus_are_the_cpus_less_the_load(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.25, 9.0, 9.0))
+    assert forked._idle_cpus() == 2.75

@@ -7,8 +7,8 @@ narrowing pass (CPython's parse of every chunk and the choice of what stays: 0.3
 they took 0.6 s there; here the two passes run in two forked processes, each over its own parse of the chunks, while
 this one imports LibCST, and their results come back pickled (what the narrowing keeps, where the chunks and the
 top-level statements are, the settings read). Each child runs the same code the process would have run, so the
-results are the same; a child that fails, or a machine where a fork cannot help (one CPU, no `os.fork`, threads
-running, `RLCOMPAT_PLAIN_LIBCST=1`), leaves the work to this process as before.
+results are the same; a child that fails, or a machine where a fork cannot help (fewer than `MIN_IDLE_CPUS` idle
+CPUs, no `os.fork`, threads running, `RLCOMPAT_PLAIN_LIBCST=1`), leaves the work to this process as before.
 
 Where LibCST is loaded already (a tree scan loads it before its workers fork) nothing is forked: there is nothing to
 overlap, and the workers keep every CPU busy.
@@ -26,6 +26,10 @@ from rlcompat.lang.pyspeed.chunks import WHOLE_MAX_CHARS, Pass
 # Texts this long or longer are read in forked processes. Below it LibCST's import is most of what there is to overlap,
 # and a fork and the pickled results cost a few ms.
 FORK_MIN_CHARS = 4 * WHOLE_MAX_CHARS
+# CPUs that must be idle (this process's CPUs less the system's load average over the last minute): the children
+# gain only where they run beside this process. Three processes sharing what is left of two busy cores took longer
+# than one (torch's 1.4 MB file on the project's machine at load 1.8: 1.50 s against 1.21 s).
+MIN_IDLE_CPUS = 1.5
 
 
 def worth_forking(text: str) -> bool:
@@ -33,7 +37,7 @@ def worth_forking(text: str) -> bool:
     # A text read in chunks keeps no whole tree for later (`chunks.Pass.tree`): the children's passes leave nothing
     # behind that the pass here would have.
     return (len(text) >= FORK_MIN_CHARS and chunks.in_chunks(text) and hasattr(os, "fork") and not libcst_loaded()
-            and threading.active_count() == 1 and _cpus() > 1)
+            and threading.active_count() == 1 and _idle_cpus() >= MIN_IDLE_CPUS)
 
 
 def libcst_loaded() -> bool:
@@ -43,11 +47,15 @@ def libcst_loaded() -> bool:
     return is_loaded("libcst")
 
 
-def _cpus() -> int:
+def _idle_cpus() -> float:
     try:
-        return len(os.sched_getaffinity(0))
+        cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        cpus = os.cpu_count() or 1
+    try:
+        return cpus - os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return cpus
 
 
 class Forked:
@@ -72,8 +80,11 @@ class Forked:
             code = 1
             try:
                 os.close(read)
+                # pickled whole before the first write: a write blocks until the parent reads, and the parent may be
+                # reading the other child first
+                data = pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
                 with os.fdopen(write, "wb") as out:
-                    pickle.dump(work(), out, protocol=pickle.HIGHEST_PROTOCOL)
+                    out.write(data)
                 code = 0
             except BaseException:  # noqa: BLE001 - whatever went wrong, the parent does the work again itself
                 pass
