@@ -92,7 +92,7 @@ class Setting:
         low = self.value.strip().lower()
         return True if low in TRUE_WORDS else False if low in FALSE_WORDS else None
 
-    @cached_property  # rules ask every setting of a view (`ConfigView.by_name`): a big table's thousands, each time
+    @property
     def name(self) -> str:
         return self.key.rsplit(".", 1)[-1]
 
