@@ -176,9 +176,13 @@ def check(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:
     target = ctx.target
     hazards = []
     cpu_only = view.kind == "python" and cpu_program.runs_on_cpu_only(ctx.source_text)
+    candidates = fk.candidates
     for setting in view.settings:
         if cpu_only and setting.origin == "argparse-default":
             continue  # a flag of a program whose models stay on the CPU (analysis/cpu_program.py)
+        if not candidates(setting.key):
+            continue  # no framework key may describe it (what `resolved_key` and `matching_key` look among): a big
+            # table's thousands of keyword arguments cost one look-up each
         value = setting.value
         key = resolved_key(view, ctx, setting, kinds) if value is None else None
         if key is not None:

@@ -43,13 +43,13 @@ from __future__ import annotations
 
 import ast
 import bisect
-import itertools
 import re
 from dataclasses import dataclass, replace
 
 from rlcompat.lang.pyconstants import Bindings
 from rlcompat.lang.pyspeed import chunks
 from rlcompat.lang.settings import Setting, Span, flag_key
+from rlcompat.lang.textpos import line_starts
 
 
 @dataclass
@@ -72,10 +72,7 @@ _SIMPLE_STRING = re.compile(r"^[rRuU]?(['\"])(?P<body>[^'\"\\\r\n]*)\1$")
 class _Positions:
     def __init__(self, text: str) -> None:
         self.text = text
-        if "\r" in text:
-            self.starts = [0, *(m.end() for m in re.finditer(r"\r\n|\r|\n", text))]
-        else:  # most files: the same offsets from the lengths of the lines, without a match object per line
-            self.starts = list(itertools.accumulate(map((1).__add__, map(len, text.split("\n")[:-1])), initial=0))
+        self.starts = line_starts(text)
         self.shift = 0  # the text's line where the chunk being read starts: its tree numbers lines from there
 
     def offset(self, line: int, byte_col: int) -> int:
@@ -117,6 +114,11 @@ def _key(triggers: tuple[str, ...]) -> tuple:
     return ("settings", frozenset(triggers))
 
 
+def keep_in(seen: chunks.Pass, triggers: tuple[str, ...], settings: list[Setting]) -> None:
+    """Leave the settings of `seen`'s text read for `triggers` in that pass, where `settings_of` finds them."""
+    seen.extra[_key(triggers)] = settings
+
+
 class SettingsReading:
     """The settings of a text read from its tree a chunk at a time, in order (`chunk`), then completed (`settings`);
     `done` leaves them in the pass that read the chunks, where `settings_of` finds them for the same text and
@@ -153,7 +155,7 @@ class SettingsReading:
     def done(self, seen: chunks.Pass) -> None:
         self.seen = chunks.of_text(seen, self.text)
         if self.seen is not None:
-            self.seen.extra[_key(self.triggers)] = self.settings()
+            keep_in(self.seen, self.triggers, self.settings())
 
     def settings(self, whole: ast.Module | None = None) -> list[Setting]:
         """The settings read, completed; `whole`: the text's whole tree, if it is at hand."""
@@ -533,7 +535,7 @@ class _Reader:
         for kw in node.keywords:
             if kw.arg is not None and kw.arg not in self.guards:
                 value, span = self.literal(kw.value)
-                start = self.pos.span(kw).start
+                start = self.pos.offset(kw.lineno, kw.col_offset)
                 self.out.append(Setting(kw.arg, value, Span(start, start + len(kw.arg)), span, origin="python-keyword",
                                         call=callee))
 

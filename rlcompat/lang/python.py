@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 
 from rlcompat.lang import inline_script
 from rlcompat.lang.scanned import ScannedView
-from rlcompat.lang.pyspeed import batches, chunks, heap, narrow as pynarrow
+from rlcompat.lang.pyspeed import batches, chunks, forked, heap, narrow as pynarrow
 from rlcompat.lang.pyspeed.batches import Parts
 from rlcompat.lang.pyspeed.lazy import lazy_import
 from rlcompat.lang.pyspeed.narrow import Narrowed
@@ -193,14 +193,26 @@ def narrow(text: str, rules: Sequence, file: ScannedView | None = None) -> Narro
     python_rules = [r for r in rules if not isinstance(r, ConfigRule)]
     if not python_rules:
         return Narrowed("", ())
-    readers = []
+    triggers = None  # the words that mark the statements whose settings are read in the same pass
     if chunks.in_chunks(text):
         # A big text's CPython tree is built a chunk at a time and let go: the settings are read from the same chunks.
         config = [r for r in rules if isinstance(r, ConfigRule)]
         if any(r.reads_python(text, file) for r in config):
-            from rlcompat.lang.pysettings import SettingsReading
+            triggers = _triggers(config)
+    if file is not None and forked.worth_forking(text):
+        got = forked.narrow(text, python_rules, triggers)
+        if got is not None:
+            narrowed, seen = got
+            if seen is not None:
+                file.seen = seen
+                if narrowed is not None:
+                    file.planned = batches.plan_narrowed(narrowed.text, narrowed.lines, seen.spans)
+            return narrowed
+    readers = []
+    if triggers is not None:
+        from rlcompat.lang.pysettings import SettingsReading
 
-            readers.append(SettingsReading(text, _triggers(config)))
+        readers.append(SettingsReading(text, triggers))
     if file is None:
         return pynarrow.narrow(text, python_rules, readers)
 

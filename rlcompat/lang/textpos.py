@@ -4,16 +4,26 @@ and a view of a text that keeps every offset, for a front end that reads part of
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from typing import Iterable
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 
 
+def line_starts(text: str) -> list[int]:
+    """The offset where each line of `text` starts (`\\r\\n`, `\\r` and `\\n` end a line), 0 first."""
+    if "\r" in text:
+        return [0, *(m.end() for m in _NEWLINE.finditer(text))]
+    # most files: the same offsets from the lengths of the lines, without a match object a line (a 1.4 MB file's
+    # index is built several times a scan)
+    return list(itertools.accumulate(map((1).__add__, map(len, text.split("\n")[:-1])), initial=0))
+
+
 class LineIndex:
     def __init__(self, text: str) -> None:
         self.text = text
-        self.starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
+        self.starts = line_starts(text)
 
     def offset(self, line: int, column0: int) -> int:
         """Offset of 1-based `line`, 0-based `column0`."""

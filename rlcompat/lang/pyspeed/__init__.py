@@ -8,6 +8,7 @@ memory. What this package does about it (why and how much, measured: docs/perfor
 | `lazy` | a stand-in module for `libcst` in `sys.modules`, loaded on first use | `libcst` imported at once |
 | `narrow` | statements (and parts of big statements) no rule can match are left out before the parse | the whole module is parsed |
 | `gate` | a file is run through a rule only where it spells what the rule declares it needs to see (`Rule.resolves_from`, `keywords`, `calls`, `spelled`, `requires`) | its triggers alone decide |
+| `forked` | a big file's narrowing pass and its Python settings read in two forked processes while this one loads LibCST (only where LibCST is not loaded yet) | read here, one after the other |
 | `chunks` | CPython's tree of a big text (narrowing, Python settings, fix's compile check) built a few top-level statements at a time | the whole text at once |
 | `parse` | LibCST's node validation is skipped while its parser builds the tree | `libcst.parse_module` as is |
 | `batches` | a big text is parsed, walked and located a few top-level statements at a time, each part's tree dropped before the next | the whole module at once |

@@ -52,6 +52,12 @@ def lazy_import(name: str) -> types.ModuleType:
     return stand_in
 
 
+def is_loaded(name: str) -> bool:
+    """Whether the module itself is loaded (not only a stand-in for it)."""
+    module = sys.modules.get(name)
+    return module is not None and not isinstance(module, _StandIn)
+
+
 def load(name: str) -> None:
     """Load the module now, the real one behind its stand-in if there is one (a process about to fork workers that
     will all need it: they share what it loaded instead of each loading it again)."""

@@ -138,14 +138,16 @@ class PartReading:
         self._starts, self._shift = starts, shift
         self._crlf = text.find("\r", start, end) >= 0
         self._deepest = {}
-        self._plain_at = _offsets(self.plain, text, start, end)
+        # rules share words (`bfloat16` is four rules' trigger) and modules (`torch`): each is searched for once
+        found = _Found(text, start, end)
+        self._plain_at = found.offsets(self.plain)
         self._at = []
         for reading in self.readings:
-            if reading.modules and not any(_spells_word(text, start, end, name) for m in reading.modules
+            if reading.modules and not any(found.spells(name) for m in reading.modules
                                            for name in {m, *self.bound.get(m, ())}):
                 continue
-            words_at = _offsets(reading.call_words, text, start, end, whole=True) if reading.calls else []
-            self._at.append((reading, _offsets(reading.triggers, text, start, end), words_at))
+            words_at = found.offsets(reading.call_words, whole=True) if reading.calls else []
+            self._at.append((reading, found.offsets(reading.triggers), words_at))
 
     def _position(self, offset: int, lines: Sequence[str]) -> tuple[int, int]:
         """An offset into the text as CPython's tree of the chunk gives positions: (1-based line of the chunk, UTF-8
@@ -161,16 +163,43 @@ def _any_in(offsets: list[int], a: int, b: int) -> bool:
     return i < len(offsets) and offsets[i] < b
 
 
-def _offsets(words: Sequence[str], text: str, start: int, end: int, whole: bool = False) -> list[int]:
-    """Where each of `words` starts in `text[start:end]`, sorted; `whole`: only where it is a word of its own."""
+class _Found:
+    """Where words are in `text[start:end]`, each searched for once."""
+
+    def __init__(self, text: str, start: int, end: int) -> None:
+        self.text, self.start, self.end = text, start, end
+        self._at: dict[str, list[int]] = {}
+        self._spelled: dict[str, bool] = {}
+
+    def offsets(self, words: Sequence[str], whole: bool = False) -> list[int]:
+        """Where each of `words` starts, sorted; `whole`: only where it is a word of its own."""
+        out = []
+        for word in words:
+            at = self._at.get(word)
+            if at is None:
+                at = self._at[word] = _offsets(word, self.text, self.start, self.end)
+            if whole:
+                out.extend(i for i in at if _is_word_at(self.text, i, len(word)))
+            else:
+                out.extend(at)
+        out.sort()
+        return out
+
+    def spells(self, word: str) -> bool:
+        """Whether `word` is there as a word of its own."""
+        found = self._spelled.get(word)
+        if found is None:
+            found = self._spelled[word] = _spells_word(self.text, self.start, self.end, word)
+        return found
+
+
+def _offsets(word: str, text: str, start: int, end: int) -> list[int]:
+    """Where `word` starts in `text[start:end]`, in order."""
     out = []
-    for word in words:
-        i = text.find(word, start, end)
-        while i >= 0:
-            if not whole or _is_word_at(text, i, len(word)):
-                out.append(i)
-            i = text.find(word, i + 1, end)
-    out.sort()
+    i = text.find(word, start, end)
+    while i >= 0:
+        out.append(i)
+        i = text.find(word, i + 1, end)
     return out
 
 
