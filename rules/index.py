@@ -39,7 +39,7 @@ INDEX = {
     'RLC203': (('python',), ('flash_attn',), None),
     'RLC204': (('json', 'markdown', 'python', 'shell', 'toml', 'yaml'), ('attention_backend', 'flash-attn', 'flash_attention_', 'flash_attn', 'main_ppo', 'override_config', 'recipe.', 'verl.trainer.main_', 'verl.trainer.sft_'), ('flash-attn', 'flash_attention_', 'flash_attn')),
     'RLC206': (('json', 'markdown', 'shell', 'toml', 'yaml'), ('main_ppo', 'recipe.', 'use_remove_padding', 'verl.trainer.main_', 'verl.trainer.sft_'), ()),
-    'RLC207': (('json', 'markdown', 'python', 'shell', 'toml', 'yaml'), ('ATTENTION', 'attention', 'attn', 'flash', 'openrlhf', 'packing'), ('FLASH_ATTN', 'flash_attention', 'flash_attn', 'packing', 'ring_attn')),
+    'RLC207': (('json', 'markdown', 'python', 'shell', 'toml', 'yaml'), ('ATTENTION', 'attention', 'attn', 'flash', 'microbatch_padding', 'openrlhf', 'packing'), ('FLASH_ATTN', 'flash_attention', 'flash_attn', 'microbatch_padding', 'packing', 'ring_attn')),
     'RLC209': (('python',), ('flash_attention_2',), None),
     'RLC210': (('json', 'markdown', 'shell', 'toml', 'yaml'), ('flash-attn', 'flash_attention_2', 'flash_attn', 'main_ppo', 'recipe.', 'verl.trainer.main_', 'verl.trainer.sft_'), ()),
     'RLC211': (('json', 'markdown', 'shell', 'toml', 'yaml'), ('-m ', '.py'), ()),

@@ -198,3 +198,42 @@ def test_a_uv_source_that_sends_a_declared_package_to_a_wheel_installs_that_whee
                                  f'[tool.uv.sources]\nflash-attn = {{ url = "{wheel}" }}\n')
     assert [(r.name, r.spec, r.extra, r.editable) for r in group.requirements] == [
         ("flash-attn", "", "gpu", True), ("flash-attn", "==2.8.0.post2+cu12torch2.7cxx11abiFALSE", "gpu", False)]
+
+
+OVERRIDE = ('[project]\nname = "x"\ndependencies = ["peft"]\n\n[project.optional-dependencies]\n'
+            'fsdp = ["torch==2.13.0; sys_platform == \'linux\'"]\ndev = ["torch"]\n\n'
+            '[tool.uv]\noverride-dependencies = [\n'
+            '    "nixl-cu12; sys_platform == \'never\'",\n'
+            '    "torch==2.13.0; sys_platform == \'linux\'",\n'
+            '    "tilelang==0.1.13",\n]\n')
+
+
+def test_a_uv_override_of_torch_is_uv_s_install_of_every_torch_the_project_declares():
+    # skyrl 0.4.0 pyproject.toml:333: `[tool.uv] override-dependencies` replaces every torch requirement [S243]; pip
+    # reads no [tool.uv] table, so the row is uv's alone: one requirement per extra that declares torch, uv only
+    group = pyproject_deps.parse(OVERRIDE)
+    overrides = [r for r in group.requirements if r.uv_only]
+    assert [(r.name, r.spec, r.extra) for r in overrides] == [("torch", "==2.13.0", "fsdp"), ("torch", "==2.13.0", "dev")]
+    assert all(OVERRIDE[r.span.start:r.span.end] == "torch==2.13.0" and not r.editable for r in overrides)
+    # no route: uv takes PyPI's cu130 build of torch 2.13.0 (no sm_60/61): reported once, on the override's line
+    found = [f for f in scan_source(OVERRIDE, resolve_target("sm61"), "pyproject.toml", "pyproject") if f.code == "RLC601"]
+    assert [f.location.line for f in found] == [6, 7, 12]
+    assert found[-1].message.startswith("uv installs torch 2.13.0 for every torch requirement ([tool.uv] override-dependencies")
+    assert not _found(OVERRIDE, "sm75")  # cu130 builds carry sm_75
+
+
+def test_a_uv_override_is_judged_through_the_torch_route_and_reported_once():
+    routed = OVERRIDE + ('\n[tool.uv.sources]\ntorch = [{ index = "cu130", marker = "sys_platform == \'linux\'" }]\n\n'
+                         '[[tool.uv.index]]\nname = "cu130"\nurl = "https://download.pytorch.org/whl/cu130"\nexplicit = true\n')
+    found = [f for f in scan_source(routed, resolve_target("sm61"), "pyproject.toml", "pyproject") if f.code == "RLC601"]
+    assert [f.location.line for f in found].count(12) == 1
+    assert "for torch==2.13.0 ([tool.uv] override-dependencies) from the cu130 index" in next(
+        f.message for f in found if f.location.line == 12)
+
+
+def test_a_uv_override_of_a_package_the_project_does_not_declare_or_off_linux_installs_nothing():
+    # an override adds no dependency [S243]; a marker that cannot hold on Linux drops the row
+    text = ('[project]\nname = "x"\ndependencies = ["peft"]\n\n[tool.uv]\noverride-dependencies = [\n'
+            '    "torch==2.13.0",\n    "flash-attn==2.8.3; sys_platform == \'darwin\'",\n]\n')
+    assert not [r for r in pyproject_deps.parse(text).requirements if r.uv_only]
+    assert not _found(text)

@@ -47,6 +47,8 @@ class Requirement:
     # False where the release is one the scan cannot know (an extra of a repository cloned at run time): rules judge
     # what every release shares (a minimum capability), not what one release pins (the torch a vLLM release requires)
     version_known: bool = True
+    # Read by uv only (`[tool.uv] override-dependencies`): pip never installs it; uv's install of the package is it
+    uv_only: bool = False
 
     @property
     def origin_note(self) -> str:

@@ -54,6 +54,7 @@ def declared_from(data: dict, text: str, kind: str) -> Declared:
             group.requirements.append(req)
     uv = (data.get("tool") or {}).get("uv") or {}
     group.requirements += _url_wheels(uv.get("sources"), text, group.requirements)
+    group.requirements += _overrides(uv.get("override-dependencies"), text, group.requirements)
     routes = _torch_routes(uv.get("sources"), text)
     for index in uv.get("index") or ():
         url = index.get("url") if isinstance(index, dict) else None
@@ -146,6 +147,37 @@ def _url_wheels(sources, text: str, declared: list[Requirement]) -> list[Require
             narrowed = tuple(_EXTRA.findall(marker)) + ((row["extra"],) if isinstance(row.get("extra"), str) else ())
             for extra in ("",) if "" in asked and not narrowed else (narrowed or tuple(dict.fromkeys(asked))):
                 out.append(Requirement(req.name, req.spec, req.span, None, editable=False, extra=extra))
+    return out
+
+
+_OVERRIDES_KEY = re.compile(r"^[ \t]*[\"']?override-dependencies[\"']?[ \t]*=", re.M)
+
+
+def _overrides(rows, text: str, declared: list[Requirement]) -> list[Requirement]:
+    """`[tool.uv] override-dependencies`: uv replaces every requirement on a package, the project's and its
+    dependencies', with the override's ("torch==2.13.0; sys_platform == 'linux'"), so in a uv install the override is
+    that package's install [S243]. Each row for a package the project declares (core, an extra, a group) whose marker
+    can hold on Linux is a requirement at the row, in the extras the project asks for the package in, marked uv's
+    only (pip reads no `[tool.uv]` table). Not editable (the fix of a torch route is at the route); a row for a
+    package the project never declares decides nothing rlcompat judges (an override adds no dependency [S243])."""
+    header = _OVERRIDES_KEY.search(text)
+    if header is None:
+        return []
+    out: list[Requirement] = []
+    cursor = header.end()
+    for row in _strings(rows):
+        at = _find(text, row, cursor)
+        if at is None:
+            continue
+        cursor = at + len(row)
+        spec, _, marker = row.partition(";")
+        req = requirement_at(spec.rstrip(), at)
+        if req is None or not _on_linux(marker or None):
+            continue
+        asked = [r.extra for r in declared if r.name == req.name and r.editable]
+        for extra in ("",) if "" in asked else tuple(dict.fromkeys(asked)):
+            out.append(Requirement(req.name, req.spec, req.span, None, editable=False, extra=extra, extras=req.extras,
+                                   origin="[tool.uv] override-dependencies", uv_only=True))
     return out
 
 

@@ -39,11 +39,12 @@ class FrameworkAttentionSetting(ConfigRule):
         "(it changes the parallel layout)."
     )
     languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
-    names = ("attn", "attention", "ATTENTION", "flash", "packing", "openrlhf")
+    names = ("attn", "attention", "ATTENTION", "flash", "packing", "microbatch_padding", "openrlhf")
     sources = ("S9", "S10")
     # Not the key words of its `kinds` (a file is read only where it spells one): these mark the statements whose
-    # settings every config rule reads, and the key words would mark others
-    python_triggers = ("flash_attn", "flash_attention", "packing", "ring_attn", "FLASH_ATTN")
+    # settings every config rule reads, and the key words would mark others (`microbatch_padding`: skyrl's
+    # `remove_microbatch_padding`, packing by another name: it asserts FlashAttention-2)
+    python_triggers = ("flash_attn", "flash_attention", "packing", "microbatch_padding", "ring_attn", "FLASH_ATTN")
     kinds = KINDS
     precedence = 1
 

@@ -206,8 +206,9 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         core_caps = any(caps_torch(t.spec) for t in torches if not t.extra)
         reported: set[tuple[int, int]] = set()
         for torch in torches:
-            if torch.extra and core_caps and not caps_torch(torch.spec):
-                # an extra installs with the core dependencies: their cap holds its unbounded torch (judged there)
+            if torch.uv_only or torch.extra and core_caps and not caps_torch(torch.spec):
+                # uv's alone (pip reads no [tool.uv] table: judged below); or an extra installs with the core
+                # dependencies, whose cap holds its unbounded torch (judged there)
                 continue
             version = chosen_torch(torch.spec.split("+", 1)[0] if "+" in torch.spec else torch.spec)
             variant = torch_wheels.variant(version, versions.local_tag(torch.spec)) if version else None
@@ -241,7 +242,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
                 continue  # held by the core dependencies' cap, as pip holds it
             version = chosen_torch(torch.spec.split("+", 1)[0])
             if version is not None:
-                out.append((torch, version, f"torch{torch.spec}"))
+                out.append((torch, version, f"torch{torch.spec}{torch.origin_note}"))
         for req in group.requirements:
             pin = torch_required_by(req.name, req.spec, req.extras) if req.name != "torch" and req.version_known else None
             if pin is None or not pin.torch or pin.torch_is_bound:
@@ -261,9 +262,13 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         for req, version, written in uv_torches:
             index = next((i for i in routed if i.routed_extras is None or (req.extra and req.extra in i.routed_extras)),
                          None if routed else next(iter(indexes), None))  # no route: the first index uv looks in
+            if index is None and req.uv_only:
+                self._uv_only_from_pypi(req, version, ctx, reported)
+                continue
             variant = torch_wheels.variant(version, index.pytorch_tag) if index is not None else None
             if variant is None or variant.runs_on(cc) or (req.span.start, req.span.end) in reported:
                 continue
+            reported.add((req.span.start, req.span.end))  # one line, one finding (an override serves every extra)
             line = ctx.source_text.count("\n", 0, (index.routed_at or index.span).start) + 1
             install = f"uv sync --extra {req.extra}" if req.extra else "uv sync"
             fit = _common_fit(sorted({v for _, v, _ in uv_torches}, key=versions.release), cc, variant.cuda)
@@ -272,6 +277,18 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
                                  f"({how}, line {line}; pip reads no [tool.uv] table): "
                                  f"{self._lacks(variant)}; the fix is at line {line}"
                                  + (f" ({torch_wheels.index_url(fit)})" if fit else ""), [None])
+
+    def _uv_only_from_pypi(self, req, version: str, ctx, reported: set[tuple[int, int]]) -> None:
+        """A torch only uv installs (an override row) in a project that routes torch to no index: PyPI's build."""
+        variant = torch_wheels.variant(version)
+        if variant is None or variant.runs_on(self.target.capability) or (req.span.start, req.span.end) in reported:
+            return
+        reported.add((req.span.start, req.span.end))
+        fit = torch_wheels.fitting_tag(version, self.target.capability)
+        ctx.report(req.span, f"uv installs torch {version} for every torch requirement ({req.origin}; pip reads no "
+                             f"[tool.uv] table) from PyPI (its {variant.tag} build): {self._lacks(variant)}"
+                             + (f"; install from {torch_wheels.index_url(fit)}" if fit else
+                                "; no official wheel of this release runs on it"), [None])
 
     def _uv_indexes(self, group, indexes, uv_torches, ctx) -> None:
         """Every uv index torch is sent to (one per extra or platform marker, or the default one) whose variant lacks
