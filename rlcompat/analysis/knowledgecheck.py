@@ -292,12 +292,12 @@ def _report(view, ctx, setting: Setting, key: fk.FrameworkKey, version_known: bo
         else:
             edits, advice = [setting.rewrite(spelled)], f"; use {spelled}{note}"
     elif kind.fix == "off":
-        if setting.flag and setting.value == "" and setting.word_span is not None and key.negation:
-            # on by default: without the flag it stays on, so the off flag takes its place
-            edits = [Edit(setting.word_span.start, setting.word_span.end, "--" + key.negation)]
-            advice = f"; pass --{key.negation} instead (it is on by default)"
-        elif setting.flag and setting.value == "" and setting.word_span is not None:
-            edits, advice = [remove_flag(ctx.source_text, setting.word_span)], "; drop the flag"
+        if setting.flag and setting.value == "" and setting.word_span is not None:
+            if key.negation:  # on by default: without the flag it stays on, so the off flag takes its place
+                edits = [Edit(setting.word_span.start, setting.word_span.end, "--" + key.negation)]
+                advice = f"; pass --{key.negation} instead (it is on by default)"
+            else:
+                edits, advice = [remove_flag(ctx.source_text, setting.word_span)], "; drop the flag"
         else:
             edits, advice = [setting.rewrite(False)], "; set it to false"
         if key.kind == "bf16-switch" and target.training_dtype == "float16":
@@ -465,13 +465,8 @@ def negated_switch(view: ConfigView, ctx: ConfigContext, setting: Setting) -> fk
     knowledge's finding (its off flag as the fix) is the one to make."""
     if view.kind != "command" or not setting.flag or setting.value != "":
         return None
-    for fw in fk.frameworks():
-        if not attributed(view, ctx, fw):
-            continue
-        key = next((k for k in fw.keys if k.negation and fk.name_matches(k, setting.key)), None)
-        if key is not None:
-            return key
-    return None
+    return next((k for k in fk.candidates(setting.key) if k.negation and fk.name_matches(k, setting.key)
+                 and attributed(view, ctx, k.framework)), None)
 
 
 class DataExamples:

@@ -212,7 +212,6 @@ def _file_pin(path: str, root: str, name: str) -> Pin | None:
 
 
 def _requirements(path: str, text: str) -> list[tuple[Requirement, int]]:
-
     name = os.path.basename(path)
     try:
         if name == "setup.py":

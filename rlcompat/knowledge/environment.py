@@ -45,7 +45,7 @@ def shipped_by_image(image: str, tag: str) -> list[tuple[str, str, str]]:
     hiyouga/pytorch:th2.6.0-cu124-flashattn2.7.4-... ships flash-attn 2.7.4."""
     found = []
     for row in environment_facts()["docker"].get("ships", ()):
-        if image != row["image"] and not image.endswith("/" + row["image"]):
+        if not _is_image(image, row["image"]):
             continue
         m = re.search(row["tag"], tag)
         if m:
@@ -57,9 +57,14 @@ def cuda_in_tag(image: str, tag: str) -> tuple[str, int, int] | None:
     """(CUDA release, start, end in `tag`) where an image's documented tag format names the CUDA it is built on
     (`[[docker.cuda_tag]]`): axolotlai/axolotl-cloud-uv:main-py3.12-cu130-2.14.1 is CUDA 13.0, at `130`."""
     for row in environment_facts()["docker"].get("cuda_tag", ()):
-        if not any(image == name or image.endswith("/" + name) for name in row["images"]):
+        if not any(_is_image(image, name) for name in row["images"]):
             continue
         m = re.search(row["tag"], tag)
         if m:
             return f"{int(m.group('major'))}.{int(m.group('minor'))}", m.start("major"), m.end("minor")
     return None
+
+
+def _is_image(image: str, name: str) -> bool:
+    """Whether the image reference's repository `image` is `name`, from Docker Hub or any registry before it."""
+    return image == name or image.endswith("/" + name)

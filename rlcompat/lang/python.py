@@ -205,8 +205,7 @@ def narrow(text: str, rules: Sequence, file: ScannedView | None = None) -> Narro
             narrowed, seen = got
             if seen is not None:
                 file.seen = seen
-                if narrowed is not None:
-                    file.planned = batches.plan_narrowed(narrowed.text, narrowed.lines, seen.spans)
+                _plan_cuts(narrowed, file)
             return narrowed
     readers = []
     if triggers is not None:
@@ -220,10 +219,15 @@ def narrow(text: str, rules: Sequence, file: ScannedView | None = None) -> Narro
         file.seen = seen
 
     narrowed = pynarrow.narrow(text, python_rules, readers, learnt)
-    if narrowed is not None and file.seen is not None:
-        # where the top-level statements are: where a big narrowed text may be cut
-        file.planned = batches.plan_narrowed(narrowed.text, narrowed.lines, file.seen.spans)
+    _plan_cuts(narrowed, file)
     return narrowed
+
+
+def _plan_cuts(narrowed: Narrowed | None, file: ScannedView) -> None:
+    """Where a big narrowed text may be cut (at the top-level statements the pass found), kept in `file` for its
+    parse."""
+    if narrowed is not None and file.seen is not None:
+        file.planned = batches.plan_narrowed(narrowed.text, narrowed.lines, file.seen.spans)
 
 
 def parse(text: str, file: ScannedView | None = None) -> cst.Module | Parts | None:

@@ -95,19 +95,20 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
         if view.kind != "command" or not view.word_spans:
             return
         served = frameworks.engine_command(view.command_words, "vllm") if "vllm" in " ".join(view.command_words) else None
-        through_image = _image_server(view)
-        if not vllm_command(view.command_words) and served is None and not through_image:
+        direct, through_image = vllm_command(view.command_words), _image_server(view)
+        if not direct and served is None and not through_image:
             return
         cc = self.target.capability
         anchor = view.word_spans[0]
         if not runs("vllm", self.target):
             by = (f"{served[1]['commands'][0]} starts vLLM ({served[0].label} {served[0].version} knowledge: "
-                  f"{served[1]['proof'].split(' (')[0]}); ") if served is not None and not vllm_command(view.command_words) else ""
+                  f"{served[1]['proof'].split(' (')[0]}); ") if served is not None and not direct else ""
             if through_image:
                 by = f"the container's arguments run {view.image}'s ENTRYPOINT, vLLM's OpenAI server; "
             ctx.report(anchor, f"{by}{unsupported_message(self.target)}", [None])
             return
-        self._check_dtype(view, ctx, anchor)
+        if direct or through_image:
+            self._check_dtype(view, ctx, anchor)
         # the environment in force for the command (exported before it, a Dockerfile's ENV, set inline): not an ARG
         # or a comment
         chosen = [s.value.strip().strip("\"'") for s in view.env("VLLM_ATTENTION_BACKEND") if s.value]
@@ -121,10 +122,10 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
                                f"TRITON_ATTN or leave it unset", [None])
 
     def _check_dtype(self, view, ctx, anchor) -> None:
-        """A server given no dtype, run by a vLLM that keeps a bf16 checkpoint in bf16, below the capability it needs."""
+        """A vLLM server (started by name, or by its image's ENTRYPOINT) given no dtype, run by a vLLM that keeps a bf16
+        checkpoint in bf16, below the capability it needs."""
         row = vllm.auto_dtype()
-        if ctx.target.capability >= versions.capability(row["min_capability"]) or not (
-                vllm_command(view.command_words) or _image_server(view)):
+        if ctx.target.capability >= versions.capability(row["min_capability"]):
             return
         if any(w == "--dtype" or w.startswith("--dtype=") for w in view.command_words):
             return
