@@ -35,6 +35,22 @@ def test_a_file_belongs_to_the_nearest_directory_with_a_project_marker_else_its_
     assert tree_root(str(loose / "run.py")) == (above or str(loose))  # pytest's folder: no marker above, as a rule
 
 
+def test_a_verl_package_is_its_own_tree_only_where_no_project_holds_it(tmp_path):
+    """A checkout of verl (or a fork: ./verl next to setup.py) is one tree, whose requirements say what its run
+    installs, for the files inside the package too; an installed package (site-packages) is a tree of its own."""
+    checkout = tmp_path / "checkout"
+    shell = checkout / "verl" / "experimental" / "shell"
+    shell.mkdir(parents=True)
+    (checkout / "verl" / "trainer").mkdir()
+    (checkout / "setup.py").write_text("from setuptools import setup\nsetup(name='verl')\n")
+    assert tree_root(str(shell / "run.sh")) == str(checkout)
+    site = tmp_path / "site-packages"
+    installed = site / "verl"
+    (installed / "trainer").mkdir(parents=True)
+    (installed / "workers").mkdir()
+    assert tree_root(str(installed / "workers" / "a.py")) == str(installed)
+
+
 def test_a_tree_without_its_own_git_sits_in_the_nearest_checkout_above_it(tmp_path):
     repo = tmp_path / "repo"
     tree = repo / "examples" / "recipe"

@@ -119,3 +119,32 @@ def test_an_unpinned_requirement_agrees_with_the_scan_rules_on_a_v100(tmp_path):
     [message] = _declared(tmp_path, ">=0.8,<0.30", "sm70")
     assert "pin vllm<=0.19.1" in message and capabilities.min_capability("vllm").by_release() in message
     assert _declared(tmp_path, "==0.19.1", "sm70") == [] and _reported(tmp_path, "sm70")["RLC407"]
+
+
+# --- VLLM_USE_V1=1 (RLC419) judged by the range a tree declares -------------------------------------------------
+
+_USE_V1 = 'import os\nos.environ["VLLM_USE_V1"] = "1"\n'
+
+
+@pytest.mark.parametrize("spec, reported", [
+    (">=0.8.5,<=0.12.0", True),  # verl's `vllm` extra: allows 0.8.5 to 0.10.1, which refuse the variable
+    (">0.9,<0.9.5", True),  # only 0.9.0.1 to 0.9.4: inside the refusing span
+    (">=0.10.2", False),  # every allowed release runs V1 below 8.0 (or has no V0 to fall back to)
+    ("<0.8", False),  # before 0.8.0 the variable is not refused
+    ("", True),  # any version: not known, the plain warning
+])
+def test_use_v1_is_judged_by_the_declared_range(tmp_path, spec, reported):
+    (tmp_path / "requirements.txt").write_text(f"vllm{spec}\n")
+    (tmp_path / "train.py").write_text(_USE_V1)
+    found = [f for f in scan_paths([str(tmp_path / "train.py")], resolve_target("sm75")).findings if f.code == "RLC419"]
+    assert bool(found) is reported
+    if found:
+        assert found[0].severity == "warning" and found[0].fix is None  # which release is installed is not known
+        assert ("requirements.txt:1" in found[0].message) is bool(spec)
+
+
+def test_a_known_release_outranks_the_declared_range(tmp_path):
+    (tmp_path / "requirements.txt").write_text("vllm==0.9.2\n")
+    (tmp_path / "train.py").write_text(_USE_V1)
+    found = [f for f in scan_paths([str(tmp_path / "train.py")], resolve_target("sm75")).findings if f.code == "RLC419"]
+    assert [f.severity for f in found] == ["error"] and found[0].fix is not None  # the pinned release refuses it: the safe fix

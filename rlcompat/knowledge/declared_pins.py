@@ -161,7 +161,8 @@ def installed_last(root: str, name: str) -> Pin | None:
     `root` (or its requirements file) and after that `name` itself: pip replaces the project's pin with the later
     install (`pip install -e .` then `pip install vllm==0.7.2`: 0.7.2), unless the project is installed again after
     it with a pin the later version does not meet. None where no sequence installs both in that order."""
-    from rlcompat.knowledge.install_steps import satisfies, steps_of
+    from rlcompat.knowledge.install_steps import steps_of
+    from rlcompat.knowledge.versions import satisfies
 
     own = [p for p in tree_pins(root) if p.name == name and _kind(os.path.join(root, p.file)) in PROJECT_KINDS]
     project_pin = next((p for p in own if p.version or p.spec.strip()), own[0] if own else None)

@@ -41,6 +41,7 @@ class FrameworkIdentity:
     closest: str | None = None  # the closest release rlcompat has knowledge of (no newer one when there is one)
     package: str = ""  # "./verl": the framework's package inside the tree
     config: str = ""  # "./verl/trainer/config": where a fork's own config is read
+    spec: str = ""  # a declaration's version specifier as written (">=0.8.5,<=0.12.0"); "" for any other how
 
     @property
     def exact(self) -> bool:
@@ -212,9 +213,17 @@ def tree_root(path: str) -> str:
 
 @lru_cache(maxsize=256)
 def _is_root(directory: str) -> bool:
-    if any(os.path.exists(os.path.join(directory, m)) for m in TREE_MARKERS):
+    if _has_marker(directory):
         return True
-    return _verl_package_dir(directory) is not None
+    if _verl_package_dir(directory) is None:
+        return False
+    # A verl package inside a checkout (./verl next to setup.py) belongs to the checkout: its requirements and
+    # scripts say what the run installs. Only a package with no project around it (site-packages) is its own tree.
+    return not (os.path.basename(directory) == "verl" and _has_marker(os.path.dirname(directory)))
+
+
+def _has_marker(directory: str) -> bool:
+    return any(os.path.exists(os.path.join(directory, m)) for m in TREE_MARKERS)
 
 
 def _verl_package_dir(directory: str) -> str | None:
@@ -247,7 +256,8 @@ def _resolve_one(root: str, name: str) -> FrameworkIdentity:
     if pin is not None:
         spec = f"{pin.name}{pin.spec}" if pin.spec else pin.name
         evidence = f"{pin.where}: {spec}" + (f", {pin.after}" if pin.after else "")
-        return FrameworkIdentity(name, label_of(name), "declared", None, evidence, closest_release(name, None))
+        return FrameworkIdentity(name, label_of(name), "declared", None, evidence, closest_release(name, None),
+                                 spec=pin.spec.strip())
     version = installed_version(_distribution(name))
     if version is not None:
         return FrameworkIdentity(name, label_of(name), "installed", version, "the scanning environment",

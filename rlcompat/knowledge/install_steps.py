@@ -261,18 +261,3 @@ def _path(cwd: str | None, word: str) -> str | None:
     if os.path.isabs(word):
         return os.path.normpath(word)
     return None if cwd is None else os.path.normpath(os.path.join(cwd, word))
-
-
-def satisfies(version: str, spec: str) -> bool | None:
-    """Whether `version` meets every clause of `spec` (`>=0.6,<0.8`); None where a clause is not one compared here."""
-    have = release(version)
-    for clause in (c.strip() for c in spec.split(",") if c.strip()):
-        m = re.fullmatch(r"(==|!=|<=|>=|<|>|~=)\s*([\w.]+)", clause)
-        if m is None or "*" in clause:
-            return None
-        op, want = m.group(1), release(m.group(2))
-        ok = {"==": have == want, "!=": have != want, "<=": have <= want, ">=": have >= want, "<": have < want,
-              ">": have > want, "~=": have >= want and have[:max(len(want) - 1, 1)] == want[:max(len(want) - 1, 1)]}[op]
-        if not ok:
-            return False
-    return True

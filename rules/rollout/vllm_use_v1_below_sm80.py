@@ -18,8 +18,9 @@ class VllmUseV1BelowSm80(ConfigRule):
         "`runtime_env.env_vars`), a Dockerfile `ENV` and a container's `env:`. Reported where the vLLM that reads it "
         f"is one that refuses it ({vllm.use_v1()['first']} to {vllm.use_v1()['last']}): the release of the official "
         "vLLM image its container runs (`vllm/vllm-openai:v0.9.2`), else the tree's (its pin, package or installed "
-        "release); where no vLLM version is known it is a warning that names those releases; a newer or older known "
-        "release is left alone."
+        "release); where no vLLM version is known it is a warning that names those releases, and the tree's "
+        "requirement where that allows one of them; a requirement that allows none of them is left alone, as is a "
+        "newer or older known release."
     )
     why = (
         "Those releases need 8.0 for the V1 engine (its attention needed FlashAttention) and, with the variable set "
@@ -67,13 +68,22 @@ class VllmUseV1BelowSm80(ConfigRule):
         release, how = command_vllm_release(view, ctx)
         row = vllm.use_v1()
         span = f"{row['first']} to {row['last']}"
+        unknown = f"vLLM {span} refuse it (this tree's vLLM version is not known)"
+        if release is None:
+            declared = ctx.framework("vllm") if ctx.framework is not None else None
+            if declared is not None and declared.how == "declared" and declared.spec:
+                allows = versions.allows_between(declared.spec, row["first"], row["last"])
+                if allows is False:
+                    return  # no release the tree's requirement allows is one that refuses it
+                if allows:
+                    unknown = (f"the tree's requirement ({declared.evidence}) allows releases of vLLM {span}, which refuse it "
+                               "(which release is installed is not known)")
         for s in found:
             if s.value is None or s.value.strip().lower() not in _TRUE:
                 continue
             if release is not None and not vllm.refuses_use_v1(release, ctx.target.capability):
                 continue
-            which = (f"{how}, which refuses it" if release is not None
-                     else f"vLLM {span} refuse it (this tree's vLLM version is not known)")
+            which = f"{how}, which refuses it" if release is not None else unknown
             # Only for a known refusing release: vLLM removed the V0 engine later (0.11), so "0" is not a safe
             # answer where the release is not known.
             edits = [s.rewrite("0")] if release is not None else []
