@@ -454,9 +454,9 @@ def _unset_parents(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) 
                 break
             hazard, kind = found
             leaf = key.names[0].rsplit(".", 1)[-1]
-            head = (f"{key.parent.field} defaults to None, so {key.label} uses {leaf} {key.default} "
-                    f"({first_proof(key.parent.proof)}): {hazard.why}; {ctx.target.name} is "
-                    f"{ctx.target.capability_text} ({key.label} knowledge: {first_proof(key.proof)})")
+            head = (f"{key.parent.field} defaults to None, so {key.label} uses {leaf} {key.default}: {hazard.why}; "
+                    f"{ctx.target.name} is {ctx.target.capability_text} ({key.label} knowledge: "
+                    f"{first_proof(key.parent.proof)})")
             edits, safety, advice = [], FixSafety.SAFE, f"; {key.remedy or NO_REMEDY}"
             if kind.fix == "dtype":
                 spelled, safety, note = dtype_spelling(key, ctx.target)
