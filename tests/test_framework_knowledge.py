@@ -240,3 +240,100 @@ def test_key_values_must_be_hazard_values_of_their_kind():
     with pytest.raises(ValueError, match="fp4"):
         fk._values(row, "torchtitan", "0.0.0.toml")
     assert fk._values({**row, "values": ["Float8"]}, "torchtitan", "0.0.0.toml") == ("float8",)
+
+
+# skyrl's trainer config (0.4.0 config.py:225-251): an Optional nested config left at None, which its FSDP strategy
+# runs in bf16 (a key's `parent`)
+_SKYRL_CONFIG = ("from dataclasses import dataclass, field\nfrom typing import Optional\n\n"
+                 "from skyrl.train.config import BaseConfig\n\n\n"
+                 "@dataclass\nclass MixedPrecisionConfig(BaseConfig):\n    param_dtype: str = \"bf16\"\n"
+                 "    reduce_dtype: str = \"fp32\"\n\n\n"
+                 "@dataclass\nclass FSDPConfig(BaseConfig):\n    cpu_offload: bool = False\n"
+                 "    mixed_precision: Optional[MixedPrecisionConfig] = None\n")
+_SKYRL_PATH = "skyrl/train/config/config.py"
+
+
+def test_every_parent_field_marks_the_statement_its_rule_reads():
+    """The line `mixed_precision: Optional[...] = None` spells no dtype: the field's name must be one of the Python
+    triggers of the rule for the key's kind, or the settings reader never reads that statement."""
+    handled = {kind: rule for rule in KNOWLEDGE_RULES for kind in rule.kinds}
+    parents = [key for fw in fk.frameworks() for key in fw.keys if key.parent is not None]
+    assert {(k.framework.version, k.parent.field) for k in parents if k.framework.name == "skyrl"} >= {
+        ("0.4.0", "FSDPConfig.mixed_precision"), ("0.2.0", "FSDPConfig.mixed_precision")}
+    for key in parents:
+        assert key.parent.attr in handled[key.kind].python_triggers, (key.framework.name, key.parent.field)
+        assert PROOF.search(key.parent.proof), key.parent.proof
+
+
+def test_a_parent_needs_a_class_field_what_it_holds_and_a_proof():
+    row = {"names": ["fsdp_config.mixed_precision.param_dtype"], "kind": "dtype", "role": "weights", "default": "bf16",
+           "proof": "x.py:1", "parent": {"field": "mixed_precision", "holds": "MixedPrecisionConfig", "proof": "x.py:2"}}
+    with pytest.raises(ValueError, match=r"skyrl/9\.9\.toml.*parent\.field is `Class\.field`"):
+        fk._framework({"framework": "skyrl", "label": "skyrl", "version": "9.9", "key": [row]}, "9.9.toml")
+    row["parent"] = {"field": "FSDPConfig.mixed_precision", "proof": "x.py:2"}
+    with pytest.raises(ValueError, match="needs parent.holds"):
+        fk._framework({"framework": "skyrl", "label": "skyrl", "version": "9.9", "key": [row]}, "9.9.toml")
+
+
+@pytest.mark.parametrize("annotation, holds", [
+    ("Optional[MixedPrecisionConfig]", "MixedPrecisionConfig"), ("MixedPrecisionConfig | None", "MixedPrecisionConfig"),
+    ("typing.Union[cfg.MixedPrecisionConfig, None]", "MixedPrecisionConfig"), ("MixedPrecisionConfig", ""),
+    ("Union[A, B]", ""), ("Optional[List[int]]", "")])
+def test_the_settings_reader_names_the_class_an_optional_field_holds(annotation, holds):
+    from rlcompat.lang.pysettings import settings_of
+
+    text = f"class FSDPConfig:\n    mixed_precision: {annotation} = None\n"
+    (setting,) = [s for s in settings_of(text, ("mixed_precision",)) if s.key == "mixed_precision"]
+    assert setting.origin == "python-field" and setting.call == "FSDPConfig" and setting.value == "None"
+    assert getattr(setting, "holds", "") == holds
+
+
+def _skyrl(text: str, target: str = "sm61", version: str | None = "0.4.0"):
+    return scan_source(text, resolve_target(target), _SKYRL_PATH, "python",
+                       frameworks={"skyrl": version} if version else None)
+
+
+@pytest.mark.parametrize("version, line", [("0.4.0", "fsdp_strategy.py:204-210"), ("0.2.0", "fsdp_strategy.py:224-232")])
+def test_an_optional_nested_config_left_at_none_is_reported_where_it_defaults(version, line):
+    found = _skyrl(_SKYRL_CONFIG, version=version)
+    # one finding, at the None default; MixedPrecisionConfig's own bf16 is read only by a run that sets the field
+    assert [(f.code, f.location.line) for f in found] == [("RLC118", 16)], [(f.code, f.message) for f in found]
+    assert f"FSDPConfig.mixed_precision defaults to None, so skyrl {version} uses param_dtype bf16" in found[0].message
+    assert line in found[0].message
+
+
+def test_the_fix_builds_the_nested_config_in_fp32_and_the_class_still_constructs(tmp_path, monkeypatch):
+    """The fixed dataclass runs: FSDPConfig() then holds MixedPrecisionConfig(param_dtype="fp32"), fp32 being a
+    spelling skyrl's PrecisionType takes (fsdp_utils.py:269), the same on sm75 (weights: no fp16, no grad scaler)."""
+    import sys
+    import types
+
+    for target in ("sm61", "sm75"):
+        path = tmp_path / target / _SKYRL_PATH
+        path.parent.mkdir(parents=True)
+        (tmp_path / target / "skyrl" / "__init__.py").write_text('__version__ = "0.4.0"\n')  # the tree's release
+        (tmp_path / target / "pyproject.toml").write_text('[project]\nname = "skyrl"\nversion = "0.4.0"\n')
+        path.write_text(_SKYRL_CONFIG)
+        fix_paths([str(path)], resolve_target(target))
+        fixed = path.read_text()
+        assert fixed == _SKYRL_CONFIG.replace(
+            "= None", '= field(default_factory=lambda: MixedPrecisionConfig(param_dtype="fp32"))'), fixed
+        stub = types.ModuleType("skyrl.train.config")
+        stub.BaseConfig = type("BaseConfig", (), {})
+        monkeypatch.setitem(sys.modules, "skyrl.train.config", stub)
+        namespace: dict = {}
+        exec(compile(fixed, str(path), "exec"), namespace)
+        built = namespace["FSDPConfig"]()
+        assert built.mixed_precision.param_dtype == "fp32" and built.mixed_precision.reduce_dtype == "fp32"
+        assert namespace["FSDPConfig"]().mixed_precision is not built.mixed_precision  # a factory, not a shared default
+        assert not [f for f in scan_paths([str(path)], resolve_target(target)).findings if f.location.line in (9, 16)]
+
+
+def test_a_nested_config_default_is_judged_where_the_release_is_not_known_or_every_run_builds_it():
+    # no release known: None means nothing rlcompat can cite, and the class default is judged as written
+    found = _skyrl(_SKYRL_CONFIG, version=None)
+    assert [(f.code, f.location.line) for f in found] == [("RLC102", 9)]
+    # a default factory that builds the class with its own defaults: every run reads param_dtype = "bf16"
+    built = _SKYRL_CONFIG.replace("= None", "= field(default_factory=MixedPrecisionConfig)")
+    assert [(f.code, f.location.line) for f in _skyrl(built)] == [("RLC102", 9)]
+    assert not _skyrl(_SKYRL_CONFIG, target="sm80")

@@ -8,6 +8,7 @@ defaults of flags the command does not pass are reported at the command, with th
 
 from __future__ import annotations
 
+import re
 
 from rlcompat.analysis import command_framework, cpu_program
 from rlcompat.knowledge import frameworks as fk
@@ -124,9 +125,14 @@ def selected(view: ConfigView, key: fk.FrameworkKey) -> bool:
 
 
 def known(view: ConfigView, ctx: ConfigContext, setting: Setting) -> bool:
-    """Whether any framework key describes this setting (whatever its kind): the net then stays out of it."""
-    return any(fk.name_matches(k, setting.key) and form_fits(k, setting) and applies(view, ctx, setting, k)
-               for k in fk.candidates(setting.key))
+    """Whether any framework key describes this setting (whatever its kind): the net then stays out of it. A field
+    of the nested config class a key's `parent` holds (`MixedPrecisionConfig.param_dtype` for skyrl's
+    `fsdp_config.mixed_precision.param_dtype`) is that key, in the framework's files."""
+    return (any(fk.name_matches(k, setting.key) and form_fits(k, setting) and applies(view, ctx, setting, k)
+                for k in fk.candidates(setting.key))
+            or (setting.origin == "python-field" and any(
+                k.names[0].rsplit(".", 1)[-1] == setting.key and attributed(view, ctx, k.framework)
+                for k in fk.held_in(setting.call))))
 
 
 def hazard_of(key: fk.FrameworkKey, value: str | None, target):
@@ -216,6 +222,8 @@ def check(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:
         _defaults(view, ctx, kinds)
     else:
         _omitted_defaults(view, ctx, kinds)
+    if view.kind == "python":
+        _unset_parents(view, ctx, kinds)
 
 
 OFF_VALUES = ("", "none", "null", "0", "false")
@@ -423,6 +431,55 @@ def _omitted_defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str
             if any(e is None for e in edits):
                 edits = []
             ctx.report(anchor, head + advice, edits, safety, advice.lstrip("; ").split(" (")[0])
+
+
+def _unset_parents(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:
+    """An Optional nested config field left at None (`mixed_precision: Optional[MixedPrecisionConfig] = None`) where
+    the framework's code gives None a meaning (a key's `parent`: skyrl's FSDP strategy then computes in bf16):
+    reported at the field, for the release the tree runs exactly (what None means is that release's code). The fix
+    builds the nested config with the key at the precision policy's spelling
+    (`field(default_factory=lambda: MixedPrecisionConfig(param_dtype="fp32"))`), where the module imports
+    dataclasses' `field`."""
+    for setting in view.settings:
+        holds = getattr(setting, "holds", "")
+        if not holds or setting.origin != "python-field" or setting.value != "None":
+            continue
+        for key in fk.under_parent(setting.call, setting.key):
+            fw = key.framework
+            if (key.kind not in kinds or key.parent.holds != holds or not attributed(view, ctx, fw)
+                    or chosen_version(view, ctx, fw.name)[0] != fw.version or not selected(view, key)):
+                continue
+            found = hazard_of(key, key.default, ctx.target)
+            if found is None:
+                break
+            hazard, kind = found
+            leaf = key.names[0].rsplit(".", 1)[-1]
+            head = (f"{key.parent.field} defaults to None, so {key.label} uses {leaf} {key.default}: {hazard.why}; "
+                    f"{ctx.target.name} is {ctx.target.capability_text} ({key.label} knowledge: "
+                    f"{first_proof(key.parent.proof)})")
+            edits, safety, advice = [], FixSafety.SAFE, f"; {key.remedy or NO_REMEDY}"
+            if kind.fix == "dtype":
+                spelled, safety, note = dtype_spelling(key, ctx.target)
+                if spelled is None:
+                    advice = f"; {note}: train elsewhere or change tool"
+                else:
+                    built = f'field(default_factory=lambda: {holds}({leaf}="{spelled}"))'
+                    if setting.value_span is not None and _imports_field(ctx.source_text):
+                        edits = [Edit(setting.value_span.start, setting.value_span.end, built)]
+                        advice = f"; default it to {built}{note}"
+                    else:
+                        advice = (f"; set {setting.key}.{leaf}={spelled} where the config is built (no autofix: the "
+                                  f"module does not import dataclasses.field){note}")
+            ctx.report(setting.key_span, head + advice, edits, safety, advice.lstrip("; ").split(" (")[0])
+            break
+
+
+_FIELD_IMPORT = re.compile(r"^from\s+dataclasses\s+import\s+(?:\([^)]*|[^\n]*)\bfield\b", re.MULTILINE)
+
+
+def _imports_field(text: str) -> bool:
+    """Whether the module binds dataclasses' `field` at its top (the fix's default factory uses it)."""
+    return _FIELD_IMPORT.search(text) is not None
 
 
 def _left_out(view: ConfigView, name: str):

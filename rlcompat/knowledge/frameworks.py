@@ -55,6 +55,25 @@ class Omitted:
 
 
 @dataclass(frozen=True)
+class Parent:
+    """Where a key's value lives in a framework's dataclass config: a field of the class `holds`, itself the value
+    of the Optional field `field` (`"FSDPConfig.mixed_precision"`) that defaults to None. With None the framework's
+    code uses the key's `default` (skyrl's FSDP strategy: bf16), and the fields of `holds` are read only where a run
+    sets `field`."""
+    field: str  # "Class.attr"
+    holds: str  # the nested config class
+    proof: str  # where the field defaults to None and what the code makes of None
+
+    @property
+    def owner(self) -> str:
+        return self.field.rpartition(".")[0]
+
+    @property
+    def attr(self) -> str:
+        return self.field.rpartition(".")[2]
+
+
+@dataclass(frozen=True)
 class Condition:
     """When a framework reads a key at all (`when`): another setting of the same run has one of `values` (or, with
     `other_than`, any value but those), `default` standing for it where the run leaves it unset. `any` holds
@@ -105,6 +124,8 @@ class FrameworkKey:
     # A switch on by default whose parser gives it an off flag (tyro's `--no-bf16`): passing the bare flag or leaving
     # it out both leave it on, so the fix writes this flag (without dashes) instead of removing the bare one
     negation: str = ""
+    # (optional) the Optional nested config field whose None leaves this key at `default` (`parent`, docs/knowledge.md)
+    parent: "Parent | None" = field(default=None, compare=False, hash=False)
 
     @property
     def label(self) -> str:
@@ -218,7 +239,8 @@ def _framework(data: dict, filename: str) -> Framework:
             tuple(row.get("only_with", ())), examples, row.get("resolves", ""), row.get("auto_follows", ""),
             row.get("judged_by", ""), _omitted(row, fw.name, filename), _values(row, fw.name, filename),
             tuple(_condition(c, f"rlcompat/knowledge/data/frameworks/{fw.name}/{filename}: {row['names']} `when`")
-                  for c in row.get("when", ())), row.get("remedy", ""), _negation(row, fw.name, filename)))
+                  for c in row.get("when", ())), row.get("remedy", ""), _negation(row, fw.name, filename),
+            _parent(row, fw.name, filename)))
     object.__setattr__(fw, "keys", tuple(keys))
     for row in data.get("engine", ()):
         if not row.get("proof") or not row.get("commands") or not row.get("engine"):
@@ -288,6 +310,52 @@ def _omitted(row: dict, framework: str, filename: str) -> Omitted | None:
     if "." not in row["names"][0]:
         raise ValueError(f"{where}: `omitted` needs a dotted name (its table is where the key is added)")
     return Omitted(spec["format"], tuple(spec.get("tables", ())), spec["releases"], spec["proof"])
+
+
+def _parent(row: dict, framework: str, filename: str) -> Parent | None:
+    spec = row.get("parent")
+    if spec is None:
+        return None
+    where = f"rlcompat/knowledge/data/frameworks/{framework}/{filename}: {row['names']}"
+    missing = [f"parent.{f}" for f in ("field", "holds", "proof") if not spec.get(f)]
+    missing += [] if "default" in row else ["default"]
+    if missing:
+        raise ValueError(f"{where}: a key with `parent` needs {', '.join(missing)}")
+    if spec["field"].count(".") != 1:
+        raise ValueError(f"{where}: parent.field is `Class.field` (got {spec['field']!r})")
+    return Parent(spec["field"], spec["holds"], spec["proof"])
+
+
+def _parents() -> dict[str, tuple[FrameworkKey, ...]]:
+    """`Class.field` and the nested class it holds -> the keys whose `parent` names them (per knowledge: a test may
+    swap it)."""
+    known = frameworks()
+    if _PARENTS.get("of") is not known:
+        _PARENTS["of"], _PARENTS["index"] = known, _parents_of(known)
+    return _PARENTS["index"]
+
+
+_PARENTS: dict = {}
+
+
+def _parents_of(known: tuple[Framework, ...]) -> dict[str, tuple[FrameworkKey, ...]]:
+    index: dict[str, list[FrameworkKey]] = {}
+    for fw in known:
+        for key in fw.keys:
+            if key.parent is not None:
+                index.setdefault(key.parent.field, []).append(key)
+                index.setdefault("holds:" + key.parent.holds, []).append(key)
+    return {k: tuple(v) for k, v in index.items()}
+
+
+def under_parent(owner: str, attr: str) -> tuple[FrameworkKey, ...]:
+    """The keys whose value the Optional field `owner.attr` holds (their `parent`), newest release first."""
+    return _parents().get(f"{owner}.{attr}", ())
+
+
+def held_in(class_name: str) -> tuple[FrameworkKey, ...]:
+    """The keys whose `parent` says `class_name` is the nested config an Optional field holds."""
+    return _parents().get("holds:" + class_name, ())
 
 
 def normalise(name: str) -> str:

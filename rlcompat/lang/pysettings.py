@@ -11,6 +11,7 @@ under an `if` whose test reads the same name (`elif bf16: args["bf16"] = True`) 
 |---|---|---|
 | `parser.add_argument("--ds.param_dtype", default="bf16")` | `argparse-default` (`flag=True`) | the flag's dest (`ds.param_dtype`; `dest=` wins), value span on the default literal |
 | `bf16: bool = True`, `x = "..."`, `x: str = field(default="...")` in a class body | `python-field` | the field name; `call` is the class |
+| `mp: Optional[MixedPrecisionConfig] = None` in a class body | `python-field` (a `NestedField`) | the field name; `holds` is the optional class |
 | `{"bf16": {"enabled": True}}` | `python-dict` | dotted string keys (`bf16.enabled`) |
 | `os.environ["X"] = "v"`, `os.environ.setdefault("X", "v")` | `env` | `X` |
 | `args.bf16 = True`, `cfg["bf16"] = True` | `python-assign` | the attribute or string subscript; `call` is the object's name |
@@ -55,6 +56,15 @@ from rlcompat.lang.textpos import line_starts
 @dataclass
 class ResolvedSetting(Setting):
     unset: str = ""  # python-default: the expression an unset key resolves to, `self.` dropped (`not fp16`)
+
+
+@dataclass
+class NestedField(Setting):
+    """A class-body field that defaults to None and is annotated as an optional class (`mixed_precision:
+    Optional[MixedPrecisionConfig] = None`): `holds` names that class. What None means is the framework's code (the
+    knowledge's `parent`); the held class' own defaults are read only where a run sets this field."""
+
+    holds: str = ""
 
 
 @dataclass
@@ -352,6 +362,27 @@ def _evaluate(expr: ast.AST, fields: dict) -> object:
     return _UNKNOWN
 
 
+def _is_none(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _optional_class(annotation: ast.AST) -> str:
+    """`X` of `Optional[X]`, `Union[X, None]`, `X | None` (X a plain or dotted name), else ""."""
+    inner = None
+    if isinstance(annotation, ast.Subscript):
+        outer = _name(annotation.value).rsplit(".", 1)[-1]
+        parts = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
+        if outer == "Optional" and len(parts) == 1:
+            inner = parts[0]
+        elif outer == "Union" and len(parts) == 2 and any(_is_none(p) for p in parts):
+            inner = next(p for p in parts if not _is_none(p))
+    elif isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        sides = [annotation.left, annotation.right]
+        if any(_is_none(p) for p in sides):
+            inner = next(p for p in sides if not _is_none(p))
+    return _name(inner).rsplit(".", 1)[-1] if inner is not None else ""
+
+
 def _literal_default(text: str | None) -> object:
     if text is None:
         return _UNKNOWN
@@ -418,11 +449,11 @@ class _Reader:
 
     guards: frozenset[str] = frozenset()  # names the enclosing `if` tests read
 
-    def add(self, key: str, node_for_key: ast.AST, value_node, origin: str, **extra) -> None:
+    def add(self, key: str, node_for_key: ast.AST, value_node, origin: str, made=Setting, **extra) -> None:
         if key.rsplit(".", 1)[-1] in self.guards or key.split(".", 1)[0] in self.guards:
             return
         value, span = self.literal(value_node)
-        self.out.append(Setting(key, value, self.pos.span(node_for_key), span, origin=origin, **extra))
+        self.out.append(made(key, value, self.pos.span(node_for_key), span, origin=origin, **extra))
 
     def fields(self, cls: ast.ClassDef) -> dict:
         defaults = {}
@@ -442,7 +473,10 @@ class _Reader:
                 value = next((k.value for k in value.keywords if k.arg == "default"),
                              value.args[0] if value.args and _name(value.func).endswith("Field") else None)
             if value is not None:
-                if not computed:
+                holds = _optional_class(stmt.annotation) if isinstance(stmt, ast.AnnAssign) and _is_none(value) else ""
+                if holds and not computed:
+                    self.add(target.id, target, value, "python-field", made=NestedField, call=cls.name, holds=holds)
+                elif not computed:
                     self.add(target.id, target, value, "python-field", call=cls.name)
                 literal = self.literal(value)[0] if isinstance(value, ast.Constant) else None
                 defaults[target.id] = _literal_default(literal) if isinstance(value, ast.Constant) else _UNKNOWN

@@ -8,6 +8,11 @@ from rlcompat.analysis.deadfields import dead_field, enclosing_class
 from rlcompat.contract import Bad, FixSafety, Good, PendingFix, PythonRule, VERL_091
 from rlcompat.knowledge.spellings import bf16_replacements
 from rlcompat.analysis.param_defaults import default_is_dead
+from rlcompat.analysis.held_fields import held_only_when_set
+
+_SKYRL_MP = ("from dataclasses import dataclass, field\nfrom typing import Optional\n\nfrom skyrl.train.config import BaseConfig\n\n\n"
+             "@dataclass\nclass MixedPrecisionConfig(BaseConfig):\n    param_dtype: str = 'bf16'\n\n\n"
+             "@dataclass\nclass FSDPConfig(BaseConfig):\n    mixed_precision: {parent}\n")
 
 # accelerate's `mixed_precision` takes "no" | "fp16" | "bf16" | "fp8": fp32 is spelled "no".
 _MIXED_PRECISION = {"float32": "no", "float16": "fp16"}
@@ -33,7 +38,10 @@ class Bf16DtypeString(PythonRule):
         "as `__main__` outside any package whose every call in its tree passes the argument, by keyword or "
         "position and never through `*args`/`**kwargs` alone (rlcompat/analysis/param_defaults.py); the value "
         "each call passes is judged where it is written. A package's function keeps the finding: users call it "
-        "from outside the tree."
+        "from outside the tree. A field default of a nested config class that a run reads only where it sets the "
+        "Optional field holding it (framework knowledge `parent`: skyrl's `MixedPrecisionConfig.param_dtype` under "
+        "`FSDPConfig.mixed_precision = None`, for the release the tree runs) is not a finding: the None is reported "
+        "at that field (RLC118)."
     )
     why = (
         "The name is turned into `torch.bfloat16` later, far from the line a person would grep for; on compute "
@@ -67,6 +75,10 @@ class Bf16DtypeString(PythonRule):
         Bad("class C:\n    dtype: str = field(default='bf16')\n", fixed="class C:\n    dtype: str = field(default='fp32')\n"),
         Bad("@dataclass\nclass RolloutConfig:\n    dtype: str = 'bfloat16'\n", target="sm70", unsafe=True,
             fixed="@dataclass\nclass RolloutConfig:\n    dtype: str = 'float16'\n"),
+        # every run builds the class with its defaults
+        Bad(_SKYRL_MP.format(parent="MixedPrecisionConfig = field(default_factory=MixedPrecisionConfig)"),
+            fixed=_SKYRL_MP.format(parent="MixedPrecisionConfig = field(default_factory=MixedPrecisionConfig)").replace("'bf16'", "'fp32'"),
+            path="skyrl/train/config/config.py", frameworks={"skyrl": "0.4.0"}),
     )
     good = (
         Good("if self.bf16:\n    self.mixed_precision = 'bf16'\n"),
@@ -80,6 +92,9 @@ class Bf16DtypeString(PythonRule):
         Good("x = f'{dtype}bf16'\n"),
         Good("@dataclass\nclass EngineConfig(BaseConfig):\n    dtype: str = 'bfloat16'\n", path="verl/workers/config/engine.py",
              frameworks=VERL_091),
+        # read only by a run that sets FSDPConfig.mixed_precision (default None: RLC118 reports that, skyrl's knowledge)
+        Good(_SKYRL_MP.format(parent="Optional[MixedPrecisionConfig] = None"), path="skyrl/train/config/config.py",
+             frameworks={"skyrl": "0.4.0"}),
     )
 
     @classmethod
@@ -97,6 +112,8 @@ class Bf16DtypeString(PythonRule):
             return
         if role.kind == "assign" and dead_field(ctx.verl, ctx.path, enclosing_class(ctx.ancestors), role.name):
             return  # a default the scanned verl version never reads: RLC356 says so instead of "fixing" it
+        if role.kind == "assign" and held_only_when_set(ctx, enclosing_class(ctx.ancestors), role.name):
+            return  # read only where a run sets the Optional field holding the class: its None is judged there
         if role.kind == "param-default" and default_is_dead(ctx):
             return  # no call leaves it in force (analysis/param_defaults.py): what each call passes is judged there
         name = role.name if role.name not in ("", "default") else h.enclosing_assign_name(ctx.ancestors)

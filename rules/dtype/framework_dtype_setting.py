@@ -20,7 +20,9 @@ class FrameworkDtypeSetting(ConfigRule):
         "version that leaves such a flag at a hazardous default is reported too, and so is a config file that leaves out "
         "a key whose default is a hazard (a torchtitan train config without `[training] mixed_precision_param`: "
         "bfloat16; a skyrl-train config whose `fsdp_config` leaves out `mixed_precision`: bf16), at the table or "
-        "mapping that would carry it. Adding a framework key is one data row (with its own example) in that file."
+        "mapping that would carry it; and an Optional nested config field left at None where the framework's code runs "
+        "None in bf16 (skyrl's `FSDPConfig.mixed_precision`), at the field. Adding a framework key is one data row "
+        "(with its own example) in that file."
     )
     why = (
         "bf16 has no hardware below compute capability 8.0 (emulated, slow; vLLM refuses it) [S1][S6]; TF32 tensor "
@@ -44,8 +46,11 @@ class FrameworkDtypeSetting(ConfigRule):
                 "fsdp_config:")
     sources = ("S1", "S6", "S8", "S15", "S20", "S62")
     # Not the key words of its `kinds` (a file is read only where it spells one): these mark the statements whose
-    # settings every config rule reads, and the key words would mark others
-    python_triggers = ("bf16", "bfloat16", "tf32", "fp8")
+    # settings every config rule reads, and the key words would mark others. `mixed_precision`: the Optional nested
+    # config field a key's `parent` names, whose None default the framework runs in bf16 (skyrl's
+    # `FSDPConfig.mixed_precision`); its line spells no dtype (tests/test_framework_knowledge.py holds each `parent`
+    # field to a trigger)
+    python_triggers = ("bf16", "bfloat16", "tf32", "fp8", "mixed_precision")
     kinds = KINDS
     precedence = 1
 
