@@ -129,14 +129,18 @@ def known(view: ConfigView, ctx: ConfigContext, setting: Setting) -> bool:
                for k in fk.candidates(setting.key))
 
 
-def hazard_of(key: fk.FrameworkKey, value: str | None, target):
-    """(hazard, value as read) when the value is a hazard on the target, else None."""
+def hazard_of(key: fk.FrameworkKey, value: str | None, target, bare: bool = False):
+    """(hazard, value as read) when the value is a hazard on the target, else None. `bare`: a flag given with no
+    value (`--bf16`), which turns a switch on; an empty value anywhere else (YAML `tf32:`, an empty environment
+    variable) is null or the empty string, which no switch reads as on."""
     kind = fk.kinds().get(key.kind)
     if kind is None or value is None or key.judged_by:
         return None
     if key.values and value.strip().strip("'\"").lower() not in key.values:
         return None  # a value this release does not accept (another release's converter name: an error everywhere)
-    if value == "" and kind.fix in SWITCH_FIXES:  # a bare switch flag: on
+    if value == "" and kind.fix in SWITCH_FIXES:
+        if not bare:
+            return None
         value = "true"
     if kind.fix in SWITCH_FIXES:
         value = {"1": "true", "yes": "true", "on": "true", "0": "false", "no": "false", "off": "false"}.get(
@@ -194,7 +198,7 @@ def check(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:
         key, version_known = match
         if not selected(view, key):
             continue  # another setting of the run leaves this key unread (a strategy that is not selected)
-        found = hazard_of(key, value, target)
+        found = hazard_of(key, value, target, bare=setting.switch)
         if found is not None and any(hazard_of(key, v, target) is None for v in getattr(setting, "alternatives", ())):
             found = None  # a default computed as one of several values (lang/pysettings.py): a hazard only if each is
         if found is not None and is_bf16(value) and follows_bf16_switch(setting):
