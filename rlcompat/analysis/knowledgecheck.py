@@ -9,7 +9,7 @@ defaults of flags the command does not pass are reported at the command, with th
 from __future__ import annotations
 
 
-from rlcompat.analysis import command_framework, cpu_program
+from rlcompat.analysis import command_framework, cpu_program, entry_switches
 from rlcompat.knowledge import frameworks as fk
 from rlcompat.analysis.confighelpers import follows_bf16_switch, is_bf16, remove_flag, where
 from rlcompat.lang.settings import ConfigContext, ConfigView, Setting
@@ -203,6 +203,8 @@ def check(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:
             found = None  # a default computed as one of several values (lang/pysettings.py): a hazard only if each is
         if found is not None and is_bf16(value) and follows_bf16_switch(setting):
             continue  # `elif self.bf16: self.mixed_precision = "bf16"` passes a switch on: reported at the switch
+        if found is not None and entry_switches.forced_in_no_launch(view, ctx, setting):
+            continue  # forced only under a switch the parser leaves off and no launch file of the tree passes
         if found is not None and not _feature_off_by_default(view, setting, key):
             hazards.append((setting, key, version_known, value, *found))
     # A switch the code turns on that only matters through a value the same code then forces (kinds.toml `forces`:
