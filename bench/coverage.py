@@ -111,8 +111,13 @@ GIT_MIRRORS = Path(os.environ.get("RLCOMPAT_GIT_MIRRORS", "/work/.mirror"))
 # How candidates are found (recorded in each label file's header too): a line is a candidate when it matches.
 CANDIDATE_RE = re.compile(
     r"bf16|bfloat16|\bhalf\b|fp16|float16|dtype|precision|flash|attn_impl|compile|inductor|vllm|sglang|liger"
-    r"|fp8|tf32|\bawq\b|gptq|bnb|bitsandbytes|8bit|4bit|torch==|torch>=|torch~=|cu1[0-9]{2}|(?-i:^\s*FROM\s)|"
-    r"TORCH_CUDA_ARCH_LIST|NCCL|deepspeed|--num_gpus\b|nproc|packing|ring_attn|triton|\bamp\b|autocast|quantiz|\bLLM\(",
+    r"|fp8|tf32|\bawq\b|gptq|bnb|bitsandbytes|8bit|4bit|cu1[0-9]{2}|(?-i:^\s*FROM\s)|"
+    r"TORCH_CUDA_ARCH_LIST|NCCL|deepspeed|--num_gpus\b|nproc|packing|ring_attn|triton|\bamp\b|autocast|quantiz|\bLLM\("
+    # torch as a requirement: with any specifier (spaces allowed), a bare quoted "torch" (pyproject, setup.py), a
+    # requirements or YAML list line that is only torch (a lower-bound-free torch installs the newest release), and
+    # an install command that names it
+    r"|(?<![\w./-])torch\s*(?:\[[^\]]*\]\s*)?(?:[<>!~]=?|===?)|(?:^\s*|[\[(,]\s*)[\"']torch\s*(?:\[[^\]]*\])?\s*(?:;[^\"']*)?[\"']"
+    r"|^\s*(?:-\s+)?torch\s*(?:\[[^\]]*\])?\s*(?:[;#].*)?$|\binstall\b[^\n#]*(?<![\w./-])torch(?![\w.-])",
     re.IGNORECASE,
 )
 

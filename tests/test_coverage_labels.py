@@ -175,3 +175,20 @@ def test_render_lists_dev_details_and_counts_holdout_ones():
     withheld = BENCH.render([BENCH.evaluate(corpus, "sm61", findings)], 0.0).split("### c on sm61\n", 1)[1]
     assert withheld.startswith("\nHoldout: details withheld") and "Missed 2 (compile 1, bf16 1)" in withheld
     assert "a.yaml" not in withheld
+
+
+@pytest.mark.parametrize("line, candidate", [
+    ('    "torch",', True),  # a bare torch requirement in pyproject.toml or setup.py: the newest release
+    ("torch", True),  # a requirements file's line
+    ("  - torch", True),  # a conda file's pip list
+    ("torch ; sys_platform == 'linux'", True),
+    ("torch >= 2.4", True),
+    ("torch<2.9", True),
+    ("pip install torch torchvision", True),
+    ("import torch", False),
+    ("from torch import nn", False),
+    ("x = torch.tensor(1)", False),
+    ("torchvision", False),
+])
+def test_candidate_grep_reaches_torch_requirements_in_any_form(line: str, candidate: bool):
+    assert bool(BENCH.CANDIDATE_RE.search(line)) is candidate

@@ -337,3 +337,16 @@ def test_a_nested_config_default_is_judged_where_the_release_is_not_known_or_eve
     built = _SKYRL_CONFIG.replace("= None", "= field(default_factory=MixedPrecisionConfig)")
     assert [(f.code, f.location.line) for f in _skyrl(built)] == [("RLC102", 9)]
     assert not _skyrl(_SKYRL_CONFIG, target="sm80")
+
+def test_an_empty_value_is_null_and_only_a_bare_flag_turns_a_switch_on():
+    """YAML `tf32:` with nothing after it is null (axolotl passes tf32=True only when the value is True:
+    core/builders/base.py:320 of 0.21.0); `--bf16` with no value on a command line is the switch turned on."""
+    target = resolve_target("sm75")
+    codes = {"RLC115", "RLC118"}
+    empty = scan_source("base_model: m\nbf16: false\ntf32:\n", target, path="lora.yaml", language="yaml")
+    assert not [f for f in empty if f.code in codes]
+    on = scan_source("base_model: m\nbf16: false\ntf32: true\n", target, path="lora.yaml", language="yaml")
+    assert [f.location.line for f in on if f.code in codes] == [3]
+    bare = scan_source("deepspeed --module openrlhf.cli.train_sft --bf16 --zero_stage 2\n", target, path="run.sh",
+                       language="shell")
+    assert [f.location.line for f in bare if f.code in {"RLC107", "RLC118"}] == [1]

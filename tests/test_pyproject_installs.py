@@ -152,8 +152,11 @@ def test_an_engine_install_whose_release_s_torch_is_known_is_judged_by_that_torc
     assert not _found(script, "sm61", "install.sh", "shell")
     assert torch_required_by("sglang", "==0.4.6.post1", ("all",)).torch == "2.6.0"
     assert torch_required_by("sglang", "==0.4.6.post1", ("openai",)) is None  # without srt no torch pin is known
-    # a release nobody looked up keeps the engine's own minimum (vLLM 0.8.1: 7.0)
-    assert _found('pip install "vllm==0.8.1"\n', "sm61", "install.sh", "shell") == [("RLC603", 1)]
+    # a release nobody looked up keeps the engine's own minimum (vLLM 0.8.3: 7.0)
+    assert torch_required_by("vllm", "==0.8.3") is None
+    assert _found('pip install "vllm==0.8.3"\n', "sm61", "install.sh", "shell") == [("RLC603", 1)]
+    # one looked up is judged by the torch it pins (vLLM 0.8.1: torch 2.6.0, PyPI's cu124 build, runs on sm61)
+    assert _found('pip install "vllm==0.8.1"\n', "sm61", "install.sh", "shell") == []
 
 
 def test_an_engine_in_the_core_dependencies_whose_release_pins_a_torch_with_the_card_s_kernels_is_not_reported():

@@ -98,3 +98,53 @@ def test_a_setup_cfg_pin_is_part_of_the_trees_identity(tmp_path):
     (tmp_path / "setup.cfg").write_text("[options]\ninstall_requires =\n    trl==0.19.1\n    torch\n")
     pin = pin_of(str(tmp_path), "trl")
     assert (pin.version, pin.where) == ("0.19.1", "setup.cfg:3")
+
+
+
+OPENRLHF_STYLE = '''from setuptools import setup
+
+
+def _fetch_requirements(path):
+    with open(path, "r") as fd:
+        return [r.strip() for r in fd.readlines()]
+
+
+setup(
+    name="x",
+    install_requires=_fetch_requirements("requirements.txt"),
+    extras_require={
+        "vllm": ["vllm==0.7.3"],
+        "vllm_latest": ["vllm>0.7.3"],
+    },
+)
+'''
+
+
+def test_the_file_install_requires_reads_is_named_not_read_by_the_front_end():
+    group = parse_setup_py(OPENRLHF_STYLE)
+    assert group.core_files == ("requirements.txt",)
+    assert {(r.name, r.spec) for r in group.requirements} == {("vllm", "==0.7.3"), ("vllm", ">0.7.3")}
+    direct = 'from setuptools import setup\nreqs = open("req/core.txt").read().split()\nsetup(install_requires=reqs)\n'
+    assert parse_setup_py(direct).core_files == ("req/core.txt",)
+    # a helper that opens a file of its own, not its argument: that file, not the argument
+    fixed = 'from setuptools import setup\ndef f(x):\n    return open("a.txt").read().split()\nsetup(install_requires=f("b.txt"))\n'
+    assert parse_setup_py(fixed).core_files == ()
+    assert parse_setup_py(TRANSFORMERS_STYLE).core_files == ()
+
+
+def test_an_extras_engine_is_held_by_the_torch_the_core_requirements_file_pins(tmp_path):
+    """OpenRLHF's setup.py reads install_requires from requirements.txt: with torch==2.5.1 there, `.[vllm_latest]`
+    cannot take the newest vLLM's torch 2.14.0 (pip refuses the pair, or backtracks to a release that keeps 2.5.1);
+    without a torch pin there, the newest vLLM's torch (PyPI's cu130 build) replaces the machine's."""
+    (tmp_path / "setup.py").write_text(OPENRLHF_STYLE)
+    sm61 = resolve_target("sm61")
+
+    def found(requirements: str) -> set[tuple[int, str]]:
+        (tmp_path / "requirements.txt").write_text(requirements)
+        return {(f.location.line, f.code) for f in scan_paths([str(tmp_path / "setup.py")], sm61).findings}
+
+    assert (14, "RLC601") not in found("transformers\ntorch==2.5.1\n")
+    assert (14, "RLC601") in found("transformers\ntorch\n")
+    # vllm 0.7.3 pins torch 2.5.1, whose PyPI build (cu124) runs on sm61; the engine is reported where a config
+    # selects it
+    assert not {f for f in found("torch\n") if f[0] == 13}

@@ -313,6 +313,26 @@ def _uv_lock(path: str, old: set[str], new: str, plan: Plan) -> None:
             return
 
 
+def core_requirements(group: Declared, path: str) -> tuple[list[Requirement], list[str]]:
+    """The requirements of the files a setup.py's `install_requires` reads (`group.core_files`), which install with
+    every extra of it (their spans are in those files: for what they hold, never to report or edit), and the files
+    read."""
+    if not path or not group.core_files:
+        return [], []
+    from rlcompat.lang import requirements  # a front end's parser, for files this one names
+
+    found, reads = [], []
+    for name in group.core_files:
+        if "$" in name or "://" in name:
+            continue
+        full = os.path.normpath(os.path.join(os.path.dirname(path), name))
+        reads.append(full)  # the result depends on another file: not cached
+        text = _read(full)
+        if text is not None:
+            found += [r for r in requirements.parse(text).requirements if not r.extra]
+    return found, reads
+
+
 def _read(path: str) -> str | None:
     try:
         if not os.path.isfile(path) or os.path.getsize(path) > _MAX_SIBLING_BYTES:

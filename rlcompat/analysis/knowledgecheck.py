@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from rlcompat.analysis import command_framework, cpu_program
+from rlcompat.analysis import command_framework, cpu_program, entry_switches
 from rlcompat.knowledge import frameworks as fk
 from rlcompat.analysis.confighelpers import follows_bf16_switch, is_bf16, remove_flag, where
 from rlcompat.lang.settings import ConfigContext, ConfigView, Setting
@@ -135,14 +135,18 @@ def known(view: ConfigView, ctx: ConfigContext, setting: Setting) -> bool:
                 for k in fk.held_in(setting.call))))
 
 
-def hazard_of(key: fk.FrameworkKey, value: str | None, target):
-    """(hazard, value as read) when the value is a hazard on the target, else None."""
+def hazard_of(key: fk.FrameworkKey, value: str | None, target, bare: bool = False):
+    """(hazard, value as read) when the value is a hazard on the target, else None. `bare`: a flag given with no
+    value (`--bf16`), which turns a switch on; an empty value anywhere else (YAML `tf32:`, an empty environment
+    variable) is null or the empty string, which no switch reads as on."""
     kind = fk.kinds().get(key.kind)
     if kind is None or value is None or key.judged_by:
         return None
     if key.values and value.strip().strip("'\"").lower() not in key.values:
         return None  # a value this release does not accept (another release's converter name: an error everywhere)
-    if value == "" and kind.fix in SWITCH_FIXES:  # a bare switch flag: on
+    if value == "" and kind.fix in SWITCH_FIXES:
+        if not bare:
+            return None
         value = "true"
     if kind.fix in SWITCH_FIXES:
         value = {"1": "true", "yes": "true", "on": "true", "0": "false", "no": "false", "off": "false"}.get(
@@ -200,11 +204,13 @@ def check(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:
         key, version_known = match
         if not selected(view, key):
             continue  # another setting of the run leaves this key unread (a strategy that is not selected)
-        found = hazard_of(key, value, target)
+        found = hazard_of(key, value, target, bare=setting.switch)
         if found is not None and any(hazard_of(key, v, target) is None for v in getattr(setting, "alternatives", ())):
             found = None  # a default computed as one of several values (lang/pysettings.py): a hazard only if each is
         if found is not None and is_bf16(value) and follows_bf16_switch(setting):
             continue  # `elif self.bf16: self.mixed_precision = "bf16"` passes a switch on: reported at the switch
+        if found is not None and entry_switches.forced_in_no_launch(view, ctx, setting):
+            continue  # forced only under a switch the parser leaves off and no launch file of the tree passes
         if found is not None and not _feature_off_by_default(view, setting, key):
             hazards.append((setting, key, version_known, value, *found))
     # A switch the code turns on that only matters through a value the same code then forces (kinds.toml `forces`:

@@ -144,6 +144,10 @@ class Declared:
     # packages pinned exactly to a version held in a variable (`torch==${PYTORCH_VERSION}` where the variable is not
     # resolved): the install holds that package at one release, which one is not known
     pinned_by_variable: set[str] = field(default_factory=set)
+    # requirement files the install reads its core requirements from when it runs, relative to the declaring file
+    # (setup.py's `install_requires=_fetch_requirements("requirements.txt")`): their lines are judged where they are
+    # written, and they install with every extra of this one
+    core_files: tuple[str, ...] = ()
     # the requirements that named extras of known distributions install have been added (`_add_named_extras`): a
     # group a front end hands every rule is completed once
     named_extras_read: bool = field(default=False, repr=False)

@@ -7,7 +7,9 @@ transformers-style table of pins (`_deps = ["torch>=2.0", ...]`, `deps = {b: a f
 `deps["torch"]` or `deps_list("torch", ...)`, a function returning `[deps[n] for n in names]`). Each requirement is
 reported where its string is written (the `_deps` entry, not the use); one that only an extra reaches keeps that
 extra's name, one that `install_requires` reaches is installed by default. What is read from another file
-(`open("requirements.txt")`) is that file's to report when it is scanned.
+(`open("requirements.txt")`, directly or through a module function that opens its argument:
+`install_requires=_fetch_requirements("requirements.txt")`) is that file's to report when it is scanned; the group
+names the file (`core_files`), since what it pins installs with every extra.
 
 setup.cfg: `[options] install_requires` and `[options.extras_require]`, one requirement a line (dangling lists) or
 `;`-separated on one line, with setuptools' comment rules.
@@ -58,6 +60,7 @@ def parse_setup_py(text: str) -> Declared:
     for _, (req, extra) in sorted(found.items()):
         req.extra = extra
         group.requirements.append(req)
+    group.core_files = reader.core_files()
     return group
 
 
@@ -107,6 +110,38 @@ class _SetupReader:
                     for key, value in self._dict_entries(kw.value, set()):
                         if key in ("install_requires", "setup_requires"):
                             yield from ((n, "") for n in self._strings(value, set()))
+
+    def core_files(self) -> tuple[str, ...]:
+        """The files `install_requires` is read from: `open("requirements.txt")` in its expression, or a call of a
+        module function that opens one of its parameters with the file's name for it."""
+        out: list[str] = []
+        for call in self.setup_calls:
+            for kw in call.keywords:
+                if kw.arg == "install_requires":
+                    out += [f for f in self._opened(kw.value, set()) if f not in out]
+        return tuple(out)
+
+    def _opened(self, node: ast.expr, inside: set) -> list[str]:
+        if isinstance(node, ast.Name) and node.id not in inside:
+            return [f for v in self.assigned.get(node.id, ()) for f in self._opened(v, inside | {node.id})]
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            return self._opened(node.left, inside) + self._opened(node.right, inside)
+        out = []
+        for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
+            name = _called_name(call)
+            if name == "open" and call.args and (file := _string(call.args[0])) is not None:
+                out.append(file)
+                continue
+            function = self.functions.get(name or "")
+            if function is None or name in inside:
+                continue
+            params = [a.arg for a in function.args.posonlyargs + function.args.args]
+            opened = {n.args[0].id for n in ast.walk(function) if isinstance(n, ast.Call) and _called_name(n) == "open"
+                      and n.args and isinstance(n.args[0], ast.Name)}
+            for param, arg in zip(params, call.args):
+                if param in opened and (file := _string(arg)) is not None:
+                    out.append(file)
+        return out
 
     # Each reader carries the names it is inside of, so a name assigned from itself is read once.
     def _strings(self, node: ast.expr, inside: set) -> list[ast.Constant]:

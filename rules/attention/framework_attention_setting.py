@@ -26,7 +26,9 @@ class FrameworkAttentionSetting(ConfigRule):
         "`attn_impl`; SGLang `--attention-backend`; VLLM_ATTENTION_BACKEND=FLASH_ATTN, exported, set in `os.environ` or "
         "forced in a dict or mapping that holds a process's environment, such as Ray's `runtime_env` `env_vars`) and "
         "reports values that need "
-        "FlashAttention on a GPU without it, and hazardous defaults of a known framework version's flags."
+        "FlashAttention on a GPU without it, and hazardous defaults of a known framework version's flags. A value an "
+        "entry point forces under a switch its parser leaves off (`if args.packing_samples: args.flash_attn = True`) "
+        "is reported unless the tree's launch files run that entry point and none of them passes the switch."
     )
     why = (
         "FlashAttention-2 needs compute capability 8.0 (`FlashAttention only supports Ampere GPUs or newer.`) [S10]; "

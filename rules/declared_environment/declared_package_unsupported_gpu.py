@@ -85,6 +85,8 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         # vLLM 0.6.3 pins torch 2.4.0, whose PyPI build (cu121) has sm_60 kernels; vLLM runs only where a config
         # selects it (verl's rollout.name), reported there (rlcompat/knowledge/data/torch_wheels.toml [S130])
         Good("transformers\nvllm<=0.6.3\n", path="requirements.txt"),
+        # a frozen environment (ToRL's requirements.txt): vLLM 0.8.1 pins the torch 2.6.0 the file pins too
+        Good("torch==2.6.0\ntransformers==4.50.0\nvllm==0.8.1\n", path="requirements.txt"),
         # an optional extra of vLLM 0.9.2, which pins torch 2.7.0 (PyPI cu126: sm_60 kernels); the engine is
         # reported where a config selects it, the torch by RLC601 (skyrl-train 0.1.0 pyproject.toml:84)
         Good('[project]\nname = "x"\n\n[project.optional-dependencies]\nvllm = ["vllm==0.9.2", "torch==2.7.0"]\n',

@@ -25,7 +25,8 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         "variant's architecture list (rlcompat/knowledge/data/torch_wheels.toml, the table `rlcompat doctor` reads) has no code for "
         "the target. A requirement whose release pins torch exactly (`vllm==0.11.0`: torch 2.8.0, rlcompat/knowledge/data/torch_wheels.toml "
         "`[[requires_torch]]`) installs that torch; so does one without an upper bound whose newest release asks for a "
-        "newer torch (`torchvision`: 0.29.2 asks for torch>=2.14.0), unless the same install caps torch. In pyproject.toml each line that brings "
+        "newer torch (`torchvision`: 0.29.2 asks for torch>=2.14.0), unless the same install caps torch (for a setup.py, "
+        "the requirements file its `install_requires` reads is the same install). In pyproject.toml each line that brings "
         "a torch (the core's, each extra's: an extra is its own install) is judged as pip installs it (from PyPI: pip "
         "reads no `[tool.uv]` table) and as `uv sync [--extra X]` does: uv takes every torch the project declares, and the "
         "torch an engine pin of the same install asks for, from the explicit index `[tool.uv.sources]` sends torch to "
@@ -329,16 +330,20 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
     def _torch_brought_by_others(self, group, index, ctx) -> set[tuple[int, int]]:
         """A requirement whose release pins torch exactly (rlcompat/knowledge/data/torch_wheels.toml `[[requires_torch]]`: vllm==0.11.0
         installs torch 2.8.0) replaces the machine's torch, from the group's pip index if it names one, else PyPI.
-        Left alone where the same install pins another torch (pip refuses the pair)."""
+        Left alone where the same install pins another torch (pip refuses the pair), a torch pin of a file a setup.py's
+        `install_requires` reads included (it installs with every extra)."""
         cc = self.target.capability
         reported: set[tuple[int, int]] = set()
         if group.deps_held:
             return reported  # `--no-deps`, or a constraints file: what the requirements ask for is not what pip installs
+        core, reads = declared_install.core_requirements(group, ctx.path)
+        ctx.record_reads(reads)
+        core_torches = [t for t in core if t.name == "torch" and not t.conda]
         for req in group.requirements:
             pin = torch_required_by(req.name, req.spec, req.extras) if req.name != "torch" and req.version_known else None
             if pin is None or not pin.torch:
                 continue
-            own = [t for t in group.requirements if t.name == "torch" and t.extra in ("", req.extra)]
+            own = [t for t in group.requirements if t.name == "torch" and t.extra in ("", req.extra)] + core_torches
             if "torch" in group.pinned_by_variable:
                 continue  # `torch==${V}` in the same install: torch is held at one release (pip backtracks the other)
             if pin.torch_is_bound:
