@@ -93,6 +93,20 @@ def test_a_switch_on_by_default_is_fixed_with_its_off_flag_in_any_script_form(tm
     assert scan_paths([str(script)], sm61).findings == []
 
 
+def test_oat_s_switches_are_oat_s_only(tmp_path):
+    """`bf16` and `flash_attn` name other frameworks' switches too: OpenRLHF's entry point forcing
+    `args.flash_attn = True` is judged with OpenRLHF's knowledge, never cited as oat's."""
+    entry = tmp_path / "openrlhf" / "cli" / "train_ppo_ray.py"
+    entry.parent.mkdir(parents=True)
+    entry.write_text("import argparse\n\nfrom openrlhf.trainer import ppo\n\nparser = argparse.ArgumentParser()\n"
+                     "parser.add_argument(\"--flash_attn\", action=\"store_true\", default=False)\n"
+                     "parser.add_argument(\"--packing_samples\", action=\"store_true\", default=False)\n"
+                     "args = parser.parse_args()\nif args.packing_samples and not args.flash_attn:\n"
+                     "    args.flash_attn = True\n")
+    found = [f for f in scan_paths([str(entry)], resolve_target("sm61")).findings if f.code == "RLC207"]
+    assert found and all("oat" not in f.message and "OpenRLHF" in f.message for f in found)
+
+
 # Settings as the front ends being generalised on issue 13 will yield them: a dotted flag without dashes, an
 # environment variable, a JSON path. Built by hand where today's front ends do not read them yet.
 TEXT = "deepspeed --module openrlhf.cli.train_sft --ds.zero_stage 2 --ds.param_dtype bf16\n"
