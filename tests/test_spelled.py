@@ -1,8 +1,11 @@
-"""The runner's trigger search answers the front end's questions about the same words (lang/pyspeed/spelled.py), and
-a view's settings by name come in the order they are written: what a scan no longer does twice, with the same
-answers."""
+"""The runner's trigger search answers the front end's questions about the same words (lang/pyspeed/spelled.py), a
+config rule module's import reads no verl release's knowledge, and a view's settings by name come in the order they
+are written: what a one-file scan no longer does twice or at all, with the same answers."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 from rlcompat.config import Options
 from rlcompat.knowledge.targets import resolve_target
@@ -53,6 +56,15 @@ def test_the_runner_hands_its_search_to_the_narrowing_and_the_settings_reader(mo
         assert text == TEXT and spells is not None and spells != text.__contains__
         for word in (*scan.words, "torch", "no such word"):  # the same answer as a search of the text
             assert spells(word) == (word in TEXT), (where, word)
+
+
+def test_importing_the_config_helpers_reads_no_release_of_verl():
+    code = ("import rlcompat.analysis.confighelpers as h\n"
+            "from rlcompat.knowledge import verl_config as v\n"
+            "assert v._table.cache_info().currsize == 0, v._table.cache_info()\n"
+            "assert h.ENTRY_TRIGGERS == v.entry_triggers() and h.ENTRY_TRIGGERS\n"
+            "assert v._table.cache_info().currsize == len(v.available_versions())\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def _setting(key: str, **extra) -> Setting:
