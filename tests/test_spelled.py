@@ -81,3 +81,5 @@ def test_settings_by_name_come_in_written_order_also_after_more_are_added():
     first = _setting("y.bf16")
     view.settings[:0] = [first]  # a script's exports go first (lang/shell.py)
     assert view.by_name("bf16", "fp16") == [first, a, b, c]
+    view.settings = [b, a]  # replaced by as many
+    assert view.by_name("bf16", "fp16") == [b, a]

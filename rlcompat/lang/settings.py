@@ -188,25 +188,25 @@ class ConfigView:
 
     def by_name(self, *names: str) -> list[Setting]:
         """Settings (not flags or env vars) whose last key segment is one of `names`, at any depth: for generic keys."""
-        index = self._by_name
-        if index[0] != len(self.settings):  # settings added since it was built (a script's exports go first)
-            del self.__dict__["_by_name"]
-            index = self._by_name
-        found = [entry for name in dict.fromkeys(names) for entry in index[1].get(name, ())]
+        built_from, count, index = self._by_name
+        if built_from is not self.settings or count != len(built_from):  # replaced, or settings added since it was
+            del self.__dict__["_by_name"]  # built (a script's exports go first)
+            _, _, index = self._by_name
+        found = [entry for name in dict.fromkeys(names) for entry in index.get(name, ())]
         if len(names) > 1:
             found.sort(key=_first)  # in the settings' order, as they are written
         return [s for _, s in found]
 
     @cached_property
-    def _by_name(self) -> tuple[int, dict[str, list[tuple[int, Setting]]]]:
-        """(how many settings it was built from, the name -> (position, setting) of each setting `by_name` answers):
-        rules ask several names of each view, and a Python file's view can hold thousands of settings (torch's
-        `op_db` table: 8,665)."""
+    def _by_name(self) -> tuple[list[Setting], int, dict[str, list[tuple[int, Setting]]]]:
+        """(the list of settings it was built from, their number, the name -> (position, setting) of each setting
+        `by_name` answers): rules ask several names of each view, and a Python file's view can hold thousands of
+        settings (torch's `op_db` table: 8,665)."""
         index: dict[str, list[tuple[int, Setting]]] = {}
         for i, s in enumerate(self.settings):
             if not s.flag and s.origin != "env":
                 index.setdefault(s.name, []).append((i, s))
-        return len(self.settings), index
+        return self.settings, len(self.settings), index
 
     def paths_of(self, setting: Setting) -> list[str]:
         """Every full key the setting stands for (one per mount point)."""
