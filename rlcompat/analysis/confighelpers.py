@@ -11,9 +11,15 @@ from rlcompat.knowledge.spellings import bf16_replacements
 from rlcompat.knowledge import verl_layout
 from rlcompat.knowledge.verl_config import entry_triggers
 
-# Substrings of a verl training command: rules that add missing overrides need one of them (rule `triggers`).
-# Every verl rule set's `[entry_points] triggers` (rlcompat/knowledge/data/verl/<version>.toml).
-ENTRY_TRIGGERS = entry_triggers()
+
+def __getattr__(name: str):
+    # ENTRY_TRIGGERS: substrings of a verl training command: rules that add missing overrides need one of them (rule
+    # `triggers`). Every verl rule set's `[entry_points] triggers` (rlcompat/knowledge/data/verl/<version>.toml):
+    # read when a rule first asks, not when a rule module imports this one (it reads every release's knowledge file,
+    # about 12 ms, and a scan of one Python file asks for none of them).
+    if name == "ENTRY_TRIGGERS":
+        return entry_triggers()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def is_bf16(value: str | None) -> bool:

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 def main() -> None:
     """The `rlcompat` entry point."""
-    from rlcompat.cli.app import main as run_app
+    from rlcompat.lang.pyspeed.hooks import collector_off
 
-    run_app()
+    with collector_off():  # from the first import on: typer's and the app's objects are not walked again and again
+        from rlcompat.cli.app import main as run_app
+
+        run_app()

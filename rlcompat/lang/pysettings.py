@@ -46,6 +46,7 @@ import ast
 import bisect
 import re
 from dataclasses import dataclass, replace
+from typing import Callable
 
 from rlcompat.lang.pyconstants import Bindings
 from rlcompat.lang.pyspeed import chunks
@@ -98,14 +99,15 @@ class _Positions:
         return Span(self.offset(node.lineno, node.col_offset), self.offset(node.end_lineno, node.end_col_offset))
 
 
-def settings_of(text: str, triggers: tuple[str, ...], seen: chunks.Pass | None = None) -> list[Setting]:
+def settings_of(text: str, triggers: tuple[str, ...], seen: chunks.Pass | None = None,
+                spells: Callable[[str], bool] | None = None) -> list[Setting]:
     """Settings of the statements of `text` whose lines hold one of `triggers`: those the narrowing step's pass read
     (`seen`, with `SettingsReading` as one of its readers), or read here from CPython's tree (the one `seen` kept, or
-    a chunk at a time for a big text)."""
+    a chunk at a time for a big text); `spells`: whether `text` spells a word (lang/pyspeed/spelled.py)."""
     seen = chunks.of_text(seen, text)
     if seen is not None and _key(triggers) in seen.extra:
         return seen.extra[_key(triggers)]
-    reading = SettingsReading(text, triggers)
+    reading = SettingsReading(text, triggers, spells)
     if not reading.present:
         return []
     reading.seen = seen
@@ -134,10 +136,11 @@ class SettingsReading:
     `done` leaves them in the pass that read the chunks, where `settings_of` finds them for the same text and
     triggers."""
 
-    def __init__(self, text: str, triggers: tuple[str, ...]) -> None:
+    def __init__(self, text: str, triggers: tuple[str, ...], spells: Callable[[str], bool] | None = None) -> None:
+        """`spells`: whether `text` spells a word (lang/pyspeed/spelled.py)."""
         self.text, self.triggers = text, triggers
         self.seen: chunks.Pass | None = None  # the pass over the text's chunks, once done: where they are cut
-        self.present = [t for t in triggers if t in text]
+        self.present = list(filter(spells or text.__contains__, triggers))
         self.pos = _Positions(text) if self.present else None
         self.reader = _Reader(self.pos)
         self.reader.scope = Bindings(text)

@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 
 from rlcompat.lang import inline_script
 from rlcompat.lang.scanned import ScannedView
-from rlcompat.lang.pyspeed import batches, chunks, forked, heap, narrow as pynarrow
+from rlcompat.lang.pyspeed import batches, chunks, forked, heap, narrow as pynarrow, spelled
 from rlcompat.lang.pyspeed.batches import Parts
 from rlcompat.lang.pyspeed.lazy import lazy_import
 from rlcompat.lang.pyspeed.narrow import Narrowed
@@ -199,8 +199,9 @@ def narrow(text: str, rules: Sequence, file: ScannedView | None = None) -> Narro
         config = [r for r in rules if isinstance(r, ConfigRule)]
         if any(r.reads_python(text, file) for r in config):
             triggers = _triggers(config)
+    spells = _spelling(text, file)
     if file is not None and forked.worth_forking(text):
-        got = forked.narrow(text, python_rules, triggers)
+        got = forked.narrow(text, python_rules, triggers, spells)
         if got is not None:
             narrowed, seen = got
             if seen is not None:
@@ -211,16 +212,23 @@ def narrow(text: str, rules: Sequence, file: ScannedView | None = None) -> Narro
     if triggers is not None:
         from rlcompat.lang.pysettings import SettingsReading
 
-        readers.append(SettingsReading(text, triggers))
+        readers.append(SettingsReading(text, triggers, spells))
     if file is None:
-        return pynarrow.narrow(text, python_rules, readers)
+        return pynarrow.narrow(text, python_rules, readers, spells=spells)
 
     def learnt(seen: chunks.Pass) -> None:
         file.seen = seen
 
-    narrowed = pynarrow.narrow(text, python_rules, readers, learnt)
+    narrowed = pynarrow.narrow(text, python_rules, readers, learnt, spells)
     _plan_cuts(narrowed, file)
     return narrowed
+
+
+def _spelling(text: str, file: ScannedView | None):
+    """Whether `text` spells a word: from the runner's search over the file's text (`file.searched`) where `text` is
+    that text, else searched for (lang/pyspeed/spelled.py)."""
+    searched = getattr(file, "searched", None) if file is not None and text is getattr(file, "text", None) else None
+    return spelled.spelling(text, searched)
 
 
 def _plan_cuts(narrowed: Narrowed | None, file: ScannedView) -> None:
@@ -303,7 +311,7 @@ def check_targets(module: cst.Module | Parts | None, text: str, path: str, group
         # chunk), so that what it left (a tree costs 70 to 150 bytes a byte of source) need not live on beside
         # LibCST's parts of a big file.
         seen = scanned.seen
-        settings = [_settings(text, config, seen) if reading else [] for _, config, reading, _ in split]
+        settings = [_settings(text, config, seen, scanned) if reading else [] for _, config, reading, _ in split]
         if isinstance(module, Parts):
             scanned.seen = seen = None
         if module is not None and any(python_rules for python_rules, *_ in split):
@@ -341,13 +349,13 @@ def _declared_findings(text: str, path: str, config: Sequence[ConfigRule], targe
             + (inline_script.check_script(text, path, declared, target, scanned) if script else []))
 
 
-def _settings(text: str, config: Sequence[ConfigRule], seen) -> list:
+def _settings(text: str, config: Sequence[ConfigRule], seen, scanned: ScannedView) -> list:
     """The file's settings, read once for every config rule (with the triggers of all of them): asked where a rule
     reads this file's Python (`reads_python`: a framework's keys the file spells); `seen`: what the narrowing's pass
     over the text learnt."""
     from rlcompat.lang.pysettings import settings_of
 
-    return settings_of(text, _triggers(config), seen)
+    return settings_of(text, _triggers(config), seen, _spelling(text, scanned))
 
 
 def _triggers(config: Sequence[ConfigRule]) -> tuple[str, ...]:

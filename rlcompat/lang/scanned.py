@@ -18,6 +18,9 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 class ScannedView(Protocol):
     seen: Any  # what the Python front end's pass over the file's text learnt (lang/pyspeed/chunks.py `Pass`)
     planned: Any  # where a big narrowed text is cut (lang/pyspeed/batches.py `Plan`)
+    # (the words the runner's trigger search looked for in the file's text, those it found), or None
+    # (lang/pyspeed/spelled.py)
+    searched: tuple[frozenset[str], set[str]] | None
 
     def derived(self, kind: str, of: object, build: Callable[[], Any]) -> Any:
         """What `build` makes of `of` (a tree of the file), built once for the file (a module's Triton launch sites)."""

@@ -136,6 +136,10 @@ def _bool_like(value: bool, original: str) -> str:
     return word
 
 
+def _first(entry: tuple) -> object:
+    return entry[0]
+
+
 @dataclass
 class ConfigView:
     """The settings of one run: one YAML document or one command in a script."""
@@ -184,7 +188,25 @@ class ConfigView:
 
     def by_name(self, *names: str) -> list[Setting]:
         """Settings (not flags or env vars) whose last key segment is one of `names`, at any depth: for generic keys."""
-        return [s for s in self.settings if not s.flag and s.origin != "env" and s.name in names]
+        built_from, count, index = self._by_name
+        if built_from is not self.settings or count != len(built_from):  # replaced, or settings added since it was
+            del self.__dict__["_by_name"]  # built (a script's exports go first)
+            _, _, index = self._by_name
+        found = [entry for name in dict.fromkeys(names) for entry in index.get(name, ())]
+        if len(names) > 1:
+            found.sort(key=_first)  # in the settings' order, as they are written
+        return [s for _, s in found]
+
+    @cached_property
+    def _by_name(self) -> tuple[list[Setting], int, dict[str, list[tuple[int, Setting]]]]:
+        """(the list of settings it was built from, their number, the name -> (position, setting) of each setting
+        `by_name` answers): rules ask several names of each view, and a Python file's view can hold thousands of
+        settings (torch's `op_db` table: 8,665)."""
+        index: dict[str, list[tuple[int, Setting]]] = {}
+        for i, s in enumerate(self.settings):
+            if not s.flag and s.origin != "env":
+                index.setdefault(s.name, []).append((i, s))
+        return self.settings, len(self.settings), index
 
     def paths_of(self, setting: Setting) -> list[str]:
         """Every full key the setting stands for (one per mount point)."""

@@ -267,7 +267,11 @@ class Checker:
         path, text = source.path, source.text
         language = language_from_content(language, text)
         file = ScannedFile(path, self.tree_identity(path), text, language)
-        present = self.trigger_scan(language).present(text) if language in FRONTENDS else set()
+        present = set()
+        if language in FRONTENDS:
+            scan = self.trigger_scan(language)
+            present = scan.present(text)
+            file.searched = (scan.words, present)
         selected = [[r for r in g.rules_for(language, present) if self.settings.is_selected(r.code, path)]
                     for g in self.groups]
         runnable = [self.runnable(rules, language, text, present) for rules in selected]

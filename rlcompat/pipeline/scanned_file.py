@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 
 
 class ScannedFile:
-    __slots__ = ("path", "tree", "text", "language", "narrowed", "seen", "planned", "reads", "_derived", "_verl",
-                 "_frameworks")
+    __slots__ = ("path", "tree", "text", "language", "narrowed", "seen", "planned", "searched", "reads", "_derived",
+                 "_verl", "_frameworks")
 
     def __init__(self, path: str, tree: identity.TreeIdentity, text: str = "", language: str = "") -> None:
         self.path = path
@@ -41,6 +41,8 @@ class ScannedFile:
         self.narrowed: Narrowed | None = None  # the text the front end parsed, where it left statements out
         self.seen: Pass | None = None  # what the Python front end's pass over `text` learnt; let go once walked
         self.planned: tuple[str, list[tuple[int, int]]] | None = None  # a narrowed text and its statements' lines
+        # (the words the runner's trigger search looked for in `text`, those it found): asked again by the front end
+        self.searched: tuple[frozenset[str], set[str]] | None = None
         self.reads: list[str] = []  # the other files the check looked for (model directories' config.json)
         self._derived: dict[str, tuple[object, Any]] = {}
         self._verl: verl_config.Knowledge | None = None

@@ -116,16 +116,16 @@ class Forked:
         return pickle.loads(data)
 
 
-def narrow(text: str, rules, triggers: tuple[str, ...] | None):
+def narrow(text: str, rules, triggers: tuple[str, ...] | None, spells: Callable[[str], bool] | None = None):
     """What the narrowing pass over `text` for the Python `rules` gives, with a settings reader for `triggers` (None:
     no settings read) as one of its readers: (the narrowed text or None, the pass learnt or None, the settings left
     in it as the reader leaves them), the two read in forked processes while this one loads LibCST; None where a
-    child failed (the caller then runs the pass itself)."""
+    child failed (the caller then runs the pass itself). `spells`: whether `text` spells a word (spelled.py)."""
     from rlcompat.lang.pysettings import keep_in, settings_of
     from rlcompat.lang.pyspeed.lazy import load
 
-    settings = Forked(lambda: (settings_of(text, triggers),)) if triggers is not None else None
-    narrowing = Forked(lambda: _narrowed(text, rules))
+    settings = Forked(lambda: (settings_of(text, triggers, spells=spells),)) if triggers is not None else None
+    narrowing = Forked(lambda: _narrowed(text, rules, spells))
     try:
         load("libcst")  # what the parse after the pass needs, loaded while the children read
     finally:  # every child is waited for, whatever happened here
@@ -142,11 +142,11 @@ def narrow(text: str, rules, triggers: tuple[str, ...] | None):
     return narrowed, seen
 
 
-def _narrowed(text: str, rules) -> tuple:
+def _narrowed(text: str, rules, spells: Callable[[str], bool] | None) -> tuple:
     """In a child: the narrowed text and what the pass learnt (where the top-level statements and the chunks are;
     a big text keeps no whole tree)."""
     from rlcompat.lang.pyspeed import narrow as pynarrow
 
     learnt: list[Pass] = []
-    narrowed = pynarrow.narrow(text, rules, (), learnt.append)
+    narrowed = pynarrow.narrow(text, rules, (), learnt.append, spells)
     return narrowed, (learnt[-1].spans, learnt[-1].cuts) if learnt else None

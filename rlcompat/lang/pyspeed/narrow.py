@@ -54,20 +54,24 @@ class Narrowed:
 
 
 def narrow(text: str, rules: Sequence, readers: Sequence = (),
-           learnt: Callable[[Pass], None] = lambda seen: None) -> Narrowed | None:
+           learnt: Callable[[Pass], None] = lambda seen: None,
+           spells: Callable[[str], bool] | None = None) -> Narrowed | None:
     """`text` without the statements no rule can match, or None when the whole text is to be parsed (always with
     `RLCOMPAT_PLAIN_LIBCST=1`). CPython's tree is read a chunk of top-level statements at a time (`chunks.py`);
     `readers` read each chunk's tree too (`.chunk(tree, first line)`, then `.done(seen)` once a pass read every
     chunk), so that a big text is parsed once. What the pass learnt goes to `learnt` (the file being checked keeps
-    it for the rest of its check), also where the whole text is to be parsed."""
+    it for the rest of its check), also where the whole text is to be parsed. `spells`: whether `text` spells a word
+    (`spelled.py`: the runner's search answers the words it looked for)."""
     if plain():
         return None
+    if spells is None:
+        spells = text.__contains__
     whole = [r for r in rules if getattr(r, "whole_module", False)]
     if any(not getattr(r, "whole_module_for_decorators_from", ()) for r in whole):
         return None
     modules = {m for r in whole for m in r.whole_module_for_decorators_from}
     # An import that binds a name from `triton` spells `triton`: without the word, no statement need be looked at.
-    kernels = _Kernels(modules) if whole and any(m in text for m in modules) else None
+    kernels = _Kernels(modules) if whole and any(map(spells, modules)) else None
     # Whole-module rules cannot match in this file, and a rule that visits only imports reads nothing but imports,
     # which are kept with the headers around them (those that hold its trigger always: `_import_needed`): the
     # triggers of neither need keep any other statement.
@@ -77,7 +81,8 @@ def narrow(text: str, rules: Sequence, readers: Sequence = (),
     drop: set[int] = set()  # 0-based line numbers
     keep: set[int] = set()
     blanks: dict[int, list[tuple[int, int]]] = {}  # 0-based line -> columns blanked in it
-    words = _Words(tuple({t for r in rules for t in r.triggers}), text, lines, PartReading(rules, text))
+    words = _Words(tuple({t for r in rules for t in r.triggers}), text, lines, PartReading(rules, text, spells),
+                   spells)
     seen = Pass(text, [], [])  # what this pass learns, kept for the rest of the file's check
     spans = seen.spans
     try:
@@ -213,12 +218,12 @@ class _Words:
     walk sees imports, as the rules' import map does."""
 
     def __init__(self, triggers: tuple[str, ...], text: str = "", lines: Sequence[str] = (),
-                 parts: PartReading | None = None) -> None:
+                 parts: PartReading | None = None, spells: Callable[[str], bool] | None = None) -> None:
         self.triggers = triggers
         # which parts of a big statement the triggers keep, rule by rule (parts.py)
         self.parts = parts if parts is not None else PartReading((), "")
         # a part of the text holds only the triggers the text holds: each statement is searched for those
-        self.in_text = tuple(t for t in triggers if t in text) if text else triggers
+        self.in_text = tuple(filter(spells or text.__contains__, triggers)) if text else triggers
         # statements are searched where they are in the text, between line starts (no copy of their lines)
         self.text = text
         self.starts = list(itertools.accumulate(map(len, lines), initial=0))

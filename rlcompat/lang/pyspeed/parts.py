@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 import bisect
 from functools import lru_cache
-from typing import Sequence
+from typing import Callable, Sequence
 
 from rlcompat.lang.pyroles import kind_of
 from rlcompat.rule import ANY_MODULE
@@ -60,9 +60,10 @@ def _visits(cls: type) -> frozenset[str]:
 class PartReading:
     """For the rules narrowing a text: whether a part of a big statement holds what one of them can report."""
 
-    def __init__(self, rules: Sequence, text: str) -> None:
+    def __init__(self, rules: Sequence, text: str, spells: Callable[[str], bool] | None = None) -> None:
         # worked out when a first big statement is narrowed inside (`enter`): most files have none
         self.rules, self.text = rules, text
+        self.spells = spells or text.__contains__  # whether the text spells a word (spelled.py)
         self.readings: list[_Reading] | None = None
         # the statement last `enter`ed: its text's line starts, the chunk's first line, whether it has a `\r`,
         # where the triggers of rules without conditions are, where each reading's triggers and words are, and the
@@ -76,9 +77,8 @@ class PartReading:
     def _read_rules(self) -> None:
         plain: set[str] = set()
         self.readings = []
-        text = self.text
         for rule in self.rules:
-            present = tuple(t for t in rule.triggers if t in text)
+            present = tuple(filter(self.spells, rule.triggers))
             if not present:
                 continue
             reading = _Reading(rule, present)
