@@ -105,6 +105,9 @@ class FrameworkKey:
     # A switch on by default whose parser gives it an off flag (tyro's `--no-bf16`): passing the bare flag or leaving
     # it out both leave it on, so the fix writes this flag (without dashes) instead of removing the bare one
     negation: str = ""
+    # A value that names the choice before this separator and more after it (AReaL's rollout.backend
+    # `sglang:d4p1t1`: the engine, then its parallel layout): only the part before it is judged
+    head: str = ""
 
     @property
     def label(self) -> str:
@@ -218,7 +221,8 @@ def _framework(data: dict, filename: str) -> Framework:
             tuple(row.get("only_with", ())), examples, row.get("resolves", ""), row.get("auto_follows", ""),
             row.get("judged_by", ""), _omitted(row, fw.name, filename), _values(row, fw.name, filename),
             tuple(_condition(c, f"rlcompat/knowledge/data/frameworks/{fw.name}/{filename}: {row['names']} `when`")
-                  for c in row.get("when", ())), row.get("remedy", ""), _negation(row, fw.name, filename)))
+                  for c in row.get("when", ())), row.get("remedy", ""), _negation(row, fw.name, filename),
+            row.get("head", "")))
     object.__setattr__(fw, "keys", tuple(keys))
     for row in data.get("engine", ()):
         if not row.get("proof") or not row.get("commands") or not row.get("engine"):
