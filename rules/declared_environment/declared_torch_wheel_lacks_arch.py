@@ -155,6 +155,13 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         local = versions.local_tag(torch.spec)
         tag = local or (index.pytorch_tag if index is not None else None)
         variant = torch_wheels.variant(version, tag)
+        if variant is None and (floor := torch_wheels.tag_lacks(tag, cc)) is not None:
+            # `torch==2.9.1+cu129`: a release the table has no row of on that index, every row of which lacks the card
+            ctx.report(torch.span if index is None or local else index.span,
+                       f"torch {version}{torch.origin_note} from the {floor.tag} index: {self._lacks(floor, version)}"
+                       + (f"; install from {torch_wheels.index_url(fit)}"
+                          if (fit := torch_wheels.fitting_tag(version, cc)) else ""), [None])
+            return
         if variant is None or variant.runs_on(cc):
             return
         fit = torch_wheels.fitting_tag(version, cc)
