@@ -51,3 +51,13 @@ def test_a_script_variable_and_an_unknown_one(tmp_path):
     assert _found(script, "sm75") == {("RLC603", 2, "flash-attn")}
     script.write_text('#!/bin/bash\nV=$1\npip install "torch==${V}" torchvision\n')
     assert not _found(script, "sm61")  # torch held at one unknown release: nothing claimed
+
+
+def test_an_empty_variable_is_no_index(tmp_path):
+    # axolotl 0.21.0 docker/Dockerfile-uv-base:15, :41-42: the branch that uses the empty ARG runs only when a build
+    # sets it; the index is unknown there, not PyPI
+    path = tmp_path / "Dockerfile"
+    path.write_text('FROM python:3.11\nARG PYTORCH_VERSION="2.14.1"\nARG TORCH_INDEX_URL=""\n'
+                    'RUN if [ -n "$TORCH_INDEX_URL" ]; then \\\n'
+                    '    uv pip install --index-url "$TORCH_INDEX_URL" torch==${PYTORCH_VERSION} torchvision; fi\n')
+    assert not _found(path, "sm61")

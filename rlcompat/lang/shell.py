@@ -777,8 +777,10 @@ def _expanded_words(command: Command, variables: Variables) -> list[tuple[str, W
             value, _, _ = _resolve_expansion(w, 0, variables, w.start, 0, "")
             if value is None:
                 value = variables.partial_value(quoted.group(1) or quoted.group(2), w.start)
-            # A value with blanks stays unread: no program or requirement is one word with a blank in it.
-            out.append((w.text if value is None or re.search(r"\s", value) else value, w))
+            # A value with blanks stays unread: no program or requirement is one word with a blank in it. An empty
+            # one too (`ARG TORCH_INDEX_URL=""`, tested by `if [ -n "$TORCH_INDEX_URL" ]` before it is used): the
+            # word is what a later setting gives it, unknown here.
+            out.append((w.text if not value or re.search(r"\s", value) else value, w))
             continue
         if w.dynamic and re.fullmatch(r"\$\{?[A-Za-z_]\w*\}?", w.raw):
             value, _, _ = _resolve_expansion(w, 0, variables, w.start, 0, "")
