@@ -148,10 +148,19 @@ LOCK = ('version = 1\nrequires-python = ">=3.10"\n\n[[package]]\nname = "torch"\
         f'source = {{ registry = "{CU}cu128" }}\n')
 
 
+def _uv_routes(root: Path):
+    """The finding at the first route row (with the fix) and the one at each other row that routes torch there."""
+    found = [f for f in _rlc601(root) if "uv installs" in f.message]
+    first = [f for f in found if "this row routes torch there too" not in f.message]
+    return first, [f for f in found if f not in first]
+
+
 def test_every_index_group_of_a_uv_project_is_repointed_together(tmp_path):
     root = _project(tmp_path, {"pyproject.toml": UV})
-    [uv] = [f for f in _rlc601(root) if "uv installs" in f.message]
+    [uv], [other] = _uv_routes(root)
     assert "1 more uv index" in uv.message
+    # the sglang row is where `uv sync --extra sglang` is fixed too: reported, pointing at the one edit
+    assert other.location.line == 13 and other.fix is None and "the fix is reported at line 12" in other.message
     _fix(root)
     fixed = (root / "pyproject.toml").read_text()
     assert fixed == UV.replace(f"{CU}cu128", f"{CU}cu126")  # both CUDA groups; the CPU (macOS) one is not ours
@@ -160,7 +169,7 @@ def test_every_index_group_of_a_uv_project_is_repointed_together(tmp_path):
 
 def test_a_uv_lock_on_the_old_index_withholds_the_fix_and_says_to_relock(tmp_path):
     root = _project(tmp_path, {"pyproject.toml": UV, "uv.lock": LOCK})
-    [uv] = [f for f in _rlc601(root) if "uv installs" in f.message]
+    [uv], _ = _uv_routes(root)
     assert uv.fix is None
     assert "uv.lock pins torch 2.8.0+cu128 from the cu128 index" in uv.message and "run `uv lock`" in uv.message
     _fix(root)

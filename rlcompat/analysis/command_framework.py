@@ -52,6 +52,17 @@ def _runs(view: ConfigView, ctx: ConfigContext, framework_name: str) -> bool:
     return found is not None and found.how in TREE_HOWS
 
 
+def own_entry(view: ConfigView, ctx: ConfigContext, framework_name: str) -> bool:
+    """Whether the command starts a program of the framework's own checkout (slime's `python3 train.py`): the tree is
+    exactly a release of the framework with its package inside, and the program the command starts imports it. Such
+    a program parses the framework's own flags, so the defaults of flags it leaves out are the framework's; a user's
+    program that imports a framework parses its own."""
+    found = ctx.framework(framework_name) if ctx.framework is not None else None
+    if found is None or found.how != "release" or not found.package or not found.exact:
+        return False
+    return framework_name in program_frameworks(view, ctx)
+
+
 def named_frameworks(view: ConfigView) -> set[str]:
     """The frameworks whose commands the command's words name."""
     words = " ".join(view.command_words)

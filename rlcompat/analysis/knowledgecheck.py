@@ -142,6 +142,8 @@ def hazard_of(key: fk.FrameworkKey, value: str | None, target, bare: bool = Fals
     kind = fk.kinds().get(key.kind)
     if kind is None or value is None or key.judged_by:
         return None
+    if key.head:
+        value = value.strip().strip("'\"").split(key.head, 1)[0]
     if key.values and value.strip().strip("'\"").lower() not in key.values:
         return None  # a value this release does not accept (another release's converter name: an error everywhere)
     if value == "" and kind.fix in SWITCH_FIXES:
@@ -370,7 +372,7 @@ def _defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> No
     if view.anchor is None:
         return
     for fw in fk.frameworks():
-        if not attributed(view, ctx, fw):
+        if not (attributed(view, ctx, fw) or command_framework.own_entry(view, ctx, fw.name)):
             continue
         version, how = chosen_version(view, ctx, fw.name)
         if version != fw.version:
@@ -385,6 +387,8 @@ def _defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> No
                 continue  # the default matters only with the feature it belongs to
             if any(n.lower() in given for n in key.names) or key.default in ("", "None", "auto"):
                 continue
+            if key.resolves.startswith("not ") and fk.normalise(key.resolves[4:].strip()).lower() in given:
+                continue  # `bf16 = not fp16`: the flag it is resolved from is passed
             found = hazard_of(key, key.default, ctx.target)
             if found is None:
                 continue
@@ -392,7 +396,15 @@ def _defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> No
             flag = "--" + key.names[0]
             suggestion = _suggest(key, kind, ctx.target)
             resolved = " (resolved at run time)" if key.default_at == "runtime" else ""
-            ctx.report(view.anchor, f"{flag} is not passed, so {fw.label} {fw.version} uses its default, {key.default}{resolved} "
+            uses = f"uses its default, {key.default}{resolved}"
+            if key.resolves.startswith("not "):  # `bf16 = not fp16`: only the other flag turns it off
+                other = "--" + key.resolves[4:].strip()
+                flag, uses = other, f"sets {key.names[0]} = {key.resolves}, {key.default}"
+                suggestion = (f"; pass {other} (mixed precision with tensor cores here)"
+                              if ctx.target.fact("fp16_tensor_cores") else
+                              f"; {other} is the only other choice and runs at a fraction of the fp32 rate here: "
+                              f"train elsewhere or change tool")
+            ctx.report(view.anchor, f"{flag} is not passed, so {fw.label} {fw.version} {uses} "
                                     f"({fw.label} {fw.version} knowledge: {first_proof(key.proof)}; version from {how}): {hazard.why}; "
                                     f"{ctx.target.name} is {ctx.target.capability_text}{suggestion}")
 

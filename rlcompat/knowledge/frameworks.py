@@ -126,6 +126,9 @@ class FrameworkKey:
     negation: str = ""
     # (optional) the Optional nested config field whose None leaves this key at `default` (`parent`, docs/knowledge.md)
     parent: "Parent | None" = field(default=None, compare=False, hash=False)
+    # A value that names the choice before this separator and more after it (AReaL's rollout.backend
+    # `sglang:d4p1t1`: the engine, then its parallel layout): only the part before it is judged
+    head: str = ""
 
     @property
     def label(self) -> str:
@@ -240,7 +243,7 @@ def _framework(data: dict, filename: str) -> Framework:
             row.get("judged_by", ""), _omitted(row, fw.name, filename), _values(row, fw.name, filename),
             tuple(_condition(c, f"rlcompat/knowledge/data/frameworks/{fw.name}/{filename}: {row['names']} `when`")
                   for c in row.get("when", ())), row.get("remedy", ""), _negation(row, fw.name, filename),
-            _parent(row, fw.name, filename)))
+            _parent(row, fw.name, filename), row.get("head", "")))
     object.__setattr__(fw, "keys", tuple(keys))
     for row in data.get("engine", ()):
         if not row.get("proof") or not row.get("commands") or not row.get("engine"):

@@ -321,6 +321,34 @@ def _version_file(project: str) -> str | None:
     return first if re.fullmatch(r"\d+(?:\.\d+)*(?:[.+-]?\w+)*", first) else None
 
 
+_SETUP_NAME = r"""\bname\s*=\s*["']{}["']"""
+_SETUP_VERSION = re.compile(r"""\bversion\s*=\s*["'](\d+(?:\.\d+)*(?:[.+-]?\w+)*)["']""")
+
+
+def _project_version(project: str, distribution: str) -> tuple[str, str] | None:
+    """(version, file) the project's own metadata gives the package, where its `__init__.py` has no `__version__`:
+    a literal `name`/`version` pair in setup.py (slime 0.3.0's setup.py:33-34), or pyproject.toml's `[project]` with
+    that name and a static version. The project is the package: the version the install records."""
+    try:
+        with open(os.path.join(project, "setup.py"), encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+        if re.search(_SETUP_NAME.format(re.escape(distribution)), text) and (m := _SETUP_VERSION.search(text)):
+            return m.group(1), "setup.py"
+    except OSError:
+        pass
+    try:
+        from rlcompat._toml import load_toml_text
+
+        with open(os.path.join(project, "pyproject.toml"), encoding="utf-8", errors="replace") as fh:
+            table = load_toml_text(fh.read()).get("project", {})
+    except (OSError, ValueError):
+        return None
+    version = table.get("version") if isinstance(table, dict) else None
+    if isinstance(version, str) and str(table.get("name", "")).lower().replace("_", "-") == distribution:
+        return version, "pyproject.toml"
+    return None
+
+
 def _python_package(root: str, name: str) -> FrameworkIdentity | None:
     """A framework's package inside the tree (`trl/__init__.py`, `src/openrlhf/__init__.py`, a vendored project's
     `OpenRLHF-RAG/openrlhf/`) and its `__version__`, else the `version.txt` its project's setup.py reads."""
@@ -342,6 +370,10 @@ def _python_package(root: str, name: str) -> FrameworkIdentity | None:
             version = from_file
             where = os.path.relpath(os.path.join(project, "version.txt"), root).replace(os.sep, "/")
             evidence = f"{where} says {version} (read by its setup.py)"
+        if version is None and (declared := _project_version(project, _distribution(name))) is not None:
+            version, where = declared
+            where = os.path.relpath(os.path.join(project, where), root).replace(os.sep, "/")
+            evidence = f"{where} says {_distribution(name)} {version} (no __version__ in its __init__.py)"
         if version in releases(name):
             return FrameworkIdentity(name, label_of(name), "release", version, evidence, version, shown)
         return FrameworkIdentity(name, label_of(name), "fork", version, evidence, closest_release(name, version), shown)

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from rlcompat.knowledge.paths import nearest
 from rlcompat.knowledge.versions import release
-from rlcompat.lang.declared import Requirement, normalise, requirement_at
+from rlcompat.lang.declared import PIP_GENERAL_SWITCHES, Requirement, normalise, requirement_at
 
 INSTALL_SCRIPT = re.compile(r"(?:^|[-_.])(?:setup|install)(?:[-_.]|$)", re.IGNORECASE)
 _SEPARATORS = re.compile(r"&&|\|\||;|\|")
@@ -216,8 +216,12 @@ def _pip_install(words: list[tuple[str, int]], cwd: str | None, path: str, text:
 def _install_index(names: list[str]) -> int | None:
     """The index of `install` in `pip install`, `pip3 install`, `python -m pip install`, `uv pip install`."""
     for i, word in enumerate(names[:-1]):
-        if re.fullmatch(r"(?:.*/)?pip3?(?:\.\d+)?", word) and names[i + 1] == "install":
-            return i + 1
+        if re.fullmatch(r"(?:.*/)?pip3?(?:\.\d+)?", word):
+            j = i + 1
+            while j < len(names) - 1 and PIP_GENERAL_SWITCHES.fullmatch(names[j]):
+                j += 1  # `pip -v install`: general options before the command
+            if names[j] == "install":
+                return j
     return None
 
 

@@ -131,6 +131,19 @@ def variants_tagged(tag: str) -> list[WheelVariant]:
     return [v for v in wheel_variants() if v.tag == tag]
 
 
+def tag_lacks(tag: str | None, cc: tuple[int, int]) -> WheelVariant | None:
+    """For a torch release the table has no row of on an index (`torch==2.9.1` from cu129, which the table knows for
+    2.8 only): the newest known variant of that tag, where every variant the table has of it lacks `cc`'s kernels.
+    What an index builds for old cards only shrinks with later releases (shared/gpu-facts.md: no CUDA 12.8+ build has
+    ever carried sm_60/61 [S29][S30][S31]), so the card is judged without the release's own row; None otherwise."""
+    if not tag or not tag.startswith("cu"):
+        return None
+    tagged = variants_tagged(tag)
+    if not tagged or any(v.runs_on(cc) for v in tagged):
+        return None
+    return max(tagged, key=lambda v: release(v.torch_min))
+
+
 def fitting_tag(torch_version: str, cc: tuple[int, int]) -> str | None:
     """The tag of the lowest-CUDA variant of this torch release that runs on `cc` (None when no variant does)."""
     fitting = [v for v in wheel_variants() if v.ships(torch_version) and v.runs_on(cc)]

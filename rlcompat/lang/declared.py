@@ -366,6 +366,10 @@ def _partly_known_wheel(file_name: str, span: Span) -> Requirement | None:
 
 _VARIABLE_PIN = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
 _PIP_INSTALL = re.compile(r"^(?:.*/)?(?:pip3?(?:\.\d+)?|uv)$")
+# pip's general options that take no value and may stand between `pip` and `install` (`pip -v install x`): pip's
+# own parser reads them before the command (pip/_internal/cli/cmdoptions.py general_group).
+PIP_GENERAL_SWITCHES = re.compile(r"-v+|-q+|--verbose|--quiet|--isolated|--no-input|--no-color|--no-cache-dir"
+                                  r"|--disable-pip-version-check|--require-virtualenv")
 
 
 def from_command(view: ConfigView, text: str) -> Declared | None:
@@ -376,6 +380,8 @@ def from_command(view: ConfigView, text: str) -> Declared | None:
         return None
     at = words.index("install")
     head = words[:at]
+    while head and PIP_GENERAL_SWITCHES.fullmatch(head[-1]):
+        head = head[:-1]
     if not head or not (_PIP_INSTALL.match(head[-1]) or head[-2:] == ["-m", "pip"]
                         or head[-2:] == ["uv", "pip"] or (len(head) >= 2 and head[-1] == "pip")):
         return None

@@ -48,6 +48,8 @@ def declared_from(data: dict, text: str, kind: str) -> Declared:
         if at is None:
             continue
         cursor = at + len(dep)
+        if ";" in dep and not _on_linux(dep.split(";", 1)[1]):
+            continue  # `torch<2.9.1; sys_platform == 'darwin'`: installs nothing on the Linux machines judged here
         req = requirement_at(dep, at)
         if req is not None:
             req.extra = extra
@@ -60,16 +62,17 @@ def declared_from(data: dict, text: str, kind: str) -> Declared:
         url = index.get("url") if isinstance(index, dict) else None
         if not isinstance(url, str):
             continue
-        routed, extras = None, None
+        routed: list = [(None, None)]
         if index.get("explicit") is True:
-            route = next((r for r in routes if r.index == index.get("name")), None)
-            if route is None:
+            # every row that sends torch to it (`extra = "sglang"`, `extra = "cuda"`): one install each
+            routed = [(r.span, r.extras) for r in routes if r.index == index.get("name")]
+            if not routed:
                 continue  # an explicit index serves only the packages sent to it (on Linux): not torch's
-            routed, extras = route.span, route.extras
         at = _find(text, url, 0)
         if at is not None:
-            group.indexes.append(IndexUrl(url, "index", Span(at, at + len(url)), uv_only=True, routed_at=routed,
-                                          routed_extras=extras))
+            for span, extras in routed:
+                group.indexes.append(IndexUrl(url, "index", Span(at, at + len(url)), uv_only=True, routed_at=span,
+                                              routed_extras=extras))
     # The older settings (`[tool.uv] index-url`, `extra-index-url`): unnamed indexes every package is looked up in,
     # an extra index before the default one [S180]
     legacy = [(uv.get("index-url"), "index")] + [(u, "extra") for u in _strings(uv.get("extra-index-url"))]
@@ -111,10 +114,12 @@ def _torch_routes(sources, text: str) -> list[Route]:
         return []
     entry = _torch_entry(text)
     out = []
+    seen: dict[str, int] = {}
     for row in rows:
         marker = row.get("marker") if isinstance(row.get("marker"), str) else ""
         extras = tuple(_EXTRA.findall(marker)) + ((row["extra"],) if isinstance(row.get("extra"), str) else ())
-        out.append(Route(row["index"], extras or None, _row_span(text, entry, row["index"], isinstance(source, list))))
+        nth = seen[row["index"]] = seen.get(row["index"], -1) + 1  # rows naming the same index: the nth is this one
+        out.append(Route(row["index"], extras or None, _row_span(text, entry, row["index"], isinstance(source, list), nth)))
     return out
 
 
@@ -205,17 +210,18 @@ def _torch_entry(text: str) -> Span | None:
     return Span(line.start() + len(line.group(0)) - len(line.group(0).lstrip()), following.start() if following else stop)
 
 
-def _row_span(text: str, entry: Span | None, index: str, listed: bool) -> Span | None:
+def _row_span(text: str, entry: Span | None, index: str, listed: bool, nth: int = 0) -> Span | None:
     """The line of the entry that routes torch to `index`: the `torch = {...}` line itself, or for a list of rows the
-    row naming that index."""
+    `nth` row (from 0) naming that index (a list may route two extras to one index)."""
     if entry is None:
         return None
     start = entry.start
     if listed:
-        m = re.compile(r"\{[^{}]*\bindex\s*=\s*[\"']" + re.escape(index) + r"[\"'][^{}]*\}").search(text, entry.start, entry.end)
-        if m is None:
+        found = list(re.compile(r"\{[^{}]*\bindex\s*=\s*[\"']" + re.escape(index) + r"[\"'][^{}]*\}")
+                     .finditer(text, entry.start, entry.end))
+        if len(found) <= nth:
             return None
-        start = m.start()
+        start = found[nth].start()
     stop = text.find("\n", start)
     stop = len(text) if stop < 0 else stop
     return Span(start, stop - (text[stop - 1:stop] == "\r"))

@@ -621,11 +621,12 @@ class Variables:
             return value, a.word.span_of(a.value_index, len(a.word.chars)), where
         return _resolve_expansion(a.word, a.value_index, self, a.word.start, depth + 1, where)
 
-    def partial_value(self, name: str, before: int) -> str | None:
+    def partial_value(self, name: str, before: int, depth: int = 0) -> str | None:
         """The value of `$name` at `before` with each plain `$VAR`/`${VAR}` in it replaced where its value is known
-        and every other expansion left as written (it keeps its `$`: unknown stays unknown); None if never set."""
+        (or, a few levels down, partly known: `LOCAL="+cu128${TORCH_TAG}"`) and every other expansion left as written
+        (it keeps its `$`: unknown stays unknown); None if never set."""
         candidates = [a for a in self.assignments.get(name, ()) if a.word.start < before]
-        if not candidates:
+        if not candidates or depth > 3:
             return None
         a = candidates[-1]
         value_start = a.word.chars[a.value_index][1] if a.value_index < len(a.word.chars) else a.word.end
@@ -633,6 +634,8 @@ class Variables:
         for body, start, end in a.word.params:
             if start >= value_start and re.fullmatch(r"[A-Za-z_]\w*", body):
                 value, _, _ = self.value_of(body, a.word.start, 1)
+                if value is None and depth:
+                    value = self.partial_value(body, a.word.start, depth + 1)
                 if value is not None:
                     known[start] = (end, value)
         out, skip_to = [], -1
@@ -774,8 +777,10 @@ def _expanded_words(command: Command, variables: Variables) -> list[tuple[str, W
             value, _, _ = _resolve_expansion(w, 0, variables, w.start, 0, "")
             if value is None:
                 value = variables.partial_value(quoted.group(1) or quoted.group(2), w.start)
-            # A value with blanks stays unread: no program or requirement is one word with a blank in it.
-            out.append((w.text if value is None or re.search(r"\s", value) else value, w))
+            # A value with blanks stays unread: no program or requirement is one word with a blank in it. An empty
+            # one too (`ARG TORCH_INDEX_URL=""`, tested by `if [ -n "$TORCH_INDEX_URL" ]` before it is used): the
+            # word is what a later setting gives it, unknown here.
+            out.append((w.text if not value or re.search(r"\s", value) else value, w))
             continue
         if w.dynamic and re.fullmatch(r"\$\{?[A-Za-z_]\w*\}?", w.raw):
             value, _, _ = _resolve_expansion(w, 0, variables, w.start, 0, "")
@@ -785,8 +790,37 @@ def _expanded_words(command: Command, variables: Variables) -> list[tuple[str, W
                     continue
                 except ValueError:
                     pass
-        out.append((w.text, w))
+        filled = _filled(w, variables) if w.dynamic else None
+        out.append((filled if filled is not None else w.text, w))
     return out
+
+
+def _filled(word: Word, variables: Variables) -> str | None:
+    """A word that mixes text and plain `$VAR`/`${VAR}` (`"$WORK/flash_attn-${FA_VER}-cp311-...whl"`,
+    `"flash-attn==${FA_VER}"`) with each variable whose value is known (or partly known) filled in and every other
+    expansion left as written; None where nothing is filled or a value holds a blank (one word stays one word)."""
+    known: dict[int, tuple[int, str]] = {}
+    for body, start, end in word.params:
+        if not re.fullmatch(r"[A-Za-z_]\w*", body):
+            continue
+        value, _, _ = variables.value_of(body, word.start)
+        if value is None:
+            value = variables.partial_value(body, word.start, 1)
+        if value is None or re.search(r"\s", value) or not re.sub(r"\$\{?\w+\}?", "", value):
+            continue  # unknown (`$1`) stays as written: `torch==${V}` is a pin by variable
+        known[start] = (end, value)
+    if not known:
+        return None
+    out, skip_to = [], -1
+    for ch, at in word.chars:
+        if at < skip_to:
+            continue
+        if at in known:
+            skip_to, value = known[at]
+            out.append(value)
+            continue
+        out.append(ch)
+    return "".join(out)
 
 
 def _entry_index(expanded: list[tuple[str, Word]], scanned: ScannedView) -> int | None:

@@ -3,7 +3,8 @@ from __future__ import annotations
 from rlcompat.analysis.knowledgecheck import DataExamples, check
 from rlcompat.contract import Bad, ConfigRule, Good
 
-KINDS = frozenset({"attention", "flash-switch", "attention-backend", "flash-only-switch", "ring-attention"})
+KINDS = frozenset({"attention", "flash-switch", "attention-backend", "flash-only-switch", "ring-attention",
+                   "megatron-attention-backend", "sglang-attention-backend"})
 FORCED_BY_PACKING = (
     'parser.add_argument("--ds.attn_implementation", type=str, default="sdpa")\n'
     'parser.add_argument("--ds.packing_samples", action="store_true", default=False)\n'
@@ -23,7 +24,9 @@ class FrameworkAttentionSetting(ConfigRule):
         "Reads rlcompat/knowledge/data/frameworks/: keys, flags and environment variables of kind `attention`, `flash-switch`, "
         "`attention-backend`, `flash-only-switch` and `ring-attention` (OpenRLHF `--ds.attn_implementation`, "
         "`--flash_attn`, `--packing_samples`, `--ring_attn_size`; LLaMA-Factory `flash_attn: fa2`; ms-swift "
-        "`attn_impl`; SGLang `--attention-backend`; VLLM_ATTENTION_BACKEND=FLASH_ATTN, exported, set in `os.environ` or "
+        "`attn_impl`; SGLang `--attention-backend` (and AReaL's `sglang.attention_backend`, fa3 by default); "
+        "Megatron-LM's `--attention-backend flash` in slime's launchers; "
+        "VLLM_ATTENTION_BACKEND=FLASH_ATTN, exported, set in `os.environ` or "
         "forced in a dict or mapping that holds a process's environment, such as Ray's `runtime_env` `env_vars`) and "
         "reports values that need "
         "FlashAttention on a GPU without it, and hazardous defaults of a known framework version's flags. A value an "
@@ -41,7 +44,10 @@ class FrameworkAttentionSetting(ConfigRule):
         "(it changes the parallel layout)."
     )
     languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
-    names = ("attn", "attention", "ATTENTION", "flash", "packing", "microbatch_padding", "openrlhf")
+    # "actor:", "critic:", "ref:", "sglang:": the mappings of an AReaL experiment YAML that leave out attn_impl or
+    # attention_backend, whose defaults (flash_attention_2, fa3) are reported there (the keys' `omitted` tables)
+    names = ("attn", "attention", "ATTENTION", "flash", "packing", "microbatch_padding", "openrlhf", "actor:", "critic:",
+             "ref:", "sglang:")
     sources = ("S9", "S10")
     # Not the key words of its `kinds` (a file is read only where it spells one): these mark the statements whose
     # settings every config rule reads, and the key words would mark others (`microbatch_padding`: skyrl's

@@ -156,6 +156,13 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         local = versions.local_tag(torch.spec)
         tag = local or (index.pytorch_tag if index is not None else None)
         variant = torch_wheels.variant(version, tag)
+        if variant is None and (floor := torch_wheels.tag_lacks(tag, cc)) is not None:
+            # `torch==2.9.1+cu129`: a release the table has no row of on that index, every row of which lacks the card
+            ctx.report(torch.span if index is None or local else index.span,
+                       f"torch {version}{torch.origin_note} from the {floor.tag} index: {self._lacks(floor, version)}"
+                       + (f"; install from {torch_wheels.index_url(fit)}"
+                          if (fit := torch_wheels.fitting_tag(version, cc)) else ""), [None])
+            return
         if variant is None or variant.runs_on(cc):
             return
         fit = torch_wheels.fitting_tag(version, cc)
@@ -238,10 +245,12 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         install declares torch itself, so uv's index pin for torch covers it (a package the project never declares
         is not routed [S180])."""
         out = []
+        capping = next((t.spec for t in torches if not t.extra and caps_torch(t.spec)), "")
         for torch in torches:
+            spec = torch.spec
             if torch.extra and core_caps and not caps_torch(torch.spec):
-                continue  # held by the core dependencies' cap, as pip holds it
-            version = chosen_torch(torch.spec.split("+", 1)[0])
+                spec = capping  # uv resolves one torch for the install: the core dependencies' cap holds the extra's
+            version = chosen_torch(spec.split("+", 1)[0])
             if version is not None:
                 out.append((torch, version, f"torch{torch.spec}{torch.origin_note}"))
         for req in group.requirements:
@@ -267,6 +276,8 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
                 self._uv_only_from_pypi(req, version, ctx, reported)
                 continue
             variant = torch_wheels.variant(version, index.pytorch_tag) if index is not None else None
+            floor = torch_wheels.tag_lacks(index.pytorch_tag, cc) if index is not None and variant is None else None
+            variant = variant or floor
             if variant is None or variant.runs_on(cc) or (req.span.start, req.span.end) in reported:
                 continue
             reported.add((req.span.start, req.span.end))  # one line, one finding (an override serves every extra)
@@ -276,7 +287,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             how = "[tool.uv.sources] sends torch there" if index.routed_at is not None else "a uv index, looked up before PyPI"
             ctx.report(req.span, f"`{install}` installs torch {version} for {written} from the {variant.tag} index "
                                  f"({how}, line {line}; pip reads no [tool.uv] table): "
-                                 f"{self._lacks(variant)}; the fix is at line {line}"
+                                 f"{self._lacks(variant, version if floor else '')}; the fix is at line {line}"
                                  + (f" ({torch_wheels.index_url(fit)})" if fit else ""), [None])
 
     def _uv_only_from_pypi(self, req, version: str, ctx, reported: set[tuple[int, int]]) -> None:
@@ -301,7 +312,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             through = {v for req, v, _ in uv_torches
                        if index.routed_extras is None or (req.extra and req.extra in index.routed_extras)}
             for v in sorted(through, key=versions.release):
-                found = torch_wheels.variant(v, index.pytorch_tag)
+                found = torch_wheels.variant(v, index.pytorch_tag) or torch_wheels.tag_lacks(index.pytorch_tag, cc)
                 if found is not None and not found.runs_on(cc):
                     lacking.append((index, v, found))
         if not lacking:
@@ -313,7 +324,8 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         how = "[tool.uv.sources] sends torch to it" if index.routed_at is not None else "a uv index"
         others = f" (and {len(bad) - 1} more uv index of that kind)" if len(bad) > 1 else ""
         message = (f"uv installs torch {', '.join(dict.fromkeys(v for _, v, _ in lacking))} from the "
-                   f"{index.pytorch_tag} index ({how}){others}; torch {first} there: {self._lacks(variant)}")
+                   f"{index.pytorch_tag} index ({how}){others}; torch {first} there: "
+                   f"{self._lacks(variant, '' if variant.ships(first) else first)}")
         edits: list[Edit | None] = [None]
         if fit is not None:
             message += f"; use {torch_wheels.index_url(fit)}"
@@ -324,8 +336,15 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             ctx.record_reads(plan.reads)
             message += plan.withheld
             edits = [None] if plan.problems else edits
+        if None not in edits:  # one index routed by several rows is one URL to retag
+            edits = list(dict.fromkeys(edits))
         ctx.report(index.routed_at or index.span, message, edits, FixSafety.SAFE,
                    f"install torch from the {fit} index" if fit else "")
+        line = ctx.source_text.count("\n", 0, (index.routed_at or index.span).start) + 1
+        for other in dict.fromkeys(i.routed_at for i in bad if i.routed_at is not None and i.routed_at != index.routed_at):
+            # another row of [tool.uv.sources] that sends torch to such an index (`extra = "cuda"` beside
+            # `extra = "sglang"`): where that install is fixed; the edit is the one reported at `line`
+            ctx.report(other, message + f" (this row routes torch there too; the fix is reported at line {line})", [None])
 
     def _torch_brought_by_others(self, group, index, ctx) -> set[tuple[int, int]]:
         """A requirement whose release pins torch exactly (rlcompat/knowledge/data/torch_wheels.toml `[[requires_torch]]`: vllm==0.11.0
@@ -377,7 +396,14 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         pinned = spec.startswith(("==", "==="))
         return version if pinned else f"{version} (the newest release `torch{spec}` allows, per rlcompat/knowledge/data/torch_wheels.toml)"
 
-    def _lacks(self, variant) -> str:
+    def _lacks(self, variant, unlisted: str = "") -> str:
+        """Why the variant fails; `unlisted`: the torch release it stands for, where the table has no row of that
+        release on the index and every row it has of the index lacks the card (torch_wheels.tag_lacks)."""
+        if unlisted:
+            return (f"rlcompat's wheel table has no row of torch {unlisted} there, and no {variant.tag} build it has "
+                    f"(up to torch {variant.torch_below}: {', '.join(variant.arches)}) carries a kernel that runs on "
+                    f"{self.target.name} ({self.target.capability_text}): the first CUDA call fails with "
+                    "`no kernel image is available`")
         return (f"it has kernels for {', '.join(variant.arches)} only: none runs on {self.target.name} "
                 f"({self.target.capability_text}), so the first CUDA call fails with `no kernel image is available`")
 
