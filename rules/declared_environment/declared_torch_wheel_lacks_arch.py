@@ -223,7 +223,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
                        [None])
             reported.add((torch.span.start, torch.span.end))
         uv_indexes = [i for i in group.indexes if i.uv_only and (i.pytorch_tag or "").startswith("cu")]
-        uv_torches = self._uv_torches(group, torches, core_caps)
+        uv_torches = self._uv_torches(group, torches, core_caps, uv_indexes)
         if uv_indexes and not torches:
             self._index_only(uv_indexes[0], ctx)
         elif uv_indexes:
@@ -231,16 +231,20 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         reported |= self._torch_brought_by_others(group, None, ctx)
         self._uv_installs(uv_indexes, uv_torches, ctx, reported)
 
-    def _uv_torches(self, group, torches, core_caps: bool) -> list[tuple[object, str, str]]:
+    def _uv_torches(self, group, torches, core_caps: bool, indexes=()) -> list[tuple[object, str, str]]:
         """(requirement, torch release, what brings it) for each line of a uv install that brings a torch: a torch
-        requirement, and an engine pin whose release pins torch exactly (`vllm==0.10.1.1`: 2.7.1) where the same
-        install declares torch itself, so uv's index pin for torch covers it (a package the project never declares
-        is not routed [S180])."""
+        requirement (a range resolved on the index torch is routed to: `torch>=2.9.0` sent to cu128 is 2.11, that
+        index's last release), and an engine pin whose release pins torch exactly (`vllm==0.10.1.1`: 2.7.1) where
+        the same install declares torch itself, so uv's index pin for torch covers it (a package the project never
+        declares is not routed [S180])."""
         out = []
+        routed = [i for i in indexes if i.routed_at is not None]
         for torch in torches:
             if torch.extra and core_caps and not caps_torch(torch.spec):
                 continue  # held by the core dependencies' cap, as pip holds it
-            version = chosen_torch(torch.spec.split("+", 1)[0])
+            index = next((i for i in routed if i.routed_extras is None or (torch.extra and torch.extra in i.routed_extras)),
+                         None)
+            version = chosen_torch(torch.spec.split("+", 1)[0], index.pytorch_tag if index is not None else None)
             if version is not None:
                 out.append((torch, version, f"torch{torch.spec}{torch.origin_note}"))
         for req in group.requirements:
