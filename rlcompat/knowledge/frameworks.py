@@ -52,6 +52,9 @@ class Omitted:
     tables: tuple[str, ...]
     releases: str
     proof: str
+    # where the finding goes when the key's own table is absent, if the file has this table: prime-rl's RL config
+    # names the trainer's model in its shared [model] table, and the trainer's [trainer.model] is added for the fix
+    at: str = ""
 
 
 @dataclass(frozen=True)
@@ -287,7 +290,7 @@ def _omitted(row: dict, framework: str, filename: str) -> Omitted | None:
         raise ValueError(f"{where}: a key with `omitted` needs {', '.join(missing)}")
     if "." not in row["names"][0]:
         raise ValueError(f"{where}: `omitted` needs a dotted name (its table is where the key is added)")
-    return Omitted(spec["format"], tuple(spec.get("tables", ())), spec["releases"], spec["proof"])
+    return Omitted(spec["format"], tuple(spec.get("tables", ())), spec["releases"], spec["proof"], spec.get("at", ""))
 
 
 def normalise(name: str) -> str:

@@ -39,7 +39,7 @@ class FrameworkAttentionSetting(ConfigRule):
         "(it changes the parallel layout)."
     )
     languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
-    names = ("attn", "attention", "ATTENTION", "flash", "packing", "microbatch_padding", "openrlhf")
+    names = ("attn", "attention", "ATTENTION", "flash", "packing", "microbatch_padding", "openrlhf", "[orchestrator]", "[data]")
     sources = ("S9", "S10")
     # Not the key words of its `kinds` (a file is read only where it spells one): these mark the statements whose
     # settings every config rule reads, and the key words would mark others (`microbatch_padding`: skyrl's
