@@ -273,3 +273,12 @@ def test_a_wheel_row_for_another_machine_installs_nothing_on_the_card_s():
     assert 7 in lines and 8 not in lines
     assert pyproject_deps._on_linux("platform_machine != 'aarch64'") and not pyproject_deps._on_linux(
         "sys_platform == 'linux' and platform_machine == 'aarch64'")
+
+
+def test_a_package_pinned_to_one_release_holds_the_torch_of_the_whole_install():
+    # ReCall's setup.py: 'torch' and 'sglang' unbounded beside vllm==0.8.4, which pins torch==2.6.0 (PyPI's cu124
+    # build has sm_60): pip installs 2.6.0 and takes an sglang that accepts it, so neither is judged by its newest
+    held = "vllm==0.8.4\ntorch\nsglang\n"
+    assert _found(held, path="requirements.txt", language="requirements") == []
+    # without the pin, an unbounded torch is the newest release (cu130 on PyPI: no sm_60/61)
+    assert ("RLC601", 1) in _found("torch\nsglang\n", path="requirements.txt", language="requirements")

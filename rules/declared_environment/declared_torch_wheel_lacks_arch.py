@@ -150,6 +150,8 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         if any("$" in i.url and i.kind == "index" for i in group.indexes):
             return  # the index comes from a variable the shell front end could not resolve: unknown, not PyPI
         version = chosen_torch(torch.spec.split("+", 1)[0] if "+" in torch.spec else torch.spec)
+        held = _held_torch(group) if not torch.spec.strip() else None
+        version = held or version  # an unbounded `torch` beside `vllm==0.8.4` installs the torch vLLM pins
         if version is None:
             return
         local = versions.local_tag(torch.spec)
@@ -343,6 +345,10 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             if pin is None or not pin.torch:
                 continue
             own = [t for t in group.requirements if t.name == "torch" and t.extra in ("", req.extra)]
+            # (not pyproject.toml's: its uv source rows, which pip never reads, are requirements of the group too)
+            held = _held_torch(group, req.extra) if group.kind != "pyproject" else None
+            if not req.spec.startswith("==") and held is not None and held != pin.torch:
+                continue  # another package of this install is pinned to a release that holds torch: pip backtracks this one
             if "torch" in group.pinned_by_variable:
                 continue  # `torch==${V}` in the same install: torch is held at one release (pip backtracks the other)
             if pin.torch_is_bound:
@@ -401,6 +407,19 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             return
         ctx.report(conda_cuda.span, f"pytorch {version} built for CUDA {conda_cuda.spec.lstrip('=')} has kernels for "
                                     f"{', '.join(variant.arches)} only: none runs on {self.target.name}", [None])
+
+
+def _held_torch(group, extra: str = "") -> str | None:
+    """The torch release a package pinned to one release in the same install asks for exactly (`vllm==0.8.4`: torch
+    2.6.0, rlcompat/knowledge/data/torch_wheels.toml `[[requires_torch]]`): pip installs that torch for every other
+    requirement, so an unbounded `torch` takes it and a package whose newest release pins another torch backtracks."""
+    for req in group.requirements:
+        if req.name == "torch" or req.extra not in ("", extra) or not req.spec.startswith("==") or not req.version_known:
+            continue
+        pin = torch_required_by(req.name, req.spec, req.extras)
+        if pin is not None and pin.torch and not pin.torch_is_bound:
+            return pin.torch
+    return None
 
 
 def _common_fit(releases: list[str], cc: tuple[int, int], cuda: str | None = None) -> str | None:
