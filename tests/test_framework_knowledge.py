@@ -259,8 +259,9 @@ def test_prime_rl_defaults_a_config_leaves_out_are_reported_at_the_table_that_na
     sft.write_text('max_steps = 100\n\n[ckpt]\n\n[model]\nname = "m"\n\n[data]\nseq_len = 4096\n')
     sm61, sm75 = resolve_target("sm61"), resolve_target("sm75")
     found = {(Path(f.path).name, f.code, f.location.line) for f in scan_paths([str(rl), str(sft)], sm61).findings}
-    assert found == {("rl.toml", "RLC207", 3), ("rl.toml", "RLC355", 3), ("sft.toml", "RLC207", 5),
-                     ("sft.toml", "RLC355", 5)}
+    # and the [inference] table starts prime-rl's vLLM server (no vLLM wheel runs on sm61)
+    assert found == {("rl.toml", "RLC207", 3), ("rl.toml", "RLC355", 3), ("rl.toml", "RLC407", 12),
+                     ("sft.toml", "RLC207", 5), ("sft.toml", "RLC355", 5)}
     assert {(Path(f.path).name, f.code) for f in scan_paths([str(rl), str(sft)], sm75).findings} == {
         ("rl.toml", "RLC207"), ("sft.toml", "RLC207")}  # compile runs on 7.5
     fix_paths([str(rl), str(sft)], sm61, unsafe=True, write=True)

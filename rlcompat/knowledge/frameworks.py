@@ -230,6 +230,13 @@ def _framework(data: dict, filename: str) -> Framework:
     return fw
 
 
+def engine_tables(engine: str) -> list[tuple[Framework, dict, str]]:
+    """(framework, its `[[engine]]` row, table) for each config table whose presence in a config file of that
+    framework starts `engine` (prime-rl's RL config starts a vLLM server for its `[inference]` table)."""
+    return [(fw, row, table) for fw in frameworks() for row in fw.engines if row["engine"] == engine
+            for table in row.get("tables", ())]
+
+
 def engine_command(words: tuple[str, ...], engine: str) -> tuple[Framework, dict] | None:
     """(framework, its `[[engine]]` row) when a command's words run a framework command that starts `engine`
     (`trl vllm-serve` starts vLLM)."""
