@@ -4,6 +4,7 @@ knowledge-backed rules and the generic net read settings from any front end, and
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -32,7 +33,10 @@ def test_every_framework_file_loads_with_sourced_rows():
                 assert key.role in ("weights", "compute", "inference"), key.names
             kind = fk.kinds().get(key.kind)
             if kind is not None and kind.fix == "value":
-                assert key.safe, f"{fw.name} {key.names}: kind {key.kind} is fixed by value but has no `safe`"
+                # without `safe` (no value every release reading the file accepts: prime-rl 0.8 refuses sdpa) the
+                # finding says what to do per release (`remedy`)
+                assert key.safe or key.remedy, \
+                    f"{fw.name} {key.names}: kind {key.kind} is fixed by value but has no `safe` and no `remedy`"
 
 
 def test_every_kind_names_facts_the_target_table_has():
@@ -364,3 +368,26 @@ def test_an_empty_value_is_null_and_only_a_bare_flag_turns_a_switch_on():
     bare = scan_source("deepspeed --module openrlhf.cli.train_sft --bf16 --zero_stage 2\n", target, path="run.sh",
                        language="shell")
     assert [f.location.line for f in bare if f.code in {"RLC107", "RLC118"}] == [1]
+
+def test_prime_rl_defaults_a_config_leaves_out_are_reported_at_the_table_that_names_the_model(tmp_path):
+    """prime-rl's RL config names the trainer's model in its shared [model] table and leaves [trainer.model] out:
+    attention (flash_attention_2 in 0.7, auto = FA2 below SM90 in 0.8) and torch.compile (on) are reported there;
+    the fix adds [trainer.model] with compile = "None" (prime-rl's own spelling) and no attn (0.8 refuses sdpa)."""
+    import tomllib
+
+    rl = tmp_path / "rl.toml"
+    rl.write_text('max_steps = 20\n\n[model]\nname = "Qwen/Qwen3-0.6B"\n\n[orchestrator]\nbatch_size = 128\n\n'
+                  '[trainer.optim]\nlr = 3e-6\n\n[inference]\n')
+    sft = tmp_path / "sft.toml"
+    sft.write_text('max_steps = 100\n\n[ckpt]\n\n[model]\nname = "m"\n\n[data]\nseq_len = 4096\n')
+    sm61, sm75 = resolve_target("sm61"), resolve_target("sm75")
+    found = {(Path(f.path).name, f.code, f.location.line) for f in scan_paths([str(rl), str(sft)], sm61).findings}
+    # and the [inference] table starts prime-rl's vLLM server (no vLLM wheel runs on sm61)
+    assert found == {("rl.toml", "RLC207", 3), ("rl.toml", "RLC355", 3), ("rl.toml", "RLC407", 12),
+                     ("sft.toml", "RLC207", 5), ("sft.toml", "RLC355", 5)}
+    assert {(Path(f.path).name, f.code) for f in scan_paths([str(rl), str(sft)], sm75).findings} == {
+        ("rl.toml", "RLC207"), ("sft.toml", "RLC207")}  # compile runs on 7.5
+    fix_paths([str(rl), str(sft)], sm61, unsafe=True, write=True)
+    fixed = tomllib.loads(rl.read_text())
+    assert fixed["trainer"]["model"] == {"compile": "None"} and fixed["model"] == {"name": "Qwen/Qwen3-0.6B"}
+    assert tomllib.loads(sft.read_text())["model"] == {"name": "m", "compile": "None"}

@@ -102,6 +102,29 @@ def test_a_verl_checkout_vendored_as_a_submodule_is_the_trees_verl(tmp_path, ins
     assert not [f for f in fixed.applied if f.fix and "use_torch_compile" in f.fix.description]
 
 
+@pytest.mark.parametrize("files, package", [
+    # ReCall's layout: the fork's package under src/, installed by the checkout's setup.py (package_dir {'': 'src'})
+    ({"setup.py": "from setuptools import setup, find_packages\nsetup(name='re-call', package_dir={'': 'src'}, "
+                  "packages=find_packages(where='src'))\n",
+      "src/verl/version/version": "0.2.0.dev\n", "src/verl/trainer/main_ppo.py": "",
+      "src/verl/trainer/config/ppo_trainer.yaml": FORK_PPO_YAML}, "./src/verl"),
+    # a project vendored one level down holding a whole verl checkout (<project>/verl/verl, its own setup.py)
+    ({"README.md": "", "project/setup.py": "from setuptools import setup\nsetup(name='project')\n",
+      "project/verl/setup.py": "from setuptools import setup\nsetup(name='verl')\n",
+      "project/verl/verl/version/version": "0.2.0.dev\n", "project/verl/verl/trainer/main_ppo.py": "",
+      "project/verl/verl/trainer/config/ppo_trainer.yaml": FORK_PPO_YAML}, "./project/verl/verl"),
+])
+def test_a_verl_package_a_project_of_the_tree_installs_from_deeper_down_is_the_trees_verl(tmp_path, installed,
+                                                                                          files, package):
+    # The launch script outside the package runs that copy (python3 -m verl.trainer.main_ppo imports it once the
+    # project is installed), not the verl of the scanning environment.
+    root = _write(tmp_path / "fork", {**files, "scripts/train/train.sh": FORK_SCRIPT, ".git/HEAD": ""})
+    verl = identity.resolve(str(root)).get("verl")
+    assert (verl.how, verl.version, verl.package) == ("fork", "0.2.0.dev", package)
+    report = scan_paths([str(root / "scripts" / "train" / "train.sh")], SM61)
+    assert report.findings and not [f for f in report.findings if "verl 0.9.1" in f.message]
+
+
 def test_a_fork_gets_no_claim_that_needs_the_exact_release(tmp_path, installed):
     root = _fork(tmp_path)
     script = root / "scripts" / "train.sh"

@@ -218,6 +218,27 @@ def test_a_forks_scanned_config_carries_what_its_code_writes_for_each_table(run_
     assert "0.4.1" not in fa2["message"]  # the fork's own line, never the closest release's
 
 
+def test_a_forks_own_entry_config_carries_what_its_code_writes_as_the_primary_config_does(run_cli, tmp_path,
+                                                                                          fresh_verl_detection):
+    """A fork's own entry point (`@hydra.main(config_path="config", config_name="mix_ppo_trainer")` in
+    `mix_src/main_mix_ppo.py`, the layout of LUFFY-style forks) composes its own copy of the trainer config: its
+    tables stand for the same worker code, so they carry the same findings as trainer/config/ppo_trainer.yaml's; a
+    YAML file no entry point composes does not."""
+    config = FORK_PPO_TRAINER.replace("ESTIMATOR", "gae").replace("REF_TABLE", "      param_offload: False")
+    package = verl_package(tmp_path, "0.1", {
+        "trainer/config/ppo_trainer.yaml": config, "trainer/main_ppo.py": "pass\n",
+        "workers/fsdp_workers.py": "import torch\n" + FORK_MIXED,
+        "mix_src/config/mix_ppo_trainer.yaml": config, "mix_src/config/unused.yaml": config,
+        "mix_src/main_mix_ppo.py": "import hydra\n\n\n@hydra.main(config_path='config', config_name='mix_ppo_trainer', "
+                                   "version_base=None)\ndef main(config):\n    pass\n"})
+    told = {}
+    for name in ("trainer/config/ppo_trainer.yaml", "mix_src/config/mix_ppo_trainer.yaml", "mix_src/config/unused.yaml"):
+        _, findings = _scan(run_cli, package / name)
+        told[name] = {(f["code"], f["line"]) for f in findings if "the fork's code decides it" in f["message"]}
+    assert told["mix_src/config/mix_ppo_trainer.yaml"] == told["trainer/config/ppo_trainer.yaml"]
+    assert ("RLC201", 4) in told["trainer/config/ppo_trainer.yaml"] and not told["mix_src/config/unused.yaml"]
+
+
 def test_a_hazard_told_on_the_scanned_configs_table_is_not_told_again_at_the_command(run_cli, tmp_path,
                                                                                      fresh_verl_detection):
     config = FORK_PPO_TRAINER.replace("ESTIMATOR", "gae").replace("REF_TABLE", "      param_offload: False")

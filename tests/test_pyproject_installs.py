@@ -240,3 +240,48 @@ def test_a_uv_override_of_a_package_the_project_does_not_declare_or_off_linux_in
             '    "torch==2.13.0",\n    "flash-attn==2.8.3; sys_platform == \'darwin\'",\n]\n')
     assert not [r for r in pyproject_deps.parse(text).requirements if r.uv_only]
     assert not _found(text)
+
+
+def test_requirements_are_read_whatever_the_order_of_the_file_s_tables():
+    # prime-rl's pyproject.toml puts [build-system] last: its requirements were looked for after it and lost
+    text = ('[project]\nname = "x"\ndependencies = ["torch==2.6.0", "numpy"]\n\n'
+            '[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n')
+    names = [r.name for r in pyproject_deps.parse(text).requirements]
+    assert names == ["hatchling", "torch", "numpy"]
+    assert _found(text, "sm61") == []  # PyPI's 2.6.0 is the cu124 build, with sm_60 ...
+    assert _found(text.replace("torch==2.6.0", "torch==2.11.0")) == [("RLC601", 3)]  # ... 2.11's cu130: none for sm61
+
+
+def test_a_torch_range_sent_to_an_index_resolves_to_that_index_s_newest_torch():
+    # `torch>=2.9.0` routed to cu128 (prime-rl 0.7.0): uv takes 2.11, the last release cu128 builds (sm_75 and up),
+    # not PyPI's newest (which cu128 does not have); the route and the override row are reported, sm75 has kernels
+    text = ('[project]\nname = "x"\ndependencies = ["torch>=2.9.0"]\n\n[tool.uv]\noverride-dependencies = ["torch>=2.9.0"]\n\n'
+            '[tool.uv.sources]\ntorch = { index = "cu" }\n\n' + INDEX.format(name="cu", explicit="true"))
+    found = _found(text)
+    assert ("RLC601", 6) in found and ("RLC601", 9) in found
+    messages = [f.message for f in scan_source(text, resolve_target("sm61"), "pyproject.toml", "pyproject")
+                if f.code == "RLC601" and f.location.line in (6, 9)]
+    assert all("torch 2.11" in m for m in messages)
+    assert not [f for f in _found(text, "sm75") if f[1] in (6, 9)]
+
+
+def test_a_wheel_row_for_another_machine_installs_nothing_on_the_card_s():
+    # P40 and T4 hosts are x86-64: the aarch64 row of a wheel list (prime-rl's vllm source) is not their install
+    text = ('[project]\nname = "x"\ndependencies = ["vllm>=0.24.0"]\n\n[tool.uv.sources]\nvllm = [\n'
+            '  { url = "https://example.org/vllm-0.24.0+cu129-cp38-abi3-manylinux_2_28_x86_64.whl", '
+            'marker = "platform_machine == \'x86_64\'" },\n'
+            '  { url = "https://example.org/vllm-0.24.0+cu129-cp38-abi3-manylinux_2_28_aarch64.whl", '
+            'marker = "platform_machine == \'aarch64\'" },\n]\n')
+    lines = {line for _, line in _found(text)}
+    assert 7 in lines and 8 not in lines
+    assert pyproject_deps._on_linux("platform_machine != 'aarch64'") and not pyproject_deps._on_linux(
+        "sys_platform == 'linux' and platform_machine == 'aarch64'")
+
+
+def test_a_package_pinned_to_one_release_holds_the_torch_of_the_whole_install():
+    # ReCall's setup.py: 'torch' and 'sglang' unbounded beside vllm==0.8.4, which pins torch==2.6.0 (PyPI's cu124
+    # build has sm_60): pip installs 2.6.0 and takes an sglang that accepts it, so neither is judged by its newest
+    held = "vllm==0.8.4\ntorch\nsglang\n"
+    assert _found(held, path="requirements.txt", language="requirements") == []
+    # without the pin, an unbounded torch is the newest release (cu130 on PyPI: no sm_60/61)
+    assert ("RLC601", 1) in _found("torch\nsglang\n", path="requirements.txt", language="requirements")

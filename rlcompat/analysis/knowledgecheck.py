@@ -429,12 +429,12 @@ def _omitted_defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str
             if found is None:
                 continue
             hazard, kind = found
-            anchor, where_, to_add = _left_out(view, key.names[0])
+            anchor, where_, to_add = _left_out(view, key.names[0], spec.at)
             if anchor is None:
                 continue
             head = (f"{where_}, so {fw.label} ({spec.releases}) uses the default of {key.names[0]}, {key.default} "
                     f"({first_proof(spec.proof)}): {hazard.why}; {ctx.target.name} is {ctx.target.capability_text}")
-            edits, safety, advice = [], FixSafety.SAFE, "; no value of this key avoids it"
+            edits, safety, advice = [], FixSafety.SAFE, f"; {key.remedy}" if key.remedy else "; no value of this key avoids it"
             if kind.fix == "dtype":
                 spelled, safety, note = dtype_spelling(key, ctx.target)
                 if spelled is None:
@@ -444,7 +444,9 @@ def _omitted_defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str
             elif kind.fix == "value" and key.safe:
                 edits, advice = [view.add(key.names[0], key.safe)], f"; {to_add(key.safe)}"
             elif kind.fix in SWITCH_FIXES:
-                value = "false" if kind.fix == "off" else "true"
+                # the framework's own spelling of the switch's safe state where it is no boolean (prime-rl's
+                # `compile = "None"` for a sub-config that is on by default)
+                value = key.safe or ("false" if kind.fix == "off" else "true")
                 edits, advice = [view.add(key.names[0], value)], f"; {to_add(value)}"
             if any(e is None for e in edits):
                 edits = []
@@ -500,10 +502,11 @@ def _imports_field(text: str) -> bool:
     return _FIELD_IMPORT.search(text) is not None
 
 
-def _left_out(view: ConfigView, name: str):
+def _left_out(view: ConfigView, name: str, at: str = ""):
     """(where to report a key the file leaves out, how to say so, how to say what to add). A TOML key belongs to
-    its table (`[training]`, or the file's first line when the file has no such table); a YAML key to the deepest
-    mapping of the file on its path (`trainer.policy.fsdp_config` for its `mixed_precision.param_dtype`)."""
+    its table (`[training]`; without it the table `at` names, where the file has it, else the file's first line); a
+    YAML key to the deepest mapping of the file on its path (`trainer.policy.fsdp_config` for its
+    `mixed_precision.param_dtype`)."""
     if view.kind == "yaml":
         parts = name.split(".")
         depth = next((n for n in range(len(parts) - 1, 0, -1) if ".".join(parts[:n]) in view.sections), 0)
@@ -514,7 +517,8 @@ def _left_out(view: ConfigView, name: str):
                 lambda value: f"add {rest}: {value} under {section}")
     table, _, leaf = name.rpartition(".")
     where_ = f"[{table}] does not set {leaf}" if _has_table(view, table) else f"this file has no [{table}] table"
-    return view.sections.get(table, view.anchor), where_, lambda value: f"add {leaf} = {value} to [{table}]"
+    anchor = view.sections.get(table) or (view.sections.get(at) if at else None) or view.anchor
+    return anchor, where_, lambda value: f"add {leaf} = {value} to [{table}]"
 
 
 def _has_table(view: ConfigView, table: str) -> bool:

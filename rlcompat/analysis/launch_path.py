@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from functools import lru_cache
 
 from rlcompat.knowledge import identity, verl_config
@@ -277,9 +278,17 @@ def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Chec
     knowledge = verl_config.knowledge_of(verl)
     here = [h for h in knowledge.handles if (h.config or knowledge.run_config)
             and os.path.abspath(os.path.join(package, h.config or knowledge.run_config)) == os.path.abspath(path)]
+    config = knowledge.run_config
+    if (not here and verl.how == "fork" and knowledge.run_config and os.path.abspath(path) in fork_entry_configs(package)
+            and "actor_rollout_ref" in (_read(path, result.language) or "")):
+        # the fork's own entry point (`@hydra.main(config_name="mix_ppo_trainer")` in its package) composes this
+        # file as the run's config, a trainer config like the primary one (its `actor_rollout_ref`): its tables
+        # stand for the same worker code
+        here = [h for h in knowledge.handles if not h.config]
+        config = os.path.relpath(path, package)
     if not here:
         return
-    values = checked.once(("values", package), lambda: fork_values(package, knowledge))
+    values = checked.once(("values", package, config), lambda: fork_values(package, knowledge, config))
     lines = _yaml_tables_by_key(path)
     text = _read(path, result.language) or ""
     index = LineIndex(text)
@@ -290,7 +299,7 @@ def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Chec
             option = options.get(handle.option)
             if option is None or run_scope.selection(option, knowledge, {}, values) is None:
                 continue
-        if handle.mapped and not checked.once(("mapped", package, handle.mapped),
+        if handle.mapped and not checked.once(("mapped", package, config, handle.mapped),
                                               lambda h=handle: _entry_uses(package, knowledge, h.mapped, values)):
             continue  # the entry point does not build that role for this config's values
         region = _region(package, handle.code)
@@ -323,6 +332,34 @@ def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Chec
         kept, suppressed = suppressions.apply(added, found)
         result.suppressed += suppressed
         result.findings = sorted(list(result.findings) + kept, key=Finding.sort_key)
+
+
+_HYDRA_MAIN = re.compile(r"@hydra\.main\(([^)]*)\)")
+_HYDRA_ARG = re.compile(r"""\b(config_path|config_name)\s*=\s*["']([^"']+)["']""")
+
+
+@lru_cache(maxsize=32)
+def fork_entry_configs(package: str) -> frozenset[str]:
+    """The configs the entry points of a fork's package compose (`@hydra.main(config_path="config",
+    config_name="mix_ppo_trainer")` in `mix_src/main_mix_ppo.py`: `mix_src/config/mix_ppo_trainer.yaml`), absolute;
+    read as text, never imported."""
+    found = set()
+    for folder, dirs, names in os.walk(package):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("third_party", "__pycache__")]
+        for name in names:
+            if not name.endswith(".py"):
+                continue
+            try:
+                with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as fh:
+                    text = fh.read()
+            except OSError:
+                continue
+            for call in _HYDRA_MAIN.finditer(text):
+                args = dict(_HYDRA_ARG.findall(call.group(1)))
+                if "config_name" in args:
+                    found.add(os.path.abspath(os.path.join(folder, args.get("config_path", "."),
+                                                           args["config_name"] + ".yaml")))
+    return frozenset(found)
 
 
 def _entry_uses(package: str, knowledge, dotted: str, values: dict[str, str | None]) -> bool:
@@ -403,16 +440,17 @@ def _config_message(f: Finding, file: str, key: str) -> str:
             f"override it): {f.message}. Override `{key}` on this command{how}")
 
 
-def fork_values(package: str, knowledge) -> dict[str, str | None]:
-    """What a fork's own primary config sets (`[default_run]` `config`), where the release's defaults say nothing
-    of the fork: composed by rlcompat/schema (its defaults list followed, as Hydra merges it), YAML null as "null",
-    and `${other.key}` as that key's value in the composed config. Empty where the config cannot be read."""
+def fork_values(package: str, knowledge, run_config: str = "") -> dict[str, str | None]:
+    """What a fork's own primary config sets (`[default_run]` `config`, or `run_config`: another entry config of the
+    fork, relative to the package), where the release's defaults say nothing of the fork: composed by rlcompat/schema
+    (its defaults list followed, as Hydra merges it), YAML null as "null", and `${other.key}` as that key's value in
+    the composed config. Empty where the config cannot be read."""
     from rlcompat.schema import SchemaUnread
     from rlcompat.schema.hydra_static import compose_values, resolved
 
-    if not knowledge.run_config:
+    if not (run_config or knowledge.run_config):
         return {}
-    config = os.path.join(package, knowledge.run_config)
+    config = os.path.join(package, run_config or knowledge.run_config)
     try:
         found = compose_values(os.path.dirname(config), os.path.basename(config), bases=(os.path.dirname(package),))
     except SchemaUnread:

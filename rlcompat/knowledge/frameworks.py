@@ -52,6 +52,9 @@ class Omitted:
     tables: tuple[str, ...]
     releases: str
     proof: str
+    # where the finding goes when the key's own table is absent, if the file has this table: prime-rl's RL config
+    # names the trainer's model in its shared [model] table, and the trainer's [trainer.model] is added for the fix
+    at: str = ""
 
 
 @dataclass(frozen=True)
@@ -252,6 +255,13 @@ def _framework(data: dict, filename: str) -> Framework:
     return fw
 
 
+def engine_tables(engine: str) -> list[tuple[Framework, dict, str]]:
+    """(framework, its `[[engine]]` row, table) for each config table whose presence in a config file of that
+    framework starts `engine` (prime-rl's RL config starts a vLLM server for its `[inference]` table)."""
+    return [(fw, row, table) for fw in frameworks() for row in fw.engines if row["engine"] == engine
+            for table in row.get("tables", ())]
+
+
 def engine_command(words: tuple[str, ...], engine: str) -> tuple[Framework, dict] | None:
     """(framework, its `[[engine]]` row) when a command's words run a framework command that starts `engine`
     (`trl vllm-serve` starts vLLM)."""
@@ -312,7 +322,7 @@ def _omitted(row: dict, framework: str, filename: str) -> Omitted | None:
         raise ValueError(f"{where}: a key with `omitted` needs {', '.join(missing)}")
     if "." not in row["names"][0]:
         raise ValueError(f"{where}: `omitted` needs a dotted name (its table is where the key is added)")
-    return Omitted(spec["format"], tuple(spec.get("tables", ())), spec["releases"], spec["proof"])
+    return Omitted(spec["format"], tuple(spec.get("tables", ())), spec["releases"], spec["proof"], spec.get("at", ""))
 
 
 def _parent(row: dict, framework: str, filename: str) -> Parent | None:

@@ -237,6 +237,18 @@ def _verl_package_dir(directory: str) -> str | None:
     return None
 
 
+def _tree_verl_package(root: str) -> str | None:
+    """The verl package a tree's commands import: ./verl or ./verl/verl, else the one a project of the tree installs
+    from deeper down: `src/verl` (a setup.py with `package_dir={'': 'src'}`), or a project vendored one level down (a
+    folder with its own setup.py or pyproject.toml) that holds a verl package or a verl checkout
+    (`<project>/verl/verl`)."""
+    for folder in _project_folders(root):
+        package = _verl_package_dir(folder)
+        if package is not None:
+            return package
+    return None
+
+
 @lru_cache(maxsize=64)
 def resolve(root: str) -> TreeIdentity:
     """The identity of the tree at `root` (absolute): every framework's, by the order of this module's docstring."""
@@ -246,7 +258,7 @@ def resolve(root: str) -> TreeIdentity:
 def _resolve_one(root: str, name: str) -> FrameworkIdentity:
     from rlcompat.knowledge.declared_pins import pin_of
 
-    in_tree = verl_package(_verl_package_dir(root), root) if name == VERL else _python_package(root, name)
+    in_tree = verl_package(_tree_verl_package(root), root) if name == VERL else _python_package(root, name)
     if in_tree is not None:
         return in_tree
     pin = pin_of(root, _distribution(name))

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from rlcompat.knowledge.paths import nearest
 from rlcompat.knowledge.versions import release
-from rlcompat.lang.declared import PIP_GENERAL_SWITCHES, Requirement, normalise, requirement_at
+from rlcompat.lang.declared import ALL_EXTRAS, PIP_GENERAL_SWITCHES, Requirement, normalise, requirement_at, uv_sync_extras
 
 INSTALL_SCRIPT = re.compile(r"(?:^|[-_.])(?:setup|install)(?:[-_.]|$)", re.IGNORECASE)
 _SEPARATORS = re.compile(r"&&|\|\||;|\|")
@@ -99,7 +99,22 @@ def steps_in(text: str, path: str, start_dir: str) -> tuple[Step, ...]:
                 _cloned([w for w, _ in words[2:]], cwd, clones)
                 continue
             out.extend(_pip_install(words, cwd, path, text, clones))
+            out.extend(_uv_sync(words, cwd, start_dir, path, text))
     return tuple(out)
+
+
+def _uv_sync(words: list[tuple[str, int]], cwd: str | None, start_dir: str, path: str, text: str) -> list[Step]:
+    """`uv sync [--extra X]... [--all-extras]` run in a project's directory: that project with those extras. uv finds
+    the project from the working directory up; one outside the tree (a Dockerfile's earlier `RUN cd /tmp/x`, a new
+    shell for each RUN, which starts at the WORKDIR the tree was copied to) is taken as the tree's root."""
+    names = [w for w, _ in words]
+    extras = uv_sync_extras(names)
+    if extras is None or "--no-install-project" in names:
+        return []
+    root = os.path.abspath(start_dir)
+    inside = cwd is not None and os.path.commonpath([root, os.path.abspath(cwd)]) == root
+    offset = words[names.index("uv")][1]
+    return [Step("project", cwd if inside else root, "", path, text.count("\n", 0, offset) + 1, extras=extras)]
 
 
 # `git clone` options whose value is the next word (git-clone(1))
@@ -238,7 +253,7 @@ def extras_of(word: str) -> tuple[str, ...]:
 
 def extra_requirements(directory: str, extras: tuple[str, ...]) -> list[tuple[Requirement, str, int]]:
     """(requirement, declaring file, its line) of each requirement the project at `directory` declares for one of
-    `extras` (setup.py `extras_require`, pyproject.toml `[project.optional-dependencies]`, setup.cfg
+    `extras` (every extra for ALL_EXTRAS) (setup.py `extras_require`, pyproject.toml `[project.optional-dependencies]`, setup.cfg
     `[options.extras_require]`); nothing for a file that does not parse."""
     from rlcompat.lang import pyproject_deps, setup_deps
 
@@ -254,7 +269,7 @@ def extra_requirements(directory: str, extras: tuple[str, ...]) -> list[tuple[Re
         except Exception:  # noqa: BLE001 - a declaration that does not parse declares nothing here; `scan` reports it
             continue
         out += [(r, path, text.count("\n", 0, r.span.start) + 1) for r in group.requirements
-                if r.extra and normalise(r.extra) in extras]
+                if r.extra and (normalise(r.extra) in extras or ALL_EXTRAS in extras)]
     return out
 
 

@@ -49,9 +49,14 @@ class Requirement:
     version_known: bool = True
     # Read by uv only (`[tool.uv] override-dependencies`): pip never installs it; uv's install of the package is it
     uv_only: bool = False
+    # An optional extra's requirement that an install step of the tree asks for (`uv sync --extra X` in its
+    # Dockerfile): where, "Dockerfile.cuda:114"; installed by default there, not optional
+    installed_by: str = ""
 
     @property
     def origin_note(self) -> str:
+        if self.installed_by:
+            return f" (the `{self.extra}` extra, installed by {self.installed_by})"
         return f" ({self.origin})" if self.origin else ""
 
 
@@ -188,15 +193,52 @@ class DeclaredRule(ConfigRule):
         if isinstance(view, GroupView):
             if ctx.scanned is not None:
                 _add_named_extras(view.group, ctx.scanned)
+                _mark_extras_the_tree_installs(view.group, ctx)
             self.check_declared(view.group, ctx)
             return
-        # Launch scripts: a `pip install` (or `uv pip install`, `python -m pip install`) command is a group.
+        # Launch scripts: a `pip install` (or `uv pip install`, `python -m pip install`) command is a group, and so
+        # is a `uv sync` that asks for extras (what they install).
         group = from_command(view, ctx.source_text)
+        if group is None and ctx.scanned is not None:
+            group = _from_uv_sync(view, ctx)
+            if group is not None:
+                self.check_declared(group, ctx)
+            return
         if group is not None and not replaced_by_later_sync(view, ctx.source_text):
             if ctx.scanned is not None:
                 _add_installed_extras(group, view, ctx)
                 _add_named_extras(group, ctx.scanned)
             self.check_declared(group, ctx)
+
+
+def _mark_extras_the_tree_installs(group: Declared, ctx: ConfigContext) -> None:
+    """A project's optional extras that an install step of its tree asks for (`uv sync --extra flash-attn` in the
+    Dockerfile beside it, `pip install -e .[vllm]` in its install script) are installed by default there: each
+    requirement of such an extra says where (`installed_by`), and is judged as installed."""
+    if group.kind != "pyproject" or not any(r.extra for r in group.requirements):
+        return
+    installed = ctx.scanned.extras_installed_by_tree(ctx.path)
+    for req in group.requirements:
+        if req.extra and not req.installed_by:
+            req.installed_by = installed.get(normalise(req.extra)) or installed.get(ALL_EXTRAS, "")
+
+
+def _from_uv_sync(view: ConfigView, ctx: ConfigContext) -> Declared | None:
+    """`uv sync --extra X` (or `--all-extras`) in a Dockerfile or script of the tree: the group of what those extras
+    of the project require, at the `sync` word (never edited there: the text is the project's)."""
+    words = list(view.command_words)
+    extras = uv_sync_extras(words)
+    if not extras or len(view.word_spans) != len(words):
+        return None
+    at = next(i for i in range(len(words) - 1) if words[i] == "uv" and words[i + 1] == "sync")
+    span = view.word_spans[at + 1]
+    line = ctx.source_text.count("\n", 0, view.word_spans[at].start) + 1
+    group = Declared("command", anchor=span)
+    for req, where in ctx.scanned.installed_extras(ctx.source_text, line, extras):
+        origin = f"the `{req.extra}` extra, {where}" if req.extra else where
+        group.requirements.append(Requirement(req.name, req.spec, span, None, editable=False, extras=req.extras,
+                                              origin=origin, version_known=req.version_known))
+    return group if group.requirements else None
 
 
 def _add_named_extras(group: Declared, scanned: ScannedView) -> None:
@@ -330,6 +372,8 @@ def requirement_at(text: str, offset: int) -> Requirement | None:
     editable: the file is what it is); None for other paths, URLs and variables. A wheel name with an expansion left
     unknown after its public version (`...+cu12torch2.7cxx11abi${ABI_FLAG}-cp312-...whl`) names that version
     (`==2.8.0.post2`, which any local label matches); one with an unknown name or public version names nothing."""
+    if "@" in text and ";" in text:  # `name @ URL ; marker` (PEP 508): the URL decides what installs
+        text = text.split(";", 1)[0].rstrip()
     if text.split("?", 1)[0].endswith(".whl"):
         file_name = text.split("?", 1)[0].rsplit("/", 1)[-1]
         if "$" in file_name:
@@ -365,6 +409,26 @@ def _partly_known_wheel(file_name: str, span: Span) -> Requirement | None:
 
 
 _VARIABLE_PIN = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
+ALL_EXTRAS = "*"  # `uv sync --all-extras`: every extra the project declares
+
+
+def uv_sync_extras(words: list[str]) -> tuple[str, ...] | None:
+    """The extras a `uv sync` command installs with the project (`--extra X` for each X, `--all-extras`: every one,
+    ALL_EXTRAS), normalised; None for another command. uv sync installs the project at its directory."""
+    at = next((i for i in range(len(words) - 1) if words[i] == "uv" and words[i + 1] == "sync"), None)
+    if at is None:
+        return None
+    args, extras = words[at + 2:], []
+    for i, word in enumerate(args):
+        if word == "--all-extras":
+            return (ALL_EXTRAS,)
+        if word == "--extra" and i + 1 < len(args):
+            extras.append(normalise(args[i + 1]))
+        elif word.startswith("--extra="):
+            extras.append(normalise(word.split("=", 1)[1]))
+    return tuple(e for e in extras if e and "$" not in e)
+
+
 _PIP_INSTALL = re.compile(r"^(?:.*/)?(?:pip3?(?:\.\d+)?|uv)$")
 # pip's general options that take no value and may stand between `pip` and `install` (`pip -v install x`): pip's
 # own parser reads them before the command (pip/_internal/cli/cmdoptions.py general_group).

@@ -35,7 +35,7 @@ def declared_from(data: dict, text: str, kind: str) -> Declared:
     a pyproject.toml, or a script's inline metadata shaped as one (lang/inline_script.py)."""
     group = Declared(kind, anchor=Span(0, 0))
     project = data.get("project") or {}
-    # Build requirements first: they come first in the file, and a source build installs them (vLLM pins torch there).
+    # Build requirements first: a source build installs them (vLLM pins torch there).
     strings: list[tuple[str, str]] = [(s, "") for s in _strings((data.get("build-system") or {}).get("requires"))]
     strings += [(s, "") for s in _strings(project.get("dependencies"))]
     for extra, deps in (project.get("optional-dependencies") or {}).items():
@@ -44,7 +44,10 @@ def declared_from(data: dict, text: str, kind: str) -> Declared:
         strings += [(s, "") for s in _strings(deps)]
     cursor = 0
     for dep, extra in strings:
+        # The tables are usually in this order; where one is not (`[build-system]` last, as in prime-rl), the string
+        # is looked for from the file's start again.
         at = _find(text, dep, cursor)
+        at = _find(text, dep, 0) if at is None else at
         if at is None:
             continue
         cursor = at + len(dep)
@@ -88,9 +91,11 @@ _SOURCES_TABLE = re.compile(r"^[ \t]*\[tool\.uv\.sources\][ \t]*(?:#[^\r\n]*)?\r
 _NEXT_TABLE = re.compile(r"^[ \t]*\[", re.M)
 _TORCH_SOURCE = re.compile(r"^[ \t]*[\"']?torch[\"']?[ \t]*=", re.M)
 _NEXT_KEY = re.compile(r"^[ \t]*[\"']?[A-Za-z0-9_.-]+[\"']?[ \t]*=", re.M)
-# What a source row's marker says about a Linux x86-64 machine, the one rlcompat's targets are: `sys_platform` and
-# `platform_system` clauses only; a row whose marker names anything else is taken to apply.
+# What a source row's marker says about a Linux x86-64 machine, the one rlcompat's targets are: `sys_platform`,
+# `platform_system` and `platform_machine` clauses only; a row whose marker names anything else is taken to apply.
 _PLATFORM = re.compile(r"(sys_platform|platform_system)\s*(==|!=)\s*['\"]([^'\"]+)['\"]")
+_MACHINE = re.compile(r"platform_machine\s*(==|!=)\s*['\"]([^'\"]+)['\"]")
+_X86_64 = ("x86_64", "amd64")
 _EXTRA = re.compile(r"\bextra\s*==\s*['\"]([^'\"]+)['\"]")
 
 
@@ -187,11 +192,13 @@ def _overrides(rows, text: str, declared: list[Requirement]) -> list[Requirement
 
 
 def _on_linux(marker) -> bool:
-    """Whether a row's marker can hold on Linux: some `or` branch whose platform clauses all hold there."""
+    """Whether a row's marker can hold on Linux x86-64 (the machines a P40 or T4 sits in): some `or` branch whose
+    platform and machine clauses all hold there (an `aarch64` row of a wheel list installs nothing there)."""
     if not isinstance(marker, str):
         return True
     for branch in re.split(r"\s+or\s+", marker):
-        if all((value.lower() == "linux") == (op == "==") for _, op, value in _PLATFORM.findall(branch)):
+        if (all((value.lower() == "linux") == (op == "==") for _, op, value in _PLATFORM.findall(branch))
+                and all((value.lower() in _X86_64) == (op == "==") for op, value in _MACHINE.findall(branch))):
             return True
     return False
 

@@ -101,6 +101,11 @@ class ScannedView(Protocol):
         read as run from the tree's root (`cd sub && pip install -e .[vllm]`): from the project's setup.py,
         pyproject.toml or setup.cfg (rlcompat/knowledge/install_steps.py)."""
 
+    def extras_installed_by_tree(self, project_file: str) -> dict[str, str]:
+        """extra (normalised; ALL_EXTRAS for `--all-extras`) -> where (`Dockerfile.cuda:114`) for each optional
+        extra of the project declared in `project_file` that an install step of the scanned tree (its Dockerfiles
+        and install scripts: `uv sync --extra X`, `pip install -e .[X]`) installs (rlcompat/knowledge/install_steps.py)."""
+
     def distribution_extras(self, name: str, extras: tuple[str, ...]) -> list:
         """(requirement, where it is known from) of each package `extras` of the distribution `name` install, from
         the knowledge (rlcompat/knowledge/install_steps.py `distribution_extras`): `verl[vllm]` installs vLLM."""

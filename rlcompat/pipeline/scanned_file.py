@@ -149,6 +149,23 @@ class ScannedFile:
     def distribution_extras(self, name: str, extras: tuple[str, ...]) -> list:
         return install_steps.distribution_extras(name, extras)
 
+    def extras_installed_by_tree(self, project_file: str) -> dict[str, str]:
+        from rlcompat.knowledge.declared_pins import install_sequences
+
+        root = self.tree.root
+        if not root:
+            return {}
+        root, project = os.path.abspath(root), os.path.dirname(os.path.abspath(project_file))
+        out: dict[str, str] = {}
+        for path, start, dockerfile in install_sequences(root):
+            for step in install_steps.steps_of(path, start, dockerfile):
+                if step.kind != "project" or step.no_deps or os.path.abspath(step.target) != project:
+                    continue
+                self.record_reads([path])
+                for extra in step.extras:
+                    out.setdefault(extra, f"{os.path.relpath(path, root).replace(os.sep, '/')}:{step.line}")
+        return out
+
     def overridden_default(self, cls: str, field: str) -> bool:
         files = class_overrides.overridden_everywhere(self.tree.root, cls, field)
         if files:

@@ -47,7 +47,7 @@ class FrameworkAttentionSetting(ConfigRule):
     # "actor:", "critic:", "ref:", "sglang:": the mappings of an AReaL experiment YAML that leave out attn_impl or
     # attention_backend, whose defaults (flash_attention_2, fa3) are reported there (the keys' `omitted` tables)
     names = ("attn", "attention", "ATTENTION", "flash", "packing", "microbatch_padding", "openrlhf", "actor:", "critic:",
-             "ref:", "sglang:")
+             "ref:", "sglang:", "[orchestrator]", "[data]")
     sources = ("S9", "S10")
     # Not the key words of its `kinds` (a file is read only where it spells one): these mark the statements whose
     # settings every config rule reads, and the key words would mark others (`microbatch_padding`: skyrl's

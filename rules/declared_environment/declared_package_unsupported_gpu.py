@@ -123,9 +123,11 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
             # Installing selects nothing where nothing runs the package by being there: an optional extra, or an
             # engine only a config or code selects (vLLM, SGLang: RLC401/RLC404 report where it is selected). What
             # such an install does to torch, where known, is RLC601's to judge.
-            if (req.extra or p.get("runs_when_selected")) and (
+            # An extra the tree's own install step asks for (`uv sync --extra X` in its Dockerfile) is no option there.
+            optional = bool(req.extra) and not req.installed_by
+            if (optional or p.get("runs_when_selected")) and (
                     req.version_known and torch_required_by(req.name, req.spec, req.extras) is not None
-                    or (req.extra and asks_any_torch(name))):
+                    or (optional and asks_any_torch(name))):
                 continue
             # A minimum that changed between releases: the one of the release this specifier installs.
             row = minimum_installed(p["min_capability_of"], req.spec) if "min_capability_of" in p else None

@@ -151,6 +151,8 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         if any("$" in i.url and i.kind == "index" for i in group.indexes):
             return  # the index comes from a variable the shell front end could not resolve: unknown, not PyPI
         version = chosen_torch(torch.spec.split("+", 1)[0] if "+" in torch.spec else torch.spec)
+        held = _held_torch(group) if not torch.spec.strip() else None
+        version = held or version  # an unbounded `torch` beside `vllm==0.8.4` installs the torch vLLM pins
         if version is None:
             return
         local = versions.local_tag(torch.spec)
@@ -231,7 +233,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
                        [None])
             reported.add((torch.span.start, torch.span.end))
         uv_indexes = [i for i in group.indexes if i.uv_only and (i.pytorch_tag or "").startswith("cu")]
-        uv_torches = self._uv_torches(group, torches, core_caps)
+        uv_torches = self._uv_torches(group, torches, core_caps, uv_indexes)
         if uv_indexes and not torches:
             self._index_only(uv_indexes[0], ctx)
         elif uv_indexes:
@@ -239,18 +241,25 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         reported |= self._torch_brought_by_others(group, None, ctx)
         self._uv_installs(uv_indexes, uv_torches, ctx, reported)
 
-    def _uv_torches(self, group, torches, core_caps: bool) -> list[tuple[object, str, str]]:
+    def _uv_torches(self, group, torches, core_caps: bool, indexes=()) -> list[tuple[object, str, str]]:
         """(requirement, torch release, what brings it) for each line of a uv install that brings a torch: a torch
-        requirement, and an engine pin whose release pins torch exactly (`vllm==0.10.1.1`: 2.7.1) where the same
-        install declares torch itself, so uv's index pin for torch covers it (a package the project never declares
-        is not routed [S180])."""
+        requirement (a range resolved on the index torch is routed to: `torch>=2.9.0` sent to cu128 is 2.11, that
+        index's last release), and an engine pin whose release pins torch exactly (`vllm==0.10.1.1`: 2.7.1) where
+        the same install declares torch itself, so uv's index pin for torch covers it (a package the project never
+        declares is not routed [S180])."""
         out = []
         capping = next((t.spec for t in torches if not t.extra and caps_torch(t.spec)), "")
+        routed = [i for i in indexes if i.routed_at is not None]
         for torch in torches:
             spec = torch.spec
             if torch.extra and core_caps and not caps_torch(torch.spec):
                 spec = capping  # uv resolves one torch for the install: the core dependencies' cap holds the extra's
-            version = chosen_torch(spec.split("+", 1)[0])
+            index = next((i for i in routed if i.routed_extras is None or (torch.extra and torch.extra in i.routed_extras)),
+                         None)
+            # the newest release the routed index builds; where the wheel table knows none of that index's releases
+            # the spec allows, the release itself (judged by the index's floor: `tag_lacks`)
+            version = (chosen_torch(spec.split("+", 1)[0], index.pytorch_tag if index is not None else None)
+                       or chosen_torch(spec.split("+", 1)[0]))
             if version is not None:
                 out.append((torch, version, f"torch{torch.spec}{torch.origin_note}"))
         for req in group.requirements:
@@ -363,6 +372,10 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             if pin is None or not pin.torch:
                 continue
             own = [t for t in group.requirements if t.name == "torch" and t.extra in ("", req.extra)] + core_torches
+            # (not pyproject.toml's: its uv source rows, which pip never reads, are requirements of the group too)
+            held = _held_torch(group, req.extra) if group.kind != "pyproject" else None
+            if not req.spec.startswith("==") and held is not None and held != pin.torch:
+                continue  # another package of this install is pinned to a release that holds torch: pip backtracks this one
             if "torch" in group.pinned_by_variable:
                 continue  # `torch==${V}` in the same install: torch is held at one release (pip backtracks the other)
             if pin.torch_is_bound:
@@ -428,6 +441,19 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             return
         ctx.report(conda_cuda.span, f"pytorch {version} built for CUDA {conda_cuda.spec.lstrip('=')} has kernels for "
                                     f"{', '.join(variant.arches)} only: none runs on {self.target.name}", [None])
+
+
+def _held_torch(group, extra: str = "") -> str | None:
+    """The torch release a package pinned to one release in the same install asks for exactly (`vllm==0.8.4`: torch
+    2.6.0, rlcompat/knowledge/data/torch_wheels.toml `[[requires_torch]]`): pip installs that torch for every other
+    requirement, so an unbounded `torch` takes it and a package whose newest release pins another torch backtracks."""
+    for req in group.requirements:
+        if req.name == "torch" or req.extra not in ("", extra) or not req.spec.startswith("==") or not req.version_known:
+            continue
+        pin = torch_required_by(req.name, req.spec, req.extras)
+        if pin is not None and pin.torch and not pin.torch_is_bound:
+            return pin.torch
+    return None
 
 
 def _common_fit(releases: list[str], cc: tuple[int, int], cuda: str | None = None) -> str | None:

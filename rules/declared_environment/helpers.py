@@ -14,13 +14,18 @@ from rlcompat.knowledge.versions import release
 CLAUSE = re.compile(r"^\s*(===|==|!=|~=|>=|<=|>|<|=)?\s*([0-9][\w.*+!-]*)\s*$")
 
 
-def chosen_torch(spec: str) -> str | None:
+def chosen_torch(spec: str, index_tag: str | None = None) -> str | None:
     """The torch release pip installs for a specifier: the newest known minor release it allows ("2.8" for
-    "<2.9", the newest line for ""). A `+cuXXX` local tag is kept ("2.8.0+cu128"). None when no known release
-    satisfies it, or the specifier cannot be read."""
+    "<2.9", the newest line for ""); from an index that builds only some releases (`index_tag`: uv's routed cu128
+    index, whose last torch is 2.11), the newest of those. A `+cuXXX` local tag is kept ("2.8.0+cu128"). None when
+    no known release satisfies it, or the specifier cannot be read."""
     spec = spec.strip()
+    lines = [line for line in torch_wheels.torch_releases()
+             if index_tag is None or torch_wheels.variant(".".join(map(str, line)), index_tag) is not None]
+    if not lines:
+        return None
     if not spec:
-        return ".".join(map(str, torch_wheels.torch_releases()[-1]))
+        return ".".join(map(str, lines[-1]))
     clauses = [c for c in spec.split(",") if c.strip()]
     parsed = []
     for c in clauses:
@@ -31,7 +36,7 @@ def chosen_torch(spec: str) -> str | None:
     exact = [v for op, v in parsed if op in ("==", "===", "=") and "*" not in v]
     if exact:
         return exact[0]
-    for line in reversed(torch_wheels.torch_releases()):
+    for line in reversed(lines):
         if all(_allows(op, v, line) for op, v in parsed):
             return ".".join(map(str, line))
     return None
@@ -73,7 +78,9 @@ def torch_required_by(name: str, spec: str, extras: tuple[str, ...] = ()) -> tor
     m = CLAUSE.match(spec) if "," not in spec else None
     cap = _inclusive_cap(spec)
     if m is not None and m.group(1) in ("==", "===", "<="):
-        rows = [r for r in torch_wheels.torch_requirements() if r.package == name and r.release == m.group(2)]
+        # a wheel's local tag (`vllm==0.24.0+cu129`, a release wheel a uv source names) is the same release
+        exact = m.group(2).split("+", 1)[0]
+        rows = [r for r in torch_wheels.torch_requirements() if r.package == name and r.release == exact]
     elif cap is not None:
         rows = [r for r in torch_wheels.torch_requirements() if r.package == name and r.release == cap]
     elif _lower_bounds_only(spec):

@@ -6,6 +6,7 @@ from rlcompat.rules.rollout.helpers import command_vllm_release, unsupported_mes
 from rlcompat.knowledge import frameworks, versions
 from rlcompat.knowledge import vllm
 from rlcompat.knowledge.environment import error_text
+from rlcompat.analysis.knowledgecheck import attributed
 
 
 _VLLM = min_capability("vllm")  # the current release's (a script names none); doctor's RLC506 reads the installed one's
@@ -29,7 +30,8 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
         "package or the installed one); an unknown release is not reported. Arguments alone given to vLLM's official "
         "image (a container's `args` without `command`, a compose `command` without `entrypoint`, a Dockerfile `CMD` "
         "array without `ENTRYPOINT`, the first word an option) are a command of the image's ENTRYPOINT, vLLM's OpenAI "
-        "server."
+        "server. A framework's TOML config whose table starts vLLM (an `[[engine]]` row's `tables`: prime-rl's "
+        "`[inference]`) is reported at that table below vLLM's minimum."
     )
     why = (
         f"{_VLLM.by_release()} [S7]; below its minimum a release's wheels have no kernels for the card "
@@ -45,10 +47,10 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
         "removed by hand (vLLM then picks one the card has). `--dtype half` is not added for the missing dtype: "
         "bf16-pretrained models may overflow in fp16 (RLC418's unsafe fix says the same for Python)."
     )
-    names = ("vllm",)
+    names = ("vllm", "[inference]")
     sources = ("S7", "S17", "S52", "S56", "S105", "S216", "S217")
     prevents = ("E1",)
-    languages = frozenset({"shell", "markdown"})
+    languages = frozenset({"shell", "markdown", "toml"})
 
     bad = (
         Bad("vllm serve Qwen/Qwen2.5-1.5B-Instruct --dtype float16\n", path="serve.sh"),
@@ -64,6 +66,8 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
             path="pod.yaml", target="sm75"),
         Bad("services:\n  vllm:\n    image: vllm/vllm-openai\n    command: [--model, m, --dtype, half]\n",
             path="compose.yaml", target="sm61"),
+        # prime-rl's RL config: the [inference] table starts its vLLM server
+        Bad('[model]\nname = "m"\n\n[orchestrator]\nbatch_size = 8\n\n[inference]\n', path="rl.toml", target="sm61"),
     )
     good = (
         Good("vllm serve m --dtype half\n", path="serve.sh", target="sm75"),
@@ -85,6 +89,8 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
         Good("services:\n  vllm:\n    image: vllm/vllm-openai\n    command: [--model, m, --dtype, half]\n",
              path="compose.yaml", target="sm75"),
         Good("services:\n  web:\n    image: nginx\n    command: [--model, m]\n", path="compose.yaml", target="sm61"),
+        Good('[model]\nname = "m"\n\n[orchestrator]\nbatch_size = 8\n\n[inference]\n', path="rl.toml", target="sm75"),
+        Good('[model]\nname = "m"\n\n[inference]\n', path="other_tool.toml", target="sm61"),  # not prime-rl's
     )
 
     @classmethod
@@ -92,6 +98,9 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
         return True
 
     def check_config(self, view, ctx) -> None:
+        if view.kind == "toml":
+            self._engine_table(view, ctx)
+            return
         if view.kind != "command" or not view.word_spans:
             return
         served = frameworks.engine_command(view.command_words, "vllm") if "vllm" in " ".join(view.command_words) else None
@@ -120,6 +129,17 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
                                f"{entry['min_capability']}+ in vLLM {vllm.table()['version']} "
                                f"({entry['where']}); {self.target.name} is {self.target.capability_text}: use "
                                f"TRITON_ATTN or leave it unset", [None])
+
+    def _engine_table(self, view, ctx) -> None:
+        """A framework's config whose table starts vLLM (`[[engine]]` `tables`), below vLLM's minimum: at the table."""
+        if runs("vllm", self.target):
+            return
+        for fw, row, table in frameworks.engine_tables("vllm"):
+            if table in view.sections and attributed(view, ctx, fw):
+                ctx.report(view.sections[table], f"[{table}] makes {fw.label} start a vLLM server ({fw.label} "
+                                                 f"{fw.version} knowledge: {row['proof'].split(' (')[0]}); "
+                                                 f"{unsupported_message(self.target)}", [None])
+                return
 
     def _check_dtype(self, view, ctx, anchor) -> None:
         """A vLLM server (started by name, or by its image's ENTRYPOINT) given no dtype, run by a vLLM that keeps a bf16

@@ -23,7 +23,7 @@ class FrameworkKernelSetting(ConfigRule):
     )
     fix_safety = "Turning the switch off runs the same computation eagerly or with the model's own layers: safe."
     languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
-    names = ("compile", "liger", "flex_attention")
+    names = ("compile", "liger", "flex_attention", "[orchestrator]", "[data]")
     sources = ("S17", "S37")
     # Not the key words of its `kinds` (a file is read only where it spells one): these mark the statements whose
     # settings every config rule reads, and the key words would mark others
