@@ -65,8 +65,11 @@ def test_label_file_schema(path: Path):
         seen.add(key)
     for clean in data.get("clean", []):
         where = f"{path.name}: clean {clean.get('file')}:{clean.get('line')}"
-        assert CLEAN_KEYS <= set(clean) <= CLEAN_KEYS | {"text"}, f"{where}: keys {set(clean)}"
+        # a clean command continued over lines is judged over its span, as a hazard's is (`end_line`)
+        assert CLEAN_KEYS <= set(clean) <= CLEAN_KEYS | {"text", "end_line"}, f"{where}: keys {set(clean)}"
         assert isinstance(clean["line"], int) and clean["line"] > 0, f"{where}: line must be positive"
+        if "end_line" in clean:
+            assert isinstance(clean["end_line"], int) and clean["end_line"] > clean["line"], f"{where}: end_line"
         assert clean["why"].strip(), f"{where}: empty why"
         key = (clean["file"], clean["line"])
         assert key not in seen, f"{where}: labeled twice"
