@@ -99,10 +99,10 @@ def test_on_a_v100_the_release_decides_and_scan_agrees_with_the_current_one(tmp_
 
 
 # Releases whose torch pin rlcompat/knowledge/data/torch_wheels.toml does not know: RLC603 judges the engine by its
-# own minimum. Where the torch is known (0.11.0, 0.31.0, the newest 0.33.0), the engine is left to the config that
-# selects it and the torch it brings to RLC601 (bench/coverage/README.md, "Engines in an extra").
+# own minimum. Where the torch is known (0.11.0, 0.24.0, 0.31.0, the newest 0.33.0), the engine is left to the config
+# that selects it and the torch it brings to RLC601 (bench/coverage/README.md, "Engines in an extra").
 @pytest.mark.parametrize("spec,installs", [("==0.10.2", "0.10.2"), (">=0.4.3,<=0.10.2", "0.10.2"), ("<0.20", "0.19.1"),
-                                           ("~=0.19.0", "0.19.1"), ("==0.24.0", "0.24.0"), (">=0.8,<0.30", "0.29.0")])
+                                           ("~=0.19.0", "0.19.1"), ("==0.22.0", "0.22.0"), (">=0.8,<0.30", "0.29.0")])
 @pytest.mark.parametrize("target", ["sm61", "sm70", "sm75"])
 def test_a_requirement_is_judged_as_the_doctor_judges_the_release_it_installs(tmp_path, spec, installs, target):
     assert bool(_declared(tmp_path, spec, target)) == bool(_doctor(installs, target))
