@@ -638,16 +638,7 @@ class Variables:
                     value = self.partial_value(body, a.word.start, depth + 1)
                 if value is not None:
                     known[start] = (end, value)
-        out, skip_to = [], -1
-        for ch, at in a.word.chars[a.value_index:]:
-            if at < skip_to:
-                continue
-            if at in known:
-                skip_to, value = known[at]
-                out.append(value)
-                continue
-            out.append(ch)
-        return "".join(out)
+        return _spliced(a.word.chars[a.value_index:], known)
 
 
 def _resolve_expansion(word: Word, from_index: int, variables: Variables, before: int, depth: int,
@@ -811,8 +802,13 @@ def _filled(word: Word, variables: Variables) -> str | None:
         known[start] = (end, value)
     if not known:
         return None
+    return _spliced(word.chars, known)
+
+
+def _spliced(chars, known: dict[int, tuple[int, str]]) -> str:
+    """A word's characters with each expansion whose value is known (`known[start] = (end, value)`) replaced by it."""
     out, skip_to = [], -1
-    for ch, at in word.chars:
+    for ch, at in chars:
         if at < skip_to:
             continue
         if at in known:
