@@ -311,29 +311,37 @@ def _condition(row: dict, where: str) -> Condition:
                      tuple(str(v).lower() for v in row.get("other_than", ())), str(row["default"]), row["proof"])
 
 
-def _omitted(row: dict, framework: str, filename: str) -> Omitted | None:
-    spec = row.get("omitted")
+def _default_table(row: dict, name: str, required: tuple[str, ...], framework: str,
+                   filename: str) -> tuple[dict, str] | None:
+    """A key's sub-table that says where its `default` applies (`omitted`, `parent`): the table and where the row is,
+    for further errors; None where the row has none. Refuses a table without its `required` fields, or a row
+    without the `default` it speaks of."""
+    spec = row.get(name)
     if spec is None:
         return None
     where = f"rlcompat/knowledge/data/frameworks/{framework}/{filename}: {row['names']}"
-    missing = [f"omitted.{f}" for f in ("format", "releases", "proof") if not spec.get(f)]
+    missing = [f"{name}.{f}" for f in required if not spec.get(f)]
     missing += [] if "default" in row else ["default"]
     if missing:
-        raise ValueError(f"{where}: a key with `omitted` needs {', '.join(missing)}")
+        raise ValueError(f"{where}: a key with `{name}` needs {', '.join(missing)}")
+    return spec, where
+
+
+def _omitted(row: dict, framework: str, filename: str) -> Omitted | None:
+    found = _default_table(row, "omitted", ("format", "releases", "proof"), framework, filename)
+    if found is None:
+        return None
+    spec, where = found
     if "." not in row["names"][0]:
         raise ValueError(f"{where}: `omitted` needs a dotted name (its table is where the key is added)")
     return Omitted(spec["format"], tuple(spec.get("tables", ())), spec["releases"], spec["proof"], spec.get("at", ""))
 
 
 def _parent(row: dict, framework: str, filename: str) -> Parent | None:
-    spec = row.get("parent")
-    if spec is None:
+    found = _default_table(row, "parent", ("field", "holds", "proof"), framework, filename)
+    if found is None:
         return None
-    where = f"rlcompat/knowledge/data/frameworks/{framework}/{filename}: {row['names']}"
-    missing = [f"parent.{f}" for f in ("field", "holds", "proof") if not spec.get(f)]
-    missing += [] if "default" in row else ["default"]
-    if missing:
-        raise ValueError(f"{where}: a key with `parent` needs {', '.join(missing)}")
+    spec, where = found
     if spec["field"].count(".") != 1:
         raise ValueError(f"{where}: parent.field is `Class.field` (got {spec['field']!r})")
     return Parent(spec["field"], spec["holds"], spec["proof"])
