@@ -23,6 +23,7 @@ if ls .whl-scan/old/*.whl >/dev/null 2>&1; then
   rm -rf "$SITE-old" && cp -r "$SITE" "$SITE-old" && rm -rf "$SITE-old"/rlcompat*
   python3 -m pip install -q --no-index --no-deps --target "$SITE-old" .whl-scan/old/*.whl 2>&1 | grep -v "WARNING: Target directory" || true
 fi
+echo "python3: $(python3 -c 'import sys; print(sys.version.split()[0], sys.executable)'); $(env | grep '^PYTHON' | grep -v PYTHONPATH | tr '\n' ' ')"
 export PYTHONPATH="$SITE" PATH="$SITE/bin:$PATH"
 TREE="$SITE/verl"
 ONE="$TREE/workers/rollout/hf_rollout.py"
@@ -43,6 +44,9 @@ commands = {
     "rlcompat scan one file with a hazard": rl + ["scan", one, "--target", "sm61", "--no-cache", "--exit-zero"],
     "ruff check --select ALL --no-cache": [os.path.join(site, "bin", "ruff"), "check", "--select", "ALL", "--no-cache",
                                            "--exit-zero", "--quiet", tree],
+    # the floor of a scan that parses a Python file (the interpreter, typer and LibCST), in the same alternation
+    "floor: python3 -c pass": [sys.executable, "-c", "pass"],
+    "floor: import typer, libcst": [sys.executable, "-c", "import typer, libcst"],
 }
 if torch:  # torch's package (.py files only) and its biggest file, each against ruff on the same
     big = os.path.join(torch, "testing", "_internal", "common_methods_invocations.py")
