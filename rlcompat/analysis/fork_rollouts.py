@@ -112,7 +112,8 @@ def _module_file(package: str, module: str, base: str = "") -> str | None:
 def _defining(package: str, module: str, cls: str, read: tuple[str, ...], hops: int = 0):
     """(engine, "file:line" relative to the package, files read) for the module defining `cls`, followed from
     `module` through re-exports; None where not found or where the candidates do not agree on one engine."""
-    if hops > MAX_HOPS or not module.startswith(os.path.basename(package) + ".") and module != os.path.basename(package):
+    top = os.path.basename(package)  # "verl": an import from outside the package is not followed
+    if hops > MAX_HOPS or not (module == top or module.startswith(top + ".")):
         return None
     path = _module_file(package, module)
     return _from_file(package, path, cls, read, hops) if path else None
