@@ -98,6 +98,9 @@ class RolloutEngineUnsupported(ConfigRule):
             fixed="actor_rollout_ref:\n  rollout:\n    name: hf\n", frameworks=VERL_091),
         Bad(REWARD_CMD.format(actor="sglang", reward="vllm"), path="run.sh", target="sm70", unsafe=True,
             fixed=REWARD_CMD.format(actor="hf", reward="hf"), frameworks=VERL_091),
+        # the engine held in a variable: reported, and rewritten, where the variable is set
+        Bad("ENGINE=vllm\n" + CMD.format(name="$ENGINE"), path="run.sh", unsafe=True,
+            fixed="ENGINE=hf\n" + CMD.format(name="$ENGINE"), frameworks=VERL_091),
         Bad(CMD.format(name="vllm"), path="run.sh", frameworks={"verl": "0.6.1"}),  # names vllm-pascal 0.9.1
         Bad(CMD.format(name="vllm"), path="run.sh", target="sm52", frameworks={"verl": "0.6.1"}),  # no build for sm52
     )
