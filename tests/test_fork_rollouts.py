@@ -47,6 +47,20 @@ def test_a_forks_own_rollout_name_is_the_engine_its_class_imports(tmp_path, fres
     assert fork_rollouts.dispatched(str(package), "other") is None
 
 
+def test_a_forks_registry_row_is_the_engine_its_class_imports(tmp_path, fresh_verl_detection):
+    """verl 0.5+ maps rollout names to class paths in `workers/rollout/base.py`'s `_ROLLOUT_REGISTRY`; a fork's own
+    row there is judged as a worker's `==` test is. The release's own rows are known from knowledge."""
+    files = {**FILES, "workers/rollout/base.py": (
+        "_ROLLOUT_REGISTRY = {\n"
+        "    (\"vllm_tool\", \"async\"): \"verl.workers.rollout.vllm_rollout.vllm_rollout_spmd.vLLMRolloutWithTool\",\n"
+        "    (\"hf_tool\", \"async\"): \"verl.workers.rollout.hf_rollout.HFRollout\",\n"
+        "}\n")}
+    package = verl_package(tmp_path, "0.5.0.dev", files)
+    found = fork_rollouts.dispatched(str(package), "vllm_tool")
+    assert (found.engine, found.cls, found.where) == ("vllm", "vLLMRolloutWithTool", "workers/rollout/base.py:2")
+    assert fork_rollouts.dispatched(str(package), "hf_tool") is None
+
+
 SCRIPT = """ROLLOUT_NAME={name}
 while [[ $# -gt 0 ]]; do
     case "$1" in

@@ -3,7 +3,9 @@
 A fork may add rollout names of its own: ReCall's `workers/fsdp_workers.py:322-324` builds `vLLMRolloutWithTool`
 when `self.config.rollout.name == 'vllm_with_tool'`. No release's knowledge lists such a name, so RLC401 asks the
 fork's code: a worker module of the package that compares the rollout name (`<...>.rollout.name`, or a variable
-named `rollout_name`) with the name, the classes the branch taken on that test imports (`from M import C`), followed
+named `rollout_name`) with the name, or a module-level registry of `workers/rollout/` that maps it to a class path
+(`{("vllm_tool", "async"): "verl.workers.rollout.x.ToolRollout"}`, as verl 0.5+'s `_ROLLOUT_REGISTRY`); the classes
+the branch taken on that test imports (`from M import C`), or the registry's class, followed
 through re-exports (`from .vllm_rollout_spmd import C` in a package's `__init__.py`) to the module that defines
 `class C`, and the engine that module imports (`from vllm import LLM`: vLLM). Where the class could come from modules
 importing different engines, or from none, nothing is claimed. Read with `ast`, never imported.
@@ -59,7 +61,31 @@ def _table(package: str, names: tuple[str, ...], stamp: tuple[int, ...]) -> dict
                     found[name] = Dispatch(name, engine, cls, f"{os.path.relpath(path, package)}:{line}",
                                            where, files)
                     break
+    registries = os.path.join(workers, "rollout")
+    for file_name in sorted(os.listdir(registries)) if os.path.isdir(registries) else ():
+        tree = _parse(os.path.join(registries, file_name)) if file_name.endswith(".py") else None
+        for name, module, cls, line in _registry_rows(tree) if tree is not None else ():
+            defined = None if name in found else _defining(package, module, cls, (os.path.join(registries, file_name),))
+            if defined is not None:
+                engine, where, files = defined
+                found[name] = Dispatch(name, engine, cls, f"workers/rollout/{file_name}:{line}", where, files)
     return found
+
+
+def _registry_rows(tree: ast.Module):
+    """(name, module, class, line) of each row of a module-level dict mapping a name (or a tuple led by one) to a
+    dotted class path: `("vllm", "async"): "verl.workers.rollout.vllm_rollout.ServerAdapter"`."""
+    for node in tree.body:
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        if not isinstance(value, ast.Dict):
+            continue
+        for key, path in zip(value.keys, value.values):
+            if isinstance(key, ast.Tuple) and key.elts:
+                key = key.elts[0]
+            if (isinstance(key, ast.Constant) and isinstance(key.value, str) and isinstance(path, ast.Constant)
+                    and isinstance(path.value, str) and path.value.count(".") >= 2):
+                module, _, cls = path.value.rpartition(".")
+                yield key.value, module, cls, key.lineno
 
 
 def _parse(path: str) -> ast.Module | None:
