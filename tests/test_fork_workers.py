@@ -60,3 +60,13 @@ def test_a_role_mapped_under_a_failing_test_is_not_built():
     assert role_built(REF_ENTRY, "RefPolicy", {**off, "actor_rollout_ref.actor.use_kl_loss": "True"})
     assert role_built(REF_ENTRY, "RefPolicy", {"algorithm.use_kl_in_reward": "False"})  # unknown: no claim
     assert not role_built("# role_worker_mapping[Role.RefPolicy] = ray.remote(W)\n", "RefPolicy", off)
+
+
+def test_a_role_is_surely_built_only_where_every_test_on_its_way_is_known_to_hold():
+    from rlcompat.analysis.fork_workers import role_surely_built
+
+    off = {"algorithm.use_kl_in_reward": "False", "actor_rollout_ref.actor.use_kl_loss": "False"}
+    assert role_surely_built(REF_ENTRY, "RefPolicy", {**off, "actor_rollout_ref.actor.use_kl_loss": "True"})
+    assert not role_surely_built(REF_ENTRY, "RefPolicy", off)
+    assert not role_surely_built(REF_ENTRY, "RefPolicy", {"algorithm.use_kl_in_reward": "False"})  # unknown: no claim
+    assert not role_surely_built(REF_ENTRY, "RewardModel", {**off, "actor_rollout_ref.actor.use_kl_loss": "True"})

@@ -299,6 +299,35 @@ def test_a_reference_policy_built_only_under_a_test_the_config_fails_has_no_tabl
     assert lines == ({8, 11} if ref else {8})  # use_kl_loss adds a line above both tables
 
 
+@pytest.mark.parametrize("kl_loss,ref", [("False", False), ("True", True), ("${KL}", False)])
+def test_a_reference_policy_a_scanned_launch_script_builds_has_its_table(run_cli, tmp_path, fresh_verl_detection,
+                                                                         kl_loss, ref):
+    """The config leaves use_kl_loss off, so its own values build no reference policy; a scanned launch script whose
+    command composes that config with `actor_rollout_ref.actor.use_kl_loss=True` builds one (ReCall's train.sh): the
+    reference policy's fsdp_config then stands for that model. An override whose value is not known builds none."""
+    entry = ("def main_task(config):\n"
+             "    if config.algorithm.use_kl_in_reward or config.actor_rollout_ref.actor.use_kl_loss:\n"
+             "        role_worker_mapping[Role.RefPolicy] = ray.remote(Worker)\n")
+    config = FORK_PPO_TRAINER.replace("ESTIMATOR", "grpo").replace("REF_TABLE", "      param_offload: False")
+    config = config.replace("algorithm:\n", "algorithm:\n  use_kl_in_reward: False\n").replace(
+        "    fsdp_config:\n      param_offload: False\n  ref:",
+        "    use_kl_loss: False\n    fsdp_config:\n      param_offload: False\n  ref:")
+    verl_package(tmp_path, "0.1", {"trainer/config/ppo_trainer.yaml": config, "trainer/main_ppo.py": entry,
+                                   "workers/fsdp_workers.py": "import torch\n" + FORK_MIXED})
+    (tmp_path / "train.sh").write_text(
+        f"python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.actor.use_kl_loss={kl_loss}\n")
+    code, out, err = run_cli("scan", "train.sh", "verl/trainer/config/ppo_trainer.yaml", "--target", "sm61",
+                             "--output-format", "json", "--no-cache", cwd=tmp_path)
+    findings = json.loads(out)["findings"]
+    told = {f["line"]: f["message"] for f in findings
+            if f["code"] == "RLC101" and "the fork's code decides it" in f["message"]}
+    assert set(told) == ({8, 11} if ref else {8}), findings
+    if ref:
+        assert "built by the run train.sh:1 starts" in told[11]
+    _, alone = _scan(run_cli, tmp_path / "verl" / "trainer" / "config" / "ppo_trainer.yaml")
+    assert {f["line"] for f in alone if f["code"] == "RLC101" and "the fork's code decides it" in f["message"]} == {8}
+
+
 def test_fork_values_come_from_the_schema_composition(tmp_path, fresh_verl_detection):
     """One reader of a fork's config (rlcompat/schema): its defaults list is followed as Hydra merges it, the file's
     own content last, and `${...}` resolved in the composed config."""

@@ -72,6 +72,29 @@ def role_built(text: str, role: str, values: Mapping[str, str | None]) -> bool:
     return any(not _skipped(node, parents, values) for node in assignments)
 
 
+def role_surely_built(text: str, role: str, values: Mapping[str, str | None]) -> bool:
+    """Whether the entry module `text` maps `role` for the run's `values` with every enclosing `if` test known to
+    take its branch (ReCall's main_ppo.py:149 `if config.algorithm.use_kl_in_reward or
+    config.actor_rollout_ref.actor.use_kl_loss:` with use_kl_loss=True); a test it cannot decide is not enough."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    return any(_taken(node, parents, values) for node in ast.walk(tree) if _role_target(node) == role)
+
+
+def _taken(node: ast.AST, parents: dict, values: Mapping[str, str | None]) -> bool:
+    """Whether every enclosing `if` test is known to take the branch `node` is in."""
+    child, parent = node, parents.get(node)
+    while parent is not None and not isinstance(parent, ast.Module):
+        if isinstance(parent, ast.If) and (child in parent.body or child in parent.orelse):
+            if _evaluate(parent.test, values) != (child in parent.body):
+                return False
+        child, parent = parent, parents.get(parent)
+    return True
+
+
 def _role_target(node: ast.AST) -> str | None:
     """R of an assignment `x[Role.R] = anything`."""
     if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript):

@@ -44,9 +44,10 @@ def add_reached(checker, results: list[FileResult], texts: dict[str, str] | None
     target from one parse)."""
     scanned = {os.path.abspath(r.path) for r in results}
     checked = _Checked(check or checker.check_file)
+    launches = [r for r in results if r.language in SCRIPT_LANGUAGES and r.error is None]
     for result in results:
         if result.language in CONFIG_LANGUAGES and result.error is None:
-            _add_handles(checker, result, scanned, checked)
+            _add_handles(checker, result, scanned, checked, launches)
     for result in results:
         if result.language not in SCRIPT_LANGUAGES + HOLDING_LANGUAGES or result.error is not None:
             continue
@@ -258,12 +259,15 @@ def _choice_message(f: Finding, option, choice, file: str, how: str, checker) ->
             f"{_remedy(f, file, checker)}")
 
 
-def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Checked") -> None:
+def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Checked",
+                 launches: list[FileResult] = ()) -> None:
     """A verl package's own primary config, scanned (a fork's, or a release's whose knowledge has `[[handle]]` rows):
     each hazard a function of the package writes itself for what a table of this config stands for (`[[handle]]`),
     reported on that table (the model's `override_config`, an `fsdp_config` without `mixed_precision`), citing the
     package's own file:line. A release's code is the one its knowledge describes (verl 0.4.1's workers write
-    FlashAttention-2 and the bf16 param dtype as a fork of it does), so its config carries the same findings."""
+    FlashAttention-2 and the bf16 param dtype as a fork of it does), so its config carries the same findings.
+    A role the config's own values do not build (`mapped`: the reference policy, without use_kl_loss) counts where a
+    scanned launch script's command composes this config with overrides that build it (`launches`)."""
     path = result.path
     tree = checker.tree_identity(path)
     verl = identity.verl_of_file(path, tree.get(identity.VERL))
@@ -299,9 +303,14 @@ def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Chec
             option = options.get(handle.option)
             if option is None or run_scope.selection(option, knowledge, {}, values) is None:
                 continue
+        built_by = ""
         if handle.mapped and not checked.once(("mapped", package, config, handle.mapped),
                                               lambda h=handle: _entry_uses(package, knowledge, h.mapped, values)):
-            continue  # the entry point does not build that role for this config's values
+            run = checked.once(("mapped-run", package, path, handle.mapped), lambda h=handle: _run_building(
+                checker, launches, package, knowledge, path, h.mapped, values))
+            if run is None:
+                continue  # neither this config's values nor a scanned run of it build that role
+            built_by = f" (built by the run {run} starts: its overrides make the entry point map {handle.mapped})"
         region = _region(package, handle.code)
         if region is None or os.path.abspath(region[0]) in scanned:
             continue  # the fork has no such function, or the scan reports its code where it is
@@ -320,7 +329,7 @@ def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Chec
             if line is None or (handle.unless and f"{table}.{handle.unless}" in lines):
                 continue
             where = f"{shown(file)}:{finding.location.line} ({function})"
-            message = (f"{handle.what}: {whose} decides it, not `{table}`: {where}: {finding.message}. "
+            message = (f"{handle.what}{built_by}: {whose} decides it, not `{table}`: {where}: {finding.message}. "
                        f"{handle.remedy[:1].upper()}{handle.remedy[1:]}; {_remedy(finding, file, checker)}")
             if checker.settings.is_selected(finding.code, path):
                 checked.tabled.add((os.path.abspath(file), finding.location.line))
@@ -375,6 +384,42 @@ def _entry_uses(package: str, knowledge, dotted: str, values: dict[str, str | No
             continue
         return fork_workers.role_built(text, dotted.rpartition(".")[2], values)
     return True
+
+
+def _run_building(checker, launches: list[FileResult], package: str, knowledge, config: str, dotted: str,
+                  values: dict[str, str | None]) -> str | None:
+    """Where ("scripts/train/train.sh:80") a verl command of a scanned launch script runs `package`, composes the
+    config file `config` and, with its overrides over that config's `values`, makes the entry module surely build
+    `dotted` ("Role.RefPolicy": every `if` on the way known to hold); None where no command does."""
+    from rlcompat.analysis import fork_workers
+    from rlcompat.analysis.command_config import script_commands
+    from rlcompat.lang import shell
+
+    entry_texts = [_read(os.path.join(package, *m.split(".")[1:]) + ".py", "python") for m in knowledge.run_entry]
+    entry_text = next((t for t in entry_texts if t is not None), None)
+    if entry_text is None:
+        return None
+    for result in launches:
+        text = _read(result.path, result.language)
+        if text is None or "verl" not in text:
+            continue
+        tree = checker.tree_identity(result.path)
+        view = ScannedFile(result.path, tree, text)
+        if package_run(view.framework(identity.VERL), tree.root) != os.path.normpath(package):
+            continue
+        try:
+            settings_at = {(a.start, a.end): s for _, a, s in shell.entry_commands(shell.parse(text), view)}
+        except shell.ShellSyntaxError:
+            continue
+        for command in script_commands(result.path, text, tree, view, package):
+            directory, name = command.composed.source if command.composed is not None else ("", "")
+            if not name or os.path.realpath(os.path.join(directory, name + ".yaml")) != os.path.realpath(config):
+                continue
+            settings = settings_at.get((command.anchor.start, command.anchor.end), ())
+            overrides = {s.key: s.value for s in settings if s.prefix != "~"}
+            if fork_workers.role_surely_built(entry_text, dotted.rpartition(".")[2], {**values, **overrides}):
+                return f"{shown(result.path)}:{LineIndex(text).position(command.anchor.start)[0]}"
+    return None
 
 
 def _package_of(path: str) -> str | None:

@@ -64,14 +64,22 @@ def triton_release(knowledge, framework: str) -> Release | None:
     return Release(version, "installed here (the tree declares neither triton nor torch)") if version else None
 
 
+def package_dir(path: str, framework_identity) -> str | None:
+    """The directory of the framework package a scanned file's identity found (./verl, ./src/verl), for the file at
+    `path`; None where the identity names none."""
+    package = getattr(framework_identity, "package", "")
+    if not package:
+        return None
+    return os.path.normpath(package if os.path.isabs(package) else os.path.join(identity.tree_root(path), package))
+
+
 def package_file(path: str, framework_identity, relative: str, record_reads=None) -> str | None:
     """The text of `relative` inside the framework package a scanned file's identity found (a fork's own code:
     `workers/actor/dp_actor.py` of ./verl), for the file at `path`; None where there is no such package or file. The
     read is recorded, so a result that depends on it is not cached."""
-    package = getattr(framework_identity, "package", "")
-    if not package:
+    base = package_dir(path, framework_identity)
+    if base is None:
         return None
-    base = package if os.path.isabs(package) else os.path.join(identity.tree_root(path), package)
     full = os.path.normpath(os.path.join(base, relative))
     if record_reads is not None:
         record_reads([full])

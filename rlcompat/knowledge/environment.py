@@ -65,6 +65,13 @@ def cuda_in_tag(image: str, tag: str) -> tuple[str, int, int] | None:
     return None
 
 
+def compiles_nothing(image: str, tag: str) -> bool:
+    """Whether an nvidia/cuda image is of a flavour without the compiler toolchain (`[docker]
+    nvidia_cuda_no_compiler`: `13.0.1-runtime-ubuntu24.04`); False for any other image (not known)."""
+    flavours = environment_facts()["docker"].get("nvidia_cuda_no_compiler", ())
+    return _is_image(image, "nvidia/cuda") and any(word in flavours for word in tag.split("-")[1:])
+
+
 def _is_image(image: str, name: str) -> bool:
     """Whether the image reference's repository `image` is `name`, from Docker Hub or any registry before it."""
     return image == name or image.endswith("/" + name)

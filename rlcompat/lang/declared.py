@@ -93,6 +93,9 @@ class BaseImage:
     # Where the parts of a tag built from variables are written: (start, end) in `tag` and the span of the ARG value
     # it came from (`FROM nvidia/cuda:$CUDA_VERSION-devel`: the release is ARG CUDA_VERSION's value)
     pieces: tuple[tuple[int, int, Span], ...] = ()
+    # A Dockerfile's named build stage that only `COPY --from` (or `RUN --mount=...,from=`) reads: not the last stage,
+    # and no later `FROM` builds on it, so no container runs this image; what it holds reaches the run as files only
+    copied_only: bool = False
 
     def written_at(self, start: int, end: int) -> Span | None:
         """Where the characters `tag[start:end]` are written: inside the tag itself when it is literal, inside one

@@ -47,6 +47,8 @@ INDEX_VARIABLES = {"PIP_INDEX_URL": "index", "PIP_EXTRA_INDEX_URL": "extra", "UV
                    "UV_EXTRA_INDEX_URL": "extra", "PIP_FIND_LINKS": "links"}
 
 
+# `COPY --from=cuda13 ...`, `RUN --mount=type=bind,from=builder,...`: the build stage (name or index) a file comes from
+FROM_STAGE = re.compile(r"--(?:from=|mount=\S*?\bfrom=)([\w.-]+)")
 RUN_OPTIONS = re.compile(r"(?:[ \t]*(?:\\\r?\n)?[ \t]*--[A-Za-z][\w-]*(?:=\S*)?(?=\s))+")
 EXEC_WHY = "an exec-form array takes the fix only inside one element, as new elements or by removing whole ones"
 
@@ -76,6 +78,8 @@ def parse(text: str) -> Dockerfile:
     env_spans: list[dict[str, tuple[int, int]]] = [{}]  # per build stage: where each ENV name is last set
     moved: list[tuple[int, str]] = []  # characters the shell views write where the file has others (legacy ENV)
     images: list[str] = [""]  # per build stage: its base image (`image:tag`), "" where not read
+    built: list[tuple[str, str, BaseImage | None]] = []  # per FROM: its base reference, its stage name, its image
+    copied: set[str] = set()  # the stages `--from=` names (lowercase: Docker's stage names ignore case)
     for start, line in logical_lines(text):
         if start < body_end or line.lstrip().startswith("#"):
             continue
@@ -86,6 +90,7 @@ def parse(text: str) -> Dockerfile:
         if op == "FROM":
             known = len(group.images)
             _base_image(rest, rest_at, group)
+            built.append(_stage(rest, group.images[-1] if len(group.images) > known else None))
             stages.append([])
             env_spans.append({})
             images.append(f"{group.images[-1].image}:{group.images[-1].tag}" if len(group.images) > known else "")
@@ -112,6 +117,9 @@ def parse(text: str) -> Dockerfile:
                 stages[-1].append((op, elements))
             elif not rest.lstrip().startswith("["):
                 launches.append((rest_at, start + len(line)))
+        if op in ("COPY", "ADD", "RUN"):
+            copied.update(m.group(1).lower() for m in FROM_STAGE.finditer(rest))
+    _mark_copied_only(built, copied)
     view = blank_outside(text, keep, moved)
     launch_view = blank_outside(text, keep + launches, moved) if launches else view
     commands = []
@@ -300,6 +308,23 @@ def _base_image(rest: str, at: int, group: Declared) -> None:
     shift = len(image) + 1
     placed = tuple((a - shift, b - shift, s) for a, b, s in pieces if a >= shift)
     group.images.append(BaseImage(image.lower(), tag, span, literal, placed))
+
+
+def _stage(rest: str, image: BaseImage | None) -> tuple[str, str, BaseImage | None]:
+    """(base reference, stage name, its image) of a FROM: `FROM builder AS cuda-trim` -> ("builder", "cuda-trim")."""
+    words = [w for w in rest.split() if not w.startswith("--")]
+    name = words[2] if len(words) >= 3 and words[1].lower() == "as" else ""
+    return (words[0].lower() if words else ""), name.lower(), image
+
+
+def _mark_copied_only(built: list[tuple[str, str, BaseImage | None]], copied: set[str]) -> None:
+    """Mark the images of the stages that only `--from=` reads (BaseImage.copied_only): named or numbered there,
+    not the last stage, and no later FROM builds on them."""
+    for i, (_, name, image) in enumerate(built[:-1]):
+        if image is None or not ({name, str(i)} - {""}) & copied:
+            continue
+        if not any(base in ({name, str(i)} - {""}) for base, _, _ in built[i + 1:]):
+            image.copied_only = True
 
 
 def _expand_placed(ref: str, group: Declared) -> tuple[str, list[tuple[int, int, Span]]]:

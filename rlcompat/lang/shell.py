@@ -559,6 +559,21 @@ class Assignment:
     value_index: int  # index in word.chars where the value starts
 
 
+# A value that is one positional parameter: `"$2"`, `$1`, `${2}` (what a script's own option parser assigns)
+POSITIONAL_VALUE = re.compile(r'"?\$(?:[1-9]|\{[1-9]\})"?')
+
+
+def _past_arguments(candidates: list["Assignment"]) -> list["Assignment"]:
+    """The assignments whose last one is what a run without arguments gets: a script that sets a default
+    (`ROLLOUT_NAME=vllm_with_tool`) and then lets its own option parser replace it from a positional parameter
+    (`--rollout_name) ROLLOUT_NAME="$2"; shift 2;;`) runs with the default unless the caller passes that option, so
+    trailing assignments of a positional parameter after a literal default are passed over."""
+    kept = list(candidates)
+    while len(kept) > 1 and POSITIONAL_VALUE.fullmatch(kept[-1].word.text[kept[-1].value_index:]):
+        kept.pop()
+    return kept
+
+
 class Variables:
     """Shell variables set by plain assignments, in script order (the last one before a use wins)."""
 
@@ -585,7 +600,7 @@ class Variables:
 
     def words_of(self, name: str, before: int) -> list[Word] | None:
         """The words `$name` (unquoted) splits into at offset `before`, at their offsets in the file; None if unknown."""
-        last_assign = [a for a in self.assignments.get(name, ()) if a.word.start < before]
+        last_assign = _past_arguments([a for a in self.assignments.get(name, ()) if a.word.start < before])
         last_doc = [h for h in self.heredocs.get(name, ()) if h.defined_at < before]
         a = last_assign[-1] if last_assign else None
         h = last_doc[-1] if last_doc else None
@@ -612,11 +627,14 @@ class Variables:
         if depth > 5:
             return None, None, ""
         candidates = [a for a in self.assignments.get(name, ()) if a.word.start < before]
-        if not candidates:
+        kept = _past_arguments(candidates)
+        if not kept:
             return None, None, ""
-        a = candidates[-1]
+        a = kept[-1]
         value = a.word.text[a.value_index:]
         where = f"{name}=... on line {{line:{a.word.start}}}"
+        if len(kept) < len(candidates):
+            where += " (the script's default, which an argument of its own may replace)"
         if not a.word.dynamic:
             return value, a.word.span_of(a.value_index, len(a.word.chars)), where
         return _resolve_expansion(a.word, a.value_index, self, a.word.start, depth + 1, where)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import re
 
 from rlcompat.knowledge import torch_wheels, versions
-from rlcompat.knowledge.environment import cuda_in_tag, environment_facts
+from rlcompat.knowledge.environment import compiles_nothing, cuda_in_tag, environment_facts
 from rlcompat.contract import Bad, DeclaredRule, Edit, FixSafety, Good
 
 
@@ -21,7 +21,10 @@ class BaseImageCudaCannotTarget(DeclaredRule):
         "`[[docker.cuda_tag]]`: axolotl's `...-cu130-...`); a tag built from ARGs is read with their values and "
         "reported where the ARG writes the CUDA part. "
         "Reports CUDA 13+ for a GPU below 7.5, a CUDA older than the first that knows the GPU (Blackwell needs "
-        "12.8), and a pytorch/pytorch image whose torch build (rlcompat/knowledge/data/torch_wheels.toml) has no kernels for it."
+        "12.8), and a pytorch/pytorch image whose torch build (rlcompat/knowledge/data/torch_wheels.toml) has no kernels for it. "
+        "A build stage that only `COPY --from` reads (no later `FROM` builds on it, not the last stage) of an "
+        "nvidia/cuda flavour without the compiler (`base`, `runtime`) is not judged: no container runs it and "
+        "nothing is compiled in it [S290]; a `devel` stage is, since what it compiles is copied into the image that runs."
     )
     why = (
         "CUDA 13.0 removed offline compilation for capability < 7.5 [S27][S28] (`nvcc fatal : Unsupported gpu "
@@ -35,7 +38,7 @@ class BaseImageCudaCannotTarget(DeclaredRule):
         "not verified (rlcompat/knowledge/data/environment.toml [docker]). pytorch/pytorch images get no fix."
     )
     names = ("FROM", "from")
-    sources = ("S27", "S28", "S29", "S48", "S55")
+    sources = ("S27", "S28", "S29", "S48", "S55", "S290")
     prevents = ("X2", "E1")
     languages = frozenset({"dockerfile", "python"})  # python: a setup.py (DeclaredRule)
 
@@ -55,6 +58,15 @@ class BaseImageCudaCannotTarget(DeclaredRule):
         # the whole reference from a build ARG: read, and retagged, where the ARG writes it
         Bad("ARG BASE_IMAGE=nvidia/cuda:13.0.1-devel-ubuntu24.04\nFROM ${BASE_IMAGE}\n", path="Dockerfile", unsafe=True,
             fixed="ARG BASE_IMAGE=nvidia/cuda:12.9.1-devel-ubuntu24.04\nFROM ${BASE_IMAGE}\n"),
+        # the final image builds on the CUDA 13 stage: it is the run's image
+        Bad("FROM nvidia/cuda:13.0.1-runtime-ubuntu24.04 AS cuda13\nFROM cuda13\nCOPY --from=cuda13 /a /b\n",
+            path="Dockerfile", unsafe=True,
+            fixed="FROM nvidia/cuda:12.9.1-runtime-ubuntu24.04 AS cuda13\nFROM cuda13\nCOPY --from=cuda13 /a /b\n"),
+        # a devel stage only copied from still compiles what the final image runs
+        Bad("FROM nvidia/cuda:13.0.1-devel-ubuntu24.04 AS build\nRUN pip wheel flash-attn -w /w\n"
+            "FROM nvidia/cuda:12.8.1-base-ubuntu24.04\nCOPY --from=build /w /w\n", path="Dockerfile", unsafe=True,
+            fixed="FROM nvidia/cuda:12.9.1-devel-ubuntu24.04 AS build\nRUN pip wheel flash-attn -w /w\n"
+                  "FROM nvidia/cuda:12.8.1-base-ubuntu24.04\nCOPY --from=build /w /w\n"),
     )
     good = (
         Good("FROM nvidia/cuda:12.6.3-cudnn-devel-ubuntu22.04\n", path="Dockerfile"),
@@ -66,6 +78,9 @@ class BaseImageCudaCannotTarget(DeclaredRule):
         Good("ARG BASE_TAG=main-py3.12-cu130-2.14.1\nFROM axolotlai/axolotl-cloud-uv:$BASE_TAG\n", path="Dockerfile",
              target="sm75"),
         Good("ARG BASE_TAG=main-base\nFROM axolotlai/axolotl-base-uv:$BASE_TAG\n", path="Dockerfile"),
+        # a runtime stage only copied from: its libraries are files of the final CUDA 12.8 image, not its base
+        Good("FROM nvidia/cuda:13.0.1-runtime-ubuntu24.04 AS cuda13\nRUN mkdir /cu13\n"
+             "FROM nvidia/cuda:12.8.1-base-ubuntu24.04\nCOPY --from=cuda13 /cu13/ /opt/cuda13/\n", path="Dockerfile"),
     )
 
     @classmethod
@@ -74,6 +89,8 @@ class BaseImageCudaCannotTarget(DeclaredRule):
 
     def check_declared(self, group, ctx) -> None:
         for image in group.images:
+            if image.copied_only and compiles_nothing(image.image, image.tag):
+                continue  # a stage only copied from, without a compiler: no container runs it, nothing is built in it
             found = _cuda_of(image)
             if found is None:
                 continue

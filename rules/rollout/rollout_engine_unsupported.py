@@ -4,6 +4,8 @@ from __future__ import annotations
 from rlcompat.knowledge import hf_rollout
 from rlcompat.knowledge import precision, vllm_pascal
 from rlcompat.knowledge.capabilities import last_release_that_runs, min_capability, runs
+from rlcompat.analysis import fork_rollouts
+from rlcompat.analysis.packages import package_dir
 from rlcompat.analysis.verlengines import in_its_config
 from rlcompat.contract import Bad, ConfigRule, FixSafety, Good, VERL_091
 from rlcompat.rules.rollout.helpers import unsupported_reason
@@ -50,6 +52,12 @@ def _with_pascal(advice: str, engine: str, key: str, pascal: str | None) -> str:
     return f"{advice}; or roll out with vLLM{switch}: {pascal}"
 
 
+def _named_at(setting):
+    """Where the engine is named: the value's own text where a shell variable set earlier writes it
+    (`ROLLOUT_NAME=vllm_with_tool`, passed as `rollout.name=${ROLLOUT_NAME}`), the place to change it; else the key."""
+    return setting.value_span if setting.via and setting.value_span is not None else setting.key_span
+
+
 class RolloutEngineUnsupported(ConfigRule):
     code = "RLC401"
     name = "rollout-engine-unsupported"
@@ -57,7 +65,9 @@ class RolloutEngineUnsupported(ConfigRule):
     what = (
         "Reports `actor_rollout_ref.rollout.name` (YAML or Hydra override) when the engine it names does not run on the "
         "target, and says which engines the scanned verl version registers that do. verl 0.9.1 registers only vllm, "
-        "sglang and trtllm [S51]."
+        "sglang and trtllm [S51]. In a verl fork, a rollout name of the fork's own that its worker code dispatches "
+        "(`rollout.name == 'vllm_with_tool'`) is judged as the engine the class it builds imports (vLLM), read from "
+        "the fork's files. A name a shell variable holds is reported where the variable is set."
     )
     why = (
         f"{min_capability('vllm').by_release()} [S7]; SGLang raises `SGLang only supports sm75 and "
@@ -88,6 +98,9 @@ class RolloutEngineUnsupported(ConfigRule):
             fixed="actor_rollout_ref:\n  rollout:\n    name: hf\n", frameworks=VERL_091),
         Bad(REWARD_CMD.format(actor="sglang", reward="vllm"), path="run.sh", target="sm70", unsafe=True,
             fixed=REWARD_CMD.format(actor="hf", reward="hf"), frameworks=VERL_091),
+        # the engine held in a variable: reported, and rewritten, where the variable is set
+        Bad("ENGINE=vllm\n" + CMD.format(name="$ENGINE"), path="run.sh", unsafe=True,
+            fixed="ENGINE=hf\n" + CMD.format(name="$ENGINE"), frameworks=VERL_091),
         Bad(CMD.format(name="vllm"), path="run.sh", frameworks={"verl": "0.6.1"}),  # names vllm-pascal 0.9.1
         Bad(CMD.format(name="vllm"), path="run.sh", target="sm52", frameworks={"verl": "0.6.1"}),  # no build for sm52
     )
@@ -121,13 +134,15 @@ class RolloutEngineUnsupported(ConfigRule):
     def _check(self, setting, key, ctx) -> None:
         engine, target, verl = setting.value, ctx.target, ctx.verl
         registered = ", ".join(verl.rollout_engines)
+        at = _named_at(setting)
         if engine == HF_ROLLOUT:
             return  # rlcompat's own plugin: registered on `import verl` where it is installed
         if engine not in verl.rollout_engines:
             if not verl.version_known:
-                return  # which engines a fork (or an unknown release) registers is not known: no claim
-            ctx.report(setting.key_span, f"rollout engine {engine!r} is not registered in {verl.label} "
-                                         f"(only {registered}: {verl.rollout_engines_proof})")
+                self._check_fork_name(setting, key, ctx)  # a name of the fork's own, where its code says which engine
+                return
+            ctx.report(at, f"rollout engine {engine!r} is not registered in {verl.label} "
+                           f"(only {registered}: {verl.rollout_engines_proof})")
             return
         runs, reason = engine_runs(engine, target)
         if runs or (engine == "vllm" and self._declared_vllm_runs(verl, target)):
@@ -136,13 +151,13 @@ class RolloutEngineUnsupported(ConfigRule):
         pascal = pascal_advice(verl, target, key)
         if usable:
             advice = _with_pascal(f"use {' or '.join(usable)} ({key}={usable[0]})", engine, key, pascal)
-            ctx.report(setting.key_span, f"rollout engine {engine} cannot run on {target.name} "
-                                         f"({target.capability_text}): {reason}; {advice}")
+            ctx.report(at, f"rollout engine {engine} cannot run on {target.name} "
+                           f"({target.capability_text}): {reason}; {advice}")
             return
         supported = hf_rollout.supports(verl)
         if supported and hf_rollout_available():
             how = hf_rollout.how_installed()
-            ctx.report(setting.key_span,
+            ctx.report(at,
                        f"rollout engine {engine} cannot run on {target.name} ({target.capability_text}): {reason}; "
                        f"no engine {verl.label} registers ({registered}) runs there. rlcompat's hf rollout does "
                        f"({how}): {hf_rollout.override(key)}, the same algorithm on plain transformers, much slower than vLLM",
@@ -156,5 +171,23 @@ class RolloutEngineUnsupported(ConfigRule):
             f"no rollout engine {verl.label} registers ({registered}) runs on {target.name}: {install}; or run the "
             f"rollout on a GPU with compute capability {min_capability('vllm').text}+ (a standalone rollout pool, "
             "rollout.nnodes > 0)", engine, key, pascal)
-        ctx.report(setting.key_span, f"rollout engine {engine} cannot run on {target.name} "
-                                     f"({target.capability_text}): {reason}; {advice}")
+        ctx.report(at, f"rollout engine {engine} cannot run on {target.name} "
+                       f"({target.capability_text}): {reason}; {advice}")
+
+    def _check_fork_name(self, setting, key, ctx) -> None:
+        """A rollout name a fork's own worker code dispatches (rlcompat/analysis/fork_rollouts.py): judged as the
+        engine the class it builds runs."""
+        fork = ctx.framework("verl") if ctx.framework is not None else None
+        package = package_dir(ctx.path, fork) if fork is not None and fork.how == "fork" else None
+        found = fork_rollouts.dispatched(package, setting.value) if package else None
+        if found is None:
+            return  # which engines a fork (or an unknown release) registers is not known: no claim
+        ctx.record_reads(list(found.files))
+        runs, reason = engine_runs(found.engine, ctx.target)
+        if runs:
+            return
+        ctx.report(_named_at(setting),
+                   f"rollout {setting.value!r} is this fork's own: its worker code builds {found.cls} for it "
+                   f"(verl/{found.where}), a {found.engine} rollout (verl/{found.defined}); {reason}; use a rollout "
+                   f"the fork builds on another engine for {key}, or run the rollout on a GPU with compute capability "
+                   f"{min_capability(found.engine).text}+ (a standalone rollout pool)")
