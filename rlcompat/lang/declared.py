@@ -93,6 +93,9 @@ class BaseImage:
     # Where the parts of a tag built from variables are written: (start, end) in `tag` and the span of the ARG value
     # it came from (`FROM nvidia/cuda:$CUDA_VERSION-devel`: the release is ARG CUDA_VERSION's value)
     pieces: tuple[tuple[int, int, Span], ...] = ()
+    # A RUN line of the image's build stage installs torch (`pip install torch==...`, `uv pip install "torch..."`):
+    # the stage runs that torch, not the one the image holds
+    own_torch: bool = False
 
     def written_at(self, start: int, end: int) -> Span | None:
         """Where the characters `tag[start:end]` are written: inside the tag itself when it is literal, inside one

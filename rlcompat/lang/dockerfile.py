@@ -47,6 +47,10 @@ INDEX_VARIABLES = {"PIP_INDEX_URL": "index", "PIP_EXTRA_INDEX_URL": "extra", "UV
                    "UV_EXTRA_INDEX_URL": "extra", "PIP_FIND_LINKS": "links"}
 
 
+# An install command whose words name torch itself (`pip install torch==2.9.1`, `uv pip install "torch==${V}+cu129"`,
+# `conda install pytorch`): the stage installs its own torch.
+TORCH_INSTALL = re.compile(r"(?:\bpip3?|\bconda|\bmamba)(?:\s+-\S+)*\s+install\b[^;&|\n]*?(?:^|[\s\"'])"
+                           r"(?:torch|pytorch)(?:[=<>~!\s\"'\[]|$)")
 RUN_OPTIONS = re.compile(r"(?:[ \t]*(?:\\\r?\n)?[ \t]*--[A-Za-z][\w-]*(?:=\S*)?(?=\s))+")
 EXEC_WHY = "an exec-form array takes the fix only inside one element, as new elements or by removing whole ones"
 
@@ -76,6 +80,7 @@ def parse(text: str) -> Dockerfile:
     env_spans: list[dict[str, tuple[int, int]]] = [{}]  # per build stage: where each ENV name is last set
     moved: list[tuple[int, str]] = []  # characters the shell views write where the file has others (legacy ENV)
     images: list[str] = [""]  # per build stage: its base image (`image:tag`), "" where not read
+    bases: list[BaseImage | None] = [None]  # per build stage: its base image as read, None where not read
     for start, line in logical_lines(text):
         if start < body_end or line.lstrip().startswith("#"):
             continue
@@ -89,6 +94,7 @@ def parse(text: str) -> Dockerfile:
             stages.append([])
             env_spans.append({})
             images.append(f"{group.images[-1].image}:{group.images[-1].tag}" if len(group.images) > known else "")
+            bases.append(group.images[-1] if len(group.images) > known else None)
         elif op in ("ENV", "ARG"):
             _variables(rest, rest_at, group)
             if re.fullmatch(r"\s*(?:" + PAIR.pattern + r"\s*(?:\\\s*)?)+", rest):
@@ -106,6 +112,8 @@ def parse(text: str) -> Dockerfile:
             # RUN's own options (`--mount=type=secret,id=x`, `--network=none`) are Docker's, not the shell's words
             options = RUN_OPTIONS.match(rest)
             keep.append((rest_at + (options.end() if options else 0), start + len(line)))
+            if bases[-1] is not None and TORCH_INSTALL.search(re.sub(r"\\\r?\n", " ", rest)):
+                bases[-1].own_torch = True
         elif op in ("CMD", "ENTRYPOINT"):
             elements = _json_array(text, rest_at, start + len(line)) if rest.lstrip().startswith("[") else None
             if elements is not None:
