@@ -63,6 +63,8 @@ class Dockerfile:
     launch_view: str = ""
     # exec-form CMD/ENTRYPOINT commands: each an argument list's shell line and its parse
     exec_commands: list[tuple[embedded.Embedded, shell.ShellScript]] = field(default_factory=list)
+    # where each shell-form RUN body starts: a new shell, in the WORKDIR (a `cd` of an earlier RUN no longer holds)
+    run_starts: tuple[int, ...] = ()
 
 
 # `RUN <<EOF`, `RUN <<-"EOF" bash -exu -o pipefail`: the delimiter, then what reads the body (a shell, or nothing:
@@ -80,6 +82,7 @@ def parse(text: str) -> Dockerfile:
     env_spans: list[dict[str, tuple[int, int]]] = [{}]  # per build stage: where each ENV name is last set
     moved: list[tuple[int, str]] = []  # characters the shell views write where the file has others (legacy ENV)
     images: list[str] = [""]  # per build stage: its base image (`image:tag`), "" where not read
+    run_starts: list[int] = []
     bases: list[BaseImage | None] = [None]  # per build stage: its base image as read, None where not read
     for start, line in logical_lines(text):
         if start < body_end or line.lstrip().startswith("#"):
@@ -108,10 +111,12 @@ def parse(text: str) -> Dockerfile:
                 env_spans[-1].update({key: (a, b) for key, a, b in pairs})
         elif op == "RUN" and (heredoc := HEREDOC.match(rest)) is not None:
             body_end = _heredoc(text, start + len(line), heredoc, keep)
+            run_starts.append(start + len(line) + 1)
         elif op == "RUN" and not rest.lstrip().startswith(("[", "<<")):
             # RUN's own options (`--mount=type=secret,id=x`, `--network=none`) are Docker's, not the shell's words
             options = RUN_OPTIONS.match(rest)
             keep.append((rest_at + (options.end() if options else 0), start + len(line)))
+            run_starts.append(rest_at)
             if bases[-1] is not None and TORCH_INSTALL.search(re.sub(r"\\\r?\n", " ", rest)):
                 bases[-1].own_torch = True
         elif op in ("CMD", "ENTRYPOINT"):
@@ -137,7 +142,7 @@ def parse(text: str) -> Dockerfile:
     script.image = images[1] if len(images) == 2 else ""
     # ENV is the environment of every later instruction and of the stage's containers: to the shell, an export.
     script.exported_spans = sorted(span for stage in env_spans for span in stage.values())
-    return Dockerfile(group, view, script, launch_view, commands)
+    return Dockerfile(group, view, script, launch_view, commands, tuple(run_starts))
 
 
 # The value of the legacy `ENV KEY value` form when it is one shell word (quoted or not): the shell reads it as

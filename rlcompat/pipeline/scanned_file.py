@@ -146,6 +146,14 @@ class ScannedFile:
                 out += install_steps.cloned_extras(step.clone, extras)
         return out
 
+    def source_builds(self, script: str, line: int) -> list:
+        start = os.path.abspath(self.tree.root or os.path.dirname(self.path) or ".")
+        if self.language == "dockerfile" and script.count("\n") == self.text.count("\n"):
+            steps = install_steps.dockerfile_steps(self.text, self.path, start)  # each RUN: a new shell
+        else:
+            steps = install_steps.steps_in(script, self.path, start)
+        return [built for step in steps if step.line == line and (built := install_steps.source_build(step))]
+
     def distribution_extras(self, name: str, extras: tuple[str, ...]) -> list:
         return install_steps.distribution_extras(name, extras)
 
