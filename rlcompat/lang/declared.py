@@ -159,6 +159,8 @@ class Declared:
     # the requirements that named extras of known distributions install have been added (`_add_named_extras`): a
     # group a front end hands every rule is completed once
     named_extras_read: bool = field(default=False, repr=False)
+    # the base image (`image:tag`) an install command runs in, where its front end knows it (a Dockerfile of one stage)
+    stage_image: str = ""
 
     def requirement(self, name: str) -> Requirement | None:
         return next((r for r in self.requirements if r.name == name and not r.conda), None)
@@ -208,6 +210,7 @@ class DeclaredRule(ConfigRule):
                 self.check_declared(group, ctx)
             return
         if group is not None and not replaced_by_later_sync(view, ctx.source_text):
+            group.stage_image = view.image or ""
             if ctx.scanned is not None:
                 _add_installed_extras(group, view, ctx)
                 _add_named_extras(group, ctx.scanned)
