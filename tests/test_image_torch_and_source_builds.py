@@ -29,6 +29,10 @@ def test_a_stage_that_installs_torch_runs_its_own():
             "https://download.pytorch.org/whl/cu129 \\\n    \"torch==${V}+cu129\" torchaudio\n"
             "FROM lmsysorg/sglang:v0.5.9-cu129 AS c\nRUN python -c 'import torch' && conda install -y pytorch\n")
     assert [i.own_torch for i in dockerfile.parse(text).group.images] == [False, True, True]
+    heredoc = "FROM lmsysorg/sglang:v0.5.9-cu129\nRUN <<EOF\nset -e\nuv pip install torch==2.9.1\nEOF\n"
+    assert [i.own_torch for i in dockerfile.parse(heredoc).group.images] == [True]
+    python = "FROM lmsysorg/sglang:v0.5.9-cu129\nRUN <<EOF python3\nprint('pip install torch')\nEOF\n"
+    assert [i.own_torch for i in dockerfile.parse(python).group.images] == [False]
 
 
 def test_each_run_starts_in_the_workdir_and_clones_stay():

@@ -17,6 +17,9 @@ only as a build-time variable. Each command knows the base image it runs in (She
 its exec-form commands, and for the shell-form code where the file has one stage. RUN's own options (`--mount=...`)
 are not shell words. Likewise a
 `FROM ${BASE_IMAGE}` whose ARG writes the whole reference: the image is read, and retagged, in the ARG's value.
+A base image knows whether a RUN line (or a shell heredoc) of its stage installs torch itself (`BaseImage.own_torch`):
+the stage then runs that torch, not the image's. Each RUN body's start is kept (`run_starts`): a new shell, in the
+WORKDIR, so a `cd` of one RUN does not hold in the next.
 A heredoc (`RUN <<EOF` or `RUN <<"EOF" bash -exu`, then the script's lines, then `EOF`) is read as the script it
 hands a shell: its body lines are kept. The exec form (`RUN ["pip", "install", ...]`) and a heredoc handed to another
 program (`RUN <<EOF python3`) are not read.
@@ -112,6 +115,9 @@ def parse(text: str) -> Dockerfile:
         elif op == "RUN" and (heredoc := HEREDOC.match(rest)) is not None:
             body_end = _heredoc(text, start + len(line), heredoc, keep)
             run_starts.append(start + len(line) + 1)
+            if bases[-1] is not None and SHELL_READER.match(heredoc.group("reader")) and TORCH_INSTALL.search(
+                    re.sub(r"\\\r?\n", " ", text[start + len(line):body_end])):
+                bases[-1].own_torch = True
         elif op == "RUN" and not rest.lstrip().startswith(("[", "<<")):
             # RUN's own options (`--mount=type=secret,id=x`, `--network=none`) are Docker's, not the shell's words
             options = RUN_OPTIONS.match(rest)
