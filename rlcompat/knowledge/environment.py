@@ -75,3 +75,36 @@ def compiles_nothing(image: str, tag: str) -> bool:
 def _is_image(image: str, name: str) -> bool:
     """Whether the image reference's repository `image` is `name`, from Docker Hub or any registry before it."""
     return image == name or image.endswith("/" + name)
+
+
+def torch_in_image(image: str, tag: str) -> tuple[str, str, tuple[int, int] | None, str] | None:
+    """(torch release or "" where not known, the PyTorch index tag it came from (`cu129`), where the tag names that
+    CUDA (start, end) or None where the row's default holds, proof) for an image whose tag says which torch build it
+    holds (`[[docker.torch_tag]]`): lmsysorg/sglang:v0.5.9-cu129 holds SGLang 0.5.9's torch pin from the cu129 index."""
+    from rlcompat.knowledge import torch_wheels
+    from rlcompat.knowledge.versions import release as release_of
+
+    for row in environment_facts()["docker"].get("torch_tag", ()):
+        if not any(_is_image(image, name) for name in row["images"]):
+            continue
+        m = re.search(row["tag"], tag)
+        if m is None:
+            continue
+        groups = m.groupdict()
+        release = groups.get("release") or ""
+        if groups.get("major"):
+            cuda, where = f"{int(groups['major'])}.{int(groups['minor'])}", (m.start("major"), m.end("minor"))
+        else:
+            default = row.get("cuda")
+            # a default CUDA only for the releases whose build was read (an unversioned tag has none)
+            if default is None or not release or not (
+                    release_of(default["from"]) <= release_of(release) <= release_of(default["through"])):
+                continue
+            cuda, where = default["value"], None
+        torch = groups.get("torch") or ""
+        if not torch and release:
+            torch = next((r.torch for r in torch_wheels.torch_requirements()
+                          if r.package == row.get("package") and r.release == release and not r.extra
+                          and not r.torch_is_bound and r.torch), "")
+        return torch, "cu" + cuda.replace(".", ""), where, row["proof"]
+    return None

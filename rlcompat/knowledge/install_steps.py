@@ -7,7 +7,12 @@ vLLM 0.7.2, whatever the project's setup.py pins (rlcompat/knowledge/declared_pi
 Install scripts are shell files named for it (`setup.sh`, `install.sh`, `install_env.sh`, `scripts/setup_vllm.sh`) at
 the tree's root or in its declaration folders, and those of the repository that encloses the tree (a project kept
 in `src/<name>` of a checkout whose root `setup.sh` installs it). A script is read as run from its repository's root;
-`cd DIR` moves that directory. Nothing is run and no README is read (its code blocks are advice, not a script).
+`cd DIR` moves that directory. Each RUN of a Dockerfile starts a new shell in the WORKDIR (taken as the tree's root),
+so a `cd` holds only to the end of its RUN; what a `git clone` wrote stays. `python setup.py install` installs the
+project of its directory, as `pip install .` does; in a clone of a repository whose source build the knowledge knows
+(environment.toml `[[source_build]]`: flash-attention's root builds FlashAttention-2, its `hopper/` FlashAttention-3)
+the step names that package (`source_build`). Nothing is run and no README is read (its code blocks are advice, not
+a script).
 """
 
 from __future__ import annotations
@@ -43,6 +48,9 @@ class Step:
     upgrade: bool = False  # `-U`: an unpinned package goes to the newest release even when one is installed
     extras: tuple[str, ...] = ()  # a project's extras it asks for (`.[vllm]`), normalised
     clone: str = ""  # the repository a project directory is a fresh clone of (`git clone URL DIR` before), normalised
+    # the repository and folder inside it of a project directory in a fresh clone (`github.com/x/y/hopper`; the
+    # repository alone at its root), for the source builds the knowledge knows
+    built: str = ""
 
 
 def is_install_script(path: str) -> bool:
@@ -66,24 +74,34 @@ def steps_of(path: str, start_dir: str, dockerfile: bool = False) -> tuple[Step,
     except OSError:
         return ()
     if dockerfile:
-        from rlcompat.lang import dockerfile as dockerfile_lang
-
-        try:
-            text = dockerfile_lang.parse(text).shell_view
-        except Exception:  # noqa: BLE001 - a Dockerfile that does not parse installs nothing here; `scan` reports it
-            return ()
+        return dockerfile_steps(text, path, start_dir)
     return steps_in(text, path, start_dir)
 
 
 @lru_cache(maxsize=64)
-def steps_in(text: str, path: str, start_dir: str) -> tuple[Step, ...]:
-    """The install steps of shell `text` (a script, or a shell block a file holds), read as run from `start_dir`."""
+def dockerfile_steps(text: str, path: str, start_dir: str) -> tuple[Step, ...]:
+    """The install steps of a Dockerfile's RUN bodies (its text `text`), each RUN read as run from `start_dir`."""
+    from rlcompat.lang import dockerfile as dockerfile_lang
+
+    try:
+        parsed = dockerfile_lang.parse(text)
+    except Exception:  # noqa: BLE001 - a Dockerfile that does not parse installs nothing here; `scan` reports it
+        return ()
+    return steps_in(parsed.shell_view, path, start_dir, parsed.run_starts)
+
+
+@lru_cache(maxsize=64)
+def steps_in(text: str, path: str, start_dir: str, new_shells: tuple[int, ...] = ()) -> tuple[Step, ...]:
+    """The install steps of shell `text` (a script, or a shell block a file holds), read as run from `start_dir`;
+    at each offset of `new_shells` (a Dockerfile's RUN bodies) a new shell starts there again."""
     from rlcompat.lang.requirements import logical_lines
 
     out: list[Step] = []
     cwd: str | None = start_dir
     clones: dict[str, str] = {}  # directory -> the repository a `git clone` of the script made there
     for start, line in logical_lines(text):
+        if any(start <= at < start + len(line) + 1 for at in new_shells):
+            cwd = start_dir  # a new RUN: a new shell in the WORKDIR
         body = re.sub(r"(^|\s)#.*$", "", line)
         pos = 0
         for part in _SEPARATORS.split(body):
@@ -100,7 +118,48 @@ def steps_in(text: str, path: str, start_dir: str) -> tuple[Step, ...]:
                 continue
             out.extend(_pip_install(words, cwd, path, text, clones))
             out.extend(_uv_sync(words, cwd, start_dir, path, text))
+            out.extend(_setup_py_install(words, cwd, path, text, clones))
     return tuple(out)
+
+
+_PYTHON = re.compile(r"(?:.*/)?python(?:\d+(?:\.\d+)?)?")
+
+
+def _setup_py_install(words: list[tuple[str, int]], cwd: str | None, path: str, text: str,
+                      clones: dict[str, str]) -> list[Step]:
+    """`[VAR=value ...] python setup.py install` (or `develop`): the project of the working directory, as `pip
+    install .` installs it."""
+    names = [w for w, _ in words]
+    at = next((i for i in range(len(names) - 2) if _PYTHON.fullmatch(names[i]) and names[i + 1] == "setup.py"), None)
+    if at is None or cwd is None or not {"install", "develop"} & set(names[at + 2:]):
+        return []
+    offset = words[at + 1][1]
+    return [Step("project", cwd, "", path, text.count("\n", 0, offset) + 1, clone=clones.get(cwd, ""),
+                 built=_built(cwd, clones))]
+
+
+def _built(directory: str, clones: dict[str, str]) -> str:
+    """`github.com/x/y/sub` for a directory `sub` inside a fresh clone of github.com/x/y (the repository alone at the
+    clone's root); "" outside every clone."""
+    for root, repo in clones.items():
+        if directory == root or directory.startswith(root.rstrip(os.sep) + os.sep):
+            inside = os.path.relpath(directory, root).replace(os.sep, "/")
+            return repo if inside == "." else f"{repo}/{inside}"
+    return ""
+
+
+def source_build(step: Step) -> tuple[str, str] | None:
+    """(package, proof) a project step installs where its directory is one whose source build the knowledge knows
+    (environment.toml `[[source_build]]`): flash-attention's `hopper/` builds FlashAttention-3."""
+    if step.kind != "project" or not step.built:
+        return None
+    from rlcompat.knowledge.environment import environment_facts
+
+    for row in environment_facts().get("source_build", ()):
+        wanted = row["repository"] if row["directory"] == "." else f"{row['repository']}/{row['directory']}"
+        if step.built == wanted:
+            return row["package"], row["proof"]
+    return None
 
 
 def _uv_sync(words: list[tuple[str, int]], cwd: str | None, start_dir: str, path: str, text: str) -> list[Step]:
@@ -209,7 +268,8 @@ def _pip_install(words: list[tuple[str, int]], cwd: str | None, path: str, text:
                 kind = "requirements" if word in ("-r", "--requirement") else "project"
                 out.append(Step(kind, where, "", path, text.count("\n", 0, value_offset) + 1, no_deps, upgrade,
                                 extras_of(value) if kind == "project" else (),
-                                clones.get(where, "") if kind == "project" else ""))
+                                clones.get(where, "") if kind == "project" else "",
+                                _built(where, clones) if kind == "project" else ""))
             i += 2
             continue
         if word.startswith("-"):
@@ -219,7 +279,7 @@ def _pip_install(words: list[tuple[str, int]], cwd: str | None, path: str, text:
             where = _path(cwd, word)
             if where is not None:
                 out.append(Step("project", where, "", path, line, no_deps, upgrade, extras_of(word),
-                                clones.get(where, "")))
+                                clones.get(where, ""), _built(where, clones)))
         else:
             req = requirement_at(word, 0)
             if req is not None:

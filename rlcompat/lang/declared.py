@@ -96,6 +96,9 @@ class BaseImage:
     # A Dockerfile's named build stage that only `COPY --from` (or `RUN --mount=...,from=`) reads: not the last stage,
     # and no later `FROM` builds on it, so no container runs this image; what it holds reaches the run as files only
     copied_only: bool = False
+    # A RUN line of the image's build stage installs torch (`pip install torch==...`, `uv pip install "torch..."`):
+    # the stage runs that torch, not the one the image holds
+    own_torch: bool = False
 
     def written_at(self, start: int, end: int) -> Span | None:
         """Where the characters `tag[start:end]` are written: inside the tag itself when it is literal, inside one
@@ -159,6 +162,8 @@ class Declared:
     # the requirements that named extras of known distributions install have been added (`_add_named_extras`): a
     # group a front end hands every rule is completed once
     named_extras_read: bool = field(default=False, repr=False)
+    # the base image (`image:tag`) an install command runs in, where its front end knows it (a Dockerfile of one stage)
+    stage_image: str = ""
 
     def requirement(self, name: str) -> Requirement | None:
         return next((r for r in self.requirements if r.name == name and not r.conda), None)
@@ -203,14 +208,16 @@ class DeclaredRule(ConfigRule):
         # is a `uv sync` that asks for extras (what they install).
         group = from_command(view, ctx.source_text)
         if group is None and ctx.scanned is not None:
-            group = _from_uv_sync(view, ctx)
+            group = _from_uv_sync(view, ctx) or _from_setup_py(view, ctx)
             if group is not None:
                 self.check_declared(group, ctx)
             return
         if group is not None and not replaced_by_later_sync(view, ctx.source_text):
+            group.stage_image = view.image or ""
             if ctx.scanned is not None:
                 _add_installed_extras(group, view, ctx)
                 _add_named_extras(group, ctx.scanned)
+                _add_source_builds(group, view, ctx)
             self.check_declared(group, ctx)
 
 
@@ -242,6 +249,34 @@ def _from_uv_sync(view: ConfigView, ctx: ConfigContext) -> Declared | None:
         group.requirements.append(Requirement(req.name, req.spec, span, None, editable=False, extras=req.extras,
                                               origin=origin, version_known=req.version_known))
     return group if group.requirements else None
+
+
+def _from_setup_py(view: ConfigView, ctx: ConfigContext) -> Declared | None:
+    """`python setup.py install` in a fresh clone whose source build the knowledge knows (flash-attention's
+    `hopper/`: FlashAttention-3): the group of that package, at the `setup.py` word (never edited there)."""
+    words = list(view.command_words)
+    if "setup.py" not in words or len(view.word_spans) != len(words):
+        return None
+    group = Declared("command", anchor=view.word_spans[words.index("setup.py")])
+    _add_source_builds(group, view, ctx)
+    return group if group.requirements else None
+
+
+def _add_source_builds(group: Declared, view: ConfigView, ctx: ConfigContext) -> None:
+    """A project a command builds from a fresh clone's source (`pip install .` in a flash-attention clone, `python
+    setup.py install` in its `hopper/`) installs the package the knowledge names for that folder, at the word
+    that names the project (`.`, `setup.py`), its release unknown (the clone's checkout decides it)."""
+    for word, span in zip(view.command_words, view.word_spans):
+        if word != "setup.py" and not _LOCAL_DIRECTORY.fullmatch(word):
+            continue
+        line = ctx.source_text.count("\n", 0, span.start) + 1
+        for name, proof in ctx.scanned.source_builds(ctx.source_text, line):
+            group.requirements.append(Requirement(normalise(name), "", span, None, editable=False,
+                                                  origin=f"built from source: {proof}", version_known=False))
+
+
+# A local project directory as an install command names it: `.`, `./hopper`, `/src/x`, `.[dev]`.
+_LOCAL_DIRECTORY = re.compile(r"(?:\.{1,2}|\.{0,2}/[^\s\[]*)(?:\[[^\]]*\])?")
 
 
 def _add_named_extras(group: Declared, scanned: ScannedView) -> None:

@@ -17,6 +17,9 @@ only as a build-time variable. Each command knows the base image it runs in (She
 its exec-form commands, and for the shell-form code where the file has one stage. RUN's own options (`--mount=...`)
 are not shell words. Likewise a
 `FROM ${BASE_IMAGE}` whose ARG writes the whole reference: the image is read, and retagged, in the ARG's value.
+A base image knows whether a RUN line (or a shell heredoc) of its stage installs torch itself (`BaseImage.own_torch`):
+the stage then runs that torch, not the image's. Each RUN body's start is kept (`run_starts`): a new shell, in the
+WORKDIR, so a `cd` of one RUN does not hold in the next.
 A heredoc (`RUN <<EOF` or `RUN <<"EOF" bash -exu`, then the script's lines, then `EOF`) is read as the script it
 hands a shell: its body lines are kept. The exec form (`RUN ["pip", "install", ...]`) and a heredoc handed to another
 program (`RUN <<EOF python3`) are not read.
@@ -49,6 +52,10 @@ INDEX_VARIABLES = {"PIP_INDEX_URL": "index", "PIP_EXTRA_INDEX_URL": "extra", "UV
 
 # `COPY --from=cuda13 ...`, `RUN --mount=type=bind,from=builder,...`: the build stage (name or index) a file comes from
 FROM_STAGE = re.compile(r"--(?:from=|mount=\S*?\bfrom=)([\w.-]+)")
+# An install command whose words name torch itself (`pip install torch==2.9.1`, `uv pip install "torch==${V}+cu129"`,
+# `conda install pytorch`): the stage installs its own torch.
+TORCH_INSTALL = re.compile(r"(?:\bpip3?|\bconda|\bmamba)(?:\s+-\S+)*\s+install\b[^;&|\n]*?(?:^|[\s\"'])"
+                           r"(?:torch|pytorch)(?:[=<>~!\s\"'\[]|$)")
 RUN_OPTIONS = re.compile(r"(?:[ \t]*(?:\\\r?\n)?[ \t]*--[A-Za-z][\w-]*(?:=\S*)?(?=\s))+")
 EXEC_WHY = "an exec-form array takes the fix only inside one element, as new elements or by removing whole ones"
 
@@ -61,6 +68,8 @@ class Dockerfile:
     launch_view: str = ""
     # exec-form CMD/ENTRYPOINT commands: each an argument list's shell line and its parse
     exec_commands: list[tuple[embedded.Embedded, shell.ShellScript]] = field(default_factory=list)
+    # where each shell-form RUN body starts: a new shell, in the WORKDIR (a `cd` of an earlier RUN no longer holds)
+    run_starts: tuple[int, ...] = ()
 
 
 # `RUN <<EOF`, `RUN <<-"EOF" bash -exu -o pipefail`: the delimiter, then what reads the body (a shell, or nothing:
@@ -80,6 +89,8 @@ def parse(text: str) -> Dockerfile:
     images: list[str] = [""]  # per build stage: its base image (`image:tag`), "" where not read
     built: list[tuple[str, str, BaseImage | None]] = []  # per FROM: its base reference, its stage name, its image
     copied: set[str] = set()  # the stages `--from=` names (lowercase: Docker's stage names ignore case)
+    run_starts: list[int] = []
+    bases: list[BaseImage | None] = [None]  # per build stage: its base image as read, None where not read
     for start, line in logical_lines(text):
         if start < body_end or line.lstrip().startswith("#"):
             continue
@@ -94,6 +105,7 @@ def parse(text: str) -> Dockerfile:
             stages.append([])
             env_spans.append({})
             images.append(f"{group.images[-1].image}:{group.images[-1].tag}" if len(group.images) > known else "")
+            bases.append(group.images[-1] if len(group.images) > known else None)
         elif op in ("ENV", "ARG"):
             _variables(rest, rest_at, group)
             if re.fullmatch(r"\s*(?:" + PAIR.pattern + r"\s*(?:\\\s*)?)+", rest):
@@ -107,10 +119,17 @@ def parse(text: str) -> Dockerfile:
                 env_spans[-1].update({key: (a, b) for key, a, b in pairs})
         elif op == "RUN" and (heredoc := HEREDOC.match(rest)) is not None:
             body_end = _heredoc(text, start + len(line), heredoc, keep)
+            run_starts.append(start + len(line) + 1)
+            if bases[-1] is not None and SHELL_READER.match(heredoc.group("reader")) and TORCH_INSTALL.search(
+                    re.sub(r"\\\r?\n", " ", text[start + len(line):body_end])):
+                bases[-1].own_torch = True
         elif op == "RUN" and not rest.lstrip().startswith(("[", "<<")):
             # RUN's own options (`--mount=type=secret,id=x`, `--network=none`) are Docker's, not the shell's words
             options = RUN_OPTIONS.match(rest)
             keep.append((rest_at + (options.end() if options else 0), start + len(line)))
+            run_starts.append(rest_at)
+            if bases[-1] is not None and TORCH_INSTALL.search(re.sub(r"\\\r?\n", " ", rest)):
+                bases[-1].own_torch = True
         elif op in ("CMD", "ENTRYPOINT"):
             elements = _json_array(text, rest_at, start + len(line)) if rest.lstrip().startswith("[") else None
             if elements is not None:
@@ -137,7 +156,7 @@ def parse(text: str) -> Dockerfile:
     script.image = images[1] if len(images) == 2 else ""
     # ENV is the environment of every later instruction and of the stage's containers: to the shell, an export.
     script.exported_spans = sorted(span for stage in env_spans for span in stage.values())
-    return Dockerfile(group, view, script, launch_view, commands)
+    return Dockerfile(group, view, script, launch_view, commands, tuple(run_starts))
 
 
 # The value of the legacy `ENV KEY value` form when it is one shell word (quoted or not): the shell reads it as

@@ -101,6 +101,12 @@ class ScannedView(Protocol):
         read as run from the tree's root (`cd sub && pip install -e .[vllm]`): from the project's setup.py,
         pyproject.toml or setup.cfg (rlcompat/knowledge/install_steps.py)."""
 
+    def source_builds(self, script: str, line: int) -> list:
+        """(distribution name, where it is known from) of each package the install command at `line` of shell
+        `script` builds from a fresh clone's source (`git clone .../flash-attention && cd flash-attention/hopper &&
+        python setup.py install`: FlashAttention-3), each RUN of a Dockerfile a new shell
+        (rlcompat/knowledge/install_steps.py `source_build`)."""
+
     def extras_installed_by_tree(self, project_file: str) -> dict[str, str]:
         """extra (normalised; ALL_EXTRAS for `--all-extras`) -> where (`Dockerfile.cuda:114`) for each optional
         extra of the project declared in `project_file` that an install step of the scanned tree (its Dockerfiles

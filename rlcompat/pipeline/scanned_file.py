@@ -133,7 +133,7 @@ class ScannedFile:
         if not root or not extras:
             return []
         out, root = [], os.path.abspath(root)
-        for step in install_steps.steps_in(script, self.path, root):
+        for step in self._install_steps(script, root):
             if step.kind != "project" or step.line != line or step.extras != extras or step.no_deps:
                 continue
             found = []
@@ -145,6 +145,18 @@ class ScannedFile:
             if not found and step.clone:  # a fresh clone the tree does not hold: what its extras install
                 out += install_steps.cloned_extras(step.clone, extras)
         return out
+
+    def source_builds(self, script: str, line: int) -> list:
+        start = os.path.abspath(self.tree.root or os.path.dirname(self.path) or ".")
+        return [built for step in self._install_steps(script, start)
+                if step.line == line and (built := install_steps.source_build(step))]
+
+    def _install_steps(self, script: str, start: str) -> tuple:
+        """The install steps of shell `script`, read from `start`: a Dockerfile's own shell code RUN by RUN (each a new
+        shell in the WORKDIR), any other script (a block a file holds) as one shell."""
+        if self.language == "dockerfile" and script.count("\n") == self.text.count("\n"):
+            return install_steps.dockerfile_steps(self.text, self.path, start)
+        return install_steps.steps_in(script, self.path, start)
 
     def distribution_extras(self, name: str, extras: tuple[str, ...]) -> list:
         return install_steps.distribution_extras(name, extras)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import re
 
 from rlcompat.knowledge import torch_wheels, versions
-from rlcompat.knowledge.environment import compiles_nothing, cuda_in_tag, environment_facts
+from rlcompat.knowledge.environment import compiles_nothing, cuda_in_tag, environment_facts, torch_in_image
 from rlcompat.contract import Bad, DeclaredRule, Edit, FixSafety, Good
 
 
@@ -21,7 +21,10 @@ class BaseImageCudaCannotTarget(DeclaredRule):
         "`[[docker.cuda_tag]]`: axolotl's `...-cu130-...`); a tag built from ARGs is read with their values and "
         "reported where the ARG writes the CUDA part. "
         "Reports CUDA 13+ for a GPU below 7.5, a CUDA older than the first that knows the GPU (Blackwell needs "
-        "12.8), and a pytorch/pytorch image whose torch build (rlcompat/knowledge/data/torch_wheels.toml) has no kernels for it. "
+        "12.8), and a pytorch/pytorch image whose torch build (rlcompat/knowledge/data/torch_wheels.toml) has no kernels for it; "
+        "likewise an image whose tag says which torch build it holds (environment.toml `[[docker.torch_tag]]`: "
+        "`lmsysorg/sglang:v0.5.9-cu129`, `slimerl/sglang`, `verlai/verl:base-...-cu128-...-torch2.8.0-...`), unless a "
+        "RUN line of that build stage installs torch itself (then the stage runs that torch, judged by RLC601). "
         "A build stage that only `COPY --from` reads (no later `FROM` builds on it, not the last stage) of an "
         "nvidia/cuda flavour without the compiler (`base`, `runtime`) is not judged: no container runs it and "
         "nothing is compiled in it [S290]; a `devel` stage is, since what it compiles is copied into the image that runs."
@@ -29,7 +32,9 @@ class BaseImageCudaCannotTarget(DeclaredRule):
     why = (
         "CUDA 13.0 removed offline compilation for capability < 7.5 [S27][S28] (`nvcc fatal : Unsupported gpu "
         "architecture 'compute_61'` [S48]) and torch's cu130 wheels start at sm_75 [S29]; a toolkit older than "
-        "the architecture cannot compile for it [S28]. The image builds; extensions built in it or torch run in it "
+        "the architecture cannot compile for it [S28]. A framework's image holds the torch its build installed: SGLang's "
+        "from the PyTorch index of its CUDA [S280][S281] (slime's images are SGLang's [S283]), verl's base images the "
+        "release and index their tag names [S282]. The image builds; extensions built in it or torch run in it "
         "then fail on the card."
     )
     fix_safety = (
@@ -38,7 +43,7 @@ class BaseImageCudaCannotTarget(DeclaredRule):
         "not verified (rlcompat/knowledge/data/environment.toml [docker]). pytorch/pytorch images get no fix."
     )
     names = ("FROM", "from")
-    sources = ("S27", "S28", "S29", "S48", "S55", "S290")
+    sources = ("S27", "S28", "S29", "S48", "S55", "S280", "S281", "S282", "S283", "S290")
     prevents = ("X2", "E1")
     languages = frozenset({"dockerfile", "python"})  # python: a setup.py (DeclaredRule)
 
@@ -67,6 +72,11 @@ class BaseImageCudaCannotTarget(DeclaredRule):
             "FROM nvidia/cuda:12.8.1-base-ubuntu24.04\nCOPY --from=build /w /w\n", path="Dockerfile", unsafe=True,
             fixed="FROM nvidia/cuda:12.9.1-devel-ubuntu24.04 AS build\nRUN pip wheel flash-attn -w /w\n"
                   "FROM nvidia/cuda:12.8.1-base-ubuntu24.04\nCOPY --from=build /w /w\n"),
+        # an image whose tag says which torch build it holds ([[docker.torch_tag]]): SGLang's cu129 image (slime
+        # v0.3.0 docker/Dockerfile:1-2), reported where the ARG writes `cu129`; verl's base image names its torch
+        Bad("ARG SGLANG_IMAGE_TAG=v0.5.12.post1-cu129\nFROM slimerl/sglang:${SGLANG_IMAGE_TAG} AS sglang\n"
+            "RUN pip install flash-linear-attention\n", path="Dockerfile"),
+        Bad("FROM verlai/verl:base-verl0.6-cu128-cudnn9.8-torch2.8.0-fa2.7.4\n", path="Dockerfile"),
     )
     good = (
         Good("FROM nvidia/cuda:12.6.3-cudnn-devel-ubuntu22.04\n", path="Dockerfile"),
@@ -81,6 +91,12 @@ class BaseImageCudaCannotTarget(DeclaredRule):
         # a runtime stage only copied from: its libraries are files of the final CUDA 12.8 image, not its base
         Good("FROM nvidia/cuda:13.0.1-runtime-ubuntu24.04 AS cuda13\nRUN mkdir /cu13\n"
              "FROM nvidia/cuda:12.8.1-base-ubuntu24.04\nCOPY --from=cuda13 /cu13/ /opt/cuda13/\n", path="Dockerfile"),
+        Good("ARG SGLANG_IMAGE_TAG=v0.5.12.post1-cu129\nFROM slimerl/sglang:${SGLANG_IMAGE_TAG}\n", path="Dockerfile",
+             target="sm75"),
+        # the stage installs its own torch (AReaL v1.0.3 Dockerfile:9, :76-79): the image's is not the one it runs
+        Good("FROM lmsysorg/sglang:v0.5.9-cu129-amd64-runtime\nRUN uv venv /v \\\n    && uv pip install --index-url "
+             "https://download.pytorch.org/whl/cu126 \"torch==2.9.1\"\n", path="Dockerfile"),
+        Good("FROM lmsysorg/sglang:latest\n", path="Dockerfile"),  # which release, and so which torch, is not known
     )
 
     @classmethod
@@ -91,6 +107,7 @@ class BaseImageCudaCannotTarget(DeclaredRule):
         for image in group.images:
             if image.copied_only and compiles_nothing(image.image, image.tag):
                 continue  # a stage only copied from, without a compiler: no container runs it, nothing is built in it
+            self._held_torch(image, ctx)
             found = _cuda_of(image)
             if found is None:
                 continue
@@ -106,10 +123,32 @@ class BaseImageCudaCannotTarget(DeclaredRule):
                 continue
             version = image.torch_version
             variant = torch_wheels.variant(version, "cu" + cuda.replace(".", "")) if version else None
-            if variant is not None and not variant.runs_on(self.target.capability):
+            if variant is not None and not variant.runs_on(self.target.capability) and not image.own_torch:
                 ctx.report(image.tag_span, f"{image.image}:{image.tag} holds torch {version} for CUDA {cuda}, built "
                                            f"for {', '.join(variant.arches)} only: no kernels for {self.target.name} "
                                            f"(`no kernel image is available`); use a -cuda12.6 tag", [None])
+
+    def _held_torch(self, image, ctx) -> None:
+        """An image whose tag says which torch build it holds (`[[docker.torch_tag]]`: SGLang's and verl's images),
+        in a stage that installs no torch of its own: that torch is the one the stage runs."""
+        held = torch_in_image(image.image, image.tag)
+        if held is None or image.own_torch:
+            return
+        torch, tag, where, proof = held
+        cc = self.target.capability
+        variant = torch_wheels.variant(torch, tag) if torch else None
+        # a release the wheel table has no row of on that index: judged by what every known build of the index lacks
+        lacking = (variant if not variant.runs_on(cc) else None) if variant is not None else torch_wheels.tag_lacks(tag, cc)
+        if lacking is None:
+            return
+        span = (image.written_at(*where) if where else None) or image.written_at(0, len(image.tag)) or image.tag_span
+        held_text = f"torch {torch} from the {tag} index" if torch else f"its release's torch from the {tag} index"
+        built = (f"built for {', '.join(lacking.arches)}" if variant else
+                 f"whose every known build ({lacking.tag}, torch {lacking.torch_min}) is for {', '.join(lacking.arches)}")
+        ctx.report(span, f"{image.image}:{image.tag} holds {held_text} ({proof.split(' (')[0]}), {built}: no kernels "
+                         f"for {self.target.name} (`no kernel image is available`), and no RUN line of this stage "
+                         f"installs another torch; build on an image (or install a torch) with "
+                         f"{self.target.name} kernels", [None])
 
     def _cuda_problem(self, cuda: str) -> str | None:
         limit = _nvcc()["cannot_target_below"]

@@ -18,7 +18,9 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
     title = "A requirement (flash-attn, vLLM, SGLang, ...) for a package that cannot run on the target GPU"
     what = (
         "Reports a declared requirement (pip or conda; requirement files, pyproject.toml, environment files, "
-        "`pip install` in Dockerfiles and scripts, a Python script's inline metadata) for a package whose minimum compute capability in "
+        "`pip install` in Dockerfiles and scripts, a Python script's inline metadata; a source build in a fresh clone "
+        "the knowledge knows, environment.toml `[[source_build]]`: `pip install .` or `python setup.py install` in "
+        "flash-attention (FlashAttention-2) or its `hopper/` (FlashAttention-3)) for a package whose minimum compute capability in "
         "rlcompat/knowledge/data/environment.toml `[packages]` is above the target: flash-attn (8.0), flash-attn-3 and -4 (9.0), "
         "SGLang (7.5), and vLLM per release, judged for the release the specifier installs (pip's newest "
         f"allowed): {min_capability('vllm').by_release()}. A base image whose tag names a package it ships "
@@ -62,6 +64,13 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         Bad("FROM pytorch/pytorch:2.6.0-cuda12.4-cudnn9-devel\nRUN pip install "
             "https://example.org/flash_attn-2.7.4.post1+cu12torch2.6cxx11abiFALSE-cp311-cp311-linux_x86_64.whl\n",
             path="Dockerfile", target="sm75"),
+        # a source build in a fresh clone (environment.toml [[source_build]]): flash-attention's hopper/ builds
+        # FlashAttention-3 (slime v0.3.0 docker/Dockerfile:28-30), its root FlashAttention-2
+        Bad("FROM python:3.11\nRUN git clone https://github.com/Dao-AILab/flash-attention.git && \\\n"
+            "    cd flash-attention/ && git submodule update --init && cd hopper/ && \\\n"
+            "    MAX_JOBS=96 python setup.py install\n", path="Dockerfile", target="sm80"),
+        Bad("git clone https://github.com/Dao-AILab/flash-attention\ncd flash-attention\npip install . --no-build-isolation\n",
+            path="install.sh", target="sm75"),
         # an image that ships flash-attn, named by a build ARG (LLaMA-Factory 0.9.5 docker/docker-cuda/Dockerfile:2-3)
         Bad("ARG BASE_IMAGE=hiyouga/pytorch:th2.6.0-cu124-flashattn2.7.4-cxx11abi0-devel\nFROM ${BASE_IMAGE}\n",
             path="Dockerfile"),
@@ -91,6 +100,12 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         # reported where a config selects it, the torch by RLC601 (skyrl-train 0.1.0 pyproject.toml:84)
         Good('[project]\nname = "x"\n\n[project.optional-dependencies]\nvllm = ["vllm==0.9.2", "torch==2.7.0"]\n',
              path="pyproject.toml"),
+        # each RUN starts a new shell in the WORKDIR: the `cd` of the first RUN no longer holds, so the second builds
+        # the project copied there, not FlashAttention-3
+        Good("FROM python:3.11\nRUN git clone https://github.com/Dao-AILab/flash-attention.git && cd flash-attention/hopper\n"
+             "RUN python setup.py install\n", path="Dockerfile"),
+        Good("FROM python:3.11\nRUN git clone https://github.com/Dao-AILab/flash-attention.git && cd flash-attention/hopper && \\\n"
+             "    python setup.py install\n", path="Dockerfile", target="sm90"),
         # a branch the build's own ARG default skips (LLaMA-Factory 0.9.5 docker/docker-cuda/Dockerfile:7, :39-43)
         Good("FROM python:3.11\nARG INSTALL_FLASHATTN=false\nRUN if [ \"${INSTALL_FLASHATTN}\" == \"true\" ]; then \\\n"
              "        pip install flash-attn --no-build-isolation; \\\n    fi\n", path="Dockerfile"),

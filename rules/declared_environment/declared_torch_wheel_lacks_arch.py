@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from rlcompat.analysis import declared_install
 from rlcompat.knowledge import torch_wheels, versions
+from rlcompat.knowledge.environment import torch_in_image
 from rlcompat.rules.declared_environment.helpers import caps_torch, chosen_torch, torch_required_by
 from rlcompat.contract import Bad, DeclaredRule, Edit, FixSafety, Good, Span
 
@@ -24,7 +25,8 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         "the index's (or the version's `+cuXXX`) tag, else what PyPI ships for that release. Reports it when the "
         "variant's architecture list (rlcompat/knowledge/data/torch_wheels.toml, the table `rlcompat doctor` reads) has no code for "
         "the target. A requirement whose release pins torch exactly (`vllm==0.11.0`: torch 2.8.0, rlcompat/knowledge/data/torch_wheels.toml "
-        "`[[requires_torch]]`) installs that torch; so does one without an upper bound whose newest release asks for a "
+        "`[[requires_torch]]`) installs that torch (not where the Dockerfile stage's base image holds that release "
+        "already, environment.toml `[[docker.torch_tag]]`: pip keeps it, and RLC602 judges the image's); so does one without an upper bound whose newest release asks for a "
         "newer torch (`torchvision`: 0.29.2 asks for torch>=2.14.0), unless the same install caps torch (for a setup.py, "
         "the requirements file its `install_requires` reads is the same install). In pyproject.toml each line that brings "
         "a torch (the core's, each extra's: an extra is its own install) is judged as pip installs it (from PyPI: pip "
@@ -101,6 +103,11 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         Bad("torchvision\ntransformers\n", path="requirements.txt"),
     )
     good = (
+        # an exact pin the base image's torch meets (verl v0.7.0 docker/verl0.6-cu128-torch2.8.0-fa2.7.4/
+        # Dockerfile.app.sglang:1-3: sglang 0.5.2 asks for torch 2.8.0, the image holds 2.8.0+cu128): pip keeps it,
+        # and RLC602 judges the image's torch at the FROM line
+        Good('FROM verlai/verl:base-verl0.6-cu128-cudnn9.8-torch2.8.0-fa2.7.4\nRUN pip install "sglang[all]==0.5.2"\n',
+             path="Dockerfile"),
         Good(f"--index-url {CU}cu126\ntorch==2.9.1\n", path="requirements.txt"),
         Good(f"--index-url {CU}cu130\ntorch==2.9.1\n", path="requirements.txt", target="sm75"),
         Good(f"--extra-index-url {CU}cu128\ntorch==2.9.0\n", path="requirements.txt", target="sm70"),
@@ -390,8 +397,8 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
                 if any(t.spec.startswith("==") and t.spec[2:].split("+", 1)[0] != pin.torch for t in own):
                     continue
                 torch, written = pin.torch, f"{req.name}{req.spec}{req.origin_note}"
-            if torch is None:
-                continue
+            if torch is None or _image_holds(group.stage_image, torch):
+                continue  # the base image's torch already meets the pin: pip keeps it (RLC602 judges the image's)
             tag = index.pytorch_tag if index is not None and not index.uv_only else None
             variant = torch_wheels.variant(torch, tag)
             if variant is None or variant.runs_on(cc):
@@ -441,6 +448,14 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             return
         ctx.report(conda_cuda.span, f"pytorch {version} built for CUDA {conda_cuda.spec.lstrip('=')} has kernels for "
                                     f"{', '.join(variant.arches)} only: none runs on {self.target.name}", [None])
+
+
+def _image_holds(image: str, torch: str) -> bool:
+    """Whether the base image `image:tag` an install runs in holds this torch release already
+    (environment.toml `[[docker.torch_tag]]`): pip then keeps it for an exact pin of that release."""
+    name, _, tag = image.rpartition(":")
+    held = torch_in_image(name, tag) if name else None
+    return held is not None and bool(held[0]) and versions.release(held[0]) == versions.release(torch)
 
 
 def _held_torch(group, extra: str = "") -> str | None:
