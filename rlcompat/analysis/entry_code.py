@@ -7,6 +7,11 @@ that passes `dtype="bfloat16"` to every engine whatever the flags say (or takes 
 entry never overrides). A scan of the launch script alone sees none of it, and the command is where the user starts
 it, so RLC124 reports it there, citing the file:line. The tree's files are read with `ast` (nothing is imported or
 run); a call is followed into the tree's own modules through the entry's imports, two re-exports deep at most.
+
+The same program may force an attention implementation under one of its own switches (an OpenRLHF-derived CLI's
+`if agent_config.get("packing_samples"): agent_config["attn_implementation"] = "flash_attention_2"`): where the
+command passes that switch, the forced value is in force whatever its attention option says (RLC211 reports it at the
+switch). `forced_values` finds such assignments.
 """
 
 from __future__ import annotations
@@ -232,3 +237,73 @@ def _engine_bf16(builder: ast.FunctionDef, call: ast.Call, file: str) -> Site | 
             continue  # given positionally
         return Site(file, default.lineno, f"{arg.arg}={ast.unparse(default)} (a default the call leaves)")
     return None
+
+
+@dataclass(frozen=True)
+class Forced:
+    """A value the entry module assigns to a field under `if <switch>:` (its body, not its `else`)."""
+
+    field: str
+    value: str
+    switches: frozenset[str]  # the names the enclosing tests read (`packing_samples`)
+    where: str  # "pkg/cli/train.py:840", relative to the tree's root
+
+
+def forced_values(view: ConfigView, ctx, fields: tuple[str, ...]) -> tuple[Forced, ...]:
+    """Literal string values the command's entry program assigns to one of `fields` (`args.attn_implementation = ...`,
+    `config["attn_implementation"] = ...`) inside the body of an `if` testing a name; () where the command runs no
+    Python program of the tree."""
+    from rlcompat.knowledge.identity import tree_root
+    from rlcompat.schema.tree import module_file, read_command
+
+    if view.kind != "command" or view.is_verl or not view.command_words or not ctx.path or not os.path.isfile(ctx.path):
+        return ()
+    launch = read_command(view.command_words)
+    if launch is None:
+        return ()
+    root = tree_root(ctx.path)
+    entry = module_file(root, None, launch, os.path.dirname(os.path.abspath(ctx.path)), search_up=True)
+    tree = _parse(entry) if entry else None
+    if tree is None:
+        return ()
+    ctx.record_reads([entry])
+    parents = _parents(tree)
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Constant):
+            continue
+        if not isinstance(node.value.value, str):
+            continue
+        for target in node.targets:
+            field = _field_name(target)
+            if field in fields:
+                switches = _switches_above(node, parents)
+                if switches:
+                    out.append(Forced(field, node.value.value, switches, f"{_rel(entry, root)}:{node.lineno}"))
+    return tuple(out)
+
+
+def _field_name(target: ast.AST) -> str:
+    if isinstance(target, ast.Attribute):
+        return target.attr
+    if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant):
+        return str(target.slice.value)
+    return ""
+
+
+def _switches_above(node: ast.AST, parents: dict) -> frozenset[str]:
+    """The names read by the tests of the `if`s whose body holds `node` (not negated: `if not x:` chooses the other
+    way)."""
+    names: set[str] = set()
+    while node in parents:
+        parent = parents[node]
+        if isinstance(parent, ast.If) and node in parent.body and not isinstance(parent.test, ast.UnaryOp):
+            for part in ast.walk(parent.test):
+                if isinstance(part, ast.Attribute):
+                    names.add(part.attr)
+                elif isinstance(part, ast.Constant) and isinstance(part.value, str) and part.value.isidentifier():
+                    names.add(part.value)
+                elif isinstance(part, ast.Name):
+                    names.add(part.id)
+        node = parent
+    return frozenset(names)
