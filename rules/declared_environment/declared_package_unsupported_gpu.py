@@ -43,7 +43,7 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         "transformers for generation); `rlcompat scan` reports the code that does not (RLC201-RLC204, RLC401)."
     )
     names = ("flash", "vllm", "sglang", "flash_attn", "flash-attn")
-    sources = ("S7", "S10", "S12", "S13", "S14", "S35", "S235")
+    sources = ("S7", "S10", "S12", "S13", "S14", "S35", "S235", "S300")
     prevents = ("E8", "E19")
 
     bad = (
@@ -62,6 +62,14 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         Bad("FROM pytorch/pytorch:2.6.0-cuda12.4-cudnn9-devel\nRUN pip install "
             "https://example.org/flash_attn-2.7.4.post1+cu12torch2.6cxx11abiFALSE-cp311-cp311-linux_x86_64.whl\n",
             path="Dockerfile", target="sm75"),
+        # a direct reference to a wheel whose URL percent-encodes the local label's `+` (open-instruct's
+        # dependency groups at e6c3044: flash_attn_3-3.0.0%2B20260318.cu128...whl)
+        Bad('[project]\nname = "x"\ndependencies = [\n    "flash-attn-3 @ https://example.org/flash_attn_3-3.0.0%2B20260318'
+            '.cu128torch2100-cp39-abi3-linux_x86_64.whl ; platform_system == \'Linux\'",\n]\n', path="pyproject.toml",
+            target="sm75"),
+        # a dependency group uv installs by default (`default-groups`) [S300]
+        Bad('[project]\nname = "x"\n\n[dependency-groups]\ncuda12 = ["flash-attn>=2.8.3"]\n\n[tool.uv]\n'
+            'default-groups = ["dev", "cuda12"]\n', path="pyproject.toml", target="sm75"),
         # an image that ships flash-attn, named by a build ARG (LLaMA-Factory 0.9.5 docker/docker-cuda/Dockerfile:2-3)
         Bad("ARG BASE_IMAGE=hiyouga/pytorch:th2.6.0-cu124-flashattn2.7.4-cxx11abi0-devel\nFROM ${BASE_IMAGE}\n",
             path="Dockerfile"),
@@ -91,6 +99,9 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         # reported where a config selects it, the torch by RLC601 (skyrl-train 0.1.0 pyproject.toml:84)
         Good('[project]\nname = "x"\n\n[project.optional-dependencies]\nvllm = ["vllm==0.9.2", "torch==2.7.0"]\n',
              path="pyproject.toml"),
+        # a dependency group installed only on request (`uv sync --group cuda13`): not uv's default groups [S300]
+        Good('[project]\nname = "x"\n\n[dependency-groups]\ncuda13 = ["flash-attn>=2.8.3"]\n\n[tool.uv]\n'
+             'default-groups = ["dev", "cuda12"]\n', path="pyproject.toml", target="sm75"),
         # a branch the build's own ARG default skips (LLaMA-Factory 0.9.5 docker/docker-cuda/Dockerfile:7, :39-43)
         Good("FROM python:3.11\nARG INSTALL_FLASHATTN=false\nRUN if [ \"${INSTALL_FLASHATTN}\" == \"true\" ]; then \\\n"
              "        pip install flash-attn --no-build-isolation; \\\n    fi\n", path="Dockerfile"),
