@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from typing import Sequence
+from urllib.parse import unquote
 
 from rlcompat.lang.languages import names_with
 from rlcompat.lang.scanned import ScannedView
@@ -413,7 +414,9 @@ def requirement_at(text: str, offset: int) -> Requirement | None:
     if "@" in text and ";" in text:  # `name @ URL ; marker` (PEP 508): the URL decides what installs
         text = text.split(";", 1)[0].rstrip()
     if text.split("?", 1)[0].endswith(".whl"):
-        file_name = text.split("?", 1)[0].rsplit("/", 1)[-1]
+        # a URL percent-encodes the local label's `+` (`flash_attn_3-3.0.0%2B20260318.cu128...whl`); the file is
+        # named with it
+        file_name = unquote(text.split("?", 1)[0].rsplit("/", 1)[-1])
         if "$" in file_name:
             return _partly_known_wheel(file_name, Span(offset, offset + len(text)))
         if "$" in text:

@@ -40,8 +40,10 @@ def declared_from(data: dict, text: str, kind: str) -> Declared:
     strings += [(s, "") for s in _strings(project.get("dependencies"))]
     for extra, deps in (project.get("optional-dependencies") or {}).items():
         strings += [(s, str(extra)) for s in _strings(deps)]
-    for deps in (data.get("dependency-groups") or {}).values():
-        strings += [(s, "") for s in _strings(deps)]
+    uv = (data.get("tool") or {}).get("uv") or {}
+    optional_groups = _optional_groups(data.get("dependency-groups"), uv)
+    for name, deps in (data.get("dependency-groups") or {}).items():
+        strings += [(s, str(name) if name in optional_groups else "") for s in _strings(deps)]
     cursor = 0
     for dep, extra in strings:
         # The tables are usually in this order; where one is not (`[build-system]` last, as in prime-rl), the string
@@ -57,8 +59,7 @@ def declared_from(data: dict, text: str, kind: str) -> Declared:
         if req is not None:
             req.extra = extra
             group.requirements.append(req)
-    uv = (data.get("tool") or {}).get("uv") or {}
-    group.requirements += _url_wheels(uv.get("sources"), text, group.requirements)
+    group.requirements += _url_wheels(uv.get("sources"), text, group.requirements, optional_groups)
     group.requirements += _overrides(uv.get("override-dependencies"), text, group.requirements)
     routes = _torch_routes(uv.get("sources"), text)
     for index in uv.get("index") or ():
@@ -128,7 +129,21 @@ def _torch_routes(sources, text: str) -> list[Route]:
     return out
 
 
-def _url_wheels(sources, text: str, declared: list[Requirement]) -> list[Requirement]:
+def _optional_groups(groups, uv: dict) -> frozenset[str]:
+    """The dependency groups an install leaves out unless asked (`uv sync --group NAME`): every group but uv's
+    `default-groups` (["dev"] where unset; "all" for every group) [S300]. Their requirements are judged as an optional
+    extra's are."""
+    if not isinstance(groups, dict):
+        return frozenset()
+    defaults = uv.get("default-groups", ["dev"])
+    if defaults == "all":
+        return frozenset()
+    chosen = {str(d) for d in defaults} if isinstance(defaults, list) else set()
+    return frozenset(str(name) for name in groups if str(name) not in chosen)
+
+
+def _url_wheels(sources, text: str, declared: list[Requirement],
+                optional_groups: frozenset[str] = frozenset()) -> list[Requirement]:
     """The wheels `[tool.uv.sources]` sends declared packages to (`flash-attn = { url = ".../flash_attn-2.8.0.post2+
     cu12torch2.7-cp312-cp312-linux_x86_64.whl" }`): uv installs the package from that file, at the version its name
     implies, wherever the project requires the package [S236]; a package the project does not declare is not routed
@@ -155,6 +170,8 @@ def _url_wheels(sources, text: str, declared: list[Requirement]) -> list[Require
             req.span = Span(at, at + len(url))
             marker = row.get("marker") if isinstance(row.get("marker"), str) else ""
             narrowed = tuple(_EXTRA.findall(marker)) + ((row["extra"],) if isinstance(row.get("extra"), str) else ())
+            if row.get("group") in optional_groups:  # a row for a group installed only on request (`group = "cuda13"`)
+                narrowed += (row["group"],)
             for extra in ("",) if "" in asked and not narrowed else (narrowed or tuple(dict.fromkeys(asked))):
                 out.append(Requirement(req.name, req.spec, req.span, None, editable=False, extra=extra))
     return out

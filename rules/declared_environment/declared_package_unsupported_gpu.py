@@ -45,7 +45,7 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         "transformers for generation); `rlcompat scan` reports the code that does not (RLC201-RLC204, RLC401)."
     )
     names = ("flash", "vllm", "sglang", "flash_attn", "flash-attn")
-    sources = ("S7", "S10", "S12", "S13", "S14", "S35", "S235")
+    sources = ("S7", "S10", "S12", "S13", "S14", "S35", "S235", "S300")
     prevents = ("E8", "E19")
 
     bad = (
@@ -71,6 +71,14 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
             "    MAX_JOBS=96 python setup.py install\n", path="Dockerfile", target="sm80"),
         Bad("git clone https://github.com/Dao-AILab/flash-attention\ncd flash-attention\npip install . --no-build-isolation\n",
             path="install.sh", target="sm75"),
+        # a direct reference to a wheel whose URL percent-encodes the local label's `+` (open-instruct's
+        # dependency groups at e6c3044: flash_attn_3-3.0.0%2B20260318.cu128...whl)
+        Bad('[project]\nname = "x"\ndependencies = [\n    "flash-attn-3 @ https://example.org/flash_attn_3-3.0.0%2B20260318'
+            '.cu128torch2100-cp39-abi3-linux_x86_64.whl ; platform_system == \'Linux\'",\n]\n', path="pyproject.toml",
+            target="sm75"),
+        # a dependency group uv installs by default (`default-groups`) [S300]
+        Bad('[project]\nname = "x"\n\n[dependency-groups]\ncuda12 = ["flash-attn>=2.8.3"]\n\n[tool.uv]\n'
+            'default-groups = ["dev", "cuda12"]\n', path="pyproject.toml", target="sm75"),
         # an image that ships flash-attn, named by a build ARG (LLaMA-Factory 0.9.5 docker/docker-cuda/Dockerfile:2-3)
         Bad("ARG BASE_IMAGE=hiyouga/pytorch:th2.6.0-cu124-flashattn2.7.4-cxx11abi0-devel\nFROM ${BASE_IMAGE}\n",
             path="Dockerfile"),
@@ -106,6 +114,9 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
              "RUN python setup.py install\n", path="Dockerfile"),
         Good("FROM python:3.11\nRUN git clone https://github.com/Dao-AILab/flash-attention.git && cd flash-attention/hopper && \\\n"
              "    python setup.py install\n", path="Dockerfile", target="sm90"),
+        # a dependency group installed only on request (`uv sync --group cuda13`): not uv's default groups [S300]
+        Good('[project]\nname = "x"\n\n[dependency-groups]\ncuda13 = ["flash-attn>=2.8.3"]\n\n[tool.uv]\n'
+             'default-groups = ["dev", "cuda12"]\n', path="pyproject.toml", target="sm75"),
         # a branch the build's own ARG default skips (LLaMA-Factory 0.9.5 docker/docker-cuda/Dockerfile:7, :39-43)
         Good("FROM python:3.11\nARG INSTALL_FLASHATTN=false\nRUN if [ \"${INSTALL_FLASHATTN}\" == \"true\" ]; then \\\n"
              "        pip install flash-attn --no-build-isolation; \\\n    fi\n", path="Dockerfile"),
