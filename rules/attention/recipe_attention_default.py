@@ -60,13 +60,8 @@ class RecipeAttentionDefault(ConfigRule):
     def check_config(self, view, ctx) -> None:
         target = ctx.target
         for left in left_defaults(view, ctx):
-            if left.field not in ATTENTION_FIELDS:
-                continue
-            if left.value in flash_attention(3).implementations:
-                needs = "FlashAttention-3 needs Hopper (9.0)"
-            elif left.value in flash_attention(2).implementations and not target.flash_attn_2:
-                needs = "FlashAttention-2 needs compute capability 8.0+"
-            else:
+            needs = _needs(left.value, target) if left.field in ATTENTION_FIELDS else None
+            if needs is None:
                 continue
             edit = append_option(view, ctx.source_text, left, "sdpa") if left.accepts("sdpa") else None
             spelled = left.option("sdpa")
@@ -80,11 +75,8 @@ class RecipeAttentionDefault(ConfigRule):
         target = ctx.target
         switches = {s.key.lstrip("-").replace("-", "_"): s for s in view.settings if s.flag and s.switch}
         for forced in forced_values(view, ctx, ATTENTION_FIELDS):
-            if forced.value in flash_attention(3).implementations:
-                needs = "FlashAttention-3 needs Hopper (9.0)"
-            elif forced.value in flash_attention(2).implementations and not target.flash_attn_2:
-                needs = "FlashAttention-2 needs compute capability 8.0+"
-            else:
+            needs = _needs(forced.value, target)
+            if needs is None:
                 continue
             for name in sorted(forced.switches & set(switches)):
                 switch = switches[name]
@@ -93,3 +85,12 @@ class RecipeAttentionDefault(ConfigRule):
                            f"{target.capability_text}; drop {switch.label} (no fix: the program ties it to "
                            "FlashAttention)", [None])
                 return
+
+
+def _needs(value: str, target) -> str | None:
+    """What the FlashAttention an attention value selects needs that `target` lacks; None where it runs there."""
+    if value in flash_attention(3).implementations:
+        return "FlashAttention-3 needs Hopper (9.0)"
+    if value in flash_attention(2).implementations and not target.flash_attn_2:
+        return "FlashAttention-2 needs compute capability 8.0+"
+    return None
