@@ -97,6 +97,11 @@ class BaseImage:
     # A Dockerfile's named build stage that only `COPY --from` (or `RUN --mount=...,from=`) reads: not the last stage,
     # and no later `FROM` builds on it, so no container runs this image; what it holds reaches the run as files only
     copied_only: bool = False
+    # A build stage the default build never reaches: not the last stage (the default target), and neither a later
+    # `FROM` (its reference expanded with the ARG defaults: `FROM cuda${CUDA_VERSION}`) nor a `--from=` names it.
+    # BuildKit builds only the stages the target needs, so nothing of this image reaches the run unless a build
+    # passes another `--build-arg` or `--target`
+    unreached: bool = False
     # A RUN line of the image's build stage installs torch (`pip install torch==...`, `uv pip install "torch..."`):
     # the stage runs that torch, not the one the image holds
     own_torch: bool = False
@@ -179,7 +184,7 @@ class Declared:
     @property
     def cuda(self) -> str | None:
         """The CUDA toolkit the group's base image declares, if one does."""
-        return next((i.cuda for i in self.images if i.cuda), None)
+        return next((i.cuda for i in self.images if i.cuda and not i.unreached), None)
 
 
 class DeclaredRule(ConfigRule):

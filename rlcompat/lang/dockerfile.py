@@ -101,7 +101,7 @@ def parse(text: str) -> Dockerfile:
         if op == "FROM":
             known = len(group.images)
             _base_image(rest, rest_at, group)
-            built.append(_stage(rest, group.images[-1] if len(group.images) > known else None))
+            built.append(_stage(rest, group.images[-1] if len(group.images) > known else None, group))
             stages.append([])
             env_spans.append({})
             images.append(f"{group.images[-1].image}:{group.images[-1].tag}" if len(group.images) > known else "")
@@ -138,7 +138,7 @@ def parse(text: str) -> Dockerfile:
                 launches.append((rest_at, start + len(line)))
         if op in ("COPY", "ADD", "RUN"):
             copied.update(m.group(1).lower() for m in FROM_STAGE.finditer(rest))
-    _mark_copied_only(built, copied)
+    _mark_stage_use(built, copied)
     view = blank_outside(text, keep, moved)
     launch_view = blank_outside(text, keep + launches, moved) if launches else view
     commands = []
@@ -329,21 +329,29 @@ def _base_image(rest: str, at: int, group: Declared) -> None:
     group.images.append(BaseImage(image.lower(), tag, span, literal, placed))
 
 
-def _stage(rest: str, image: BaseImage | None) -> tuple[str, str, BaseImage | None]:
-    """(base reference, stage name, its image) of a FROM: `FROM builder AS cuda-trim` -> ("builder", "cuda-trim")."""
+def _stage(rest: str, image: BaseImage | None, group: Declared) -> tuple[str | None, str, BaseImage | None]:
+    """(base reference, stage name, its image) of a FROM: `FROM builder AS cuda-trim` -> ("builder", "cuda-trim").
+    The reference is read with the ARG values set before it (`FROM cuda${CUDA_VERSION}` -> "cuda12"); None where one
+    of its variables has no known value (any stage may be its base)."""
     words = [w for w in rest.split() if not w.startswith("--")]
     name = words[2] if len(words) >= 3 and words[1].lower() == "as" else ""
-    return (words[0].lower() if words else ""), name.lower(), image
+    base = _expand(words[0], group) if words else ""
+    return (base.lower() if base is not None else None), name.lower(), image
 
 
-def _mark_copied_only(built: list[tuple[str, str, BaseImage | None]], copied: set[str]) -> None:
-    """Mark the images of the stages that only `--from=` reads (BaseImage.copied_only): named or numbered there,
-    not the last stage, and no later FROM builds on them."""
+def _mark_stage_use(built: list[tuple[str | None, str, BaseImage | None]], copied: set[str]) -> None:
+    """Mark the images of the stages that only `--from=` reads (BaseImage.copied_only: named or numbered there, not
+    the last stage, and no later FROM builds on them) and of those nothing names (BaseImage.unreached)."""
+    if any(base is None for base, _, _ in built):
+        return  # a FROM whose reference is not known may build on any stage
     for i, (_, name, image) in enumerate(built[:-1]):
-        if image is None or not ({name, str(i)} - {""}) & copied:
+        names = {name, str(i)} - {""}
+        if image is None or any(base in names for base, _, _ in built[i + 1:]):
             continue
-        if not any(base in ({name, str(i)} - {""}) for base, _, _ in built[i + 1:]):
+        if names & copied:
             image.copied_only = True
+        else:
+            image.unreached = True
 
 
 def _expand_placed(ref: str, group: Declared) -> tuple[str, list[tuple[int, int, Span]]]:

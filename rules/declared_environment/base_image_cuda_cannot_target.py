@@ -27,7 +27,9 @@ class BaseImageCudaCannotTarget(DeclaredRule):
         "RUN line of that build stage installs torch itself (then the stage runs that torch, judged by RLC601). "
         "A build stage that only `COPY --from` reads (no later `FROM` builds on it, not the last stage) of an "
         "nvidia/cuda flavour without the compiler (`base`, `runtime`) is not judged: no container runs it and "
-        "nothing is compiled in it [S290]; a `devel` stage is, since what it compiles is copied into the image that runs."
+        "nothing is compiled in it [S290]; a `devel` stage is, since what it compiles is copied into the image that runs. "
+        "Nor is a stage the default build never reaches: not the last, and no later `FROM` (read with the ARG "
+        "defaults: `FROM cuda${CUDA_VERSION}`) or `--from=` names it [S290]."
     )
     why = (
         "CUDA 13.0 removed offline compilation for capability < 7.5 [S27][S28] (`nvcc fatal : Unsupported gpu "
@@ -67,6 +69,11 @@ class BaseImageCudaCannotTarget(DeclaredRule):
         Bad("FROM nvidia/cuda:13.0.1-runtime-ubuntu24.04 AS cuda13\nFROM cuda13\nCOPY --from=cuda13 /a /b\n",
             path="Dockerfile", unsafe=True,
             fixed="FROM nvidia/cuda:12.9.1-runtime-ubuntu24.04 AS cuda13\nFROM cuda13\nCOPY --from=cuda13 /a /b\n"),
+        # the last FROM names the stage through the ARG's default: that stage is built
+        Bad("ARG CUDA_VERSION=13\nFROM nvidia/cuda:12.8.1-devel-ubuntu22.04 AS cuda12\n"
+            "FROM nvidia/cuda:13.0.3-devel-ubuntu22.04 AS cuda13\nFROM cuda${CUDA_VERSION}\n", path="Dockerfile",
+            unsafe=True, fixed="ARG CUDA_VERSION=13\nFROM nvidia/cuda:12.8.1-devel-ubuntu22.04 AS cuda12\n"
+                               "FROM nvidia/cuda:12.9.1-devel-ubuntu22.04 AS cuda13\nFROM cuda${CUDA_VERSION}\n"),
         # a devel stage only copied from still compiles what the final image runs
         Bad("FROM nvidia/cuda:13.0.1-devel-ubuntu24.04 AS build\nRUN pip wheel flash-attn -w /w\n"
             "FROM nvidia/cuda:12.8.1-base-ubuntu24.04\nCOPY --from=build /w /w\n", path="Dockerfile", unsafe=True,
@@ -88,6 +95,10 @@ class BaseImageCudaCannotTarget(DeclaredRule):
         Good("ARG BASE_TAG=main-py3.12-cu130-2.14.1\nFROM axolotlai/axolotl-cloud-uv:$BASE_TAG\n", path="Dockerfile",
              target="sm75"),
         Good("ARG BASE_TAG=main-base\nFROM axolotlai/axolotl-base-uv:$BASE_TAG\n", path="Dockerfile"),
+        # a stage the default build never reaches: the ARG's default picks the CUDA 12 stage (open-instruct's
+        # Dockerfile:1-4 at e6c3044); BuildKit builds only what the last stage needs
+        Good("ARG CUDA_VERSION=12\nFROM nvidia/cuda:12.8.1-devel-ubuntu22.04 AS cuda12\n"
+             "FROM nvidia/cuda:13.0.3-devel-ubuntu22.04 AS cuda13\nFROM cuda${CUDA_VERSION}\n", path="Dockerfile"),
         # a runtime stage only copied from: its libraries are files of the final CUDA 12.8 image, not its base
         Good("FROM nvidia/cuda:13.0.1-runtime-ubuntu24.04 AS cuda13\nRUN mkdir /cu13\n"
              "FROM nvidia/cuda:12.8.1-base-ubuntu24.04\nCOPY --from=cuda13 /cu13/ /opt/cuda13/\n", path="Dockerfile"),
@@ -105,8 +116,10 @@ class BaseImageCudaCannotTarget(DeclaredRule):
 
     def check_declared(self, group, ctx) -> None:
         for image in group.images:
-            if image.copied_only and compiles_nothing(image.image, image.tag):
-                continue  # a stage only copied from, without a compiler: no container runs it, nothing is built in it
+            if image.unreached or (image.copied_only and compiles_nothing(image.image, image.tag)):
+                # a stage the default build never builds; or one only copied from, without a compiler: no container
+                # runs it, nothing is built in it
+                continue
             self._held_torch(image, ctx)
             found = _cuda_of(image)
             if found is None:
