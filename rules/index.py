@@ -59,7 +59,7 @@ INDEX = {
     'RLC401': (('json', 'markdown', 'shell', 'toml', 'yaml'), ('rollout',), ()),
     'RLC402': (('json', 'markdown', 'shell', 'toml', 'yaml'), ('enforce_eager', 'main_ppo', 'recipe.', 'verl.trainer.main_', 'verl.trainer.sft_'), ()),
     'RLC403': (('json', 'markdown', 'python', 'shell', 'toml', 'yaml'), ('fp8',), ('fp8',)),
-    'RLC404': (('json', 'markdown', 'python', 'shell', 'toml', 'yaml'), ('VLLM', 'eager', 'infer_backend', 'kv-cache', 'kv_cache', 'quantization', 'sglang', 'vllm'), ('VLLM', 'enforce_eager', 'kv_cache', 'quantization', 'sglang', 'vllm')),
+    'RLC404': (('json', 'markdown', 'python', 'shell', 'toml', 'yaml'), ('VLLM', 'eager', 'fast_inference', 'infer_backend', 'kv-cache', 'kv_cache', 'quantization', 'sglang', 'vllm'), ('VLLM', 'enforce_eager', 'fast_inference', 'kv_cache', 'quantization', 'sglang', 'vllm')),
     'RLC405': (('markdown', 'shell'), ('--quantization', '-q ', 'kv-cache-dtype', 'kv_cache_dtype'), ()),
     'RLC406': (('python',), ('kv_cache_dtype="', "kv_cache_dtype='", 'quantization="', "quantization='"), None),
     'RLC407': (('markdown', 'shell', 'toml'), ('[inference]', 'vllm'), ()),
