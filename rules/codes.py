@@ -40,6 +40,7 @@ CODES: dict[str, str] = {
     "RLC121": "dtype.from_pretrained_checkpoint_dtype",
     "RLC122": "dtype.recipe_precision_default",
     "RLC123": "dtype.verl_entry_module_code",
+    "RLC126": "dtype.unsloth_trainer_fp16_default",
     "RLC130": "dtype.trl_kernels_bf16_old_triton",
     "RLC131": "dtype.trl_kernels_bf16_old_triton_command",
     "RLC135": "dtype.framework_low_precision_training",
