@@ -30,7 +30,7 @@ INDEX = {
     'RLC121': (('python',), ('ForCausalLM.from_pretrained', 'ForConditionalGeneration.from_pretrained', 'ForImageTextToText.from_pretrained', 'ForSequenceClassification.from_pretrained', 'ForTokenClassification.from_pretrained', 'ForVision2Seq.from_pretrained', 'Model.from_pretrained', 'WithValueHead.from_pretrained'), None),
     'RLC122': (('json', 'markdown', 'shell', 'toml', 'yaml'), ('-m ', '.py'), ()),
     'RLC123': (('markdown', 'shell'), ('fsdp_sft_trainer',), ()),
-    'RLC126': (('python',), ('gradient_accumulation_steps', 'learning_rate', 'max_steps', 'num_generations', 'num_train_epochs', 'output_dir', 'per_device_train_batch_size'), None),
+    'RLC126': (('python',), ('fp16', 'gradient_accumulation_steps', 'learning_rate', 'max_steps', 'num_generations', 'num_train_epochs', 'output_dir', 'per_device_train_batch_size'), None),
     'RLC130': (('python',), ('AsyncGRPOTrainer', 'DPOTrainer', 'GRPOTrainer', 'KTOTrainer', 'RLOOTrainer', 'SFTTrainer'), None),
     'RLC131': (('markdown', 'shell'), ('trl',), ()),
     'RLC135': (('json', 'markdown', 'shell', 'toml', 'yaml'), ('converters',), ()),

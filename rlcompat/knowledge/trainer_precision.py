@@ -18,12 +18,14 @@ class FollowsModel:
     proof: str
     remedy: str
     sources: tuple[str, ...]
+    probe: str = ""  # the release's bf16 probe (False below float16_below), as imported
+    probe_proof: str = ""
 
 
 @lru_cache(maxsize=1)
 def follows_model() -> tuple[FollowsModel, ...]:
     return tuple(FollowsModel(r["library"], r["label"], r["release"], versions.release(r["float16_below"]), r["proof"],
-                              r["remedy"], tuple(r["sources"]))
+                              r["remedy"], tuple(r["sources"]), r.get("probe", ""), r.get("probe_proof", ""))
                  for r in files.load("trainer_precision.toml").get("follows_model", ()))
 
 
