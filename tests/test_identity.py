@@ -408,3 +408,20 @@ def test_a_fork_between_two_known_releases_is_described_as_its_keys_are_judged(t
     report = scan_paths([str(tmp_path)], SM61)
     assert any("judged by the value with OpenRLHF 0.11.2's key" in f.message for f in report.findings)
     assert "closest release" not in fork.describe()  # verl's rule-set wording, not how these keys are chosen
+
+
+def test_a_checkout_whose_pyproject_reads_its_version_from_a_module_is_that_release(tmp_path, installed):
+    """Unsloth's checkout: no `__version__` in unsloth/__init__.py; pyproject.toml's `dynamic = ["version"]` has
+    setuptools read `unsloth.models._utils.__version__`. That module's value is the release; another attr, or one whose
+    module says nothing, gives no version."""
+    pyproject = ('[project]\nname = "unsloth"\ndynamic = ["version"]\n\n[tool.setuptools.dynamic]\n'
+                 'version = {attr = "unsloth.models._utils.__version__"}\n')
+    root = _write(tmp_path / "repo", {
+        ".git/HEAD": "", "pyproject.toml": pyproject, "unsloth/__init__.py": "from .models import *\n",
+        "unsloth/models/__init__.py": "", "unsloth/models/_utils.py": '__version__ = "2025.5.1"\n'})
+    found = identity.resolve(str(root)).get("unsloth")
+    assert (found.how, found.version, found.exact) == ("release", "2025.5.1", True)
+    assert found.evidence == "unsloth/models/_utils.py says unsloth 2025.5.1 (no __version__ in its __init__.py)"
+    (root / "pyproject.toml").write_text(pyproject.replace("__version__", "VERSION"))
+    identity.clear_caches()
+    assert identity.resolve(str(root)).get("unsloth").version is None

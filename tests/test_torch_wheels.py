@@ -53,3 +53,14 @@ def test_wheel_for_target_keeps_the_release_when_a_variant_fits():
     assert requirement.startswith("torch>=") and "sm_120" in variant.arches
     assert torch_wheels.wheel_for_target("2.8.0", (6, 2)) is None  # Jetson: no official wheel
     assert torch_wheels.index_url("cu126") == "https://download.pytorch.org/whl/cu126"
+
+
+def test_every_held_back_release_has_a_known_torch():
+    # a [[holds_back]] row is read only through the [[requires_torch]] row of the release it leaves: without one, a
+    # requirement it holds back would resolve to nothing and its torch would go unjudged
+    rows = torch_wheels.held_back()
+    assert rows
+    known = {(r.package, r.release) for r in torch_wheels.torch_requirements()}
+    for row in rows:
+        assert (row.holds, row.newest) in known, row
+        assert "[S" in row.proof, row

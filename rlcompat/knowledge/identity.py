@@ -340,7 +340,7 @@ _SETUP_VERSION = re.compile(r"""\bversion\s*=\s*["'](\d+(?:\.\d+)*(?:[.+-]?\w+)*
 def _project_version(project: str, distribution: str) -> tuple[str, str] | None:
     """(version, file) the project's own metadata gives the package, where its `__init__.py` has no `__version__`:
     a literal `name`/`version` pair in setup.py (slime 0.3.0's setup.py:33-34), or pyproject.toml's `[project]` with
-    that name and a static version. The project is the package: the version the install records."""
+    that name and a static version, or a dynamic one setuptools reads from a module's `__version__`. The project is the package: the version the install records."""
     try:
         with open(os.path.join(project, "setup.py"), encoding="utf-8", errors="replace") as fh:
             text = fh.read()
@@ -352,12 +352,35 @@ def _project_version(project: str, distribution: str) -> tuple[str, str] | None:
         from rlcompat._toml import load_toml_text
 
         with open(os.path.join(project, "pyproject.toml"), encoding="utf-8", errors="replace") as fh:
-            table = load_toml_text(fh.read()).get("project", {})
+            pyproject = load_toml_text(fh.read())
     except (OSError, ValueError):
         return None
-    version = table.get("version") if isinstance(table, dict) else None
-    if isinstance(version, str) and str(table.get("name", "")).lower().replace("_", "-") == distribution:
+    table = pyproject.get("project", {})
+    if not isinstance(table, dict) or str(table.get("name", "")).lower().replace("_", "-") != distribution:
+        return None
+    version = table.get("version")
+    if isinstance(version, str):
         return version, "pyproject.toml"
+    return _dynamic_version(project, pyproject)
+
+
+def _dynamic_version(project: str, pyproject: dict) -> tuple[str, str] | None:
+    """(version, file) of `dynamic = ["version"]` read by setuptools from a module's `__version__`
+    (`[tool.setuptools.dynamic] version = {attr = "unsloth.models._utils.__version__"}`: Unsloth's checkout)."""
+    attr = pyproject.get("tool", {}).get("setuptools", {}).get("dynamic", {}).get("version", {})
+    name = attr.get("attr", "") if isinstance(attr, dict) else ""
+    module, _, variable = name.rpartition(".")
+    if variable != "__version__" or not module:
+        return None
+    for base in (project, os.path.join(project, "src")):
+        for candidate in (os.path.join(base, *module.split(".")) + ".py", os.path.join(base, *module.split("."), "__init__.py")):
+            try:
+                with open(candidate, encoding="utf-8", errors="replace") as fh:
+                    m = _VERSION_ASSIGNMENT.search(fh.read())
+            except OSError:
+                continue
+            if m:
+                return m.group(1).strip(), os.path.relpath(candidate, project)
     return None
 
 

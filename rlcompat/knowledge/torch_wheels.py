@@ -106,6 +106,24 @@ def torch_requirements() -> tuple[TorchRequirement, ...]:
                  for r in _table().get("requires_torch", ()))
 
 
+@dataclass(frozen=True)
+class HeldBack:
+    """An exact release of one package that holds another back (`[[holds_back]]`): `package==release` in an install
+    leaves `holds` no newer release than `newest` (unsloth 2025.5.1 pins transformers 4.51.3, which no vLLM after
+    0.9.2 accepts)."""
+    package: str
+    release: str
+    holds: str
+    newest: str
+    proof: str
+
+
+@lru_cache(maxsize=1)
+def held_back() -> tuple[HeldBack, ...]:
+    return tuple(HeldBack(r["package"], r["release"], r["holds"], r["newest"], r["proof"])
+                 for r in _table().get("holds_back", ()))
+
+
 def index_url(tag: str) -> str:
     return _table()["index_url"].format(tag=tag)
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from rlcompat.analysis import declared_install
 from rlcompat.knowledge import torch_wheels, versions
 from rlcompat.knowledge.environment import torch_in_image
-from rlcompat.rules.declared_environment.helpers import caps_torch, chosen_torch, torch_required_by
+from rlcompat.rules.declared_environment.helpers import caps_torch, chosen_torch, held_releases, satisfies, torch_required_by
 from rlcompat.contract import Bad, DeclaredRule, Edit, FixSafety, Good, Span
 
 CU = "https://download.pytorch.org/whl/"
@@ -101,6 +101,9 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             path="pyproject.toml", target="sm70"),
         # no upper bound: pip takes torchvision's newest release, which asks for the newest torch (a cu130 build)
         Bad("torchvision\ntransformers\n", path="requirements.txt"),
+        # without the pin that holds it back, vLLM's newest release and its torch (a cu130 build)
+        Bad('[project]\nname = "x"\ndependencies = ["torch>=2.5.1", "unsloth==2025.10.1", "vllm>=0.8.5"]\n',
+            path="pyproject.toml"),
     )
     good = (
         # an exact pin the base image's torch meets (verl v0.7.0 docker/verl0.6-cu128-torch2.8.0-fa2.7.4/
@@ -128,6 +131,11 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
              'cuda = ["torch"]\n', path="pyproject.toml", target="sm70"),
         # --no-deps: torchvision comes without the torch it asks for
         Good("pip install --no-deps torchvision vllm==0.11.0\n", path="setup.sh"),
+        # a lower-bound torch beside an exact vLLM pin installs vLLM's torch (2.6.0, PyPI's cu124 build)
+        Good('[project]\nname = "x"\ndependencies = ["torch>=2.5.1", "vllm==0.8.5.post1"]\n', path="pyproject.toml"),
+        # unsloth 2025.5.1 pins transformers 4.51.3, which holds vLLM at 0.9.2 (torch 2.7.0, PyPI's cu126 build)
+        Good('[project]\nname = "x"\ndependencies = ["torch>=2.5.1", "unsloth==2025.5.1", "vllm>=0.8.5"]\n',
+             path="pyproject.toml"),
     )
 
     @classmethod
@@ -158,8 +166,9 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         if any("$" in i.url and i.kind == "index" for i in group.indexes):
             return  # the index comes from a variable the shell front end could not resolve: unknown, not PyPI
         version = chosen_torch(torch.spec.split("+", 1)[0] if "+" in torch.spec else torch.spec)
-        held = _held_torch(group) if not torch.spec.strip() else None
-        version = held or version  # an unbounded `torch` beside `vllm==0.8.4` installs the torch vLLM pins
+        held = _held_torch(group) if _takes_held(torch.spec) else None
+        # a `torch` (or `torch>=2.5`) beside `vllm==0.8.4` installs the torch vLLM pins
+        version = held if held and satisfies(held, torch.spec) else version
         if version is None:
             return
         local = versions.local_tag(torch.spec)
@@ -228,6 +237,8 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
                 # dependencies, whose cap holds its unbounded torch (judged there)
                 continue
             version = chosen_torch(torch.spec.split("+", 1)[0] if "+" in torch.spec else torch.spec)
+            held = _held_torch(group, torch.extra) if _takes_held(torch.spec) else None
+            version = held if held and satisfies(held, torch.spec) else version  # (as below, for pip's other files)
             variant = torch_wheels.variant(version, versions.local_tag(torch.spec)) if version else None
             if variant is None or variant.runs_on(cc):
                 continue
@@ -375,12 +386,14 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         ctx.record_reads(reads)
         core_torches = [t for t in core if t.name == "torch" and not t.conda]
         for req in group.requirements:
-            pin = torch_required_by(req.name, req.spec, req.extras) if req.name != "torch" and req.version_known else None
+            held_back = held_releases(group.requirements, req.extra)
+            pin = (torch_required_by(req.name, req.spec, req.extras, held_back)
+                   if req.name != "torch" and req.version_known else None)
             if pin is None or not pin.torch:
                 continue
             own = [t for t in group.requirements if t.name == "torch" and t.extra in ("", req.extra)] + core_torches
             # (not pyproject.toml's: its uv source rows, which pip never reads, are requirements of the group too)
-            held = _held_torch(group, req.extra) if group.kind != "pyproject" else None
+            held = _held_torch(group, req.extra)
             if not req.spec.startswith("==") and held is not None and held != pin.torch:
                 continue  # another package of this install is pinned to a release that holds torch: pip backtracks this one
             if "torch" in group.pinned_by_variable:
@@ -460,12 +473,17 @@ def _image_holds(image: str, torch: str) -> bool:
 
 def _held_torch(group, extra: str = "") -> str | None:
     """The torch release a package pinned to one release in the same install asks for exactly (`vllm==0.8.4`: torch
-    2.6.0, rlcompat/knowledge/data/torch_wheels.toml `[[requires_torch]]`): pip installs that torch for every other
-    requirement, so an unbounded `torch` takes it and a package whose newest release pins another torch backtracks."""
+    2.6.0, rlcompat/knowledge/data/torch_wheels.toml `[[requires_torch]]`), or a package another exact pin holds back
+    to such a release (`vllm>=0.8.5` beside unsloth==2025.5.1: vllm 0.9.2, torch 2.7.0; `[[holds_back]]`): pip
+    installs that torch for every other requirement, so a torch it satisfies takes it and a package whose newest
+    release pins another torch backtracks. A uv source row is no requirement pip reads."""
+    held = held_releases(group.requirements, extra)
     for req in group.requirements:
-        if req.name == "torch" or req.extra not in ("", extra) or not req.spec.startswith("==") or not req.version_known:
+        if req.name == "torch" or req.extra not in ("", extra) or req.uv_only or not req.version_known:
             continue
-        pin = torch_required_by(req.name, req.spec, req.extras)
+        if not req.spec.startswith("==") and req.name not in held:
+            continue
+        pin = torch_required_by(req.name, req.spec, req.extras, held)
         if pin is not None and pin.torch and not pin.torch_is_bound:
             return pin.torch
     return None
@@ -499,3 +517,10 @@ def _extra_index_line(group, torch, tag: str, text: str) -> Edit | None:
             end += 1  # after the closing quote of a quoted requirement
         return Edit(end, end, f" --extra-index-url {url}")
     return None
+
+
+def _takes_held(spec: str) -> bool:
+    """A torch requirement with no bound but lower ones (none at all, `>=2.5.1`): pip may take the torch another
+    pin of the install holds, where it satisfies them."""
+    return not spec.strip() or all(c.strip().startswith((">=", ">", "!=")) for c in spec.split(",") if c.strip())
+

@@ -68,13 +68,15 @@ def _allows(op: str, version: str, line: tuple[int, int]) -> bool:
     return False
 
 
-def torch_required_by(name: str, spec: str, extras: tuple[str, ...] = ()) -> torch_wheels.TorchRequirement | None:
+def torch_required_by(name: str, spec: str, extras: tuple[str, ...] = (),
+                      held: dict[str, str] | None = None) -> torch_wheels.TorchRequirement | None:
     """The known torch requirement of the release a requirement installs: for an exact pin (`vllm==0.11.0`), or an
     upper bound `<=X` (pip installs the newest allowed release, X itself: releases are immutable, and `<=0.6.3`
     excludes 0.6.3.post1, PEP 440), of a release the table knows; for a requirement without an upper bound
     (`torchvision`, `torchaudio>=2.0`), the package's newest release where the table has it (`newest = true`); any
     other range is not resolved (the newest release it allows is not known here). A row for one of the package's extras applies only when the requirement
-    names that extra."""
+    names that extra. `held`: the newest release another exact pin of the same install leaves a package
+    (`held_releases`); a requirement without an upper bound installs that release instead of the newest."""
     m = CLAUSE.match(spec) if "," not in spec else None
     cap = _inclusive_cap(spec)
     if m is not None and m.group(1) in ("==", "===", "<="):
@@ -83,6 +85,10 @@ def torch_required_by(name: str, spec: str, extras: tuple[str, ...] = ()) -> tor
         rows = [r for r in torch_wheels.torch_requirements() if r.package == name and r.release == exact]
     elif cap is not None:
         rows = [r for r in torch_wheels.torch_requirements() if r.package == name and r.release == cap]
+    elif _lower_bounds_only(spec) and held and name in held:
+        # another exact pin of the install holds the package back: pip installs the newest release it leaves
+        rows = [r for r in torch_wheels.torch_requirements() if r.package == name and r.release == held[name]
+                and all(_allows(op, v, release(r.release)[:2]) for op, v in _clauses(spec))]
     elif _lower_bounds_only(spec):
         # no upper bound: pip installs the newest release, if the table knows it and the bounds allow it
         rows = [r for r in torch_wheels.torch_requirements() if r.package == name and r.newest
@@ -221,3 +227,23 @@ def minimum_installed(row_name: str, spec: str) -> MinCapability:
         if _overlap(bounds, (low, high)):
             return min_capability(row_name, through)
     return row
+
+
+def held_releases(requirements, extra: str = "") -> dict[str, str]:
+    """{package: the newest release of it the install's exact pins leave} (rlcompat/knowledge/data/torch_wheels.toml
+    `[[holds_back]]`), from the requirements pip reads for the core install and, where given, one extra."""
+    out: dict[str, str] = {}
+    for req in requirements:
+        if req.extra not in ("", extra) or getattr(req, "uv_only", False) or not req.spec.startswith("=="):
+            continue
+        exact = req.spec.lstrip("=").split("+", 1)[0].strip()
+        for row in torch_wheels.held_back():
+            if row.package == req.name and row.release == exact:
+                out[row.holds] = min(out.get(row.holds, row.newest), row.newest, key=release)
+    return out
+
+
+def satisfies(version: str, spec: str) -> bool:
+    """Whether a torch release meets a specifier of lower bounds (`2.7.0` meets `>=2.5.1`; every release meets "")."""
+    return all(_allows(op, v, release(version)[:2]) for op, v in _clauses(spec))
+
