@@ -274,8 +274,8 @@ def forced_values(view: ConfigView, ctx, fields: tuple[str, ...]) -> tuple[Force
             continue
         if not isinstance(node.value.value, str):
             continue
-        for target in node.targets:
-            field = _field_name(target)
+        for assigned in node.targets:
+            field = _field_name(assigned)
             if field in fields:
                 switches = _switches_above(node, parents)
                 if switches:
@@ -283,11 +283,12 @@ def forced_values(view: ConfigView, ctx, fields: tuple[str, ...]) -> tuple[Force
     return tuple(out)
 
 
-def _field_name(target: ast.AST) -> str:
-    if isinstance(target, ast.Attribute):
-        return target.attr
-    if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant):
-        return str(target.slice.value)
+def _field_name(assigned: ast.AST) -> str:
+    """The field an assignment's left side names: `args.x` or `config["x"]` -> "x"."""
+    if isinstance(assigned, ast.Attribute):
+        return assigned.attr
+    if isinstance(assigned, ast.Subscript) and isinstance(assigned.slice, ast.Constant):
+        return str(assigned.slice.value)
     return ""
 
 
