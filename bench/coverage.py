@@ -81,6 +81,7 @@ KIND_BY_CODE = {
     "RLC354": "liger",
     "RLC401": "rollout-engine",
     "RLC402": "rollout-engine",
+    "RLC404": "rollout-engine",  # a framework's generation-engine setting (Unsloth's fast_inference, enforce_eager)
     "RLC407": "rollout-engine",
     "RLC417": "rollout-engine",
     "RLC403": "fp8",
@@ -244,8 +245,14 @@ def _ensure_git_corpus(corpus: Corpus) -> Path:
 
 
 def _stamp(corpus: Corpus) -> str:
-    """What `.sha256` records of an unpacked corpus: its digest, and whether it is a whole checkout."""
-    return corpus.sha256 + (" checkout" if corpus.checkout else "")
+    """What `.sha256` records of an unpacked corpus: its digest, whether it is a whole checkout, and for a git corpus
+    the include and exclude lists its digest covers (a list edited after the unpack is checked again: the digest of
+    the new list's files against the label file's)."""
+    stamp = corpus.sha256 + (" checkout" if corpus.checkout else "")
+    if corpus.source.startswith("git:"):
+        listed = json.dumps([list(corpus.include), list(corpus.exclude)])
+        stamp += " files " + hashlib.sha256(listed.encode()).hexdigest()[:16]
+    return stamp
 
 
 def ensure_corpus(corpus: Corpus) -> Path:
