@@ -340,7 +340,8 @@ _SETUP_VERSION = re.compile(r"""\bversion\s*=\s*["'](\d+(?:\.\d+)*(?:[.+-]?\w+)*
 def _project_version(project: str, distribution: str) -> tuple[str, str] | None:
     """(version, file) the project's own metadata gives the package, where its `__init__.py` has no `__version__`:
     a literal `name`/`version` pair in setup.py (slime 0.3.0's setup.py:33-34), or pyproject.toml's `[project]` with
-    that name and a static version, or a dynamic one setuptools reads from a module's `__version__`. The project is the package: the version the install records."""
+    that name and a static version, or a dynamic one setuptools reads from a module's `__version__`. The project is
+    the package: the version the install records."""
     try:
         with open(os.path.join(project, "setup.py"), encoding="utf-8", errors="replace") as fh:
             text = fh.read()
