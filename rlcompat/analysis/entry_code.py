@@ -6,7 +6,9 @@ grpo_fast.py builds its DeepSpeed config with `get_train_ds_config(..., bf16=Tru
 that passes `dtype="bfloat16"` to every engine whatever the flags say (or takes a `vllm_dtype="bfloat16"` default the
 entry never overrides). A scan of the launch script alone sees none of it, and the command is where the user starts
 it, so RLC124 reports it there, citing the file:line. The tree's files are read with `ast` (nothing is imported or
-run); a call is followed into the tree's own modules through the entry's imports, two re-exports deep at most.
+run); a call is followed into the tree's own modules through the entry's imports, two re-exports deep at most, and
+the builder's call may be one module away (the controller class of an OpenRLHF-derived package, which the entry
+imports and calls, builds the engines).
 
 The same program may force an attention implementation under one of its own switches (an OpenRLHF-derived CLI's
 `if agent_config.get("packing_samples"): agent_config["attn_implementation"] = "flash_attention_2"`): where the
@@ -81,17 +83,10 @@ def _entry_code(view: ConfigView, ctx) -> EntryCode | None:
     reads = [entry]
     parents = _parents(tree)
     learner = tuple(Site(_rel(entry, root), line, what) for line, what in _bf16_keywords(tree, parents))
-    engines, guarded = None, False
     imports = _imports(tree)
-    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
-        found = _builder(call, imports, root, reads)
-        if found is None:
-            continue
-        builder, file = found
-        site = _engine_bf16(builder, call, _rel(file, root))
-        if site is not None:
-            engines, guarded = site, _guarded(call, parents)
-            break
+    engines, guarded = _engines(tree, parents, imports, root, reads)
+    if engines is None:
+        engines, guarded = _engines_of_callees(tree, imports, root, reads)
     ctx.record_reads(reads)
     if not learner and engines is None:
         return None
@@ -148,6 +143,37 @@ def _guarded(call: ast.Call, parents: dict) -> bool:
         if isinstance(node, (ast.If, ast.IfExp)):
             return True
     return False
+
+
+def _engines(tree: ast.Module, parents: dict, imports: dict, root: str, reads: list) -> tuple[Site | None, bool]:
+    """The bf16 of the engines a builder called in `tree` writes, and whether that call is under a test."""
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        found = _builder(call, imports, root, reads)
+        if found is None:
+            continue
+        builder, file = found
+        site = _engine_bf16(builder, call, _rel(file, root))
+        if site is not None:
+            return site, _guarded(call, parents)
+    return None, False
+
+
+def _engines_of_callees(tree: ast.Module, imports: dict, root: str, reads: list) -> tuple[Site | None, bool]:
+    """The engines built one module further: the entry calls a name it imports from a module of the tree (a
+    controller class, a `train()` function) whose module calls the builder. Only names the entry calls are followed,
+    so a module it imports for a constant says nothing."""
+    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    modules = dict.fromkeys(module for name, (module, attr) in imports.items() if attr and name in called)
+    for module in modules:
+        path = _module_path(root, module)
+        callee = _parse(path) if path else None
+        if callee is None:
+            continue
+        reads.append(path)
+        site, guarded = _engines(callee, _parents(callee), _imports(callee), root, reads)
+        if site is not None:
+            return site, guarded
+    return None, False
 
 
 def _imports(tree: ast.Module) -> dict[str, tuple[str, str]]:
@@ -251,8 +277,8 @@ class Forced:
 
 def forced_values(view: ConfigView, ctx, fields: tuple[str, ...]) -> tuple[Forced, ...]:
     """Literal string values the command's entry program assigns to one of `fields` (`args.attn_implementation = ...`,
-    `config["attn_implementation"] = ...`) inside the body of an `if` testing a name; () where the command runs no
-    Python program of the tree."""
+    `config["attn_implementation"] = ...`), or `True` to a switch among them (`args.flash_attn = True`, as "True"),
+    inside the body of an `if` testing a name; () where the command runs no Python program of the tree."""
     from rlcompat.knowledge.identity import tree_root
     from rlcompat.schema.tree import module_file, read_command
 
@@ -272,14 +298,14 @@ def forced_values(view: ConfigView, ctx, fields: tuple[str, ...]) -> tuple[Force
     for node in ast.walk(tree):
         if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Constant):
             continue
-        if not isinstance(node.value.value, str):
+        if not isinstance(node.value.value, str) and node.value.value is not True:
             continue
         for assigned in node.targets:
             field = _field_name(assigned)
             if field in fields:
                 switches = _switches_above(node, parents)
                 if switches:
-                    out.append(Forced(field, node.value.value, switches, f"{_rel(entry, root)}:{node.lineno}"))
+                    out.append(Forced(field, str(node.value.value), switches, f"{_rel(entry, root)}:{node.lineno}"))
     return tuple(out)
 
 

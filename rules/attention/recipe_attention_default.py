@@ -6,11 +6,13 @@ from rlcompat.analysis.entry_code import forced_values
 from rlcompat.analysis.recipe_defaults import append_option, left_defaults
 from rlcompat.contract import Bad, ConfigRule, FixSafety, Good
 from rlcompat.knowledge.spellings import flash_attention
+from rlcompat.rules.attention.flash_attention_setting import FLASH_SWITCH_FIELDS
 
 _FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "recipes" / "dataclass_defaults"
 _CMD = "python src/recipe/train.py --learning_rate 1e-6{extra}\n"
 _ENTRY = Path(__file__).resolve().parents[2] / "fixtures" / "recipes" / "entry_code"
 _AGENTS = "python multi_agent.py --pretrain Qwen/Qwen3-0.6B{extra}\n"
+_CONTROLLER = "python -m controller_cli --pretrain Qwen/Qwen3-0.6B{extra}\n"
 ATTENTION_FIELDS = ("attn_implementation", "attention_implementation", "attn_impl")
 
 
@@ -25,7 +27,8 @@ class RecipeAttentionDefault(ConfigRule):
         "`attn_implementation` defaults to `flash_attention_2`/`flash_attention_3` and the command (and its "
         "`--config` YAML) does not set it. Reported at the command, citing the field's file:line. Also a switch the "
         "command passes under which the entry's own code assigns FlashAttention to such a field (`if "
-        "args.packing_samples: args.attn_implementation = \"flash_attention_2\"`), reported at the switch."
+        "args.packing_samples: args.attn_implementation = \"flash_attention_2\"`) or turns on its FlashAttention-2 "
+        "switch (`args.flash_attn = True`, OpenRLHF's `--flash_attn`), reported at the switch."
     )
     why = (
         "The default selects FlashAttention for every run that does not set the field [S156][S157]. FlashAttention-2 "
@@ -45,12 +48,16 @@ class RecipeAttentionDefault(ConfigRule):
         Bad(_CMD.format(extra=""), path=str(_FIXTURE / "train.sh"),
             fixed=_CMD.format(extra=" --attn_implementation sdpa")),
         Bad(_AGENTS.format(extra=" --packing_samples"), path=str(_ENTRY / "run_agents.sh")),
+        # the switch turns the program's own FlashAttention-2 switch on (`args.flash_attn = True`)
+        Bad(_CONTROLLER.format(extra=" --packing_samples"), path=str(_ENTRY / "run_controller.sh")),
     )
     good = (
         Good(_CMD.format(extra=" --attn_implementation sdpa"), path=str(_FIXTURE / "train.sh")),
         Good(_CMD.format(extra=""), path=str(_FIXTURE / "train.sh"), target="sm80"),
         Good(_AGENTS.format(extra=""), path=str(_ENTRY / "run_agents.sh")),
         Good(_AGENTS.format(extra=" --packing_samples"), path=str(_ENTRY / "run_agents.sh"), target="sm80"),
+        Good(_CONTROLLER.format(extra=""), path=str(_ENTRY / "run_controller.sh")),
+        Good(_CONTROLLER.format(extra=" --packing_samples"), path=str(_ENTRY / "run_controller.sh"), target="sm80"),
     )
 
     @classmethod
@@ -74,8 +81,11 @@ class RecipeAttentionDefault(ConfigRule):
     def _forced(self, view, ctx) -> None:
         target = ctx.target
         switches = {s.key.lstrip("-").replace("-", "_"): s for s in view.settings if s.flag and s.switch}
-        for forced in forced_values(view, ctx, ATTENTION_FIELDS):
-            needs = _needs(forced.value, target)
+        for forced in forced_values(view, ctx, ATTENTION_FIELDS + FLASH_SWITCH_FIELDS):
+            if forced.field in FLASH_SWITCH_FIELDS:  # a switch set True turns FlashAttention-2 on
+                needs = _needs(flash_attention(2).implementations[0], target) if forced.value == "True" else None
+            else:
+                needs = _needs(forced.value, target)
             if needs is None:
                 continue
             for name in sorted(forced.switches & set(switches)):

@@ -3,7 +3,8 @@ from __future__ import annotations
 from rlcompat.analysis import declared_install
 from rlcompat.knowledge import torch_wheels, versions
 from rlcompat.knowledge.environment import torch_in_image
-from rlcompat.rules.declared_environment.helpers import caps_torch, chosen_torch, held_releases, satisfies, torch_required_by
+from rlcompat.rules.declared_environment.helpers import (caps_torch, chosen_torch, held_releases, pins_torch_exactly,
+                                                         satisfies, torch_required_by)
 from rlcompat.contract import Bad, DeclaredRule, Edit, FixSafety, Good, Span
 
 CU = "https://download.pytorch.org/whl/"
@@ -28,7 +29,9 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         "`[[requires_torch]]`) installs that torch (not where the Dockerfile stage's base image holds that release "
         "already, environment.toml `[[docker.torch_tag]]`: pip keeps it, and RLC602 judges the image's); so does one without an upper bound whose newest release asks for a "
         "newer torch (`torchvision`: 0.29.2 asks for torch>=2.14.0), unless the same install caps torch (for a setup.py, "
-        "the requirements file its `install_requires` reads is the same install). In pyproject.toml each line that brings "
+        "the requirements file its `install_requires` reads is the same install) or pins a package that holds torch at "
+        "one release (`vllm==0.8.3`, a release the table lacks, of a package every known release of which pins torch "
+        "exactly: pip backtracks the other, where some torch the install allows runs on the card). In pyproject.toml each line that brings "
         "a torch (the core's, each extra's: an extra is its own install) is judged as pip installs it (from PyPI: pip "
         "reads no `[tool.uv]` table) and as `uv sync [--extra X]` does: uv takes every torch the project declares, and the "
         "torch an engine pin of the same install asks for, from the explicit index `[tool.uv.sources]` sends torch to "
@@ -106,6 +109,9 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             path="pyproject.toml"),
     )
     good = (
+        # vllm==0.8.3, a release the wheel table has no row of, pins torch exactly as every vLLM release does: pip
+        # holds torch there and backtracks torchvision (and a bare torch) rather than taking their newest
+        Good("vllm==0.8.3\ntorch\ntorchvision\n", path="requirements.txt"),
         # an exact pin the base image's torch meets (verl v0.7.0 docker/verl0.6-cu128-torch2.8.0-fa2.7.4/
         # Dockerfile.app.sglang:1-3: sglang 0.5.2 asks for torch 2.8.0, the image holds 2.8.0+cu128): pip keeps it,
         # and RLC602 judges the image's torch at the FROM line
@@ -173,6 +179,9 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             return
         local = versions.local_tag(torch.spec)
         tag = local or (index.pytorch_tag if index is not None else None)
+        if (tag is None and held is None and _takes_held(torch.spec) and _unknown_torch_pin(group)
+                and _some_release_runs((torch.spec,), self.target.capability)):
+            return  # another pin holds torch at a release the table cannot name: not the newest
         variant = torch_wheels.variant(version, tag)
         if variant is None and (floor := torch_wheels.tag_lacks(tag, cc)) is not None:
             # `torch==2.9.1+cu129`: a release the table has no row of on that index, every row of which lacks the card
@@ -238,6 +247,9 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
                 continue
             version = chosen_torch(torch.spec.split("+", 1)[0] if "+" in torch.spec else torch.spec)
             held = _held_torch(group, torch.extra) if _takes_held(torch.spec) else None
+            if (held is None and _takes_held(torch.spec) and not versions.local_tag(torch.spec)
+                    and _unknown_torch_pin(group, torch.extra) and _some_release_runs((torch.spec,), cc)):
+                continue  # another pin holds torch at a release the table cannot name: not the newest
             version = held if held and satisfies(held, torch.spec) else version  # (as below, for pip's other files)
             variant = torch_wheels.variant(version, versions.local_tag(torch.spec)) if version else None
             if variant is None or variant.runs_on(cc):
@@ -396,6 +408,10 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             held = _held_torch(group, req.extra)
             if not req.spec.startswith("==") and held is not None and held != pin.torch:
                 continue  # another package of this install is pinned to a release that holds torch: pip backtracks this one
+            if (not req.spec.startswith("==") and held is None and index is None
+                    and _unknown_torch_pin(group, req.extra, req.name)
+                    and _some_release_runs(tuple(t.spec for t in own), cc)):
+                continue  # the same, at a release of the pinned package the table lacks (its torch is not named)
             if "torch" in group.pinned_by_variable:
                 continue  # `torch==${V}` in the same install: torch is held at one release (pip backtracks the other)
             if pin.torch_is_bound:
@@ -487,6 +503,34 @@ def _held_torch(group, extra: str = "") -> str | None:
         if pin is not None and pin.torch and not pin.torch_is_bound:
             return pin.torch
     return None
+
+
+def _unknown_torch_pin(group, extra: str = "", other_than: str = "") -> str:
+    """An exact pin of the install (`vllm==0.8.3`, core or the extra's) of a package whose every known release pins
+    torch exactly, at a release the table lacks: pip holds torch at whatever release that one asks for, so a torch
+    without an upper bound, or a package whose newest release asks for a newer torch (`torchvision`), does not get
+    the newest; pip backtracks it instead. "" where there is none; else the pin, as written."""
+    for req in group.requirements:
+        if req.name in ("torch", other_than) or req.extra not in ("", extra) or req.uv_only:
+            continue
+        if not req.spec.startswith("==") or torch_required_by(req.name, req.spec, req.extras) is not None:
+            continue  # a range, or a release the table knows (`_held_torch` reads it)
+        if pins_torch_exactly(req.name):
+            return f"{req.name}{req.spec}"
+    return ""
+
+
+def _some_release_runs(specs, cc: tuple[int, int]) -> bool:
+    """Whether some torch release the wheel table knows, allowed by these torch requirements' lower bounds, has a
+    PyPI build that runs on `cc`: the release an unknown pin holds might be that one. Where none is (`torch>=2.9`
+    on a P40: every PyPI build from 2.8 lacks sm_61), whatever release is held fails, and the finding stands."""
+    for line in torch_wheels.torch_releases():
+        version = ".".join(map(str, line)) + ".0"
+        if all(satisfies(version, s) for s in specs if s.strip()):
+            found = torch_wheels.variant(version)
+            if found is not None and found.runs_on(cc):
+                return True
+    return False
 
 
 def _common_fit(releases: list[str], cc: tuple[int, int], cuda: str | None = None) -> str | None:

@@ -147,6 +147,14 @@ def asks_any_torch(name: str) -> bool:
     return bool(rows) and all(not r.torch for r in rows)
 
 
+def pins_torch_exactly(name: str) -> bool:
+    """Whether every release of `name` rlcompat/knowledge/data/torch_wheels.toml `[[requires_torch]]` knows (outside
+    its extras) pins one torch release (`vllm`: `Requires-Dist: torch==X` in each): an exact pin of a release the
+    table lacks then holds torch at some release too, one this table cannot name."""
+    rows = [r for r in torch_wheels.torch_requirements() if r.package == name and not r.extra]
+    return bool(rows) and all(r.torch and not r.torch_is_bound for r in rows)
+
+
 # --- a package's minimum for the release a specifier installs -----------------------------------------------------
 
 Bound = tuple[tuple[int, ...], bool]  # (release, inclusive)

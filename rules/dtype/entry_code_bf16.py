@@ -49,6 +49,9 @@ class EntryCodeBf16(ConfigRule):
         Bad("uv run python train.py --model Qwen/Qwen3-0.6B --stage 2\n", path=str(_FIXTURE / "run.sh")),
         Bad("python multi_agent.py --pretrain Qwen/Qwen3-0.6B \\\n    --vllm_num_engines 2\n",
             path=str(_FIXTURE / "run_agents.sh"), target="sm75"),
+        # the entry's controller class, in another module of the tree, builds the engines
+        Bad("ray job submit -- python -m controller_cli --pretrain Qwen/Qwen3-0.6B \\\n    --vllm_num_engines 2\n",
+            path=str(_FIXTURE / "run_controller.sh"), target="sm75"),
     )
     good = (
         Good("uv run python train.py --model Qwen/Qwen3-0.6B\n", path=str(_FIXTURE / "run.sh"), target="sm80"),
@@ -58,6 +61,8 @@ class EntryCodeBf16(ConfigRule):
         Good("python multi_agent.py --pretrain Qwen/Qwen3-0.6B\n", path=str(_FIXTURE / "run_agents.sh")),
         Good("python multi_agent.py --pretrain Qwen/Qwen3-0.6B --vllm_num_engines 0\n",
              path=str(_FIXTURE / "run_agents.sh")),
+        Good("ray job submit -- python -m controller_cli --pretrain Qwen/Qwen3-0.6B --vllm_num_engines 0\n",
+             path=str(_FIXTURE / "run_controller.sh")),
     )
 
     @classmethod
