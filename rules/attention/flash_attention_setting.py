@@ -6,12 +6,11 @@ from rlcompat.analysis.interpolation import select_default
 from rlcompat.analysis.verlengines import report_engine_settings
 from rlcompat.analysis.knowledgecheck import RESOLVED_ORIGINS, negated_switch
 from rlcompat.contract import Bad, ConfigRule, FixSafety, Good, VERL_091
+from rlcompat.rules.attention.helpers import FLASH_SWITCH_FIELDS
 from rlcompat.knowledge.spellings import flash_attention
 
 CMD = "python3 -m verl.trainer.main_ppo \\\n    algorithm.adv_estimator=grpo \\\n    {extra}trainer.n_gpus_per_node=1\n"
 KEY = "actor_rollout_ref.model.override_config.attn_implementation"
-# Config class fields that switch FlashAttention-2 on when True (OpenRLHF's `--flash_attn` dest and its spellings).
-FLASH_SWITCH_FIELDS = ("flash_attn", "use_flash_attn")
 
 
 class FlashAttentionSetting(ConfigRule):

@@ -6,7 +6,7 @@ from rlcompat.analysis.entry_code import forced_values
 from rlcompat.analysis.recipe_defaults import append_option, left_defaults
 from rlcompat.contract import Bad, ConfigRule, FixSafety, Good
 from rlcompat.knowledge.spellings import flash_attention
-from rlcompat.rules.attention.flash_attention_setting import FLASH_SWITCH_FIELDS
+from rlcompat.rules.attention.helpers import FLASH_SWITCH_FIELDS
 
 _FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "recipes" / "dataclass_defaults"
 _CMD = "python src/recipe/train.py --learning_rate 1e-6{extra}\n"
