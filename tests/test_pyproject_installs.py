@@ -301,3 +301,6 @@ def test_a_release_wheel_a_uv_source_names_holds_torchvision_and_torchaudio_to_i
     [row] = [f for f in findings if f.location.line == 8]
     assert "installs torch 2.11.0" in row.message and "vllm-0.26.0" in row.message
     assert torch_required_by("vllm", "==0.26.0+cu129").torch == "2.11.0"
+    # the range `vllm>=0.26.0` installs the wheel's release under uv, not PyPI's newest vllm (and its newer torch)
+    assert not [f for f in findings if "2.14" in f.message]
+    assert any("vllm>=0.26.0, sent to vllm==0.26.0+cu129 by [tool.uv.sources]" in f.message for f in findings)
