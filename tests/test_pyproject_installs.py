@@ -285,3 +285,22 @@ def test_a_package_pinned_to_one_release_holds_the_torch_of_the_whole_install():
     assert _found(held, path="requirements.txt", language="requirements") == []
     # without the pin, an unbounded torch is the newest release (cu130 on PyPI: no sm_60/61)
     assert ("RLC601", 1) in _found("torch\nsglang\n", path="requirements.txt", language="requirements")
+
+
+def test_a_release_wheel_a_uv_source_names_holds_torchvision_and_torchaudio_to_its_torch():
+    # prime-rl v0.8.1.dev67: unbounded torchvision and torchaudio beside vllm sent to its 0.26.0+cu129 release wheel,
+    # which pins torch==2.11.0, torchvision==0.26.0, torchaudio==2.11.0 [S320]: uv installs those, not the newest
+    # torchvision (which asks for a newer torch); the wheel row reports the torch it brings
+    text = ('[project]\nname = "x"\ndependencies = ["torch>=2.9.0", "torchvision", "torchaudio", "vllm>=0.26.0"]\n\n'
+            '[tool.uv.sources]\ntorch = { index = "cu" }\nvllm = [\n'
+            '  { url = "https://example.org/vllm-0.26.0+cu129-cp38-abi3-manylinux_2_28_x86_64.whl", '
+            'marker = "platform_machine == \'x86_64\'" },\n]\n\n' + INDEX.format(name="cu", explicit="true"))
+    findings = [f for f in scan_source(text, resolve_target("sm61"), "pyproject.toml", "pyproject")
+                if f.code == "RLC601"]
+    assert not [f for f in findings if "torchvision" in f.message or "torchaudio" in f.message]
+    [row] = [f for f in findings if f.location.line == 8]
+    assert "installs torch 2.11.0" in row.message and "vllm-0.26.0" in row.message
+    assert torch_required_by("vllm", "==0.26.0+cu129").torch == "2.11.0"
+    # the range `vllm>=0.26.0` installs the wheel's release under uv, not PyPI's newest vllm (and its newer torch)
+    assert not [f for f in findings if "2.14" in f.message]
+    assert any("vllm>=0.26.0, sent to vllm==0.26.0+cu129 by [tool.uv.sources]" in f.message for f in findings)

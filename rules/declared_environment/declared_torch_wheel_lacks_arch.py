@@ -292,14 +292,21 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
                        or chosen_torch(spec.split("+", 1)[0]))
             if version is not None:
                 out.append((torch, version, f"torch{torch.spec}{torch.origin_note}"))
+        # the release wheels `[tool.uv.sources]` sends a declared package to (`vllm = { url = ".../vllm-0.26.0+cu129-
+        # ...whl" }`): uv installs that file's release for the package's ranges too, not the newest release [S236]
+        wheels = {(r.name, r.extra): r.spec for r in group.requirements
+                  if not r.editable and not r.uv_only and r.spec.startswith("==")}
         for req in group.requirements:
-            pin = torch_required_by(req.name, req.spec, req.extras) if req.name != "torch" and req.version_known else None
+            sent = wheels.get((req.name, req.extra)) or wheels.get((req.name, "")) if req.editable else None
+            spec = sent or req.spec
+            pin = torch_required_by(req.name, spec, req.extras) if req.name != "torch" and req.version_known else None
             if pin is None or not pin.torch or pin.torch_is_bound:
                 continue
             own = [t for t in torches if t.extra in ("", req.extra)]
             if not own or any(t.spec.startswith("==") and t.spec[2:].split("+", 1)[0] != pin.torch for t in own):
                 continue  # torch not declared by this install (not routed), or pinned to another release (refused)
-            out.append((req, pin.torch, f"{req.name}{req.spec} (which asks for torch=={pin.torch}: {pin.proof})"))
+            via = f", sent to {req.name}{sent} by [tool.uv.sources]" if sent else ""
+            out.append((req, pin.torch, f"{req.name}{req.spec}{via} (which asks for torch=={pin.torch}: {pin.proof})"))
         return out
 
     def _uv_installs(self, indexes, uv_torches, ctx, reported: set[tuple[int, int]]) -> None:
