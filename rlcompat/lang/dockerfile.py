@@ -87,7 +87,8 @@ def parse(text: str) -> Dockerfile:
     env_spans: list[dict[str, tuple[int, int]]] = [{}]  # per build stage: where each ENV name is last set
     moved: list[tuple[int, str]] = []  # characters the shell views write where the file has others (legacy ENV)
     images: list[str] = [""]  # per build stage: its base image (`image:tag`), "" where not read
-    built: list[tuple[str, str, BaseImage | None]] = []  # per FROM: its base reference, its stage name, its image
+    # per FROM: its base reference (None where a variable in it is not known), its stage name, its image
+    built: list[tuple[str | None, str, BaseImage | None]] = []
     copied: set[str] = set()  # the stages `--from=` names (lowercase: Docker's stage names ignore case)
     run_starts: list[int] = []
     bases: list[BaseImage | None] = [None]  # per build stage: its base image as read, None where not read
@@ -329,7 +330,8 @@ def _base_image(rest: str, at: int, group: Declared) -> None:
     group.images.append(BaseImage(image.lower(), tag, span, literal, placed))
 
 
-def _stage(rest: str, image: BaseImage | None, group: Declared) -> tuple[str | None, str, BaseImage | None]:
+def _stage(rest: str, image: BaseImage | None,
+           group: Declared) -> tuple[str | None, str, BaseImage | None]:
     """(base reference, stage name, its image) of a FROM: `FROM builder AS cuda-trim` -> ("builder", "cuda-trim").
     The reference is read with the ARG values set before it (`FROM cuda${CUDA_VERSION}` -> "cuda12"); None where one
     of its variables has no known value (any stage may be its base)."""
