@@ -88,7 +88,7 @@ def torch_required_by(name: str, spec: str, extras: tuple[str, ...] = (),
     elif _lower_bounds_only(spec) and held and name in held:
         # another exact pin of the install holds the package back: pip installs the newest release it leaves
         rows = [r for r in torch_wheels.torch_requirements() if r.package == name and r.release == held[name]
-                and all(_allows(op, v, release(r.release)[:2]) for op, v in _clauses(spec))]
+                and satisfies(r.release, spec)]
     elif _lower_bounds_only(spec):
         # no upper bound: pip installs the newest release, if the table knows it and the bounds allow it
         rows = [r for r in torch_wheels.torch_requirements() if r.package == name and r.newest
