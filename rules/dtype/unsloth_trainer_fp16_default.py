@@ -46,6 +46,10 @@ class UnslothTrainerFp16Default(PythonRule):
     # TrainingArguments keys one of which a call building trainer arguments passes (a call passing none is not read)
     keywords = ("output_dir", "learning_rate", "per_device_train_batch_size", "gradient_accumulation_steps",
                 "num_train_epochs", "max_steps", "num_generations", "fp16")
+    # A call it reports builds a TypedDict class of its own module, or negates the release's bf16 probe (Unsloth's
+    # `is_bfloat16_supported`, trainer_precision.toml `probe`): the file spells one of the two. Without the gate a
+    # file that only mentions fp16 (torch's 1.4 MB op table) kept and walked every statement spelling it.
+    requires = (("TypedDict", "is_bfloat16_supported"),)
     sources = ("S8", "S310")
 
     bad = (
