@@ -21,7 +21,6 @@ from __future__ import annotations
 import ast
 import os
 from dataclasses import dataclass
-from functools import lru_cache
 
 from rlcompat.analysis.confighelpers import is_bf16
 from rlcompat.lang.settings import ConfigView
@@ -95,18 +94,6 @@ def _entry_code(view: ConfigView, ctx) -> EntryCode | None:
 
 
 def _parse(path: str) -> ast.Module | None:
-    """The module at `path`, parsed once per version of the file: RLC124 and RLC211 read the same entry program and
-    the modules it calls, for each command that runs it (the trees are only read, never changed)."""
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return None
-    return _parsed(path, stat.st_mtime_ns, stat.st_size)
-
-
-@lru_cache(maxsize=64)
-def _parsed(path: str, mtime_ns: int, size: int) -> ast.Module | None:
-    del mtime_ns, size  # the cache key only: an edited file is parsed again
     try:
         with open(path, "rb") as fh:
             return ast.parse(fh.read(), filename=path)
