@@ -115,3 +115,32 @@ def test_packing_that_turns_the_flash_attn_switch_on_is_reported_at_the_switch(t
 ])
 def test_a_switch_set_off_or_under_a_negated_test_is_not_reported(tmp_path, entry):
     assert _found(_tree(tmp_path, "   --packing_samples\n", entry), SM75, "RLC211") == []
+
+
+def test_a_src_layout_tree_is_followed_into_its_controller_module(tmp_path):
+    # The package under code/src/ (a src layout, installed), its entry run by path: the entry's
+    # `from pkg.controller.naive import ...` is code/src/pkg/controller/naive.py.
+    script = _tree(tmp_path, "   --vllm_num_engines 4\n")
+    (tmp_path / "code" / "src").mkdir()
+    (tmp_path / "code" / "pkg").rename(tmp_path / "code" / "src" / "pkg")
+    script.write_text(script.read_text().replace("python -m pkg.cli.train", "python src/pkg/cli/train.py"))
+    found = _found(script, SM75, "RLC124")
+    assert [f.location.line for f in found] == [3]
+    assert "src/pkg/models/vllm_engine.py:8" in found[0].message
+
+
+def test_the_entry_program_is_parsed_once_for_both_rules_that_read_it(tmp_path, monkeypatch):
+    from rlcompat.analysis import entry_code
+
+    parsed: list[str] = []
+    real = entry_code._parse
+
+    def counting(path):
+        parsed.append(path)
+        return real(path)
+
+    monkeypatch.setattr(entry_code, "_parse", counting)
+    script = _tree(tmp_path, "   --vllm_num_engines 4 \\\n   --packing_samples\n")
+    found = api.scan_paths([str(script)], SM75, jobs=1).findings
+    assert {"RLC124", "RLC211"} <= {f.code for f in found}
+    assert [p for p in parsed if p.endswith("train.py")] == [str(tmp_path / "code" / "pkg" / "cli" / "train.py")]

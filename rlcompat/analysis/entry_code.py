@@ -23,6 +23,7 @@ import os
 from dataclasses import dataclass
 
 from rlcompat.analysis.confighelpers import is_bf16
+from rlcompat.analysis.tree_helpers import module_file  # the tree's own file of a dotted module
 from rlcompat.lang.settings import ConfigView
 
 # Keywords whose bf16 value is the precision a model is loaded or trained in; `bf16=True` is DeepSpeed's (and
@@ -67,19 +68,10 @@ def entry_code(view: ConfigView, ctx) -> EntryCode | None:
 
 
 def _entry_code(view: ConfigView, ctx) -> EntryCode | None:
-    from rlcompat.knowledge.identity import tree_root
-    from rlcompat.schema.tree import module_file, read_command
-
-    if not ctx.path or not os.path.isfile(ctx.path):
+    program = _entry_program(view, ctx)
+    if program is None:
         return None
-    launch = read_command(view.command_words)
-    if launch is None:
-        return None
-    root = tree_root(ctx.path)
-    entry = module_file(root, None, launch, os.path.dirname(os.path.abspath(ctx.path)), search_up=True)
-    tree = _parse(entry) if entry else None
-    if tree is None:
-        return None
+    root, entry, tree = program
     reads = [entry]
     parents = _parents(tree)
     learner = tuple(Site(_rel(entry, root), line, what) for line, what in _bf16_keywords(tree, parents))
@@ -91,6 +83,32 @@ def _entry_code(view: ConfigView, ctx) -> EntryCode | None:
     if not learner and engines is None:
         return None
     return EntryCode(_rel(entry, root), learner, engines, guarded)
+
+
+def _entry_program(view: ConfigView, ctx) -> tuple[str, str, ast.Module] | None:
+    """(the tree's root, the entry program's path, its parsed module) of the Python program of the tree that the
+    command runs; None where it runs none. Parsed once per command of the file (RLC124 and RLC211 both ask): the
+    file's memo goes when the file is done, so no tree outlives its file."""
+    if view.kind != "command" or view.is_verl or not view.command_words or not ctx.path or not os.path.isfile(ctx.path):
+        return None
+    memo = ctx.memo.setdefault("entry_program", {})
+    key = (view.anchor.start if view.anchor else -1, view.command_words)
+    if key not in memo:
+        memo[key] = _read_entry_program(view, ctx.path)
+    return memo[key]
+
+
+def _read_entry_program(view: ConfigView, path: str) -> tuple[str, str, ast.Module] | None:
+    from rlcompat.knowledge.identity import tree_root
+    from rlcompat.schema import tree as launched
+
+    launch = launched.read_command(view.command_words)
+    if launch is None:
+        return None
+    root = tree_root(path)
+    entry = launched.module_file(root, None, launch, os.path.dirname(os.path.abspath(path)), search_up=True)
+    tree = _parse(entry) if entry else None
+    return (root, entry, tree) if tree is not None else None
 
 
 def _parse(path: str) -> ast.Module | None:
@@ -165,7 +183,7 @@ def _engines_of_callees(tree: ast.Module, imports: dict, root: str, reads: list)
     called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
     modules = dict.fromkeys(module for name, (module, attr) in imports.items() if attr and name in called)
     for module in modules:
-        path = _module_path(root, module)
+        path = module_file(root, module)
         callee = _parse(path) if path else None
         if callee is None:
             continue
@@ -190,14 +208,6 @@ def _imports(tree: ast.Module) -> dict[str, tuple[str, str]]:
     return out
 
 
-def _module_path(root: str, module: str) -> str | None:
-    base = os.path.join(root, *module.split("."))
-    for candidate in (base + ".py", os.path.join(base, "__init__.py")):
-        if os.path.isfile(candidate):
-            return candidate
-    return None
-
-
 def _builder(call: ast.Call, imports: dict, root: str, reads: list) -> tuple[ast.FunctionDef, str] | None:
     """The tree's own function a call of the entry runs, where its module imports vLLM."""
     func = call.func
@@ -212,7 +222,7 @@ def _builder(call: ast.Call, imports: dict, root: str, reads: list) -> tuple[ast
 
 
 def _find_def(root: str, module: str, name: str, reads: list, hops: int) -> tuple[ast.FunctionDef, str] | None:
-    path = _module_path(root, module)
+    path = module_file(root, module)
     tree = _parse(path) if path else None
     if tree is None:
         return None
@@ -279,19 +289,10 @@ def forced_values(view: ConfigView, ctx, fields: tuple[str, ...]) -> tuple[Force
     """Literal string values the command's entry program assigns to one of `fields` (`args.attn_implementation = ...`,
     `config["attn_implementation"] = ...`), or `True` to a switch among them (`args.flash_attn = True`, as "True"),
     inside the body of an `if` testing a name; () where the command runs no Python program of the tree."""
-    from rlcompat.knowledge.identity import tree_root
-    from rlcompat.schema.tree import module_file, read_command
-
-    if view.kind != "command" or view.is_verl or not view.command_words or not ctx.path or not os.path.isfile(ctx.path):
+    program = _entry_program(view, ctx)
+    if program is None:
         return ()
-    launch = read_command(view.command_words)
-    if launch is None:
-        return ()
-    root = tree_root(ctx.path)
-    entry = module_file(root, None, launch, os.path.dirname(os.path.abspath(ctx.path)), search_up=True)
-    tree = _parse(entry) if entry else None
-    if tree is None:
-        return ()
+    root, entry, tree = program
     ctx.record_reads([entry])
     parents = _parents(tree)
     out = []
