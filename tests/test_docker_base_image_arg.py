@@ -68,3 +68,15 @@ def test_an_image_whose_documented_tag_names_its_cuda_is_judged_by_it():
     assert _rlc602("FROM axolotlai/axolotl:0.18.0-py3.11-cu126-2.7.1\n") == []
     assert _rlc602("FROM axolotlai/axolotl-base:main-base-py3.12-cu130-2.13.0\n") == [(1, False)]
     assert _rlc602("FROM someone/axolotl:main-py3.12-cu130-2.14.1\n") == []  # not a documented image
+
+
+def test_a_from_line_reads_the_global_args_not_an_earlier_stages():
+    # Docker expands a FROM with the ARGs declared before the first FROM; `ARG CUDA=11.8` inside the builder stage
+    # is that stage's, so the runtime stage's base is CUDA 13.0.1.
+    text = ('ARG CUDA=13.0.1\nFROM nvidia/cuda:${CUDA}-devel-ubuntu24.04 AS builder\nARG CUDA=11.8.0\nRUN echo $CUDA\n'
+            'FROM nvidia/cuda:${CUDA}-runtime-ubuntu24.04\n')
+    assert [i.tag for i in dockerfile.parse(text).group.images] == ["13.0.1-devel-ubuntu24.04",
+                                                                     "13.0.1-runtime-ubuntu24.04"]
+    # an ARG first declared inside a stage is not known to a later FROM: the image is not read from it
+    inside = 'FROM python:3.11 AS builder\nARG BASE=nvidia/cuda:11.8.0-devel-ubuntu22.04\nFROM ${BASE}\n'
+    assert [i.image for i in dockerfile.parse(inside).group.images] == ["python"]

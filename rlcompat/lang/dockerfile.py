@@ -16,7 +16,8 @@ stage's containers: the shell reads the stage's last ENV of each name as exporte
 only as a build-time variable. Each command knows the base image it runs in (ShellScript.image): a stage's FROM for
 its exec-form commands, and for the shell-form code where the file has one stage. RUN's own options (`--mount=...`)
 are not shell words. Likewise a
-`FROM ${BASE_IMAGE}` whose ARG writes the whole reference: the image is read, and retagged, in the ARG's value.
+`FROM ${BASE_IMAGE}` whose ARG writes the whole reference: the image is read, and retagged, in the ARG's value; a FROM
+reads only the ARGs declared before the first FROM (an ARG inside a stage is that stage's, as Docker scopes it).
 A base image knows whether a RUN line (or a shell heredoc) of its stage installs torch itself (`BaseImage.own_torch`):
 the stage then runs that torch, not the image's. Each RUN body's start is kept (`run_starts`): a new shell, in the
 WORKDIR, so a `cd` of one RUN does not hold in the next.
@@ -92,6 +93,7 @@ def parse(text: str) -> Dockerfile:
     copied: set[str] = set()  # the stages `--from=` names (lowercase: Docker's stage names ignore case)
     run_starts: list[int] = []
     bases: list[BaseImage | None] = [None]  # per build stage: its base image as read, None where not read
+    global_args: GlobalArgs | None = None
     for start, line in logical_lines(text):
         if start < body_end or line.lstrip().startswith("#"):
             continue
@@ -100,9 +102,11 @@ def parse(text: str) -> Dockerfile:
             continue
         op, rest, rest_at = m.group("op").upper(), m.group("rest"), start + m.start("rest")
         if op == "FROM":
+            if global_args is None:  # the ARGs before the first FROM: the only ones a FROM line reads
+                global_args = GlobalArgs(tuple(group.variables))
             known = len(group.images)
-            _base_image(rest, rest_at, group)
-            built.append(_stage(rest, group.images[-1] if len(group.images) > known else None, group))
+            _base_image(rest, rest_at, group, global_args)
+            built.append(_stage(rest, group.images[-1] if len(group.images) > known else None, global_args))
             stages.append([])
             env_spans.append({})
             images.append(f"{group.images[-1].image}:{group.images[-1].tag}" if len(group.images) > known else "")
@@ -281,15 +285,27 @@ def _heredoc(text: str, after: int, heredoc: re.Match, keep: list[tuple[int, int
 VARIABLE = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_]\w*)(?::?-(?P<default>[^}]*))?\}|(?P<bare>[A-Za-z_]\w*))")
 
 
-def _expand(value: str, group: Declared, depth: int = 0, partial: bool = False) -> str | None:
-    """`$NAME` / `${NAME}` / `${NAME:-default}` replaced by the ARG/ENV values set before (which may use others in
-    turn); None if one is unknown, or (`partial`) the unknown ones left empty."""
+@dataclass(frozen=True)
+class GlobalArgs:
+    """The ARGs declared before the first FROM. Docker expands a FROM line's variables with these alone: an ARG
+    declared inside a stage belongs to that stage's build, and a later FROM does not see it."""
+
+    variables: tuple[Variable, ...]
+
+    def variable(self, name: str) -> Variable | None:
+        found = [v for v in self.variables if v.name == name]
+        return found[-1] if found else None
+
+
+def _expand(value: str, args: GlobalArgs, depth: int = 0, partial: bool = False) -> str | None:
+    """`$NAME` / `${NAME}` / `${NAME:-default}` replaced by the global ARG values (which may use others in turn);
+    None if one is unknown, or (`partial`) the unknown ones left empty."""
     unknown = False
 
     def one(m: re.Match) -> str:
         nonlocal unknown
-        known = group.variable(m.group("braced") or m.group("bare"))
-        inner = _expand(known.value, group, depth + 1) if known is not None and depth < 4 else None
+        known = args.variable(m.group("braced") or m.group("bare"))
+        inner = _expand(known.value, args, depth + 1) if known is not None and depth < 4 else None
         if inner is not None:
             return inner
         if m.group("default") is not None:
@@ -301,7 +317,7 @@ def _expand(value: str, group: Declared, depth: int = 0, partial: bool = False) 
     return None if unknown and not partial else out
 
 
-def _base_image(rest: str, at: int, group: Declared) -> None:
+def _base_image(rest: str, at: int, group: Declared, args: GlobalArgs) -> None:
     words = [(m.group(0), at + m.start()) for m in re.finditer(r"\S+", rest)]
     words = [w for w in words if not w[0].startswith("--")]
     if not words:
@@ -309,7 +325,7 @@ def _base_image(rest: str, at: int, group: Declared) -> None:
     ref, start = words[0]
     literal = "$" not in ref
     whole = VARIABLE.fullmatch(ref)
-    known = group.variable(whole.group("braced") or whole.group("bare")) if whole else None
+    known = args.variable(whole.group("braced") or whole.group("bare")) if whole else None
     if known is not None and "$" not in known.value:
         # FROM ${BASE_IMAGE}: the reference is the ARG's value, read (and rewritten) where the ARG writes it
         ref, start, literal = known.value, known.span.start, True
@@ -317,7 +333,7 @@ def _base_image(rest: str, at: int, group: Declared) -> None:
     if not literal:
         # FROM nvidia/cuda:${CUDA_VERSION}-cudnn-devel-ubuntu${UBUNTU}: what is known is enough to read the CUDA, and
         # each part an ARG writes out is placed at that ARG's value.
-        ref, pieces = _expand_placed(ref, group)
+        ref, pieces = _expand_placed(ref, args)
     ref = ref.split("@", 1)[0]
     image, colon, tag = ref.rpartition(":")
     if not colon or "/" in tag:
@@ -331,13 +347,13 @@ def _base_image(rest: str, at: int, group: Declared) -> None:
 
 
 def _stage(rest: str, image: BaseImage | None,
-           group: Declared) -> tuple[str | None, str, BaseImage | None]:
+           args: GlobalArgs) -> tuple[str | None, str, BaseImage | None]:
     """(base reference, stage name, its image) of a FROM: `FROM builder AS cuda-trim` -> ("builder", "cuda-trim").
-    The reference is read with the ARG values set before it (`FROM cuda${CUDA_VERSION}` -> "cuda12"); None where one
+    The reference is read with the global ARG values (`FROM cuda${CUDA_VERSION}` -> "cuda12"); None where one
     of its variables has no known value (any stage may be its base)."""
     words = [w for w in rest.split() if not w.startswith("--")]
     name = words[2] if len(words) >= 3 and words[1].lower() == "as" else ""
-    base = _expand(words[0], group) if words else ""
+    base = _expand(words[0], args) if words else ""
     return (base.lower() if base is not None else None), name.lower(), image
 
 
@@ -356,19 +372,19 @@ def _mark_stage_use(built: list[tuple[str | None, str, BaseImage | None]], copie
             image.unreached = True
 
 
-def _expand_placed(ref: str, group: Declared) -> tuple[str, list[tuple[int, int, Span]]]:
+def _expand_placed(ref: str, args: GlobalArgs) -> tuple[str, list[tuple[int, int, Span]]]:
     """`ref` with its variables expanded (unknown ones left empty), and for each variable whose ARG/ENV value is
     written out (no `$` in it) where its text sits in the result and where the value is written."""
     out, pieces, at = [], [], 0
     for m in VARIABLE.finditer(ref):
         out.append(ref[at:m.start()])
-        known = group.variable(m.group("braced") or m.group("bare"))
+        known = args.variable(m.group("braced") or m.group("bare"))
         if known is not None and "$" not in known.value:
             begin = sum(map(len, out))
             pieces.append((begin, begin + len(known.value), known.span))
             out.append(known.value)
         else:
-            out.append(_expand(m.group(0), group, partial=True) or "")
+            out.append(_expand(m.group(0), args, partial=True) or "")
         at = m.end()
     out.append(ref[at:])
     return "".join(out), pieces
