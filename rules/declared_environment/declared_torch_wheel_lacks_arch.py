@@ -3,8 +3,8 @@ from __future__ import annotations
 from rlcompat.analysis import declared_install
 from rlcompat.knowledge import torch_wheels, versions
 from rlcompat.knowledge.environment import torch_in_image
-from rlcompat.rules.declared_environment.helpers import (caps_torch, chosen_torch, held_releases, pins_torch_exactly,
-                                                         satisfies, torch_required_by)
+from rlcompat.rules.declared_environment.helpers import (caps_torch, chosen_torch, held_releases, minor_line_meets,
+                                                         pins_torch_exactly, torch_required_by)
 from rlcompat.contract import Bad, DeclaredRule, Edit, FixSafety, Good, Span
 
 CU = "https://download.pytorch.org/whl/"
@@ -174,7 +174,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         version = chosen_torch(torch.spec.split("+", 1)[0] if "+" in torch.spec else torch.spec)
         held = _held_torch(group) if _takes_held(torch.spec) else None
         # a `torch` (or `torch>=2.5`) beside `vllm==0.8.4` installs the torch vLLM pins
-        version = held if held and satisfies(held, torch.spec) else version
+        version = held if held and minor_line_meets(held, torch.spec) else version
         if version is None:
             return
         local = versions.local_tag(torch.spec)
@@ -250,7 +250,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             if (held is None and _takes_held(torch.spec) and not versions.local_tag(torch.spec)
                     and _unknown_torch_pin(group, torch.extra) and _some_release_runs((torch.spec,), cc)):
                 continue  # another pin holds torch at a release the table cannot name: not the newest
-            version = held if held and satisfies(held, torch.spec) else version  # (as below, for pip's other files)
+            version = held if held and minor_line_meets(held, torch.spec) else version  # (as below, for pip's other files)
             variant = torch_wheels.variant(version, versions.local_tag(torch.spec)) if version else None
             if variant is None or variant.runs_on(cc):
                 continue
@@ -533,7 +533,7 @@ def _some_release_runs(specs, cc: tuple[int, int]) -> bool:
     on a P40: every PyPI build from 2.8 lacks sm_61), whatever release is held fails, and the finding stands."""
     for line in torch_wheels.torch_releases():
         version = ".".join(map(str, line)) + ".0"
-        if all(satisfies(version, s) for s in specs if s.strip()):
+        if all(minor_line_meets(version, s) for s in specs if s.strip()):
             found = torch_wheels.variant(version)
             if found is not None and found.runs_on(cc):
                 return True

@@ -88,7 +88,7 @@ def torch_required_by(name: str, spec: str, extras: tuple[str, ...] = (),
     elif _lower_bounds_only(spec) and held and name in held:
         # another exact pin of the install holds the package back: pip installs the newest release it leaves
         rows = [r for r in torch_wheels.torch_requirements() if r.package == name and r.release == held[name]
-                and satisfies(r.release, spec)]
+                and minor_line_meets(r.release, spec)]
     elif _lower_bounds_only(spec):
         # no upper bound: pip installs the newest release, if the table knows it and the bounds allow it
         rows = [r for r in torch_wheels.torch_requirements() if r.package == name and r.newest
@@ -251,7 +251,9 @@ def held_releases(requirements, extra: str = "") -> dict[str, str]:
     return out
 
 
-def satisfies(version: str, spec: str) -> bool:
-    """Whether a torch release meets a specifier of lower bounds (`2.7.0` meets `>=2.5.1`; every release meets "")."""
+def minor_line_meets(version: str, spec: str) -> bool:
+    """Whether the minor line of a torch release (2.7 of 2.7.1) meets a specifier, each bound compared at its own
+    precision (`2.7.0` meets `>=2.5.1`, 2.9.x fails `<2.9`; every release meets ""). Exact releases compare with
+    rlcompat.knowledge.versions.satisfies."""
     return all(_allows(op, v, release(version)[:2]) for op, v in _clauses(spec))
 
