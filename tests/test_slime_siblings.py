@@ -83,3 +83,6 @@ def test_installing_flash_attention_wheels_from_a_folder_is_reported(tmp_path):
                       "RUN pip install /tmp/wheels/flash_attn_3-*.whl\nRUN pip install /tmp/wheels/causal_conv1d-*.whl\n")
     found = [(f.code, f.location.line) for f in scan_paths([str(docker)], T4).findings]
     assert found == [("RLC603", 2), ("RLC603", 3)]
+    # a torch wheel of that folder is a build the text does not name: not judged as PyPI's newest torch
+    docker.write_text("FROM python:3.12\nRUN pip install /tmp/wheels/torch-*.whl\n")
+    assert [f.code for f in scan_paths([str(docker)], P40).findings] == []
