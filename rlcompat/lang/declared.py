@@ -415,7 +415,8 @@ def requirement_at(text: str, offset: int) -> Requirement | None:
     names (`flash_attn-2.7.4.post1+cu12torch2.6cxx11abiFALSE-cp311-cp311-linux_x86_64.whl`, a path or URL; not
     editable: the file is what it is); None for other paths, URLs and variables. A wheel name with an expansion left
     unknown after its public version (`...+cu12torch2.7cxx11abi${ABI_FLAG}-cp312-...whl`) names that version
-    (`==2.8.0.post2`, which any local label matches); one with an unknown name or public version names nothing."""
+    (`==2.8.0.post2`, which any local label matches); one with an unknown name or public version names nothing, and
+    a glob after the name (`flash_attn-*.whl`) names the distribution at an unknown release."""
     if "@" in text and ";" in text:  # `name @ URL ; marker` (PEP 508): the URL decides what installs
         text = text.split(";", 1)[0].rstrip()
     if text.split("?", 1)[0].endswith(".whl"):
@@ -424,6 +425,10 @@ def requirement_at(text: str, offset: int) -> Requirement | None:
         file_name = unquote(text.split("?", 1)[0].rsplit("/", 1)[-1])
         if "$" in file_name:
             return _partly_known_wheel(file_name, Span(offset, offset + len(text)))
+        globbed = WHEEL_GLOB.fullmatch(file_name)
+        if globbed is not None:
+            return Requirement(normalise(globbed.group("name")), "", Span(offset, offset + len(text)), None,
+                               editable=False, version_known=False)
         if "$" in text:
             return None
         wheel = WHEEL_FILE.fullmatch(file_name)
@@ -441,6 +446,12 @@ def requirement_at(text: str, offset: int) -> Requirement | None:
     extras = tuple(e.strip().lower() for e in (m.group("extras") or "").split(",") if e.strip())
     return Requirement(normalise(m.group("name")), spec.strip(), Span(offset, offset + len(text.rstrip())),
                        Span(spec_start, spec_start + len(spec)) if spec.strip() else None, extras=extras)
+
+
+# A shell glob over a wheel file whose distribution is written out (`/tmp/wheels/flash_attn-*.whl`, a folder of
+# prebuilt wheels): that distribution installs, at a release the text does not say, so rules judge only what every
+# release shares. A glob inside the name (`mooncake*-*.whl`) names nothing.
+WHEEL_GLOB = re.compile(r"(?P<name>[A-Za-z0-9][A-Za-z0-9_.]*)-\*[^/$]*\.whl")
 
 
 # The literal head of a wheel file name: distribution, `-`, public version, then `+` (a local label) or `-` (tags).

@@ -82,6 +82,8 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         # an image that ships flash-attn, named by a build ARG (LLaMA-Factory 0.9.5 docker/docker-cuda/Dockerfile:2-3)
         Bad("ARG BASE_IMAGE=hiyouga/pytorch:th2.6.0-cu124-flashattn2.7.4-cxx11abi0-devel\nFROM ${BASE_IMAGE}\n",
             path="Dockerfile"),
+        # a folder of prebuilt wheels: the glob names the distribution, its release unknown (miles v0.1.0's Dockerfile)
+        Bad("FROM python:3.12\nRUN pip install /tmp/wheels/flash_attn-*.whl\n", path="Dockerfile", target="sm75"),
     )
     good = (
         Good("flash-attn==2.7.4.post1\n", path="requirements.txt", target="sm80"),

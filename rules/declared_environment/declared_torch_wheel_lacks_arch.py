@@ -129,6 +129,8 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
              '[[tool.uv.index]]\nname = "cu128"\nurl = "https://download.pytorch.org/whl/cu128"\nexplicit = true\n',
              path="pyproject.toml"),
         Good(UV_ROUTED.format(tag="cu128"), path="pyproject.toml", target="sm75"),
+        # a torch wheel from a local folder: which release and build it is, the text does not say
+        Good("FROM python:3.12\nRUN pip install /tmp/wheels/torch-*.whl\n", path="Dockerfile"),
         # torch held at 2.7.1 (PyPI's cu126 build): pip picks an older torchvision that accepts it
         Good("torch==2.7.1\ntorchvision\n", path="requirements.txt"),
         # an extra installs with the core dependencies, whose cap holds its unbounded torch at 2.10 (PyPI cu128: sm_70;
@@ -171,6 +173,8 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             return
         if any("$" in i.url and i.kind == "index" for i in group.indexes):
             return  # the index comes from a variable the shell front end could not resolve: unknown, not PyPI
+        if not torch.version_known:
+            return  # a wheel file whose release and build the text does not say (`/tmp/wheels/torch-*.whl`): not PyPI's
         version = chosen_torch(torch.spec.split("+", 1)[0] if "+" in torch.spec else torch.spec)
         held = _held_torch(group) if _takes_held(torch.spec) else None
         # a `torch` (or `torch>=2.5`) beside `vllm==0.8.4` installs the torch vLLM pins
