@@ -221,3 +221,21 @@ def test_a_trl_training_command_in_a_job_file_is_judged_by_the_tree_pins(tmp_pat
     identity.clear_caches()
     (tmp_path / "train.slurm").write_text(job.replace("--output_dir o", "--output_dir o --bf16 false"))
     assert _findings(tree, "RLC131", target="sm70") == []
+
+
+def test_a_transformers_requirement_without_an_upper_bound_installs_the_newest_release(tmp_path):
+    """ReCall/ReSearch's setup.py asks for transformers>=4.40.0, code-r1's requirements.txt for `transformers`: pip
+    installs the newest release (5.24.0, [S362]), which keeps packed rows apart for sdpa and eager [S149]; a cap
+    below 4.54.0 (Skywork-OR1's transformers<4.48) does not, and Ulysses patches FlashAttention only either way."""
+    for spec in ("transformers>=4.40.0\n", "transformers\n"):
+        identity.clear_caches()
+        tree = _verl_fork(tmp_path / spec.strip().replace(">=", "-"), "0.2.0.post2", {"requirements.txt": spec})
+        assert _findings(tree, "RLC206") == []
+    identity.clear_caches()
+    found = _findings(_verl_fork(tmp_path / "capped", "0.2.0.post2", {"requirements.txt": "transformers<4.48\n"}), "RLC206")
+    assert len(found) == 2 and "this tree declares transformers<4.48" in found[0].message
+    identity.clear_caches()
+    run = RUN.replace("trainer.n_gpus", "actor_rollout_ref.actor.ulysses_sequence_parallel_size=2 \\\n    trainer.n_gpus")
+    found = _findings(_verl_fork(tmp_path / "sp", "0.2.0.post2", {"requirements.txt": "transformers\n", "run.sh": run}),
+                      "RLC206")
+    assert len(found) == 2 and "set it to 1" in found[0].message and "masks the row" not in found[0].message

@@ -148,3 +148,29 @@ def test_an_extras_engine_is_held_by_the_torch_the_core_requirements_file_pins(t
     # vllm 0.7.3 pins torch 2.5.1, whose PyPI build (cu124) runs on sm61; the engine is reported where a config
     # selects it
     assert not {f for f in found("torch\n") if f[0] == 13}
+
+
+MARTI_STYLE = OPENRLHF_STYLE.replace('"vllm==0.7.3"', '"vllm==0.8.5.post1"').replace('"vllm>0.7.3"', '"vllm>0.8.5.post1"')
+
+
+def test_an_extras_engine_beside_the_core_files_torch_pin_takes_a_release_that_pins_that_torch(tmp_path):
+    """MARTI 7f7fe49: requirements.txt pins torch==2.9 and lists vllm>0.8.5.post1, which pip resolves to a vLLM that
+    pins torch 2.9.0 (0.13.0, [S360]), PyPI's cu128 build without sm_60/61. The requirements file reports it; the
+    `vllm_latest` extra repeating that requirement adds nothing to the install and is not reported again; without
+    the core file's vllm line the extra is the one that brings it. `vllm==0.8.5.post1` pins torch 2.6.0, which
+    torch==2.9 refuses on every card: nothing to report for the card."""
+    (tmp_path / "setup.py").write_text(MARTI_STYLE)
+    sm61 = resolve_target("sm61")
+
+    def found(requirements: str) -> set[tuple[str, int]]:
+        (tmp_path / "requirements.txt").write_text(requirements)
+        return {(f.path.rsplit("/", 1)[-1], f.location.line)
+                for f in scan_paths([str(tmp_path)], sm61).findings if f.code == "RLC601"}
+
+    both = found("torch==2.9\nvllm>0.8.5.post1\n")
+    assert ("requirements.txt", 2) in both
+    assert ("setup.py", 14) not in both and ("setup.py", 13) not in both
+    alone = found("torch==2.9\n")
+    assert ("setup.py", 14) in alone and ("setup.py", 13) not in alone
+    # torch 2.7.1 (PyPI's cu126 build, which vLLM 0.10.x pins) runs on sm61
+    assert not {f for f in found("torch==2.7.1\nvllm>0.8.5.post1\n") if f[0] == "setup.py" or f[1] == 2}

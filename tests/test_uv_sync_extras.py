@@ -44,9 +44,10 @@ def test_extras_the_tree_installs_are_judged_as_installed_where_declared_and_at_
         (root / ".git").mkdir(parents=True)
         (root / "pyproject.toml").write_text(PYPROJECT)
     (tree / "Dockerfile").write_text(DOCKERFILE)
-    # an optional extra's flash-attn selects nothing by being installed (FlashAttention-3 is reported as before)
+    # an optional extra's flash-attn selects nothing by being installed, nor does FlashAttention-3's (every build of
+    # its hopper/setup.py asks for any torch [S361])
     found = scan_paths([str(alone / "pyproject.toml")], sm75).findings
-    assert [f.location.line for f in found if f.code == "RLC603"] == [10]
+    assert [f.location.line for f in found if f.code == "RLC603"] == []
     found = scan_paths([str(tree / "pyproject.toml"), str(tree / "Dockerfile")], sm75).findings
     where = sorted((f.path.rsplit("/", 1)[-1], f.location.line) for f in found if f.code == "RLC603")
     assert where == [("Dockerfile", 5), ("Dockerfile", 5), ("pyproject.toml", 8), ("pyproject.toml", 10)]

@@ -51,3 +51,8 @@ def packed_masks_from() -> str:
 
 def packed_masks_proof() -> str:
     return _table()["packed_masks_proof"]
+
+
+def transformers_newest() -> str:
+    """transformers' newest release on PyPI when the table was read: what a requirement without an upper bound installs."""
+    return _table()["transformers_newest"]

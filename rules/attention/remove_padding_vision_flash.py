@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 from rlcompat.analysis import confighelpers as h
 from rlcompat.analysis.packages import package_file
 from rlcompat.knowledge import verl_packing, versions
@@ -22,6 +24,12 @@ def _above_one(value: str | None) -> bool:
         return bool(text)  # `$SP`: not known to be 1
 
 
+def _uncapped(spec: str) -> bool:
+    """Whether a specifier only bounds from below (`""`, `>=4.40.0`): pip installs the newest release it allows."""
+    clauses = [c.strip() for c in spec.split(",") if c.strip()]
+    return all(re.match(r"^(>=|>|!=)\s*[0-9]", c) for c in clauses)
+
+
 class RemovePaddingVisionFlash(ConfigRule):
     code = "RLC206"
     name = "remove-padding-vision-flash"
@@ -31,7 +39,9 @@ class RemovePaddingVisionFlash(ConfigRule):
         "`actor_rollout_ref.model.use_remove_padding` true, set or left at verl's default (true) [S51]. In a verl 0.2.x "
         "or 0.3.x tree (a fork's version file or a pin; rlcompat/knowledge/data/verl_packing.toml) it also finds "
         "`use_remove_padding` set true for the actor, critic or reward model whatever the model, unless transformers "
-        "is known to be 4.54.0 or newer and no Ulysses sequence parallelism is set. Text-only models of newer verl "
+        "is known to be 4.54.0 or newer (a pin of such a release, or a requirement without an upper bound: pip "
+        "installs the newest release, rlcompat/knowledge/data/verl_packing.toml `transformers_newest`) and no Ulysses "
+        "sequence parallelism is set. Text-only models of newer verl "
         "releases are not reported: their remove-padding path does not need flash-attn."
     )
     why = (
@@ -118,14 +128,26 @@ class RemovePaddingVisionFlash(ConfigRule):
             version, lambda rel: package_file(ctx.path, verl, rel, ctx.record_reads) if verl.how == "fork" else None)
         if row is None:
             return False
-        transformers = ctx.framework("transformers").release if ctx.framework is not None else None
+        declared = ctx.framework("transformers") if ctx.framework is not None else None
+        transformers = declared.release if declared is not None else None
         since = verl_packing.packed_masks_from()
         ulysses = [s for k in row.ulysses if (s := view.get(k)) is not None and _above_one(s.value)]
-        if transformers and versions.release(transformers) >= versions.release(since) and not ulysses:
-            return False  # text models are kept apart; a vision model's patched attention is still judged below
+        newest = (declared is not None and declared.how == "declared" and _uncapped(declared.spec)
+                  and versions.release(verl_packing.transformers_newest()) >= versions.release(since))
+        apart = newest or bool(transformers) and versions.release(transformers) >= versions.release(since)
+        if apart and not ulysses:
+            # text models are kept apart: by the release itself, or by the newest one, which a declaration without
+            # an upper bound installs; a vision model's patched attention is still judged below
+            return False
         target = ctx.target
-        masks = (f"transformers {transformers}" if transformers else f"transformers before {since} (no exact "
-                 "transformers release is known for this tree)")
+        if apart:
+            masks = ""
+        elif transformers:
+            masks = f"transformers {transformers}"
+        elif declared is not None and declared.how == "declared" and declared.spec:
+            masks = f"transformers before {since} (this tree declares transformers{declared.spec})"
+        else:
+            masks = f"transformers before {since} (no exact transformers release is known for this tree)"
         cited = row.proof.split(";")[0]
         if verl.how == "fork" and row.fork_code:
             cited = f"this fork's {row.fork_code} carries verl 0.2's remove-padding; {cited}"
@@ -135,8 +157,8 @@ class RemovePaddingVisionFlash(ConfigRule):
         def message(s) -> str:
             head = (f"{view.full_key(s)} is true in {who}: it packs the batch into one row that only "
                     f"FlashAttention-2's varlen path keeps apart ({cited}); {target.name} ({target.capability_text}) "
-                    f"has no FlashAttention-2, and with sdpa or eager {masks} masks the row as one sequence, so packed "
-                    "sequences silently attend to each other")
+                    "has no FlashAttention-2" + (f", and with sdpa or eager {masks} masks the row as one sequence, so "
+                                                 "packed sequences silently attend to each other" if masks else ""))
             if ulysses:
                 size = ulysses[0].value if ulysses[0].value is not None else "a value not known to be 1"
                 return (f"{head}; Ulysses ({ulysses[0].key}: {size}) patches only FlashAttention and "

@@ -119,6 +119,11 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         # a dependency group installed only on request (`uv sync --group cuda13`): not uv's default groups [S300]
         Good('[project]\nname = "x"\n\n[dependency-groups]\ncuda13 = ["flash-attn>=2.8.3"]\n\n[tool.uv]\n'
              'default-groups = ["dev", "cuda12"]\n', path="pyproject.toml", target="sm75"),
+        # ... flash-attn-3 too: every build of its hopper/setup.py asks for any torch (rlcompat/knowledge/data/torch_wheels.toml
+        # [S361]; open-instruct e6c3044's opt-in cuda13 group)
+        Good('[project]\nname = "x"\n\n[dependency-groups]\ncuda13 = ["flash-attn-3 @ https://example.org/flash_attn_3-3.0.0'
+             '%2B20260318.cu130torch2100-cp39-abi3-linux_x86_64.whl"]\n\n[tool.uv]\ndefault-groups = ["dev", "cuda12"]\n',
+             path="pyproject.toml", target="sm75"),
         # a branch the build's own ARG default skips (LLaMA-Factory 0.9.5 docker/docker-cuda/Dockerfile:7, :39-43)
         Good("FROM python:3.11\nARG INSTALL_FLASHATTN=false\nRUN if [ \"${INSTALL_FLASHATTN}\" == \"true\" ]; then \\\n"
              "        pip install flash-attn --no-build-isolation; \\\n    fi\n", path="Dockerfile"),

@@ -4,7 +4,7 @@ from rlcompat.analysis import declared_install
 from rlcompat.knowledge import torch_wheels, versions
 from rlcompat.knowledge.environment import torch_in_image
 from rlcompat.rules.declared_environment.helpers import (caps_torch, chosen_torch, held_releases, minor_line_meets,
-                                                         pins_torch_exactly, torch_required_by)
+                                                         pins_torch_exactly, release_pinning, torch_required_by)
 from rlcompat.contract import Bad, DeclaredRule, Edit, FixSafety, Good, Span
 
 CU = "https://download.pytorch.org/whl/"
@@ -31,7 +31,9 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         "newer torch (`torchvision`: 0.29.2 asks for torch>=2.14.0), unless the same install caps torch (for a setup.py, "
         "the requirements file its `install_requires` reads is the same install) or pins a package that holds torch at "
         "one release (`vllm==0.8.3`, a release the table lacks, of a package every known release of which pins torch "
-        "exactly: pip backtracks the other, where some torch the install allows runs on the card). In pyproject.toml each line that brings "
+        "exactly: pip backtracks the other, where some torch the install allows runs on the card). Beside an exact torch "
+        "pin, such a package installs a release that pins that torch (`vllm>0.8.5.post1` with `torch==2.9`: vllm "
+        "0.13.0, torch 2.9.0), where the table knows one. In pyproject.toml each line that brings "
         "a torch (the core's, each extra's: an extra is its own install) is judged as pip installs it (from PyPI: pip "
         "reads no `[tool.uv]` table) and as `uv sync [--extra X]` does: uv takes every torch the project declares, and the "
         "torch an engine pin of the same install asks for, from the explicit index `[tool.uv.sources]` sends torch to "
@@ -104,6 +106,10 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             path="pyproject.toml", target="sm70"),
         # no upper bound: pip takes torchvision's newest release, which asks for the newest torch (a cu130 build)
         Bad("torchvision\ntransformers\n", path="requirements.txt"),
+        # beside an exact torch pin pip takes a vLLM release that pins that torch (vllm 0.13.0: torch 2.9.0, PyPI's
+        # cu128 build; MARTI 7f7fe49 requirements.txt:22, :28)
+        Bad("torch==2.9\nvllm>0.8.5.post1\n", path="requirements.txt", unsafe=True,
+            fixed=f"--extra-index-url {CU}cu126\ntorch==2.9\nvllm>0.8.5.post1\n"),
         # without the pin that holds it back, vLLM's newest release and its torch (a cu130 build)
         Bad('[project]\nname = "x"\ndependencies = ["torch>=2.5.1", "unsloth==2025.10.1", "vllm>=0.8.5"]\n',
             path="pyproject.toml"),
@@ -139,6 +145,8 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
              'cuda = ["torch"]\n', path="pyproject.toml", target="sm70"),
         # --no-deps: torchvision comes without the torch it asks for
         Good("pip install --no-deps torchvision vllm==0.11.0\n", path="setup.sh"),
+        # vLLM 0.10.0 and 0.10.1.1 pin torch 2.7.1, whose PyPI build (cu126) runs on sm61
+        Good("torch==2.7.1\nvllm>0.8.5.post1\n", path="requirements.txt"),
         # a lower-bound torch beside an exact vLLM pin installs vLLM's torch (2.6.0, PyPI's cu124 build)
         Good('[project]\nname = "x"\ndependencies = ["torch>=2.5.1", "vllm==0.8.5.post1"]\n', path="pyproject.toml"),
         # unsloth 2025.5.1 pins transformers 4.51.3, which holds vLLM at 0.9.2 (torch 2.7.0, PyPI's cu126 build)
@@ -408,7 +416,10 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         core, reads = declared_install.core_requirements(group, ctx.path)
         ctx.record_reads(reads)
         core_torches = [t for t in core if t.name == "torch" and not t.conda]
+        core_specs = {(c.name, c.spec.replace(" ", "")) for c in core}
         for req in group.requirements:
+            if req.extra and (req.name, req.spec.replace(" ", "")) in core_specs:
+                continue  # an extra repeating a requirement of the core file every extra installs with: judged there
             held_back = held_releases(group.requirements, req.extra)
             pin = (torch_required_by(req.name, req.spec, req.extras, held_back)
                    if req.name != "torch" and req.version_known else None)
@@ -434,9 +445,18 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
                 written = (f"{req.name}{req.spec}{req.origin_note} (pip takes the newest release, {pin.release}, which "
                            f"asks for torch{pin.torch})")
             else:
-                if any(t.spec.startswith("==") and t.spec[2:].split("+", 1)[0] != pin.torch for t in own):
-                    continue
                 torch, written = pin.torch, f"{req.name}{req.spec}{req.origin_note}"
+                other = [t for t in own if t.spec.startswith("==") and t.spec[2:].split("+", 1)[0] != pin.torch]
+                if other:
+                    # the same install pins torch: pip takes a release of this package that pins that torch, where
+                    # one exists (`vllm>0.8.5.post1` beside `torch==2.9`: vllm 0.13.0, torch 2.9.0)
+                    back = release_pinning(req.name, req.spec, other[0].spec[2:]) if len(other) == 1 else None
+                    if back is None:
+                        continue  # no release the table knows takes that torch: pip refuses the pair on every card
+                    torch = back.torch
+                    written = (f"{req.name}{req.spec}{req.origin_note} beside torch{other[0].spec} (pip takes a "
+                               f"release that pins that torch, as {req.name} {back.release} does)")
+                    pin = back
             if torch is None or _image_holds(group.stage_image, torch):
                 continue  # the base image's torch already meets the pin: pip keeps it (RLC602 judges the image's)
             tag = index.pytorch_tag if index is not None and not index.uv_only else None

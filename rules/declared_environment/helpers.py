@@ -98,6 +98,32 @@ def torch_required_by(name: str, spec: str, extras: tuple[str, ...] = (),
     return next((r for r in rows if r.extra and r.extra in extras), None) or next((r for r in rows if not r.extra), None)
 
 
+def release_pinning(name: str, spec: str, torch_pin: str) -> torch_wheels.TorchRequirement | None:
+    """Beside an exact torch pin (`torch==2.9`), a package whose releases each pin one torch (vLLM) installs a release
+    that pins that torch: pip backtracks from the newest release the specifier allows (`vllm>0.8.5.post1`: 0.33.0,
+    torch 2.14.0) to one whose pin the torch pin meets. The newest such row the table knows within `spec` (vllm
+    0.13.0 for torch 2.9.0); whichever release pip takes, it installs that torch. None where the table knows none (pip
+    may find one the table lacks, or refuse the pair: either way no torch is known), or for a wildcard torch pin."""
+    if "*" in torch_pin or "," in torch_pin:
+        return None
+    wanted = _key(release(torch_pin.split("+", 1)[0]))
+    rows = [r for r in torch_wheels.torch_requirements()
+            if r.package == name and not r.extra and r.torch and not r.torch_is_bound
+            and _key(release(r.torch)) == wanted and _within(r.release, spec)]
+    return max(rows, key=lambda r: _key(release(r.release)), default=None)
+
+
+def _within(version: str, spec: str) -> bool:
+    """Whether a release meets every clause of a specifier (its numeric release; `!=` of that release excludes it)."""
+    bounds = _spec_bounds(spec.strip()) if spec.strip() else (None, None)
+    if bounds is None:
+        return False
+    r = release(version)
+    if any(op == "!=" and _key(release(v)) == _key(r) for op, v in _clauses(spec)):
+        return False
+    return _overlap(bounds, ((r, True), (r, True)))
+
+
 def _inclusive_cap(spec: str) -> str | None:
     """`>=0.22.0,<=0.31.0`: pip installs the cap itself where the other clauses are lower bounds it meets (releases
     are immutable; `!=` of another release does not matter). None for any other specifier."""
