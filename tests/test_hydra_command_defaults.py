@@ -94,3 +94,23 @@ def test_every_hydra_framework_command_wakes_the_rules_of_its_hazardous_defaults
             assert owners and all(any(t in c for t in r.triggers for c in fw.commands) for r in owners), (fw.name, key.names)
             checked += 1
     assert checked >= 6
+
+
+# `: "${NAME:=value}"` (rlcompat/lang/shell.py `record_default`): a launch script's own default for a variable its
+# command reads, as skyrl-train's examples/gsm8k/run_gsm8k.sh writes INFERENCE_BACKEND at 332c7cb
+def test_a_null_command_default_gives_the_variable_its_value(tmp_path):
+    script = (': "${INFERENCE_BACKEND:=vllm}"\n: "${OTHER:=$HOME}"\n' + RUN.format(extra="").replace(
+        "trainer.strategy=fsdp2", "generator.backend=$INFERENCE_BACKEND trainer.strategy=fsdp2"))
+    found = scan_paths([_tree(tmp_path, script)], resolve_target("sm61")).findings
+    (backend,) = [f for f in found if f.code == "RLC404"]
+    assert backend.location.line == 4 and "from INFERENCE_BACKEND=... on line 1" in backend.message
+    assert "generator.backend is vllm" in backend.message
+
+
+def test_a_fix_rewrites_the_default_where_it_is_written(tmp_path):
+    from rlcompat.api import fix_paths
+
+    path = tmp_path / "serve.sh"
+    path.write_text(': ${DTYPE:=bfloat16}\npython -m vllm.entrypoints.openai.api_server --model m --dtype $DTYPE\n')
+    fix_paths([str(path)], resolve_target("sm61"))
+    assert path.read_text().splitlines()[0] == ": ${DTYPE:=float32}"
