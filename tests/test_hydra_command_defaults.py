@@ -114,3 +114,13 @@ def test_a_fix_rewrites_the_default_where_it_is_written(tmp_path):
     path.write_text(': ${DTYPE:=bfloat16}\npython -m vllm.entrypoints.openai.api_server --model m --dtype $DTYPE\n')
     fix_paths([str(path)], resolve_target("sm61"))
     assert path.read_text().splitlines()[0] == ": ${DTYPE:=float32}"
+
+
+def test_a_default_does_not_replace_a_value_the_script_set_before(tmp_path):
+    path = tmp_path / "serve.sh"
+    path.write_text('DTYPE=float32\n: "${DTYPE:=bfloat16}"\nEMPTY=\n: ${EMPTY:=bfloat16}\n'
+                    'python -m vllm.entrypoints.openai.api_server --model m --dtype $DTYPE\n'
+                    'python -m vllm.entrypoints.openai.api_server --model m --dtype $EMPTY\n')
+    found = [f for f in scan_paths([str(path)], resolve_target("sm61")).findings if "--dtype" in f.message]
+    # DTYPE keeps float32; EMPTY was empty, which `:=` replaces
+    assert [(f.location.line, "on line 4" in f.message) for f in found] == [(6, True)], [f.message for f in found]

@@ -633,6 +633,9 @@ class Variables:
         if not m or "$" in m.group(2) or "`" in m.group(2):
             return
         name = m.group(1)
+        earlier = self.assignments.get(name)
+        if earlier and (":=" not in word.text or earlier[-1].word.text[earlier[-1].value_index:]):
+            return  # the script set it before: `=` keeps any value, `:=` any but the empty one
         chars = word.chars[2:2 + len(name)] + [("=", word.chars[m.start(2) - 1][1])] + word.chars[m.start(2):m.end(2)]
         assigned = Word(word.raw, word.start, chars, False, [])
         self.assignments.setdefault(name, []).append(Assignment(name, assigned, len(name) + 1))
