@@ -368,7 +368,8 @@ def _caller_fix(setting: Setting, key: fk.FrameworkKey, kind, target) -> str:
 
 
 def _defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:
-    """Hazardous defaults of flags a command of a known framework version leaves out (reported, not added)."""
+    """Hazardous defaults of flags a command of a known framework version leaves out (reported, not added); for a
+    framework whose commands take Hydra overrides (`hydra_roots`), of the config keys it leaves out too."""
     if view.anchor is None:
         return
     for fw in fk.frameworks():
@@ -377,9 +378,17 @@ def _defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> No
         version, how = chosen_version(view, ctx, fw.name)
         if version != fw.version:
             continue
+        hydra = bool(fw.hydra_roots)
+        if hydra and _composes_other_config(view):
+            continue  # the run composes a config of the user's: what it leaves unset is not known here
         given = {fk.normalise(s.key).lower() for s in view.settings}
         for key in fw.keys:
-            if key.kind not in kinds or key.form not in ("flag", "any") or key.scoped or key.omitted:
+            if key.kind not in kinds:
+                continue
+            if hydra and key.form in ("key", "any") and key.names[0].startswith(fw.hydra_roots):
+                if not selected(view, key) or (key.only_with and not any(t in ctx.source_text for t in key.only_with)):
+                    continue  # the run does not read it (another strategy, no KL term, a plugin it does not load)
+            elif key.form not in ("flag", "any") or key.scoped or key.omitted:
                 continue  # (a key with `omitted` is judged in the config file that would carry it)
             if key.commands and not attributed(view, ctx, fw, key):
                 continue
@@ -393,6 +402,9 @@ def _defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> No
             if found is None:
                 continue
             hazard, kind = found
+            if hydra and key.form in ("key", "any") and key.names[0].startswith(fw.hydra_roots):
+                _hydra_default(view, ctx, key, hazard, kind, how)
+                continue
             flag = "--" + key.names[0]
             suggestion = _suggest(key, kind, ctx.target)
             resolved = " (resolved at run time)" if key.default_at == "runtime" else ""
@@ -407,6 +419,33 @@ def _defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> No
             ctx.report(view.anchor, f"{flag} is not passed, so {fw.label} {fw.version} {uses} "
                                     f"({fw.label} {fw.version} knowledge: {first_proof(key.proof)}; version from {how}): {hazard.why}; "
                                     f"{ctx.target.name} is {ctx.target.capability_text}{suggestion}")
+
+
+# Hydra's command-line flags that make a run compose another config than the entry point's own (its `config_name`)
+_OTHER_CONFIG = ("--config-name", "--config-path", "--config-dir", "-cn", "-cp", "-cd")
+
+
+def _composes_other_config(view: ConfigView) -> bool:
+    return any(w.split("=", 1)[0] in _OTHER_CONFIG for w in view.command_words)
+
+
+def _hydra_default(view: ConfigView, ctx: ConfigContext, key: fk.FrameworkKey, hazard, kind, how: str) -> None:
+    """A config key a Hydra command of a known release leaves out: the run gets the entry config's default. Reported
+    at the command with the override to add (a key the entry config does not write, `omitted`, needs Hydra's `+`)."""
+    fw, name = key.framework, key.names[0]
+    add = "+" if key.omitted is not None else ""
+    override = ""
+    if kind.fix == "dtype":
+        spelled, _, note = dtype_spelling(key, ctx.target)
+        override = f"; pass {add}{name}={spelled}{note}" if spelled is not None else ""
+    elif kind.fix == "off":
+        override = f"; pass {name}=false"
+    elif kind.fix == "value" and key.safe:
+        override = f"; pass {name}={key.safe}"
+    proof = first_proof(key.omitted.proof if key.omitted is not None else key.proof)
+    ctx.report(view.anchor, f"{name} is not overridden, so {fw.label} {fw.version} uses its default, {key.default} "
+                            f"({fw.label} {fw.version} knowledge: {proof}; version from {how}): {hazard.why}; "
+                            f"{ctx.target.name} is {ctx.target.capability_text}{override}")
 
 
 def _omitted_defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:

@@ -151,6 +151,10 @@ class Framework:
     config_markers: tuple[str, ...] = ()  # key prefixes only this version's config files have (torchtitan's tables)
     engines: tuple[dict, ...] = ()  # `[[engine]]`: commands of this framework that start a generation engine
     launcher: bool = False  # its commands start another Python program, whose own flags follow (accelerate launch)
+    # Its commands set config keys as Hydra overrides (`trainer.bf16=false`) of the entry point's config, whose
+    # top-level sections these are (`trainer.`): a `key`-form key under one of them that a command leaves out runs at
+    # its default (analysis/knowledgecheck.py `_defaults`); a key of a config group (`torch_autocast.dtype`) is not one
+    hydra_roots: tuple[str, ...] = ()
 
 
 @lru_cache(maxsize=1)
@@ -223,13 +227,22 @@ def _key_words(known: tuple[Framework, ...], kinds: frozenset[str]) -> frozenset
     return frozenset(words)
 
 
+def _hydra_roots(value, filename: str) -> tuple[str, ...]:
+    roots = tuple(value)
+    if any(not isinstance(r, str) or not r.endswith(".") or r.count(".") != 1 for r in roots):
+        raise ValueError(f"rlcompat/knowledge/data/frameworks/.../{filename}: `hydra_roots` lists top-level config "
+                         f"sections, each ending in a dot (\"trainer.\"), not {value!r}")
+    return roots
+
+
 def _framework(data: dict, filename: str) -> Framework:
     for required in ("framework", "label", "version"):
         if required not in data:
             raise ValueError(f"rlcompat/knowledge/data/frameworks/.../{filename}: `{required}` is missing")
     fw = Framework(data["framework"], data["label"], data["version"], data.get("distribution", data["framework"]),
                    tuple(data.get("commands", ())), tuple(data.get("markers", ())), tuple(data.get("files", ())),
-                   config_markers=tuple(data.get("config_markers", ())), launcher=bool(data.get("launcher", False)))
+                   config_markers=tuple(data.get("config_markers", ())), launcher=bool(data.get("launcher", False)),
+                   hydra_roots=_hydra_roots(data.get("hydra_roots", ()), filename))
     keys = []
     for row in data.get("key", ()):
         if row.get("kind", "none") not in kinds() and row.get("kind", "none") != "none":

@@ -559,6 +559,9 @@ class Assignment:
     value_index: int  # index in word.chars where the value starts
 
 
+# `${NAME:=value}` / `${NAME=value}` as a word of its own (the argument of `:`): a default the script assigns
+DEFAULT_ASSIGNMENT = re.compile(r"\$\{([A-Za-z_]\w*):?=([^}]*)\}")
+
 # A value that is one positional parameter: `"$2"`, `$1`, `${2}` (what a script's own option parser assigns)
 POSITIONAL_VALUE = re.compile(r'"?\$(?:[1-9]|\{[1-9]\})"?')
 
@@ -621,6 +624,21 @@ class Variables:
         m = re.match(r"^([A-Za-z_]\w*)=", text)
         if m:
             self.assignments.setdefault(m.group(1), []).append(Assignment(m.group(1), word, m.end()))
+
+    def record_default(self, word: Word) -> None:
+        """An argument of the null command, `: "${NAME:=value}"` (or `${NAME=value}`): the script's default for NAME,
+        what a run gets when the caller's environment does not set it. Recorded as `NAME=value` whose value keeps its
+        offsets in the file, so a value read from NAME is rewritten where the default is written."""
+        m = DEFAULT_ASSIGNMENT.fullmatch(word.text)
+        if not m or "$" in m.group(2) or "`" in m.group(2):
+            return
+        name = m.group(1)
+        earlier = self.assignments.get(name)
+        if earlier and (":=" not in word.text or earlier[-1].word.text[earlier[-1].value_index:]):
+            return  # the script set it before: `=` keeps any value, `:=` any but the empty one
+        chars = word.chars[2:2 + len(name)] + [("=", word.chars[m.start(2) - 1][1])] + word.chars[m.start(2):m.end(2)]
+        assigned = Word(word.raw, word.start, chars, False, [])
+        self.assignments.setdefault(name, []).append(Assignment(name, assigned, len(name) + 1))
 
     def value_of(self, name: str, before: int, depth: int = 0) -> tuple[str | None, Span | None, str]:
         """(literal value, span to rewrite it, where it was set) of `$name` used at offset `before`."""
@@ -882,6 +900,10 @@ def _entry_command_words(script: ShellScript, scanned: ScannedView):
             for w in command.words[1:]:
                 variables.record(w)
             continue
+        if command.words[0].text == ":":
+            for w in command.words[1:]:
+                variables.record_default(w)
+            continue
         expanded = _expanded_words(command, variables)
         entry = _entry_index(expanded, scanned)
         if entry is None:
@@ -928,6 +950,10 @@ def check(script: ShellScript, text: str, path: str, rules: Sequence, target, _d
                         exported.append(env)
             continue
         head = command.words[0].text
+        if head == ":":  # `: "${NAME:=value}"`: only its defaults matter
+            for w in command.words[1:]:
+                variables.record_default(w)
+            continue
         if head in ("export", "declare", "local", "readonly", "typeset"):
             exporting = head == "export" or any(w.text.startswith("-") and "x" in w.text for w in command.words[1:])
             for w in command.words[1:]:

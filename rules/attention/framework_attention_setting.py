@@ -45,9 +45,10 @@ class FrameworkAttentionSetting(ConfigRule):
     )
     languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
     # "actor:", "critic:", "ref:", "sglang:": the mappings of an AReaL experiment YAML that leave out attn_impl or
-    # attention_backend, whose defaults (flash_attention_2, fa3) are reported there (the keys' `omitted` tables)
+    # attention_backend, whose defaults (flash_attention_2, fa3) are reported there (the keys' `omitted` tables);
+    # "skyrl_train.entrypoints": a skyrl-train launch command that leaves flash_attn or sample packing at its default
     names = ("attn", "attention", "ATTENTION", "flash", "packing", "microbatch_padding", "openrlhf", "actor:", "critic:",
-             "ref:", "sglang:", "[orchestrator]", "[data]")
+             "ref:", "sglang:", "[orchestrator]", "[data]", "skyrl_train.entrypoints")
     sources = ("S9", "S10")
     # Not the key words of its `kinds` (a file is read only where it spells one): these mark the statements whose
     # settings every config rule reads, and the key words would mark others (`microbatch_padding`: skyrl's

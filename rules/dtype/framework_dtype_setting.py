@@ -17,7 +17,8 @@ class FrameworkDtypeSetting(ConfigRule):
         "`bf16.enabled` incl. \"auto\", DeepSpeed `fp16.enabled` below 7.0, PyTorch Lightning/Fabric `precision` "
         "(`\"bf16-mixed\"`, `\"bf16-true\"`, `\"bf16\"`; `trainer.precision` in LightningCLI and NeMo configs), vLLM/SGLang `--dtype`, LLaMA-Factory `pure_bf16`/`infer_dtype`, torchtune "
         "`dtype`, ms-swift `torch_dtype`), and reports a value the target cannot run. A command of a known framework "
-        "version that leaves such a flag at a hazardous default is reported too, and so is a config file that leaves out "
+        "version that leaves such a flag at a hazardous default is reported too (for a framework whose commands take "
+        "Hydra overrides, skyrl-train's, such a config key: `trainer.bf16`, the FSDP param dtype), and so is a config file that leaves out "
         "a key whose default is a hazard (a torchtitan train config without `[training] mixed_precision_param`: "
         "bfloat16; a skyrl-train config whose `fsdp_config` leaves out `mixed_precision`: bf16), at the table or "
         "mapping that would carry it; and an Optional nested config field left at None where the framework's code runs "
@@ -41,10 +42,11 @@ class FrameworkDtypeSetting(ConfigRule):
     # "[job]": the table of a torchtitan train config, "fsdp_config:" the mapping of a skyrl-train config, which
     # report a dtype default the file leaves out (a key's `omitted` tables; tests/test_framework_knowledge.py holds
     # each such key to a trigger of its rule); "--hf-checkpoint": the flag every slime launch passes, whose commands
-    # leave the bf16 slime writes unless --fp16 is given
+    # leave the bf16 slime writes unless --fp16 is given; "skyrl_train.entrypoints": a skyrl-train launch command,
+    # whose Hydra overrides leave every key it does not name at the entry config's default (`overrides = "hydra"`)
     languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
     names = ("dtype", "bf16", "bfloat16", "precision", "PRECISION", "tf32", "fp8", "fp16", "openrlhf", "trl ", "[job]",
-                "fsdp_config:", "--hf-checkpoint")
+                "fsdp_config:", "--hf-checkpoint", "skyrl_train.entrypoints")
     sources = ("S1", "S6", "S8", "S15", "S20", "S62")
     # Not the key words of its `kinds` (a file is read only where it spells one): these mark the statements whose
     # settings every config rule reads, and the key words would mark others. `mixed_precision`: the Optional nested

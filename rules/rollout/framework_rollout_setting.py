@@ -30,7 +30,9 @@ class FrameworkRolloutSetting(ConfigRule):
         "switching either changes the run (and on sm6x/sm70 there is no vLLM to switch to)."
     )
     languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
-    names = ("vllm", "VLLM", "sglang", "quantization", "kv_cache", "kv-cache", "eager", "infer_backend", "fast_inference")
+    # "skyrl_train.entrypoints": a skyrl-train launch command that leaves generator.backend at its default (vllm)
+    names = ("vllm", "VLLM", "sglang", "quantization", "kv_cache", "kv-cache", "eager", "infer_backend", "fast_inference",
+             "skyrl_train.entrypoints")
     sources = ("S6", "S7", "S17", "S20", "S35", "S52", "S162")
     # Not the key words of its `kinds` (a file is read only where it spells one): these mark the statements whose
     # settings every config rule reads, and the key words would mark others
