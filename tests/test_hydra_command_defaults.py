@@ -124,3 +124,49 @@ def test_a_default_does_not_replace_a_value_the_script_set_before(tmp_path):
     found = [f for f in scan_paths([str(path)], resolve_target("sm61")).findings if "--dtype" in f.message]
     # DTYPE keeps float32; EMPTY was empty, which `:=` replaces
     assert [(f.location.line, "on line 4" in f.message) for f in found] == [(6, True)], [f.message for f in found]
+
+
+BASE_CONFIG = """trainer:
+  strategy: fsdp2
+  bf16: {bf16}
+  flash_attn: true
+  use_sample_packing: true
+  algorithm:
+    use_kl_loss: true
+generator:
+  backend: vllm
+  model_dtype: bfloat16
+"""
+
+
+def _checkout(tmp_path, script: str, bf16: str) -> str:
+    """A SkyRL checkout: the package's own entry config beside the launch script's tree."""
+    path = _tree(tmp_path, script)
+    (tmp_path / "skyrl_train" / "config").mkdir()
+    (tmp_path / "skyrl_train" / "config" / "ppo_base_config.yaml").write_text(BASE_CONFIG.format(bf16=bf16))
+    return path
+
+
+def test_a_checkout_runs_with_its_own_entry_config_not_the_releases_defaults(tmp_path):
+    # The user turned bf16 off in the checkout's ppo_base_config.yaml: the command runs with that, not 0.3.1's true.
+    left = _left(_checkout(tmp_path, RUN.format(extra=""), bf16="false"))
+    assert "trainer.bf16" not in left
+    assert left["trainer.flash_attn"] == "RLC207"  # still true in the checkout's config
+    # keys the checkout's config does not write keep the release's code default (FSDP's param dtype)
+    assert left["trainer.policy.fsdp_config.mixed_precision.param_dtype"] == "RLC118"
+
+
+def test_a_hazard_the_checkouts_config_sets_is_reported_naming_that_file(tmp_path):
+    path = _checkout(tmp_path, RUN.format(extra=""), bf16="true")
+    found = scan_paths([path], resolve_target("sm75")).findings
+    message = next(f.message for f in found if f.message.startswith("trainer.bf16 is not overridden"))
+    assert "the tree's skyrl_train/config/ppo_base_config.yaml, which sets it to" in message
+    assert "knowledge" not in message.split(":")[0]
+
+
+def test_hydra_config_must_be_a_yaml_path_inside_the_package():
+    with pytest.raises(ValueError, match="hydra_config"):
+        fk._hydra_config("/abs/config.yaml", "x.toml")
+    with pytest.raises(ValueError, match="hydra_config"):
+        fk._hydra_config("pkg/config/base.json", "x.toml")
+    assert fk._hydra_config("pkg/config/base.yaml", "x.toml") == "pkg/config/base.yaml"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from rlcompat.analysis import command_framework, cpu_program, entry_switches
+from rlcompat.analysis import command_framework, cpu_program, entry_switches, hydra_entry_config
 from rlcompat.knowledge import frameworks as fk
 from rlcompat.analysis.confighelpers import follows_bf16_switch, is_bf16, remove_flag, where
 from rlcompat.lang.settings import ConfigContext, ConfigView, Setting
@@ -381,6 +381,7 @@ def _defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> No
         hydra = bool(fw.hydra_roots)
         if hydra and _composes_other_config(view):
             continue  # the run composes a config of the user's: what it leaves unset is not known here
+        own = hydra_entry_config.tree_entry_config(view, ctx, fw) if hydra else None
         given = {fk.normalise(s.key).lower() for s in view.settings}
         for key in fw.keys:
             if key.kind not in kinds:
@@ -394,16 +395,22 @@ def _defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> No
                 continue
             if key.requires and not any(w.lstrip("-").split("=")[0] in key.requires for w in view.command_words):
                 continue  # the default matters only with the feature it belongs to
-            if any(n.lower() in given for n in key.names) or key.default in ("", "None", "auto"):
+            hydra_key = hydra and key.form in ("key", "any") and key.names[0].startswith(fw.hydra_roots)
+            if hydra_key and own is not None and key.names[0] in own.values:
+                # the tree's own entry config: its value, not the release's, is what the command runs with
+                default, set_by = own.values[key.names[0]], own.shown
+            else:
+                default, set_by = key.default, ""
+            if any(n.lower() in given for n in key.names) or default in ("", "None", "auto", None):
                 continue
             if key.resolves.startswith("not ") and fk.normalise(key.resolves[4:].strip()).lower() in given:
                 continue  # `bf16 = not fp16`: the flag it is resolved from is passed
-            found = hazard_of(key, key.default, ctx.target)
+            found = hazard_of(key, default, ctx.target)
             if found is None:
                 continue
             hazard, kind = found
-            if hydra and key.form in ("key", "any") and key.names[0].startswith(fw.hydra_roots):
-                _hydra_default(view, ctx, key, hazard, kind, how)
+            if hydra_key:
+                _hydra_default(view, ctx, key, hazard, kind, how, default, set_by)
                 continue
             flag = "--" + key.names[0]
             suggestion = _suggest(key, kind, ctx.target)
@@ -429,9 +436,11 @@ def _composes_other_config(view: ConfigView) -> bool:
     return any(w.split("=", 1)[0] in _OTHER_CONFIG for w in view.command_words)
 
 
-def _hydra_default(view: ConfigView, ctx: ConfigContext, key: fk.FrameworkKey, hazard, kind, how: str) -> None:
-    """A config key a Hydra command of a known release leaves out: the run gets the entry config's default. Reported
-    at the command with the override to add (a key the entry config does not write, `omitted`, needs Hydra's `+`)."""
+def _hydra_default(view: ConfigView, ctx: ConfigContext, key: fk.FrameworkKey, hazard, kind, how: str,
+                   value: str, set_by: str) -> None:
+    """A config key a Hydra command of a known release leaves out: the run gets the entry config's value (`set_by`:
+    the tree's own entry config that sets it; "" for the release's default). Reported at the command with the
+    override to add (a key the entry config does not write, `omitted`, needs Hydra's `+`)."""
     fw, name = key.framework, key.names[0]
     add = "+" if key.omitted is not None else ""
     override = ""
@@ -442,9 +451,13 @@ def _hydra_default(view: ConfigView, ctx: ConfigContext, key: fk.FrameworkKey, h
         override = f"; pass {name}=false"
     elif kind.fix == "value" and key.safe:
         override = f"; pass {name}={key.safe}"
-    proof = first_proof(key.omitted.proof if key.omitted is not None else key.proof)
-    ctx.report(view.anchor, f"{name} is not overridden, so {fw.label} {fw.version} uses its default, {key.default} "
-                            f"({fw.label} {fw.version} knowledge: {proof}; version from {how}): {hazard.why}; "
+    if set_by:
+        uses = f"the run takes the tree's {set_by}, which sets it to {value}"
+    else:
+        proof = first_proof(key.omitted.proof if key.omitted is not None else key.proof)
+        uses = (f"{fw.label} {fw.version} uses its default, {value} ({fw.label} {fw.version} knowledge: {proof}; "
+                f"version from {how})")
+    ctx.report(view.anchor, f"{name} is not overridden, so {uses}: {hazard.why}; "
                             f"{ctx.target.name} is {ctx.target.capability_text}{override}")
 
 

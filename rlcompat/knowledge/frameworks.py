@@ -155,6 +155,10 @@ class Framework:
     # top-level sections these are (`trainer.`): a `key`-form key under one of them that a command leaves out runs at
     # its default (analysis/knowledgecheck.py `_defaults`); a key of a config group (`torch_autocast.dtype`) is not one
     hydra_roots: tuple[str, ...] = ()
+    # The entry config those overrides apply to, as a path inside the installed package's folder
+    # ("skyrl_train/config/ppo_base_config.yaml"): where the scanned tree holds that file, its values are the defaults
+    # a command runs with, not the release's (analysis/hydra_entry_config.py)
+    hydra_config: str = ""
 
 
 @lru_cache(maxsize=1)
@@ -235,6 +239,13 @@ def _hydra_roots(value, filename: str) -> tuple[str, ...]:
     return roots
 
 
+def _hydra_config(value, filename: str) -> str:
+    if not isinstance(value, str) or (value and (not value.endswith(".yaml") or value.startswith("/") or ".." in value)):
+        raise ValueError(f"rlcompat/knowledge/data/frameworks/.../{filename}: `hydra_config` is the entry config's "
+                         f"path inside the package's folder (\"pkg/config/name.yaml\"), not {value!r}")
+    return value
+
+
 def _framework(data: dict, filename: str) -> Framework:
     for required in ("framework", "label", "version"):
         if required not in data:
@@ -242,7 +253,8 @@ def _framework(data: dict, filename: str) -> Framework:
     fw = Framework(data["framework"], data["label"], data["version"], data.get("distribution", data["framework"]),
                    tuple(data.get("commands", ())), tuple(data.get("markers", ())), tuple(data.get("files", ())),
                    config_markers=tuple(data.get("config_markers", ())), launcher=bool(data.get("launcher", False)),
-                   hydra_roots=_hydra_roots(data.get("hydra_roots", ()), filename))
+                   hydra_roots=_hydra_roots(data.get("hydra_roots", ()), filename),
+                   hydra_config=_hydra_config(data.get("hydra_config", ""), filename))
     keys = []
     for row in data.get("key", ()):
         if row.get("kind", "none") not in kinds() and row.get("kind", "none") != "none":
