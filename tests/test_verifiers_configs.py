@@ -63,3 +63,35 @@ def test_trainer_args_with_bf16_off_or_a_bf16_card_is_clean():
 def test_another_toml_with_a_trainer_table_is_not_a_vf_rl_config():
     other = '[trainer]\ngpus = 1\n\n[data]\npath = "x"\n'
     assert not [f for f in _scan(other, "sm75") if f.code == "RLC118"]
+
+
+LOADER = ("from liger_kernel.transformers import AutoLigerKernelForCausalLM\n\n\n"
+          "def get_model(model_name, use_liger: bool = True, model_kwargs=None):\n"
+          "    if use_liger:\n        return AutoLigerKernelForCausalLM.from_pretrained(model_name, use_cache=False)\n\n\n"
+          "def get_model_and_tokenizer(model_name, *, use_liger=True):\n    return get_model(model_name, use_liger)\n")
+
+
+def _liger(text: str, target: str):
+    return [f for f in scan_source(text, resolve_target(target), "utils.py", "python") if f.code == "RLC355"]
+
+
+def test_liger_parameter_defaults_are_reported_where_written():
+    found = _liger(LOADER, "sm61")
+    assert sorted(f.location.line for f in found) == [4, 9], [f.message for f in found]
+    assert all("use_liger is True" in f.message and f.fix is not None for f in found)
+
+
+def test_liger_parameter_default_off_or_on_a_triton_card_is_clean():
+    assert not _liger(LOADER.replace("use_liger: bool = True", "use_liger: bool = False")
+                      .replace("use_liger=True", "use_liger=False"), "sm61")
+    assert not _liger(LOADER, "sm70")
+
+
+def test_a_use_liger_parameter_in_a_file_without_liger_is_not_read():
+    assert not _liger("def build(name, use_liger: bool = True):\n    return dict(name=name, use_cache=False)\n", "sm61")
+
+
+def test_a_file_whose_only_setting_is_the_parameter_default_is_read():
+    text = ("from liger_kernel.transformers import AutoLigerKernelForCausalLM\n\n\n"
+            "def get_model(model_name, use_liger=True):\n    return AutoLigerKernelForCausalLM, model_name, use_liger\n")
+    assert [f.location.line for f in _liger(text, "sm61")] == [4]
