@@ -34,6 +34,7 @@ INDEX = {
     'RLC126': (('python',), ('fp16', 'gradient_accumulation_steps', 'learning_rate', 'max_steps', 'num_generations', 'num_train_epochs', 'output_dir', 'per_device_train_batch_size'), None),
     'RLC130': (('python',), ('AsyncGRPOTrainer', 'DPOTrainer', 'GRPOTrainer', 'KTOTrainer', 'RLOOTrainer', 'SFTTrainer'), None),
     'RLC131': (('markdown', 'shell'), ('trl',), ()),
+    'RLC134': (('python',), ('RLConfig',), None),
     'RLC135': (('json', 'markdown', 'shell', 'toml', 'yaml'), ('converters',), ()),
     'RLC136': (('python',), ('dtype(', 'precision'), None),
     'RLC201': (('python',), ('flash_attention_', 'from flash_attn ', 'import flash_attn'), None),
