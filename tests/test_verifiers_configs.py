@@ -95,3 +95,10 @@ def test_a_file_whose_only_setting_is_the_parameter_default_is_read():
     text = ("from liger_kernel.transformers import AutoLigerKernelForCausalLM\n\n\n"
             "def get_model(model_name, use_liger=True):\n    return AutoLigerKernelForCausalLM, model_name, use_liger\n")
     assert [f.location.line for f in _liger(text, "sm61")] == [4]
+
+
+def test_trainer_args_that_turn_bf16_on_are_reported_at_the_key():
+    on = VF_RL.replace("max_steps = 100\n", "max_steps = 100\nbf16 = true\n")
+    # one hazard, one finding: the generic bf16 rule (RLC107) reports the key, RLC118 no longer the table
+    found = [f for f in _scan(on, "sm75") if f.code in ("RLC107", "RLC118")]
+    assert [f.location.line for f in found] == [_line(on, "bf16 = true")], [f.message for f in found]
