@@ -44,6 +44,7 @@ CODES: dict[str, str] = {
     "RLC126": "dtype.unsloth_trainer_fp16_default",
     "RLC130": "dtype.trl_kernels_bf16_old_triton",
     "RLC131": "dtype.trl_kernels_bf16_old_triton_command",
+    "RLC134": "dtype.config_bf16_default_on",
     "RLC135": "dtype.framework_low_precision_training",
     "RLC136": "dtype.bf16_chosen_by_helper",
     "RLC201": "attention.flash_attention_implementation",

@@ -8,12 +8,13 @@ defaults of flags the command does not pass are reported at the command, with th
 
 from __future__ import annotations
 
+import ast
 import re
 
 from rlcompat.analysis import command_framework, cpu_program, entry_switches, hydra_entry_config
 from rlcompat.knowledge import frameworks as fk
 from rlcompat.analysis.confighelpers import follows_bf16_switch, is_bf16, remove_flag, where
-from rlcompat.lang.settings import ConfigContext, ConfigView, Setting
+from rlcompat.lang.settings import ConfigContext, ConfigView, Setting, Span
 from rlcompat.findings import Edit, FixSafety
 from rlcompat.knowledge.versions import release
 from rlcompat.knowledge.precision import dtype_for, knowledge_choice
@@ -232,6 +233,7 @@ def check(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:
         _omitted_defaults(view, ctx, kinds)
     if view.kind == "python":
         _unset_parents(view, ctx, kinds)
+        _parameter_defaults(view, ctx, kinds)
 
 
 OFF_VALUES = ("", "none", "null", "0", "false")
@@ -544,6 +546,47 @@ def _unset_parents(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) 
                                   f"module does not import dataclasses.field){note}")
             ctx.report(setting.key_span, head + advice, edits, safety, advice.lstrip("; ").split(" (")[0])
             break
+
+
+def _parameter_defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:
+    """A function's parameter whose literal default switches a hazard on, for keys of form `param` (a framework's
+    helper that callers use without the argument: verifiers' `get_model(model_name, use_liger: bool = True)`, which
+    its trainer calls with the model name only), in a file that holds one of the key's `only_with` texts. Read here
+    and not as a setting of the view: no other rule should take a parameter of any function for a config key."""
+    text = ctx.source_text
+    keys = [k for fw in fk.frameworks() for k in fw.keys if k.form == "param" and k.kind in kinds
+            and any(n in text for n in k.names) and (not k.only_with or any(t in text for t in k.only_with))]
+    if not keys:
+        return
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return
+    starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+
+    def offset(line: int, byte_col: int) -> int:
+        start = starts[line - 1]
+        return start + len(text[start:].encode("utf-8")[:byte_col].decode("utf-8", "ignore"))
+
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        args = node.args
+        positional = args.posonlyargs + args.args
+        pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+        pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+        for arg, default in pairs:
+            key = next((k for k in keys if arg.arg in k.names), None)
+            if key is None or not isinstance(default, ast.Constant) or isinstance(default.value, bytes):
+                continue
+            start, value_start = offset(arg.lineno, arg.col_offset), offset(default.lineno, default.col_offset)
+            value_end = offset(default.end_lineno, default.end_col_offset)
+            setting = Setting(arg.arg, text[value_start:value_end], Span(start, start + len(arg.arg)),
+                              Span(value_start, value_end), origin="python-param", call=node.name)
+            found = hazard_of(key, setting.value, ctx.target)
+            if found is not None:
+                exact = chosen_version(view, ctx, key.framework.name)[0] == key.framework.version
+                _report(view, ctx, setting, key, exact, *found)
 
 
 _FIELD_IMPORT = re.compile(r"^from\s+dataclasses\s+import\s+(?:\([^)]*|[^\n]*)\bfield\b", re.MULTILINE)

@@ -219,6 +219,12 @@ def python_key_words(kinds: frozenset[str]) -> frozenset[str] | None:
 _KEY_WORDS: dict[frozenset[str], tuple] = {}
 
 
+def parameter_key_words(kinds: frozenset[str]) -> frozenset[str]:
+    """The names of the keys of these kinds that are a function's parameters (form `param`), lower case."""
+    return frozenset(n.lower() for fw in frameworks() for key in fw.keys
+                     if key.form == "param" and key.kind in kinds for n in key.names)
+
+
 def _key_words(known: tuple[Framework, ...], kinds: frozenset[str]) -> frozenset[str] | None:
     words = set()
     for fw in known:

@@ -326,7 +326,7 @@ def check_targets(module: cst.Module | Parts | None, text: str, path: str, group
             heap.give_back(text)
     found_by_group = [found + _config_findings(text, path, reading, found_settings,
                                                target, python_rules, found, scanned)
-                      if found_settings else found
+                      if found_settings or any(r.reads_parameters(text, scanned) for r in reading) else found
                       for (python_rules, _, reading, target), found_settings, found in zip(split, settings, walked)]
     setup_py, script = os.path.basename(path) in SETUP_PY_NAMES, inline_script.MARK in text
     if setup_py or script:

@@ -59,6 +59,10 @@ class ScannedView(Protocol):
         last name parts, lower case, `-` as `_`), or None where a key of them judges Python that leaves it out: what
         `ConfigRule.reads_python` looks for."""
 
+    def parameter_key_words(self, kinds: frozenset[str]) -> frozenset[str]:
+        """The names of framework keys of these kinds that are a function's parameters (form `param`): a Python
+        file that spells one is read for them even where it holds no setting (`ConfigRule.reads_parameters`)."""
+
     def spell_added_key(self, command_words: Sequence[str], key: str) -> tuple[str | None, str]:
         """How a fix may write the override `key` (with its `+`/`++`) into a command of this file: the key as the
         config the command reads takes it, or (None, why) where that config has no such key."""

@@ -281,6 +281,14 @@ class ConfigRule(Rule):
             return True
         return spells_one_of(text, scanned.python_key_words(self.kinds))
 
+    def reads_parameters(self, text: str, scanned: ScannedView | None) -> bool:
+        """Whether this rule judges the parameter defaults of the Python `text`'s functions (framework keys of form
+        `param`): then the file is checked even where it holds no setting."""
+        if not self.kinds or scanned is None:
+            return False
+        words = scanned.parameter_key_words(self.kinds)
+        return bool(words) and spells_one_of(text, words)
+
     def check_config(self, view: ConfigView, ctx: "ConfigContext") -> None:
         raise NotImplementedError
 

@@ -114,6 +114,9 @@ class ScannedFile:
     def python_key_words(self, kinds: frozenset[str]) -> frozenset[str] | None:
         return frameworks.python_key_words(kinds)
 
+    def parameter_key_words(self, kinds: frozenset[str]) -> frozenset[str]:
+        return frameworks.parameter_key_words(kinds)
+
     def spell_added_key(self, command_words: Sequence[str], key: str) -> tuple[str | None, str]:
         from rlcompat.schema.gate import spell_for_tree
 

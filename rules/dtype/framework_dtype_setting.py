@@ -43,10 +43,12 @@ class FrameworkDtypeSetting(ConfigRule):
     # report a dtype default the file leaves out (a key's `omitted` tables; tests/test_framework_knowledge.py holds
     # each such key to a trigger of its rule); "--hf-checkpoint": the flag every slime launch passes, whose commands
     # leave the bf16 slime writes unless --fp16 is given; "skyrl_train.entrypoints": a skyrl-train launch command,
-    # whose Hydra overrides leave every key it does not name at the entry config's default (`overrides = "hydra"`)
+    # whose Hydra overrides leave every key it does not name at the entry config's default (`overrides = "hydra"`);
+    # "[trainer]": the table every verifiers vf-rl config has (its `gpus` is required), whose [trainer.args] may leave
+    # out RLConfig's bf16
     languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
     names = ("dtype", "bf16", "bfloat16", "precision", "PRECISION", "tf32", "fp8", "fp16", "openrlhf", "trl ", "[job]",
-                "fsdp_config:", "--hf-checkpoint", "skyrl_train.entrypoints")
+                "fsdp_config:", "--hf-checkpoint", "skyrl_train.entrypoints", "[trainer]")
     sources = ("S1", "S6", "S8", "S15", "S20", "S62")
     # Not the key words of its `kinds` (a file is read only where it spells one): these mark the statements whose
     # settings every config rule reads, and the key words would mark others. `mixed_precision`: the Optional nested

@@ -134,12 +134,16 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
         """A framework's config whose table starts vLLM (`[[engine]]` `tables`), below vLLM's minimum: at the table."""
         if runs("vllm", self.target):
             return
-        for fw, row, table in frameworks.engine_tables("vllm"):
-            if table in view.sections and attributed(view, ctx, fw):
-                ctx.report(view.sections[table], f"[{table}] makes {fw.label} start a vLLM server ({fw.label} "
-                                                 f"{fw.version} knowledge: {row['proof'].split(' (')[0]}); "
-                                                 f"{unsupported_message(self.target)}", [None])
-                return
+        starting = [(fw, row, table) for fw, row, table in frameworks.engine_tables("vllm")
+                    if table in view.sections and attributed(view, ctx, fw)]
+        if not starting:
+            return
+        # Two frameworks may both claim the file (prime-rl's `[trainer.` marker is in a verifiers vf-rl config's
+        # `[trainer.args]`): the message names the one more of whose config markers the file holds.
+        fw, row, table = max(starting, key=lambda found: sum(m in ctx.source_text for m in found[0].files))
+        ctx.report(view.sections[table], f"[{table}] makes {fw.label} start a vLLM server ({fw.label} "
+                                         f"{fw.version} knowledge: {row['proof'].split(' (')[0]}); "
+                                         f"{unsupported_message(self.target)}", [None])
 
     def _check_dtype(self, view, ctx, anchor) -> None:
         """A vLLM server (started by name, or by its image's ENTRYPOINT) given no dtype, run by a vLLM that keeps a bf16
