@@ -1,20 +1,16 @@
-"""What the tree's launch files do with an entry point's own options, asked from a Python rule at a node.
+"""Whether a value a Python entry point uses only under its own switches reaches a run its tree launches.
 
-Two questions, both answered from the launch files that run the file's entry point (analysis/entry_switches.py
-finds them; none found -> the user's own command decides, and the finding stays):
-
-- `unpassed_switch_guards`: the node sits in the body of `if args.use_flash_attn:` (nested `if`s and `and` count
-  as all of their switches), each such switch is an option the file's parser leaves off (`action="store_true"`
-  without a true default, or a valued option without a default), and no launch file passes all of them. ColossalChat's
-  `train_ppo.py` loads its models with `use_flash_attention_2=True` only under `--use_flash_attn`, which
-  `train_ppo.sh` never passes: no shipped run reaches the keyword.
-- `overridden_by_every_launch`: every launch file passes the option whose default the node writes
-  (`--mixed_precision` in both of ColossalChat's launchers): no shipped run leaves the default in force; the value
-  each passes is judged where it is given.
+The node (`use_flash_attention_2=True`, a keyword a config rule reads) sits in the body of `if args.use_flash_attn:`
+(nested `if`s and `and` count as all of their switches); each such switch is an option the file's parser leaves off
+(`action="store_true"` without a true default, or a valued option without a default); the launch files that run the
+entry point (analysis/entry_switches.py finds them) exist and none passes all of them: then no shipped run reaches the
+value. ColossalChat's `train_ppo.py` loads its models with `use_flash_attention_2=True` only under `--use_flash_attn`,
+which `train_ppo.sh` never passes. With no launch file of the entry point the user's own command decides, and the
+finding stays. A default the parser gives (`--mixed_precision` fp16) is not this case: every run that leaves the
+option out has it, launch files or not.
 
 Text is compared, not parsed, as in entry_switches: a flag spelled anywhere in a launch file counts as passed, which
-errs towards reporting the switch's body and away from reporting an overridden default only where every launcher
-spells the option.
+errs towards reporting.
 """
 
 from __future__ import annotations
@@ -79,25 +75,6 @@ def _unreached(names: set[str], declared: dict[str, tuple[set[str], bool]], laun
     if not running:
         return False
     return not any(all(_spells(text, flags) for flags in guards) for _, text in running)
-
-
-def overridden_by_every_launch(ctx, flags: set[str]) -> bool:
-    """Whether the tree's launch files run the entry point and each of them passes one of `flags`."""
-    if not flags or not _on_disk(ctx):
-        return False
-    running = _launchers(ctx)
-    return bool(running) and all(_spells(text, flags) for _, text in running)
-
-
-def option_flags(call: cst.Call) -> set[str]:
-    """The option strings (`--mixed_precision`) of a `parser.add_argument(...)` call."""
-    flags = set()
-    for arg in call.args:
-        if arg.keyword is None and isinstance(arg.value, cst.SimpleString):
-            value = arg.value.evaluated_value
-            if isinstance(value, str) and value.startswith("-"):
-                flags.add(value)
-    return flags
 
 
 def _on_disk(ctx) -> bool:

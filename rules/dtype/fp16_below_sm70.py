@@ -3,7 +3,6 @@ from __future__ import annotations
 import libcst as cst
 
 from rlcompat.analysis import pyhelpers as h
-from rlcompat.analysis.pyentry_switches import option_flags, overridden_by_every_launch
 from rlcompat.contract import Bad, FixSafety, Good, PendingFix, PythonRule
 
 DS = 'ds_config = {{"train_batch_size": 8, "fp16": {{"enabled": {value}, "loss_scale": 0}}}}\n'
@@ -17,9 +16,7 @@ class Fp16BelowSm70(PythonRule):
         "Finds fp16 training switched on below compute capability 7.0: `fp16=True` passed to a call, "
         "`mixed_precision=\"fp16\"`, a DeepSpeed config written as a Python dict with `\"fp16\": {\"enabled\": True}`, "
         "and the default of an argparse option whose name says dtype or precision "
-        "(`parser.add_argument(\"--dtype\", default=\"fp16\")`: every run that does not pass it trains in fp16), "
-        "unless every launch file of the tree that runs the script passes the option (no shipped run leaves the "
-        "default; the value each passes is judged where it is given). "
+        "(`parser.add_argument(\"--dtype\", default=\"fp16\")`: every run that does not pass it trains in fp16). "
         "DeepSpeed JSON files are not read yet (rlcompat has no JSON front end); their `\"fp16\"` block has the same "
         "effect."
     )
@@ -67,10 +64,7 @@ class Fp16BelowSm70(PythonRule):
         elif key == "mixed_precision" and h.string_value(node.value) == "fp16":
             self._report(node, ctx, 'mixed_precision="fp16"', node.value, h.requote(node.value, "no"))
         elif key == "default" and h.string_value(node.value) in _FP16_WORDS:
-            call = ctx.ancestors[-1] if ctx.ancestors else None
-            option = _precision_option(call)
-            if option is not None and overridden_by_every_launch(ctx, option_flags(call)):
-                return  # every launch file of the tree passes the option: the value each gives is judged there
+            option = _precision_option(ctx.ancestors[-1] if ctx.ancestors else None)
             if option is not None:
                 # no rewrite of the default: only the program's own code says whether it handles an fp32 word
                 # (DeepSpeed-Chat maps `--dtype` fp16/bf16 only); RLC122 adds the option at a command where the
