@@ -75,7 +75,7 @@ INDEX = {
     'RLC419': (('json', 'markdown', 'python', 'shell', 'toml', 'yaml'), ('VLLM_USE_V1',), ('VLLM_USE_V1',)),
     'RLC420': (('python',), ('sglang', 'vllm'), None),
     'RLC430': (('python',), ('AsyncGRPOTrainer',), None),
-    'RLC601': (('conda', 'dockerfile', 'markdown', 'pyproject', 'python', 'requirements', 'setupcfg', 'shell'), ('pytorch', 'sglang', 'torch', 'torchaudio', 'torchvision', 'vllm'), ('/// script', 'extras_require', 'install_requires')),
+    'RLC601': (('conda', 'dockerfile', 'markdown', 'pyproject', 'python', 'requirements', 'setupcfg', 'shell'), ('colossalai', 'pytorch', 'sglang', 'torch', 'torchaudio', 'torchvision', 'vllm'), ('/// script', 'extras_require', 'install_requires')),
     'RLC602': (('dockerfile', 'python'), ('FROM', 'from'), ('/// script', 'extras_require', 'install_requires')),
     'RLC603': (('conda', 'dockerfile', 'markdown', 'pyproject', 'python', 'requirements', 'setupcfg', 'shell'), ('flash', 'flash-attn', 'flash_attn', 'sglang', 'vllm'), ('/// script', 'extras_require', 'install_requires')),
     'RLC604': (('dockerfile', 'markdown', 'python', 'shell'), ('TORCH_CUDA_ARCH_LIST',), ('/// script', 'extras_require', 'install_requires')),

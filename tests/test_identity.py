@@ -425,3 +425,21 @@ def test_a_checkout_whose_pyproject_reads_its_version_from_a_module_is_that_rele
     (root / "pyproject.toml").write_text(pyproject.replace("__version__", "VERSION"))
     identity.clear_caches()
     assert identity.resolve(str(root)).get("unsloth").version is None
+
+
+def test_a_folder_that_is_no_project_of_its_own_takes_the_pins_of_the_project_around_it(tmp_path):
+    # ColossalChat's layout (hpcaitech/ColossalAI v0.4.9 applications/ColossalChat): setup.py reads requirements.txt
+    # (transformers==4.39.3); examples/requirements.txt adds colossalai and names no transformers
+    (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup(name='coati')\n")
+    (tmp_path / "requirements.txt").write_text("transformers==4.39.3\ncolossalai>=0.4.7\n")
+    examples = tmp_path / "examples"
+    examples.mkdir()
+    (examples / "requirements.txt").write_text("colossalai==0.4.7\n")
+    (examples / "train.py").write_text("import transformers\n")
+    identity.clear_caches()
+    found = identity.resolve(identity.tree_root(str(examples / "train.py"))).get("transformers")
+    assert (found.how, found.version, found.evidence) == ("pinned", "4.39.3", "../requirements.txt:1")
+    # a project of its own (its own setup.py) does not inherit: its own install decides
+    (examples / "setup.py").write_text("from setuptools import setup\nsetup(name='examples')\n")
+    identity.clear_caches()
+    assert identity.resolve(identity.tree_root(str(examples / "train.py"))).get("transformers").how != "pinned"

@@ -11,6 +11,7 @@ keeps the finding; a command that passes the switch is judged where it is given.
 Text is compared, not parsed: a launch file names the module when it spells its dotted name
 (`-m openrlhf.cli.train_ppo_ray`) or its path from the package's parent (`openrlhf/cli/train_ppo_ray.py`), and passes
 the switch when it spells the flag anywhere (a commented-out flag counts: the answer errs towards reporting).
+The Python side (a keyword a rule reports under `if args.use_flash_attn:`) is rlcompat/analysis/pyentry_switches.py.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def forced_in_no_launch(view, ctx, setting) -> bool:
         return False
     memo = ctx.memo.setdefault("entry_switches", {})
     if "launchers" not in memo:
-        memo["launchers"] = _launchers_of(os.path.abspath(ctx.path))
+        memo["launchers"] = launchers_of(os.path.abspath(ctx.path))
     running = memo["launchers"]
     ctx.record_reads([path for path, _ in running])
     if not running:
@@ -75,7 +76,7 @@ def _entry_names(path: str) -> tuple[tuple[str, ...], str]:
     return (".".join(parts), "/".join(parts[:-1] + [stem])), directory
 
 
-def _launchers_of(path: str) -> list[tuple[str, str]]:
+def launchers_of(path: str) -> list[tuple[str, str]]:
     """(path, text) of each launch file of the tree of `path` that names its entry point; [] where the tree is not
     the package's own project (the package sits elsewhere than at its root or in its `src/`: an installed or unpacked
     distribution, whose launchers are not there) or holds over MAX_FILES launch files."""
@@ -83,7 +84,9 @@ def _launchers_of(path: str) -> list[tuple[str, str]]:
     root = tree_root(path)
     if len(names) > 1 and holder not in (root, os.path.join(root, "src")):
         return []
-    named = re.compile("|".join(rf"(?<![\w./-]){re.escape(n)}(?![\w-])" for n in names))
+    # a script outside a package may be named by any path that ends in its file name (`examples/x/train_ppo.py`)
+    before = r"(?<![\w./-])" if len(names) > 1 else r"(?<![\w.-])"
+    named = re.compile("|".join(rf"{before}{re.escape(n)}(?![\w-])" for n in names))
     found, seen = [], 0
     for directory, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".")]

@@ -183,6 +183,27 @@ def test_mentions(ancestors: list[cst.CSTNode], words: tuple[str, ...]) -> bool:
     return False
 
 
+# The words a precision option's value is compared with (`args.mixed_precision == "fp16"`).
+PRECISION_VALUES = frozenset({"fp16", "float16", "half", "bf16", "bfloat16", "fp32", "float32"})
+
+
+def follows_precision_value(ancestors: list[cst.CSTNode]) -> bool:
+    """True when an enclosing `if`/conditional expression compares a value with a precision's name: `torch.float16 if
+    args.mixed_precision == "fp16" else torch.bfloat16` takes whichever precision the option holds, which is judged
+    where the option is set (its default, the command that passes it), not here."""
+    for parent in ancestors:
+        test = parent.test if isinstance(parent, (cst.If, cst.IfExp)) else None
+        if test is None:
+            continue
+        for comparison in nodes_in(test, cst.Comparison):
+            operands = [comparison.left, *(t.comparator for t in comparison.comparisons)]
+            for operand in operands:
+                for literal in nodes_in(operand, cst.SimpleString):
+                    if (string_value(literal) or "").lower() in PRECISION_VALUES:
+                        return True
+    return False
+
+
 def _names_in(expr: cst.CSTNode, words: tuple[str, ...]) -> bool:
     stack = [expr]
     while stack:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Mapping
 
@@ -261,7 +261,7 @@ def _resolve_one(root: str, name: str) -> FrameworkIdentity:
     in_tree = verl_package(_tree_verl_package(root), root) if name == VERL else _python_package(root, name)
     if in_tree is not None:
         return in_tree
-    pin = pin_of(root, _distribution(name))
+    pin = pin_of(root, _distribution(name)) or _enclosing_pin(root, _distribution(name))
     if pin is not None and pin.version:
         return FrameworkIdentity(name, label_of(name), "pinned", pin.version, pin.evidence,
                                  closest_release(name, pin.version))
@@ -275,6 +275,33 @@ def _resolve_one(root: str, name: str) -> FrameworkIdentity:
         return FrameworkIdentity(name, label_of(name), "installed", version, "the scanning environment",
                                  closest_release(name, version))
     return unknown(name)
+
+
+# What makes a folder a project of its own, rather than a folder of the project around it that lists a few extra
+# requirements (ColossalChat's examples/requirements.txt, beside the coati project's setup.py one level up).
+PROJECT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
+
+
+def _enclosing_pin(root: str, distribution: str):
+    """Where `root` is no project of its own (only a requirements file or environment.yml marks it) and names nothing
+    of `distribution`: the pin of the project around it, which is installed for the folder's scripts to run (its
+    requirements add to that project's, they do not replace them). None where no enclosing tree names it."""
+    from rlcompat.knowledge.declared_pins import pin_of
+
+    current = root
+    while not any(os.path.exists(os.path.join(current, m)) for m in PROJECT_MARKERS):
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        enclosing = nearest(parent, _is_root)
+        if enclosing is None:
+            return None
+        pin = pin_of(enclosing, distribution)
+        if pin is not None:  # its file named from `root`, as the evidence of this tree's identity shows it
+            shown = os.path.relpath(os.path.join(enclosing, pin.file), root).replace(os.sep, "/")
+            return replace(pin, file=shown)
+        current = enclosing
+    return None
 
 
 @lru_cache(maxsize=64)

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from rlcompat.analysis.pyentry_switches import unpassed_switch_guards
 from rlcompat.analysis.pyswitches import switched_on
 from rlcompat.contract import Bad, FixSafety, Good, PendingFix, PythonRule
 from rlcompat.rules.attention.helpers import is_flash_attn_guard
@@ -11,7 +12,12 @@ class UseFlashAttention2Flag(PythonRule):
     code = "RLC202"
     name = "use-flash-attention-2-flag"
     title = "`use_flash_attention_2=True` on a GPU without FlashAttention-2"
-    what = "Finds `use_flash_attention_2=True` passed to a call, transformers' older switch for FlashAttention-2."
+    what = (
+        "Finds `use_flash_attention_2=True` passed to a call, transformers' older switch for FlashAttention-2. A "
+        "keyword under `if args.use_flash_attn:` where that switch is one the file's parser leaves off and the "
+        "tree's launch files run the script without passing it is not reported (no shipped run reaches it; a "
+        "launch command that passes the switch is what turns it on)."
+    )
     why = (
         "It selects FlashAttention-2, which needs compute capability 8.0 or newer (`FlashAttention only supports "
         "Ampere GPUs or newer.`) [S10][S15]. The keyword is also deprecated in favour of `attn_implementation`."
@@ -38,6 +44,8 @@ class UseFlashAttention2Flag(PythonRule):
             return
         if not switched_on(node.value, ctx.ancestors, guard=is_flash_attn_guard):
             return
+        if unpassed_switch_guards(ctx):
+            return  # only under a switch the parser leaves off and no launch file of the tree passes
         # not turned off but replaced: attn_implementation is what transformers reads now (see RLC201)
         ctx.report(
             node,

@@ -4,7 +4,8 @@ from rlcompat.analysis import declared_install
 from rlcompat.knowledge import torch_wheels, versions
 from rlcompat.knowledge.environment import torch_in_image
 from rlcompat.rules.declared_environment.helpers import (caps_torch, chosen_torch, held_releases, minor_line_meets,
-                                                         pins_torch_exactly, release_pinning, torch_required_by)
+                                                         pins_torch_exactly, release_pinning, torch_cap_of_others,
+                                                         torch_required_by)
 from rlcompat.contract import Bad, DeclaredRule, Edit, FixSafety, Good, Span
 
 CU = "https://download.pytorch.org/whl/"
@@ -33,7 +34,9 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         "one release (`vllm==0.8.3`, a release the table lacks, of a package every known release of which pins torch "
         "exactly: pip backtracks the other, where some torch the install allows runs on the card). Beside an exact torch "
         "pin, such a package installs a release that pins that torch (`vllm>0.8.5.post1` with `torch==2.9`: vllm "
-        "0.13.0, torch 2.9.0), where the table knows one. In pyproject.toml each line that brings "
+        "0.13.0, torch 2.9.0), where the table knows one. A lower-bound-only torch beside a requirement whose release "
+        "asks for a capped torch range (`colossalai>=0.4.7`: `torch>=2.2.0,<=2.5.1`) resolves under that cap. In "
+        "pyproject.toml each line that brings "
         "a torch (the core's, each extra's: an extra is its own install) is judged as pip installs it (from PyPI: pip "
         "reads no `[tool.uv]` table) and as `uv sync [--extra X]` does: uv takes every torch the project declares, and the "
         "torch an engine pin of the same install asks for, from the explicit index `[tool.uv.sources]` sends torch to "
@@ -69,7 +72,7 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         "file named `requirements-npu.txt` or `Dockerfile.rocm`; in pyproject.toml an extra named `cpu`, `npu`, "
         "`rocm`, ...) are not NVIDIA installs: not reported, never edited."
     )
-    names = ("torch", "pytorch", "vllm", "sglang", "torchaudio", "torchvision")  # packages rlcompat/knowledge/data/torch_wheels.toml [[requires_torch]] knows to pin one
+    names = ("torch", "pytorch", "vllm", "sglang", "torchaudio", "torchvision", "colossalai")  # packages rlcompat/knowledge/data/torch_wheels.toml [[requires_torch]] knows to pin one
     sources = ("S29", "S30", "S31", "S32", "S34", "S100", "S101", "S102", "S161")
     prevents = ("E1", "E2")
 
@@ -127,6 +130,8 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         Good(f"--index-url {CU}cu130\ntorch==2.9.1\n", path="requirements.txt", target="sm75"),
         Good(f"--extra-index-url {CU}cu128\ntorch==2.9.0\n", path="requirements.txt", target="sm70"),
         Good("torch==2.7.1\n", path="requirements.txt"),
+        # colossalai's newest release asks for torch>=2.2.0,<=2.5.1: torch 2.5.1, whose PyPI build (cu124) has sm_60
+        Good("torch>=2.1.0\ncolossalai>=0.4.7\n", path="requirements.txt", target="sm61"),
         Good("torch>=2.6\n", path="requirements.txt", target="sm80"),
         Good("pip install -r requirements.txt\n", path="setup.sh"),
         Good("name: rl\ndependencies:\n  - pytorch=2.1\n  - pytorch-cuda=12.1\n", path="environment.yml"),
@@ -187,6 +192,10 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         held = _held_torch(group) if _takes_held(torch.spec) else None
         # a `torch` (or `torch>=2.5`) beside `vllm==0.8.4` installs the torch vLLM pins
         version = held if held and minor_line_meets(held, torch.spec) else version
+        capped = torch_cap_of_others(group.requirements) if held is None and _takes_held(torch.spec) else None
+        under_cap = chosen_torch(f"{torch.spec},{capped[0]}".strip(",")) if capped else None
+        if under_cap is not None:
+            version = under_cap  # `torch>=2.1.0` beside `colossalai>=0.4.7` (torch<=2.5.1): pip stays under the cap
         if version is None:
             return
         local = versions.local_tag(torch.spec)
@@ -208,6 +217,8 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         where = f"the {variant.tag} index" if index is not None or local else f"PyPI (its {variant.tag} build)"
         pinned = torch.spec.startswith(("==", "===")) or (torch.conda and torch.spec.startswith("="))
         release = version if pinned else f"{version} (the newest release `torch{torch.spec}` allows, per rlcompat/knowledge/data/torch_wheels.toml)"
+        if under_cap is not None:
+            release = f"{version} (the newest release `torch{torch.spec}` and {capped[1]}'s `torch{capped[0]}` allow)"
         message = (f"torch {release}{torch.origin_note} from {where} has kernels for {', '.join(variant.arches)} only: none runs on "
                    f"{self.target.name} ({self.target.capability_text}), so the first CUDA call fails with `no "
                    f"kernel image is available`")

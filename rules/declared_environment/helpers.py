@@ -166,6 +166,21 @@ def caps_torch(spec: str) -> bool:
     return not _lower_bounds_only(spec)
 
 
+def torch_cap_of_others(requirements, extra: str = "") -> tuple[str, str] | None:
+    """(a torch specifier with an upper bound, the requirement that asks for it) where another requirement of the same
+    install installs a release whose torch requirement is a range with a cap (`colossalai>=0.4.7`: its newest release
+    asks for `torch>=2.2.0,<=2.5.1`, `[[requires_torch]]`): pip then keeps torch within it, so a lower-bound-only
+    torch requirement beside it resolves under the cap, not to the newest torch. None where no such requirement is
+    known."""
+    for req in requirements:
+        if req.name == "torch" or req.extra not in ("", extra) or req.uv_only or not req.version_known:
+            continue
+        pin = torch_required_by(req.name, req.spec, req.extras)
+        if pin is not None and pin.torch_is_bound and any(op in ("<", "<=", "==") for op, _ in _clauses(pin.torch)):
+            return pin.torch, f"{req.name}{req.spec}"
+    return None
+
+
 def asks_any_torch(name: str) -> bool:
     """Whether every release of `name` rlcompat/knowledge/data/torch_wheels.toml `[[requires_torch]]` knows asks for any
     torch (flash-attn: `Requires-Dist: torch`): installing one keeps the machine's torch whichever release it is."""

@@ -17,8 +17,9 @@ class TorchBfloat16Dtype(PythonRule):
         "is chosen as a dtype: passed to a call (`torch_dtype=`, `dtype=`, `.to(...)`, `autocast(dtype=...)`, "
         "`MixedPrecision(param_dtype=...)`), given as a default (`getattr(obj, name, torch.bfloat16)`, a parameter "
         "default) or assigned. Comparisons, dtype tables, subscripts, capability-guarded choices and choices that "
-        "follow a bf16 switch (`if args.bf16: dtype = torch.bfloat16`; the switch is reported where it is set) are "
-        "not findings."
+        "follow a bf16 switch (`if args.bf16: dtype = torch.bfloat16`; the switch is reported where it is set) or a "
+        "precision option's value (`torch.float16 if args.mixed_precision == \"fp16\" else torch.bfloat16`; the "
+        "option is judged where it is set) are not findings."
         " A parameter default no call can leave in force is not a finding: a function (or class) of a script run "
         "as `__main__` outside any package whose every call in its tree passes the argument, by keyword or "
         "position and never through `*args`/`**kwargs` alone (rlcompat/analysis/param_defaults.py); the value "
@@ -78,6 +79,8 @@ class TorchBfloat16Dtype(PythonRule):
     good = (
         Good("import torch\nif args.bf16:\n    dtype = torch.bfloat16\nelif args.fp16:\n    dtype = torch.float16\n"),
         Good("import torch\nm = m.to(dtype=torch.bfloat16) if cfg.bf16_full_eval else m\n"),
+        Good("import torch\nd = torch.float16 if args.mixed_precision == 'fp16' else torch.bfloat16\n"),
+        Good("import torch\nif precision == 'fp16':\n    d = torch.float16\nelse:\n    d = torch.bfloat16\n"),
         Good("import torch\nif dtype == torch.bfloat16:\n    pass\n"),
         Good("import torch\nBFLOAT_LIST = ['bf16', 'bfloat16', torch.bfloat16]\n"),
         Good("import torch\nNAMES = {torch.bfloat16: 'bf16'}\n"),
@@ -131,6 +134,8 @@ class TorchBfloat16Dtype(PythonRule):
             return
         if h.guarded_by(ctx.ancestors, h.is_capability_guard) or h.guarded_by(ctx.ancestors, h.is_bf16_probe) or h.test_mentions(ctx.ancestors, ("bf16", "bfloat16")):
             return
+        if h.follows_precision_value(ctx.ancestors):
+            return  # `torch.float16 if args.mixed_precision == "fp16" else torch.bfloat16`: judged where the option is set
         if any(w in h.enclosing_assign_name(ctx.ancestors).lower() for w in ("bf16", "bfloat16")):
             return  # defines the bf16 thing itself (`bfloat16 = _conversion_method(torch.bfloat16)`): not a choice
         if role.kind == "param-default" and default_is_dead(ctx):

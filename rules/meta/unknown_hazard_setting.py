@@ -3,7 +3,7 @@ from __future__ import annotations
 import os
 import re
 
-from rlcompat.analysis import cpu_program
+from rlcompat.analysis import cpu_program, pyentry_switches
 from rlcompat.analysis.confighelpers import remove_flag, where
 from rlcompat.contract import Bad, ConfigRule, FixSafety, Good
 from rlcompat.knowledge import verl_layout
@@ -111,6 +111,8 @@ class UnknownHazardSetting(ConfigRule):
                 continue
             if in_verl and others & name_tokens(s.key):
                 continue
+            if s.guards and view.kind == "python" and pyentry_switches.setting_unpassed(ctx, s):
+                continue  # only under a switch the parser leaves off and no launch file of the tree passes
             base = f"{ctx.verl.label} knowledge (its FSDP-engine keys)" if in_verl else "framework knowledge"
             self._check(s, ctx, name_tokens(s.key), f"`{s.label}` is not in rlcompat's {base}, so this is matched by "
                                                     "name only (low confidence)")
