@@ -115,7 +115,9 @@ LANGUAGES: tuple[Language, ...] = (
     Language("setupcfg", "rlcompat.lang.setup_deps", "setup.cfg files", names=("setup.cfg",), environment_file=True,
              declares=True, fence="ini"),
     Language("requirements", "rlcompat.lang.requirements", "requirements files",
-             names=("requirements*.txt", "constraints*.txt", "requirements/*.txt"), environment_file=True,
+             # `*reqs*.txt`: pinned requirement lists named short (torchforge's .github/packaging/vllm_reqs_12_8.txt,
+             # written by its scripts/generate_vllm_reqs.sh and installed with `pip install -r` by scripts/install.sh)
+             names=("requirements*.txt", "constraints*.txt", "requirements/*.txt", "*reqs*.txt"), environment_file=True,
              declares=True, continued_command=True, editor_id="pip-requirements"),
     Language("dockerfile", "rlcompat.lang.dockerfile", "Dockerfiles",
              names=("dockerfile", "dockerfile.*", "dockerfile-*", "dockerfile_*", "*.dockerfile"),

@@ -67,11 +67,16 @@ def declared_from(data: dict, text: str, kind: str) -> Declared:
         if not isinstance(url, str):
             continue
         routed: list = [(None, None)]
+        rows = [(r.span, r.extras) for r in routes if r.index == index.get("name")]
         if index.get("explicit") is True:
             # every row that sends torch to it (`extra = "sglang"`, `extra = "cuda"`): one install each
-            routed = [(r.span, r.extras) for r in routes if r.index == index.get("name")]
+            routed = rows
             if not routed:
                 continue  # an explicit index serves only the packages sent to it (on Linux): not torch's
+        elif any(extras is None for _, extras in rows):
+            # a source row sends every torch there whether or not the index is explicit [S180]: the row is where
+            # the install is fixed (torchforge: `torch = { index = "pytorch-cu128" }` beside a plain index)
+            routed = [row for row in rows if row[1] is None]
         at = _find(text, url, 0)
         if at is not None:
             for span, extras in routed:

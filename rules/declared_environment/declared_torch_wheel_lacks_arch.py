@@ -424,6 +424,10 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         reported: set[tuple[int, int]] = set()
         if group.deps_held:
             return reported  # `--no-deps`, or a constraints file: what the requirements ask for is not what pip installs
+        if _foreign_index(group):
+            # `--index-url` replaces PyPI [S401]: the release that index serves (torchforge's vLLM, built without its
+            # torch pin [S400]) is not the one PyPI's Requires-Dist describes
+            return reported
         core, reads = declared_install.core_requirements(group, ctx.path)
         ctx.record_reads(reads)
         core_torches = [t for t in core if t.name == "torch" and not t.conda]
@@ -519,6 +523,13 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             return
         ctx.report(conda_cuda.span, f"pytorch {version} built for CUDA {conda_cuda.spec.lstrip('=')} has kernels for "
                                     f"{', '.join(variant.arches)} only: none runs on {self.target.name}", [None])
+
+
+def _foreign_index(group) -> bool:
+    """Whether a pip command's `--index-url` names an index that is neither PyPI (nor a mirror of it: a `pypi` path or
+    host) nor one of PyTorch's wheel indexes: every requirement of the command is taken from it [S401]."""
+    return any(i.kind == "index" and not i.uv_only and not i.backend and i.editable and i.pytorch_tag is None
+               and "pypi" not in i.url.lower() for i in group.indexes)
 
 
 def _image_holds(image: str, torch: str) -> bool:

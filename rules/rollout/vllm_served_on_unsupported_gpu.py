@@ -31,7 +31,8 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
         "image (a container's `args` without `command`, a compose `command` without `entrypoint`, a Dockerfile `CMD` "
         "array without `ENTRYPOINT`, the first word an option) are a command of the image's ENTRYPOINT, vLLM's OpenAI "
         "server. A framework's TOML config whose table starts vLLM (an `[[engine]]` row's `tables`: prime-rl's "
-        "`[inference]`) is reported at that table below vLLM's minimum."
+        "`[inference]`), or its YAML config holding that mapping (a dotted name: torchforge's `policy.engine_args`), "
+        "is reported at that table below vLLM's minimum."
     )
     why = (
         f"{_VLLM.by_release()} [S7]; below its minimum a release's wheels have no kernels for the card "
@@ -47,10 +48,10 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
         "removed by hand (vLLM then picks one the card has). `--dtype half` is not added for the missing dtype: "
         "bf16-pretrained models may overflow in fp16 (RLC418's unsafe fix says the same for Python)."
     )
-    names = ("vllm", "[inference]")
-    sources = ("S7", "S17", "S52", "S56", "S105", "S216", "S217")
+    names = ("vllm", "[inference]", "engine_args")
+    sources = ("S7", "S17", "S52", "S56", "S105", "S216", "S217", "S400")
     prevents = ("E1",)
-    languages = frozenset({"shell", "markdown", "toml"})
+    languages = frozenset({"shell", "markdown", "toml", "yaml"})
 
     bad = (
         Bad("vllm serve Qwen/Qwen2.5-1.5B-Instruct --dtype float16\n", path="serve.sh"),
@@ -68,6 +69,9 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
             path="compose.yaml", target="sm61"),
         # prime-rl's RL config: the [inference] table starts its vLLM server
         Bad('[model]\nname = "m"\n\n[orchestrator]\nbatch_size = 8\n\n[inference]\n', path="rl.toml", target="sm61"),
+        # torchforge's GRPO app config: its Generator builds vLLM from `policy.engine_args`, whatever it holds
+        Bad("policy:\n  engine_args:\n    model: m\n    enforce_eager: false\ntrainer:\n  model:\n"
+            "    hf_assets_path: hf://m\n", path="grpo.yaml", target="sm61"),
     )
     good = (
         Good("vllm serve m --dtype half\n", path="serve.sh", target="sm75"),
@@ -91,6 +95,10 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
         Good("services:\n  web:\n    image: nginx\n    command: [--model, m]\n", path="compose.yaml", target="sm61"),
         Good('[model]\nname = "m"\n\n[orchestrator]\nbatch_size = 8\n\n[inference]\n', path="rl.toml", target="sm75"),
         Good('[model]\nname = "m"\n\n[inference]\n', path="other_tool.toml", target="sm61"),  # not prime-rl's
+        Good("policy:\n  engine_args:\n    model: m\ntrainer:\n  model:\n    hf_assets_path: hf://m\n",
+             path="grpo.yaml", target="sm75"),
+        # a `policy.engine_args` mapping in a YAML file no framework's words claim
+        Good("policy:\n  engine_args:\n    model: m\n", path="other_tool.yaml", target="sm61"),
     )
 
     @classmethod
@@ -98,7 +106,7 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
         return True
 
     def check_config(self, view, ctx) -> None:
-        if view.kind == "toml":
+        if view.kind in ("toml", "yaml"):
             self._engine_table(view, ctx)
             return
         if view.kind != "command" or not view.word_spans:
@@ -131,7 +139,8 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
                                f"TRITON_ATTN or leave it unset", [None])
 
     def _engine_table(self, view, ctx) -> None:
-        """A framework's config whose table starts vLLM (`[[engine]]` `tables`), below vLLM's minimum: at the table."""
+        """A framework's config whose table starts vLLM (`[[engine]]` `tables`; in YAML a dotted mapping name), below
+        vLLM's minimum: at the table."""
         if runs("vllm", self.target):
             return
         starting = [(fw, row, table) for fw, row, table in frameworks.engine_tables("vllm")
@@ -141,7 +150,9 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
         # Two frameworks may both claim the file (prime-rl's `[trainer.` marker is in a verifiers vf-rl config's
         # `[trainer.args]`): the message names the one more of whose config markers the file holds.
         fw, row, table = max(starting, key=lambda found: sum(m in ctx.source_text for m in found[0].files))
-        ctx.report(view.sections[table], f"[{table}] makes {fw.label} start a vLLM server ({fw.label} "
+        # a TOML table names a server process (prime-rl, verifiers); torchforge's YAML mapping is the engine's arguments
+        shown, started = (f"[{table}]", "a vLLM server") if view.kind == "toml" else (f"`{table}`", "vLLM")
+        ctx.report(view.sections[table], f"{shown} makes {fw.label} start {started} ({fw.label} "
                                          f"{fw.version} knowledge: {row['proof'].split(' (')[0]}); "
                                          f"{unsupported_message(self.target)}", [None])
 
