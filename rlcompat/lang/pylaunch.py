@@ -47,6 +47,7 @@ class _Char:
     char: str
     offset: int  # where it is written (or, for a character not written as read, where its expression starts)
     literal: int = -1  # the string literal it is written in, as read; -1: not written as read (no edit inside)
+    read: bool = True  # False: a character of UNREAD, standing for a value the file does not hold
 
 
 class _Unreadable(Exception):
@@ -184,14 +185,14 @@ class _Reader:
         else:
             return None  # which script runs is not read: the command is not the framework's known entry
         read = self.value(flags, bound, call.lineno, 0, frozenset())
-        if not any(c.literal >= 0 and not c.char.isspace() for c in read):
+        if not any(c.read and not c.char.isspace() for c in read):
             return None  # nothing of the flags is read: no command is judged
         at = self.offset(call.lineno, call.col_offset)
         chars = [_Char(c, at) for c in f"python3 {entry_text} "]
         for name, position in helper.unread_unless_none:
             extra = _argument(call, name, position)
             if extra is not None and not (isinstance(extra, ast.Constant) and extra.value is None):
-                chars += [_Char(c, self.offset(extra.lineno, extra.col_offset)) for c in UNREAD + " "]
+                chars += [_Char(c, self.offset(extra.lineno, extra.col_offset), read=False) for c in UNREAD + " "]
         chars += read
         return Embedded("shell", [(c.char, c.offset) for c in chars], place=_placer(chars), why_no_fix=WHY_NO_FIX)
 
@@ -214,7 +215,7 @@ class _Reader:
 
     def unread(self, node: ast.AST) -> list[_Char]:
         at = self.offset(node.lineno, node.col_offset)
-        return [_Char(c, at) for c in UNREAD]
+        return [_Char(c, at, read=False) for c in UNREAD]
 
     def literal(self, node: ast.AST, bound: dict, before: int, depth: int, seen: frozenset) -> list[_Char]:
         """A string literal, adjacent literals or an f-string, lexed from the text: each piece's characters at
@@ -282,12 +283,12 @@ class _Reader:
         try:
             expr = ast.parse(source.strip(), mode="eval").body
         except SyntaxError:
-            return [_Char(c, at) for c in UNREAD]  # `{x!r}`, `{x:>8}`: the text is formatted, not read
+            return [_Char(c, at, read=False) for c in UNREAD]  # `{x!r}`, `{x:>8}`: formatted, not read
         if isinstance(expr, ast.Name) and depth < MAX_DEPTH and expr.id not in seen:
             value = bound.get(expr.id)
             if value is not None and value.lineno < before:
                 return self.value(value, bound, before, depth + 1, seen | {expr.id})
-        return [_Char(c, at) for c in UNREAD]
+        return [_Char(c, at, read=False) for c in UNREAD]
 
 
 def _argument(call: ast.Call, name: str, position: int) -> ast.AST | None:
