@@ -3,6 +3,10 @@
 Rules are classes with `visit_<NodeType>(self, node, ctx)` methods. The traversal keeps the ancestor
 chain and the file's imports, so a rule can ask what an expression names (`ctx.qualname`) and where
 it sits (`rlcompat.analysis.pyhelpers.role_of`). Positions are computed only for files with findings.
+
+Config rules here read the file's Python settings; the training command a launcher hands a framework's launch helper
+as strings (`U.execute_train(train_args=...)`) is read as shell by lang/pylaunch.py, whose shell config rules the runner
+runs over it, not here.
 """
 
 from __future__ import annotations
