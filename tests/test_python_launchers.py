@@ -152,3 +152,13 @@ def test_no_fix_where_the_value_is_not_written_as_one_plain_literal():
     escaped = IMPORT + 'U.execute_train("--attn-implementation\\tflash_attention_3 --hf-checkpoint /m", 1, None)\n'
     found = [f for f in scan_source(escaped, SM61, "scripts/run.py", frameworks=MILES) if f.code == "RLC204"]
     assert found and found[0].fix is None, [f.message for f in found]
+
+
+def test_offsets_follow_python_line_breaks():
+    """CRLF files and a form feed inside a line (which str.splitlines breaks at, CPython does not): each flag's
+    characters are still at their place in the file."""
+    text = (IMPORT.replace("\n", "\r\n") + "# \x0c page\r\nA = \"--attn-implementation flash_attention_3 \"\r\n"
+            "U.execute_train(A + \"--colocate\", 1, None)\r\n")
+    [block] = _blocks(text)
+    i = block.code.index("flash_attention_3")
+    assert text[block.chars[i][1]:block.chars[i][1] + len("flash_attention_3")] == "flash_attention_3"

@@ -39,6 +39,7 @@ UNREAD = "${_unread_python_value}"  # an unresolved variable to the shell front 
 FORBIDDEN = "\"'\\\n\r{}"  # a fix writing one of these would end the literal or change how Python reads it
 WHY_NO_FIX = "the text to change is not written inside one plain string literal of the launcher"
 MAX_DEPTH = 8  # names followed through names
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
 STRING_START = re.compile(r"([rRuUfFbB]{0,2})('''|\"\"\"|'|\")")
 
 
@@ -150,9 +151,8 @@ class _Reader:
     def __init__(self, text: str, imports: dict[str, str]) -> None:
         self.text = text
         self.imports = imports
-        self.line_starts = [0]
-        for line in text.splitlines(keepends=True):
-            self.line_starts.append(self.line_starts[-1] + len(line))
+        # the line breaks CPython's tokenizer counts (not str.splitlines', which also breaks at \f, \v, \x1c, ...)
+        self.line_starts = [0] + [m.end() for m in LINE_BREAK.finditer(text)]
         self.literals = 0
 
     def offset(self, lineno: int, col: int) -> int:
@@ -209,7 +209,7 @@ class _Reader:
             if (isinstance(node, ast.Name) and depth < MAX_DEPTH and node.id not in seen
                     and bound.get(node.id) is not None and bound[node.id].lineno < before):
                 return self.value(bound[node.id], bound, before, depth + 1, seen | {node.id})
-        except _Unreadable:
+        except (_Unreadable, ValueError, SyntaxError):  # a literal this lexer cannot read (`ast.literal_eval`'s errors)
             pass
         return self.unread(node)
 
