@@ -126,7 +126,8 @@ def test_a_model_type_adds_words_the_file_does_not_hold_and_an_entry_script_is_r
 
 
 def test_other_calls_and_other_modules_are_not_launchers():
-    assert _blocks('import other.command_utils as U\nU.execute_train("--attn-implementation flash_attention_3", 1, None)\n') == []
+    other = 'import other.command_utils as U\nU.execute_train("--attn-implementation flash_attention_3", 1, None)\n'
+    assert _blocks(other) == []
     assert _blocks("def execute_train(a): pass\nexecute_train('--bf16')\n") == []
 
 
@@ -162,3 +163,19 @@ def test_offsets_follow_python_line_breaks():
     [block] = _blocks(text)
     i = block.code.index("flash_attention_3")
     assert text[block.chars[i][1]:block.chars[i][1] + len("flash_attention_3")] == "flash_attention_3"
+
+
+def test_several_targets_in_one_pass_find_what_each_target_alone_finds():
+    """`rlcompat matrix` checks every target over one parse: each group gets the launcher's findings of its own."""
+    from rlcompat.config import Options
+    from rlcompat.knowledge.identity import pinned
+    from rlcompat.pipeline.runner import Checker
+    from rlcompat.pipeline.source import SourceFile
+
+    source = SourceFile("scripts/run_qwen3.py", LAUNCHER, "utf-8", False, LAUNCHER.encode())
+    sm90 = resolve_target("sm90")
+    together = Checker([SM61, sm90], Options(), identity=pinned(MILES, "the test")).check(source, "python")
+    assert [_codes(r.findings) for r in together] == [
+        _codes(scan_source(LAUNCHER, t, "scripts/run_qwen3.py", frameworks=MILES)) for t in (SM61, sm90)]
+    assert {f.code for f in together[0].findings} >= {"RLC204", "RLC207"}
+    assert not together[1].findings  # Hopper runs FlashAttention-3, SGLang's fa3 and bf16

@@ -27,11 +27,13 @@ class LaunchHelper:
 
 @lru_cache(maxsize=1)
 def helpers() -> dict[str, LaunchHelper]:
-    return {row["qualname"]: LaunchHelper(row["qualname"], row["argument"], int(row["position"]), row["entry"],
-                                          row["entry_argument"], int(row["entry_position"]),
-                                          tuple((u["name"], int(u["position"])) for u in row.get("unread_unless_none", ())),
-                                          row["proof"])
-            for row in files.load("launch_helpers.toml").get("helper", ())}
+    return {row["qualname"]: _helper(row) for row in files.load("launch_helpers.toml").get("helper", ())}
+
+
+def _helper(row: dict) -> LaunchHelper:
+    unread = tuple((u["name"], int(u["position"])) for u in row.get("unread_unless_none", ()))
+    return LaunchHelper(row["qualname"], row["argument"], int(row["position"]), row["entry"], row["entry_argument"],
+                        int(row["entry_position"]), unread, row["proof"])
 
 
 @lru_cache(maxsize=1)
