@@ -179,3 +179,19 @@ def test_several_targets_in_one_pass_find_what_each_target_alone_finds():
         _codes(scan_source(LAUNCHER, t, "scripts/run_qwen3.py", frameworks=MILES)) for t in (SM61, sm90)]
     assert {f.code for f in together[0].findings} >= {"RLC204", "RLC207"}
     assert not together[1].findings  # Hopper runs FlashAttention-3, SGLang's fa3 and bf16
+
+
+def test_appends_extend_a_name_and_a_conditional_one_adds_an_unread_part():
+    text = IMPORT + '''def execute(args):
+    ckpt_args = "--hf-checkpoint /m "
+    ckpt_args += "--attn-implementation flash_attention_2 "
+    if args.save:
+        ckpt_args += "--fp16 "
+    U.execute_train(ckpt_args, 4, None)
+    ckpt_args += "--bf16 "
+'''
+    [block] = _blocks(text)
+    assert block.code.split()[2:] == ["--hf-checkpoint", "/m", "--attn-implementation", "flash_attention_2", UNREAD]
+    found = scan_source(text, SM61, "scripts/run.py", frameworks=MILES)
+    assert [(f.code, f.location.line) for f in found if f.code == "RLC204"] == [
+        ("RLC204", _line_of(text, "flash_attention_2"))]

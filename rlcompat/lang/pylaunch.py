@@ -9,10 +9,11 @@ that makes the call (the module, for a call at module level):
 
 - string literals, adjacent literals (`"--a 1 " "--b 2 "`), `+` of such strings, the literal parts of f-strings;
 - a name assigned once, directly in that function's body before the call (not under an `if`, a loop or a `with`),
-  whose value is one of the above, followed through further names and f-string fields.
+  whose value is one of the above, followed through further names and f-string fields; a `name += ...` after that
+  assignment and before the call extends it (one under an `if` or a loop may run or not: it adds an unread part).
 
-Anything else (a parameter, an attribute such as `args.extra_args`, a call, a conditional, a name bound twice, an
-f-string field with a conversion or format spec) is unread: it becomes an unresolved shell variable in the command,
+Anything else (a parameter, an attribute such as `args.extra_args`, a call, a conditional, a name assigned twice,
+an f-string field with a conversion or format spec) is unread: it becomes an unresolved shell variable in the command,
 as `${EXTRA_ARGS}` of a script whose value the script does not set, so no rule reads a value into it. A call whose
 flags are all unread gives no command at all: nothing is read, so nothing is judged (no finding, and no claim that
 the command is clean). A helper parameter that adds words the file does not hold (a model's flags read from another
@@ -112,15 +113,27 @@ def _calls(scope: ast.AST) -> list[ast.Call]:
     return sorted((n for n in _own_nodes(scope) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
 
 
-def _bindings(scope: ast.AST) -> dict[str, ast.AST | None]:
-    """Each name the scope binds -> the value of its one binding, an assignment directly in the scope's body; None
-    where the name is bound otherwise or more than once (its value at the call is not read)."""
+@dataclass
+class _Binding:
+    value: ast.AST  # the name's one assignment, directly in the scope's body
+    # `name += ...` statements after it, in order: (the statement, whether it runs whenever the assignment does: written
+    # directly in the body too; one under an `if` or a loop may add its text or not, so it adds an unread part)
+    appends: list[tuple[ast.AugAssign, bool]]
+
+
+def _bindings(scope: ast.AST) -> dict[str, _Binding | None]:
+    """Each name the scope binds -> its one assignment directly in the scope's body, with the `+=` that extend it;
+    None where the name is bound otherwise or more than once (its value at the call is not read)."""
     direct = {id(s) for s in getattr(scope, "body", ())}
     counts: dict[str, int] = {}
     values: dict[str, ast.AST | None] = {}
+    appends: dict[str, list[tuple[ast.AugAssign, bool]]] = {}
     for node in _own_nodes(scope):
         targets: list[ast.AST] = []
         value = None
+        if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) and isinstance(node.target, ast.Name):
+            appends.setdefault(node.target.id, []).append((node, id(node) in direct))
+            continue
         if isinstance(node, ast.Assign):
             targets, value = node.targets, node.value
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
@@ -144,7 +157,16 @@ def _bindings(scope: ast.AST) -> dict[str, ast.AST | None]:
             if arg is not None:
                 counts[arg.arg] = counts.get(arg.arg, 0) + 1
                 values[arg.arg] = None
-    return {name: (values[name] if counts[name] == 1 else None) for name in values}
+    out: dict[str, _Binding | None] = {}
+    for name, value in values.items():
+        if counts[name] != 1 or value is None:
+            out[name] = None
+            continue
+        after = sorted((a for a in appends.get(name, ()) if a[0].lineno > value.lineno), key=lambda a: a[0].lineno)
+        out[name] = _Binding(value, after)
+    for name in appends.keys() - values.keys():
+        out[name] = None  # extended, never assigned here: a parameter's or a global's value
+    return out
 
 
 class _Reader:
@@ -206,9 +228,10 @@ class _Reader:
             if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
                 left = self.value(node.left, bound, before, depth, seen)
                 return left + self.value(node.right, bound, before, depth, seen)
-            if (isinstance(node, ast.Name) and depth < MAX_DEPTH and node.id not in seen
-                    and bound.get(node.id) is not None and bound[node.id].lineno < before):
-                return self.value(bound[node.id], bound, before, depth + 1, seen | {node.id})
+            if isinstance(node, ast.Name):
+                named = self.name_value(node.id, bound, before, depth, seen)
+                if named is not None:
+                    return named
         except (_Unreadable, ValueError, SyntaxError):  # a literal this lexer cannot read (`ast.literal_eval`'s errors)
             pass
         return self.unread(node)
@@ -284,11 +307,25 @@ class _Reader:
             expr = ast.parse(source.strip(), mode="eval").body
         except SyntaxError:
             return [_Char(c, at, read=False) for c in UNREAD]  # `{x!r}`, `{x:>8}`: formatted, not read
-        if isinstance(expr, ast.Name) and depth < MAX_DEPTH and expr.id not in seen:
-            value = bound.get(expr.id)
-            if value is not None and value.lineno < before:
-                return self.value(value, bound, before, depth + 1, seen | {expr.id})
+        if isinstance(expr, ast.Name):
+            named = self.name_value(expr.id, bound, before, depth, seen)
+            if named is not None:
+                return named
         return [_Char(c, at, read=False) for c in UNREAD]
+
+    def name_value(self, name: str, bound: dict, before: int, depth: int, seen: frozenset) -> list[_Char] | None:
+        """The characters of a name's value at the call (line `before`): its assignment and the `+=` that extend it
+        before the call; None where it is not read."""
+        binding = bound.get(name)
+        if binding is None or depth >= MAX_DEPTH or name in seen or binding.value.lineno >= before:
+            return None
+        inner = seen | {name}
+        out = self.value(binding.value, bound, before, depth + 1, inner)
+        for statement, always in binding.appends:
+            if statement.lineno >= before:
+                break
+            out += self.value(statement.value, bound, before, depth + 1, inner) if always else self.unread(statement)
+        return out
 
 
 def _argument(call: ast.Call, name: str, position: int) -> ast.AST | None:
