@@ -195,3 +195,14 @@ def test_appends_extend_a_name_and_a_conditional_one_adds_an_unread_part():
     found = scan_source(text, SM61, "scripts/run.py", frameworks=MILES)
     assert [(f.code, f.location.line) for f in found if f.code == "RLC204"] == [
         ("RLC204", _line_of(text, "flash_attention_2"))]
+
+
+def test_an_invalid_escape_in_the_launcher_warns_nothing():
+    """CPython warns of `"\\d"` when it parses the file: the scan's output is not the place for it."""
+    import warnings
+
+    text = IMPORT + 'PATTERN = "\\d+"\nU.execute_train("--attn-implementation\\tflash_attention_3 --x \\d", 1, None)\n'
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        [block] = _blocks(text)
+    assert "flash_attention_3" in block.code and seen == []

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -61,6 +62,12 @@ def launch_blocks(text: str, helpers: Mapping) -> list[Embedded]:
     over, rlcompat/knowledge/launch_helpers.py) in the Python `text` whose flags are read in part at least."""
     if not any(q.rsplit(".", 1)[-1] in text for q in helpers):
         return []
+    with warnings.catch_warnings():  # `"\d"` in the scanned file is its author's business, not a line of our output
+        warnings.simplefilter("ignore")
+        return _launch_blocks(text, helpers)
+
+
+def _launch_blocks(text: str, helpers: Mapping) -> list[Embedded]:
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
