@@ -3,6 +3,10 @@
 Rules are classes with `visit_<NodeType>(self, node, ctx)` methods. The traversal keeps the ancestor
 chain and the file's imports, so a rule can ask what an expression names (`ctx.qualname`) and where
 it sits (`rlcompat.analysis.pyhelpers.role_of`). Positions are computed only for files with findings.
+
+Config rules here read the file's Python settings; the training command a launcher hands a framework's launch helper
+as strings (`U.execute_train(train_args=...)`) is read as shell by lang/pylaunch.py, whose shell config rules the runner
+runs over it, not here.
 """
 
 from __future__ import annotations
@@ -196,7 +200,7 @@ def narrow(text: str, rules: Sequence, file: ScannedView | None = None) -> Narro
     triggers = None  # the words that mark the statements whose settings are read in the same pass
     if chunks.in_chunks(text):
         # A big text's CPython tree is built a chunk at a time and let go: the settings are read from the same chunks.
-        config = [r for r in rules if isinstance(r, ConfigRule)]
+        config = [r for r in rules if isinstance(r, ConfigRule) and "python" in r.languages]
         if any(r.reads_python(text, file) for r in config):
             triggers = _triggers(config)
     spells = _spelling(text, file)
@@ -302,7 +306,8 @@ def check_targets(module: cst.Module | Parts | None, text: str, path: str, group
     in one walk, then each group's config rules over the file's settings; a list of findings per group."""
     split = []
     for rules, target in groups:
-        config = [r for r in rules if isinstance(r, ConfigRule)]
+        # The config rules that read Python (a launcher's shell config rules read its commands only: lang/pylaunch.py)
+        config = [r for r in rules if isinstance(r, ConfigRule) and "python" in r.languages]
         # (Python rules, config rules, those that read this file's Python (asked once: `reads_python`), target)
         split.append(([r for r in rules if not isinstance(r, ConfigRule)], config,
                       [r for r in config if r.reads_python(text, scanned)], target))

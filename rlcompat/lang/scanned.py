@@ -124,6 +124,10 @@ class ScannedView(Protocol):
         """Whether every class of the scanned tree derived from `cls` sets `field` itself and the tree never builds
         `cls`: its default then reaches no run (rlcompat/analysis/class_overrides.py)."""
 
+    def launch_helpers(self) -> Mapping[str, Any]:
+        """Other projects' functions that run a training command whose flags a Python launcher passes as a string,
+        by qualname (rlcompat/knowledge/launch_helpers.py `LaunchHelper`: the parameter, the entry script)."""
+
     def front_end(self, language: str) -> ModuleType:
         """The front end that reads `language` (`parse`, `PARSE_ERRORS`, `check`), for code a file holds in another
         language that the front end does not embed by itself (a notebook's `%%writefile config.yaml` cell)."""

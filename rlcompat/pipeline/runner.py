@@ -30,6 +30,9 @@ from rlcompat.pipeline.source import SourceError, SourceFile, decode, read_bytes
 from rlcompat.pipeline.suppressions import SuppressionRule
 from rlcompat.knowledge.targets import Target, resolve_target
 from rlcompat.pipeline.wordscan import WordScan
+from rlcompat.knowledge import launch_helpers
+from rlcompat.lang import pylaunch
+from rlcompat.lang.settings import ConfigRule
 
 # Languages whose files can hold code of another (`python - <<EOF` in a script): that language's rules run there too.
 EMBEDS = {lang.name: lang.embeds for lang in LANGUAGES if lang.embeds}
@@ -275,6 +278,9 @@ class Checker:
         selected = [[r for r in g.rules_for(language, present) if self.settings.is_selected(r.code, path)]
                     for g in self.groups]
         runnable = [self.runnable(rules, language, text, present) for rules in selected]
+        if language == "python" and any(n in text for n in launch_helpers.function_names()):
+            runnable = [own + [r for r in self._launch_rules(group, path, text) if r not in own]
+                        for own, group in zip(runnable, self.groups)]
         try:
             found = self._run_rules(file, runnable)
         except ParseFailure as exc:
@@ -295,6 +301,14 @@ class Checker:
             results.append(FileResult(path, language, sorted(findings, key=Finding.sort_key), suppressed=suppressed,
                                       parsed=parsed, reads_other_files=file.reads_other_files))
         return results
+
+    def _launch_rules(self, group: RuleGroup, path: str, text: str) -> list:
+        """The shell config rules that can match the command a Python launcher hands a framework's launch helper
+        (rlcompat/lang/pylaunch.py): woken by the shell triggers the file spells, as the same command in a script."""
+        present = self.trigger_scan("shell").present(text)
+        rules = [r for r in group.rules_for("shell", present) if isinstance(r, ConfigRule) and "shell" in r.languages
+                 and self.settings.is_selected(r.code, path)]
+        return self.runnable(rules, "shell", text, present)
 
     def _run_rules(self, file: ScannedFile, runnable: list[list]) -> list[list[Finding]]:
         """Each group's findings in `file`: parsed once (narrowed to what any runnable rule can match), every group's
@@ -318,6 +332,10 @@ class Checker:
             else:
                 for i in busy:
                     found[i] = fe.check(tree, text, path, runnable[i], self.groups[i].target, scanned=file, **narrowing)
+        if language == "python":  # the commands its launch-helper calls run (lang/pylaunch.py)
+            launched = pylaunch.check_launches(text, path, [(runnable[i], self.groups[i].target) for i in busy], file)
+            for i, findings in zip(busy, launched):
+                found[i] = found[i] + findings
         return found
 
     @staticmethod

@@ -19,7 +19,7 @@ import os
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from rlcompat.knowledge import frameworks, identity, install_steps, verl_config, verl_own_files
+from rlcompat.knowledge import frameworks, identity, install_steps, launch_helpers, verl_config, verl_own_files
 from rlcompat.lang import frontends
 from rlcompat.pipeline import catalog, config_runner, overlaps
 from rlcompat.analysis import class_overrides, model_config
@@ -186,6 +186,9 @@ class ScannedFile:
         if files:
             self.record_reads(files)  # the subclasses' files decide: a change there changes this file's result
         return bool(files)
+
+    def launch_helpers(self) -> Mapping[str, launch_helpers.LaunchHelper]:
+        return launch_helpers.helpers()
 
     def front_end(self, language: str) -> ModuleType:
         return frontends.frontend(language)
