@@ -70,7 +70,7 @@ INDEX = {
     'RLC409': (('markdown', 'shell', 'yaml'), ('fp8',), ()),
     'RLC413': (('python',), ('"serve"', '"vllm"', "'serve'", "'vllm'", 'AsyncLLM', 'LLM(', 'LLMEngine', 'vllm.entrypoints'), None),
     'RLC416': (('json', 'markdown', 'python', 'shell', 'toml', 'yaml'), ('AWQ', 'Awq', 'NVFP4', 'NvFp4', 'awq', 'nvfp4'), ('AWQ', 'NVFP4', 'awq', 'nvfp4')),
-    'RLC417': (('markdown', 'shell'), ('sglang',), ()),
+    'RLC417': (('markdown', 'shell'), ('sglang', 'train.py', 'train_async.py'), ()),
     'RLC418': (('python',), ('EngineArgs(', 'LLM('), None),
     'RLC419': (('json', 'markdown', 'python', 'shell', 'toml', 'yaml'), ('VLLM_USE_V1',), ('VLLM_USE_V1',)),
     'RLC420': (('python',), ('sglang', 'vllm'), None),

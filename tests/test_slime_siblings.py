@@ -86,3 +86,33 @@ def test_installing_flash_attention_wheels_from_a_folder_is_reported(tmp_path):
     # a torch wheel of that folder is a build the text does not name: not judged as PyPI's newest torch
     docker.write_text("FROM python:3.12\nRUN pip install /tmp/wheels/torch-*.whl\n")
     assert [f.code for f in scan_paths([str(docker)], P40).findings] == []
+
+
+def _sglang(path: Path, target) -> list[tuple[int, str]]:
+    return [(f.location.line, f.message) for f in scan_paths([str(path)], target).findings if f.code == "RLC417"]
+
+
+def test_a_training_command_of_slime_or_miles_starts_sglang_engines_sglang_refuses_below_7_5(tmp_path):
+    for name, version in (("miles", "0.1.0"), ("slime", "0.3.1")):
+        root = _checkout(tmp_path / "a", name, version, extra="--fp16 ")
+        # the engine comes with the entry, not a flag: reported on the P40 even where --fp16 is passed
+        [(line, message)] = _sglang(root / "scripts" / "run.sh", P40)
+        assert line == 2 and f"{name} rolls out with SGLang engines" in message and "SGLang refuses" in message
+        assert _sglang(root / "scripts" / "run.sh", T4) == []  # 7.5 runs SGLang
+        # --debug-train-only starts no rollout servers; the helper run by path (line 1) starts no engine either
+        debug = _checkout(tmp_path / "b", name, version, extra="--debug-train-only ")
+        assert _sglang(debug / "scripts" / "run.sh", P40) == []
+
+
+def test_a_train_py_of_a_tree_without_slime_knowledge_is_not_claimed(tmp_path):
+    root = _checkout(tmp_path, "miles", "0.2.0")  # no knowledge of that release, and no other framework's checkout
+    (root / "setup.py").write_text(SETUP.format(name="other", version="1.0"))
+    assert _sglang(root / "scripts" / "run.sh", P40) == []
+
+
+def test_every_sglang_engine_row_is_a_trigger_word_of_rlc417():
+    from rlcompat.rules.rollout.sglang_served_on_unsupported_gpu import SglangServedOnUnsupportedGpu, _engine_rows
+
+    rows = _engine_rows()
+    assert {fw.name for fw, _ in rows} >= {"slime", "miles"}
+    assert all(c in SglangServedOnUnsupportedGpu.names for _, row in rows for c in row["commands"])

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+from rlcompat.analysis import command_framework
+from rlcompat.analysis.knowledgecheck import attributed
+from rlcompat.knowledge import frameworks
 from rlcompat.knowledge.capabilities import min_capability, runs
 from rlcompat.contract import Bad, ConfigRule, Good
 
@@ -11,6 +14,24 @@ def sglang_server(words: tuple[str, ...]) -> bool:
     return any(w == "-m" and words[i + 1] in SGLANG_SERVERS for i, w in enumerate(words[:-1]))
 
 
+def _engine_rows() -> list:
+    """(framework, `[[engine]]` row) of each framework command that starts SGLang engines itself (slime's and miles'
+    training entries: SGLang is their only rollout engine), newest release first."""
+    return [(fw, row) for fw in frameworks.frameworks() for row in fw.engines if row["engine"] == "sglang"]
+
+
+def framework_engine(view, ctx):
+    """(framework, row) when the command starts a training entry of a framework that rolls out with SGLang engines,
+    and passes none of the row's `unless` flags (slime's --debug-train-only); None otherwise."""
+    line = " ".join(view.command_words)
+    for fw, row in _engine_rows():
+        if not any(c in line for c in row["commands"]) or any(u in view.command_words for u in row.get("unless", ())):
+            continue
+        if attributed(view, ctx, fw) or command_framework.own_entry(view, ctx, fw.name):
+            return fw, row
+    return None
+
+
 class SglangServedOnUnsupportedGpu(ConfigRule):
     code = "RLC417"
     name = "sglang-served-on-unsupported-gpu"
@@ -18,8 +39,10 @@ class SglangServedOnUnsupportedGpu(ConfigRule):
     what = (
         "Finds `python -m sglang.launch_server` (and `sglang_router.launch_server`) commands in scripts, job files "
         "and Makefile recipes, wherever they are wrapped (`srun`, `nohup`, `&`, `bash -c`, `sbatch --wrap`), and "
-        "reports them below SGLang's minimum compute capability (rlcompat/knowledge/data/capabilities.toml "
-        "`sglang`, the row RLC401 reads for `rollout.name=sglang`)."
+        "the training commands of frameworks that start SGLang engines themselves (an `[[engine]]` row of "
+        "rlcompat/knowledge/data/frameworks/: slime's and miles' `python3 train.py`, in a script or a Python "
+        "launcher), and reports them below SGLang's minimum compute capability "
+        "(rlcompat/knowledge/data/capabilities.toml `sglang`, the row RLC401 reads for `rollout.name=sglang`)."
     )
     why = (
         f"SGLang's model runner raises `SGLang only supports sm75 and above.` below "
@@ -30,7 +53,9 @@ class SglangServedOnUnsupportedGpu(ConfigRule):
         "No autofix: the server has to run on another engine (transformers generation, or vLLM where it runs on the "
         "card) or on a card of compute capability 7.5+."
     )
-    names = ("sglang",)
+    # the `commands` of the `engine = "sglang"` rows of the framework knowledge too (tests/test_slime_siblings.py holds
+    # every such row to these words; the catalog loads without reading the knowledge)
+    names = ("sglang", "train.py", "train_async.py")
     sources = ("S35",)
     prevents = ("E19",)
     languages = frozenset({"shell", "markdown"})
@@ -41,6 +66,10 @@ class SglangServedOnUnsupportedGpu(ConfigRule):
     )
     good = (
         Good("python -m sglang.launch_server --model-path m --dtype half\n", path="serve.sh", target="sm75"),
+        # a training command of a tree that is no slime or miles checkout: its own program, its own engine (a slime
+        # or miles checkout's: tests/test_slime_siblings.py)
+        Good("python3 train.py --lr 1e-5\n", path="run.sh"),
+
         Good("pip install 'sglang[all]'\n", path="setup.sh"),
         Good("python -m sglang.bench_serving --backend sglang\n", path="bench.sh"),
     )
@@ -50,9 +79,17 @@ class SglangServedOnUnsupportedGpu(ConfigRule):
         return not runs("sglang", target)
 
     def check_config(self, view, ctx) -> None:
-        if view.kind != "command" or not view.word_spans or not sglang_server(view.command_words):
+        if view.kind != "command" or not view.word_spans:
             return
-        ctx.report(view.word_spans[0],
-                   f"SGLang refuses compute capability < {min_capability('sglang').text} (`SGLang only supports "
-                   f"sm75 and above.`) and {self.target.name} is {self.target.capability_text}: serve with "
-                   "transformers, or run the server on a 7.5+ card", [None])
+        refuses = (f"SGLang refuses compute capability < {min_capability('sglang').text} (`SGLang only supports sm75 "
+                   f"and above.`) and {self.target.name} is {self.target.capability_text}")
+        if sglang_server(view.command_words):
+            ctx.report(view.word_spans[0], f"{refuses}: serve with transformers, or run the server on a 7.5+ card",
+                       [None])
+            return
+        found = framework_engine(view, ctx)
+        if found is not None:
+            fw, row = found
+            ctx.report(view.word_spans[0], f"{fw.label} rolls out with SGLang engines, its only rollout engine "
+                                           f"({fw.label} knowledge: {row['proof'].split(' (')[0]}): {refuses}; no "
+                                           f"flag of {fw.label} changes the engine: train on a 7.5+ card", [None])
