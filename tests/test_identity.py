@@ -443,3 +443,16 @@ def test_a_folder_that_is_no_project_of_its_own_takes_the_pins_of_the_project_ar
     (examples / "setup.py").write_text("from setuptools import setup\nsetup(name='examples')\n")
     identity.clear_caches()
     assert identity.resolve(identity.tree_root(str(examples / "train.py"))).get("transformers").how != "pinned"
+
+
+def test_a_verl_package_scanned_where_it_is_installed_does_not_take_a_project_aboves_pins(tmp_path):
+    # verl's package inside the user's venv (its own tree root: a framework package) names no transformers; the
+    # project the venv sits in is not that package's install, so its pin does not become the package's identity.
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "app"\ndependencies = ["transformers==4.39.3"]\n')
+    verl = tmp_path / ".venv" / "lib" / "site-packages" / "verl"
+    (verl / "trainer").mkdir(parents=True)
+    (verl / "__init__.py").write_text("")
+    identity.clear_caches()
+    root = identity.tree_root(str(verl / "__init__.py"))
+    assert root == str(verl)
+    assert identity.resolve(root).get("transformers").how != "pinned"

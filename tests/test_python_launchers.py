@@ -208,3 +208,18 @@ def test_an_invalid_escape_in_the_launcher_warns_nothing():
         warnings.simplefilter("always")
         [block] = _blocks(text)
     assert "flash_attention_3" in block.code and seen == []
+
+
+def test_a_python_file_that_calls_no_launch_helper_leaves_the_shell_front_end_unloaded(tmp_path):
+    # The reader and the shell front end it hands commands to (bashlex's parser tables: ~0.1 s of a one-file scan)
+    # load only for a file that spells a helper's name.
+    import subprocess
+    import sys
+
+    path = tmp_path / "model.py"
+    path.write_text("import torch\nx = torch.zeros(2, dtype=torch.bfloat16)\n")
+    code = ("import sys; from rlcompat.api import scan_paths; from rlcompat.knowledge.targets import resolve_target; "
+            f"found = scan_paths([{str(path)!r}], resolve_target('sm61'), jobs=1).findings; "
+            "print(len(found), 'bashlex' in sys.modules, 'rlcompat.lang.pylaunch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] != "0" and out[1:] == ["False", "False"]

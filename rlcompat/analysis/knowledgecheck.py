@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import re
 
-from rlcompat.analysis import command_framework, cpu_program, entry_switches, hydra_entry_config
+from rlcompat.analysis import command_framework, cpu_program, entry_switches
 from rlcompat.knowledge import frameworks as fk
 from rlcompat.analysis.confighelpers import follows_bf16_switch, is_bf16, remove_flag, where
 from rlcompat.lang.settings import ConfigContext, ConfigView, Setting, Span
@@ -383,7 +383,11 @@ def _defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> No
         hydra = bool(fw.hydra_roots)
         if hydra and _composes_other_config(view):
             continue  # the run composes a config of the user's: what it leaves unset is not known here
-        own = hydra_entry_config.tree_entry_config(view, ctx, fw) if hydra else None
+        own = None
+        if hydra:  # (imported here: a framework with Hydra commands is rare among scanned files)
+            from rlcompat.analysis import hydra_entry_config
+
+            own = hydra_entry_config.tree_entry_config(view, ctx, fw)
         given = {fk.normalise(s.key).lower() for s in view.settings}
         for key in fw.keys:
             if key.kind not in kinds:

@@ -288,6 +288,8 @@ def _enclosing_pin(root: str, distribution: str):
     requirements add to that project's, they do not replace them). None where no enclosing tree names it."""
     from rlcompat.knowledge.declared_pins import pin_of
 
+    if not _has_marker(root) or any(os.path.exists(os.path.join(root, m)) for m in PROJECT_MARKERS):
+        return None  # a project of its own, or a folder nothing marks (a package scanned where it is installed)
     current = root
     while not any(os.path.exists(os.path.join(current, m)) for m in PROJECT_MARKERS):
         parent = os.path.dirname(current)

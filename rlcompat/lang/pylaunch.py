@@ -389,17 +389,18 @@ def _placer(chars: list[_Char]):
 
 def check_launches(text: str, path: str, groups, scanned) -> list[list]:
     """For each (rules, target) group, the findings of its shell config rules over the launch commands of `text`."""
+    from rlcompat.lang.settings import ConfigRule
+
+    out: list[list] = [[] for _ in groups]
+    shell_rules = [[r for r in rules if isinstance(r, ConfigRule) and "shell" in r.languages] for rules, _ in groups]
+    blocks = launch_blocks(text, scanned.launch_helpers()) if any(shell_rules) else []
+    if not blocks:
+        return out  # (before the shell front end is imported: most Python files call no launch helper)
     from rlcompat.lang import shell
     from rlcompat.lang.embedded import map_findings
-    from rlcompat.lang.settings import ConfigRule
     from rlcompat.lang.textpos import LineIndex
 
-    shell_rules = [[r for r in rules if isinstance(r, ConfigRule) and "shell" in r.languages] for rules, _ in groups]
-    if not any(shell_rules):
-        return [[] for _ in groups]
-    blocks = launch_blocks(text, scanned.launch_helpers())
-    out: list[list] = [[] for _ in groups]
-    index = LineIndex(text) if blocks else None
+    index = LineIndex(text)
     for block in blocks:
         code = block.code
         try:

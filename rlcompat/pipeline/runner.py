@@ -31,7 +31,6 @@ from rlcompat.pipeline.suppressions import SuppressionRule
 from rlcompat.knowledge.targets import Target, resolve_target
 from rlcompat.pipeline.wordscan import WordScan
 from rlcompat.knowledge import launch_helpers
-from rlcompat.lang import pylaunch
 from rlcompat.lang.settings import ConfigRule
 
 # Languages whose files can hold code of another (`python - <<EOF` in a script): that language's rules run there too.
@@ -332,7 +331,10 @@ class Checker:
             else:
                 for i in busy:
                     found[i] = fe.check(tree, text, path, runnable[i], self.groups[i].target, scanned=file, **narrowing)
-        if language == "python":  # the commands its launch-helper calls run (lang/pylaunch.py)
+        if language == "python" and any(n in text for n in launch_helpers.function_names()):
+            # the commands its launch-helper calls run (most Python files call none: the reader stays unloaded)
+            from rlcompat.lang import pylaunch
+
             launched = pylaunch.check_launches(text, path, [(runnable[i], self.groups[i].target) for i in busy], file)
             for i, findings in zip(busy, launched):
                 found[i] = found[i] + findings
