@@ -117,8 +117,8 @@ def test_exec_form_element_written_with_escapes_keeps_its_finding_without_a_fix(
 
 
 def test_run_commands_are_shell_code_too(tmp_path):
-    (tmp_path / "Dockerfile").write_text("FROM python:3.11\nRUN python -m sglang.launch_server --model-path m --dtype bfloat16\n")
-    assert _hits(tmp_path / "Dockerfile") == [(2, 51, "RLC107")]
+    (tmp_path / "Dockerfile").write_text("FROM python:3.11\nRUN python -m vllm.entrypoints.openai.api_server --model m --dtype bfloat16\n")
+    assert _hits(tmp_path / "Dockerfile") == [(2, 60, "RLC107")]
 
 
 def test_a_cmd_that_is_not_json_is_not_read_as_an_array(tmp_path):

@@ -44,7 +44,7 @@ def test_other_job_file_extensions(tmp_path, name):
 @pytest.mark.parametrize("head", ["#!/bin/bash\n", "#!/usr/bin/env bash\n", "#!/bin/sh -l\n", "#SBATCH -N 1\n",
                                   "#PBS -l select=1\n"])
 def test_file_without_extension_read_by_its_first_line(tmp_path, head):
-    (tmp_path / "launch").write_text(head + "python -m sglang.launch_server --model-path m --dtype bfloat16\n")
+    (tmp_path / "launch").write_text(head + "vllm serve m --dtype bfloat16\n")
     assert _hits(tmp_path) == [("launch", 2, "RLC107")]
 
 
@@ -159,3 +159,12 @@ def test_fix_inside_a_command_substitution_with_a_list(tmp_path):
     script.write_text("OUT=$(cd /work && accelerate launch train.py \\\n  --bf16 true)\n")
     invoke("fix", "--target", "sm75", "--no-cache", ".", cwd=tmp_path)
     assert script.read_text() == "OUT=$(cd /work && accelerate launch train.py \\\n  --bf16 false)\n"
+
+
+def test_an_sglang_servers_bf16_dtype_is_not_reported_where_sglang_serves_in_float16(tmp_path):
+    # SGLang's model runner serves in float16 on any card below 8.0 whatever --dtype says (sglang 0.5.4
+    # model_runner.py:825-832): nothing to change on a T4; a P40 gets the server itself (RLC417) and, as before, the
+    # flag.
+    (tmp_path / "serve.sh").write_text("python -m sglang.launch_server --model-path m --dtype bfloat16\n")
+    assert _hits(tmp_path, SM75) == []
+    assert ("serve.sh", 1, "RLC417") in _hits(tmp_path, SM61)

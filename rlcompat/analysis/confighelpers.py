@@ -90,6 +90,14 @@ def rollout_engine(view: ConfigView) -> str | None:
     return setting.value if setting is not None else None
 
 
+SGLANG_SERVERS = ("sglang.launch_server", "sglang_router.launch_server")  # `python -m MODULE` starts a server
+
+
+def sglang_server(words: tuple[str, ...]) -> bool:
+    """`python -m sglang.launch_server ...` (and SGLang's router, which starts the same server per worker)."""
+    return any(w == "-m" and words[i + 1] in SGLANG_SERVERS for i, w in enumerate(words[:-1]))
+
+
 def set_or_add(view: ConfigView, ctx: ConfigContext, setting_id: str, is_bad: Callable[[str], bool],
                new_value: Callable[[str], tuple[str | bool, FixSafety]], describe: Callable[[str, str, str], str],
                roles: tuple[str, ...] = ("actor", "ref", "critic")) -> None:

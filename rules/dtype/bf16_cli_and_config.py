@@ -3,8 +3,9 @@ from __future__ import annotations
 from rlcompat.analysis import confighelpers as h
 from rlcompat.knowledge.precision import dtype_for
 from rlcompat.contract import Bad, ConfigRule, FixSafety, Good
-from rlcompat.analysis.confighelpers import turn_off
+from rlcompat.analysis.confighelpers import sglang_server, turn_off
 from rlcompat.analysis.knowledgecheck import negated_switch
+from rlcompat.knowledge.capabilities import runs
 
 # Generic (non-verl) keys: transformers/TRL `bf16`, `torch_dtype`, accelerate's `mixed_precision`.
 DTYPE_NAMES = ("torch_dtype", "model_dtype")
@@ -42,13 +43,14 @@ class Bf16CliAndConfig(ConfigRule):
         "turns bf16 on by default and off with a flag of its own (oat's tyro `--no-bf16`), removing `--bf16` would "
         "leave it on: RLC118 reports that flag and writes the off flag instead. A dtype value follows the precision "
         "policy (docs/precision.md): a model's training dtype (`--torch_dtype`, `torch_dtype:`) becomes `float32`, safe; "
-        "an inference engine's (`vllm serve --dtype`, sglang) becomes `float16` on sm70/sm75, unsafe (a smaller range: "
-        "bf16-pretrained models can overflow [S66]), `float32` on sm5x/sm6x; `mixed_precision` becomes `no` (safe) or "
+        "an inference engine's (`vllm serve --dtype`) becomes `float16` on sm70/sm75, unsafe (a smaller range: "
+        "bf16-pretrained models can overflow [S66]), `float32` on sm5x/sm6x (an SGLang server's `--dtype` is left alone "
+        "where SGLang runs: it serves in float16 below 8.0 whatever the flag says [S410]); `mixed_precision` becomes `no` (safe) or "
         "`fp16` on sm70/sm75 (unsafe, autocast under a loss scaler)."
     )
     names = ("bf16", "bfloat16")
     languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
-    sources = ("S1", "S3", "S6", "S66")
+    sources = ("S1", "S3", "S6", "S66", "S410")
 
     bad = (
         Bad("deepspeed --module openrlhf.cli.train_ppo_ray \\\n   --bf16 \\\n   --zero_stage 2\n",
@@ -68,6 +70,8 @@ class Bf16CliAndConfig(ConfigRule):
     good = (
         Good("accelerate launch train.py --bf16 False\n", path="run.sh"),
         Good("vllm serve m --dtype bfloat16\n", path="run.sh", target="sm80"),
+        # SGLang serves in float16 below 8.0 whatever --dtype says [S410]
+        Good("python -m sglang.launch_server --model-path m --dtype bfloat16\n", path="serve.sh", target="sm75"),
         Good("bf16: false\n", path="grpo.yaml"),
         Good("echo --bf16\n", path="run.sh", target="sm86"),
         # transformers' TrainingArguments (training_args.py, 5.10.4): the value follows the `bf16` switch, which is
@@ -95,8 +99,13 @@ class Bf16CliAndConfig(ConfigRule):
                            f"({target.architecture}), which lacks bf16; set it to false",
                  removal=lambda s: "remove --bf16")
         dtype_settings = view.flags(*DTYPE_FLAGS) + (view.by_name(*DTYPE_NAMES) if not view.is_verl else [])
+        # SGLang's model runner sets the server's dtype to float16 on any card below 8.0 whatever `--dtype` says
+        # [S410]: on a card it runs on, its `--dtype bfloat16` selects nothing (RLC417 reports the cards it refuses)
+        sglang_forces = sglang_server(view.command_words) and runs("sglang", target) if view.kind == "command" else False
         for s in dtype_settings:
             if not h.is_bf16(s.value) or h.follows_bf16_switch(s):
+                continue
+            if sglang_forces and s.flag and s.key.lstrip("-") == "dtype":
                 continue
             new, safety = h.dtype_replacement(target, s.value, _dtype_role(view, s))
             ctx.report(s.key_span, f"{s.label} is {s.value}{h.where(s)}: {target.name} ({target.architecture}) has no "

@@ -1,17 +1,11 @@
 from __future__ import annotations
 
 from rlcompat.analysis import command_framework
+from rlcompat.analysis.confighelpers import sglang_server
 from rlcompat.analysis.knowledgecheck import attributed
 from rlcompat.knowledge import frameworks
 from rlcompat.knowledge.capabilities import min_capability, runs
 from rlcompat.contract import Bad, ConfigRule, Good
-
-SGLANG_SERVERS = ("sglang.launch_server", "sglang_router.launch_server")  # `python -m MODULE` starts a server
-
-
-def sglang_server(words: tuple[str, ...]) -> bool:
-    """`python -m sglang.launch_server ...` (and SGLang's router, which starts the same server per worker)."""
-    return any(w == "-m" and words[i + 1] in SGLANG_SERVERS for i, w in enumerate(words[:-1]))
 
 
 def _engine_rows() -> list:
