@@ -15,6 +15,7 @@ from rlcompat.analysis import command_framework, cpu_program, entry_switches
 from rlcompat.knowledge import frameworks as fk
 from rlcompat.analysis.confighelpers import follows_bf16_switch, is_bf16, remove_flag, where
 from rlcompat.lang.settings import ConfigContext, ConfigView, Setting, Span
+from rlcompat.lang.textpos import LineIndex
 from rlcompat.findings import Edit, FixSafety
 from rlcompat.knowledge.versions import release
 from rlcompat.knowledge.precision import dtype_for, knowledge_choice
@@ -566,12 +567,7 @@ def _parameter_defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[s
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError):
         return
-    starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
-
-    def offset(line: int, byte_col: int) -> int:
-        start = starts[line - 1]
-        return start + len(text[start:].encode("utf-8")[:byte_col].decode("utf-8", "ignore"))
-
+    offset = LineIndex(text).ast_offset
     for node in ast.walk(tree):
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue

@@ -36,12 +36,12 @@ from typing import Mapping
 
 from rlcompat.findings import Edit
 from rlcompat.lang.embedded import Embedded
+from rlcompat.lang.textpos import LineIndex
 
 UNREAD = "${_unread_python_value}"  # an unresolved variable to the shell front end: its value is not known
 FORBIDDEN = "\"'\\\n\r{}"  # a fix writing one of these would end the literal or change how Python reads it
 WHY_NO_FIX = "the text to change is not written inside one plain string literal of the launcher"
 MAX_DEPTH = 8  # names followed through names
-LINE_BREAK = re.compile(r"\r\n|\r|\n")
 STRING_START = re.compile(r"([rRuUfFbB]{0,2})('''|\"\"\"|'|\")")
 
 
@@ -181,14 +181,12 @@ class _Reader:
         self.text = text
         self.imports = imports
         # the line breaks CPython's tokenizer counts (not str.splitlines', which also breaks at \f, \v, \x1c, ...)
-        self.line_starts = [0] + [m.end() for m in LINE_BREAK.finditer(text)]
+        self.lines = LineIndex(text)
         self.literals = 0
 
     def offset(self, lineno: int, col: int) -> int:
         """The text offset of an ast position (its column counts UTF-8 bytes)."""
-        start = self.line_starts[lineno - 1]
-        line = self.text[start:self.line_starts[lineno] if lineno < len(self.line_starts) else len(self.text)]
-        return start + len(line.encode("utf-8")[:col].decode("utf-8", "replace"))
+        return self.lines.ast_offset(lineno, col)
 
     def span(self, node: ast.AST) -> tuple[int, int]:
         return self.offset(node.lineno, node.col_offset), self.offset(node.end_lineno, node.end_col_offset)
@@ -398,7 +396,6 @@ def check_launches(text: str, path: str, groups, scanned) -> list[list]:
         return out  # (before the shell front end is imported: most Python files call no launch helper)
     from rlcompat.lang import shell
     from rlcompat.lang.embedded import map_findings
-    from rlcompat.lang.textpos import LineIndex
 
     index = LineIndex(text)
     for block in blocks:

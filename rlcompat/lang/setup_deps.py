@@ -249,9 +249,7 @@ class _SetupReader:
         return req
 
     def _node_start(self, node: ast.expr) -> int:
-        line_start = self.lines.offset(node.lineno, 0)
-        line = self.lines.line_text(node.lineno)
-        return line_start + len(line.encode("utf-8")[:node.col_offset].decode("utf-8", "replace"))
+        return self.lines.ast_offset(node.lineno, node.col_offset)
 
     def _content_start(self, node: ast.Constant) -> int | None:
         """Where a plain one-line string's characters start (after its prefix and quote), else None."""

@@ -29,6 +29,12 @@ class LineIndex:
         """Offset of 1-based `line`, 0-based `column0`."""
         return self.starts[line - 1] + column0
 
+    def ast_offset(self, line: int, byte_column: int) -> int:
+        """Offset of a position CPython's `ast` gives: 1-based `line`, a column counted in UTF-8 bytes."""
+        text = self.line_text(line)
+        return self.starts[line - 1] + (byte_column if text.isascii() else
+                                        len(text.encode("utf-8")[:byte_column].decode("utf-8", "ignore")))
+
     def position(self, offset: int) -> tuple[int, int]:
         """(1-based line, 0-based column) of an offset."""
         line = bisect.bisect_right(self.starts, offset) - 1
