@@ -435,12 +435,12 @@ def _defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> No
                                     f"{ctx.target.name} is {ctx.target.capability_text}{suggestion}")
 
 
-# Hydra's command-line flags that make a run compose another config than the entry point's own (its `config_name`)
-_OTHER_CONFIG = ("--config-name", "--config-path", "--config-dir", "-cn", "-cp", "-cd")
-
-
 def _composes_other_config(view: ConfigView) -> bool:
-    return any(w.split("=", 1)[0] in _OTHER_CONFIG for w in view.command_words)
+    """Whether the command passes one of Hydra's config flags (run_config.FLAGS: `--config-name`, `-cp`, ...), so the
+    run composes another config than the entry point's own."""
+    from rlcompat.analysis.run_config import FLAGS  # (asked only for a framework with Hydra commands)
+
+    return any(w.split("=", 1)[0] in FLAGS for w in view.command_words)
 
 
 def _hydra_default(view: ConfigView, ctx: ConfigContext, key: fk.FrameworkKey, hazard, kind, how: str,
