@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from rlcompat.knowledge.paths import upwards
 from rlcompat.lang.settings import ConfigContext, ConfigView
 
 
@@ -53,13 +54,12 @@ def _read(view: ConfigView, ctx: ConfigContext, relative: str) -> EntryConfig | 
 
 
 def _find(start: str, root: str, relative: str) -> str | None:
-    """`relative` below `start` or a folder above it, nearest first, up to `root` (where `start` is inside it)."""
-    folder = start
-    while True:
+    """`relative` below `start` or a folder above it, nearest first, up to `root` (the tree's root, which holds
+    `start`)."""
+    for folder in upwards(start):
         candidate = os.path.join(folder, *relative.split("/"))
         if os.path.isfile(candidate):
             return candidate
-        parent = os.path.dirname(folder)
-        if folder == root or parent == folder or os.path.commonpath([parent, root]) != root:
+        if folder == root:
             return None
-        folder = parent
+    return None
