@@ -111,8 +111,9 @@ def test_a_train_py_of_a_tree_without_slime_knowledge_is_not_claimed(tmp_path):
 
 
 def test_every_sglang_engine_row_is_a_trigger_word_of_rlc417():
-    from rlcompat.rules.rollout.sglang_served_on_unsupported_gpu import SglangServedOnUnsupportedGpu, _engine_rows
+    from rlcompat.knowledge.frameworks import engine_rows
+    from rlcompat.rules.rollout.sglang_served_on_unsupported_gpu import SglangServedOnUnsupportedGpu
 
-    rows = _engine_rows()
+    rows = engine_rows("sglang")
     assert {fw.name for fw, _ in rows} >= {"slime", "miles"}
     assert all(c in SglangServedOnUnsupportedGpu.names for _, row in rows for c in row["commands"])

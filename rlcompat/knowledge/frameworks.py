@@ -289,19 +289,26 @@ def _framework(data: dict, filename: str) -> Framework:
 def engine_tables(engine: str) -> list[tuple[Framework, dict, str]]:
     """(framework, its `[[engine]]` row, table) for each config table whose presence in a config file of that
     framework starts `engine` (prime-rl's RL config starts a vLLM server for its `[inference]` table)."""
-    return [(fw, row, table) for fw in frameworks() for row in fw.engines if row["engine"] == engine
-            for table in row.get("tables", ())]
+    return [(fw, row, table) for fw, row in engine_rows(engine) for table in row.get("tables", ())]
+
+
+def engine_rows(engine: str) -> list[tuple[Framework, dict]]:
+    """(framework, its `[[engine]]` row) of each framework command that starts `engine`, newest release first."""
+    return [(fw, row) for fw in frameworks() for row in fw.engines if row["engine"] == engine]
+
+
+def engine_commands(words: tuple[str, ...], engine: str) -> list[tuple[Framework, dict]]:
+    """(framework, its `[[engine]]` row) of each row whose commands a command's words run (`trl vllm-serve` starts
+    vLLM) and none of whose `unless` flags they pass (slime's `--debug-train-only` starts no engine)."""
+    line = " ".join(words)
+    return [(fw, row) for fw, row in engine_rows(engine) if any(c in line for c in row["commands"])
+            and not any(u in words for u in row.get("unless", ()))]
 
 
 def engine_command(words: tuple[str, ...], engine: str) -> tuple[Framework, dict] | None:
-    """(framework, its `[[engine]]` row) when a command's words run a framework command that starts `engine`
-    (`trl vllm-serve` starts vLLM)."""
-    line = " ".join(words)
-    for fw in frameworks():
-        for row in fw.engines:
-            if row["engine"] == engine and any(c in line for c in row["commands"]):
-                return fw, row
-    return None
+    """The first of `engine_commands`, or None."""
+    found = engine_commands(words, engine)
+    return found[0] if found else None
 
 
 def _negation(row: dict, framework: str, filename: str) -> str:

@@ -8,19 +8,11 @@ from rlcompat.knowledge.capabilities import min_capability, runs
 from rlcompat.contract import Bad, ConfigRule, Good
 
 
-def _engine_rows() -> list:
-    """(framework, `[[engine]]` row) of each framework command that starts SGLang engines itself (slime's and miles'
-    training entries: SGLang is their only rollout engine), newest release first."""
-    return [(fw, row) for fw in frameworks.frameworks() for row in fw.engines if row["engine"] == "sglang"]
-
-
 def framework_engine(view, ctx):
-    """(framework, row) when the command starts a training entry of a framework that rolls out with SGLang engines,
-    and passes none of the row's `unless` flags (slime's --debug-train-only); None otherwise."""
-    line = " ".join(view.command_words)
-    for fw, row in _engine_rows():
-        if not any(c in line for c in row["commands"]) or any(u in view.command_words for u in row.get("unless", ())):
-            continue
+    """(framework, row) when the command starts a training entry of a framework that rolls out with SGLang engines
+    itself (slime's and miles' `train.py`: SGLang is their only rollout engine) and passes none of the row's `unless`
+    flags; None otherwise."""
+    for fw, row in frameworks.engine_commands(view.command_words, "sglang"):
         if attributed(view, ctx, fw) or command_framework.own_entry(view, ctx, fw.name):
             return fw, row
     return None
