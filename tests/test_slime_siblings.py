@@ -104,6 +104,13 @@ def test_a_training_command_of_slime_or_miles_starts_sglang_engines_sglang_refus
         assert _sglang(debug / "scripts" / "run.sh", P40) == []
 
 
+def test_a_slime_release_without_knowledge_gets_no_engine_claim(tmp_path):
+    # the command names the framework's package (`slime.`), but slime 0.9.0 is a release rlcompat has not read
+    root = _checkout(tmp_path, "slime", "0.9.0")
+    (root / "scripts" / "run.sh").write_text("ray job submit -- python3 train.py --load slime.ckpt --colocate\n")
+    assert _sglang(root / "scripts" / "run.sh", P40) == []
+
+
 def test_a_train_py_of_a_tree_without_slime_knowledge_is_not_claimed(tmp_path):
     root = _checkout(tmp_path, "miles", "0.2.0")  # no knowledge of that release, and no other framework's checkout
     (root / "setup.py").write_text(SETUP.format(name="other", version="1.0"))

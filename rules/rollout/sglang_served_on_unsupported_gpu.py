@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rlcompat.analysis import command_framework
 from rlcompat.analysis.confighelpers import sglang_server
-from rlcompat.analysis.knowledgecheck import attributed
+from rlcompat.analysis.knowledgecheck import attributed, chosen_version
 from rlcompat.knowledge import frameworks
 from rlcompat.knowledge.capabilities import min_capability, runs
 from rlcompat.contract import Bad, ConfigRule, Good
@@ -13,6 +13,8 @@ def framework_engine(view, ctx):
     itself (slime's and miles' `train.py`: SGLang is their only rollout engine) and passes none of the row's `unless`
     flags; None otherwise."""
     for fw, row in frameworks.engine_commands(view.command_words, "sglang"):
+        if chosen_version(view, ctx, fw.name)[0] != fw.version:
+            continue  # what the row says is known of that release only
         if attributed(view, ctx, fw) or command_framework.own_entry(view, ctx, fw.name):
             return fw, row
     return None
