@@ -36,19 +36,20 @@ def unpassed_switch_guards(ctx) -> bool:
 
 def setting_unpassed(ctx, setting) -> bool:
     """For a config rule's Python setting (a keyword, an assignment): the same question, the `if`s found by line."""
-    if setting.key_span is None or not setting.guards or not ctx.path or not os.path.isfile(ctx.path):
-        return False
+    if (setting.key_span is None or not setting.guards or "add_argument" not in ctx.source_text or not ctx.path
+            or not os.path.isfile(ctx.path)):
+        return False  # a file that declares no option has no switch of its own to leave off
     memo = ctx.memo.setdefault("pyentry_switches", {})
-    if "tree" not in memo:
-        memo["tree"] = _parsed(ctx.source_text)
-        memo["options"] = _options_of(memo["tree"]) if memo["tree"] is not None else {}
-    if memo["tree"] is None:
-        return False
+    if "ifs" not in memo:
+        # one parse and one walk a file, however many settings ask: a 1.4 MB file has thousands of guarded settings
+        tree = _parsed(ctx.source_text)
+        memo["options"] = _options_of(tree) if tree is not None else {}
+        memo["ifs"] = _if_bodies(tree) if memo["options"] else []
     line = ctx.source_text.count("\n", 0, setting.key_span.start) + 1
     names: set[str] = set()
-    for node in ast.walk(memo["tree"]):
-        if isinstance(node, ast.If) and node.body and node.body[0].lineno <= line <= (node.body[-1].end_lineno or 0):
-            names |= _ast_tested_names(node.test)
+    for first, last, tested in memo["ifs"]:
+        if first <= line <= last:
+            names |= tested
 
     def running():
         if "launchers" not in memo:
@@ -56,6 +57,17 @@ def setting_unpassed(ctx, setting) -> bool:
             ctx.record_reads([path for path, _ in memo["launchers"]])
         return memo["launchers"]
     return bool(names) and _unreached(names, memo["options"], running)
+
+
+def _if_bodies(tree: ast.Module) -> list[tuple[int, int, set[str]]]:
+    """(first line, last line, tested names) of the body of each `if` that tests names."""
+    bodies = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and node.body:
+            tested = _ast_tested_names(node.test)
+            if tested:
+                bodies.append((node.body[0].lineno, node.body[-1].end_lineno or 0, tested))
+    return bodies
 
 
 def _unreached(names: set[str], declared: dict[str, tuple[set[str], bool]], launchers) -> bool:
@@ -129,6 +141,8 @@ def _parsed(text: str) -> ast.Module | None:
 
 
 def _options_in(text: str) -> dict[str, tuple[set[str], bool]]:
+    if "add_argument" not in text:
+        return {}
     tree = _parsed(text)
     return _options_of(tree) if tree is not None else {}
 
