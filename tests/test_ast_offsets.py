@@ -1,5 +1,5 @@
 """LineIndex.ast_offset: the text offset of a position CPython's `ast` gives (a column counted in UTF-8 bytes), the
-one conversion the Python readers share (lang/pylaunch.py, lang/setup_deps.py, analysis/knowledgecheck.py)."""
+one conversion the Python readers share (lang/pylaunch.py, lang/setup_deps.py, analysis/knowledge_defaults.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Fields of a nested config class that a run reads only where it sets the Optional field holding it: skyrl's
 `MixedPrecisionConfig.param_dtype = "bf16"` is read only by a run that sets `FSDPConfig.mixed_precision`, which
 defaults to None (a framework key's `parent`, rlcompat/knowledge/data/frameworks/). A rule judging such a class-body
-default leaves it alone; what None means is reported at the Optional field (analysis/knowledgecheck.py).
+default leaves it alone; what None means is reported at the Optional field (analysis/knowledge_defaults.py `unset_parents`).
 
 Only for the release the file's tree runs exactly (what None means, and that nothing else builds the class, is that
 release's code), in a file of that framework that declares the parent field with a default that does not build the

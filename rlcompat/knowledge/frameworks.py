@@ -153,7 +153,7 @@ class Framework:
     launcher: bool = False  # its commands start another Python program, whose own flags follow (accelerate launch)
     # Its commands set config keys as Hydra overrides (`trainer.bf16=false`) of the entry point's config, whose
     # top-level sections these are (`trainer.`): a `key`-form key under one of them that a command leaves out runs at
-    # its default (analysis/knowledgecheck.py `_defaults`); a key of a config group (`torch_autocast.dtype`) is not one
+    # its default (analysis/knowledge_defaults.py `command_defaults`); a key of a config group (`torch_autocast.dtype`) is not one
     hydra_roots: tuple[str, ...] = ()
     # The entry config those overrides apply to, as a path inside the installed package's folder
     # ("skyrl_train/config/ppo_base_config.yaml"): where the scanned tree holds that file, its values are the defaults

@@ -13,7 +13,7 @@ VERL_CODES = {"RLC104", "RLC105", "RLC106", "RLC119", "RLC120", "RLC204", "RLC20
               "RLC356", "RLC401", "RLC402", "RLC403"}
 FRAMEWORK_CODES = {"RLC118", "RLC207", "RLC355", "RLC404"}
 _LABEL = re.compile(r"(?:; |\()([A-Za-z][\w.-]*(?: [\w.-]+)?) (\d[\w.]*) knowledge: ")
-# knowledgecheck._knowledge for a tree whose release rlcompat has no knowledge of: the key is another release's
+# knowledge_report.knowledge_note for a tree whose release rlcompat has no knowledge of: the key is another release's
 _VALUES_ONLY = re.compile(r"\(([A-Za-z][\w.-]*(?: fork)?) (\d[\w.]*) (?:pinned in|at) \S+?: no knowledge of that release; "
                           r"judged by the value with ([A-Za-z][\w.-]*(?: [\w.-]+)?)'s key")
 

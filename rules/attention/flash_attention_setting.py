@@ -4,7 +4,7 @@ from rlcompat.analysis import confighelpers as h
 from rlcompat.analysis.confighelpers import remove_flag
 from rlcompat.analysis.interpolation import select_default
 from rlcompat.analysis.verlengines import report_engine_settings
-from rlcompat.analysis.knowledgecheck import RESOLVED_ORIGINS, negated_switch
+from rlcompat.analysis.knowledge_keys import RESOLVED_ORIGINS, negated_switch
 from rlcompat.contract import Bad, ConfigRule, FixSafety, Good, VERL_091
 from rlcompat.rules.attention.helpers import FLASH_SWITCH_FIELDS
 from rlcompat.knowledge.spellings import flash_attention

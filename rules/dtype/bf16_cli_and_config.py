@@ -4,7 +4,7 @@ from rlcompat.analysis import confighelpers as h
 from rlcompat.knowledge.precision import dtype_for
 from rlcompat.contract import Bad, ConfigRule, FixSafety, Good
 from rlcompat.analysis.confighelpers import sglang_server, turn_off
-from rlcompat.analysis.knowledgecheck import negated_switch
+from rlcompat.analysis.knowledge_keys import negated_switch
 from rlcompat.knowledge.capabilities import runs
 
 # Generic (non-verl) keys: transformers/TRL `bf16`, `torch_dtype`, accelerate's `mixed_precision`.

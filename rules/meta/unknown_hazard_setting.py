@@ -90,7 +90,7 @@ class UnknownHazardSetting(ConfigRule):
         return not target.fp8
 
     def check_config(self, view, ctx) -> None:
-        from rlcompat.analysis.knowledgecheck import known
+        from rlcompat.analysis.knowledge_keys import known
 
         verl_keys = {s.key for s in ctx.verl.settings} | set(ctx.verl.dead)
         in_verl = view.is_verl or "verl/trainer/config/" in ctx.path.replace(os.sep, "/")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rlcompat.knowledge import quantized_checkpoints
 from rlcompat.knowledge import frameworks as fk
-from rlcompat.analysis.knowledgecheck import attributed
+from rlcompat.analysis.knowledge_keys import attributed
 from rlcompat.contract import Bad, ConfigRule, Good
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rlcompat.analysis import command_framework
 from rlcompat.analysis.confighelpers import sglang_server
-from rlcompat.analysis.knowledgecheck import attributed, chosen_version
+from rlcompat.analysis.knowledge_keys import attributed, chosen_version
 from rlcompat.knowledge import frameworks
 from rlcompat.knowledge.capabilities import min_capability, runs
 from rlcompat.contract import Bad, ConfigRule, Good

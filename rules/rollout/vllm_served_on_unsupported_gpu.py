@@ -6,7 +6,7 @@ from rlcompat.rules.rollout.helpers import command_vllm_release, unsupported_mes
 from rlcompat.knowledge import frameworks, versions
 from rlcompat.knowledge import vllm
 from rlcompat.knowledge.environment import error_text
-from rlcompat.analysis.knowledgecheck import attributed
+from rlcompat.analysis.knowledge_keys import attributed
 
 
 _VLLM = min_capability("vllm")  # the current release's (a script names none); doctor's RLC506 reads the installed one's
