@@ -278,7 +278,7 @@ def test_every_parent_field_marks_the_statement_its_rule_reads():
     parents = [key for fw in fk.frameworks() for key in fw.keys if key.parent is not None]
     assert {(k.framework.version, k.parent.field) for k in parents if k.framework.name == "skyrl"} >= {
         ("0.4.0", "FSDPConfig.mixed_precision"), ("0.2.0", "FSDPConfig.mixed_precision"),
-        ("0.1.0", "FSDPConfig.mixed_precision")}
+        ("0.1.0", "FSDPConfig.mixed_precision"), ("0.3.0", "FSDPConfig.mixed_precision")}
     for key in parents:
         assert key.parent.attr in handled[key.kind].python_triggers, (key.framework.name, key.parent.field)
         assert PROOF.search(key.parent.proof), key.parent.proof
@@ -313,7 +313,7 @@ def _skyrl(text: str, target: str = "sm61", version: str | None = "0.4.0"):
 
 
 @pytest.mark.parametrize("version, line", [("0.4.0", "fsdp_strategy.py:204-210"), ("0.2.0", "fsdp_strategy.py:224-232"),
-                                           ("0.1.0", "fsdp_strategy.py:216-222")])
+                                           ("0.1.0", "fsdp_strategy.py:216-222"), ("0.3.0", "fsdp_strategy.py:200-207")])
 def test_an_optional_nested_config_left_at_none_is_reported_where_it_defaults(version, line):
     found = _skyrl(_SKYRL_CONFIG, version=version)
     # one finding, at the None default; MixedPrecisionConfig's own bf16 is read only by a run that sets the field

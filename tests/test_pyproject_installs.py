@@ -203,6 +203,42 @@ def test_a_uv_source_that_sends_a_declared_package_to_a_wheel_installs_that_whee
         ("flash-attn", "", "gpu", True), ("flash-attn", "==2.8.0.post2+cu12torch2.7cxx11abiFALSE", "gpu", False)]
 
 
+
+def test_a_uv_source_that_sends_a_declared_package_to_a_git_commit_or_an_index_installs_it_from_there():
+    # prime-rl 0.7.0-0.8.1's forms (pyproject.toml:197, :216 at v0.8.0): FlashAttention-4 from a commit of its
+    # repository, FlashAttention-3 from a named index; each row is uv's install of the declared package [S236][S180]
+    head = '[project]\nname = "x"\ndependencies = ["flash-attn-4", "flash_attn_3"]\n\n[tool.uv.sources]\n'
+    rows = ('flash-attn-4 = { git = "https://github.com/Dao-AILab/flash-attention.git", subdirectory = "flash_attn/cute", '
+            'rev = "96bd151" }\nflash_attn_3 = { index = "pytorch-cu128-test" }\n')
+    assert _found(head + rows, "sm75") == [("RLC603", 3), ("RLC603", 3), ("RLC603", 6), ("RLC603", 7)]
+    assert not _found(head + rows, "sm90")
+    group = pyproject_deps.parse(head + rows)
+    sourced = [r for r in group.requirements if r.uv_source]
+    # no release: judged by what every release needs, never edited, at the row's line
+    assert [(r.name, r.spec, r.uv_source, r.version_known, r.editable) for r in sourced] == [
+        ("flash-attn-4", "", "git", False, False), ("flash-attn-3", "", "index", False, False)]
+    assert [(head + rows)[r.span.start:r.span.end].split(" =")[0] for r in sourced] == ["flash-attn-4", "flash_attn_3"]
+    # a list of rows: the one for Linux, in the extra that asks for the package; another platform's row is no install
+    listed = ('[project]\nname = "x"\n[project.optional-dependencies]\nfa3 = ["flash_attn_3"]\n[tool.uv.sources]\n'
+              'flash_attn_3 = [\n  { index = "mac", marker = "sys_platform == \'darwin\'" },\n'
+              '  { index = "cu128-test", marker = "sys_platform == \'linux\'" },\n]\n')
+    [row] = [r for r in pyproject_deps.parse(listed).requirements if r.uv_source]
+    assert (row.extra, listed[row.span.start:row.span.end]) == ("fa3", '{ index = "cu128-test", marker = "sys_platform == \'linux\'" },')
+    # an engine's row is where uv takes it from: the engine is reported where a config selects it, its torch at the
+    # declaration (skyrl 0.3.0's `vllm = [{ index = "vllm-cu129" }]`); torch's own rows are its route
+    engine = ('[project]\nname = "x"\n[project.optional-dependencies]\nfsdp = ["vllm==0.10.1.1", "torchvision"]\n'
+              '[tool.uv.sources]\nvllm = { index = "vllm-cu129" }\ntorchvision = { index = "cu128" }\n')
+    assert not [line for _, line in _found(engine, "sm61") if line > 5]
+    assert not [r for r in pyproject_deps.parse(engine).requirements if r.name == "torchvision" and r.uv_source]
+    # pip never reads the row: `pip install .[fa3]` installs the declaration only
+    from rlcompat.knowledge.install_steps import extra_requirements
+    import tempfile, os
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "pyproject.toml"), "w") as fh:
+            fh.write(listed)
+        assert [(r.name, r.uv_source) for r, _, _ in extra_requirements(d, ("fa3",))] == [("flash-attn-3", "")]
+
+
 OVERRIDE = ('[project]\nname = "x"\ndependencies = ["peft"]\n\n[project.optional-dependencies]\n'
             'fsdp = ["torch==2.13.0; sys_platform == \'linux\'"]\ndev = ["torch"]\n\n'
             '[tool.uv]\noverride-dependencies = [\n'

@@ -328,8 +328,10 @@ def extra_requirements(directory: str, extras: tuple[str, ...]) -> list[tuple[Re
             group = parse(text)
         except Exception:  # noqa: BLE001 - a declaration that does not parse declares nothing here; `scan` reports it
             continue
+        # (a `[tool.uv.sources]` git or index row is where uv takes the declared package from: the declaration's own
+        # entry stands for the install, and pip never reads the row)
         out += [(r, path, text.count("\n", 0, r.span.start) + 1) for r in group.requirements
-                if r.extra and (normalise(r.extra) in extras or ALL_EXTRAS in extras)]
+                if r.extra and not r.uv_source and (normalise(r.extra) in extras or ALL_EXTRAS in extras)]
     return out
 
 

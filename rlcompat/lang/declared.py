@@ -53,6 +53,10 @@ class Requirement:
     # An optional extra's requirement that an install step of the tree asks for (`uv sync --extra X` in its
     # Dockerfile): where, "Dockerfile.cuda:114"; installed by default there, not optional
     installed_by: str = ""
+    # A `[tool.uv.sources]` row that sends the declared package to a git commit or a named index ("git", "index"): uv
+    # installs the package from there [S236], but the row names no release, so it is judged as one whose release is
+    # not known (version_known False)
+    uv_source: str = ""
 
     @property
     def origin_note(self) -> str:

@@ -60,6 +60,7 @@ def declared_from(data: dict, text: str, kind: str) -> Declared:
             req.extra = extra
             group.requirements.append(req)
     group.requirements += _url_wheels(uv.get("sources"), text, group.requirements, optional_groups)
+    group.requirements += _source_rows(uv.get("sources"), text, group.requirements, optional_groups)
     group.requirements += _overrides(uv.get("override-dependencies"), text, group.requirements)
     routes = _torch_routes(uv.get("sources"), text)
     for index in uv.get("index") or ():
@@ -182,6 +183,50 @@ def _url_wheels(sources, text: str, declared: list[Requirement],
     return out
 
 
+# Packages whose rows follow torch's route (the route itself is read by _torch_routes)
+_TORCH_ROUTED = frozenset({"torch", "torchvision", "torchaudio"})
+
+
+def _source_rows(sources, text: str, declared: list[Requirement],
+                 optional_groups: frozenset[str] = frozenset()) -> list[Requirement]:
+    """The rows `[tool.uv.sources]` sends a declared package to a git commit or a named index by
+    (`flash-attn-4 = { git = "...", rev = "96bd151" }`, `flash_attn_3 = { index = "pytorch-cu128-test" }`): uv installs
+    the package from there wherever the project requires it [S236][S180], so each row is that package's install, as a
+    URL row is (_url_wheels), in the extras the project asks for it in, narrowed by the row's marker or `extra`. The
+    row names no release (an index serves several; a commit is no release a table knows): version_known is False, so
+    rules judge on it what every release shares (a minimum capability), not the torch one release pins. Never edited.
+    torch's rows are its route (_torch_routes), torchvision's and torchaudio's follow it."""
+    if not isinstance(sources, dict) or _SOURCES_TABLE.search(text) is None:
+        return []
+    out: list[Requirement] = []
+    for name, source in sources.items():
+        package = normalise(str(name))
+        asked = [r.extra for r in declared if r.name == package and r.editable]
+        if not asked or package in _TORCH_ROUTED:
+            continue
+        entry = _source_entry(text, re.compile(r"^[ \t]*[\"']?" + re.escape(str(name)) + r"[\"']?[ \t]*=", re.M))
+        rows = source if isinstance(source, list) else [source]
+        seen: dict[tuple[str, str], int] = {}
+        for row in rows:
+            field = next((f for f in ("git", "index") if isinstance(row, dict) and isinstance(row.get(f), str)), None)
+            if field is None:
+                continue
+            nth = seen[field, row[field]] = seen.get((field, row[field]), -1) + 1
+            if not _on_linux(row.get("marker")):
+                continue
+            span = _row_span(text, entry, row[field], isinstance(source, list), nth, field)
+            if span is None:
+                continue
+            marker = row.get("marker") if isinstance(row.get("marker"), str) else ""
+            narrowed = tuple(_EXTRA.findall(marker)) + ((row["extra"],) if isinstance(row.get("extra"), str) else ())
+            if row.get("group") in optional_groups:
+                narrowed += (row["group"],)
+            for extra in ("",) if "" in asked and not narrowed else (narrowed or tuple(dict.fromkeys(asked))):
+                out.append(Requirement(package, "", span, None, editable=False, extra=extra, version_known=False,
+                                       uv_source=field))
+    return out
+
+
 _OVERRIDES_KEY = re.compile(r"^[ \t]*[\"']?override-dependencies[\"']?[ \t]*=", re.M)
 
 
@@ -227,26 +272,32 @@ def _on_linux(marker) -> bool:
 
 def _torch_entry(text: str) -> Span | None:
     """The text of the `torch = ...` entry of a `[tool.uv.sources]` header table (to the next key or table)."""
+    return _source_entry(text, _TORCH_SOURCE)
+
+
+def _source_entry(text: str, key: re.Pattern) -> Span | None:
+    """The text of the entry `key` matches in a `[tool.uv.sources]` header table (to the next key or table)."""
     header = _SOURCES_TABLE.search(text)
     if header is None:
         return None
     end = _NEXT_TABLE.search(text, header.end())
     stop = end.start() if end else len(text)
-    line = _TORCH_SOURCE.search(text, header.end(), stop)
+    line = key.search(text, header.end(), stop)
     if line is None:
         return None
     following = _NEXT_KEY.search(text, line.end(), stop)
     return Span(line.start() + len(line.group(0)) - len(line.group(0).lstrip()), following.start() if following else stop)
 
 
-def _row_span(text: str, entry: Span | None, index: str, listed: bool, nth: int = 0) -> Span | None:
+def _row_span(text: str, entry: Span | None, index: str, listed: bool, nth: int = 0, field: str = "index") -> Span | None:
     """The line of the entry that routes torch to `index`: the `torch = {...}` line itself, or for a list of rows the
-    `nth` row (from 0) naming that index (a list may route two extras to one index)."""
+    `nth` row (from 0) naming that index (a list may route two extras to one index); `field` = "git" for a row naming
+    a repository instead."""
     if entry is None:
         return None
     start = entry.start
     if listed:
-        found = list(re.compile(r"\{[^{}]*\bindex\s*=\s*[\"']" + re.escape(index) + r"[\"'][^{}]*\}")
+        found = list(re.compile(r"\{[^{}]*\b" + field + r"\s*=\s*[\"']" + re.escape(index) + r"[\"'][^{}]*\}")
                      .finditer(text, entry.start, entry.end))
         if len(found) <= nth:
             return None

@@ -18,7 +18,9 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
     title = "A requirement (flash-attn, vLLM, SGLang, ...) for a package that cannot run on the target GPU"
     what = (
         "Reports a declared requirement (pip or conda; requirement files, pyproject.toml, environment files, "
-        "`pip install` in Dockerfiles and scripts, a Python script's inline metadata; a source build in a fresh clone "
+        "`pip install` in Dockerfiles and scripts, a Python script's inline metadata; a pyproject.toml "
+        "`[tool.uv.sources]` row that sends a declared package to a wheel, a git commit or an index, which is uv's "
+        "install of it; a source build in a fresh clone "
         "the knowledge knows, environment.toml `[[source_build]]`: `pip install .` or `python setup.py install` in "
         "flash-attention (FlashAttention-2) or its `hopper/` (FlashAttention-3)) for a package whose minimum compute capability in "
         "rlcompat/knowledge/data/environment.toml `[packages]` is above the target: flash-attn (8.0), flash-attn-3 and -4 (9.0), "
@@ -160,6 +162,8 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
             # such an install does to torch, where known, is RLC601's to judge.
             # An extra the tree's own install step asks for (`uv sync --extra X` in its Dockerfile) is no option there.
             optional = bool(req.extra) and not req.installed_by
+            if req.uv_source and p.get("runs_when_selected"):
+                continue  # where uv takes an engine from: the engine is reported where selected, its torch at the declaration
             if (optional or p.get("runs_when_selected")) and (
                     req.version_known and torch_required_by(req.name, req.spec, req.extras) is not None
                     or (optional and asks_any_torch(name))):
