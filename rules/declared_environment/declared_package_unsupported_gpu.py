@@ -18,7 +18,8 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
     title = "A requirement (flash-attn, vLLM, SGLang, ...) for a package that cannot run on the target GPU"
     what = (
         "Reports a declared requirement (pip or conda; requirement files, pyproject.toml, environment files, "
-        "`pip install` in Dockerfiles and scripts, a Python script's inline metadata; a source build in a fresh clone "
+        "`pip install` in Dockerfiles and scripts, with the requirements of a `-r FILE` of the scanned tree, a Python "
+        "script's inline metadata; a source build in a fresh clone "
         "the knowledge knows, environment.toml `[[source_build]]`: `pip install .` or `python setup.py install` in "
         "flash-attention (FlashAttention-2) or its `hopper/` (FlashAttention-3)) for a package whose minimum compute capability in "
         "rlcompat/knowledge/data/environment.toml `[packages]` is above the target: flash-attn (8.0), flash-attn-3 and -4 (9.0), "
