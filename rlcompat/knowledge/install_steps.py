@@ -335,6 +335,19 @@ def extra_requirements(directory: str, extras: tuple[str, ...]) -> list[tuple[Re
     return out
 
 
+def file_requirements(path: str) -> list[tuple[Requirement, int]]:
+    """(requirement, its line) of each requirement the pip requirements file at `path` lists (its own lines: a `-r`
+    it names in turn is judged where that file is written); nothing for a file that cannot be read."""
+    from rlcompat.lang import requirements
+
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError:
+        return []
+    return [(r, text.count("\n", 0, r.span.start) + 1) for r in requirements.parse(text).requirements]
+
+
 def _path(cwd: str | None, word: str) -> str | None:
     word = re.sub(r"\[[^\]]*\]$", "", word)  # `.[dev]`: the project, its extras aside
     if "$" in word or "://" in word or word.startswith("git+"):

@@ -105,6 +105,11 @@ class ScannedView(Protocol):
         read as run from the tree's root (`cd sub && pip install -e .[vllm]`): from the project's setup.py,
         pyproject.toml or setup.cfg (rlcompat/knowledge/install_steps.py)."""
 
+    def required_files(self, script: str, line: int, written: str) -> list:
+        """(requirement, where it is written) of each requirement of the requirements file `written` (as the command
+        names it) that `pip install -r` at `line` of shell `script` installs, the script read as run from the tree's
+        root: a file of the scanned tree (rlcompat/knowledge/install_steps.py `file_requirements`)."""
+
     def source_builds(self, script: str, line: int) -> list:
         """(distribution name, where it is known from) of each package the install command at `line` of shell
         `script` builds from a fresh clone's source (`git clone .../flash-attention && cd flash-attention/hopper &&

@@ -149,6 +149,23 @@ class ScannedFile:
                 out += install_steps.cloned_extras(step.clone, extras)
         return out
 
+    def required_files(self, script: str, line: int, written: str) -> list:
+        root = self.tree.root
+        if not root:
+            return []
+        out, root = [], os.path.abspath(root)
+        # the file as the command names it, matched by its trailing components (the step resolved the directory)
+        tail = os.sep + os.sep.join(p for p in os.path.normpath(written).split(os.sep) if p not in ("", ".", ".."))
+        for step in self._install_steps(script, root):
+            if step.kind != "requirements" or step.line != line or not step.target.endswith(tail):
+                continue
+            if os.path.commonpath([root, os.path.abspath(step.target)]) != root or not os.path.isfile(step.target):
+                continue  # a file the tree does not hold (copied in or written at run time): nothing known
+            rel = os.path.relpath(step.target, root).replace(os.sep, "/")
+            out += [(req, f"{rel}:{at}") for req, at in install_steps.file_requirements(step.target)]
+            self.record_reads([step.target])
+        return out
+
     def source_builds(self, script: str, line: int) -> list:
         start = os.path.abspath(self.tree.root or os.path.dirname(self.path) or ".")
         return [built for step in self._install_steps(script, start)

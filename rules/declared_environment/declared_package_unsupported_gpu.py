@@ -18,9 +18,9 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
     title = "A requirement (flash-attn, vLLM, SGLang, ...) for a package that cannot run on the target GPU"
     what = (
         "Reports a declared requirement (pip or conda; requirement files, pyproject.toml, environment files, "
-        "`pip install` in Dockerfiles and scripts, a Python script's inline metadata; a pyproject.toml "
-        "`[tool.uv.sources]` row that sends a declared package to a wheel, a git commit or an index, which is uv's "
-        "install of it; a source build in a fresh clone "
+        "`pip install` in Dockerfiles and scripts, with the requirements of a `-r FILE` of the scanned tree, a Python "
+        "script's inline metadata; a pyproject.toml `[tool.uv.sources]` row that sends a declared package to a wheel, "
+        "a git commit or an index, which is uv's install of it; a source build in a fresh clone "
         "the knowledge knows, environment.toml `[[source_build]]`: `pip install .` or `python setup.py install` in "
         "flash-attention (FlashAttention-2) or its `hopper/` (FlashAttention-3)) for a package whose minimum compute capability in "
         "rlcompat/knowledge/data/environment.toml `[packages]` is above the target: flash-attn (8.0), flash-attn-3 and -4 (9.0), "
@@ -47,7 +47,7 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         "transformers for generation); `rlcompat scan` reports the code that does not (RLC201-RLC204, RLC401)."
     )
     names = ("flash", "vllm", "sglang", "flash_attn", "flash-attn")
-    sources = ("S7", "S10", "S12", "S13", "S14", "S35", "S235", "S300")
+    sources = ("S7", "S10", "S12", "S13", "S14", "S35", "S235", "S300", "S430", "S431")
     prevents = ("E8", "E19")
 
     bad = (
@@ -112,6 +112,11 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         # reported where a config selects it, the torch by RLC601 (skyrl-train 0.1.0 pyproject.toml:84)
         Good('[project]\nname = "x"\n\n[project.optional-dependencies]\nvllm = ["vllm==0.9.2", "torch==2.7.0"]\n',
              path="pyproject.toml"),
+        # a verl fork's extras (TTRL's verl/setup.py:49-65): vLLM 0.8.2 pins torch 2.6.0 [S430], sglang[all]
+        # 0.4.4.post4 torch 2.5.1 [S431], both PyPI cu124 builds with sm_60 kernels; the engines run where selected
+        Good('from setuptools import setup\nVLLM_REQUIRES = ["tensordict<=0.6.2", "vllm<=0.8.2"]\n'
+             'SGLANG_REQUIRES = ["sglang[all]==0.4.4.post4"]\n'
+             'setup(name="x", extras_require={"vllm": VLLM_REQUIRES, "sglang": SGLANG_REQUIRES})\n', path="setup.py"),
         # each RUN starts a new shell in the WORKDIR: the `cd` of the first RUN no longer holds, so the second builds
         # the project copied there, not FlashAttention-3
         Good("FROM python:3.11\nRUN git clone https://github.com/Dao-AILab/flash-attention.git && cd flash-attention/hopper\n"

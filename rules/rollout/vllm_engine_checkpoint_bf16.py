@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from rlcompat.analysis import pyhelpers as h
@@ -11,6 +13,30 @@ from rlcompat.knowledge.environment import error_text
 _ENGINES = frozenset({"LLM", "EngineArgs", "AsyncEngineArgs"})
 
 
+def _another_class(call: cst.Call, ctx) -> bool:
+    """Whether the name called is bound to something other than vLLM's class: imported from another module (a
+    relative import names the project's own code: openpipe-art 0.3.11's `from .engine import EngineArgs`, a TypedDict
+    of the arguments it hands Unsloth, src/art/dev/model.py:13, :40) or a class the file defines. A name the file's
+    imports bind to vllm, or that nothing in the file binds, is vLLM's."""
+    qualname = ctx.qualname(call.func)
+    if qualname is not None:
+        return qualname.split(".")[0] != "vllm"
+    if not isinstance(call.func, cst.Name):
+        return False
+    name = call.func.value
+    try:
+        for tree in ctx.top_level_trees():  # the whole module's: the traversal may have been handed a part
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ClassDef) and node.name == name:
+                    return True
+                if isinstance(node, ast.ImportFrom) and node.level and any(
+                        (a.asname or a.name) == name for a in node.names):
+                    return True
+    except (SyntaxError, RecursionError):
+        return False
+    return False
+
+
 class VllmEngineCheckpointBf16(PythonRule):
     code = "RLC418"
     name = "vllm-engine-checkpoint-bf16"
@@ -20,7 +46,8 @@ class VllmEngineCheckpointBf16(PythonRule):
         "takes) with no `dtype` argument and no `**kwargs` that could carry one, in a tree whose vLLM release (its "
         f"pin, package or the installed one) is {vllm.auto_dtype()['keeps_bf16_through']} or older. Newer releases "
         "fall back to float16 below 8.0 by themselves, and an unknown release is not reported; `dtype=\"auto\"` "
-        "written out is RLC109's."
+        "written out is RLC109's. A class of the same name imported from another module (a relative import: the "
+        "project's own) or defined in the file is not vLLM's."
     )
     why = (
         "Without a dtype vLLM takes the checkpoint's (bf16 for most current models); up to "
@@ -54,6 +81,12 @@ class VllmEngineCheckpointBf16(PythonRule):
         Good("from vllm import LLM\nllm = LLM(model=path, dtype='half')\n", target="sm75", frameworks={"vllm": "0.8.5"}),
         Good("from vllm import LLM\nllm = LLM(model=path, **engine_kwargs)\n", target="sm75", frameworks={"vllm": "0.8.5"}),
         Good("from vllm import LLM\nllm = LLM(model=path)\n", target="sm80", frameworks={"vllm": "0.8.5"}),
+        # the project's own TypedDict of engine arguments (openpipe-art 0.3.11 src/art/dev/model.py:13, :40), handed
+        # to Unsloth, which picks the dtype itself
+        Good("import vllm\nfrom .engine import EngineArgs\nengine_args = EngineArgs(disable_log_requests=True)\n",
+             target="sm75", frameworks={"vllm": "0.8.5"}),
+        Good("import vllm\nfrom myproject.engine import EngineArgs\nargs = EngineArgs(enable_sleep_mode=True)\n",
+             target="sm75", frameworks={"vllm": "0.8.5"}),
     )
 
     @classmethod
@@ -64,6 +97,8 @@ class VllmEngineCheckpointBf16(PythonRule):
         if h.call_name(node) not in _ENGINES or not node.args:
             return
         if any(a.star for a in node.args) or any(a.keyword is not None and a.keyword.value == "dtype" for a in node.args):
+            return
+        if _another_class(node, ctx):
             return
         release = ctx.release("vllm")
         if release is None or not vllm.keeps_checkpoint_bf16(release):
