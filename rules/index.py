@@ -24,7 +24,7 @@ INDEX = {
     'RLC115': (('json', 'markdown', 'shell', 'toml', 'yaml'), ('fp16', 'tf32'), ()),
     'RLC116': (('json', 'markdown', 'shell', 'toml', 'yaml'), ('fp16',), ()),
     'RLC117': (('json', 'markdown', 'shell', 'toml', 'yaml'), ('auto',), ()),
-    'RLC118': (('json', 'markdown', 'python', 'shell', 'toml', 'yaml'), ('--hf-checkpoint', 'PRECISION', '[job]', '[trainer]', 'bf16', 'bfloat16', 'dtype', 'fp16', 'fp8', 'fsdp_config:', 'openrlhf', 'precision', 'skyrl_train.entrypoints', 'tf32', 'training:', 'trl '), ('bf16', 'bfloat16', 'fp8', 'mixed_precision', 'tf32')),
+    'RLC118': (('json', 'markdown', 'python', 'shell', 'toml', 'yaml'), ('--hf-checkpoint', 'PRECISION', '[job]', '[trainer]', 'align_anything.trainers', 'bf16', 'bfloat16', 'dtype', 'fp16', 'fp8', 'fsdp_config:', 'openrlhf', 'precision', 'skyrl_train.entrypoints', 'tf32', 'training:', 'trl '), ('bf16', 'bfloat16', 'fp8', 'mixed_precision', 'tf32')),
     'RLC119': (('json', 'markdown', 'shell', 'toml', 'yaml'), ('main_ppo', 'model_dtype', 'recipe.', 'verl.trainer.main_', 'verl.trainer.sft_'), ()),
     'RLC120': (('json', 'markdown', 'shell', 'toml', 'yaml'), ('dtype', 'main_ppo', 'recipe.', 'verl.trainer.main_', 'verl.trainer.sft_'), ()),
     'RLC121': (('python',), ('ForCausalLM.from_pretrained', 'ForConditionalGeneration.from_pretrained', 'ForImageTextToText.from_pretrained', 'ForSequenceClassification.from_pretrained', 'ForTokenClassification.from_pretrained', 'ForVision2Seq.from_pretrained', 'Model.from_pretrained', 'WithValueHead.from_pretrained'), None),

@@ -51,6 +51,8 @@ _MAX_SIBLING_BYTES = 1 << 20
 def other_backend(group: Declared, path: str, text: str) -> str | None:
     """Why this install is not an NVIDIA one ("requirements-npu.txt names the NPU backend"), or None."""
     for req in group.requirements:
+        if req.extra:
+            continue  # a pyproject.toml extra is its own install (align-anything's `ascend` with torch-npu), not the core's
         backend = OTHER_BACKEND_PACKAGES.get(req.name)
         if backend is not None:
             return f"`{req.name}` is a {backend} package"

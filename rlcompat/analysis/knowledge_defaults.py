@@ -26,6 +26,9 @@ def command_defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]
     for fw in fk.frameworks():
         if not (attributed(view, ctx, fw) or command_framework.own_entry(view, ctx, fw.name)):
             continue
+        if fw.module_config is not None:
+            _module_config_defaults(view, ctx, fw, kinds)
+            continue
         version, how = chosen_version(view, ctx, fw.name)
         if version != fw.version:
             continue
@@ -81,6 +84,33 @@ def command_defaults(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]
             ctx.report(view.anchor, f"{flag} is not passed, so {fw.label} {fw.version} {uses} "
                                     f"({fw.label} {fw.version} knowledge: {first_proof(key.proof)}; version from {how}): {hazard.why}; "
                                     f"{ctx.target.name} is {ctx.target.capability_text}{suggestion}")
+
+
+def _module_config_defaults(view: ConfigView, ctx: ConfigContext, fw: fk.Framework, kinds: frozenset[str]) -> None:
+    """Keys a command running a framework module leaves to the config that module reads in the scanned tree
+    (knowledge `module_config`: align-anything's trainers): the file's value is what runs, whatever release the
+    checkout is; where the tree does not hold the file nothing is claimed (no release's defaults are known)."""
+    from rlcompat.analysis import module_entry_config  # (asked only for a framework that names one)
+
+    own = module_entry_config.tree_module_config(view, ctx, fw)
+    if own is None:
+        return
+    for key in fw.keys:
+        if key.kind not in kinds or key.form not in ("key", "any"):
+            continue
+        name = key.names[0]
+        value = own.values.get(name)
+        if value is None or module_entry_config.overridden(view, name):
+            continue
+        found = hazard_of(key, value, ctx.target)
+        if found is None:
+            continue
+        hazard, kind = found
+        leaf = name.rsplit(".", 1)[-1]
+        advice = f"; pass --{leaf} False" if kind.fix == "off" else (f"; {key.remedy}" if key.remedy else "")
+        ctx.report(view.anchor, f"--{leaf} is not passed, so the run takes the tree's {own.shown}, which sets {name} to "
+                                f"{value} ({fw.label} knowledge: {first_proof(key.proof)}): {hazard.why}; "
+                                f"{ctx.target.name} is {ctx.target.capability_text}{advice}")
 
 
 def _composes_other_config(view: ConfigView) -> bool:

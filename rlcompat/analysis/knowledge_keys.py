@@ -98,6 +98,13 @@ def matching_key(view: ConfigView, ctx: ConfigContext, setting: Setting, kinds: 
     found = [k for k in fk.candidates(setting.key) if k.kind in kinds and fk.name_matches(k, setting.key)
              and form_fits(k, setting) and applies(view, ctx, setting, k)
              and (not k.only_with or any(t in ctx.source_text for t in k.only_with))]
+    if found and view.kind != "command":
+        # A file of a framework whose own scoped key names the setting is that framework's: another framework's key
+        # of the same last name (OpenRLHF's vllm_num_engines in align-anything's vllm_cfgs) does not describe it
+        own = {k.framework.name for k in fk.candidates(setting.key) if k.scoped and fk.name_matches(k, setting.key)
+               and form_fits(k, setting) and attributed(view, ctx, k.framework)}
+        if own:
+            found = [k for k in found if k.framework.name in own]
     if not found:
         return None
     # A framework the command runs comes first, then a key of the setting's own form (a flag's over a key that may be

@@ -159,6 +159,17 @@ class Framework:
     # ("skyrl_train/config/ppo_base_config.yaml"): where the scanned tree holds that file, its values are the defaults
     # a command runs with, not the release's (analysis/hydra_entry_config.py)
     hydra_config: str = ""
+    # The YAML a command's Python module reads, named by the module (align-anything: `--module
+    # align_anything.trainers.text_to_text.ppo` reads align_anything/configs/train/text_to_text/ppo.yaml):
+    # analysis/module_entry_config.py
+    module_config: ModuleConfig | None = None
+
+
+@dataclass(frozen=True)
+class ModuleConfig:
+    prefix: str  # the modules it covers ("align_anything.trainers.")
+    path: str  # where the tree holds a module's config: `{task}` is the module's name after `prefix`, dots as slashes
+    proof: str
 
 
 @lru_cache(maxsize=1)
@@ -252,6 +263,16 @@ def _hydra_config(value, filename: str) -> str:
     return value
 
 
+def _module_config(value, filename: str) -> ModuleConfig | None:
+    if value is None:
+        return None
+    if (not isinstance(value, dict) or not str(value.get("prefix", "")).endswith(".") or "{task}" not in str(value.get("path", ""))
+            or not str(value.get("path")).endswith(".yaml") or not value.get("proof")):
+        raise ValueError(f"rlcompat/knowledge/data/frameworks/.../{filename}: `module_config` needs a `prefix` ending in a dot, "
+                         f"a `path` ending in .yaml with `{{task}}` in it, and a `proof`, not {value!r}")
+    return ModuleConfig(value["prefix"], value["path"], value["proof"])
+
+
 def _framework(data: dict, filename: str) -> Framework:
     for required in ("framework", "label", "version"):
         if required not in data:
@@ -260,7 +281,8 @@ def _framework(data: dict, filename: str) -> Framework:
                    tuple(data.get("commands", ())), tuple(data.get("markers", ())), tuple(data.get("files", ())),
                    config_markers=tuple(data.get("config_markers", ())), launcher=bool(data.get("launcher", False)),
                    hydra_roots=_hydra_roots(data.get("hydra_roots", ()), filename),
-                   hydra_config=_hydra_config(data.get("hydra_config", ""), filename))
+                   hydra_config=_hydra_config(data.get("hydra_config", ""), filename),
+                   module_config=_module_config(data.get("module_config"), filename))
     keys = []
     for row in data.get("key", ()):
         if row.get("kind", "none") not in kinds() and row.get("kind", "none") != "none":

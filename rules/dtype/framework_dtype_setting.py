@@ -46,10 +46,12 @@ class FrameworkDtypeSetting(ConfigRule):
     # whose Hydra overrides leave every key it does not name at the entry config's default (`overrides = "hydra"`);
     # "[trainer]": the table every verifiers vf-rl config has (its `gpus` is required), whose [trainer.args] may leave
     # out RLConfig's bf16; "training:": a torchforge app config's torchtitan `training` mapping, which may leave out
-    # mixed_precision_param
+    # mixed_precision_param; "align_anything.trainers": an align-anything launch command, whose trainer reads the
+    # tree's YAML of the module's name (knowledge `module_config`), so the bf16 it leaves there is the run's
     languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
     names = ("dtype", "bf16", "bfloat16", "precision", "PRECISION", "tf32", "fp8", "fp16", "openrlhf", "trl ", "[job]",
-                "fsdp_config:", "--hf-checkpoint", "skyrl_train.entrypoints", "[trainer]", "training:")
+                "fsdp_config:", "--hf-checkpoint", "skyrl_train.entrypoints", "[trainer]", "training:",
+             "align_anything.trainers")
     sources = ("S1", "S6", "S8", "S15", "S20", "S62")
     # Not the key words of its `kinds` (a file is read only where it spells one): these mark the statements whose
     # settings every config rule reads, and the key words would mark others. `mixed_precision`: the Optional nested

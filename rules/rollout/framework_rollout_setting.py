@@ -4,7 +4,7 @@ from rlcompat.analysis.knowledgecheck import DataExamples, check
 from rlcompat.knowledge.capabilities import min_capability
 from rlcompat.contract import Bad, ConfigRule, Good
 
-KINDS = frozenset({"rollout-engine", "vllm-switch", "vllm-load-switch", "vllm-engines", "vllm-engines-bf16", "quantization", "kv-cache-dtype", "eager-switch"})
+KINDS = frozenset({"rollout-engine", "vllm-switch", "vllm-load-switch", "vllm-engines", "vllm-engines-bf16", "vllm-bf16-switch", "quantization", "kv-cache-dtype", "eager-switch"})
 
 
 class FrameworkRolloutSetting(ConfigRule):
