@@ -50,7 +50,7 @@ class FrameworkDtypeSetting(ConfigRule):
     # tree's YAML of the module's name (knowledge `module_config`), so the bf16 it leaves there is the run's
     languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
     names = ("dtype", "bf16", "bfloat16", "precision", "PRECISION", "tf32", "fp8", "fp16", "openrlhf", "trl ", "[job]",
-                "fsdp_config:", "--hf-checkpoint", "skyrl_train.entrypoints", "[trainer]", "training:",
+             "fsdp_config:", "--hf-checkpoint", "skyrl_train.entrypoints", "[trainer]", "training:",
              "align_anything.trainers")
     sources = ("S1", "S6", "S8", "S15", "S20", "S62")
     # Not the key words of its `kinds` (a file is read only where it spells one): these mark the statements whose
