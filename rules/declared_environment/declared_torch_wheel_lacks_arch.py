@@ -452,8 +452,8 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
                 # a release that pins that torch, which it then installs too (`sglang>=0.5.3` beside
                 # torchaudio==2.8.0: sglang 0.5.3, torch 2.8.0); where the table knows no such release, nothing is known
                 backtracked = release_pinning(req.name, req.spec, held)
-                if backtracked is None:
-                    continue
+                if backtracked is None or any(r is not req and r.name == req.name for r in group.requirements):
+                    continue  # (the package written twice, a uv source row sending it to a wheel: judged there)
             if (not req.spec.startswith("==") and held is None and index is None
                     and _unknown_torch_pin(group, req.extra, req.name)
                     and _some_release_runs(tuple(t.spec for t in own), cc)):
@@ -475,6 +475,9 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
                 pin = backtracked
             else:
                 torch, written = pin.torch, f"{req.name}{req.spec}{req.origin_note}"
+                if any(t.spec.startswith("==") and "+" in t.spec and t.spec[2:].split("+", 1)[0] == pin.torch
+                       for t in own):
+                    continue  # the install pins that torch's build itself (`torch==2.8.0+cu126`): judged at that pin
                 other = [t for t in own if t.spec.startswith("==") and t.spec[2:].split("+", 1)[0] != pin.torch]
                 if other:
                     # the same install pins torch: pip takes a release of this package that pins that torch, where
