@@ -68,4 +68,4 @@ class FrameworkConfigClassDefault(PythonRule):
         fields = " or ".join(f"`{f}`" for f in known.fields)
         ctx.report(node, f"{name} is built without {fields}, so its default {known.default} ({known.release}: "
                          f"{known.proof}) is what the run uses: {hazard.why}; {self.target.name} is "
-                         f"{self.target.capability_text}. No keyword value fixes it here: {known.remedy}")
+                         f"{self.target.capability_text}. No fix is written: {known.remedy}")
