@@ -41,6 +41,7 @@ CODES: dict[str, str] = {
     "RLC122": "dtype.recipe_precision_default",
     "RLC123": "dtype.verl_entry_module_code",
     "RLC124": "dtype.entry_code_bf16",
+    "RLC125": "dtype.framework_config_class_default",
     "RLC126": "dtype.unsloth_trainer_fp16_default",
     "RLC130": "dtype.trl_kernels_bf16_old_triton",
     "RLC131": "dtype.trl_kernels_bf16_old_triton_command",

@@ -153,11 +153,13 @@ def hazard_of(key: fk.FrameworkKey, value: str | None, target, bare: bool = Fals
         value = value.strip().strip("'\"").split(key.head, 1)[0]
     if key.values and value.strip().strip("'\"").lower() not in key.values:
         return None  # a value this release does not accept (another release's converter name: an error everywhere)
-    if value == "" and kind.fix in SWITCH_FIXES:
+    # a switch: fixed by turning it off, or with no fix but only "true" a hazard (XTuner's XTUNER_USE_SGLANG=1)
+    switch = kind.fix in SWITCH_FIXES or all(v == "true" for h in kind.hazards for v in h.values)
+    if value == "" and switch:
         if not bare:
             return None
         value = "true"
-    if kind.fix in SWITCH_FIXES:
+    if switch:
         value = {"1": "true", "yes": "true", "on": "true", "0": "false", "no": "false", "off": "false"}.get(
             value.strip().lower(), value)
         if key.auto_follows and value.strip().lower() == "auto":

@@ -69,7 +69,7 @@ def _commands(script: ShellScript) -> list[Command]:
         # if TEST; then BODY; elif TEST; then BODY; else BODY; fi: a branch's body runs under its own test (the
         # `else` body and the tests themselves under the enclosing ones).
         test, branch_guard = None, None
-        for part in node.parts:
+        for part in _if_parts(node.parts):
             word = getattr(part, "word", None) if part.kind == "reservedword" else None
             if word in ("if", "elif"):
                 test, branch_guard = "next", None
@@ -89,6 +89,20 @@ def _commands(script: ShellScript) -> list[Command]:
     for base, node in script.nodes:
         visit(node, base)
     return sorted(out, key=lambda c: c.start)
+
+
+def _if_parts(parts) -> list:
+    """An `if` node's parts in order. bashlex hands the third and later branches of an `if`/`elif` chain as one
+    reservedword node whose `word` is the list of their nodes (`elif`, test, `then`, body, and so on): spliced in, so
+    that their commands are read (xtuner's run_rl.sh picks its rollout backend in a third branch)."""
+    out = []
+    for part in parts:
+        word = getattr(part, "word", None) if getattr(part, "kind", "") == "reservedword" else None
+        if isinstance(word, list):
+            out.extend(_if_parts(word))
+        else:
+            out.append(part)
+    return out
 
 
 def _never_runs(command: Command, variables: Variables) -> bool:

@@ -4,7 +4,7 @@ from rlcompat.analysis.knowledgecheck import DataExamples, check
 from rlcompat.contract import Bad, ConfigRule, Good
 
 KINDS = frozenset({"attention", "flash-switch", "attention-backend", "flash-only-switch", "ring-attention",
-                   "megatron-attention-backend", "sglang-attention-backend"})
+                   "megatron-attention-backend", "sglang-attention-backend", "flash3-switch"})
 FORCED_BY_PACKING = (
     'parser.add_argument("--ds.attn_implementation", type=str, default="sdpa")\n'
     'parser.add_argument("--ds.packing_samples", action="store_true", default=False)\n'
@@ -25,7 +25,7 @@ class FrameworkAttentionSetting(ConfigRule):
         "`attention-backend`, `flash-only-switch` and `ring-attention` (OpenRLHF `--ds.attn_implementation`, "
         "`--flash_attn`, `--packing_samples`, `--ring_attn_size`; LLaMA-Factory `flash_attn: fa2`; ms-swift "
         "`attn_impl`; SGLang `--attention-backend` (and AReaL's `sglang.attention_backend`, fa3 by default); "
-        "Megatron-LM's `--attention-backend flash` in slime's launchers; "
+        "Megatron-LM's `--attention-backend flash` in slime's launchers; XTuner's XTUNER_USE_FA3=1 (`flash3-switch`); "
         "VLLM_ATTENTION_BACKEND=FLASH_ATTN, exported, set in `os.environ` or "
         "forced in a dict or mapping that holds a process's environment, such as Ray's `runtime_env` `env_vars`) and "
         "reports values that need "
@@ -48,7 +48,7 @@ class FrameworkAttentionSetting(ConfigRule):
     # attention_backend, whose defaults (flash_attention_2, fa3) are reported there (the keys' `omitted` tables);
     # "skyrl_train.entrypoints": a skyrl-train launch command that leaves flash_attn or sample packing at its default
     names = ("attn", "attention", "ATTENTION", "flash", "packing", "microbatch_padding", "openrlhf", "actor:", "critic:",
-             "ref:", "sglang:", "[orchestrator]", "[data]", "skyrl_train.entrypoints")
+             "ref:", "sglang:", "[orchestrator]", "[data]", "skyrl_train.entrypoints", "USE_FA3")
     sources = ("S9", "S10")
     # Not the key words of its `kinds` (a file is read only where it spells one): these mark the statements whose
     # settings every config rule reads, and the key words would mark others (`microbatch_padding`: skyrl's

@@ -117,6 +117,9 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
         # without the pin that holds it back, vLLM's newest release and its torch (a cu130 build)
         Bad('[project]\nname = "x"\ndependencies = ["torch>=2.5.1", "unsloth==2025.10.1", "vllm>=0.8.5"]\n',
             path="pyproject.toml"),
+        # torchaudio 2.8.0 pins torch 2.8.0 (PyPI's cu128 build), and pip backtracks sglang to a release that pins the
+        # same (0.5.3): both lines bring it (xtuner v1.0.0rc0 requirements/sglang.txt:1, :15 [S441])
+        Bad("sglang>=0.5.3\ntorchaudio==2.8.0\n", path="requirements.txt"),
     )
     good = (
         # vllm==0.8.3, a release the wheel table has no row of, pins torch exactly as every vLLM release does: pip
@@ -444,8 +447,14 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
             own = [t for t in group.requirements if t.name == "torch" and t.extra in ("", req.extra)] + core_torches
             # (not pyproject.toml's: its uv source rows, which pip never reads, are requirements of the group too)
             held = _held_torch(group, req.extra)
+            backtracked = None
             if not req.spec.startswith("==") and held is not None and held != pin.torch:
-                continue  # another package of this install is pinned to a release that holds torch: pip backtracks this one
+                # another package of this install is pinned to a release that holds torch: pip backtracks this one to
+                # a release that pins that torch, which it then installs too (`sglang>=0.5.3` beside
+                # torchaudio==2.8.0: sglang 0.5.3, torch 2.8.0); where the table knows no such release, nothing is known
+                backtracked = release_pinning(req.name, req.spec, held)
+                if backtracked is None or any(r is not req and r.name == req.name for r in group.requirements):
+                    continue  # (the package written twice, a uv source row sending it to a wheel: judged there)
             if (not req.spec.startswith("==") and held is None and index is None
                     and _unknown_torch_pin(group, req.extra, req.name)
                     and _some_release_runs(tuple(t.spec for t in own), cc)):
@@ -460,8 +469,16 @@ class DeclaredTorchWheelLacksArch(DeclaredRule):
                 torch = chosen_torch(pin.torch)
                 written = (f"{req.name}{req.spec}{req.origin_note} (pip takes the newest release, {pin.release}, which "
                            f"asks for torch{pin.torch})")
+            elif backtracked is not None:
+                torch = backtracked.torch
+                written = (f"{req.name}{req.spec}{req.origin_note} beside a pin that holds torch at {held} (pip takes "
+                           f"a release that pins that torch, as {req.name} {backtracked.release} does)")
+                pin = backtracked
             else:
                 torch, written = pin.torch, f"{req.name}{req.spec}{req.origin_note}"
+                if any(t.spec.startswith("==") and "+" in t.spec and t.spec[2:].split("+", 1)[0] == pin.torch
+                       for t in own):
+                    continue  # the install pins that torch's build itself (`torch==2.8.0+cu126`): judged at that pin
                 other = [t for t in own if t.spec.startswith("==") and t.spec[2:].split("+", 1)[0] != pin.torch]
                 if other:
                     # the same install pins torch: pip takes a release of this package that pins that torch, where

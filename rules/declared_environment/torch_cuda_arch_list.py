@@ -67,6 +67,11 @@ class TorchCudaArchList(DeclaredRule):
         Bad('ARG TORCH_CUDA_ARCH_LIST="9.0 10.0+PTX"\nENV TORCH_CUDA_ARCH_LIST=$TORCH_CUDA_ARCH_LIST\n',
             path="Dockerfile", target="sm86", fixed='ARG TORCH_CUDA_ARCH_LIST="9.0 10.0+PTX 8.6"\n'
             'ENV TORCH_CUDA_ARCH_LIST=$TORCH_CUDA_ARCH_LIST\n'),
+        # one list per stage: the first stage's leaves out 6.1 as well as the second's
+        Bad('FROM nvidia/cuda:12.6.3-devel-ubuntu22.04 AS base\nENV TORCH_CUDA_ARCH_LIST="7.5 8.0"\n'
+            'FROM base AS ep\nARG TORCH_CUDA_ARCH_LIST="9.0"\n', path="Dockerfile",
+            fixed='FROM nvidia/cuda:12.6.3-devel-ubuntu22.04 AS base\nENV TORCH_CUDA_ARCH_LIST="7.5 8.0 6.1"\n'
+            'FROM base AS ep\nARG TORCH_CUDA_ARCH_LIST="9.0;6.1"\n'),
     )
     good = (
         Good('FROM nvidia/cuda:12.6.3-devel-ubuntu22.04\nENV TORCH_CUDA_ARCH_LIST="6.1;7.0;8.0"\n', path="Dockerfile"),
@@ -99,9 +104,13 @@ class TorchCudaArchList(DeclaredRule):
                                 ctx)
 
     def check_declared(self, group, ctx) -> None:
-        variable = group.variable("TORCH_CUDA_ARCH_LIST")
-        if variable is None:
-            return
+        # Every list the file sets: a multi-stage Dockerfile sets one per stage (xtuner v1.0.0rc0's Dockerfile:35 for
+        # the stages built on setup_env, :110 for its DeepEP stage), each the list that stage's builds compile for.
+        for variable in [v for v in group.variables if v.name == "TORCH_CUDA_ARCH_LIST"] or [None]:
+            if variable is not None:
+                self._check_list(variable, group, ctx)
+
+    def _check_list(self, variable, group, ctx) -> None:
         listed = entries(variable.value)
         if not listed:
             return

@@ -4,7 +4,8 @@ from rlcompat.analysis.knowledgecheck import DataExamples, check
 from rlcompat.knowledge.capabilities import min_capability
 from rlcompat.contract import Bad, ConfigRule, Good
 
-KINDS = frozenset({"rollout-engine", "vllm-switch", "vllm-load-switch", "vllm-engines", "vllm-engines-bf16", "vllm-bf16-switch", "quantization", "kv-cache-dtype", "eager-switch"})
+KINDS = frozenset({"rollout-engine", "sglang-switch", "vllm-switch", "vllm-load-switch", "vllm-engines", "vllm-engines-bf16",
+                   "vllm-bf16-switch", "quantization", "kv-cache-dtype", "eager-switch"})
 
 
 class FrameworkRolloutSetting(ConfigRule):
@@ -14,7 +15,7 @@ class FrameworkRolloutSetting(ConfigRule):
     what = (
         "Reads rlcompat/knowledge/data/frameworks/: keys and flags of kind `rollout-engine`, `vllm-switch`, `vllm-engines`, "
         "`quantization`, `kv-cache-dtype` and `eager-switch` (TRL `use_vllm`, OpenRLHF `--vllm.num_engines` and "
-        "`--vllm_num_engines`, Unsloth's `fast_inference` (`vllm-load-switch`: no fix, Unsloth switches it off below 7.0), whose engines OpenRLHF builds in bfloat16 (`vllm-engines-bf16`: refused below 8.0), ms-swift `infer_backend`, SGLang `--quantization`, `--kv-cache-dtype`, vLLM/SGLang "
+        "`--vllm_num_engines`, Unsloth's `fast_inference` (`vllm-load-switch`: no fix, Unsloth switches it off below 7.0), whose engines OpenRLHF builds in bfloat16 (`vllm-engines-bf16`: refused below 8.0), ms-swift `infer_backend`, XTuner's XTUNER_USE_SGLANG=1 (`sglang-switch`, no fix) and XTUNER_USE_VLLM=1, SGLang `--quantization`, `--kv-cache-dtype`, vLLM/SGLang "
         "`--enforce-eager`, and in a Python file that imports vLLM an engine option read with a default, "
         "`cfg.get(\"enforce_eager\", False)`) and reports what the target cannot run. vLLM's `--quantization` and `--kv-cache-dtype` "
         "are RLC405's and RLC406's, judged per method from rlcompat/knowledge/data/vllm.toml."
@@ -31,7 +32,7 @@ class FrameworkRolloutSetting(ConfigRule):
     )
     languages = ConfigRule.languages | {"python"}  # its settings written in Python too (lang/pysettings.py)
     # "skyrl_train.entrypoints": a skyrl-train launch command that leaves generator.backend at its default (vllm)
-    names = ("vllm", "VLLM", "sglang", "quantization", "kv_cache", "kv-cache", "eager", "infer_backend", "fast_inference",
+    names = ("vllm", "VLLM", "sglang", "SGLANG", "quantization", "kv_cache", "kv-cache", "eager", "infer_backend", "fast_inference",
              "skyrl_train.entrypoints")
     sources = ("S6", "S7", "S17", "S20", "S35", "S52", "S162")
     # Not the key words of its `kinds` (a file is read only where it spells one): these mark the statements whose

@@ -1,0 +1,38 @@
+"""Framework config classes whose field defaults select what some GPUs cannot run (data/config_class_defaults.toml)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from rlcompat.knowledge import files
+
+
+@dataclass(frozen=True)
+class ClassDefault:
+    qualname: str  # "xtuner.v1.config.FSDPConfig"
+    fields: tuple[str, ...]  # keywords that set what the default decides
+    kind: str  # a kind of rlcompat/knowledge/data/frameworks/kinds.toml
+    default: str
+    release: str  # "XTuner 1.0.0rc0"
+    proof: str
+    remedy: str
+
+
+@lru_cache(maxsize=1)
+def configs() -> dict[str, ClassDefault]:
+    """Each qualname a file may call such a class by -> its row."""
+    out = {}
+    for row in files.load("config_class_defaults.toml").get("config", ()):
+        if not all(row.get(k) for k in ("qualnames", "fields", "kind", "default", "release", "proof", "remedy")):
+            raise ValueError("rlcompat/knowledge/data/config_class_defaults.toml: a [[config]] needs qualnames, fields, "
+                             "kind, default, release, proof and remedy")
+        for qualname in row["qualnames"]:
+            out[qualname] = ClassDefault(qualname, tuple(row["fields"]), row["kind"], row["default"], row["release"],
+                                         row["proof"], row["remedy"])
+    return out
+
+
+def class_names() -> tuple[str, ...]:
+    """The classes' own names (the last part of each qualname), what a call spells."""
+    return tuple(sorted({q.rsplit(".", 1)[-1] for q in configs()}))

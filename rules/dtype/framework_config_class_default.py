@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from rlcompat.analysis import pyhelpers as h
+from rlcompat.contract import Bad, Good, PythonRule
+from rlcompat.knowledge import config_class_defaults
+from rlcompat.knowledge import frameworks as fk
+
+_FSDP = "from xtuner.v1.config import FSDPConfig\n"
+_QWEN3 = "from xtuner.v1.model.dense.qwen3 import Qwen3Dense8BConfig\n"
+
+
+class FrameworkConfigClassDefault(PythonRule):
+    code = "RLC125"
+    name = "framework-config-class-default"
+    title = "A framework config class built without the field whose default the GPU cannot run"
+    what = (
+        "Finds calls of framework config classes that rlcompat/knowledge/data/config_class_defaults.toml names "
+        "(XTuner V1's `FSDPConfig`, whose param_dtype defaults to bfloat16; its sized model configs such as "
+        "`Qwen3Dense8BConfig`, whose attention defaults to FlashAttention) built without any keyword that sets that "
+        "field and without `**kwargs` that could, in the Python config files those frameworks load. The default is "
+        "judged as a framework key of the same kind is (rlcompat/knowledge/data/frameworks/kinds.toml)."
+    )
+    why = (
+        "A Python config file that builds the class without the field runs with the class' default: bf16 FSDP "
+        "mixed precision, which has no hardware below 8.0 [S1], or FlashAttention kernels, which refuse cards below "
+        "8.0 [S10] (and flex_attention, compiled, below 7.0 [S17]) [S440]."
+    )
+    fix_safety = (
+        "No fix: the table's rows say what the release allows instead (`remedy`): XTuner 1.0.0rc0's FSDPConfig "
+        "accepts no dtype but bfloat16, and its attention is set through a whole `MHAConfig` with the model's sizes."
+    )
+    calls = config_class_defaults.class_names()
+    sources = ("S1", "S10", "S17", "S440")
+
+    bad = (
+        Bad(_FSDP + "fsdp_cfg = FSDPConfig(torch_compile=False, ep_size=1)\n"),
+        Bad(_QWEN3 + "model_cfg = Qwen3Dense8BConfig()\n", target="sm75"),
+    )
+    good = (
+        Good(_FSDP + "fsdp_cfg = FSDPConfig(param_dtype=dtype, ep_size=1)\n"),
+        Good(_FSDP + "fsdp_cfg = FSDPConfig(**cfg)\n"),
+        Good(_FSDP + "fsdp_cfg = FSDPConfig(ep_size=1)\n", target="sm80"),
+        Good(_QWEN3 + "model_cfg = Qwen3Dense8BConfig(attention=attention)\n"),
+        # another project's class of the same name
+        Good("class FSDPConfig:\n    pass\nfsdp_cfg = FSDPConfig()\n"),
+    )
+
+    @classmethod
+    def applies_to(cls, target) -> bool:
+        return not target.bf16_native
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        name = h.call_name(node)
+        if name not in self.calls:
+            return
+        known = config_class_defaults.configs().get(ctx.qualname(node.func) or "")
+        if known is None:
+            return
+        if any(a.star or (a.keyword is not None and a.keyword.value in known.fields) for a in node.args):
+            return
+        kind = fk.kinds().get(known.kind)
+        hazard = next((hz for hz in (kind.hazards if kind else ()) if hz.matches(known.default)
+                       and not self.target.fact(hz.needs)), None)
+        if hazard is None:
+            return
+        fields = " or ".join(f"`{f}`" for f in known.fields)
+        ctx.report(node, f"{name} is built without {fields}, so its default {known.default} ({known.release}: "
+                         f"{known.proof}) is what the run uses: {hazard.why}; {self.target.name} is "
+                         f"{self.target.capability_text}. No fix is written: {known.remedy}")
