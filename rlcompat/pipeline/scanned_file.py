@@ -157,13 +157,14 @@ class ScannedFile:
         # the file as the command names it, matched by its trailing components (the step resolved the directory)
         tail = os.sep + os.sep.join(p for p in os.path.normpath(written).split(os.sep) if p not in ("", ".", ".."))
         for step in self._install_steps(script, root):
-            if step.kind != "requirements" or step.line != line or not step.target.endswith(tail):
+            listed = step.target  # the requirements file the step installs
+            if step.kind != "requirements" or step.line != line or not listed.endswith(tail):
                 continue
-            if os.path.commonpath([root, os.path.abspath(step.target)]) != root or not os.path.isfile(step.target):
+            if os.path.commonpath([root, os.path.abspath(listed)]) != root or not os.path.isfile(listed):
                 continue  # a file the tree does not hold (copied in or written at run time): nothing known
-            rel = os.path.relpath(step.target, root).replace(os.sep, "/")
-            out += [(req, f"{rel}:{at}") for req, at in install_steps.file_requirements(step.target)]
-            self.record_reads([step.target])
+            rel = os.path.relpath(listed, root).replace(os.sep, "/")
+            out += [(req, f"{rel}:{at}") for req, at in install_steps.file_requirements(listed)]
+            self.record_reads([listed])
         return out
 
     def source_builds(self, script: str, line: int) -> list:

@@ -7,6 +7,10 @@ from rlcompat.contract import Bad, Good, PythonRule
 from rlcompat.knowledge import config_class_defaults
 from rlcompat.knowledge import frameworks as fk
 
+# The keywords the table's rows name: narrowing keeps them in a call (lang/pyspeed/narrow.py _READ_KEYWORDS), or a
+# call that sets one would read here as built without it.
+FIELDS = frozenset(f for row in config_class_defaults.configs().values() for f in row.fields)
+
 _FSDP = "from xtuner.v1.config import FSDPConfig\n"
 _QWEN3 = "from xtuner.v1.model.dense.qwen3 import Qwen3Dense8BConfig\n"
 
@@ -40,6 +44,8 @@ class FrameworkConfigClassDefault(PythonRule):
     )
     good = (
         Good(_FSDP + "fsdp_cfg = FSDPConfig(param_dtype=dtype, ep_size=1)\n"),
+        # a value that spells no trigger word: the keyword itself is what says the field is set
+        Good(_FSDP + "fsdp_cfg = FSDPConfig(ep_size=1, param_dtype=p)\n"),
         Good(_FSDP + "fsdp_cfg = FSDPConfig(**cfg)\n"),
         Good(_FSDP + "fsdp_cfg = FSDPConfig(ep_size=1)\n", target="sm80"),
         Good(_QWEN3 + "model_cfg = Qwen3Dense8BConfig(attention=attention)\n"),
@@ -58,7 +64,8 @@ class FrameworkConfigClassDefault(PythonRule):
         known = config_class_defaults.configs().get(ctx.qualname(node.func) or "")
         if known is None:
             return
-        if any(a.star or (a.keyword is not None and a.keyword.value in known.fields) for a in node.args):
+        given = {a.keyword.value for a in node.args if a.keyword is not None and a.keyword.value in FIELDS}
+        if any(a.star for a in node.args) or given & set(known.fields):
             return
         kind = fk.kinds().get(known.kind)
         hazard = next((hz for hz in (kind.hazards if kind else ()) if hz.matches(known.default)

@@ -457,9 +457,9 @@ INSIDE_MIN_LINES = 32
 # may read one beside the node it visits (RLC103 reads `fp16=` of the call whose `bf16=` it reports).
 # tests/test_narrowing_safety.py finds every keyword name the rules compare with and fails if one is missing here.
 _READ_KEYWORDS = frozenset({
-    "attn_implementation", "axis", "bf16", "configs", "default", "disable", "dtype", "enabled", "fp16",
+    "attention", "attn_implementation", "axis", "bf16", "configs", "default", "disable", "dtype", "enabled", "fp16",
     "including_emulation", "kv_cache_dtype", "kwargs", "load_in_4bit", "load_in_8bit", "mixed_precision", "model",
-    "model_id", "model_name", "model_name_or_path", "num_stages", "num_warps", "out_dtype",
+    "model_id", "model_name", "model_name_or_path", "num_stages", "num_warps", "out_dtype", "param_dtype",
     "pretrained_model_name_or_path", "quantization", "quantization_config", "sem", "tf32", "torch_dtype",
     "use_flash_attention_2", "use_liger",
 })
