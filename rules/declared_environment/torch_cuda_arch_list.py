@@ -106,8 +106,8 @@ class TorchCudaArchList(DeclaredRule):
     def check_declared(self, group, ctx) -> None:
         # Every list the file sets: a multi-stage Dockerfile sets one per stage (xtuner v1.0.0rc0's Dockerfile:35 for
         # the stages built on setup_env, :110 for its DeepEP stage), each the list that stage's builds compile for.
-        for variable in [v for v in group.variables if v.name == "TORCH_CUDA_ARCH_LIST"] or [None]:
-            if variable is not None:
+        for variable in group.variables:
+            if variable.name == "TORCH_CUDA_ARCH_LIST":
                 self._check_list(variable, group, ctx)
 
     def _check_list(self, variable, group, ctx) -> None:
