@@ -21,7 +21,8 @@ class ClassDefault:
 
 @lru_cache(maxsize=1)
 def configs() -> dict[str, ClassDefault]:
-    """Each qualname a file may call such a class by -> its row."""
+    """Each qualname a file may call such a class by -> its row (RLC134 reads the rows of kind `bf16-switch`, RLC125
+    the others)."""
     out = {}
     for row in files.load("config_class_defaults.toml").get("config", ()):
         if not all(row.get(k) for k in ("qualnames", "fields", "kind", "default", "release", "proof", "remedy")):
@@ -33,6 +34,8 @@ def configs() -> dict[str, ClassDefault]:
     return out
 
 
-def class_names() -> tuple[str, ...]:
-    """The classes' own names (the last part of each qualname), what a call spells."""
-    return tuple(sorted({q.rsplit(".", 1)[-1] for q in configs()}))
+def class_names(kinds: frozenset[str] | None = None, but: frozenset[str] = frozenset()) -> tuple[str, ...]:
+    """The classes' own names (the last part of each qualname), what a call spells: of the rows of `kinds` (every
+    kind where None), less those of `but`."""
+    return tuple(sorted({q.rsplit(".", 1)[-1] for q, row in configs().items()
+                         if (kinds is None or row.kind in kinds) and row.kind not in but}))

@@ -4,9 +4,10 @@ import libcst as cst
 
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.contract import Bad, FixSafety, Good, PendingFix, PythonRule
-from rlcompat.knowledge import bf16_default_configs, precision
+from rlcompat.knowledge import config_class_defaults, precision
 
 _VF = "import verifiers as vf\n"
+KIND = "bf16-switch"  # this rule's rows of config_class_defaults.toml (RLC125 reads the others)
 
 
 class ConfigBf16DefaultOn(PythonRule):
@@ -14,7 +15,7 @@ class ConfigBf16DefaultOn(PythonRule):
     name = "config-bf16-default-on"
     title = "A trainer config whose class turns bf16 on by default, built without `bf16` or `fp16`"
     what = (
-        "Finds calls of trainer config classes that rlcompat/knowledge/data/bf16_default_configs.toml names "
+        "Finds calls of trainer config classes that rlcompat/knowledge/data/config_class_defaults.toml names as `bf16-switch` rows "
         "(TrainingArguments subclasses whose `bf16` field defaults to True: verifiers' `RLConfig`, "
         "verifiers/rl/trainer/config.py:216-217) built without a `bf16=` or `fp16=` keyword and without `**kwargs` "
         "that could carry one. RLC107 reports the field's default in the class' own file; RLC111 TRL's configs."
@@ -29,7 +30,7 @@ class ConfigBf16DefaultOn(PythonRule):
         "safe); `bf16=False, fp16=True` on sm70/sm75, unsafe: fp16 autocast has a smaller range than bf16 [S66]. "
         "Both are fields of TrainingArguments, which these classes subclass."
     )
-    calls = bf16_default_configs.class_names()
+    calls = config_class_defaults.class_names(frozenset({KIND}))
     sources = ("S1", "S15", "S66", "S380")
 
     bad = (
@@ -54,8 +55,8 @@ class ConfigBf16DefaultOn(PythonRule):
         name = h.call_name(node)
         if name not in self.calls:
             return
-        known = bf16_default_configs.configs().get(ctx.qualname(node.func) or "")
-        if known is None:
+        known = config_class_defaults.configs().get(ctx.qualname(node.func) or "")
+        if known is None or known.kind != KIND:
             return
         if any(a.star or (a.keyword is not None and a.keyword.value in ("bf16", "fp16")) for a in node.args):
             return

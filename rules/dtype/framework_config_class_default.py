@@ -9,7 +9,8 @@ from rlcompat.knowledge import frameworks as fk
 
 # The keywords the table's rows name: narrowing keeps them in a call (lang/pyspeed/narrow.py _READ_KEYWORDS), or a
 # call that sets one would read here as built without it.
-FIELDS = frozenset(f for row in config_class_defaults.configs().values() for f in row.fields)
+FIELDS = frozenset(f for row in config_class_defaults.configs().values() if row.kind != "bf16-switch"
+                   for f in row.fields)
 
 _FSDP = "from xtuner.v1.config import FSDPConfig\n"
 _QWEN3 = "from xtuner.v1.model.dense.qwen3 import Qwen3Dense8BConfig\n"
@@ -20,7 +21,7 @@ class FrameworkConfigClassDefault(PythonRule):
     name = "framework-config-class-default"
     title = "A framework config class built without the field whose default the GPU cannot run"
     what = (
-        "Finds calls of framework config classes that rlcompat/knowledge/data/config_class_defaults.toml names "
+        "Finds calls of framework config classes that rlcompat/knowledge/data/config_class_defaults.toml names (but its `bf16-switch` rows, RLC134's) "
         "(XTuner V1's `FSDPConfig`, whose param_dtype defaults to bfloat16; its sized model configs such as "
         "`Qwen3Dense8BConfig`, whose attention defaults to FlashAttention) built without any keyword that sets that "
         "field and without `**kwargs` that could, in the Python config files those frameworks load. The default is "
@@ -35,7 +36,7 @@ class FrameworkConfigClassDefault(PythonRule):
         "No fix: the table's rows say what the release allows instead (`remedy`): XTuner 1.0.0rc0's FSDPConfig "
         "accepts no dtype but bfloat16, and its attention is set through a whole `MHAConfig` with the model's sizes."
     )
-    calls = config_class_defaults.class_names()
+    calls = config_class_defaults.class_names(but=frozenset({"bf16-switch"}))  # (those rows are RLC134's)
     sources = ("S1", "S10", "S17", "S440")
 
     bad = (
@@ -62,7 +63,7 @@ class FrameworkConfigClassDefault(PythonRule):
         if name not in self.calls:
             return
         known = config_class_defaults.configs().get(ctx.qualname(node.func) or "")
-        if known is None:
+        if known is None or known.kind == "bf16-switch":
             return
         given = {a.keyword.value for a in node.args if a.keyword is not None and a.keyword.value in FIELDS}
         if any(a.star for a in node.args) or given & set(known.fields):
