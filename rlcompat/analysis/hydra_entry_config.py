@@ -32,21 +32,25 @@ def tree_entry_config(view: ConfigView, ctx: ConfigContext, fw) -> EntryConfig |
     memo = ctx.memo.setdefault("hydra_entry_config", {})
     key = (fw.name, fw.version, view.command_words)
     if key not in memo:
-        memo[key] = _read(view, ctx, fw.hydra_config)
+        memo[key] = composed(ctx, fw.hydra_config, view.command_words)
     return memo[key]
 
 
-def _read(view: ConfigView, ctx: ConfigContext, relative: str) -> EntryConfig | None:
+def composed(ctx: ConfigContext, relative: str, words=()) -> EntryConfig | None:
+    """The config at `relative` (a path inside a framework's tree) as the tree holds it, beside the scanned file or in
+    a folder above it up to the tree's root, composed with the command's Hydra `words` (group choices, overrides);
+    None where the tree does not hold it or it cannot be read. The files read are recorded (a result that depends on
+    them is not cached)."""
     from rlcompat.knowledge.identity import tree_root
     from rlcompat.schema import SchemaUnread
     from rlcompat.schema.hydra_static import compose_read, resolved
 
-    root = tree_root(ctx.path)
-    path = _find(os.path.dirname(os.path.abspath(ctx.path)), os.path.abspath(root), relative)
+    root = os.path.abspath(tree_root(ctx.path))
+    path = _find(os.path.dirname(os.path.abspath(ctx.path)), root, relative)
     if path is None:
         return None
     try:
-        values, files, _ = compose_read(os.path.dirname(path), os.path.basename(path), view.command_words)
+        values, files, _ = compose_read(os.path.dirname(path), os.path.basename(path), words)
     except (SchemaUnread, OSError, RecursionError):
         return None
     ctx.record_reads(files)

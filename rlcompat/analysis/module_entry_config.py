@@ -11,16 +11,9 @@ Where the tree does not hold the file (the package installed elsewhere), nothing
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
-from rlcompat.knowledge.paths import upwards
+from rlcompat.analysis.hydra_entry_config import EntryConfig, composed
 from rlcompat.lang.settings import ConfigContext, ConfigView
-
-
-@dataclass(frozen=True)
-class ModuleConfig:
-    values: dict[str, str | None]  # each leaf key of the file -> its value as text
-    shown: str  # the file's path relative to the tree's root, as reports name it
 
 
 def module_run(view: ConfigView) -> str | None:
@@ -32,7 +25,7 @@ def module_run(view: ConfigView) -> str | None:
     return None
 
 
-def tree_module_config(view: ConfigView, ctx: ConfigContext, fw) -> ModuleConfig | None:
+def tree_module_config(view: ConfigView, ctx: ConfigContext, fw) -> EntryConfig | None:
     """The config `fw`'s module that the command runs reads, from the tree's own file; None where the command runs no
     module under the framework's prefix, or the tree does not hold the file, or it cannot be read."""
     spec = fw.module_config
@@ -46,7 +39,7 @@ def tree_module_config(view: ConfigView, ctx: ConfigContext, fw) -> ModuleConfig
     memo = ctx.memo.setdefault("module_entry_config", {})
     key = (fw.name, relative, os.path.dirname(os.path.abspath(ctx.path)))
     if key not in memo:
-        memo[key] = _read(ctx, relative)
+        memo[key] = composed(ctx, relative)  # (the command's `--key value` pairs are no Hydra words)
     return memo[key]
 
 
@@ -62,26 +55,3 @@ def overridden(view: ConfigView, name: str) -> bool:
             return True
     return False
 
-
-def _read(ctx: ConfigContext, relative: str) -> ModuleConfig | None:
-    from rlcompat.knowledge.identity import tree_root
-    from rlcompat.schema import SchemaUnread
-    from rlcompat.schema.hydra_static import compose_read
-
-    root = os.path.abspath(tree_root(ctx.path))
-    path = None
-    for folder in upwards(os.path.dirname(os.path.abspath(ctx.path))):
-        candidate = os.path.join(folder, *relative.split("/"))
-        if os.path.isfile(candidate):
-            path = candidate
-            break
-        if folder == root:
-            break
-    if path is None:
-        return None
-    try:
-        values, files, _ = compose_read(os.path.dirname(path), os.path.basename(path))
-    except (SchemaUnread, OSError, RecursionError):
-        return None
-    ctx.record_reads(files)
-    return ModuleConfig(values, os.path.relpath(path, root).replace(os.sep, "/"))
