@@ -91,6 +91,19 @@ def critic_trained(view: ConfigView) -> bool:
     return estimator is None or estimator.value in (None, "gae")
 
 
+def role_built(view: ConfigView, key: str) -> bool:
+    """Whether a run with these settings builds the model whose setting `key` is: a critic only for GAE
+    (critic_trained), a reward model unless `reward_model.enable` is set false (verl 0.2.0.post2 main_ppo.py:92 and
+    0.3.0.post1 :134 map RewardModelWorker only with it [S480]); the actor's and the reference policy's keys, and a
+    value not written here, claim nothing."""
+    if key.startswith("critic."):
+        return critic_trained(view)
+    if key.startswith("reward_model."):
+        enable = view.get("reward_model.enable")
+        return enable is None or enable.value is None or enable.as_bool() is not False
+    return True
+
+
 def _role_engines(view: ConfigView, role: str) -> set[str]:
     """The engines a command selects for a role; the reference model follows the actor's strategy unless told
     otherwise (verl 0.9.1 verl/trainer/config/ref/ref.yaml:5, `strategy: ${actor_rollout_ref.actor.strategy}`)."""

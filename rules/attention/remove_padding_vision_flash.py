@@ -4,6 +4,7 @@ import re
 
 from rlcompat.analysis import confighelpers as h
 from rlcompat.analysis.packages import package_file
+from rlcompat.analysis.verlengines import role_built
 from rlcompat.knowledge import verl_packing, versions
 from rlcompat.contract import Bad, ConfigRule, FixSafety, Good, VERL_091
 
@@ -11,6 +12,8 @@ CMD = "python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.model.path={mo
 KEY = "actor_rollout_ref.model.use_remove_padding"
 OLD = CMD.format(model="Qwen/Qwen2.5-0.5B-Instruct", extra=f"{KEY}=True \\\n    ")
 SP = "actor_rollout_ref.actor.ulysses_sequence_parallel_size"
+CRITIC = "critic.model.use_remove_padding"
+RM = "reward_model.model.use_remove_padding"
 
 
 def _above_one(value: str | None) -> bool:
@@ -38,7 +41,8 @@ class RemovePaddingVisionFlash(ConfigRule):
         "Finds verl launch scripts and configs training a Qwen2-VL, Qwen2.5-VL, GLM-4V or Kimi-VL model (by its path) with "
         "`actor_rollout_ref.model.use_remove_padding` true, set or left at verl's default (true) [S51]. In a verl 0.2.x "
         "or 0.3.x tree (a fork's version file or a pin; rlcompat/knowledge/data/verl_packing.toml) it also finds "
-        "`use_remove_padding` set true for the actor, critic or reward model whatever the model, unless transformers "
+        "`use_remove_padding` set true for the actor, critic (where the run trains one: GAE) or reward model (unless "
+        "`reward_model.enable` is set false) whatever the model, unless transformers "
         "is known to be 4.54.0 or newer (a pin of such a release, or a requirement without an upper bound: pip "
         "installs the newest release, rlcompat/knowledge/data/verl_packing.toml `transformers_newest`) and no Ulysses "
         "sequence parallelism is set. Text-only models of newer verl "
@@ -57,7 +61,7 @@ class RemovePaddingVisionFlash(ConfigRule):
                   "Ulysses sequence parallelism is set above 1 verl asserts remove-padding, so no fix is written there.")
     names = ("use_remove_padding",)
     verl_commands = True  # a verl launch command that leaves its key at the bad default
-    sources = ("S10", "S51", "S148", "S149")
+    sources = ("S10", "S51", "S148", "S149", "S480")
 
     bad = (
         Bad(CMD.format(model="Qwen/Qwen2.5-VL-3B-Instruct", extra=""), path="run.sh",
@@ -75,6 +79,15 @@ class RemovePaddingVisionFlash(ConfigRule):
         Bad(OLD.replace("Qwen2.5-0.5B-Instruct", "Qwen2.5-VL-3B-Instruct"), path="run.sh",
             fixed=OLD.replace("Qwen2.5-0.5B-Instruct", "Qwen2.5-VL-3B-Instruct").replace(f"{KEY}=True", f"{KEY}=False"),
             frameworks={"verl": "0.3.0.post1", "transformers": "4.55.0"}),
+        # GAE builds the critic (the estimator set, or left at verl's default gae).
+        Bad(CMD.format(model="Qwen/Qwen2.5-0.5B-Instruct", extra=f"algorithm.adv_estimator=gae \\\n    {CRITIC}=True \\\n    "),
+            path="run.sh", fixed=CMD.format(model="Qwen/Qwen2.5-0.5B-Instruct",
+                                            extra=f"algorithm.adv_estimator=gae \\\n    {CRITIC}=False \\\n    "),
+            frameworks={"verl": "0.3.0.post1"}),
+        Bad(CMD.format(model="Qwen/Qwen2.5-0.5B-Instruct", extra=f"reward_model.enable=True \\\n    {RM}=True \\\n    "),
+            path="run.sh", fixed=CMD.format(model="Qwen/Qwen2.5-0.5B-Instruct",
+                                            extra=f"reward_model.enable=True \\\n    {RM}=False \\\n    "),
+            frameworks={"verl": "0.2.0.post2"}),
         # Ulysses asserts remove-padding: reported, no fix.
         Bad(OLD.replace("trainer.n_gpus", f"{SP}=2 \\\n    trainer.n_gpus"), path="run.sh",
             frameworks={"verl": "0.3.0.post1", "transformers": "4.55.0"}),
@@ -88,6 +101,13 @@ class RemovePaddingVisionFlash(ConfigRule):
         # ... but a vision model's remove-padding patch is FlashAttention's whatever transformers does.
         Good(OLD.replace("Qwen2.5-0.5B-Instruct", "Qwen2.5-VL-3B-Instruct"), path="run.sh", target="sm80",
              frameworks={"verl": "0.3.0.post1", "transformers": "4.55.0"}),
+        # ... but only for a model the run builds: no critic without GAE, no reward model when it is disabled [S480].
+        Good(CMD.format(model="Qwen/Qwen2.5-0.5B-Instruct", extra=f"algorithm.adv_estimator=grpo \\\n    {CRITIC}=True \\\n    "),
+             path="run.sh", frameworks={"verl": "0.3.0.post1"}),
+        Good(CMD.format(model="Qwen/Qwen2.5-0.5B-Instruct", extra=f"reward_model.enable=False \\\n    {RM}=True \\\n    "),
+             path="run.sh", frameworks={"verl": "0.2.0.post2"}),
+        Good("critic:\n  model:\n    use_remove_padding: True\nalgorithm:\n  adv_estimator: grpo\n",
+             path="verl/trainer/config/ppo_trainer.yaml", frameworks={"verl": "0.2"}),
         Good(OLD, path="run.sh", frameworks={"verl": "0.4.1"}),
         Good(OLD, path="run.sh"),  # verl's release unknown: nothing claimed for a text model
     )
@@ -131,7 +151,9 @@ class RemovePaddingVisionFlash(ConfigRule):
         declared = ctx.framework("transformers") if ctx.framework is not None else None
         transformers = declared.release if declared is not None else None
         since = verl_packing.packed_masks_from()
-        ulysses = [s for k in row.ulysses if (s := view.get(k)) is not None and _above_one(s.value)]
+        # a critic or reward model the run never builds (grpo; reward_model.enable false) never packs a batch
+        ulysses = [s for k in row.ulysses if (s := view.get(k)) is not None and _above_one(s.value)
+                   and role_built(view, k)]
         newest = (declared is not None and declared.how == "declared" and _uncapped(declared.spec)
                   and versions.release(verl_packing.transformers_newest()) >= versions.release(since))
         apart = newest or bool(transformers) and versions.release(transformers) >= versions.release(since)
@@ -165,7 +187,7 @@ class RemovePaddingVisionFlash(ConfigRule):
                         "verl asserts remove-padding with it: set it to 1 and this to False")
             return f"{head}: set it to False"
 
-        settings = [s for k in row.keys if (s := view.get(k)) is not None]
+        settings = [s for k in row.keys if (s := view.get(k)) is not None and role_built(view, k)]
         if ulysses:
             for s in settings:
                 if s.as_bool() is True:
