@@ -142,14 +142,22 @@ def _capability_guarded(node: ast.AST, parents: dict) -> bool:
 
 
 def _bf16_keywords(tree: ast.Module, parents: dict) -> list[tuple[int, str]]:
-    """Literal bf16 keywords of the calls in the entry module, outside capability checks."""
+    """Literal bf16 keywords of the calls in the entry module, and dtype entries of its keyword-arguments dicts
+    (`pipeline(..., model_kwargs={"torch_dtype": torch.bfloat16})`: the model the pipeline loads), outside capability
+    checks."""
     out = []
-    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
-        for kw in call.keywords:
-            literal_true = isinstance(kw.value, ast.Constant) and kw.value.value is True
-            if (kw.arg in SWITCH_KEYWORDS and literal_true) or (kw.arg in DTYPE_KEYWORDS and _spells_bf16(kw.value)):
-                if not _capability_guarded(call, parents):
-                    out.append((kw.value.lineno, f"{kw.arg}={ast.unparse(kw.value)}"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            for kw in node.keywords:
+                literal_true = isinstance(kw.value, ast.Constant) and kw.value.value is True
+                if (kw.arg in SWITCH_KEYWORDS and literal_true) or (kw.arg in DTYPE_KEYWORDS and _spells_bf16(kw.value)):
+                    if not _capability_guarded(node, parents):
+                        out.append((kw.value.lineno, f"{kw.arg}={ast.unparse(kw.value)}"))
+        elif isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values):
+                named = isinstance(key, ast.Constant) and key.value in DTYPE_KEYWORDS
+                if named and _spells_bf16(value) and not _capability_guarded(node, parents):
+                    out.append((value.lineno, f"{ast.unparse(key)}: {ast.unparse(value)}"))
     return out
 
 

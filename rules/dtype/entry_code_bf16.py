@@ -27,7 +27,8 @@ class EntryCodeBf16(ConfigRule):
     what = (
         "Finds a launch command (`python train.py ...`, `uv run python pkg/train.py ...`, `python -m pkg.cli.train`) "
         "whose entry program is in the scanned tree and writes bf16 in its own code: a literal `bf16=True`, "
-        "`dtype=torch.bfloat16` or `torch_dtype=\"bfloat16\"` keyword of a call in the entry module (outside a "
+        "`dtype=torch.bfloat16` or `torch_dtype=\"bfloat16\"` keyword of a call in the entry module, or such a dtype "
+        "entry of a keyword-arguments dict (`model_kwargs={\"torch_dtype\": torch.bfloat16}`) (outside a "
         "compute-capability test), or a vLLM engine builder of the tree it calls (followed through its imports) that "
         "passes `dtype=\"bfloat16\"` to the engines or takes a bf16 dtype default the call leaves. Reported at the "
         "command (the engines at its `--vllm_num_engines` flag where it passes one; an engine builder called under a "
@@ -52,6 +53,8 @@ class EntryCodeBf16(ConfigRule):
         # the entry's controller class, in another module of the tree, builds the engines
         Bad("ray job submit -- python -m controller_cli --pretrain Qwen/Qwen3-0.6B \\\n    --vllm_num_engines 2\n",
             path=str(_FIXTURE / "run_controller.sh"), target="sm75"),
+        # the program's model is loaded through a keyword-arguments dict (`model_kwargs={"torch_dtype": ...}`)
+        Bad("accelerate launch score.py --dataset_name_or_path data.json\n", path=str(_FIXTURE / "run.sh")),
     )
     good = (
         Good("uv run python train.py --model Qwen/Qwen3-0.6B\n", path=str(_FIXTURE / "run.sh"), target="sm80"),
@@ -63,6 +66,8 @@ class EntryCodeBf16(ConfigRule):
              path=str(_FIXTURE / "run_agents.sh")),
         Good("ray job submit -- python -m controller_cli --pretrain Qwen/Qwen3-0.6B --vllm_num_engines 0\n",
              path=str(_FIXTURE / "run_controller.sh")),
+        # a dict keyed by dtype names is a table, not a load
+        Good("accelerate launch safe_score.py --dataset_name_or_path data.json\n", path=str(_FIXTURE / "run.sh")),
     )
 
     @classmethod

@@ -8,6 +8,12 @@ from rlcompat.contract import Bad, FixSafety, Good, PendingFix, PythonRule
 from rlcompat.analysis.param_defaults import default_is_dead
 
 
+def _names_dtype(key: str) -> bool:
+    """A keyword-arguments key that chooses a dtype (`torch_dtype`, `dtype`, `param_dtype`, `mixed_precision`)."""
+    low = key.lower()
+    return "dtype" in low or "precision" in low
+
+
 class TorchBfloat16Dtype(PythonRule):
     code = "RLC101"
     name = "torch-bfloat16-dtype"
@@ -16,7 +22,9 @@ class TorchBfloat16Dtype(PythonRule):
         "Finds `torch.bfloat16` (however imported or aliased, and through `getattr(torch, \"bfloat16\")`) where it "
         "is chosen as a dtype: passed to a call (`torch_dtype=`, `dtype=`, `.to(...)`, `autocast(dtype=...)`, "
         "`MixedPrecision(param_dtype=...)`), given as a default (`getattr(obj, name, torch.bfloat16)`, a parameter "
-        "default) or assigned. Comparisons, dtype tables, subscripts, capability-guarded choices and choices that "
+        "default), assigned, or the value of a keyword-arguments dict under a key that names a dtype or precision "
+        "(`pipeline(..., model_kwargs={\"torch_dtype\": torch.bfloat16})`, `from_pretrained(p, **{\"torch_dtype\": ...})`; "
+        "a table keyed by dtype names, `{\"bf16\": torch.bfloat16}`, is not). Comparisons, dtype tables, subscripts, capability-guarded choices and choices that "
         "follow a bf16 switch (`if args.bf16: dtype = torch.bfloat16`; the switch is reported where it is set) or a "
         "precision option's value (`torch.float16 if args.mixed_precision == \"fp16\" else torch.bfloat16`; the "
         "option is judged where it is set) are not findings."
@@ -42,7 +50,7 @@ class TorchBfloat16Dtype(PythonRule):
     )
     names = ("bfloat16",)
     resolves_from = ("torch",)  # `torch.bfloat16`, however imported
-    reports_roles = frozenset({"keyword", "positional", "default", "assign", "param-default"})  # where it is chosen
+    reports_roles = frozenset({"keyword", "positional", "default", "assign", "param-default", "dict-value"})  # where it is chosen
     sources = ("S1", "S5", "S6", "S8", "S16", "S37", "S60", "S66")
 
     bad = (
@@ -73,6 +81,10 @@ class TorchBfloat16Dtype(PythonRule):
         Bad("import torch\nq = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_compute_dtype=torch.bfloat16)\n",
             target="sm75", unsafe=True,
             fixed="import torch\nq = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_compute_dtype=torch.float16)\n"),
+        Bad("import torch\npipe = pipeline('text-classification', model=p, model_kwargs={'torch_dtype': torch.bfloat16})\n",
+            fixed="import torch\npipe = pipeline('text-classification', model=p, model_kwargs={'torch_dtype': torch.float32})\n"),
+        Bad("import torch\nkw = {'torch_dtype': torch.bfloat16, 'device_map': 'auto'}\nm = AutoModel.from_pretrained(p, **kw)\n",
+            fixed="import torch\nkw = {'torch_dtype': torch.float32, 'device_map': 'auto'}\nm = AutoModel.from_pretrained(p, **kw)\n"),
         Bad("import torch\nllm = LLM(model=p, dtype=torch.bfloat16)\n", target="sm75", unsafe=True,
             fixed="import torch\nllm = LLM(model=p, dtype=torch.float16)\n"),
     )
@@ -84,6 +96,7 @@ class TorchBfloat16Dtype(PythonRule):
         Good("import torch\nif dtype == torch.bfloat16:\n    pass\n"),
         Good("import torch\nBFLOAT_LIST = ['bf16', 'bfloat16', torch.bfloat16]\n"),
         Good("import torch\nNAMES = {torch.bfloat16: 'bf16'}\n"),
+        Good("import torch\nDTYPES = {'bf16': torch.bfloat16, 'fp16': torch.float16}\n"),
         Good("import torch\ndef to_dtype(p):\n    return torch.bfloat16\n"),
         Good("import torch\nx = torch.zeros(3, dtype=torch.bfloat16)\n", target="sm80"),
         Good("import torch\nd = torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) else torch.float32\n"),
@@ -132,6 +145,8 @@ class TorchBfloat16Dtype(PythonRule):
         role = h.role_of(node, ctx.ancestors)
         if role.kind not in self.reports_roles:
             return
+        if role.kind == "dict-value" and not _names_dtype(role.name):
+            return  # a table keyed by dtype names (`{"bf16": torch.bfloat16}`) lists dtypes, it chooses none
         if h.guarded_by(ctx.ancestors, h.is_capability_guard) or h.guarded_by(ctx.ancestors, h.is_bf16_probe) or h.test_mentions(ctx.ancestors, ("bf16", "bfloat16")):
             return
         if h.follows_precision_value(ctx.ancestors):
