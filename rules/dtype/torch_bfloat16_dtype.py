@@ -23,8 +23,9 @@ class TorchBfloat16Dtype(PythonRule):
         "is chosen as a dtype: passed to a call (`torch_dtype=`, `dtype=`, `.to(...)`, `autocast(dtype=...)`, "
         "`MixedPrecision(param_dtype=...)`), given as a default (`getattr(obj, name, torch.bfloat16)`, a parameter "
         "default), assigned, or the value of a keyword-arguments dict under a key that names a dtype or precision "
-        "(`pipeline(..., model_kwargs={\"torch_dtype\": torch.bfloat16})`, `from_pretrained(p, **{\"torch_dtype\": ...})`; "
-        "a table keyed by dtype names, `{\"bf16\": torch.bfloat16}`, is not). Comparisons, dtype tables, subscripts, capability-guarded choices and choices that "
+        "(`pipeline(..., model_kwargs={\"torch_dtype\": torch.bfloat16})`, "
+        "`from_pretrained(p, **{\"torch_dtype\": ...})`; a table keyed by dtype names, `{\"bf16\": torch.bfloat16}`, "
+        "is not). Comparisons, dtype tables, subscripts, capability-guarded choices and choices that "
         "follow a bf16 switch (`if args.bf16: dtype = torch.bfloat16`; the switch is reported where it is set) or a "
         "precision option's value (`torch.float16 if args.mixed_precision == \"fp16\" else torch.bfloat16`; the "
         "option is judged where it is set) are not findings."
@@ -50,7 +51,8 @@ class TorchBfloat16Dtype(PythonRule):
     )
     names = ("bfloat16",)
     resolves_from = ("torch",)  # `torch.bfloat16`, however imported
-    reports_roles = frozenset({"keyword", "positional", "default", "assign", "param-default", "dict-value"})  # where it is chosen
+    # where it is chosen
+    reports_roles = frozenset({"keyword", "positional", "default", "assign", "param-default", "dict-value"})
     sources = ("S1", "S5", "S6", "S8", "S16", "S37", "S60", "S66")
 
     bad = (
