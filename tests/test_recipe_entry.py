@@ -118,3 +118,18 @@ def test_a_recipes_own_trainer_config_carries_what_the_packages_code_writes_for_
         told[name] = {(f["code"], f["line"]) for f in _scan(run_cli, tree, name) if "code decides it" in f["message"]}
     assert {("RLC201", 4), ("RLC101", 7), ("RLC201", 16)} <= told["recipe/dapo/config/dapo_trainer.yaml"]
     assert not told["recipe/dapo/config/unused.yaml"]
+
+
+def test_a_recipe_commands_config_flags_choose_the_config_it_composes(run_cli, tmp_path, fresh_verl_detection):
+    """`--config-name` replaces the decorator's config (Hydra's flags): an own config that sets the engine to hf
+    leaves no vLLM finding; a config name written with a shell variable leaves the config unknown: no claim."""
+    tree = _tree(tmp_path)
+    (tree / "recipe" / "dapo" / "config" / "hf_trainer.yaml").write_text(
+        RECIPE_CONFIG + "actor_rollout_ref:\n  rollout:\n    name: hf\n")
+    for flag, engine in (("", True), ("--config-name=hf_trainer", False), ("--config-name=$NAME", False)):
+        (tree / "run.sh").write_text(LAUNCH.replace("OVERRIDES", f"{flag} data.train_batch_size=32"))
+        found = _at(_scan(run_cli, tree, "run.sh"))
+        assert bool([f for f in found if f["code"] == "RLC401"]) is engine, flag
+    assert recipe_entry.recipe_run(str(tree / "verl"), ("verl.", "recipe."),
+                                   str(tree / "verl" / "trainer" / "config" / "ppo_trainer.yaml"),
+                                   "recipe.dapo.main_dapo", None).config.endswith("dapo_trainer.yaml")

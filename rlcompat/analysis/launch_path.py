@@ -25,7 +25,7 @@ import re
 from functools import lru_cache
 
 from rlcompat.knowledge import identity, verl_config
-from rlcompat.analysis import run_scope
+from rlcompat.analysis import run_config, run_scope
 from rlcompat.pipeline import suppressions
 from rlcompat.pipeline.scanned_file import ScannedFile
 from rlcompat.findings import FileResult, Finding, Location
@@ -145,17 +145,21 @@ def reached_findings(checker, path: str, text: str, scanned: set[str], checked: 
     if not code_there and not in_config:
         return []
     try:
-        commands = shell.entry_commands(shell.parse(text), knowledge_of_script)
+        parsed = shell.parse(text)
+        commands = shell.entry_commands(parsed, knowledge_of_script)
+        arguments = shell.entry_arguments(parsed, knowledge_of_script)
     except shell.ShellSyntaxError:
         return []  # the script's own result says why it could not be read
     defaults = None if package_identity.exact else checked.once(("values", package),
                                                                 lambda: fork_values(package, knowledge))
     index = LineIndex(text)
     out: list[Finding] = []
-    for entry, anchor, settings in commands:
+    for (entry, anchor, settings), words in zip(commands, arguments):
         recipe = None
         if not run_scope.runs_entry(knowledge, entry):
-            recipe = checked.once(("recipe", package, entry), lambda e=entry: _recipe_run(package, knowledge, e))
+            given = run_config.flags([(w.text, w.dynamic) for w in words])
+            recipe = checked.once(("recipe", package, entry, given),
+                                  lambda e=entry, g=given: _recipe_run(package, knowledge, e, g))
             if recipe is None:
                 continue
         run_defaults = recipe.values if recipe is not None else defaults
@@ -463,14 +467,15 @@ def _names_recipe(text: str, knowledge, package: str) -> bool:
                for f in recipe_entry.recipe_folders(package, knowledge.entry_prefixes))
 
 
-def _recipe_run(package: str, knowledge, entry: str):
-    """The recipe run (rlcompat/analysis/recipe_entry.py) a command's entry starts, or None."""
+def _recipe_run(package: str, knowledge, entry: str, given):
+    """The recipe run (rlcompat/analysis/recipe_entry.py) a command's entry starts with its Hydra config flags
+    `given` (run_config.Flags), or None."""
     from rlcompat.analysis import recipe_entry
 
     if not knowledge.run_config:
         return None
     return recipe_entry.recipe_run(package, knowledge.entry_prefixes, os.path.join(package, knowledge.run_config),
-                                   entry)
+                                   entry, given)
 
 
 def _recipe_config_hazards(recipe, scanned, checked) -> list[tuple[Finding, str, str]]:

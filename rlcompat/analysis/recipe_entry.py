@@ -105,9 +105,12 @@ def module_file(package: str, prefixes: tuple[str, ...], entry: str) -> tuple[st
     return None
 
 
-def recipe_run(package: str, prefixes: tuple[str, ...], run_config: str, entry: str) -> RecipeRun | None:
+def recipe_run(package: str, prefixes: tuple[str, ...], run_config: str, entry: str, given=None) -> RecipeRun | None:
     """The recipe run a command's `entry` starts, where its config composes the package's trainer config
-    (`run_config`, absolute) or is a trainer config of its own; None otherwise (module docstring)."""
+    (`run_config`, absolute) or is a trainer config of its own; None otherwise (module docstring). `given`: the
+    command's Hydra config flags (rlcompat/analysis/run_config.Flags): `--config-path` (relative to the module's
+    folder) and `--config-name` replace the decorator's; a flag whose value is a shell expansion, or `--config-dir`,
+    leaves the config unknown here (None)."""
     from rlcompat.schema import SchemaUnread
     from rlcompat.schema.hydra_static import compose_read, resolved
 
@@ -117,6 +120,12 @@ def recipe_run(package: str, prefixes: tuple[str, ...], run_config: str, entry: 
     module, file = found
     text = _text(file)
     config = hydra_config(text or "", os.path.dirname(file))
+    if given is not None and (given.unknown or given.path or given.name or given.dirs):
+        if given.unknown or given.dirs or config is None and not (given.path and given.name):
+            return None
+        folder = given.path and os.path.join(os.path.dirname(file), given.path) or os.path.dirname(config)
+        name = given.name or os.path.basename(config)
+        config = os.path.abspath(os.path.join(folder, name if name.endswith(".yaml") else name + ".yaml"))
     if config is None or not os.path.isfile(config):
         return None
     root = os.path.dirname(os.path.abspath(package))
