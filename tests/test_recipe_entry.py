@@ -35,10 +35,10 @@ def main(config):
 LAUNCH = "ray job submit --working-dir \"${PWD}\" -- python3 -m recipe.dapo.main_dapo \\\n    OVERRIDES\n"
 
 
-def _tree(tmp_path, main=RECIPE_MAIN, recipe_config=RECIPE_CONFIG, rollout="vllm"):
+def _tree(tmp_path, main=RECIPE_MAIN, recipe_config=RECIPE_CONFIG, rollout="vllm", version="0.4.0"):
     config = (FORK_PPO_TRAINER.replace("ESTIMATOR", "gae").replace("REF_TABLE", "      param_offload: False")
               .replace("name: hf", f"name: {rollout}"))
-    verl_package(tmp_path, "0.4.0", {"trainer/config/ppo_trainer.yaml": config, "trainer/main_ppo.py": "pass\n",
+    verl_package(tmp_path, version, {"trainer/config/ppo_trainer.yaml": config, "trainer/main_ppo.py": "pass\n",
                                      "workers/fsdp_workers.py": "import torch\n" + FORK_MIXED})
     (tmp_path / "recipe" / "dapo" / "config").mkdir(parents=True)
     (tmp_path / "recipe" / "dapo" / "main_dapo.py").write_text(main)
@@ -133,3 +133,16 @@ def test_a_recipe_commands_config_flags_choose_the_config_it_composes(run_cli, t
     assert recipe_entry.recipe_run(str(tree / "verl"), ("verl.", "recipe."),
                                    str(tree / "verl" / "trainer" / "config" / "ppo_trainer.yaml"),
                                    "recipe.dapo.main_dapo", None).config.endswith("dapo_trainer.yaml")
+
+
+@pytest.mark.parametrize("own", [True, False])
+def test_an_exact_releases_own_config_is_read_at_a_recipe_command_as_at_a_main_ppo_one(run_cli, tmp_path,
+                                                                                     fresh_verl_detection, own):
+    """verl 0.4.1 exactly: the release's defaults are the rules' to read from its knowledge (as for main_ppo), so
+    its ppo_trainer.yaml is not read again through the recipe; the recipe's own file still is."""
+    extra = "actor_rollout_ref:\n  rollout:\n    name: vllm\n" if own else ""
+    tree = _tree(tmp_path, version="0.4.1", recipe_config=RECIPE_CONFIG + extra)
+    (tree / "run.sh").write_text(LAUNCH.replace("OVERRIDES", "data.train_batch_size=32"))
+    composed = [f for f in _at(_scan(run_cli, tree, "run.sh")) if "this run composes" in f["message"]]
+    assert [f["message"].split(":")[0] for f in composed] == (["this run composes recipe/dapo/config/dapo_trainer.yaml"]
+                                                               if own else [])

@@ -188,7 +188,8 @@ def reached_findings(checker, path: str, text: str, scanned: set[str], checked: 
                          o, package, scanned, checked))
                      if (os.path.abspath(file), f.location.line) not in tabled]
         config_hazards = in_config if recipe is None else checked.once(
-            ("recipe-config", recipe.config), lambda r=recipe: _recipe_config_hazards(r, scanned, checked))
+            ("recipe-config", recipe.config), lambda r=recipe: _recipe_config_hazards(
+                r, scanned, checked, package if package_identity.exact else None))
         hits += [(f, _config_message(f, file, key), at) for f, file, key in config_hazards
                  if not any(o == key or key.startswith(o + ".") for o in overrides)
                  and not any(o.code == f.code and key in o.message for o in said)]
@@ -478,12 +479,15 @@ def _recipe_run(package: str, knowledge, entry: str, given):
                                    entry, given)
 
 
-def _recipe_config_hazards(recipe, scanned, checked) -> list[tuple[Finding, str, str]]:
+def _recipe_config_hazards(recipe, scanned, checked, release: str | None) -> list[tuple[Finding, str, str]]:
     """(finding, file, key) for each finding of a config a recipe's run composes (its own, the package's trainer
-    config) that this scan does not check, on a key whose value in force that file sets."""
+    config) that this scan does not check, on a key whose value in force that file sets. `release`: the package
+    of exactly a known release, whose own configs' defaults the rules already read at the command from its
+    knowledge (as for a main_ppo command): only the recipe's own files are read then."""
+    inside = os.path.realpath(release) + os.sep if release else None
     out = []
     for file in recipe.files:
-        if os.path.abspath(file) in scanned:
+        if os.path.abspath(file) in scanned or (inside and os.path.realpath(file).startswith(inside)):
             continue
         result = checked.get(file, "yaml")
         if result is None:
