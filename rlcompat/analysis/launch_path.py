@@ -9,6 +9,8 @@ FlashAttention-2 written in the call). The findings the same pipeline reports in
 again at the command, naming their file:line and what fixes them. For a fork, whose config no release's knowledge
 describes, the findings of the config the entry point composes (`[default_run]` `config`) on keys the command does
 not override are reported there too: a script is never clean while the run it launches cannot start on the target.
+A recipe's entry point beside the package (`python3 -m recipe.dapo.main_dapo`, rlcompat/analysis/recipe_entry.py) is
+such a run too, with its own composed config's values, and the rows whose classes its module takes from the package.
 
 The framework's files are checked by the scan's own Checker (its result cache answers a file checked before); a
 file the scan itself checked is reported where it is, not again. verl is never imported: the installed package is
@@ -23,7 +25,7 @@ import re
 from functools import lru_cache
 
 from rlcompat.knowledge import identity, verl_config
-from rlcompat.analysis import run_scope
+from rlcompat.analysis import run_config, run_scope
 from rlcompat.pipeline import suppressions
 from rlcompat.pipeline.scanned_file import ScannedFile
 from rlcompat.findings import FileResult, Finding, Location
@@ -54,7 +56,7 @@ def add_reached(checker, results: list[FileResult], texts: dict[str, str] | None
         text = (texts or {}).get(result.path)
         if text is None:
             text = _read(result.path, result.language)
-        if text is None or "verl" not in text:
+        if text is None or not _may_launch(text):
             continue
         if result.language in SCRIPT_LANGUAGES:
             extra = reached_findings(checker, result.path, text, scanned, checked, result.findings)
@@ -72,6 +74,19 @@ def add_reached(checker, results: list[FileResult], texts: dict[str, str] | None
         checker.cache.save()  # the framework files checked here, for the next run
 
 
+@lru_cache(maxsize=1)
+def _entry_words() -> tuple[str, ...]:
+    """The first word of every entry-module prefix verl's knowledge lists ("verl", "recipe"): a command that runs
+    none of them runs nothing of verl (a recipe's launch script may never name verl itself)."""
+    words = {p.split(".", 1)[0] for v in verl_config.available_versions()
+             for p in verl_config.load_version(v).entry_prefixes}
+    return tuple(sorted(w for w in words if w))
+
+
+def _may_launch(text: str) -> bool:
+    return any(w in text for w in _entry_words())
+
+
 def _held_findings(checker, result: FileResult, text: str, scanned: set[str], checked: "_Checked") -> list[Finding]:
     """`reached_findings` and `users_config_findings` for each piece of shell code a Dockerfile or a job spec holds,
     placed at the file's lines (lang/embedded.py)."""
@@ -87,7 +102,7 @@ def _held_findings(checker, result: FileResult, text: str, scanned: set[str], ch
     out: list[Finding] = []
     for block, _ in blocks:
         code = block.code
-        if "verl" not in code:
+        if not _may_launch(code):
             continue
         found = reached_findings(checker, result.path, code, scanned, checked)
         found += users_config_findings(checker, result.path, code, scanned, checked)
@@ -120,7 +135,7 @@ def reached_findings(checker, path: str, text: str, scanned: set[str], checked: 
         return []
     package_identity = identity.verl_package(package, tree.root)
     knowledge = verl_config.knowledge_of(package_identity)
-    if not any(m.rsplit(".", 1)[-1] in text for m in knowledge.run_entry):
+    if not any(m.rsplit(".", 1)[-1] in text for m in knowledge.run_entry) and not _names_recipe(text, knowledge, package):
         return []
     # Cheap answers first: whether a row's code is there at all (read with `ast`), and a fork's config findings (one
     # file per scan); a row's code is checked only once a command selects it.
@@ -130,26 +145,37 @@ def reached_findings(checker, path: str, text: str, scanned: set[str], checked: 
     if not code_there and not in_config:
         return []
     try:
-        commands = shell.entry_commands(shell.parse(text), knowledge_of_script)
+        parsed = shell.parse(text)
+        commands = shell.entry_commands(parsed, knowledge_of_script)
+        arguments = shell.entry_arguments(parsed, knowledge_of_script)
     except shell.ShellSyntaxError:
         return []  # the script's own result says why it could not be read
     defaults = None if package_identity.exact else checked.once(("values", package),
                                                                 lambda: fork_values(package, knowledge))
     index = LineIndex(text)
     out: list[Finding] = []
-    for entry, anchor, settings in commands:
+    for (entry, anchor, settings), words in zip(commands, arguments):
+        recipe = None
         if not run_scope.runs_entry(knowledge, entry):
-            continue
+            given = run_config.flags([(w.text, w.dynamic) for w in words])
+            recipe = checked.once(("recipe", package, entry, given),
+                                  lambda e=entry, g=given: _recipe_run(package, knowledge, e, g))
+            if recipe is None:
+                continue
+        run_defaults = recipe.values if recipe is not None else defaults
         overrides = {s.key: s.value for s in settings if s.prefix != "~"}
         at = _location(index, anchor.start, anchor.end)
         said = [f for f in own if f.location.line == at.line]
         tabled = checked.tabled  # told on a table of the fork's scanned config: reported there, not again
         hits = []
         for option in code_there:
-            how = run_scope.selection(option, knowledge, overrides, defaults)
+            if recipe is not None and not recipe.maps(package, option.code):
+                continue  # the recipe maps that role to a class of its own, which no row describes
+            how = run_scope.selection(option, knowledge, overrides, run_defaults)
             if how is None:
                 continue
-            choice = None if package_identity.exact else _fork_choice(package, knowledge, option, overrides, defaults)
+            choice = None if package_identity.exact and recipe is None else _fork_choice(
+                package, knowledge, option, overrides, run_defaults, recipe.file if recipe is not None else None)
             if choice is not None:  # the fork maps this role to a class of its own: its code, not the row's
                 where = next((s.key_span for s in settings if s.key == choice.key and s.prefix != "~"), None)
                 loc = at if where is None else _location(index, where.start, where.end)
@@ -161,7 +187,10 @@ def reached_findings(checker, path: str, text: str, scanned: set[str], checked: 
                      for file, function, f in checked.once(("findings", option), lambda o=option: _code_hazards(
                          o, package, scanned, checked))
                      if (os.path.abspath(file), f.location.line) not in tabled]
-        hits += [(f, _config_message(f, file, key), at) for f, file, key in in_config
+        config_hazards = in_config if recipe is None else checked.once(
+            ("recipe-config", recipe.config), lambda r=recipe: _recipe_config_hazards(
+                r, scanned, checked, package if package_identity.exact else None))
+        hits += [(f, _config_message(f, file, key), at) for f, file, key in config_hazards
                  if not any(o == key or key.startswith(o + ".") for o in overrides)
                  and not any(o.code == f.code and key in o.message for o in said)]
         for finding, message, loc in hits:
@@ -224,17 +253,19 @@ def users_config_findings(checker, path: str, text: str, scanned: set[str], chec
     return out
 
 
-def _fork_choice(package: str, knowledge, option, overrides, defaults):
-    """The fork's own worker class for the role of `option`'s code, where its entry point maps that role to another
-    class for the run's values (rlcompat/analysis/fork_workers.py), else None."""
+def _fork_choice(package: str, knowledge, option, overrides, defaults, entry_file: str | None = None):
+    """The fork's own worker class for the role of `option`'s code, where its entry point (`entry_file`: a recipe's
+    module; else the package's run entry) maps that role to another class for the run's values
+    (rlcompat/analysis/fork_workers.py), else None."""
     from rlcompat.analysis import fork_workers
 
     classes = {code.partition(":")[2].split(".")[0] for code in option.code if "." in code.partition(":")[2]}
     if len(classes) != 1:
         return None
     values = {**(defaults or {}), **overrides}
-    for module in knowledge.run_entry:
-        text = _read(os.path.join(package, *module.split(".")[1:]) + ".py", "python")
+    files = [entry_file] if entry_file else [os.path.join(package, *m.split(".")[1:]) + ".py" for m in knowledge.run_entry]
+    for file in files:
+        text = _read(file, "python")
         if text is not None:
             return fork_workers.chosen_worker(text, classes.pop(), values)
     return None
@@ -283,13 +314,18 @@ def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Chec
     here = [h for h in knowledge.handles if (h.config or knowledge.run_config)
             and os.path.abspath(os.path.join(package, h.config or knowledge.run_config)) == os.path.abspath(path)]
     config = knowledge.run_config
-    if (not here and verl.how == "fork" and knowledge.run_config and os.path.abspath(path) in fork_entry_configs(package)
-            and "actor_rollout_ref" in (_read(path, result.language) or "")):
-        # the fork's own entry point (`@hydra.main(config_name="mix_ppo_trainer")` in its package) composes this
-        # file as the run's config, a trainer config like the primary one (its `actor_rollout_ref`): its tables
-        # stand for the same worker code
-        here = [h for h in knowledge.handles if not h.config]
-        config = os.path.relpath(path, package)
+    entry_file = None  # the module that composes this config, where it is not the package's run entry
+    if not here and knowledge.run_config and "actor_rollout_ref" in (_read(path, result.language) or ""):
+        # the fork's own entry point (`@hydra.main(config_name="mix_ppo_trainer")` in its package), or a recipe's
+        # beside the package (`recipe/dapo/main_dapo.py`, rlcompat/analysis/recipe_entry.py), composes this file as
+        # the run's config, a trainer config like the primary one (its `actor_rollout_ref`): its tables stand for
+        # the same worker code
+        from rlcompat.analysis import recipe_entry
+
+        entry_file = recipe_entry.recipe_configs(package, knowledge.entry_prefixes).get(os.path.abspath(path))
+        if entry_file is not None or (verl.how == "fork" and os.path.abspath(path) in fork_entry_configs(package)):
+            here = [h for h in knowledge.handles if not h.config]
+            config = os.path.relpath(path, package)
     if not here:
         return
     values = checked.once(("values", package, config), lambda: fork_values(package, knowledge, config))
@@ -305,7 +341,7 @@ def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Chec
                 continue
         built_by = ""
         if handle.mapped and not checked.once(("mapped", package, config, handle.mapped),
-                                              lambda h=handle: _entry_uses(package, knowledge, h.mapped, values)):
+                                              lambda h=handle: _entry_uses(package, knowledge, h.mapped, values, entry_file)):
             run = checked.once(("mapped-run", package, path, handle.mapped), lambda h=handle: _run_building(
                 checker, launches, package, knowledge, path, h.mapped, values))
             if run is None:
@@ -371,15 +407,17 @@ def fork_entry_configs(package: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def _entry_uses(package: str, knowledge, dotted: str, values: dict[str, str | None]) -> bool:
-    """Whether the package's entry module builds `dotted` ("Role.RefPolicy") for the config's `values`: named in its
-    code (comments do not count) and not only under `if` tests those values skip (fork_workers.role_built); True
-    where the module cannot be read (no claim that the role is missing)."""
+def _entry_uses(package: str, knowledge, dotted: str, values: dict[str, str | None],
+                entry_file: str | None = None) -> bool:
+    """Whether the package's entry module (`entry_file`: a recipe's module) builds `dotted` ("Role.RefPolicy") for
+    the config's `values`: named in its code (comments do not count) and not only under `if` tests those values skip
+    (fork_workers.role_built); True where the module cannot be read (no claim that the role is missing)."""
     from rlcompat.analysis import fork_workers
 
-    for module in knowledge.run_entry:
-        parts = module.split(".")[1:]  # relative to the package
-        text = _read(os.path.join(package, *parts) + ".py", "python")
+    files = [entry_file] if entry_file else [os.path.join(package, *m.split(".")[1:]) + ".py"
+                                             for m in knowledge.run_entry]  # relative to the package
+    for file in files:
+        text = _read(file, "python")
         if text is None:
             continue
         return fork_workers.role_built(text, dotted.rpartition(".")[2], values)
@@ -401,7 +439,7 @@ def _run_building(checker, launches: list[FileResult], package: str, knowledge, 
         return None
     for result in launches:
         text = _read(result.path, result.language)
-        if text is None or "verl" not in text:
+        if text is None or not _may_launch(text):
             continue
         tree = checker.tree_identity(result.path)
         view = ScannedFile(result.path, tree, text)
@@ -420,6 +458,44 @@ def _run_building(checker, launches: list[FileResult], package: str, knowledge, 
             if fork_workers.role_surely_built(entry_text, dotted.rpartition(".")[2], {**values, **overrides}):
                 return f"{shown(result.path)}:{LineIndex(text).position(command.anchor.start)[0]}"
     return None
+
+
+def _names_recipe(text: str, knowledge, package: str) -> bool:
+    """Whether a script may run a recipe entry point beside `package` (a word of one of its folders' prefixes)."""
+    from rlcompat.analysis import recipe_entry
+
+    return any(os.path.basename(f) + "." in text or os.path.basename(f) + "/" in text
+               for f in recipe_entry.recipe_folders(package, knowledge.entry_prefixes))
+
+
+def _recipe_run(package: str, knowledge, entry: str, given):
+    """The recipe run (rlcompat/analysis/recipe_entry.py) a command's entry starts with its Hydra config flags
+    `given` (run_config.Flags), or None."""
+    from rlcompat.analysis import recipe_entry
+
+    if not knowledge.run_config:
+        return None
+    return recipe_entry.recipe_run(package, knowledge.entry_prefixes, os.path.join(package, knowledge.run_config),
+                                   entry, given)
+
+
+def _recipe_config_hazards(recipe, scanned, checked, release: str | None) -> list[tuple[Finding, str, str]]:
+    """(finding, file, key) for each finding of a config a recipe's run composes (its own, the package's trainer
+    config) that this scan does not check, on a key whose value in force that file sets. `release`: the package
+    of exactly a known release, whose own configs' defaults the rules already read at the command from its
+    knowledge (as for a main_ppo command): only the recipe's own files are read then."""
+    inside = os.path.realpath(release) + os.sep if release else None
+    out = []
+    for file in recipe.files:
+        if os.path.abspath(file) in scanned or (inside and os.path.realpath(file).startswith(inside)):
+            continue
+        result = checked.get(file, "yaml")
+        if result is None:
+            continue
+        keys = _yaml_keys_by_line(file)
+        out += [(f, file, keys[f.location.line]) for f in result.findings if f.location.line in keys
+                and os.path.realpath(recipe.origins.get(keys[f.location.line], file)) == os.path.realpath(file)]
+    return out
 
 
 def _package_of(path: str) -> str | None:
