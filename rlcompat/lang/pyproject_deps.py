@@ -174,13 +174,20 @@ def _url_wheels(sources, text: str, declared: list[Requirement],
             if req is None or req.name != normalise(str(name)):
                 continue
             req.span = Span(at, at + len(url))
-            marker = row.get("marker") if isinstance(row.get("marker"), str) else ""
-            narrowed = tuple(_EXTRA.findall(marker)) + ((row["extra"],) if isinstance(row.get("extra"), str) else ())
-            if row.get("group") in optional_groups:  # a row for a group installed only on request (`group = "cuda13"`)
-                narrowed += (row["group"],)
-            for extra in ("",) if "" in asked and not narrowed else (narrowed or tuple(dict.fromkeys(asked))):
+            for extra in _row_extras(row, asked, optional_groups):
                 out.append(Requirement(req.name, req.spec, req.span, None, editable=False, extra=extra))
     return out
+
+
+def _row_extras(row: dict, asked: list[str], optional_groups: frozenset[str]) -> tuple[str, ...]:
+    """The installs a `[tool.uv.sources]` row applies in: the extras its marker or `extra` narrows it to (and its
+    `group` where that group is installed only on request, `group = "cuda13"`), else every install the project asks
+    for the package in (`asked`; "" for its core dependencies)."""
+    marker = row.get("marker") if isinstance(row.get("marker"), str) else ""
+    narrowed = tuple(_EXTRA.findall(marker)) + ((row["extra"],) if isinstance(row.get("extra"), str) else ())
+    if row.get("group") in optional_groups:
+        narrowed += (row["group"],)
+    return ("",) if "" in asked and not narrowed else (narrowed or tuple(dict.fromkeys(asked)))
 
 
 # Packages whose rows follow torch's route (the route itself is read by _torch_routes)
@@ -217,11 +224,7 @@ def _source_rows(sources, text: str, declared: list[Requirement],
             span = _row_span(text, entry, row[field], isinstance(source, list), nth, field)
             if span is None:
                 continue
-            marker = row.get("marker") if isinstance(row.get("marker"), str) else ""
-            narrowed = tuple(_EXTRA.findall(marker)) + ((row["extra"],) if isinstance(row.get("extra"), str) else ())
-            if row.get("group") in optional_groups:
-                narrowed += (row["group"],)
-            for extra in ("",) if "" in asked and not narrowed else (narrowed or tuple(dict.fromkeys(asked))):
+            for extra in _row_extras(row, asked, optional_groups):
                 out.append(Requirement(package, "", span, None, editable=False, extra=extra, version_known=False,
                                        uv_source=field))
     return out
