@@ -33,6 +33,20 @@ def call_name(call: cst.Call) -> str:
     return ""
 
 
+def with_keywords(call: cst.Call, added: list[tuple[str, str]]) -> str:
+    """The code of `call` with `name=value` keyword arguments appended (`RLConfig(x=1)` -> `RLConfig(x=1, bf16=False)`),
+    each after a comma and a space, the last one keeping the call's own trailing comma."""
+    args = list(call.args)
+    for keyword, value in added:
+        new = cst.Arg(keyword=cst.Name(keyword), value=cst.Name(value),
+                      equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+        if args:
+            new = new.with_changes(comma=args[-1].comma)
+            args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        args.append(new)
+    return cst.Module([]).code_for_node(call.with_changes(args=args))
+
+
 def target_name(node: cst.BaseExpression) -> str:
     """The name an assignment target binds: `x`, `self.x` -> "x", `d["x"]` -> "x"."""
     if isinstance(node, cst.Name):

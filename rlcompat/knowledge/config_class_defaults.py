@@ -37,5 +37,15 @@ def configs() -> dict[str, ClassDefault]:
 def class_names(kinds: frozenset[str] | None = None, but: frozenset[str] = frozenset()) -> tuple[str, ...]:
     """The classes' own names (the last part of each qualname), what a call spells: of the rows of `kinds` (every
     kind where None), less those of `but`."""
-    return tuple(sorted({q.rsplit(".", 1)[-1] for q, row in configs().items()
-                         if (kinds is None or row.kind in kinds) and row.kind not in but}))
+    return tuple(sorted({q.rsplit(".", 1)[-1] for q, row in configs().items() if _of(row, kinds, but)}))
+
+
+def called(qualname: str | None, kinds: frozenset[str] | None = None,
+           but: frozenset[str] = frozenset()) -> ClassDefault | None:
+    """The row of the class a call resolves to (`qualname`), where it is one of these kinds (as in class_names)."""
+    row = configs().get(qualname or "")
+    return row if row is not None and _of(row, kinds, but) else None
+
+
+def _of(row: ClassDefault, kinds: frozenset[str] | None, but: frozenset[str]) -> bool:
+    return (kinds is None or row.kind in kinds) and row.kind not in but

@@ -55,22 +55,14 @@ class ConfigBf16DefaultOn(PythonRule):
         name = h.call_name(node)
         if name not in self.calls:
             return
-        known = config_class_defaults.configs().get(ctx.qualname(node.func) or "")
-        if known is None or known.kind != KIND:
+        known = config_class_defaults.called(ctx.qualname(node.func), kinds=frozenset({KIND}))
+        if known is None:
             return
         if any(a.star or (a.keyword is not None and a.keyword.value in ("bf16", "fp16")) for a in node.args):
             return
         fp16 = precision.dtype_for(self.target, "autocast") == "float16"
         added = [("bf16", "False")] + ([("fp16", "True")] if fp16 else [])
-        args = list(node.args)
-        for keyword, value in added:
-            new = cst.Arg(keyword=cst.Name(keyword), value=cst.Name(value),
-                          equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
-            if args:
-                new = new.with_changes(comma=args[-1].comma)
-                args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-            args.append(new)
-        text = cst.Module([]).code_for_node(node.with_changes(args=args))
+        text = h.with_keywords(node, added)
         spelled = ", ".join(f"{k}={v}" for k, v in added)
         ctx.report(node, f"{name} sets neither bf16 nor fp16, so its default bf16=True ({known.release}: "
                          f"{known.proof.split(' (')[0]}) trains in bf16, which {self.target.name} "

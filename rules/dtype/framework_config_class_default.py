@@ -9,7 +9,8 @@ from rlcompat.knowledge import frameworks as fk
 
 # The keywords the table's rows name: narrowing keeps them in a call (lang/pyspeed/narrow.py _READ_KEYWORDS), or a
 # call that sets one would read here as built without it.
-FIELDS = frozenset(f for row in config_class_defaults.configs().values() if row.kind != "bf16-switch"
+RLC134_KINDS = frozenset({"bf16-switch"})  # those rows are RLC134's, which writes the precision switches
+FIELDS = frozenset(f for row in config_class_defaults.configs().values() if row.kind not in RLC134_KINDS
                    for f in row.fields)
 
 _FSDP = "from xtuner.v1.config import FSDPConfig\n"
@@ -36,7 +37,7 @@ class FrameworkConfigClassDefault(PythonRule):
         "No fix: the table's rows say what the release allows instead (`remedy`): XTuner 1.0.0rc0's FSDPConfig "
         "accepts no dtype but bfloat16, and its attention is set through a whole `MHAConfig` with the model's sizes."
     )
-    calls = config_class_defaults.class_names(but=frozenset({"bf16-switch"}))  # (those rows are RLC134's)
+    calls = config_class_defaults.class_names(but=RLC134_KINDS)
     sources = ("S1", "S10", "S17", "S440")
 
     bad = (
@@ -62,8 +63,8 @@ class FrameworkConfigClassDefault(PythonRule):
         name = h.call_name(node)
         if name not in self.calls:
             return
-        known = config_class_defaults.configs().get(ctx.qualname(node.func) or "")
-        if known is None or known.kind == "bf16-switch":
+        known = config_class_defaults.called(ctx.qualname(node.func), but=RLC134_KINDS)
+        if known is None:
             return
         given = {a.keyword.value for a in node.args if a.keyword is not None and a.keyword.value in FIELDS}
         if any(a.star for a in node.args) or given & set(known.fields):

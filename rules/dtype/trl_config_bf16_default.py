@@ -64,13 +64,7 @@ class TrlConfigBf16Default(PythonRule):
             return
         fp16 = precision.dtype_for(self.target, "autocast") == "float16"
         keyword, value = ("fp16", "True") if fp16 else ("bf16", "False")
-        new = cst.Arg(keyword=cst.Name(keyword), value=cst.Name(value),
-                      equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
-        args = list(node.args)
-        if args:
-            new = new.with_changes(comma=args[-1].comma)
-            args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        text = cst.Module([]).code_for_node(node.with_changes(args=[*args, new]))
+        text = h.with_keywords(node, [(keyword, value)])
         ctx.report(node, f"{name} sets neither bf16 nor fp16: TRL then defaults bf16 to True, which {self.target.name} "
                          f"({self.target.architecture}) only emulates; set {keyword}={value}",
                    PendingFix([(node, text)], FixSafety.UNSAFE if fp16 else FixSafety.SAFE, f"add {keyword}={value}"))
