@@ -29,7 +29,7 @@ from rlcompat.analysis import run_config, run_scope
 from rlcompat.pipeline import suppressions
 from rlcompat.pipeline.scanned_file import ScannedFile
 from rlcompat.findings import FileResult, Finding, Location
-from rlcompat.pipeline.source import SourceError, decode, read_bytes
+from rlcompat.pipeline.source import text_of
 from rlcompat.lang.textpos import LineIndex
 
 SCRIPT_LANGUAGES = ("shell",)
@@ -55,7 +55,7 @@ def add_reached(checker, results: list[FileResult], texts: dict[str, str] | None
             continue
         text = (texts or {}).get(result.path)
         if text is None:
-            text = _read(result.path, result.language)
+            text = text_of(result.path, result.language)
         if text is None or not _may_launch(text):
             continue
         if result.language in SCRIPT_LANGUAGES:
@@ -265,7 +265,7 @@ def _fork_choice(package: str, knowledge, option, overrides, defaults, entry_fil
     values = {**(defaults or {}), **overrides}
     files = [entry_file] if entry_file else [os.path.join(package, *m.split(".")[1:]) + ".py" for m in knowledge.run_entry]
     for file in files:
-        text = _read(file, "python")
+        text = text_of(file, "python")
         if text is not None:
             return fork_workers.chosen_worker(text, classes.pop(), values)
     return None
@@ -315,7 +315,7 @@ def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Chec
             and os.path.abspath(os.path.join(package, h.config or knowledge.run_config)) == os.path.abspath(path)]
     config = knowledge.run_config
     entry_file = None  # the module that composes this config, where it is not the package's run entry
-    if not here and knowledge.run_config and "actor_rollout_ref" in (_read(path, result.language) or ""):
+    if not here and knowledge.run_config and "actor_rollout_ref" in (text_of(path, result.language) or ""):
         # the fork's own entry point (`@hydra.main(config_name="mix_ppo_trainer")` in its package), or a recipe's
         # beside the package (`recipe/dapo/main_dapo.py`, rlcompat/analysis/recipe_entry.py), composes this file as
         # the run's config, a trainer config like the primary one (its `actor_rollout_ref`): its tables stand for
@@ -330,7 +330,7 @@ def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Chec
         return
     values = checked.once(("values", package, config), lambda: fork_values(package, knowledge, config))
     lines = _yaml_tables_by_key(path)
-    text = _read(path, result.language) or ""
+    text = text_of(path, result.language) or ""
     index = LineIndex(text)
     options = {o.name: o for o in knowledge.run_options}
     added: list[Finding] = []
@@ -352,7 +352,7 @@ def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Chec
             continue  # the fork has no such function, or the scan reports its code where it is
         file, function, (first, last) = region
         code = checked.get(file, "python")
-        source = (_read(file, "python") or "").splitlines()
+        source = (text_of(file, "python") or "").splitlines()
         found = [f for f in (code.findings if code is not None else ())
                  if first <= f.location.line <= last and f.code in handle.codes
                  and (not handle.words or any(w in source[f.location.line - 1] for w in handle.words
@@ -417,7 +417,7 @@ def _entry_uses(package: str, knowledge, dotted: str, values: dict[str, str | No
     files = [entry_file] if entry_file else [os.path.join(package, *m.split(".")[1:]) + ".py"
                                              for m in knowledge.run_entry]  # relative to the package
     for file in files:
-        text = _read(file, "python")
+        text = text_of(file, "python")
         if text is None:
             continue
         return fork_workers.role_built(text, dotted.rpartition(".")[2], values)
@@ -433,12 +433,12 @@ def _run_building(checker, launches: list[FileResult], package: str, knowledge, 
     from rlcompat.analysis.command_config import script_commands
     from rlcompat.lang import shell
 
-    entry_texts = [_read(os.path.join(package, *m.split(".")[1:]) + ".py", "python") for m in knowledge.run_entry]
+    entry_texts = [text_of(os.path.join(package, *m.split(".")[1:]) + ".py", "python") for m in knowledge.run_entry]
     entry_text = next((t for t in entry_texts if t is not None), None)
     if entry_text is None:
         return None
     for result in launches:
-        text = _read(result.path, result.language)
+        text = text_of(result.path, result.language)
         if text is None or not _may_launch(text):
             continue
         tree = checker.tree_identity(result.path)
@@ -622,7 +622,7 @@ def installed_package() -> str | None:
 def function_lines(path: str, qualname: str) -> tuple[int, int] | None:
     """(first, last) line of the function `qualname` ("load_valuehead_model", "CriticWorker._build") in a Python
     file, or None where the file or the function is not there (a fork that has none)."""
-    text = _read(path, "python")
+    text = text_of(path, "python")
     if text is None:
         return None
     try:
@@ -644,7 +644,7 @@ def _yaml_docs(path: str) -> list:
     """The documents of a YAML file read through the YAML front end; none where it is unreadable or not YAML."""
     from rlcompat.lang import yaml
 
-    text = _read(path, "yaml")
+    text = text_of(path, "yaml")
     try:
         return yaml.parse(text) if text is not None else []
     except yaml.YamlSyntaxError:
@@ -684,12 +684,6 @@ class _Checked:
         result = self.results[path]
         return None if result.error is not None else result
 
-
-def _read(path: str, language: str) -> str | None:
-    try:
-        return decode(path, read_bytes(path), language).text
-    except (SourceError, OSError):
-        return None
 
 
 def _location(index: LineIndex, start: int, end: int) -> Location:

@@ -22,6 +22,8 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from rlcompat.pipeline.source import text_of
+
 _HYDRA_MAIN = re.compile(r"@hydra\.main\(([^)]*)\)")
 _HYDRA_ARG = re.compile(r"""\b(config_path|config_name)\s*=\s*["']([^"']+)["']""")
 _SKIPPED = ("third_party", "__pycache__", "tests", "docs")
@@ -78,7 +80,7 @@ def recipe_configs(package: str, prefixes: tuple[str, ...]) -> dict[str, str]:
             dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIPPED]
             for name in names:
                 if name.endswith(".py"):
-                    config = hydra_config(_text(os.path.join(folder, name)) or "", folder)
+                    config = hydra_config(text_of(os.path.join(folder, name), "python") or "", folder)
                     if config is not None and os.path.isfile(config):
                         found.setdefault(config, os.path.join(folder, name))
     return found
@@ -118,7 +120,7 @@ def recipe_run(package: str, prefixes: tuple[str, ...], run_config: str, entry: 
     if found is None:
         return None
     module, file = found
-    text = _text(file)
+    text = text_of(file, "python")
     config = hydra_config(text or "", os.path.dirname(file))
     if given is not None and (given.unknown or given.path or given.name or given.dirs):
         if given.unknown or given.dirs or config is None and not (given.path and given.name):
@@ -148,10 +150,3 @@ def _imports(text: str) -> frozenset[tuple[str, str]]:
                      if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
                      for alias in node.names)
 
-
-def _text(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read()
-    except OSError:
-        return None

@@ -28,7 +28,7 @@ from functools import lru_cache
 from rlcompat.knowledge import identity, verl_config
 from rlcompat.analysis import command_config, run_config, run_scope
 from rlcompat.findings import Finding
-from rlcompat.pipeline.source import SourceError, decode, read_bytes
+from rlcompat.pipeline.source import text_of
 
 OPTION, NOT_IMPORTED, OVERRIDDEN, NOT_EXECUTED = "option", "not-imported", "overridden", "not-executed"
 FALLBACK = "fallback"
@@ -115,7 +115,7 @@ def resolve(script: str, tree_identity, text: str | None = None, command: bool =
     from rlcompat.pipeline.scanned_file import ScannedFile
 
     what = "command line" if command else "launch script (bash)"
-    text = _read(script, "shell") if text is None else text
+    text = text_of(script, "shell") if text is None else text
     if text is None:
         raise RunError(f"{script}: cannot be read; --run takes a launch script (bash) that runs verl's main_ppo")
     scanned = ScannedFile(script, tree_identity, text)
@@ -358,7 +358,7 @@ def _overridden_key(run: Run, relative: str, finding: Finding) -> str:
 def _yaml_key_at(path: str, line: int) -> str:
     from rlcompat.lang import yaml
 
-    text = _read(path, "yaml")
+    text = text_of(path, "yaml")
     try:
         docs = yaml.parse(text) if text is not None else []
     except yaml.YamlSyntaxError:
@@ -368,18 +368,12 @@ def _yaml_key_at(path: str, line: int) -> str:
 
 @lru_cache(maxsize=4096)
 def _parse(path: str) -> ast.AST | None:
-    text = _read(path, "python")
+    text = text_of(path, "python")
     try:
         return ast.parse(text) if text is not None else None
     except (SyntaxError, ValueError):
         return None
 
-
-def _read(path: str, language: str) -> str | None:
-    try:
-        return decode(path, read_bytes(path), language).text
-    except (SourceError, OSError):
-        return None
 
 
 @dataclass

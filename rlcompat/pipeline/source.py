@@ -83,6 +83,15 @@ def read(path: str, language: str) -> SourceFile:
     return decode(path, read_bytes(path), language)
 
 
+def text_of(path: str, language: str) -> str | None:
+    """A file's text as the scan reads it (its encoding, BOM removed), or None where it cannot be read or decoded: for
+    the files a check consults beside the one it reports on (a framework's code, a recipe's module)."""
+    try:
+        return read(path, language).text
+    except (SourceError, OSError):
+        return None
+
+
 def encode(source: SourceFile, new_text: str) -> bytes:
     data = new_text.encode(source.encoding)
     return codecs.BOM_UTF8 + data if source.bom else data
