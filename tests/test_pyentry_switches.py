@@ -87,3 +87,53 @@ def test_a_precision_default_stays_reported_beside_launch_files_that_override_it
     # a user's own command of the script leaves the option out: the parser's default is what it trains with
     path = _tree(tmp_path, {"examples/training_scripts/train_ppo.sh": LAUNCH})
     assert _codes(path, "sm61").get(DEFAULT_LINE) == ["RLC113"]
+
+
+# MiniMind's shape (jingyaogong/minimind d65ef2c trainer/train_grpo.py:236, :310-311): an integer switch tested with
+# `== 1`, a script outside a package, its commands in the README's shell blocks only.
+COMPILE_ENTRY = '''import argparse
+
+import torch
+
+
+def main(args, model):
+    if args.use_compile == 1:
+        model = torch.compile(model)
+    return model
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--use_compile", default=0, type=int, choices=[0, 1])
+    main(parser.parse_args(), None)
+'''
+COMPILE_LINE = 8
+
+
+def _compile_tree(tmp_path, readme: str):
+    (tmp_path / "trainer").mkdir()
+    (tmp_path / "trainer" / "train_grpo.py").write_text(COMPILE_ENTRY)
+    (tmp_path / "README.md").write_text(readme)
+    (tmp_path / "requirements.txt").write_text("torch\n")  # the project's root (identity.tree_root)
+    return tmp_path / "trainer" / "train_grpo.py"
+
+
+def test_a_readme_shell_block_is_a_launch_file_and_an_equals_one_test_is_a_switch(tmp_path):
+    path = _compile_tree(tmp_path, "# Train\n\n```bash\ncd trainer\npython train_grpo.py\n```\n")
+    assert COMPILE_LINE not in _codes(path, "sm61")
+
+
+def test_a_readme_command_that_passes_the_switch_keeps_the_finding(tmp_path):
+    path = _compile_tree(tmp_path, "```bash\npython train_grpo.py --use_compile 1\n```\n")
+    assert _codes(path, "sm61").get(COMPILE_LINE) == ["RLC304"]
+
+
+def test_an_entry_point_named_only_in_a_readmes_prose_leaves_it_to_the_users_command(tmp_path):
+    path = _compile_tree(tmp_path, "Set `loss_type` in `train_grpo.py` to try CISPO.\n")
+    assert _codes(path, "sm61").get(COMPILE_LINE) == ["RLC304"]
+
+
+def test_a_comparison_that_holds_with_the_switch_off_is_not_a_guard(tmp_path):
+    path = _compile_tree(tmp_path, "```bash\npython train_grpo.py\n```\n")
+    path.write_text(COMPILE_ENTRY.replace("== 1", "== 0"))
+    assert _codes(path, "sm61").get(COMPILE_LINE) == ["RLC304"]

@@ -10,7 +10,8 @@ keeps the finding; a command that passes the switch is judged where it is given.
 
 Text is compared, not parsed: a launch file names the module when it spells its dotted name
 (`-m openrlhf.cli.train_ppo_ray`) or its path from the package's parent (`openrlhf/cli/train_ppo_ray.py`), and passes
-the switch when it spells the flag anywhere (a commented-out flag counts: the answer errs towards reporting).
+the switch when it spells the flag anywhere (a commented-out flag counts: the answer errs towards reporting). A
+Markdown file counts by its shell code blocks only (README commands such as MiniMind's `python train_grpo.py`).
 The Python side (a keyword a rule reports under `if args.use_flash_attn:`) is rlcompat/analysis/pyentry_switches.py.
 """
 
@@ -92,7 +93,8 @@ def launchers_of(path: str) -> list[tuple[str, str]]:
         dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".")]
         for name in files:
             full = os.path.join(directory, name)
-            language = by_file_name(full)
+            # explicit: a README is read here though a directory scan does not check it (lang/markdown.py)
+            language = by_file_name(full, explicit=True)
             if language is None or language.name not in LAUNCH_LANGUAGES:
                 continue
             seen += 1
@@ -105,6 +107,16 @@ def launchers_of(path: str) -> list[tuple[str, str]]:
                     text = fh.read()
             except OSError:
                 continue
+            if language.name == "markdown":
+                text = _commands_of_markdown(text)
             if named.search(text):
                 found.append((full, text))
     return found
+
+
+def _commands_of_markdown(text: str) -> str:
+    """A Markdown file's shell blocks (its prose blanked): a README names an entry point in prose too (`only set
+    loss_type in train_grpo.py`), which runs nothing."""
+    from rlcompat.lang.markdown import shell_only  # loads the shell front end: only for a tree with a README
+
+    return shell_only(text)

@@ -24,50 +24,63 @@ import libcst as cst
 from rlcompat.analysis.entry_switches import launchers_of
 
 
+_NOT_LITERAL = object()
+# A comparison true only where a switch is on, by operator class name (LibCST's and CPython's; `Is` and `IsNot` are
+# spelled alike in both): `== 1` / `== True`, `is True`, `!= 0` / `!= False` / `!= None`, `is not None` / `is not
+# False` (`1 == True` in Python, so one entry stands for both). MiniMind's `if args.use_compile == 1:`.
+_ON_TESTS = {"Equal": (1,), "Eq": (1,), "NotEqual": (0, None), "NotEq": (0, None), "Is": (True,),
+             "IsNot": (None, False)}
+
+
 def unpassed_switch_guards(ctx) -> bool:
     """For a Python rule at a node: whether it runs only under switches of the file's parser that no launch file
     passes."""
     names = _switch_guards(ctx.ancestors)
-    if not names or not _on_disk(ctx):
+    if not names or not _on_disk(ctx) or "add_argument" not in ctx.source_text:
         return False
-    declared = ctx.scanned.derived("argparse_options", ctx.source_text, lambda: _options_in(ctx.source_text))
-    return _unreached(names, declared, lambda: _launchers(ctx))
+    options, _ = _switches(ctx)
+    return _unreached(names, options, lambda: _launchers(ctx))
 
 
 def setting_unpassed(ctx, setting) -> bool:
     """For a config rule's Python setting (a keyword, an assignment): the same question, the `if`s found by line."""
-    if (setting.key_span is None or not setting.guards or "add_argument" not in ctx.source_text or not ctx.path
-            or not os.path.isfile(ctx.path)):
+    if (setting.key_span is None or not setting.guards or "add_argument" not in ctx.source_text
+            or not _on_disk(ctx)):
         return False  # a file that declares no option has no switch of its own to leave off
-    memo = ctx.memo.setdefault("pyentry_switches", {})
-    if "ifs" not in memo:
-        # one parse and one walk a file, however many settings ask: a 1.4 MB file has thousands of guarded settings
-        tree = _parsed(ctx.source_text)
-        memo["options"] = _options_of(tree) if tree is not None else {}
-        memo["ifs"] = _if_bodies(tree) if memo["options"] else []
+    options, ifs = _switches(ctx)
     line = ctx.source_text.count("\n", 0, setting.key_span.start) + 1
     names: set[str] = set()
-    for first, last, tested in memo["ifs"]:
+    for first, last, tested in ifs:
         if first <= line <= last:
             names |= tested
-
-    def running():
-        if "launchers" not in memo:
-            memo["launchers"] = launchers_of(os.path.abspath(ctx.path))
-            ctx.record_reads([path for path, _ in memo["launchers"]])
-        return memo["launchers"]
-    return bool(names) and _unreached(names, memo["options"], running)
+    return bool(names) and _unreached(names, options, lambda: _launchers(ctx))
 
 
-def _if_bodies(tree: ast.Module) -> list[tuple[int, int, set[str]]]:
-    """(first line, last line, tested names) of the body of each `if` that tests names."""
-    bodies = []
+def _switches(ctx) -> tuple[dict[str, tuple[set[str], bool]], list[tuple[int, int, set[str]]]]:
+    """The file's argparse options and the `if` bodies that test names, from one parse and one walk of the file
+    whichever rules ask (a Python rule at a node, a config rule at a line, every target's in `rlcompat matrix`): a
+    1.4 MB file has thousands of guarded settings."""
+    text = ctx.source_text
+    return ctx.scanned.derived("argparse_switches", text, lambda: _switches_in(text))
+
+
+def _switches_in(text: str) -> tuple[dict[str, tuple[set[str], bool]], list[tuple[int, int, set[str]]]]:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return {}, []
+    options: dict[str, tuple[set[str], bool]] = {}
+    bodies: list[tuple[int, int, set[str]]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and node.body:
             tested = _ast_tested_names(node.test)
             if tested:
                 bodies.append((node.body[0].lineno, node.body[-1].end_lineno or 0, tested))
-    return bodies
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+            option = _option_of(node)
+            if option is not None:
+                options[option[0]] = option[1]
+    return options, bodies
 
 
 def _unreached(names: set[str], declared: dict[str, tuple[set[str], bool]], launchers) -> bool:
@@ -120,7 +133,25 @@ def _tested_names(test: cst.BaseExpression) -> set[str]:
         return {test.value}
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         return _tested_names(test.left) | _tested_names(test.right)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        # `args.use_compile == 1`, `args.x is True`, `args.x != 0`: true only where the switch is on
+        target = test.comparisons[0]
+        on = _ON_TESTS.get(type(target.operator).__name__)
+        if on is not None and _literal(target.comparator) in on:
+            return _tested_names(test.left)
     return set()
+
+
+def _literal(expr: cst.BaseExpression) -> object:
+    """The value of a number, True/False/None or a string literal; a marker that no test matches otherwise."""
+    if isinstance(expr, cst.Integer):
+        try:
+            return ast.literal_eval(expr.value)
+        except (ValueError, SyntaxError):
+            return _NOT_LITERAL
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[expr.value]
+    return _NOT_LITERAL
 
 
 def _ast_tested_names(test: ast.expr) -> set[str]:
@@ -130,41 +161,25 @@ def _ast_tested_names(test: ast.expr) -> set[str]:
         return {test.id}
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return set().union(*(_ast_tested_names(v) for v in test.values))
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        on = _ON_TESTS.get(type(test.ops[0]).__name__)
+        comparator = test.comparators[0]
+        value = comparator.value if isinstance(comparator, ast.Constant) else _NOT_LITERAL
+        if on is not None and not isinstance(value, str) and value in on:
+            return _ast_tested_names(test.left)
     return set()
 
 
-def _parsed(text: str) -> ast.Module | None:
-    try:
-        return ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError):
-        return None
-
-
-def _options_in(text: str) -> dict[str, tuple[set[str], bool]]:
-    if "add_argument" not in text:
-        return {}
-    tree = _parsed(text)
-    return _options_of(tree) if tree is not None else {}
-
-
-def _options_of(tree: ast.Module) -> dict[str, tuple[set[str], bool]]:
-    """dest -> (option strings, whether leaving the option out leaves it off) for each `add_argument` of the file."""
-    found: dict[str, tuple[set[str], bool]] = {}
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "add_argument"):
-            continue
-        flags = {a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
-                 and a.value.startswith("-")}
-        longs = sorted(f for f in flags if f.startswith("--"))
-        keywords = {k.arg: k.value for k in node.keywords if k.arg}
-        dest = keywords.get("dest")
-        name = (dest.value if isinstance(dest, ast.Constant) and isinstance(dest.value, str)
-                else longs[0].lstrip("-").replace("-", "_") if longs else None)
-        if not name:
-            continue
-        found[name] = (flags, _left_off(keywords))
-    return found
+def _option_of(node: ast.Call) -> tuple[str, tuple[set[str], bool]] | None:
+    """(dest, (option strings, whether leaving the option out leaves it off)) of one `add_argument` call."""
+    flags = {a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+             and a.value.startswith("-")}
+    longs = sorted(f for f in flags if f.startswith("--"))
+    keywords = {k.arg: k.value for k in node.keywords if k.arg}
+    dest = keywords.get("dest")
+    name = (dest.value if isinstance(dest, ast.Constant) and isinstance(dest.value, str)
+            else longs[0].lstrip("-").replace("-", "_") if longs else None)
+    return (name, (flags, _left_off(keywords))) if name else None
 
 
 def _left_off(keywords: dict[str, ast.expr]) -> bool:

@@ -5,6 +5,7 @@ import re
 import libcst as cst
 
 from rlcompat.analysis import pyhelpers as h
+from rlcompat.analysis.pyentry_switches import unpassed_switch_guards
 from rlcompat.contract import Bad, FixSafety, Good, PendingFix, PythonRule
 
 _COMPILERS = {
@@ -57,7 +58,9 @@ class TorchCompileBelowSm70(PythonRule):
         "Finds `torch.compile(...)` and `@torch.compile` (call or decorator), `torch._dynamo.optimize(...)` and calls "
         "to `flex_attention`, unless they pass `disable=` or sit under a compute-capability check. Calls gated only "
         "by a config switch (`... if cfg.use_torch_compile else ...`) are still reported: the switch is on by default "
-        "in verl [S40]."
+        "in verl [S40]. A call inside `if args.use_compile:` (or `== 1`) of an entry point whose parser leaves the "
+        "switch off is not reported where the tree's launch files (scripts, Makefiles, READMEs) run that entry "
+        "point and none passes the switch."
     )
     why = (
         "Inductor generates Triton kernels and refuses GPUs below compute capability 7.0: the first call raises "
@@ -123,6 +126,8 @@ class TorchCompileBelowSm70(PythonRule):
             return
         if h.guarded_by(ctx.ancestors, h.is_capability_guard):
             return
+        if unpassed_switch_guards(ctx):
+            return  # only under a switch the parser leaves off and no launch file of the tree passes
         fix = None
         torch_name = ctx.imports.local_name_for("torch")
         if what == "torch.compile" and torch_name is not None:
