@@ -37,6 +37,27 @@ def test_a_dockerfile_s_uv_sync_installs_the_tree_s_project_even_after_a_cd_else
     assert (step.kind, step.target, step.line, step.extras) == ("project", str(tmp_path), 5, ("flash-attn", "fa3"))
 
 
+def test_no_install_project_still_installs_the_project_s_requirements(tmp_path):
+    # AReaL v1.0.4's Dockerfile:177 and NeMo-RL 0.4.0's docker/Dockerfile:97 install dependencies only
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
+    text = DOCKERFILE.replace("--no-dev\n", "--no-dev --no-install-project\n")
+    [step] = [s for s in install_steps.steps_in(text, str(tmp_path / "Dockerfile"), str(tmp_path)) if s.extras]
+    assert (step.kind, step.target, step.extras) == ("project", str(tmp_path), ("flash-attn", "fa3"))
+
+
+def test_a_later_exact_sync_removes_what_an_earlier_sync_of_the_project_installed(tmp_path):
+    # NeMo-RL 0.4.0's docker/Dockerfile:96-100: each extra synced to warm uv's cache, then the project without extras
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
+    warm = ("FROM base\nWORKDIR /app\nRUN <<EOF\nuv sync --locked --extra flash-attn --no-install-project\n"
+            "uv sync --locked --extra fa3 --inexact --no-install-project\nuv sync --locked --no-install-project\n{}EOF\n")
+    steps = install_steps.steps_in(warm.format(""), str(tmp_path / "Dockerfile"), str(tmp_path))
+    assert [(s.line, s.extras) for s in steps] == [(6, ())]
+    # an inexact sync after the last exact one adds to what it kept
+    steps = install_steps.steps_in(warm.format("uv sync --inexact --extra fa3\n"), str(tmp_path / "Dockerfile"),
+                                   str(tmp_path))
+    assert [(s.line, s.extras) for s in steps] == [(6, ()), (7, ("fa3",))]
+
+
 def test_extras_the_tree_installs_are_judged_as_installed_where_declared_and_at_the_sync(tmp_path):
     sm75 = resolve_target("sm75")
     alone, tree = tmp_path / "alone", tmp_path / "tree"

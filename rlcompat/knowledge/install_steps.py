@@ -51,6 +51,7 @@ class Step:
     # the repository and folder inside it of a project directory in a fresh clone (`github.com/x/y/hopper`; the
     # repository alone at its root), for the source builds the knowledge knows
     built: str = ""
+    sync: str = ""  # a `uv sync` step: "exact" (uv's default) or "inexact" (`--inexact`)
 
 
 def is_install_script(path: str) -> bool:
@@ -119,7 +120,16 @@ def steps_in(text: str, path: str, start_dir: str, new_shells: tuple[int, ...] =
             out.extend(_pip_install(words, cwd, path, text, clones))
             out.extend(_uv_sync(words, cwd, start_dir, path, text))
             out.extend(_setup_py_install(words, cwd, path, text, clones))
-    return tuple(out)
+    return tuple(_after_exact_syncs(out))
+
+
+def _after_exact_syncs(steps: list[Step]) -> list[Step]:
+    """uv syncs exactly by default: a `uv sync` removes from the environment what it does not ask for, unless given
+    `--inexact` (uv's CLI reference, `uv sync --inexact`). What an earlier sync of the same project installed is gone
+    after a later exact one: NeMo-RL 0.4.0's Dockerfile:96-100 syncs each backend's extra to warm uv's cache, then
+    the project without extras, which is what the image keeps."""
+    last_exact = {s.target: i for i, s in enumerate(steps) if s.sync == "exact"}
+    return [s for i, s in enumerate(steps) if not (s.sync and i < last_exact.get(s.target, -1))]
 
 
 _PYTHON = re.compile(r"(?:.*/)?python(?:\d+(?:\.\d+)?)?")
@@ -163,17 +173,20 @@ def source_build(step: Step) -> tuple[str, str] | None:
 
 
 def _uv_sync(words: list[tuple[str, int]], cwd: str | None, start_dir: str, path: str, text: str) -> list[Step]:
-    """`uv sync [--extra X]... [--all-extras]` run in a project's directory: that project with those extras. uv finds
-    the project from the working directory up; one outside the tree (a Dockerfile's earlier `RUN cd /tmp/x`, a new
-    shell for each RUN, which starts at the WORKDIR the tree was copied to) is taken as the tree's root."""
+    """`uv sync [--extra X]... [--all-extras]` run in a project's directory: that project's requirements with those
+    extras. uv finds the project from the working directory up; one outside the tree (a Dockerfile's earlier `RUN cd
+    /tmp/x`, a new shell for each RUN, which starts at the WORKDIR the tree was copied to) is taken as the tree's root.
+    `--no-install-project` leaves out the project's own package but still installs every requirement (uv's CLI
+    reference, `uv sync --no-install-project`; astral-sh/uv#6538): the same step here, which installs requirements."""
     names = [w for w, _ in words]
     extras = uv_sync_extras(names)
-    if extras is None or "--no-install-project" in names:
+    if extras is None:
         return []
     root = os.path.abspath(start_dir)
     inside = cwd is not None and os.path.commonpath([root, os.path.abspath(cwd)]) == root
     offset = words[names.index("uv")][1]
-    return [Step("project", cwd if inside else root, "", path, text.count("\n", 0, offset) + 1, extras=extras)]
+    return [Step("project", cwd if inside else root, "", path, text.count("\n", 0, offset) + 1, extras=extras,
+                 sync="inexact" if "--inexact" in names else "exact")]
 
 
 # `git clone` options whose value is the next word (git-clone(1))
