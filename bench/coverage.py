@@ -4,6 +4,7 @@
     nice -n 10 .venv/bin/python bench/coverage.py --write docs/coverage.md
     nice -n 10 .venv/bin/python bench/coverage.py --corpus trl-0.24.0 --targets sm61
     .venv/bin/python bench/coverage.py --candidates trl-0.24.0   # candidate lines not yet judged in its label file
+    (a run's report names every corpus with candidate lines not judged; it exits 1 where a dev corpus has any)
 
 Misses and false positives are listed for dev corpora only; holdout corpora get counts per kind (rule writers must
 not tune on them). --holdout-details lists them too, for whoever adjudicates the holdout labels.
@@ -302,6 +303,14 @@ def included_files(corpus: Corpus) -> list[str]:
     return out
 
 
+def unjudged(corpus: Corpus) -> list[tuple[str, int, str]]:
+    """The corpus' candidate lines its label file neither calls a hazard (any line of a hazard's span) nor clean."""
+    judged = {(e["file"], e["line"]) for e in corpus.clean}
+    for h in corpus.hazards:
+        judged.update((h["file"], n) for n in range(h["line"], h.get("end_line", h["line"]) + 1))
+    return [c for c in candidates(corpus) if (c[0], c[1]) not in judged]
+
+
 def candidates(corpus: Corpus) -> list[tuple[str, int, str]]:
     out = []
     for rel in included_files(corpus):
@@ -417,7 +426,8 @@ def _by_kind(entries) -> str:
     return ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
-def render(results: list[Result], seconds: float, holdout_details: bool = False) -> str:
+def render(results: list[Result], seconds: float, holdout_details: bool = False,
+           unjudged: dict[str, int] | None = None) -> str:
     lines = []
     lines.append("| corpus | split | target | files | hazards | found | recall | findings | true pos. | false pos. "
                  "| unadjudicated | notices | precision |")
@@ -462,6 +472,10 @@ def render(results: list[Result], seconds: float, holdout_details: bool = False)
         lines.append(f"| {kind} | {target} | {n} | {hit} | {_ratio(hit / n)} |")
     lines.append("")
     lines.append(f"Scan time, all corpora and targets: {seconds:.1f} s.")
+    lines.append("")
+    lines.append("Candidate lines not judged in the label files: " + (
+        ", ".join(f"{name} {n}" for name, n in sorted(unjudged.items())) if unjudged
+        else "none (every candidate line of every corpus above is judged)") + ".")
     for r in results:
         if not (r.missed or r.false_positives or r.unadjudicated or r.errors or r.kind_mismatch or r.notices):
             continue
@@ -537,14 +551,9 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"no label file names corpus {args.candidates!r} in {LABELS}")
         corpus = corpora[0]
         ensure_corpus(corpus)
-        judged = {(e["file"], e["line"]) for e in corpus.clean}
-        for h in corpus.hazards:
-            judged.update((h["file"], n) for n in range(h["line"], h.get("end_line", h["line"]) + 1))
-        found = candidates(corpus)
-        for rel, number, text in found:
-            if (rel, number) not in judged:
-                print(f"{rel}:{number}: {text[:160]}")
-        print(f"# {len(included_files(corpus))} files, {len(found)} candidate lines, "
+        for rel, number, text in unjudged(corpus):
+            print(f"{rel}:{number}: {text[:160]}")
+        print(f"# {len(included_files(corpus))} files, {len(candidates(corpus))} candidate lines, "
               f"{len(corpus.hazards)} hazards, {len(corpus.clean)} clean", file=sys.stderr)
         return 0
     if args.corpus:
@@ -581,13 +590,20 @@ def main(argv: list[str] | None = None) -> int:
             result.errors = errors
             result.seconds = time.perf_counter() - t0
             results.append(result)
-    body = render(results, time.perf_counter() - started, holdout_details=args.holdout_details)
+    left = {c.name: len(unjudged(c)) for c in corpora}
+    left = {name: n for name, n in left.items() if n}
+    body = render(results, time.perf_counter() - started, holdout_details=args.holdout_details, unjudged=left)
     print(body)
     for name, lines in identities.items():
         print(f"identity {name}: " + " | ".join(lines))
     if args.write:
         write_doc(args.write, body)
-    return 0
+    if left:
+        print(f"candidate lines not judged: {', '.join(f'{n} ({k})' for n, k in sorted(left.items()))}; "
+              "`--candidates NAME` lists them", file=sys.stderr)
+    # a dev figure over lines nobody judged is not a measurement, and rule writers may judge dev lines: the exit
+    # status says so; a holdout's lines wait for its adjudicator (rule writers must not read them)
+    return 1 if any(c.split == "dev" and c.name in left for c in corpora) else 0
 
 
 if __name__ == "__main__":

@@ -180,6 +180,23 @@ def test_render_lists_dev_details_and_counts_holdout_ones():
     assert "a.yaml" not in withheld
 
 
+def test_unjudged_names_candidate_lines_no_label_covers(tmp_path, monkeypatch):
+    monkeypatch.setattr(BENCH, "CORPUS_DIR", tmp_path)
+    corpus = _corpus(
+        hazards=[{"file": "a.yaml", "line": 2, "end_line": 3, "kind": "bf16", "targets": ["sm61"], "fact": "f",
+                  "text": "dtype: bfloat16"}],
+        clean=[{"file": "a.yaml", "line": 5, "why": "a comment"}],
+    )
+    corpus.include = ["a.yaml"]
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "a.yaml").write_text(
+        "x: 1\ndtype: bfloat16\nparam_dtype: bf16\nname: y\n# bf16 below\nmixed_precision: bf16\n")
+    assert [(rel, n) for rel, n, _ in BENCH.unjudged(corpus)] == [("a.yaml", 6)]
+    body = BENCH.render([BENCH.evaluate(corpus, "sm61", [])], 0.0, unjudged={"c": 1})
+    assert "Candidate lines not judged in the label files: c 1." in body
+    assert "none (every candidate line" in BENCH.render([BENCH.evaluate(corpus, "sm61", [])], 0.0)
+
+
 @pytest.mark.parametrize("line, candidate", [
     ('    "torch",', True),  # a bare torch requirement in pyproject.toml or setup.py: the newest release
     ("torch", True),  # a requirements file's line
