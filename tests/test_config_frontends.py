@@ -175,3 +175,14 @@ def test_commands_in_case_arms_are_read():
     dtype = views[0].get("actor_rollout_ref.rollout.dtype")
     assert text[dtype.value_span.start:dtype.value_span.end] == "bfloat16"
     assert views[1].get("actor_rollout_ref.rollout.name").value == "sglang"
+
+
+def test_a_command_chained_to_a_case_block_in_one_logical_line_is_read():
+    # AReaL v1.0.4's Dockerfile:172-178: a RUN's `case ... esac && uv sync ...` joined by continuations
+    text = ('case "$VARIANT" in \\\n  sglang) D=/tmp/s ;; \\\n  *) exit 1 ;; \\\nesac \\\n'
+            '&& python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.dtype=bfloat16\n')
+    script = shell.parse(text)
+    assert not script.skipped
+    [view] = [v for v in _views(shell, text, "run.sh") if v.is_verl]
+    dtype = view.get("actor_rollout_ref.rollout.dtype")
+    assert text[dtype.value_span.start:dtype.value_span.end] == "bfloat16"

@@ -73,3 +73,15 @@ def test_extras_the_tree_installs_are_judged_as_installed_where_declared_and_at_
     where = sorted((f.path.rsplit("/", 1)[-1], f.location.line) for f in found if f.code == "RLC603")
     assert where == [("Dockerfile", 5), ("Dockerfile", 5), ("pyproject.toml", 8), ("pyproject.toml", 10)]
     assert any("installed by Dockerfile:5" in f.message for f in found if f.path.endswith("pyproject.toml"))
+
+
+def test_a_torch_uv_routes_to_an_index_is_judged_at_its_route_not_at_the_sync(tmp_path):
+    # AReaL v1.0.4's pyproject.toml:262-274: the cuda extra's torch, torchvision and torchaudio go to the cu129 index
+    routed = ('[project]\nname = "x"\nversion = "0.1"\ndependencies = []\n\n[project.optional-dependencies]\n'
+              'cuda = ["torch", "torchvision", "flash-attn==2.8.3"]\nplain = ["torchaudio"]\n\n'
+              '[[tool.uv.index]]\nname = "cu129"\nurl = "https://download.pytorch.org/whl/cu129"\nexplicit = true\n\n'
+              '[tool.uv.sources]\ntorch = [{ index = "cu129", extra = "cuda" }]\n'
+              'torchvision = [{ index = "cu129", extra = "cuda" }]\n')
+    (tmp_path / "pyproject.toml").write_text(routed)
+    names = [r.name for r, _, _ in install_steps.extra_requirements(str(tmp_path), ("cuda", "plain"))]
+    assert names == ["flash-attn", "torchaudio"]  # the plain extra's torchaudio is not routed: pip's reading holds

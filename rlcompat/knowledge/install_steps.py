@@ -341,11 +341,30 @@ def extra_requirements(directory: str, extras: tuple[str, ...]) -> list[tuple[Re
             group = parse(text)
         except Exception:  # noqa: BLE001 - a declaration that does not parse declares nothing here; `scan` reports it
             continue
-        # (a `[tool.uv.sources]` git or index row is where uv takes the declared package from: the declaration's own
-        # entry stands for the install, and pip never reads the row)
+        # (a `[tool.uv.sources]` git or index row is where uv takes the declared package from, and a torch route
+        # sends torch, torchvision and torchaudio of its extras to an index: the declaration's own entry, judged with
+        # its route, stands for the install, and pip never reads the row)
+        routed = _torch_routed_extras(group)
         out += [(r, path, text.count("\n", 0, r.span.start) + 1) for r in group.requirements
-                if r.extra and not r.uv_source and (normalise(r.extra) in extras or ALL_EXTRAS in extras)]
+                if r.extra and not r.uv_source and (normalise(r.extra) in extras or ALL_EXTRAS in extras)
+                and not (r.name in _TORCH_FAMILY and (routed is None or normalise(r.extra) in routed))]
     return out
+
+
+_TORCH_FAMILY = frozenset({"torch", "torchvision", "torchaudio"})  # the packages a torch route sends (pyproject_deps)
+
+
+def _torch_routed_extras(group) -> frozenset[str] | None:
+    """The extras whose torch `[tool.uv.sources]` routes to an index (None: every install's), from a parsed
+    pyproject group's routed uv indexes; empty where nothing is routed."""
+    found: set[str] = set()
+    for index in group.indexes:
+        if index.routed_at is None:
+            continue
+        if index.routed_extras is None:
+            return None
+        found.update(normalise(e) for e in index.routed_extras)
+    return frozenset(found)
 
 
 def file_requirements(path: str) -> list[tuple[Requirement, int]]:

@@ -69,6 +69,8 @@ def parse(text: str) -> ShellScript:
         while parts is None and why.startswith("unexpected EOF") and j < len(lines) and extra < MAX_EXTRA_LINES:
             j, extra = j + 1, extra + 1  # the keyword count closed the block too early: read one more line
             parts, why = _read_chunk(masked[start:lines[j - 1][1]])
+        if parts is None and j - i == 1 and _CASE_BLOCK.search(masked, start, lines[i][1]):
+            parts, _ = _read_chunk(_blank_case_blocks(masked[start:lines[i][1]]))
         if parts is not None:
             script.nodes.extend((start + at, node) for at, node in parts)
         elif j - i == 1:
@@ -91,6 +93,21 @@ def parse(text: str) -> ShellScript:
 
 # `pattern)` at the start and `;;` at the end of a one-line `case` arm: blanked so the command in between is read.
 CASE_ARM = re.compile(r"^([ \t]*)(\(?[^()\s;|]+(?:\|[^()\s;|]+)*\))(.*?)(;;&?|;&)?([ \t]*(?:#.*)?\r?\n?)$", re.DOTALL)
+
+
+# A whole `case ... esac` inside one logical line (a Dockerfile RUN joined by `\` continuations: AReaL v1.0.4's
+# `case "$VARIANT" in ... esac && uv sync ...`): bashlex reads no `case`, so the block becomes a same-length `:` (a
+# no-op) and the commands chained to it are read; what the arms run is not.
+_CASE_BLOCK = re.compile(r"(?<![\w.-])case\s.*?(?<![\w.-])esac(?![\w.-])", re.DOTALL)
+
+
+def _blank_case_blocks(line: str) -> str:
+    # the `\` continuations stay: the blanked lines are still one command with what follows
+    return _CASE_BLOCK.sub(lambda m: ":" + re.sub(r"\\\r?\n|[^\n]", _blank_but_continuation, m.group(0)[1:]), line)
+
+
+def _blank_but_continuation(m: re.Match) -> str:
+    return m.group(0) if m.group(0).startswith("\\") and len(m.group(0)) > 1 else " "
 
 
 def _blank_case_arm(line: str) -> str:
