@@ -326,6 +326,12 @@ def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Chec
         if entry_file is not None or (verl.how == "fork" and os.path.abspath(path) in fork_entry_configs(package)):
             here = [h for h in knowledge.handles if not h.config]
             config = os.path.relpath(path, package)
+    # a config-group file the run config mounts (actor/dp_actor.yaml at `actor_rollout_ref.actor`): the run config's
+    # handles whose tables it holds, read under its mount point
+    prefixes = () if here or verl.how != "fork" else verl_config.group_prefixes(knowledge, package, path)
+    if prefixes:
+        here = [h for h in knowledge.handles if not h.config and any(t.startswith(p + ".") for t in h.tables
+                                                                     for p in prefixes)]
     if not here:
         return
     values = checked.once(("values", package, config), lambda: fork_values(package, knowledge, config))
@@ -361,8 +367,9 @@ def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Chec
             continue
         finding = min(found, key=lambda f: handle.codes.index(f.code))  # the row's first code: the value in force
         for table in handle.tables:
-            line = lines.get(table)
-            if line is None or (handle.unless and f"{table}.{handle.unless}" in lines):
+            local = next((table[len(p) + 1:] for p in prefixes if table.startswith(p + ".")), table)
+            line = lines.get(local)
+            if line is None or (handle.unless and f"{local}.{handle.unless}" in lines):
                 continue
             where = f"{shown(file)}:{finding.location.line} ({function})"
             message = (f"{handle.what}{built_by}: {whose} decides it, not `{table}`: {where}: {finding.message}. "
