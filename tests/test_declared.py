@@ -313,12 +313,13 @@ def test_an_extra_of_a_known_repository_cloned_at_run_time_installs_what_every_r
                  if f.code == "RLC603"}
     assert message.startswith("vllm (the `vllm` extra, verl cloned from github.com/volcengine/verl (every release")
     assert "needs compute capability 7.0+" in message
-    # a clone the tree holds is read from its own files instead
+    # a clone the tree holds is read from its own files instead (a vLLM release whose torch pin torch_wheels.toml
+    # does not hold: one it holds is an install whose torch is judged, the engine left to where it is selected)
     (tmp_path / "src" / "v").mkdir(parents=True)
-    (tmp_path / "src" / "v" / "setup.py").write_text(SETUP_WITH_EXTRAS.replace('"vllm>=0.8.5,<=0.12.0"', '"vllm==0.8.5"'))
+    (tmp_path / "src" / "v" / "setup.py").write_text(SETUP_WITH_EXTRAS.replace('"vllm>=0.8.5,<=0.12.0"', '"vllm==0.9.1"'))
     [own] = {f.message for f in scan_paths([str(tmp_path / "setup.sh")], resolve_target("sm61")).findings
              if f.code == "RLC603" and f.location.line == 1}
-    assert own.startswith("vllm==0.8.5 (the `vllm` extra, src/v/setup.py:")
+    assert own.startswith("vllm==0.9.1 (the `vllm` extra, src/v/setup.py:")
 
 
 def test_install_steps_know_what_a_clone_holds_and_skip_uv_option_values():

@@ -315,7 +315,8 @@ def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Chec
             and os.path.abspath(os.path.join(package, h.config or knowledge.run_config)) == os.path.abspath(path)]
     config = knowledge.run_config
     entry_file = None  # the module that composes this config, where it is not the package's run entry
-    if not here and knowledge.run_config and "actor_rollout_ref" in (text_of(path, result.language) or ""):
+    beside = [h for h in here if h.config.startswith("../")]  # a recipe's own worker (`recipe/prime`), beside it
+    if (not here or beside) and knowledge.run_config and "actor_rollout_ref" in (text_of(path, result.language) or ""):
         # the fork's own entry point (`@hydra.main(config_name="mix_ppo_trainer")` in its package), or a recipe's
         # beside the package (`recipe/dapo/main_dapo.py`, rlcompat/analysis/recipe_entry.py), composes this file as
         # the run's config, a trainer config like the primary one (its `actor_rollout_ref`): its tables stand for
@@ -323,9 +324,18 @@ def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Chec
         from rlcompat.analysis import recipe_entry
 
         entry_file = recipe_entry.recipe_configs(package, knowledge.entry_prefixes).get(os.path.abspath(path))
-        if entry_file is not None or (verl.how == "fork" and os.path.abspath(path) in fork_entry_configs(package)):
-            here = [h for h in knowledge.handles if not h.config]
+        if entry_file is not None or (not here and verl.how == "fork"
+                                      and os.path.abspath(path) in fork_entry_configs(package)):
+            here = beside + [h for h in knowledge.handles if not h.config]
             config = os.path.relpath(path, package)
+    if entry_file is None:
+        here = [h for h in here if h not in beside]  # no recipe module of the tree composes it: no run maps that worker
+    # a config-group file the run config mounts (actor/dp_actor.yaml at `actor_rollout_ref.actor`): the run config's
+    # handles whose tables it holds, read under its mount point
+    prefixes = () if here or verl.how != "fork" else verl_config.group_prefixes(knowledge, package, path)
+    if prefixes:
+        here = [h for h in knowledge.handles if not h.config and any(t.startswith(p + ".") for t in h.tables
+                                                                     for p in prefixes)]
     if not here:
         return
     values = checked.once(("values", package, config), lambda: fork_values(package, knowledge, config))
@@ -361,8 +371,9 @@ def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Chec
             continue
         finding = min(found, key=lambda f: handle.codes.index(f.code))  # the row's first code: the value in force
         for table in handle.tables:
-            line = lines.get(table)
-            if line is None or (handle.unless and f"{table}.{handle.unless}" in lines):
+            local = next((table[len(p) + 1:] for p in prefixes if table.startswith(p + ".")), table)
+            line = lines.get(local)
+            if line is None or (handle.unless and f"{local}.{handle.unless}" in lines):
                 continue
             where = f"{shown(file)}:{finding.location.line} ({function})"
             message = (f"{handle.what}{built_by}: {whose} decides it, not `{table}`: {where}: {finding.message}. "

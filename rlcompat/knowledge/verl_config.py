@@ -308,13 +308,60 @@ def omitted_mapping_names(setting_id: str) -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
-def knowledge_of(identity) -> Knowledge:
+def knowledge_of(identity, package: str = "") -> Knowledge:
     """The rule set for a verl identity (rlcompat.knowledge.identity.FrameworkIdentity, resolved by the caller): exactly its
-    release's, or the closest release's with the claims that need the exact release withheld."""
+    release's, or the closest release's with the claims that need the exact release withheld. `package`: the verl
+    package directory on disk (else the identity's own, where it is absolute): a tree that is not exactly a release
+    mounts its config groups where its own run config's defaults list puts them (`own_mounts`), not where the closest
+    release does."""
     if identity.exact:
         return _load(identity.version, identity.version)
     base = _load(choose_version(identity.version), None)
-    return replace(base, detected=identity.version, identity=identity)
+    package = package or (identity.package if os.path.isabs(identity.package or "") else "")
+    own = own_mounts(os.path.abspath(package), base.run_config) if package and base.run_config else None
+    if own is None:
+        return replace(base, detected=identity.version, identity=identity)
+    mounts, written = own
+    # the tree's own composition sets the key a setting follows (`${oc.select:actor...use_torch_compile,true}` in
+    # ref/ref.yaml, with actor/actor.yaml mounted first): the fallback never applies, the followed line is judged
+    why = f"the tree's own {os.path.basename(base.run_config)} composes a value for it"
+    settings = tuple(replace(s, follows_always_set=s.follows_always_set or why) if s.follows in written else s
+                     for s in base.settings)
+    return replace(base, detected=identity.version, identity=identity, mounts=mounts, settings=settings)
+
+
+@lru_cache(maxsize=64)
+def own_mounts(package: str, run_config: str) -> tuple[dict[str, tuple[str, ...]], frozenset[str]] | None:
+    """Where the package's own run config (`trainer/config/ppo_trainer.yaml`) mounts each config-group file its
+    defaults list reaches, as `[[mount]]` gives them (path relative to trainer/config -> packages), and the leaf keys
+    that composition sets: a fork of 0.4.1 that carries 0.5.0's groups (`actor@actor_rollout_ref.actor: dp_actor`)
+    reads actor/dp_actor.yaml's `fsdp_config` as `actor_rollout_ref.actor.fsdp_config`. Read statically
+    (rlcompat/schema/hydra_static.py); None where the package has no such config, composes no group file, or its
+    defaults list cannot be followed (then the closest release's `[[mount]]` rows stand)."""
+    from rlcompat.schema import SchemaUnread
+    from rlcompat.schema.hydra_static import compose_values, mounted_at
+
+    config = os.path.join(package, run_config)
+    if not os.path.isfile(config):
+        return None
+    folder, name, bases = os.path.dirname(config), os.path.basename(config), (os.path.dirname(package),)
+    try:
+        read = mounted_at(folder, name, bases)
+        written = frozenset(compose_values(folder, name, (), bases))
+    except (SchemaUnread, OSError, RecursionError):
+        return None
+    out = {os.path.relpath(file, folder).replace(os.sep, "/"): tuple(p for p in packages if p)
+           for file, packages in read.items() if os.path.abspath(file) != os.path.abspath(config)}
+    out = {file: packages for file, packages in out.items() if packages and not file.startswith("../")}
+    return (out, written) if out else None
+
+
+def group_prefixes(knowledge: Knowledge, package: str, path: str) -> tuple[str, ...]:
+    """The keys under which the run config of `package` mounts the config-group file `path` (`knowledge.mounts`),
+    or () for a file that is no mounted group file of that config."""
+    folder = os.path.dirname(os.path.join(os.path.abspath(package), knowledge.run_config or "trainer/config/x"))
+    relative = os.path.relpath(os.path.abspath(path), folder).replace(os.sep, "/")
+    return () if relative.startswith("../") else tuple(knowledge.mounts.get(relative, ()))
 
 
 def own_file_row(path: str, table: str) -> tuple[Knowledge, object] | None:

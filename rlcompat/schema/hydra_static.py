@@ -69,6 +69,17 @@ def compose_read(config_dir: str, config_name: str, overrides: Iterable[str] = (
     return dict(composer.values), composer.files, dict(composer.origins)
 
 
+def mounted_at(config_dir: str, config_name: str, bases: tuple[str, ...] = ()) -> dict[str, tuple[str, ...]]:
+    """Each file the composition of `config_name` reads (absolute) -> the packages its content is merged at, in the
+    order the defaults lists reach them (`actor@actor_rollout_ref.actor: dp_actor` mounts actor/dp_actor.yaml, and
+    the `- actor` of its own defaults list actor/actor.yaml, at `actor_rollout_ref.actor`; the primary at "").
+    Raises `SchemaUnread` as `compose`."""
+    composer = _Composer(os.path.abspath(config_dir), {}, config_dir, tuple(os.path.abspath(b) for b in bases))
+    name = config_name.removesuffix(".yaml")
+    composer.visit(name, posixpath.dirname(name), "", explicit=None, depth=0)
+    return {file: tuple(packages) for file, packages in composer.packages.items()}
+
+
 def _text(value) -> str | None:
     if value is None:
         return "null"
@@ -124,6 +135,7 @@ class _Composer:
         self.values: dict[str, str | None] = {}  # leaf key -> its value as text (compose_values)
         self.files: list[str] = []  # the files read, in order (compose_read)
         self.origins: dict[str, str] = {}  # leaf key -> the file whose content set it last (compose_read)
+        self.packages: dict[str, list[str]] = {}  # file -> the packages its content is merged at (mounted_at)
 
     def _load(self, name: str) -> tuple[dict, str | None]:
         where = f"{self.shown}/{name}.yaml"
@@ -160,6 +172,9 @@ class _Composer:
         if not isinstance(defaults, list):
             raise SchemaUnread(f"{self.shown}/{name}.yaml: `defaults` is not a list")
         self._add_package(package)
+        self.packages.setdefault(file, [])
+        if package not in self.packages[file]:
+            self.packages[file].append(package)
         overrides = [e for e in defaults if isinstance(e, dict) and len(e) == 1
                      and str(next(iter(e))).startswith("override ")]
         for entry in overrides:
