@@ -98,3 +98,41 @@ def test_keyword_only_parameters_and_methods(tmp_path, build_args, reported):
     (tmp_path / "run.py").write_text(METHODS.format(build_args=build_args))
     found = scan_paths([str(tmp_path / "run.py")], resolve_target("sm75")).findings
     assert sorted((f.code, f.location.line) for f in found if f.code == "RLC201") == reported
+
+
+LOADER = ("import torch\n\n\n"
+          "def load_pretrained_models(path, dtype: torch.dtype = torch.bfloat16):\n"            # 4
+          "    return path, dtype\n\n\n"
+          "def load_pretrained_image_diffusion_models(path, dtype: torch.dtype = torch.bfloat16, *, lora=False):\n"  # 8
+          "    return path, dtype\n")
+TRAINER = ("from {pkg}.models.pretrained_model import load_pretrained_image_diffusion_models, load_pretrained_models\n\n\n"
+           "class Trainer:\n"
+           "    def init_models(self):\n"
+           "        self.model = load_pretrained_image_diffusion_models(self.path, lora=True, dtype=self.dtype)\n"
+           "        self.actor = load_pretrained_models(self.path)\n")
+
+
+def _package_tree(tmp_path, pkg, trainer=TRAINER):
+    (tmp_path / ".git").mkdir(parents=True)
+    for sub in ("models", "trainers"):
+        (tmp_path / pkg / sub).mkdir(parents=True)
+        (tmp_path / pkg / sub / "__init__.py").write_text("")
+    (tmp_path / pkg / "__init__.py").write_text("")
+    (tmp_path / pkg / "models" / "pretrained_model.py").write_text(LOADER)
+    (tmp_path / pkg / "trainers" / "dpo_diffusion.py").write_text(trainer.format(pkg=pkg))
+    report = scan_paths([str(tmp_path / pkg / "models" / "pretrained_model.py")], resolve_target("sm75"))
+    return sorted((f.code, f.location.line) for f in report.findings)
+
+
+def test_a_closed_package_s_default_every_call_in_the_tree_passes_is_not_reported(tmp_path):
+    """align-anything (knowledge `closed_package`): installed from its checkout and run through its own modules, so
+    its loaders' callers are its trainers; the diffusion loader's bf16 default is passed by every one, the text
+    loader's is not."""
+    assert _package_tree(tmp_path / "aa", "align_anything") == [("RLC101", 4)]
+    # one call that leaves the dtype out keeps it
+    lax = TRAINER + "        self.ref = load_pretrained_image_diffusion_models(self.path)\n"
+    assert _package_tree(tmp_path / "lax", "align_anything", lax) == [("RLC101", 4), ("RLC101", 8)]
+
+
+def test_another_package_s_function_keeps_its_finding_whatever_its_calls_pass(tmp_path):
+    assert _package_tree(tmp_path, "other_pkg") == [("RLC101", 4), ("RLC101", 8)]

@@ -70,19 +70,18 @@ def test_without_the_config_in_the_tree_nothing_is_claimed(tmp_path):
     assert not any(code == "RLC118" and "align_anything" in name for name, code, _ in _found([tree / "scripts" / "other.sh"], "sm61"))
 
 
-def test_the_vllm_switch_is_align_anything_s_at_the_command_and_in_its_config(tmp_path):
-    tree = _tree(tmp_path)
-    script = _script(tree, "ppo_vllm")
-    # sm75: vLLM runs there but refuses the bfloat16 the engines are built in; sm61: no vLLM at all
-    for target in ("sm61", "sm75"):
-        found = scan_paths([str(script), str(tree / VLLM)], resolve_target(target)).findings
-        assert {(Path(f.path).name, f.code, f.location.line) for f in found} == {
-            ("ppo_vllm.sh", "RLC404", 4), ("ppo_vllm.yaml", "RLC404", 5)}
-        assert all("align-anything" in f.message and "OpenRLHF" not in f.message and "TRL" not in f.message for f in found)
-    assert _found([script, tree / VLLM], "sm80") == set()
-    # vllm_num_engines is align-anything's count, not OpenRLHF's switch: with use_vllm off nothing runs vLLM
-    off = _tree(tmp_path / "off", use_vllm="False")
-    assert _found([_script(off, "ppo_vllm"), off / VLLM], "sm61") == set()
+def test_the_ppo_vllm_trainer_s_engine_is_reported_at_its_command_and_use_vllm_is_no_switch(tmp_path):
+    """ppo_vllm builds its vLLM engines whatever `vllm_cfgs.use_vllm` says (it stores the key and never reads it):
+    the command that runs the trainer starts vLLM; the key, True or False, is no finding."""
+    for use_vllm in ("True", "False"):
+        tree = _tree(tmp_path / use_vllm, use_vllm=use_vllm)
+        script = _script(tree, "ppo_vllm")
+        found = scan_paths([str(script), str(tree / VLLM)], resolve_target("sm61")).findings
+        assert {(Path(f.path).name, f.code, f.location.line) for f in found} == {("ppo_vllm.sh", "RLC407", 4)}
+        assert "align_anything.trainers.text_to_text.ppo_vllm starts vLLM" in found[0].message
+        assert _found([script, tree / VLLM], "sm80") == set()
+    # the PPO trainer without vLLM starts none
+    assert not any(code == "RLC407" for _, code, _ in _found([_script(tree, "ppo", " \\\n  --bf16 False")], "sm61"))
 
 
 def test_the_module_a_command_runs_and_the_flags_that_override_a_key():

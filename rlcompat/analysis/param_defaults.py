@@ -7,8 +7,10 @@ top level of a *script*: a file with an `if __name__ == "__main__":` block, in a
 Such a file is a program, not a module of a package: no installed project exports it, so code reaches it only by
 putting its directory on sys.path (a script beside it: `from train import load`) or through a namespace path from a
 directory above it, both inside the tree it belongs to (identity.tree_root). Every Python file of that tree that
-spells the name is read. Anywhere else (a package's function: verl's, transformers', a recipe's own package) the
-function has callers outside what rlcompat sees, and the finding stays.
+spells the name is read. A package's function is in that scope too where framework knowledge names its top-level
+package closed (`closed_package`: align-anything, installed from its checkout and run through its own modules, whose
+functions only its modules call). Anywhere else (a package's function: verl's, transformers', a recipe's own package)
+the function has callers outside what rlcompat sees, and the finding stays.
 
 In that scope the default is dead when the name is called at least once and every use of it is a call that passes
 the argument, by keyword or at its position, without `*args`/`**kwargs` before it is known to be passed. A use that
@@ -31,6 +33,7 @@ from functools import lru_cache
 
 import libcst as cst
 
+from rlcompat.knowledge.frameworks import closed_packages
 from rlcompat.knowledge.identity import tree_root
 
 MAX_FILES = 2000
@@ -42,11 +45,14 @@ _MAIN = re.compile(r"^if\s+__name__\s*==\s*['\"]__main__['\"]\s*:", re.MULTILINE
 def default_is_dead(ctx) -> bool:
     """For a Python rule's node inside a parameter's default: whether no call can leave that default in force."""
     param = next((n for n in reversed(ctx.ancestors) if isinstance(n, cst.Param)), None)
-    if param is None or not ctx.path or not _MAIN.search(ctx.source_text or ""):
+    if param is None or not ctx.path:
         return False
     directory = os.path.dirname(os.path.abspath(ctx.path))
     if os.path.exists(os.path.join(directory, "__init__.py")):
-        return False  # a package's module: its callers may be anywhere
+        if _top_package(directory) not in closed_packages():
+            return False  # a package's module: its callers may be anywhere
+    elif not _MAIN.search(ctx.source_text or ""):
+        return False  # not a script: a module whose importers may be anywhere
     found = _callee(ctx.ancestors, param)
     if found is None:
         return False
@@ -67,6 +73,13 @@ def default_is_dead(ctx) -> bool:
             return False
         calls += passed
     return calls > 0
+
+
+def _top_package(directory: str) -> str:
+    """The import name of the top-level package a package directory belongs to (the highest with `__init__.py`)."""
+    while os.path.dirname(directory) != directory and os.path.exists(os.path.join(os.path.dirname(directory), "__init__.py")):
+        directory = os.path.dirname(directory)
+    return os.path.basename(directory)
 
 
 def _callee(ancestors, param: cst.Param) -> tuple[str, str, int | None] | None:

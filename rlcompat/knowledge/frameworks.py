@@ -163,6 +163,9 @@ class Framework:
     # align_anything.trainers.text_to_text.ppo` reads align_anything/configs/train/text_to_text/ppo.yaml):
     # analysis/module_entry_config.py
     module_config: ModuleConfig | None = None
+    # Its package, where only its own modules call its functions: users run its modules and install it from its
+    # checkout, so a parameter default every call in the tree passes is never in force (analysis/param_defaults.py)
+    closed_package: str = ""
 
 
 @dataclass(frozen=True)
@@ -273,6 +276,21 @@ def _module_config(value, filename: str) -> ModuleConfig | None:
     return ModuleConfig(value["prefix"], value["path"], value["proof"])
 
 
+def _closed_package(value, filename: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, dict) or not str(value.get("name", "")).isidentifier() or not value.get("proof"):
+        raise ValueError(f"rlcompat/knowledge/data/frameworks/.../{filename}: `closed_package` needs a `name` (the "
+                         f"package's top-level import name) and a `proof`, not {value!r}")
+    return value["name"]
+
+
+@lru_cache(maxsize=1)
+def closed_packages() -> frozenset[str]:
+    """The top-level packages framework knowledge names closed (`closed_package`)."""
+    return frozenset(fw.closed_package for fw in frameworks() if fw.closed_package)
+
+
 def _framework(data: dict, filename: str) -> Framework:
     for required in ("framework", "label", "version"):
         if required not in data:
@@ -282,7 +300,8 @@ def _framework(data: dict, filename: str) -> Framework:
                    config_markers=tuple(data.get("config_markers", ())), launcher=bool(data.get("launcher", False)),
                    hydra_roots=_hydra_roots(data.get("hydra_roots", ()), filename),
                    hydra_config=_hydra_config(data.get("hydra_config", ""), filename),
-                   module_config=_module_config(data.get("module_config"), filename))
+                   module_config=_module_config(data.get("module_config"), filename),
+                   closed_package=_closed_package(data.get("closed_package"), filename))
     keys = []
     for row in data.get("key", ()):
         if row.get("kind", "none") not in kinds() and row.get("kind", "none") != "none":

@@ -33,7 +33,8 @@ class TorchBfloat16Dtype(PythonRule):
         "as `__main__` outside any package whose every call in its tree passes the argument, by keyword or "
         "position and never through `*args`/`**kwargs` alone (rlcompat/analysis/param_defaults.py); the value "
         "each call passes is judged where it is written. A package's function keeps the finding: users call it "
-        "from outside the tree."
+        "from outside the tree, unless framework knowledge names its package closed (`closed_package`: "
+        "align-anything, installed from its checkout and run only through its own modules)."
     )
     why = (
         "GPUs before Ampere (compute capability < 8.0: P40, P100, V100, T4, RTX 20xx) have no bf16 hardware [S1]. "

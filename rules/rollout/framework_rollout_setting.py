@@ -5,7 +5,7 @@ from rlcompat.knowledge.capabilities import min_capability
 from rlcompat.contract import Bad, ConfigRule, Good
 
 KINDS = frozenset({"rollout-engine", "sglang-switch", "vllm-switch", "vllm-load-switch", "vllm-engines", "vllm-engines-bf16",
-                   "vllm-bf16-switch", "quantization", "kv-cache-dtype", "eager-switch"})
+                   "quantization", "kv-cache-dtype", "eager-switch"})
 
 
 class FrameworkRolloutSetting(ConfigRule):
