@@ -135,9 +135,9 @@ def _tested_names(test: cst.BaseExpression) -> set[str]:
         return _tested_names(test.left) | _tested_names(test.right)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         # `args.use_compile == 1`, `args.x is True`, `args.x != 0`: true only where the switch is on
-        target = test.comparisons[0]
-        on = _ON_TESTS.get(type(target.operator).__name__)
-        if on is not None and _literal(target.comparator) in on:
+        comparison = test.comparisons[0]
+        on = _ON_TESTS.get(type(comparison.operator).__name__)
+        if on is not None and _literal(comparison.comparator) in on:
             return _tested_names(test.left)
     return set()
 
