@@ -50,3 +50,21 @@ def test_the_official_images_release_decides_for_its_container(tmp_path):
 def test_another_backend_than_the_replaced_one_is_judged_as_before(tmp_path):
     text = LAUNCHER.replace("FLASH_ATTN", "FLASHINFER")
     assert _rlc207(tmp_path, "vllm<=0.6.3", "run.sh", text) == [1]
+
+
+def test_the_pin_of_a_vendored_verl_project_is_the_trees(tmp_path):
+    """A tree that runs its own copy of verl from a project vendored in it (`./verl/verl` beside `./verl/setup.py`,
+    DeepScaleR's layout) installs that project's requirements with it (`pip install -e ./verl`): its vLLM pin is the
+    tree's where the tree's own files name no vLLM."""
+    (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup(name='app', install_requires=['torch==2.4.0'])\n")
+    (tmp_path / "verl" / "verl" / "trainer").mkdir(parents=True)
+    (tmp_path / "verl" / "verl" / "version").mkdir()
+    (tmp_path / "verl" / "verl" / "version" / "version").write_text("0.1\n")
+    (tmp_path / "verl" / "setup.py").write_text("from setuptools import setup\nsetup(name='verl')\n")
+    (tmp_path / "verl" / "requirements.txt").write_text("ray\nvllm<=0.6.3\n")
+    (tmp_path / "scripts").mkdir()
+    assert _rlc207(tmp_path, None, "scripts/run.sh", LAUNCHER) == []
+    (tmp_path / "verl" / "requirements.txt").write_text("ray\nvllm>=0.6.3\n")
+    from rlcompat.knowledge import identity
+    identity.clear_caches()
+    assert _rlc207(tmp_path, None, "scripts/run.sh", LAUNCHER) == [1]
