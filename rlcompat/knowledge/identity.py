@@ -261,7 +261,7 @@ def _resolve_one(root: str, name: str) -> FrameworkIdentity:
     in_tree = verl_package(_tree_verl_package(root), root) if name == VERL else _python_package(root, name)
     if in_tree is not None:
         return in_tree
-    pin = pin_of(root, _distribution(name)) or _enclosing_pin(root, _distribution(name))
+    pin = pin_of(root, _distribution(name)) or _enclosing_pin(root, _distribution(name)) or _vendored_pin(root, name)
     if pin is not None and pin.version:
         return FrameworkIdentity(name, label_of(name), "pinned", pin.version, pin.evidence,
                                  closest_release(name, pin.version))
@@ -275,6 +275,22 @@ def _resolve_one(root: str, name: str) -> FrameworkIdentity:
         return FrameworkIdentity(name, label_of(name), "installed", version, "the scanning environment",
                                  closest_release(name, version))
     return unknown(name)
+
+
+def _vendored_pin(root: str, name: str):
+    """Where the tree runs its own copy of verl from a project vendored in it (`./verl/verl` beside `./verl/setup.py`:
+    DeepScaleR's layout) and names nothing of another framework itself: that project's pin of it, which pip installs
+    with the copy the tree runs (`pip install -e ./verl`), its file named from the tree's root. None elsewhere."""
+    from rlcompat.knowledge.declared_pins import pin_of
+
+    package = _tree_verl_package(root) if name != VERL else None
+    project = os.path.dirname(package) if package is not None else root
+    if project == root or not any(os.path.isfile(os.path.join(project, m)) for m in ("setup.py", "pyproject.toml")):
+        return None
+    pin = pin_of(project, _distribution(name))
+    if pin is None:
+        return None
+    return replace(pin, file=f"{os.path.relpath(project, root).replace(os.sep, '/')}/{pin.file}")
 
 
 # What makes a folder a project of its own, rather than a folder of the project around it that lists a few extra

@@ -50,6 +50,19 @@ def keeps_checkpoint_bf16(release: str) -> bool:
     return versions.release(release) <= versions.release(auto_dtype()["keeps_bf16_through"])
 
 
+def attention_backend_request() -> dict:
+    """`[attention_backend_request]`: the VLLM_ATTENTION_BACKEND values the releases through `falls_back_through`
+    replace below `min_capability` with a backend that runs there, where, and the source."""
+    return table()["attention_backend_request"]
+
+
+def request_replaced(value: str, capability: tuple[int, int]) -> bool:
+    """Whether VLLM_ATTENTION_BACKEND=`value` is one those releases replace on `capability`."""
+    row = attention_backend_request()
+    return (value.strip().strip("'\"") in row["values"]
+            and capability < versions.capability(row["min_capability"]))
+
+
 def image_release(image: str) -> str | None:
     """The vLLM release an official vLLM image reference holds (`vllm/vllm-openai:v0.8.5` -> 0.8.5, `[image]`);
     None for another image, a moving tag (`latest`, `nightly`) or a digest."""

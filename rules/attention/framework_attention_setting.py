@@ -27,7 +27,9 @@ class FrameworkAttentionSetting(ConfigRule):
         "`attn_impl`; SGLang `--attention-backend` (and AReaL's `sglang.attention_backend`, fa3 by default); "
         "Megatron-LM's `--attention-backend flash` in slime's launchers; XTuner's XTUNER_USE_FA3=1 (`flash3-switch`); "
         "VLLM_ATTENTION_BACKEND=FLASH_ATTN, exported, set in `os.environ` or "
-        "forced in a dict or mapping that holds a process's environment, such as Ray's `runtime_env` `env_vars`) and "
+        "forced in a dict or mapping that holds a process's environment, such as Ray's `runtime_env` `env_vars`, "
+        "except where the run's vLLM is a release through 0.9.0 (its pin or image, or a requirement such as "
+        "`vllm<=0.6.3` that allows no later one), whose selector replaces FLASH_ATTN with XFormers below 8.0) and "
         "reports values that need "
         "FlashAttention on a GPU without it, and hazardous defaults of a known framework version's flags. A value an "
         "entry point forces under a switch its parser leaves off (`if args.packing_samples: args.flash_attn = True`) "
@@ -78,6 +80,11 @@ class FrameworkAttentionSetting(ConfigRule):
         Good(FORCED_BY_PACKING, path="openrlhf/cli/train_sft.py", target="sm80"),
         Good('ray.init(runtime_env={"env_vars": {"VLLM_ATTENTION_BACKEND": "FLASH_ATTN"}})\n', path="train.py",
              target="sm80"),
+        # a vLLM release whose selector replaces a requested FLASH_ATTN with XFormers below 8.0 (vllm.toml)
+        Good('ray.init(runtime_env={"env_vars": {"VLLM_ATTENTION_BACKEND": "FLASH_ATTN"}})\n', path="train.py",
+             target="sm75", frameworks={"vllm": "0.6.3"}),
+        Good("services:\n  rollout:\n    image: vllm/vllm-openai:v0.8.5\n    environment:\n"
+             "      - VLLM_ATTENTION_BACKEND=FLASH_ATTN\n    command: --model m\n", path="compose.yaml", target="sm75"),
     ))
 
     @classmethod
