@@ -45,7 +45,8 @@ def test_a_json_heredoc_is_read_as_json(tmp_path):
 
 def test_a_heredoc_that_writes_no_config_is_not_read_as_one(tmp_path):
     # the body goes to a file of no config language, to a command, or is printed: not a config the run reads
-    for first in ("cat <<EOF > notes.txt", "cat <<EOF", "python - <<EOF > out.yaml", "cat <<EOF 2>err.yaml"):
+    for first in ("cat <<EOF > notes.txt", "cat <<EOF", "python - <<EOF > out.yaml", "cat <<EOF 2>err.yaml",
+                  "cat <<EOF > train.py"):
         text = f"{first}\nbf16: true\nEOF\n"
         assert _found(tmp_path, text) == [], first
 

@@ -329,7 +329,7 @@ def check(script: ShellScript, text: str, path: str, rules: Sequence, target, _d
     for block in embedded:
         if block.language == "python":
             findings += check_python(block, path, rules, target, index, scanned)
-        elif block.language != "shell":
+        elif block.language != "shell":  # a config file a heredoc writes
             findings += check_written(block, path, rules, target, index, scanned)
         elif _depth < MAX_NESTED_SHELL:
             findings += _check_shell_block(block, path, rules, target, index, _depth + 1, scanned, script.image)

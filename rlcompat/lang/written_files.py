@@ -1,7 +1,8 @@
 """Files a script or notebook writes from text it holds: a shell heredoc copied into a file (`cat <<EOF > cfg.yaml`,
 `cat > cfg.yaml <<EOF`, `tee cfg.yaml <<EOF`, `cat <<EOF | tee cfg.yaml`) or a notebook's `%%writefile cfg.yaml` cell.
 The run reads that file as its config (`accelerate launch train.py cfg.yaml`), so its body is checked through the
-front end of the language the file's name selects, as if it were that file; findings land on the body's lines.
+front end of the language the file's name selects, as if it were that file; findings land on the body's lines. A
+heredoc is read so only for a config (YAML, JSON, TOML); a notebook cell also for a program (`.py`, `.sh`).
 
 A heredoc whose delimiter is unquoted expands `$VAR` and `\\` escapes as the shell copies it, so a fix that would
 write one of `$`, `` ` `` or `\\` there is not offered.
@@ -19,6 +20,9 @@ from rlcompat.lang.scanned import ScannedView
 from rlcompat.lang.textpos import LineIndex
 
 WRITTEN_LANGUAGES = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".toml": "toml", ".py": "python", ".sh": "shell"}
+# What a script's heredoc is read as: a config the run reads. A program or script written so runs only where a later
+# command runs it, and the body is no command of the script writing it (tests/test_config_frontends.py).
+HEREDOC_LANGUAGES = frozenset({"yaml", "json", "toml"})
 
 # The file a heredoc's command writes: `> FILE` / `>> FILE` after `cat`, `tee [-a] FILE` (also behind a pipe).
 _REDIRECT = re.compile(r"""(?:^|[\s;])(?:1?>>?|&>>?)[ \t]*(?P<q>["']?)(?P<file>[^\s"'|;&<>()]+)(?P=q)""")
@@ -41,7 +45,7 @@ def heredoc_file(head: str, text: str, start: int, heredoc: tuple[int, int, int,
     line = line[:max(cut, 0)] + " " + line[heredoc[1] - start:]  # without `<<EOF`, which is no redirect
     m = _TEE.search(line) or (_REDIRECT.search(line) if head.rsplit("/", 1)[-1] == "cat" else None)
     language = written_language(m.group("file")) if m else None
-    if language is None or heredoc[3] <= heredoc[2]:
+    if language not in HEREDOC_LANGUAGES or heredoc[3] <= heredoc[2]:
         return None
     body = [(text[k], k) for k in range(heredoc[2], heredoc[3])]
     return Embedded(language, body, "" if quoted else "$`\\")
