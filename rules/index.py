@@ -66,7 +66,7 @@ INDEX = {
     'RLC404': (('json', 'markdown', 'python', 'shell', 'toml', 'yaml'), ('SGLANG', 'VLLM', 'eager', 'fast_inference', 'infer_backend', 'kv-cache', 'kv_cache', 'quantization', 'sglang', 'skyrl_train.entrypoints', 'vllm'), ('VLLM', 'enforce_eager', 'fast_inference', 'kv_cache', 'quantization', 'sglang', 'vllm')),
     'RLC405': (('markdown', 'shell'), ('--quantization', '-q ', 'kv-cache-dtype', 'kv_cache_dtype'), ()),
     'RLC406': (('python',), ('kv_cache_dtype="', "kv_cache_dtype='", 'quantization="', "quantization='"), None),
-    'RLC407': (('markdown', 'shell', 'toml', 'yaml'), ('[inference]', 'engine_args', 'vllm'), ()),
+    'RLC407': (('markdown', 'shell', 'toml', 'yaml'), ('.sh', '[inference]', 'engine_args', 'vllm'), ()),
     'RLC408': (('python',), ('fp8_autocast', 'mixed_precision="fp8"', "mixed_precision='fp8'"), None),
     'RLC409': (('markdown', 'shell', 'yaml'), ('fp8',), ()),
     'RLC413': (('python',), ('"serve"', '"vllm"', "'serve'", "'vllm'", 'AsyncLLM', 'LLM(', 'LLMEngine', 'vllm.entrypoints'), None),

@@ -20,7 +20,7 @@ from rlcompat.lang.textpos import LineIndex
 
 @dataclass
 class Embedded:
-    language: str  # "python" | "shell"
+    language: str  # "python" | "shell", or what a written file holds: "yaml", "json", "toml" (lang/written_files.py)
     chars: list[tuple[str, int]]  # the code's characters and their offsets in the file
     forbidden: str = ""  # characters a fix may not write here (they would end or change the enclosing quoting)
     escape: Callable[[str], str | None] | None = None  # how a fix's text is written here (a JSON string: json escapes)

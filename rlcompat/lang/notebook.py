@@ -23,7 +23,6 @@ and fix lands on the notebook file's own characters:
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass, field, replace
 from typing import Sequence
@@ -34,6 +33,7 @@ from rlcompat.lang.embedded import Embedded, map_findings
 from rlcompat.lang.settings import ConfigRule
 from rlcompat.findings import Finding
 from rlcompat.lang.textpos import LineIndex
+from rlcompat.lang.written_files import check_written, written_language
 
 PARSE_ERRORS = jsonfile.PARSE_ERRORS
 syntax_error_location = jsonfile.syntax_error_location
@@ -199,32 +199,20 @@ def check(nb: Notebook, text: str, path: str, rules: Sequence, target, *, scanne
 
 
 WRITEFILE = re.compile(r"^%%writefile(?:[ \t]+-a)?[ \t]+(\S+)")
-WRITTEN_LANGUAGES = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".toml": "toml", ".py": "python", ".sh": "shell"}
 
 
 def _written_files(cells: list[Cell], path: str, rules: Sequence, target, index: LineIndex,
                    scanned: ScannedView) -> list[Finding]:
     """`%%writefile config.yaml` cells (how Colab notebooks write a trainer's config): the body through the front
-    end of the file it writes, which the knowledge hands over (`front_end`)."""
+    end of the file it writes, which the knowledge hands over (lang/written_files.py)."""
     out: list[Finding] = []
     for cell in cells:
         lines = _lines(cell.chars)
         m = WRITEFILE.match("".join(c for c, _ in lines[0])) if lines else None
-        language = WRITTEN_LANGUAGES.get(os.path.splitext(m.group(1))[1].lower()) if m else None
-        if language is None:
-            continue
-        block = Embedded(language, [ch for line in lines[1:] for ch in line], escape=_json_escape)
-        code = block.code
-        own = scanned.woken(rules, language, code)
-        if not own:
-            continue
-        front_end = scanned.front_end(language)
-        try:
-            tree = front_end.parse(code)
-            found = front_end.check(tree, code, path, own, target, scanned=scanned)  # Python parses big code as walked
-        except (*front_end.PARSE_ERRORS, RecursionError):
-            continue
-        out += map_findings(block, found, index)
+        language = written_language(m.group(1)) if m else None
+        if language is not None:
+            block = Embedded(language, [ch for line in lines[1:] for ch in line], escape=_json_escape)
+            out += check_written(block, path, rules, target, index, scanned)
     return out
 
 

@@ -23,6 +23,7 @@ from rlcompat.lang.shellparse import (PARSE_ERRORS, ShellScript, ShellSyntaxErro
 from rlcompat.lang.shellvars import Variables, Word, resolve_expansion, spliced, word_at
 from rlcompat.lang.shellwords import (PYTHON_COMMAND, SIMPLE_PARAM, HeredocValue, heredoc_of, is_quoted_delimiter,
                                       read_target)
+from rlcompat.lang.written_files import check_written, heredoc_file
 from rlcompat.findings import Edit, Finding
 from rlcompat.lang.textpos import LineIndex
 
@@ -305,6 +306,10 @@ def check(script: ShellScript, text: str, path: str, rules: Sequence, target, _d
         inner = _shell_code(command)
         if inner is not None:
             embedded.append(inner)
+        written = heredoc_file(head, text, command.start, heredoc, is_quoted_delimiter(text, heredoc[0], heredoc[1])) \
+            if heredoc is not None else None
+        if written is not None:
+            embedded.append(written)  # a config the run reads (`cat <<EOF > cfg.yaml`): checked as that file
         if python_rules and PYTHON_COMMAND.match(head):
             block = _python_code(command, heredoc, text)
             if block is not None:
@@ -324,6 +329,8 @@ def check(script: ShellScript, text: str, path: str, rules: Sequence, target, _d
     for block in embedded:
         if block.language == "python":
             findings += check_python(block, path, rules, target, index, scanned)
+        elif block.language != "shell":  # a config file a heredoc writes
+            findings += check_written(block, path, rules, target, index, scanned)
         elif _depth < MAX_NESTED_SHELL:
             findings += _check_shell_block(block, path, rules, target, index, _depth + 1, scanned, script.image)
     return findings

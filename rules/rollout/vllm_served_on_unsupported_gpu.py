@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import os
+
 from rlcompat.knowledge.capabilities import min_capability, runs
 from rlcompat.contract import Bad, ConfigRule, Good
 from rlcompat.rules.rollout.helpers import command_vllm_release, unsupported_message, vllm_command
 from rlcompat.knowledge import frameworks, versions
 from rlcompat.knowledge import vllm
 from rlcompat.knowledge.environment import error_text
+from rlcompat.analysis.called_scripts import called_script, first_command
 from rlcompat.analysis.knowledge_keys import attributed
 
 
@@ -32,7 +35,9 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
         "array without `ENTRYPOINT`, the first word an option) are a command of the image's ENTRYPOINT, vLLM's OpenAI "
         "server. A framework's TOML config whose table starts vLLM (an `[[engine]]` row's `tables`: prime-rl's "
         "`[inference]`), or its YAML config holding that mapping (a dotted name: torchforge's `policy.engine_args`), "
-        "is reported at that table below vLLM's minimum."
+        "is reported at that table below vLLM's minimum. A command running a shell script of the tree (`bash "
+        "generation/register_server.sh`, `sh x.sh`, `./x.sh`, `source x.sh`; beside the script or at the tree's "
+        "root) one of whose commands starts vLLM is reported there too below the minimum, naming that line."
     )
     why = (
         f"{_VLLM.by_release()} [S7]; below its minimum a release's wheels have no kernels for the card "
@@ -48,7 +53,9 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
         "removed by hand (vLLM then picks one the card has). `--dtype half` is not added for the missing dtype: "
         "bf16-pretrained models may overflow in fp16 (RLC418's unsafe fix says the same for Python)."
     )
-    names = ("vllm", "[inference]", "engine_args")
+    # ".sh": a command running a script of the tree that starts vLLM (`bash generation/register_server.sh`) spells
+    # no "vllm" itself
+    names = ("vllm", "[inference]", "engine_args", ".sh")
     sources = ("S7", "S17", "S52", "S56", "S105", "S216", "S217", "S400")
     prevents = ("E1",)
     languages = frozenset({"shell", "markdown", "toml", "yaml"})
@@ -114,6 +121,7 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
         served = frameworks.engine_command(view.command_words, "vllm") if "vllm" in " ".join(view.command_words) else None
         direct, through_image = vllm_command(view.command_words), _image_server(view)
         if not direct and served is None and not through_image:
+            self._called_server(view, ctx)
             return
         cc = self.target.capability
         anchor = view.word_spans[0]
@@ -137,6 +145,20 @@ class VllmServedOnUnsupportedGpu(ConfigRule):
                                f"{entry['min_capability']}+ in vLLM {vllm.table()['version']} "
                                f"({entry['where']}); {self.target.name} is {self.target.capability_text}: use "
                                f"TRITON_ATTN or leave it unset", [None])
+
+    def _called_server(self, view, ctx) -> None:
+        """A command running a shell script of the tree that starts vLLM (`bash generation/register_server.sh`),
+        below vLLM's minimum: at the command, naming the line it reaches (the script's own line is reported too)."""
+        if runs("vllm", self.target) or not ctx.path:
+            return
+        script = called_script(view.command_words, ctx.path)
+        line = first_command(script, vllm_command) if script else None
+        if line is None:
+            return
+        ctx.record_reads([script])
+        shown = os.path.relpath(script, os.path.dirname(os.path.abspath(ctx.path))).replace(os.sep, "/")
+        ctx.report(view.word_spans[0], f"this runs {shown}, which starts vLLM ({shown}:{line}); "
+                                       f"{unsupported_message(self.target)}", [None])
 
     def _engine_table(self, view, ctx) -> None:
         """A framework's config whose table starts vLLM (`[[engine]]` `tables`; in YAML a dotted mapping name), below
