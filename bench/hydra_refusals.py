@@ -30,7 +30,7 @@ def main() -> int:
     parser.add_argument("folder")
     parser.add_argument("--target", default="sm61")
     args = parser.parse_args()
-    from rlcompat.analysis.launch_path import installed_package
+    from rlcompat.analysis.run_package import installed_package
     from rlcompat.verify.load_check import run_load_check
 
     package = installed_package()

@@ -91,9 +91,9 @@ def test_a_pinned_release_not_on_disk_is_judged_by_its_knowledge_alone(monkeypat
     """No verl package here (a CI machine scanning a repository that pins verl==0.9.1): only the keys the
     release's knowledge proves absent (`[[absent]]`) are reported, and only on a command that composes the entry
     point's own config."""
-    from rlcompat.analysis import launch_path
+    from rlcompat.analysis import run_package
 
-    monkeypatch.setattr(launch_path, "installed_package", lambda: None)
+    monkeypatch.setattr(run_package, "installed_package", lambda: None)
     text = (f"{ENTRY} critic.model.fsdp_config.param_offload=True reward_model.use_reward_loop=True\n"
             f"{ENTRY} --config-name my_ppo critic.model.fsdp_config.param_offload=True\n")
     checker = Checker(resolve_target("sm61"), Options(select=("RLC004",)), identity=pinned({"verl": "0.9.1"}))
@@ -155,9 +155,9 @@ def test_a_plus_for_a_key_the_config_holds_is_reported_where_hydra_refuses_it(in
 def test_a_plus_for_a_key_a_pinned_release_sets_is_judged_by_its_knowledge(monkeypatch):
     """No package on disk: a `[[setting]]` row whose default the YAML writes (rollout.yaml:43, bfloat16) proves
     the key is held; a null or `???` default proves nothing against `+`, nor a key of another trainer's config."""
-    from rlcompat.analysis import launch_path
+    from rlcompat.analysis import run_package
 
-    monkeypatch.setattr(launch_path, "installed_package", lambda: None)
+    monkeypatch.setattr(run_package, "installed_package", lambda: None)
     text = (f"{ENTRY} +actor_rollout_ref.rollout.dtype=float16 +actor_rollout_ref.rollout.name=hf "
             "+actor_rollout_ref.rollout.quantization=fp8 +model.use_liger=True\n")  # the last: the SFT trainer's key
     checker = Checker(resolve_target("sm61"), Options(select=("RLC004",)), identity=pinned({"verl": "0.9.1"}))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rlcompat.analysis import launch_path, run_scope
+from rlcompat.analysis import run_package, run_scope
 from rlcompat.knowledge import verl_config
 from tests.verl_trees import verl_package
 
@@ -337,14 +337,14 @@ def test_fork_values_come_from_the_schema_composition(tmp_path, fresh_verl_detec
     package = verl_package(tmp_path, "0.1", {"trainer/config/ppo_trainer.yaml": primary,
                                              "trainer/config/algorithm/gae_algo.yaml": "adv_estimator: gae\n"})
     knowledge = verl_config.load_version("0.4.1")
-    values = launch_path.fork_values(str(package), knowledge)
+    values = run_package.fork_values(str(package), knowledge)
     assert values["algorithm.adv_estimator"] == "gae"  # from the group file, which a flat read of the primary misses
     assert values["actor_rollout_ref.actor.strategy"] == "fsdp"
     assert values["reward_model.enable"] == "False" and values["reward_model.path"] == "null"
     critic = next(o for o in knowledge.run_options if o.name == "critic")
     assert run_scope.selection(critic, knowledge, {}, values) is not None
     (package / "trainer" / "config" / "algorithm" / "gae_algo.yaml").unlink()
-    assert launch_path.fork_values(str(package), knowledge) == {}  # unreadable: no claim
+    assert run_package.fork_values(str(package), knowledge) == {}  # unreadable: no claim
 
 
 def test_selection_reads_the_commands_values_then_the_default_runs():
@@ -385,7 +385,7 @@ def test_every_code_row_names_a_function_of_the_installed_release():
     for option in verl_config.load_version("0.9.1").run_options:
         for code in option.code:
             relative, _, function = code.partition(":")
-            assert launch_path.function_lines(str(Path(launch_path.installed_package(), relative)), function), code
+            assert run_package.function_lines(str(Path(run_package.installed_package(), relative)), function), code
 
 
 @needs_verl_091
@@ -399,10 +399,10 @@ def test_the_ppo_critic_script_is_all_clear_only_once_the_installed_value_head_l
     from rlcompat.report import Summary, render
 
     site = tmp_path / "site"
-    shutil.copytree(launch_path.installed_package(), site / "verl", ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(launch_path, "installed_package", lambda: str(site / "verl"))
+    shutil.copytree(run_package.installed_package(), site / "verl", ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(run_package, "installed_package", lambda: str(site / "verl"))
     model = site / "verl" / "utils" / "model.py"
-    start, end = launch_path.function_lines(str(model), "load_valuehead_model")
+    start, end = run_package.function_lines(str(model), "load_valuehead_model")
     fa2 = [n for n, line in enumerate(model.read_text().splitlines(), 1)
            if "flash_attention_2" in line and start <= n <= end]
     assert fa2  # the release hard-codes it in the loader (the knowledge's proof)

@@ -271,7 +271,7 @@ def test_fix_run_of_an_installed_verl_keeps_the_originals_and_restore_undoes_it(
     from typer.testing import CliRunner
 
     from rlcompat.knowledge import identity
-    from rlcompat.analysis import launch_path
+    from rlcompat.analysis import run_package
     from rlcompat.cli.app import app
 
     site = tmp_path / "site-packages"
@@ -293,9 +293,9 @@ def test_fix_run_of_an_installed_verl_keeps_the_originals_and_restore_undoes_it(
         monkeypatch.delitem(sys.modules, name)
     importlib.invalidate_caches()
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    for cached in (launch_path.installed_package, identity.installed_version):
+    for cached in (run_package.installed_package, identity.installed_version):
         cached.cache_clear()
-    assert os.path.realpath(launch_path.installed_package() or "") == os.path.realpath(site / "verl")
+    assert os.path.realpath(run_package.installed_package() or "") == os.path.realpath(site / "verl")
     monkeypatch.chdir(tmp_path)
     work = tmp_path / "work"
     work.mkdir()
@@ -312,5 +312,5 @@ def test_fix_run_of_an_installed_verl_keeps_the_originals_and_restore_undoes_it(
         assert undone.exit_code == 0, undone.output
         assert {p: (site / "verl" / p).read_text() for p in FILES} == before
     finally:
-        for cached in (launch_path.installed_package, identity.installed_version):
+        for cached in (run_package.installed_package, identity.installed_version):
             cached.cache_clear()

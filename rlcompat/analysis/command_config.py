@@ -9,7 +9,7 @@ script (and asked by `--run` for the same commands, so both give one answer):
   `+key=` after the command's own `~key` or setting of it is not judged). A plain script scan reports each at the
   override (RLC004); `--run` refuses to judge such a run (rlcompat/analysis/run_model.py). Both ask `command_refusals`.
   A key is judged only where the run's verl is a package on disk that is exactly a release rlcompat knows (the
-  tree's own, or the installed one the script uses: launch_path.package_run), and its config composes completely
+  tree's own, or the installed one the script uses: run_package.package_run), and its config composes completely
   (rlcompat/schema/hydra_static.py): then the key set is that config's, and a key not in it is refused. Anything
   else (a fork, a config named by a shell variable, a word with an expansion, a key without a dot, which may choose
   a config group) is not judged; a pinned release with no package on disk is judged by its knowledge alone.
@@ -128,7 +128,7 @@ class CommandConfig:
 
 
 def script_commands(path: str, text: str, tree_identity, scanned, package: str | None) -> list[CommandConfig]:
-    """A CommandConfig for each verl command of the script, whose run's verl is `package` (launch_path.package_run;
+    """A CommandConfig for each verl command of the script, whose run's verl is `package` (run_package.package_run;
     None: none on disk, then for a pinned release the refusals its knowledge proves). `scanned`: the script as the
     pipeline reads it (its identity of verl, the entry points it knows). The user's config files a command
     composes are recorded as read (`scanned.record_reads`): the answer depends on them."""

@@ -12,6 +12,10 @@ not override are reported there too: a script is never clean while the run it la
 A recipe's entry point beside the package (`python3 -m recipe.dapo.main_dapo`, rlcompat/analysis/recipe_entry.py) is
 such a run too, with its own composed config's values, and the rows whose classes its module takes from the package.
 
+Where the run's package is and what it offers (its config's values, its entry points' roles, a row's code) is
+rlcompat/analysis/run_package.py; the findings a package's own scanned config carries on its tables for what its code
+writes (`[[handle]]`) are rlcompat/analysis/config_handles.py, called from `add_reached`.
+
 The framework's files are checked by the scan's own Checker (its result cache answers a file checked before); a
 file the scan itself checked is reported where it is, not again. verl is never imported: the installed package is
 found through its import spec, which locates a top-level package without running it.
@@ -19,13 +23,13 @@ found through its import spec, which locates a top-level package without running
 
 from __future__ import annotations
 
-import ast
 import os
-import re
-from functools import lru_cache
 
 from rlcompat.knowledge import identity, verl_config
 from rlcompat.analysis import run_config, run_scope
+from rlcompat.analysis.config_handles import add_handles
+from rlcompat.analysis.run_package import (code_region, code_there, fork_choice, fork_values, function_lines,
+                                           may_launch, package_run, remedy, shown, yaml_keys_by_line)
 from rlcompat.pipeline import suppressions
 from rlcompat.pipeline.scanned_file import ScannedFile
 from rlcompat.findings import FileResult, Finding, Location
@@ -49,14 +53,14 @@ def add_reached(checker, results: list[FileResult], texts: dict[str, str] | None
     launches = [r for r in results if r.language in SCRIPT_LANGUAGES and r.error is None]
     for result in results:
         if result.language in CONFIG_LANGUAGES and result.error is None:
-            _add_handles(checker, result, scanned, checked, launches)
+            add_handles(checker, result, scanned, checked, launches)
     for result in results:
         if result.language not in SCRIPT_LANGUAGES + HOLDING_LANGUAGES or result.error is not None:
             continue
         text = (texts or {}).get(result.path)
         if text is None:
             text = text_of(result.path, result.language)
-        if text is None or not _may_launch(text):
+        if text is None or not may_launch(text):
             continue
         if result.language in SCRIPT_LANGUAGES:
             extra = reached_findings(checker, result.path, text, scanned, checked, result.findings)
@@ -74,19 +78,6 @@ def add_reached(checker, results: list[FileResult], texts: dict[str, str] | None
         checker.cache.save()  # the framework files checked here, for the next run
 
 
-@lru_cache(maxsize=1)
-def _entry_words() -> tuple[str, ...]:
-    """The first word of every entry-module prefix verl's knowledge lists ("verl", "recipe"): a command that runs
-    none of them runs nothing of verl (a recipe's launch script may never name verl itself)."""
-    words = {p.split(".", 1)[0] for v in verl_config.available_versions()
-             for p in verl_config.load_version(v).entry_prefixes}
-    return tuple(sorted(w for w in words if w))
-
-
-def _may_launch(text: str) -> bool:
-    return any(w in text for w in _entry_words())
-
-
 def _held_findings(checker, result: FileResult, text: str, scanned: set[str], checked: "_Checked") -> list[Finding]:
     """`reached_findings` and `users_config_findings` for each piece of shell code a Dockerfile or a job spec holds,
     placed at the file's lines (lang/embedded.py)."""
@@ -102,7 +93,7 @@ def _held_findings(checker, result: FileResult, text: str, scanned: set[str], ch
     out: list[Finding] = []
     for block, _ in blocks:
         code = block.code
-        if not _may_launch(code):
+        if not may_launch(code):
             continue
         found = reached_findings(checker, result.path, code, scanned, checked)
         found += users_config_findings(checker, result.path, code, scanned, checked)
@@ -139,10 +130,10 @@ def reached_findings(checker, path: str, text: str, scanned: set[str], checked: 
         return []
     # Cheap answers first: whether a row's code is there at all (read with `ast`), and a fork's config findings (one
     # file per scan); a row's code is checked only once a command selects it.
-    code_there = checked.once(("code", package), lambda: _code_there(package, knowledge, scanned))
+    rows_there = checked.once(("code", package), lambda: code_there(package, knowledge, scanned))
     in_config = [] if package_identity.exact else checked.once(
         ("config", package), lambda: _config_hazards(package, knowledge, scanned, checked))
-    if not code_there and not in_config:
+    if not rows_there and not in_config:
         return []
     try:
         parsed = shell.parse(text)
@@ -168,13 +159,13 @@ def reached_findings(checker, path: str, text: str, scanned: set[str], checked: 
         said = [f for f in own if f.location.line == at.line]
         tabled = checked.tabled  # told on a table of the fork's scanned config: reported there, not again
         hits = []
-        for option in code_there:
+        for option in rows_there:
             if recipe is not None and not recipe.maps(package, option.code):
                 continue  # the recipe maps that role to a class of its own, which no row describes
             how = run_scope.selection(option, knowledge, overrides, run_defaults)
             if how is None:
                 continue
-            choice = None if package_identity.exact and recipe is None else _fork_choice(
+            choice = None if package_identity.exact and recipe is None else fork_choice(
                 package, knowledge, option, overrides, run_defaults, recipe.file if recipe is not None else None)
             if choice is not None:  # the fork maps this role to a class of its own: its code, not the row's
                 where = next((s.key_span for s in settings if s.key == choice.key and s.prefix != "~"), None)
@@ -242,7 +233,7 @@ def users_config_findings(checker, path: str, text: str, scanned: set[str], chec
             if os.path.abspath(file) in scanned:
                 continue  # reported at its own lines
             result = checked.get(file, "yaml")
-            keys = _yaml_keys_by_line(file)
+            keys = yaml_keys_by_line(file)
             for f in result.findings if result is not None else ():
                 key = keys.get(f.location.line, "")
                 if key in overridden or command.composed.set_by.get(key, file) != file:
@@ -251,24 +242,6 @@ def users_config_findings(checker, path: str, text: str, scanned: set[str], chec
                     out.append(Finding(f.code, f.name, _config_message(f, file, key), path, at, checker.target.name,
                                        f.severity, None, index.line_text(at.line)))
     return out
-
-
-def _fork_choice(package: str, knowledge, option, overrides, defaults, entry_file: str | None = None):
-    """The fork's own worker class for the role of `option`'s code, where its entry point (`entry_file`: a recipe's
-    module; else the package's run entry) maps that role to another class for the run's values
-    (rlcompat/analysis/fork_workers.py), else None."""
-    from rlcompat.analysis import fork_workers
-
-    classes = {code.partition(":")[2].split(".")[0] for code in option.code if "." in code.partition(":")[2]}
-    if len(classes) != 1:
-        return None
-    values = {**(defaults or {}), **overrides}
-    files = [entry_file] if entry_file else [os.path.join(package, *m.split(".")[1:]) + ".py" for m in knowledge.run_entry]
-    for file in files:
-        text = text_of(file, "python")
-        if text is not None:
-            return fork_workers.chosen_worker(text, classes.pop(), values)
-    return None
 
 
 def _class_hazards(option, package: str, choice, scanned, checked) -> list[tuple[str, Finding]]:
@@ -287,188 +260,7 @@ def _choice_message(f: Finding, option, choice, file: str, how: str, checker) ->
     return (f"this run selects {option.option} ({how}), and {choice.key}={choice.value} makes the fork's entry point "
             f"map that role to its own {choice.cls} (line {choice.line} of its main module), which reaches "
             f"{shown(file)}:{f.location.line}: {f.message}. This command sets nothing that changes it: "
-            f"{_remedy(f, file, checker)}")
-
-
-def _add_handles(checker, result: FileResult, scanned: set[str], checked: "_Checked",
-                 launches: list[FileResult] = ()) -> None:
-    """A verl package's own primary config, scanned (a fork's, or a release's whose knowledge has `[[handle]]` rows):
-    each hazard a function of the package writes itself for what a table of this config stands for (`[[handle]]`),
-    reported on that table (the model's `override_config`, an `fsdp_config` without `mixed_precision`), citing the
-    package's own file:line. A release's code is the one its knowledge describes (verl 0.4.1's workers write
-    FlashAttention-2 and the bf16 param dtype as a fork of it does), so its config carries the same findings.
-    A role the config's own values do not build (`mapped`: the reference policy, without use_kl_loss) counts where a
-    scanned launch script's command composes this config with overrides that build it (`launches`)."""
-    path = result.path
-    tree = checker.tree_identity(path)
-    verl = identity.verl_of_file(path, tree.get(identity.VERL))
-    if verl.how not in ("fork", "release") or not verl.package:
-        return
-    whose = "the fork's code" if verl.how == "fork" else f"verl {verl.version}'s code"
-    package = os.path.normpath(os.path.join(tree.root, verl.package)) if not os.path.isabs(verl.package) else verl.package
-    if not os.path.isdir(package):
-        package = _package_of(path)
-        if package is None:
-            return
-    knowledge = verl_config.knowledge_of(verl)
-    here = [h for h in knowledge.handles if (h.config or knowledge.run_config)
-            and os.path.abspath(os.path.join(package, h.config or knowledge.run_config)) == os.path.abspath(path)]
-    config = knowledge.run_config
-    entry_file = None  # the module that composes this config, where it is not the package's run entry
-    beside = [h for h in here if h.config.startswith("../")]  # a recipe's own worker (`recipe/prime`), beside it
-    if (not here or beside) and knowledge.run_config and "actor_rollout_ref" in (text_of(path, result.language) or ""):
-        # the fork's own entry point (`@hydra.main(config_name="mix_ppo_trainer")` in its package), or a recipe's
-        # beside the package (`recipe/dapo/main_dapo.py`, rlcompat/analysis/recipe_entry.py), composes this file as
-        # the run's config, a trainer config like the primary one (its `actor_rollout_ref`): its tables stand for
-        # the same worker code
-        from rlcompat.analysis import recipe_entry
-
-        entry_file = recipe_entry.recipe_configs(package, knowledge.entry_prefixes).get(os.path.abspath(path))
-        if entry_file is not None or (not here and verl.how == "fork"
-                                      and os.path.abspath(path) in fork_entry_configs(package)):
-            here = beside + [h for h in knowledge.handles if not h.config]
-            config = os.path.relpath(path, package)
-    if entry_file is None:
-        here = [h for h in here if h not in beside]  # no recipe module of the tree composes it: no run maps that worker
-    # a config-group file the run config mounts (actor/dp_actor.yaml at `actor_rollout_ref.actor`): the run config's
-    # handles whose tables it holds, read under its mount point
-    prefixes = () if here or verl.how != "fork" else verl_config.group_prefixes(knowledge, package, path)
-    if prefixes:
-        here = [h for h in knowledge.handles if not h.config and any(t.startswith(p + ".") for t in h.tables
-                                                                     for p in prefixes)]
-    if not here:
-        return
-    values = checked.once(("values", package, config), lambda: fork_values(package, knowledge, config))
-    lines = _yaml_tables_by_key(path)
-    text = text_of(path, result.language) or ""
-    index = LineIndex(text)
-    options = {o.name: o for o in knowledge.run_options}
-    added: list[Finding] = []
-    for handle in here:
-        if handle.option:  # else the entry config this file is selects the code (the SFT trainer's, Megatron's)
-            option = options.get(handle.option)
-            if option is None or run_scope.selection(option, knowledge, {}, values) is None:
-                continue
-        built_by = ""
-        if handle.mapped and not checked.once(("mapped", package, config, handle.mapped),
-                                              lambda h=handle: _entry_uses(package, knowledge, h.mapped, values, entry_file)):
-            run = checked.once(("mapped-run", package, path, handle.mapped), lambda h=handle: _run_building(
-                checker, launches, package, knowledge, path, h.mapped, values))
-            if run is None:
-                continue  # neither this config's values nor a scanned run of it build that role
-            built_by = f" (built by the run {run} starts: its overrides make the entry point map {handle.mapped})"
-        region = _region(package, handle.code)
-        if region is None or os.path.abspath(region[0]) in scanned:
-            continue  # the fork has no such function, or the scan reports its code where it is
-        file, function, (first, last) = region
-        code = checked.get(file, "python")
-        source = (text_of(file, "python") or "").splitlines()
-        found = [f for f in (code.findings if code is not None else ())
-                 if first <= f.location.line <= last and f.code in handle.codes
-                 and (not handle.words or any(w in source[f.location.line - 1] for w in handle.words
-                                              if f.location.line <= len(source)))]
-        if not found:
-            continue
-        finding = min(found, key=lambda f: handle.codes.index(f.code))  # the row's first code: the value in force
-        for table in handle.tables:
-            local = next((table[len(p) + 1:] for p in prefixes if table.startswith(p + ".")), table)
-            line = lines.get(local)
-            if line is None or (handle.unless and f"{local}.{handle.unless}" in lines):
-                continue
-            where = f"{shown(file)}:{finding.location.line} ({function})"
-            message = (f"{handle.what}{built_by}: {whose} decides it, not `{table}`: {where}: {finding.message}. "
-                       f"{handle.remedy[:1].upper()}{handle.remedy[1:]}; {_remedy(finding, file, checker)}")
-            if checker.settings.is_selected(finding.code, path):
-                checked.tabled.add((os.path.abspath(file), finding.location.line))
-                at = Location(line, 1, line, len(index.line_text(line)) + 1)
-                added.append(Finding(finding.code, finding.name, message, path, at, checker.target.name,
-                                     finding.severity, None, index.line_text(line)))
-    if added:
-        found = suppressions.find(text, result.language)
-        kept, suppressed = suppressions.apply(added, found)
-        result.suppressed += suppressed
-        result.findings = sorted(list(result.findings) + kept, key=Finding.sort_key)
-
-
-_HYDRA_MAIN = re.compile(r"@hydra\.main\(([^)]*)\)")
-_HYDRA_ARG = re.compile(r"""\b(config_path|config_name)\s*=\s*["']([^"']+)["']""")
-
-
-@lru_cache(maxsize=32)
-def fork_entry_configs(package: str) -> frozenset[str]:
-    """The configs the entry points of a fork's package compose (`@hydra.main(config_path="config",
-    config_name="mix_ppo_trainer")` in `mix_src/main_mix_ppo.py`: `mix_src/config/mix_ppo_trainer.yaml`), absolute;
-    read as text, never imported."""
-    found = set()
-    for folder, dirs, names in os.walk(package):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("third_party", "__pycache__")]
-        for name in names:
-            if not name.endswith(".py"):
-                continue
-            try:
-                with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as fh:
-                    text = fh.read()
-            except OSError:
-                continue
-            for call in _HYDRA_MAIN.finditer(text):
-                args = dict(_HYDRA_ARG.findall(call.group(1)))
-                if "config_name" in args:
-                    found.add(os.path.abspath(os.path.join(folder, args.get("config_path", "."),
-                                                           args["config_name"] + ".yaml")))
-    return frozenset(found)
-
-
-def _entry_uses(package: str, knowledge, dotted: str, values: dict[str, str | None],
-                entry_file: str | None = None) -> bool:
-    """Whether the package's entry module (`entry_file`: a recipe's module) builds `dotted` ("Role.RefPolicy") for
-    the config's `values`: named in its code (comments do not count) and not only under `if` tests those values skip
-    (fork_workers.role_built); True where the module cannot be read (no claim that the role is missing)."""
-    from rlcompat.analysis import fork_workers
-
-    files = [entry_file] if entry_file else [os.path.join(package, *m.split(".")[1:]) + ".py"
-                                             for m in knowledge.run_entry]  # relative to the package
-    for file in files:
-        text = text_of(file, "python")
-        if text is None:
-            continue
-        return fork_workers.role_built(text, dotted.rpartition(".")[2], values)
-    return True
-
-
-def _run_building(checker, launches: list[FileResult], package: str, knowledge, config: str, dotted: str,
-                  values: dict[str, str | None]) -> str | None:
-    """Where ("scripts/train/train.sh:80") a verl command of a scanned launch script runs `package`, composes the
-    config file `config` and, with its overrides over that config's `values`, makes the entry module surely build
-    `dotted` ("Role.RefPolicy": every `if` on the way known to hold); None where no command does."""
-    from rlcompat.analysis import fork_workers
-    from rlcompat.analysis.command_config import script_commands
-    from rlcompat.lang import shell
-
-    entry_texts = [text_of(os.path.join(package, *m.split(".")[1:]) + ".py", "python") for m in knowledge.run_entry]
-    entry_text = next((t for t in entry_texts if t is not None), None)
-    if entry_text is None:
-        return None
-    for result in launches:
-        text = text_of(result.path, result.language)
-        if text is None or not _may_launch(text):
-            continue
-        tree = checker.tree_identity(result.path)
-        view = ScannedFile(result.path, tree, text)
-        if package_run(view.framework(identity.VERL), tree.root) != os.path.normpath(package):
-            continue
-        try:
-            settings_at = {(a.start, a.end): s for _, a, s in shell.entry_commands(shell.parse(text), view)}
-        except shell.ShellSyntaxError:
-            continue
-        for command in script_commands(result.path, text, tree, view, package):
-            directory, name = command.composed.source if command.composed is not None else ("", "")
-            if not name or os.path.realpath(os.path.join(directory, name + ".yaml")) != os.path.realpath(config):
-                continue
-            settings = settings_at.get((command.anchor.start, command.anchor.end), ())
-            overrides = {s.key: s.value for s in settings if s.prefix != "~"}
-            if fork_workers.role_surely_built(entry_text, dotted.rpartition(".")[2], {**values, **overrides}):
-                return f"{shown(result.path)}:{LineIndex(text).position(command.anchor.start)[0]}"
-    return None
+            f"{remedy(f, file, checker)}")
 
 
 def _names_recipe(text: str, knowledge, package: str) -> bool:
@@ -503,41 +295,20 @@ def _recipe_config_hazards(recipe, scanned, checked, release: str | None) -> lis
         result = checked.get(file, "yaml")
         if result is None:
             continue
-        keys = _yaml_keys_by_line(file)
+        keys = yaml_keys_by_line(file)
         out += [(f, file, keys[f.location.line]) for f in result.findings if f.location.line in keys
                 and os.path.realpath(recipe.origins.get(keys[f.location.line], file)) == os.path.realpath(file)]
     return out
-
-
-def _package_of(path: str) -> str | None:
-    from rlcompat.knowledge.verl_config import package_root
-
-    return package_root(os.path.dirname(os.path.abspath(path)))
-
-
-def _code_there(package, knowledge, scanned) -> list:
-    """The rows whose `code` the package has (a function of that name in that file) and this scan does not check."""
-    return [option for option in knowledge.run_options
-            if any(_region(package, code) is not None and os.path.abspath(_region(package, code)[0]) not in scanned
-                   for code in option.code)]
-
-
-def _region(package: str, code: str) -> tuple[str, str, tuple[int, int]] | None:
-    """(file, function, its lines) of a row's "file:function", or None where the package has no such function."""
-    relative, _, function = code.partition(":")
-    file = os.path.join(package, relative)
-    lines = function_lines(file, function) if function else ((1, 10**9) if os.path.isfile(file) else None)
-    return None if lines is None else (file, function, lines)
 
 
 def _code_hazards(option, package, scanned, checked) -> list[tuple[str, str, Finding]]:
     """(file, function, finding) for each finding of the row's `codes` inside its `code`."""
     out = []
     for code in option.code:
-        region = _region(package, code)
-        if region is None or os.path.abspath(region[0]) in scanned:
+        found = code_region(package, code)
+        if found is None or os.path.abspath(found[0]) in scanned:
             continue
-        file, function, (first, last) = region
+        file, function, (first, last) = found
         result = checked.get(file, "python")
         out += [(file, function, f) for f in (result.findings if result is not None else ())
                 if first <= f.location.line <= last and (not option.codes or f.code in option.codes)]
@@ -549,7 +320,7 @@ def _code_message(f: Finding, option, file: str, function: str, how: str, knowle
     avoid = f"; or avoid it: {option.avoid}" if option.avoid else ""
     closest = "" if knowledge.version_known else f" (as in verl {knowledge.version}, the closest release)"
     return (f"this run selects {option.option} ({how}), and reaches {where}{closest}: {f.message}. This command sets "
-            f"nothing that changes it: {_remedy(f, file, checker)}{avoid}")
+            f"nothing that changes it: {remedy(f, file, checker)}{avoid}")
 
 
 def _config_hazards(package, knowledge, scanned, checked) -> list[tuple[Finding, str, str]]:
@@ -562,7 +333,7 @@ def _config_hazards(package, knowledge, scanned, checked) -> list[tuple[Finding,
     result = checked.get(file, "yaml")
     if result is None or not result.findings:
         return []
-    keys = _yaml_keys_by_line(file)
+    keys = yaml_keys_by_line(file)
     return [(f, file, keys[f.location.line]) for f in result.findings if f.location.line in keys]
 
 
@@ -570,109 +341,6 @@ def _config_message(f: Finding, file: str, key: str) -> str:
     how = f"; its fix there: {f.fix.description}" if f.fix else ""
     return (f"this run composes {shown(file)}:{f.location.line}, which sets `{key}` for it (this command does not "
             f"override it): {f.message}. Override `{key}` on this command{how}")
-
-
-def fork_values(package: str, knowledge, run_config: str = "") -> dict[str, str | None]:
-    """What a fork's own primary config sets (`[default_run]` `config`, or `run_config`: another entry config of the
-    fork, relative to the package), where the release's defaults say nothing of the fork: composed by rlcompat/schema
-    (its defaults list followed, as Hydra merges it), YAML null as "null", and `${other.key}` as that key's value in
-    the composed config. Empty where the config cannot be read."""
-    from rlcompat.schema import SchemaUnread
-    from rlcompat.schema.hydra_static import compose_values, resolved
-
-    if not (run_config or knowledge.run_config):
-        return {}
-    config = os.path.join(package, run_config or knowledge.run_config)
-    try:
-        found = compose_values(os.path.dirname(config), os.path.basename(config), bases=(os.path.dirname(package),))
-    except SchemaUnread:
-        return {}
-    return resolved(found)
-
-
-def _remedy(f: Finding, file: str, checker) -> str:
-    if f.fix is None:
-        return f"change {shown(file)}:{f.location.line} by hand"
-    unsafe = " --unsafe-fixes" if f.fix.safety.value != "safe" else ""
-    target = checker.target.name
-    text = f"run `rlcompat fix {shown(file)} --target {target}{unsafe}` ({f.fix.description})"
-    installed = installed_package()
-    if installed and os.path.realpath(file).startswith(os.path.realpath(installed) + os.sep):
-        # the distribution in site-packages: the command that keeps the originals and can be undone
-        text += (f", or `rlcompat fix --installed verl --target {target}{unsafe}` for the whole installed package "
-                 "(keeps the originals; `rlcompat restore verl` undoes it)")
-    return text
-
-
-def package_run(verl: identity.FrameworkIdentity, root: str) -> str | None:
-    """The verl package directory a script's run imports: the tree's own, else the installed one where the tree
-    declares nothing or pins the installed version. None where it cannot be told (a pin of another version)."""
-    if verl.how in ("release", "fork") and verl.package:
-        package = os.path.normpath(os.path.join(root, verl.package))
-        return package if os.path.isdir(package) else None
-    installed = identity.installed_version("verl")
-    if verl.how == "installed" or (verl.how == "pinned" and verl.version == installed):
-        return installed_package()
-    return None
-
-
-@lru_cache(maxsize=1)
-def installed_package() -> str | None:
-    """The installed verl package's directory, located by its import spec (which runs none of its code)."""
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec("verl")
-    except (ImportError, ValueError):
-        return None
-    locations = list(spec.submodule_search_locations or ()) if spec is not None else []
-    return locations[0] if locations and os.path.isdir(os.path.join(locations[0], "trainer")) else None
-
-
-@lru_cache(maxsize=64)
-def function_lines(path: str, qualname: str) -> tuple[int, int] | None:
-    """(first, last) line of the function `qualname` ("load_valuehead_model", "CriticWorker._build") in a Python
-    file, or None where the file or the function is not there (a fork that has none)."""
-    text = text_of(path, "python")
-    if text is None:
-        return None
-    try:
-        body = ast.parse(text).body
-    except (SyntaxError, ValueError):
-        return None
-    node = None
-    for part in qualname.split("."):
-        node = next((n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                     and n.name == part), None)
-        if node is None:
-            return None
-        body = node.body
-    first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
-    return first, node.end_lineno or node.lineno
-
-
-def _yaml_docs(path: str) -> list:
-    """The documents of a YAML file read through the YAML front end; none where it is unreadable or not YAML."""
-    from rlcompat.lang import yaml
-
-    text = text_of(path, "yaml")
-    try:
-        return yaml.parse(text) if text is not None else []
-    except yaml.YamlSyntaxError:
-        return []
-
-
-def _yaml_keys_by_line(path: str) -> dict[int, str]:
-    return {e.key_mark[0] + 1: e.key for doc in _yaml_docs(path) for e in doc.entries}
-
-
-def _yaml_tables_by_key(path: str) -> dict[str, int]:
-    """Every key of a YAML file, mappings included, -> the line it is written on."""
-    out: dict[str, int] = {}
-    for doc in _yaml_docs(path):
-        out.update((key, section.key_mark[0] + 1) for key, section in doc.sections.items())
-        out.update((e.key, e.key_mark[0] + 1) for e in doc.entries)
-    return out
 
 
 class _Checked:
@@ -696,15 +364,9 @@ class _Checked:
         return None if result.error is not None else result
 
 
-
 def _location(index: LineIndex, start: int, end: int) -> Location:
     line, column = index.position(start)
     end_line, end_column = index.position(end)
     return Location(line, column + 1, end_line, end_column + 1)
 
 
-def shown(path: str) -> str:
-    """A framework file as messages name it: relative to the working directory when inside it, else absolute."""
-    full = os.path.abspath(path)
-    relative = os.path.relpath(full, os.getcwd())
-    return full if relative.startswith("..") else relative.replace(os.sep, "/")

@@ -1,7 +1,7 @@
 """The run a launch script starts, and which findings it reaches (`rlcompat scan|fix|matrix --run LAUNCH.sh`).
 
 A launch script's verl command runs an entry point of the verl package the script's tree runs (the tree's own, else
-the installed one: rlcompat/analysis/launch_path.py `package_run`), with the Hydra overrides the command passes. Which code of
+the installed one: rlcompat/analysis/run_package.py `package_run`), with the Hydra overrides the command passes. Which code of
 that package the run reaches is worked out statically, from the package's knowledge
 (rlcompat/knowledge/data/verl/<version>.toml):
 
@@ -111,7 +111,7 @@ def resolve(script: str, tree_identity, text: str | None = None, command: bool =
     `command`: `script` labels a command line given as `text` (`--run "python3 -m ... k=v"`), read as a one-line
     script of the directory `script` is in."""
     from rlcompat.lang import shell
-    from rlcompat.analysis.launch_path import fork_values, package_run
+    from rlcompat.analysis.run_package import fork_values, package_run
     from rlcompat.pipeline.scanned_file import ScannedFile
 
     what = "command line" if command else "launch script (bash)"
