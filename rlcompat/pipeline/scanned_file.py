@@ -172,6 +172,13 @@ class ScannedFile:
         return [built for step in self._install_steps(script, start)
                 if step.line == line and (built := install_steps.source_build(step))]
 
+    def wheel_folders(self) -> dict:
+        if self.language != "dockerfile":
+            return {}
+        from rlcompat.knowledge.wheel_folders import built_folders
+
+        return built_folders(self.text)
+
     def _install_steps(self, script: str, start: str) -> tuple:
         """The install steps of shell `script`, read from `start`: a Dockerfile's own shell code RUN by RUN (each a new
         shell in the WORKDIR), any other script (a block a file holds) as one shell."""
