@@ -225,6 +225,7 @@ class DeclaredRule(ConfigRule):
         if group is not None and not replaced_by_later_sync(view, ctx.source_text):
             group.stage_image = view.image or ""
             if ctx.scanned is not None:
+                _resolve_build_args(group, ctx)
                 _add_installed_extras(group, view, ctx)
                 _add_required_files(group, view, ctx)
                 _add_named_extras(group, ctx.scanned)
@@ -271,6 +272,20 @@ def _from_setup_py(view: ConfigView, ctx: ConfigContext) -> Declared | None:
     group = Declared("command", anchor=view.word_spans[words.index("setup.py")])
     _add_source_builds(group, view, ctx)
     return group if group.requirements else None
+
+
+_LEADING_VARIABLE = re.compile(r"\$\{?(?P<name>[A-Za-z_]\w*)\}?(?P<rest>/.*)?")
+
+
+def _resolve_build_args(group: Declared, ctx: ConfigContext) -> None:
+    """An index URL a Dockerfile's RUN takes from an `ARG` without a default (`-i ${PYTORCH_WHEELS_URL}/cu128`) is
+    the value the tree's own build script passes with `--build-arg` (rlcompat/knowledge/build_args.py): read with it,
+    never edited there (the value is the script's)."""
+    for index in group.indexes:
+        m = _LEADING_VARIABLE.fullmatch(index.url)
+        value = ctx.scanned.build_arg(m.group("name")) if m is not None else None
+        if value is not None:
+            index.url, index.editable = value.rstrip("/") + (m.group("rest") or ""), False
 
 
 def _from_unzipped_wheels(view: ConfigView, ctx: ConfigContext) -> Declared | None:
