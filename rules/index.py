@@ -31,7 +31,7 @@ INDEX = {
     'RLC122': (('json', 'markdown', 'shell', 'toml', 'yaml'), ('-m ', '.py'), ()),
     'RLC123': (('markdown', 'shell'), ('fsdp_sft_trainer',), ()),
     'RLC124': (('json', 'markdown', 'shell', 'toml', 'yaml'), ('-m ', '.py'), ()),
-    'RLC125': (('python',), ('FSDPConfig', 'Qwen2Dense7BConfig', 'Qwen3Dense0P6BConfig', 'Qwen3Dense4BConfig', 'Qwen3Dense8BConfig', 'Qwen3MoE235BA22Config', 'Qwen3MoE30BA3Config'), None),
+    'RLC125': (('python',), ('FSDPConfig', 'Qwen2Dense7BConfig', 'Qwen3Dense0P6BConfig', 'Qwen3Dense4BConfig', 'Qwen3Dense8BConfig', 'Qwen3MoE235BA22Config', 'Qwen3MoE30BA3Config', 'get_model_config_from_hf'), None),
     'RLC126': (('python',), ('fp16', 'gradient_accumulation_steps', 'learning_rate', 'max_steps', 'num_generations', 'num_train_epochs', 'output_dir', 'per_device_train_batch_size'), None),
     'RLC130': (('python',), ('AsyncGRPOTrainer', 'DPOTrainer', 'GRPOTrainer', 'KTOTrainer', 'RLOOTrainer', 'SFTTrainer'), None),
     'RLC131': (('markdown', 'shell'), ('trl',), ()),

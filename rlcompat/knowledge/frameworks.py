@@ -166,6 +166,10 @@ class Framework:
     # Its package, where only its own modules call its functions: users run its modules and install it from its
     # checkout, so a parameter default every call in the tree passes is never in force (analysis/param_defaults.py)
     closed_package: str = ""
+    # `[detect]`: how a checkout of this release is told from its neighbours where its version file does not say the
+    # release (XTuner V1's xtuner/version.py says 0.2.0 at v1.0.0rc0 and v1.0.1): `says` (what that file says
+    # there), `present` and `absent` (paths inside the package directory), each read from that release's tree
+    detect: dict = field(default_factory=dict, compare=False, hash=False)
 
 
 @dataclass(frozen=True)
@@ -301,7 +305,8 @@ def _framework(data: dict, filename: str) -> Framework:
                    hydra_roots=_hydra_roots(data.get("hydra_roots", ()), filename),
                    hydra_config=_hydra_config(data.get("hydra_config", ""), filename),
                    module_config=_module_config(data.get("module_config"), filename),
-                   closed_package=_closed_package(data.get("closed_package"), filename))
+                   closed_package=_closed_package(data.get("closed_package"), filename),
+                   detect=_detect(data.get("detect"), data["framework"], filename))
     keys = []
     for row in data.get("key", ()):
         if row.get("kind", "none") not in kinds() and row.get("kind", "none") != "none":
@@ -325,6 +330,31 @@ def _framework(data: dict, filename: str) -> Framework:
             raise ValueError(f"rlcompat/knowledge/data/frameworks/{fw.name}/{filename}: an [[engine]] needs engine, commands and proof")
     object.__setattr__(fw, "engines", tuple(dict(row) for row in data.get("engine", ())))
     return fw
+
+
+def _detect(table, framework: str, filename: str) -> dict:
+    if table is None:
+        return {}
+    if not isinstance(table, dict) or not table.get("present") or not table.get("proof"):
+        raise ValueError(f"rlcompat/knowledge/data/frameworks/{framework}/{filename}: [detect] needs `present` paths "
+                         "and a `proof`")
+    return dict(table)
+
+
+def release_by_files(name: str, package: str, says: str | None) -> Framework | None:
+    """The newest release of framework `name` whose `[detect]` matches the package directory `package` (its
+    `present` paths there, its `absent` ones not) and whose version file says `says` there (a release whose `says`
+    differs is not this tree); None where none does: the package is then a fork (knowledge/identity.py)."""
+    import os
+
+    for fw in frameworks():  # newest first within a framework
+        detect = fw.detect
+        if fw.name != name or not detect or detect.get("says", says) != says:
+            continue
+        if all(os.path.exists(os.path.join(package, p)) for p in detect["present"]) and \
+                not any(os.path.exists(os.path.join(package, p)) for p in detect.get("absent", ())):
+            return fw
+    return None
 
 
 def engine_tables(engine: str) -> list[tuple[Framework, dict, str]]:

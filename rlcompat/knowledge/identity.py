@@ -411,22 +411,31 @@ def _project_version(project: str, distribution: str) -> tuple[str, str] | None:
 
 
 def _dynamic_version(project: str, pyproject: dict) -> tuple[str, str] | None:
-    """(version, file) of `dynamic = ["version"]` read by setuptools from a module's `__version__`
-    (`[tool.setuptools.dynamic] version = {attr = "unsloth.models._utils.__version__"}`: Unsloth's checkout)."""
-    attr = pyproject.get("tool", {}).get("setuptools", {}).get("dynamic", {}).get("version", {})
+    """(version, file) of `dynamic = ["version"]` read from a module's `__version__`: by setuptools
+    (`[tool.setuptools.dynamic] version = {attr = "unsloth.models._utils.__version__"}`: Unsloth's checkout) or by
+    hatchling from a file (`[tool.hatch.version] path = "xtuner/version.py"`: XTuner's checkout)."""
+    tool = pyproject.get("tool", {})
+    attr = tool.get("setuptools", {}).get("dynamic", {}).get("version", {})
     name = attr.get("attr", "") if isinstance(attr, dict) else ""
     module, _, variable = name.rpartition(".")
-    if variable != "__version__" or not module:
+    hatch = tool.get("hatch", {}).get("version", {})
+    hatch_path = hatch.get("path", "") if isinstance(hatch, dict) else ""
+    if isinstance(hatch_path, str) and hatch_path.endswith(".py") and ".." not in hatch_path.split("/"):
+        candidates = [os.path.join(project, *hatch_path.split("/"))]
+    elif variable == "__version__" and module:
+        candidates = [c for base in (project, os.path.join(project, "src"))
+                      for c in (os.path.join(base, *module.split(".")) + ".py",
+                                os.path.join(base, *module.split("."), "__init__.py"))]
+    else:
         return None
-    for base in (project, os.path.join(project, "src")):
-        for candidate in (os.path.join(base, *module.split(".")) + ".py", os.path.join(base, *module.split("."), "__init__.py")):
-            try:
-                with open(candidate, encoding="utf-8", errors="replace") as fh:
-                    m = _VERSION_ASSIGNMENT.search(fh.read())
-            except OSError:
-                continue
-            if m:
-                return m.group(1).strip(), os.path.relpath(candidate, project)
+    for candidate in candidates:
+        try:
+            with open(candidate, encoding="utf-8", errors="replace") as fh:
+                m = _VERSION_ASSIGNMENT.search(fh.read())
+        except OSError:
+            continue
+        if m:
+            return m.group(1).strip(), os.path.relpath(candidate, project)
     return None
 
 
@@ -457,6 +466,13 @@ def _python_package(root: str, name: str) -> FrameworkIdentity | None:
             evidence = f"{where} says {_distribution(name)} {version} (no __version__ in its __init__.py)"
         if version in releases(name):
             return FrameworkIdentity(name, label_of(name), "release", version, evidence, version, shown)
+        from rlcompat.knowledge.frameworks import release_by_files
+
+        if (by_files := release_by_files(name, os.path.dirname(init), version)) is not None:
+            # a version file that does not say the release (XTuner V1's says 0.2.0): the release whose own files
+            # these are, where its knowledge says how to tell it (`[detect]`)
+            evidence += f"; its files are {by_files.label} {by_files.version}'s ({by_files.detect['proof']})"
+            return FrameworkIdentity(name, label_of(name), "release", by_files.version, evidence, by_files.version, shown)
         return FrameworkIdentity(name, label_of(name), "fork", version, evidence, closest_release(name, version), shown)
     return None
 

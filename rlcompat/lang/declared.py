@@ -218,13 +218,14 @@ class DeclaredRule(ConfigRule):
         # is a `uv sync` that asks for extras (what they install).
         group = from_command(view, ctx.source_text)
         if group is None and ctx.scanned is not None:
-            group = _from_uv_sync(view, ctx) or _from_setup_py(view, ctx)
+            group = _from_uv_sync(view, ctx) or _from_setup_py(view, ctx) or _from_unzipped_wheels(view, ctx)
             if group is not None:
                 self.check_declared(group, ctx)
             return
         if group is not None and not replaced_by_later_sync(view, ctx.source_text):
             group.stage_image = view.image or ""
             if ctx.scanned is not None:
+                _resolve_build_args(group, ctx)
                 _add_installed_extras(group, view, ctx)
                 _add_required_files(group, view, ctx)
                 _add_named_extras(group, ctx.scanned)
@@ -270,6 +271,41 @@ def _from_setup_py(view: ConfigView, ctx: ConfigContext) -> Declared | None:
         return None
     group = Declared("command", anchor=view.word_spans[words.index("setup.py")])
     _add_source_builds(group, view, ctx)
+    return group if group.requirements else None
+
+
+_LEADING_VARIABLE = re.compile(r"\$\{?(?P<name>[A-Za-z_]\w*)\}?(?P<rest>/.*)?")
+
+
+def _resolve_build_args(group: Declared, ctx: ConfigContext) -> None:
+    """An index URL a Dockerfile's RUN takes from an `ARG` without a default (`-i ${PYTORCH_WHEELS_URL}/cu128`) is
+    the value the tree's own build script passes with `--build-arg` (rlcompat/knowledge/build_args.py): read with it,
+    never edited there (the value is the script's)."""
+    for index in group.indexes:
+        m = _LEADING_VARIABLE.fullmatch(index.url)
+        value = ctx.scanned.build_arg(m.group("name")) if m is not None else None
+        if value is not None:
+            index.url, index.editable = value.rstrip("/") + (m.group("rest") or ""), False
+
+
+def _from_unzipped_wheels(view: ConfigView, ctx: ConfigContext) -> Declared | None:
+    """`unzip FOLDER/*.whl -d <site-packages>` in a Dockerfile whose earlier stage filled FOLDER with `pip wheel` in
+    a clone whose source build the knowledge knows (XTuner's flash-attention and FlashAttention-3 wheels): the group of
+    that package, at the wheel word (never edited there), its release unknown (rlcompat/knowledge/wheel_folders.py)."""
+    from rlcompat.knowledge.wheel_folders import unzipped_wheels
+
+    if not view.word_spans or len(view.word_spans) != len(view.command_words):
+        return None
+    written = [ctx.source_text[s.start:s.end] for s in view.word_spans]
+    wheels = set(unzipped_wheels(list(view.command_words))) | set(unzipped_wheels(written))
+    folders = ctx.scanned.wheel_folders() if wheels else {}
+    group = Declared("command", anchor=view.word_spans[0])
+    for word, span in zip(written, view.word_spans):
+        built = folders.get(word.rsplit("/", 1)[0]) if word in wheels else None
+        if built is not None:
+            group.requirements.append(Requirement(normalise(built[0]), "", span, None, editable=False,
+                                                  origin=f"built into that folder from source: {built[1]}",
+                                                  version_known=False))
     return group if group.requirements else None
 
 

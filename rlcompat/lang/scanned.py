@@ -116,6 +116,14 @@ class ScannedView(Protocol):
         python setup.py install`: FlashAttention-3), each RUN of a Dockerfile a new shell
         (rlcompat/knowledge/install_steps.py `source_build`)."""
 
+    def build_arg(self, name: str) -> str | None:
+        """The value the tree's image build script passes to this Dockerfile's build argument `name`, where the
+        Dockerfile declares it without a default (`ARG NAME`); None otherwise (rlcompat/knowledge/build_args.py)."""
+
+    def wheel_folders(self) -> dict:
+        """folder as written -> (package, proof) of each folder this Dockerfile fills with `pip wheel` in a clone
+        whose source build the knowledge knows ({} for another file): rlcompat/knowledge/wheel_folders.py."""
+
     def extras_installed_by_tree(self, project_file: str) -> dict[str, str]:
         """extra (normalised; ALL_EXTRAS for `--all-extras`) -> where (`Dockerfile.cuda:114`) for each optional
         extra of the project declared in `project_file` that an install step of the scanned tree (its Dockerfiles

@@ -16,6 +16,7 @@ It also hands over the front end of another language (rlcompat/lang/frontends.py
 from __future__ import annotations
 
 import os
+import re
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
@@ -171,6 +172,23 @@ class ScannedFile:
         start = os.path.abspath(self.tree.root or os.path.dirname(self.path) or ".")
         return [built for step in self._install_steps(script, start)
                 if step.line == line and (built := install_steps.source_build(step))]
+
+    def build_arg(self, name: str) -> str | None:
+        if self.language != "dockerfile" or not re.search(rf"^\s*ARG\s+{re.escape(name)}\s*$", self.text, re.MULTILINE):
+            return None  # a default the Dockerfile writes is read where it is written (the shell front end)
+        from rlcompat.knowledge.build_args import build_args
+
+        values, script = build_args(self.path)
+        if name in values:
+            self.record_reads([script])
+        return values.get(name)
+
+    def wheel_folders(self) -> dict:
+        if self.language != "dockerfile":
+            return {}
+        from rlcompat.knowledge.wheel_folders import built_folders
+
+        return built_folders(self.text)
 
     def _install_steps(self, script: str, start: str) -> tuple:
         """The install steps of shell `script`, read from `start`: a Dockerfile's own shell code RUN by RUN (each a new

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rlcompat.knowledge import precision
+from rlcompat.knowledge import config_class_defaults, precision
 from rlcompat.analysis import pyhelpers as h
 from rlcompat.analysis.deadfields import dead_field, enclosing_class
 from rlcompat.contract import Bad, FixSafety, Good, PendingFix, PythonRule, VERL_091
@@ -16,6 +16,15 @@ _SKYRL_MP = ("from dataclasses import dataclass, field\nfrom typing import Optio
 
 # accelerate's `mixed_precision` takes "no" | "fp16" | "bf16" | "fp8": fp32 is spelled "no".
 _MIXED_PRECISION = {"float32": "no", "float16": "fp16"}
+
+
+def _unread_field(keyword: str, ctx) -> bool:
+    """Whether `keyword` of the call the string is passed to is a field of a framework config class that no code of
+    the release the tree runs reads (XTuner 1.0.0rc0/1.0.1's RolloutConfig.dtype: no rollout backend passes it on)."""
+    call = next((a for a in reversed(ctx.ancestors) if isinstance(a, cst.Call)), None)
+    if call is None:
+        return False
+    return config_class_defaults.unread(ctx.qualname(call.func), keyword, config_class_defaults.release_in(ctx))
 
 
 def _dtype_like(name: str) -> bool:
@@ -115,6 +124,8 @@ class Bf16DtypeString(PythonRule):
             return  # a default the scanned verl version never reads: RLC356 says so instead of "fixing" it
         if role.kind == "assign" and held_only_when_set(ctx, enclosing_class(ctx.ancestors), role.name):
             return  # read only where a run sets the Optional field holding the class: its None is judged there
+        if role.kind == "keyword" and _unread_field(role.name, ctx):
+            return  # a field no code of the tree's release reads (config_class_defaults.toml [[unread]])
         if role.kind == "param-default" and default_is_dead(ctx):
             return  # no call leaves it in force (analysis/param_defaults.py): what each call passes is judged there
         name = role.name if role.name not in ("", "default") else h.enclosing_assign_name(ctx.ancestors)

@@ -55,7 +55,8 @@ class ConfigBf16DefaultOn(PythonRule):
         name = h.call_name(node)
         if name not in self.calls:
             return
-        known = config_class_defaults.called(ctx.qualname(node.func), kinds=frozenset({KIND}))
+        known = config_class_defaults.called(ctx.qualname(node.func), kinds=frozenset({KIND}),
+                                             release_of=config_class_defaults.release_in(ctx))
         if known is None:
             return
         if any(a.star or (a.keyword is not None and a.keyword.value in ("bf16", "fp16")) for a in node.args):

@@ -10,8 +10,7 @@ from rlcompat.knowledge import frameworks as fk
 # The keywords the table's rows name: narrowing keeps them in a call (lang/pyspeed/narrow.py _READ_KEYWORDS), or a
 # call that sets one would read here as built without it.
 RLC134_KINDS = frozenset({"bf16-switch"})  # those rows are RLC134's, which writes the precision switches
-FIELDS = frozenset(f for row in config_class_defaults.configs().values() if row.kind not in RLC134_KINDS
-                   for f in row.fields)
+FIELDS = config_class_defaults.fields_of(but=RLC134_KINDS)
 
 _FSDP = "from xtuner.v1.config import FSDPConfig\n"
 _QWEN3 = "from xtuner.v1.model.dense.qwen3 import Qwen3Dense8BConfig\n"
@@ -63,7 +62,8 @@ class FrameworkConfigClassDefault(PythonRule):
         name = h.call_name(node)
         if name not in self.calls:
             return
-        known = config_class_defaults.called(ctx.qualname(node.func), but=RLC134_KINDS)
+        known = config_class_defaults.called(ctx.qualname(node.func), but=RLC134_KINDS,
+                                             release_of=config_class_defaults.release_in(ctx))
         if known is None:
             return
         given = {a.keyword.value for a in node.args if a.keyword is not None and a.keyword.value in FIELDS}
@@ -75,6 +75,8 @@ class FrameworkConfigClassDefault(PythonRule):
         if hazard is None:
             return
         fields = " or ".join(f"`{f}`" for f in known.fields)
-        ctx.report(node, f"{name} is built without {fields}, so its default {known.default} ({known.release}: "
-                         f"{known.proof}) is what the run uses: {hazard.why}; {self.target.name} is "
-                         f"{self.target.capability_text}. No fix is written: {known.remedy}")
+        head = (f"{name} is built without {fields}, so its default" if known.fields else
+                f"{name} builds its config itself (no argument sets it), so the default")
+        whose = known.release if known.known else f"the tree's release not known; as in {known.release}"
+        ctx.report(node, f"{head} {known.default} ({whose}: {known.proof}) is what the run uses: {hazard.why}; "
+                         f"{self.target.name} is {self.target.capability_text}. No fix is written: {known.remedy}")

@@ -6,7 +6,7 @@ import re
 from rlcompat.analysis import cpu_program, pyentry_switches
 from rlcompat.analysis.confighelpers import remove_flag, where
 from rlcompat.contract import Bad, ConfigRule, FixSafety, Good
-from rlcompat.knowledge import verl_layout
+from rlcompat.knowledge import config_class_defaults, verl_layout
 from rlcompat.knowledge.spellings import bf16_replacements, flash_attention, flash_attention_backends, fp8_names
 
 DTYPE_WORDS = {"dtype", "precision", "mp", "amp"}
@@ -113,6 +113,9 @@ class UnknownHazardSetting(ConfigRule):
                 continue
             if s.guards and view.kind == "python" and pyentry_switches.setting_unpassed(ctx, s):
                 continue  # only under a switch the parser leaves off and no launch file of the tree passes
+            if view.kind == "python" and s.call and config_class_defaults.unread_name(
+                    s.call, s.key.rsplit(".", 1)[-1], config_class_defaults.release_in(ctx)):
+                continue  # a field no code of the tree's release reads (config_class_defaults.toml [[unread]])
             base = f"{ctx.verl.label} knowledge (its FSDP-engine keys)" if in_verl else "framework knowledge"
             self._check(s, ctx, name_tokens(s.key), f"`{s.label}` is not in rlcompat's {base}, so this is matched by "
                                                     "name only (low confidence)")
