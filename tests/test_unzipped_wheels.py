@@ -10,7 +10,8 @@ import pytest
 
 from rlcompat.api import scan_paths
 from rlcompat.knowledge.targets import resolve_target
-from rlcompat.knowledge.wheel_folders import built_folders, unzipped_wheels
+from rlcompat.knowledge.wheel_folders import built_folders
+from rlcompat.lang.wheel_unzip import unzipped_wheels
 
 SM75 = resolve_target("sm75")
 pytestmark = pytest.mark.usefixtures("fresh_verl_detection")

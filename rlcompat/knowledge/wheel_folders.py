@@ -29,7 +29,6 @@ _PIP = re.compile(r"(?:.*/)?pip3?(?:\.\d+)?")
 _VALUED = {"-w", "--wheel-dir", "-i", "--index-url", "--extra-index-url", "-f", "--find-links", "-c", "--constraint",
            "-r", "--requirement", "--config-settings", "-C", "--global-option", "--build-option", "--cache-dir",
            "--src", "--progress-bar", "--python"}
-SITE_FOLDERS = ("site-packages", "dist-packages")
 
 
 def _logical_lines(text: str) -> list[str]:
@@ -104,20 +103,3 @@ def _wheel_build(args: list[str], cwd: str, rows) -> tuple[str, tuple[str, str]]
         if directory == tail or directory.endswith("/" + tail):
             return folder.rstrip("/"), (row["package"], row["proof"])
     return None
-
-
-def unzipped_wheels(words: list[str]) -> list[str]:
-    """The wheel paths (as written) of an `unzip [OPTIONS] WHEEL.whl... -d DIR` whose DIR is a site-packages (or
-    Debian's dist-packages) folder: those wheels are installed there; [] for any other command."""
-    if not words or posixpath.basename(words[0]) != "unzip" or "-d" not in words:
-        return []
-    at = words.index("-d")
-    if at + 1 >= len(words) or not _site_folder(words[at + 1]):
-        return []
-    return [w for w in words[1:at] if w.endswith(".whl")]
-
-
-def _site_folder(word: str) -> bool:
-    low = word.rstrip("/").lower()
-    # the folder as written may be a variable that names it (`${PYTHON_SITE_PACKAGE_PATH}`)
-    return low.endswith(SITE_FOLDERS) or "site_package" in low or "dist_package" in low

@@ -291,8 +291,8 @@ def _resolve_build_args(group: Declared, ctx: ConfigContext) -> None:
 def _from_unzipped_wheels(view: ConfigView, ctx: ConfigContext) -> Declared | None:
     """`unzip FOLDER/*.whl -d <site-packages>` in a Dockerfile whose earlier stage filled FOLDER with `pip wheel` in
     a clone whose source build the knowledge knows (XTuner's flash-attention and FlashAttention-3 wheels): the group of
-    that package, at the wheel word (never edited there), its release unknown (rlcompat/knowledge/wheel_folders.py)."""
-    from rlcompat.knowledge.wheel_folders import unzipped_wheels
+    that package, at the wheel word (never edited there), its release unknown (rlcompat/lang/wheel_unzip.py reads the command; ScannedView.wheel_folders, the folders)."""
+    from rlcompat.lang.wheel_unzip import unzipped_wheels
 
     if not view.word_spans or len(view.word_spans) != len(view.command_words):
         return None
