@@ -56,6 +56,10 @@ def test_a_later_exact_sync_removes_what_an_earlier_sync_of_the_project_installe
     steps = install_steps.steps_in(warm.format("uv sync --inexact --extra fa3\n"), str(tmp_path / "Dockerfile"),
                                    str(tmp_path))
     assert [(s.line, s.extras) for s in steps] == [(6, ()), (7, ("fa3",))]
+    # a later exact sync that asks for the same extras keeps them (prime-rl's builder and runtime stages)
+    again = "FROM base\nWORKDIR /app\nRUN uv sync --extra fa3\nFROM base\nWORKDIR /app\nRUN uv sync --extra fa3\n"
+    steps = install_steps.steps_in(again, str(tmp_path / "Dockerfile"), str(tmp_path))
+    assert [(s.line, s.extras) for s in steps] == [(3, ("fa3",)), (6, ("fa3",))]
 
 
 def test_extras_the_tree_installs_are_judged_as_installed_where_declared_and_at_the_sync(tmp_path):

@@ -126,10 +126,18 @@ def steps_in(text: str, path: str, start_dir: str, new_shells: tuple[int, ...] =
 def _after_exact_syncs(steps: list[Step]) -> list[Step]:
     """uv syncs exactly by default: a `uv sync` removes from the environment what it does not ask for, unless given
     `--inexact` (uv's CLI reference, `uv sync --inexact`). What an earlier sync of the same project installed is gone
-    after a later exact one: NeMo-RL 0.4.0's Dockerfile:96-100 syncs each backend's extra to warm uv's cache, then
-    the project without extras, which is what the image keeps."""
+    after a later exact one that does not ask for it too: NeMo-RL 0.4.0's Dockerfile:96-100 syncs each backend's extra
+    to warm uv's cache, then the project without extras, which is what the image keeps; prime-rl's Dockerfile.cuda
+    syncs the same extras in its builder stage and again in the runtime stage, and both install them."""
     last_exact = {s.target: i for i, s in enumerate(steps) if s.sync == "exact"}
-    return [s for i, s in enumerate(steps) if not (s.sync and i < last_exact.get(s.target, -1))]
+
+    def removed(i: int, step: Step) -> bool:
+        later = last_exact.get(step.target, -1)
+        if not step.sync or i >= later:
+            return False
+        kept = steps[later].extras
+        return ALL_EXTRAS not in kept and not set(step.extras) <= set(kept)
+    return [s for i, s in enumerate(steps) if not removed(i, s)]
 
 
 _PYTHON = re.compile(r"(?:.*/)?python(?:\d+(?:\.\d+)?)?")
