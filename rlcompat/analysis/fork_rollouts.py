@@ -48,7 +48,7 @@ def _table(package: str, names: tuple[str, ...], stamp: tuple[int, ...]) -> dict
     workers = os.path.join(package, "workers")
     for file_name in names:
         path = os.path.join(workers, file_name)
-        tree = _parse(path)
+        tree = parse(path)
         if tree is None:
             continue
         for name, branch, line in _name_tests(tree):
@@ -63,7 +63,7 @@ def _table(package: str, names: tuple[str, ...], stamp: tuple[int, ...]) -> dict
                     break
     registries = os.path.join(workers, "rollout")
     for file_name in sorted(os.listdir(registries)) if os.path.isdir(registries) else ():
-        tree = _parse(os.path.join(registries, file_name)) if file_name.endswith(".py") else None
+        tree = parse(os.path.join(registries, file_name)) if file_name.endswith(".py") else None
         for name, module, cls, line in _registry_rows(tree) if tree is not None else ():
             defined = None if name in found else _defining(package, module, cls, (os.path.join(registries, file_name),))
             if defined is not None:
@@ -88,7 +88,7 @@ def _registry_rows(tree: ast.Module):
                 yield key.value, module, cls, key.lineno
 
 
-def _parse(path: str) -> ast.Module | None:
+def parse(path: str) -> ast.Module | None:
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             return ast.parse(fh.read())
@@ -146,13 +146,13 @@ def _defining(package: str, module: str, cls: str, read: tuple[str, ...], hops: 
 
 
 def _from_file(package: str, path: str, cls: str, read: tuple[str, ...], hops: int):
-    tree = _parse(path)
+    tree = parse(path)
     if tree is None:
         return None
     read = read + (path,)
     defined = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls), None)
     if defined is not None:
-        engines = {ENGINE_MODULES[m] for m in _imported_modules(tree) if m in ENGINE_MODULES}
+        engines = {ENGINE_MODULES[m] for m in imported_modules(tree) if m in ENGINE_MODULES}
         if len(engines) != 1:
             return None
         return engines.pop(), f"{os.path.relpath(path, package)}:{defined.lineno}", read
@@ -177,7 +177,7 @@ def _from_file(package: str, path: str, cls: str, read: tuple[str, ...], hops: i
     return answers[0][0], answers[0][1], files
 
 
-def _imported_modules(tree: ast.Module) -> set[str]:
+def imported_modules(tree: ast.Module) -> set[str]:
     """The top-level packages a module imports anywhere (`from vllm.distributed import x` -> vllm)."""
     found = set()
     for node in ast.walk(tree):

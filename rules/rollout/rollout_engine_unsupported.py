@@ -4,7 +4,7 @@ from __future__ import annotations
 from rlcompat.knowledge import hf_rollout
 from rlcompat.knowledge import precision, vllm_pascal
 from rlcompat.knowledge.capabilities import last_release_that_runs, min_capability, runs
-from rlcompat.analysis import fork_rollouts
+from rlcompat.analysis import entry_workers, fork_rollouts
 from rlcompat.analysis.packages import package_dir
 from rlcompat.analysis.verlengines import in_its_config
 from rlcompat.contract import Bad, ConfigRule, FixSafety, Good, VERL_091
@@ -52,6 +52,11 @@ def _with_pascal(advice: str, engine: str, key: str, pascal: str | None) -> str:
     return f"{advice}; or roll out with vLLM{switch}: {pascal}"
 
 
+def _set_true(setting) -> bool:
+    """The command sets the key true (a default the command leaves is not known here: no claim)."""
+    return setting is not None and (setting.value or "").lower() in ("true", "1")
+
+
 def _named_at(setting):
     """Where the engine is named: the value's own text where a shell variable set earlier writes it
     (`ROLLOUT_NAME=vllm_with_tool`, passed as `rollout.name=${ROLLOUT_NAME}`), the place to change it; else the key."""
@@ -67,7 +72,9 @@ class RolloutEngineUnsupported(ConfigRule):
         "target, and says which engines the scanned verl version registers that do. verl 0.9.1 registers only vllm, "
         "sglang and trtllm [S51]. In a verl fork, a rollout name of the fork's own that its worker code dispatches "
         "(`rollout.name == 'vllm_with_tool'`) is judged as the engine the class it builds imports (vLLM), read from "
-        "the fork's files. A name a shell variable holds is reported where the variable is set."
+        "the fork's files. A name a shell variable holds is reported where the variable is set. A value that makes "
+        "the command's own entry module build a worker of the tree's that runs an engine (General-Reasoner's "
+        "`reward_model.strategy=verifier` picks its vLLM verifier, `main_ppo.py:143-144`) is reported there [S561]."
     )
     why = (
         f"{min_capability('vllm').by_release()} [S7]; SGLang raises `SGLang only supports sm75 and "
@@ -85,7 +92,7 @@ class RolloutEngineUnsupported(ConfigRule):
         "Elsewhere no autofix: switching engines changes the whole rollout."
     )
     names = ("rollout",)
-    sources = ("S7", "S35", "S51", "S53", "S95", "S96", "S97", "S98")
+    sources = ("S7", "S35", "S51", "S53", "S95", "S96", "S97", "S98", "S561")
 
     bad = (
         Bad(CMD.format(name="vllm"), path="run.sh", unsafe=True, fixed=CMD.format(name="hf"), frameworks=VERL_091),
@@ -130,6 +137,8 @@ class RolloutEngineUnsupported(ConfigRule):
             setting = view.get(key)
             if setting is not None and setting.value and setting.value not in ("???", "null"):
                 self._check(setting, key, ctx)
+        if view.kind == "command":
+            self._check_entry_workers(view, ctx)
 
     def _check(self, setting, key, ctx) -> None:
         engine, target, verl = setting.value, ctx.target, ctx.verl
@@ -173,6 +182,27 @@ class RolloutEngineUnsupported(ConfigRule):
             "rollout.nnodes > 0)", engine, key, pascal)
         ctx.report(at, f"rollout engine {engine} cannot run on {target.name} "
                        f"({target.capability_text}): {reason}; {advice}")
+
+    def _check_entry_workers(self, view, ctx) -> None:
+        """A value that makes the command's own entry module build a worker of the tree's that runs an engine
+        (rlcompat/analysis/entry_workers.py: General-Reasoner's `reward_model.strategy=verifier`)."""
+        entry = entry_workers.entry_module(view.command_words, ctx.path)
+        if entry is None:
+            return
+        for setting in view.settings:
+            found = entry_workers.chosen(entry, setting.key, setting.value) if setting.value and not setting.flag \
+                else None
+            if found is None or view.get(setting.key) is not setting or not all(
+                    _set_true(view.get(k)) for k in found.needs):
+                continue  # not the run's last word on the key, or a switch around the branch the command leaves
+            ctx.record_reads(list(found.files))
+            runs, reason = engine_runs(found.engine, ctx.target)
+            if not runs:
+                ctx.report(_named_at(setting),
+                           f"{setting.key}={setting.value} makes this run's entry module build the tree's own "
+                           f"{found.cls} ({found.where}; {found.defined}), a {found.engine} engine: {reason}; pick "
+                           f"another {setting.key}, or run it on a GPU with compute capability "
+                           f"{min_capability(found.engine).text}+")
 
     def _check_fork_name(self, setting, key, ctx) -> None:
         """A rollout name a fork's own worker code dispatches (rlcompat/analysis/fork_rollouts.py): judged as the
