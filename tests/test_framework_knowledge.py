@@ -216,6 +216,17 @@ def test_no_finding_is_repeated_by_the_knowledge_rules_or_the_net():
     assert {f.code for f in found} >= {"RLC107", "RLC204"}
 
 
+def test_accelerate_s_tpu_downcast_option_is_known_and_selects_nothing_on_a_gpu():
+    # downcast_bf16 is read only where the run is XLA on a TPU; the GPU run's bf16 is mixed_precision's alone
+    cfg = "distributed_type: FSDP\ndowncast_bf16: 'yes'\nmixed_precision: 'bf16'\n"
+    sh = "accelerate launch --mixed_precision bf16 --downcast_bf16 train.py\nexport ACCELERATE_DOWNCAST_BF16=true\n"
+    for target in ("sm61", "sm75"):
+        found = scan_source(cfg, resolve_target(target), "accelerate_configs/fsdp.yaml", "yaml")
+        assert [(f.code, f.location.line) for f in found] == [("RLC107", 3)]
+        found = scan_source(sh, resolve_target(target), "run.sh", "shell")
+        assert [(f.code, f.location.line, f.location.column) for f in found] == [("RLC107", 1, 19)]
+
+
 def test_no_all_clear_for_bf16_in_an_unknown_tool():
     found = scan_source("optim:\n  lr: 1e-5\nmodel:\n  compute_dtype: torch.bfloat16\n", resolve_target("sm61"),
                         "unknown_tool.yaml", "yaml")

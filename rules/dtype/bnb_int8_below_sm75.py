@@ -12,7 +12,10 @@ class BnbInt8BelowSm75(PythonRule):
     title = "bitsandbytes 8-bit loading (`load_in_8bit=True`) on a GPU below 7.5"
     what = (
         "Finds `load_in_8bit=True` (`BitsAndBytesConfig`, `from_pretrained`) below compute capability 7.5. "
-        "`bnb_4bit_compute_dtype=torch.bfloat16` is reported by RLC101/RLC102 with the policy's compute dtype."
+        "`bnb_4bit_compute_dtype=torch.bfloat16` is reported by RLC101/RLC102 with the policy's compute dtype. "
+        "A `True` under a branch that tests an 8-bit switch (`elif model_args.load_in_8bit:` in TRL's and "
+        "alignment-handbook's `get_quantization_config`) only passes on what the user set: that switch, where it is "
+        "set, decides the run, as for bf16 and FlashAttention switches."
     )
     why = (
         "LLM.int8() needs int8 tensor cores, compute capability 7.5+; below that bitsandbytes warns `Compute "
@@ -34,6 +37,8 @@ class BnbInt8BelowSm75(PythonRule):
     good = (
         Good("q = BitsAndBytesConfig(load_in_8bit=True)\n", target="sm75"),
         Good("q = BitsAndBytesConfig(load_in_4bit=True)\n", target="sm70"),
+        Good("def quantization(args):\n    if args.load_in_4bit:\n        return BitsAndBytesConfig(load_in_4bit=True)\n"
+             "    elif args.load_in_8bit:\n        return BitsAndBytesConfig(load_in_8bit=True)\n", target="sm70"),
     )
 
     @classmethod
@@ -45,7 +50,7 @@ class BnbInt8BelowSm75(PythonRule):
             return
         if not (isinstance(node.value, cst.Name) and node.value.value == "True"):
             return
-        if h.guarded_by(ctx.ancestors, h.is_capability_guard):
+        if h.guarded_by(ctx.ancestors, h.is_capability_guard) or h.test_mentions(ctx.ancestors, ("8bit", "int8")):
             return
         ctx.report(node, f"load_in_8bit=True on {self.target.name} ({self.target.architecture}): LLM.int8() needs "
                          "7.5+; bitsandbytes falls back to a slow 8-bit matmul (consider load_in_4bit=True)")
