@@ -12,7 +12,7 @@ leaves out).
 
 from __future__ import annotations
 
-from rlcompat.analysis import cpu_program, entry_switches, vllm_backend_request
+from rlcompat.analysis import cpu_program, entry_switches, guarded_reads, vllm_backend_request
 from rlcompat.analysis.confighelpers import follows_bf16_switch, is_bf16
 from rlcompat.analysis.knowledge_defaults import command_defaults, omitted_defaults, parameter_defaults, unset_parents
 from rlcompat.analysis.knowledge_keys import RESOLVED_ORIGINS, hazard_of, matching_key, resolved_key, selected
@@ -50,6 +50,8 @@ def check(view: ConfigView, ctx: ConfigContext, kinds: frozenset[str]) -> None:
             continue  # `elif self.bf16: self.mixed_precision = "bf16"` passes a switch on: reported at the switch
         if found is not None and entry_switches.forced_in_no_launch(view, ctx, setting):
             continue  # forced only under a switch the parser leaves off and no launch file of the tree passes
+        if found is not None and guarded_reads.read_only_while_off(view, ctx, setting):
+            continue  # the tree's code takes it only while a sibling this file sets otherwise holds (analysis/guarded_reads.py)
         if found is not None and vllm_backend_request.replaced(view, ctx, key, value):
             continue  # a backend the tree's vLLM swaps for one that runs on this card (the request changes nothing)
         if found is not None and not _feature_off_by_default(view, setting, key):

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from rlcompat.analysis import confighelpers as h
 from rlcompat.analysis.confighelpers import remove_flag
+from rlcompat.analysis.guarded_reads import read_only_while_off
 from rlcompat.analysis.interpolation import select_default
 from rlcompat.analysis.verlengines import report_engine_settings
 from rlcompat.analysis.knowledge_keys import RESOLVED_ORIGINS, negated_switch
@@ -23,7 +24,9 @@ class FlashAttentionSetting(ConfigRule):
         "a config class field `flash_attn: bool = True`; and verl launch scripts that do not set "
         "`override_config.attn_implementation`, whose default in verl is flash_attention_2 [S51]; in verl's own "
         "model configs, an `override_config` mapping that leaves it out where the version's knowledge proves it "
-        "(`omitted_in`: verl 0.6.1's and 0.7.0's `override_config: {}`)."
+        "(`omitted_in`: verl 0.6.1's and 0.7.0's `override_config: {}`). A YAML key the tree's own Python reads only "
+        "while a sibling holds given values, where the file sets that sibling otherwise (HALOs' `reward_model.dtype: "
+        "float32` beside its `attn_implementation`), reaches no run and is left alone."
     )
     why = (
         "FlashAttention-2 needs compute capability 8.0 (`FlashAttention only supports Ampere GPUs or newer.`) [S10]; "
@@ -122,6 +125,8 @@ class FlashAttentionSetting(ConfigRule):
             s = s if s.flag else select_default(view, s)  # `${oc.select:KEY,flash_attention_2}`: its default
             if s is None or not s.flag and known & set(view.paths_of(s)) or s.value is None or not self._bad(s.value, target):
                 continue
+            if not s.flag and read_only_while_off(view, ctx, s):
+                continue  # the tree's code takes it only while a sibling this file sets otherwise holds (HALOs' reward model)
             ctx.report(s.key_span, describe(s.label if s.flag else view.full_key(s), s.value, h.where(s)),
                        [s.rewrite("sdpa")], FixSafety.SAFE, "use sdpa")
         if not target.flash_attn_2:

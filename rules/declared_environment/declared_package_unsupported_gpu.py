@@ -3,7 +3,7 @@ from __future__ import annotations
 from rlcompat.knowledge.capabilities import last_release_that_runs, min_capability
 from rlcompat.knowledge import versions
 from rlcompat.knowledge.environment import environment_facts, error_text, shipped_by_image
-from rlcompat.rules.declared_environment.helpers import asks_any_torch, minimum_installed, torch_required_by
+from rlcompat.rules.declared_environment.helpers import allows_only_below, asks_any_torch, minimum_installed, torch_required_by
 from rlcompat.contract import Bad, DeclaredRule, Good
 
 
@@ -33,7 +33,8 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         "installing an extra selects nothing, and the torch it brings is RLC601's to judge; the same holds for an "
         "engine that runs only where a config selects it (vLLM, SGLang: `runs_when_selected`), in any requirement "
         "whose release's torch is known (`vllm<=0.6.3` installs 0.6.3, which pins torch 2.4.0). Where that is not "
-        "known, the package's own minimum is reported."
+        "known, the package's own minimum is reported. A flash-attn requirement that installs only a FlashAttention 1 "
+        "release (below 2.0.0, `imported_only_below`) is not reported: nothing loads it by being installed."
     )
     why = (
         "FlashAttention 2 refuses GPUs below Ampere (`FlashAttention only supports Ampere GPUs or newer.`) and its "
@@ -47,12 +48,14 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
         "transformers for generation); `rlcompat scan` reports the code that does not (RLC201-RLC204, RLC401)."
     )
     names = ("flash", "vllm", "sglang", "flash_attn", "flash-attn")
-    sources = ("S7", "S10", "S12", "S13", "S14", "S35", "S235", "S300", "S430", "S431")
+    sources = ("S7", "S10", "S11", "S12", "S13", "S14", "S35", "S235", "S300", "S430", "S431", "S540")
     prevents = ("E8", "E19")
 
     bad = (
         Bad("torch==2.6.0\nflash-attn==2.7.4.post1\n", path="requirements.txt"),
         Bad("pip install flash_attn --no-build-isolation\n", path="install.sh", target="sm75"),
+        # a range that reaches FlashAttention 2
+        Bad("flash-attn>=1.0.7\n", path="requirements.txt", target="sm75"),
         # a script's inline metadata: `uv run train.py` installs it first [S235]
         Bad('# /// script\n# dependencies = [\n#     "flash-attn",\n# ]\n# ///\nimport flash_attn\n', path="train.py"),
         # a range whose newest allowed release's torch is not known: the package's own minimum
@@ -89,6 +92,10 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
     )
     good = (
         Good("flash-attn==2.7.4.post1\n", path="requirements.txt", target="sm80"),
+        # FlashAttention 1 (MOSS-RLHF 4865d82's requirements.txt:5): transformers loads flash-attn only from 2.3.3
+        # [S540]; nothing runs it unless code imports it
+        Good("transformers==4.30.2\nflash-attn==1.0.7\n", path="requirements.txt"),
+        Good("flash-attn<2\n", path="requirements.txt", target="sm75"),
         Good("vllm>=0.8\n", path="requirements.txt", target="sm75"),
         # vLLM's newest release (0.33.0) pins torch 2.14.0: the engine is reported where a config selects it, the torch
         # by RLC601
@@ -167,6 +174,8 @@ class DeclaredPackageUnsupportedGpu(DeclaredRule):
             # such an install does to torch, where known, is RLC601's to judge.
             # An extra the tree's own install step asks for (`uv sync --extra X` in its Dockerfile) is no option there.
             optional = bool(req.extra) and not req.installed_by
+            if p.get("imported_only_below") and allows_only_below(req.spec, p["imported_only_below"]):
+                continue  # FlashAttention 1 (flash-attn < 2.0.0): nothing loads it by being installed; its import is where it runs
             if req.uv_source and p.get("runs_when_selected"):
                 continue  # where uv takes an engine from: the engine is reported where selected, its torch at the declaration
             if (optional or p.get("runs_when_selected")) and (

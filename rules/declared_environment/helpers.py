@@ -260,6 +260,13 @@ def _overlap(a: tuple[Bound | None, Bound | None], b: tuple[Bound | None, Bound 
     return _key(low[0]) < _key(high[0]) or (_key(low[0]) == _key(high[0]) and low[1] and high[1])
 
 
+def allows_only_below(spec: str, version: str) -> bool:
+    """Whether every release a specifier allows is below `version` (`==1.0.7`, `<2`: below 2.0.0); False for a
+    bare, open-ended or unreadable specifier."""
+    bounds = _spec_bounds(spec.strip()) if spec.strip() else None
+    return bounds is not None and not _overlap(bounds, ((release(version), True), None))
+
+
 def minimum_installed(row_name: str, spec: str) -> MinCapability:
     """The minimum capability (rlcompat/knowledge/data/capabilities.toml) of the release pip installs for a specifier, its newest
     allowed: where the row's minimum changed between releases ("vllm": 7.0 up to 0.19.1, 7.5 from 0.20.0),
