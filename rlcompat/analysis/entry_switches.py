@@ -21,12 +21,10 @@ import os
 import re
 
 from rlcompat.knowledge.identity import tree_root
+from rlcompat.analysis.tree_files import bounded_text, tree_files
 from rlcompat.lang.languages import by_file_name
 
 LAUNCH_LANGUAGES = frozenset({"shell", "makefile", "dockerfile", "yaml", "jobspec", "markdown"})
-MAX_FILES = 2000
-MAX_BYTES = 1_000_000
-_SKIP_DIRS = {"__pycache__", "node_modules", "site-packages", "build", "dist", "venv"}
 OFF_VALUES = frozenset({"", "false", "none", "0"})
 
 
@@ -80,7 +78,7 @@ def _entry_names(path: str) -> tuple[tuple[str, ...], str]:
 def launchers_of(path: str) -> list[tuple[str, str]]:
     """(path, text) of each launch file of the tree of `path` that names its entry point; [] where the tree is not
     the package's own project (the package sits elsewhere than at its root or in its `src/`: an installed or unpacked
-    distribution, whose launchers are not there) or holds over MAX_FILES launch files."""
+    distribution, whose launchers are not there) or holds over tree_files.MAX_FILES launch files."""
     names, holder = _entry_names(path)
     root = tree_root(path)
     if len(names) > 1 and holder not in (root, os.path.join(root, "src")):
@@ -88,30 +86,24 @@ def launchers_of(path: str) -> list[tuple[str, str]]:
     # a script outside a package may be named by any path that ends in its file name (`examples/x/train_ppo.py`)
     before = r"(?<![\w./-])" if len(names) > 1 else r"(?<![\w.-])"
     named = re.compile("|".join(rf"{before}{re.escape(n)}(?![\w-])" for n in names))
-    found, seen = [], 0
-    for directory, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".")]
-        for name in files:
-            full = os.path.join(directory, name)
-            # explicit: a README is read here though a directory scan does not check it (lang/markdown.py)
-            language = by_file_name(full, explicit=True)
-            if language is None or language.name not in LAUNCH_LANGUAGES:
-                continue
-            seen += 1
-            if seen > MAX_FILES:
-                return []
-            try:
-                if os.path.getsize(full) > MAX_BYTES:
-                    continue
-                with open(full, encoding="utf-8", errors="replace") as fh:
-                    text = fh.read()
-            except OSError:
-                continue
-            if language.name == "markdown":
-                text = _commands_of_markdown(text)
-            if named.search(text):
-                found.append((full, text))
+    found = []
+    for full in tree_files(root, _is_launch_file):
+        if full is None:
+            return []
+        text = bounded_text(full)
+        if text is None:
+            continue
+        if by_file_name(full, explicit=True).name == "markdown":
+            text = _commands_of_markdown(text)
+        if named.search(text):
+            found.append((full, text))
     return found
+
+
+def _is_launch_file(path: str) -> bool:
+    # explicit: a README is read here though a directory scan does not check it (lang/markdown.py)
+    language = by_file_name(path, explicit=True)
+    return language is not None and language.name in LAUNCH_LANGUAGES
 
 
 def _commands_of_markdown(text: str) -> str:

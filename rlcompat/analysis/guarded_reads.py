@@ -21,12 +21,10 @@ import os
 import re
 
 from rlcompat.analysis.entry_switches import LAUNCH_LANGUAGES
+from rlcompat.analysis.tree_files import bounded_text, tree_files
 from rlcompat.knowledge.identity import tree_root
 from rlcompat.lang.languages import by_file_name
 
-MAX_FILES = 2000
-MAX_BYTES = 1_000_000
-_SKIP_DIRS = {"__pycache__", "node_modules", "site-packages", "build", "dist", "venv"}
 _LIVE = None  # a read that is not a guarded one
 
 
@@ -63,12 +61,12 @@ def read_only_while_off(view, ctx, setting) -> bool:
 def _reads(root: str, leaf: str) -> list[tuple[str, str, tuple[str, frozenset[str]] | None]] | None:
     """(file, attribute chain, guard) of every attribute read ending in `leaf` in the tree's Python; the guard is
     (sibling attribute, values under which the read is taken) or None for a read outside such an expression. None
-    where the tree holds over MAX_FILES Python files."""
+    where the tree holds over tree_files.MAX_FILES Python files."""
     out = []
-    for path in _files(root, (".py",)):
+    for path in tree_files(root, lambda p: p.endswith(".py")):
         if path is None:
             return None
-        text = _text(path)
+        text = bounded_text(path)
         if text is None or leaf not in text:
             continue
         try:
@@ -120,7 +118,7 @@ def _spelled_elsewhere(root: str, own: str, sibling: str, ctx) -> bool:
     or (a YAML file) its last segment as a mapping key. A tree too large to read counts as one that does."""
     dotted = re.compile(rf"(?<![\w-]){re.escape(sibling)}\s*[=:]")
     as_key = re.compile(rf"^\s*{re.escape(sibling.rpartition('.')[2])}\s*:", re.MULTILINE)
-    for path in _files(root, None):
+    for path in tree_files(root):
         if path is None:
             return True
         if path == own:
@@ -128,35 +126,10 @@ def _spelled_elsewhere(root: str, own: str, sibling: str, ctx) -> bool:
         language = by_file_name(path, explicit=True)
         if language is None or language.name not in LAUNCH_LANGUAGES:
             continue
-        text = _text(path)
+        text = bounded_text(path)
         if text is None:
             continue
         if dotted.search(text) or language.name == "yaml" and as_key.search(text):
             ctx.record_reads([path])
             return True
     return False
-
-
-def _files(root: str, suffixes: tuple[str, ...] | None):
-    """The tree's files (with `suffixes` only, where given); a None at the end where there are over MAX_FILES."""
-    seen = 0
-    for directory, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
-        for name in sorted(files):
-            if suffixes and not name.endswith(suffixes):
-                continue
-            seen += 1
-            if seen > MAX_FILES:
-                yield None
-                return
-            yield os.path.join(directory, name)
-
-
-def _text(path: str) -> str | None:
-    try:
-        if os.path.getsize(path) > MAX_BYTES:
-            return None
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read()
-    except OSError:
-        return None
